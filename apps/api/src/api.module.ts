@@ -1,0 +1,31 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
+
+import { AuthModule, ScopeGuard } from '@app/auth';
+import { ConfigModule, Env } from '@app/config';
+import { DatabaseModule } from '@app/database';
+import { ServiceAccountsModule } from '@app/service-accounts';
+
+import { DiscoveryController } from './discovery/discovery.controller';
+import { DiscoveryService } from './discovery/discovery.service';
+import { HttpExceptionFilter } from './errors/http-exception.filter';
+import { RequestValidationPipe } from './errors/validation.pipe';
+import { ServiceAccountsController } from './service-accounts/service-accounts.controller';
+
+/** Wires the libs into the HTTP api; holds no rules of its own. */
+@Module({})
+export class ApiModule {
+  static forRoot(env: Env): DynamicModule {
+    return {
+      module: ApiModule,
+      imports: [ConfigModule.forRoot(env), DatabaseModule, AuthModule, ServiceAccountsModule],
+      controllers: [DiscoveryController, ServiceAccountsController],
+      providers: [
+        DiscoveryService,
+        { provide: APP_GUARD, useClass: ScopeGuard },
+        { provide: APP_FILTER, useClass: HttpExceptionFilter },
+        { provide: APP_PIPE, useClass: RequestValidationPipe },
+      ],
+    };
+  }
+}

@@ -1,0 +1,36 @@
+import { ApiProperty } from '@nestjs/swagger';
+
+export class HealthDto {
+  @ApiProperty({ example: 'ok' }) status!: string;
+  @ApiProperty({ type: 'integer', description: 'Epoch seconds this process started' }) instantiated_at!: number;
+}
+
+export class McpOAuthDto {
+  @ApiProperty({ type: [String], nullable: true }) authorization_servers!: string[] | null;
+  @ApiProperty({ type: 'string', nullable: true }) resource!: string | null;
+}
+
+export class McpInfoDto {
+  @ApiProperty() enabled!: boolean;
+  @ApiProperty({ type: 'string', nullable: true, example: '/mcp' }) path!: string | null;
+  @ApiProperty({ type: McpOAuthDto, nullable: true }) oauth!: McpOAuthDto | null;
+}
+
+export class InfoDto {
+  @ApiProperty() os_id!: string;
+  @ApiProperty() name!: string;
+  @ApiProperty({ description: 'Service version' }) version!: string;
+  @ApiProperty({ description: 'Interface version of the OpenAPI document' }) api_version!: string;
+  @ApiProperty({ enum: ['none', 'security_key', 'jwt'] }) auth_mode!: string;
+  @ApiProperty({ type: McpInfoDto }) mcp!: McpInfoDto;
+  @ApiProperty({ description: 'Base URL the service announces (PUBLIC_URL)' }) url!: string;
+}
+
+export class ConfigDto {
+  @ApiProperty() os_id!: string;
+  @ApiProperty() name!: string;
+  @ApiProperty() version!: string;
+  @ApiProperty({ enum: ['none', 'security_key', 'jwt'] }) auth_mode!: string;
+  @ApiProperty({ type: 'string', nullable: true, description: 'The caller principal (`sa:<name>`, JWT sub) or null' }) principal!: string | null;
+  @ApiProperty({ type: [String], description: 'Scopes the caller holds (empty for unscoped credentials)' }) scopes!: string[];
+}

@@ -1,0 +1,42 @@
+import { HttpStatus } from '@nestjs/common';
+
+import { AuthErrorCode } from '@app/auth';
+import { assertUnreachable, DomainException, RequestErrorCode } from '@app/errors';
+import { ServiceAccountErrorCode } from '@app/service-accounts';
+
+export type DomainErrorCode = RequestErrorCode | AuthErrorCode | ServiceAccountErrorCode;
+
+/** Every domain error code and its HTTP status; a new code without a case does not compile. */
+export function statusOf(code: DomainErrorCode): HttpStatus {
+  switch (code) {
+    case RequestErrorCode.BadRequest:
+    case ServiceAccountErrorCode.InvalidScopes:
+    case ServiceAccountErrorCode.PrivilegedNotAllowed:
+      return HttpStatus.BAD_REQUEST;
+    case RequestErrorCode.Unauthenticated:
+    case AuthErrorCode.Unauthenticated:
+    case ServiceAccountErrorCode.CredentialRequired:
+      return HttpStatus.UNAUTHORIZED;
+    case RequestErrorCode.Forbidden:
+    case AuthErrorCode.Forbidden:
+    case ServiceAccountErrorCode.CannotGrant:
+    case ServiceAccountErrorCode.CannotRevoke:
+      return HttpStatus.FORBIDDEN;
+    case RequestErrorCode.NotFound:
+    case ServiceAccountErrorCode.NotFound:
+      return HttpStatus.NOT_FOUND;
+    case ServiceAccountErrorCode.NameTaken:
+      return HttpStatus.CONFLICT;
+    case AuthErrorCode.Throttled:
+      return HttpStatus.TOO_MANY_REQUESTS;
+    case RequestErrorCode.DatabaseUnavailable:
+    case AuthErrorCode.Unavailable:
+      return HttpStatus.SERVICE_UNAVAILABLE;
+    default:
+      return assertUnreachable(code);
+  }
+}
+
+export function isKnownDomainException(error: unknown): error is DomainException<DomainErrorCode> {
+  return error instanceof DomainException;
+}

@@ -1,0 +1,28 @@
+import { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+
+import { API_VERSION, Env } from '@app/config';
+
+export function buildOpenApiDocument(app: NestFastifyApplication, env: Env): OpenAPIObject {
+  const config = new DocumentBuilder()
+    .setOpenAPIVersion('3.1.0')
+    .setTitle(env.OS_NAME)
+    .setDescription(
+      'Durable job queue, schedules, service accounts and MCP. Authenticate with `Authorization: Bearer <credential>`: ' +
+        'a JWT, a `svc_pat_` service-account token, or the OS security key. Each operation lists the scope it requires (`x-required-scope`).',
+    )
+    .setVersion(API_VERSION)
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'JWT, svc_pat_ token, or the OS security key' }, 'bearer')
+    .build();
+  return SwaggerModule.createDocument(app, config);
+}
+
+/** Swagger UI at /docs (Authorize remembers the token), the JSON at /openapi.json. */
+export function mountDocs(app: NestFastifyApplication, env: Env): void {
+  SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app, env), {
+    jsonDocumentUrl: 'openapi.json',
+    raw: ['json'],
+    customSiteTitle: `${env.OS_NAME} API`,
+    swaggerOptions: { persistAuthorization: true },
+  });
+}

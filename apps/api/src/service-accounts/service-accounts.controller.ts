@@ -1,0 +1,52 @@
+import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Param, Post, Query } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiTooManyRequestsResponse, ApiUnprocessableEntityResponse, ApiServiceUnavailableResponse } from '@nestjs/swagger';
+
+import { Principal } from '@app/access';
+import { CurrentPrincipal, RequireScope } from '@app/auth';
+import { ErrorBodyDto, ValidationErrorBodyDto } from '@app/errors';
+import {
+  CreatedServiceAccountDto,
+  CreateServiceAccountDto,
+  ListServiceAccountsQuery,
+  ServiceAccountDto,
+  ServiceAccountIdParams,
+  ServiceAccountPageDto,
+  ServiceAccountsService,
+} from '@app/service-accounts';
+
+@ApiTags('service-accounts')
+@ApiUnprocessableEntityResponse({ type: ValidationErrorBodyDto, description: 'Validation error' })
+@ApiTooManyRequestsResponse({ type: ErrorBodyDto, description: 'Too many failed token lookups from this address' })
+@ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'Database unreachable' })
+@Controller('service-accounts')
+export class ServiceAccountsController {
+  constructor(private readonly serviceAccounts: ServiceAccountsService) {}
+
+  @Post()
+  @RequireScope('service_accounts:write')
+  @ApiOperation({ summary: 'Mint a service account; the plaintext token is in this response only' })
+  @ApiCreatedResponse({ type: CreatedServiceAccountDto })
+  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Invalid scopes, or privileged scopes without allow_privileged_scopes' })
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'An active account with that name exists' })
+  mint(@CurrentPrincipal() caller: Principal, @Body() request: CreateServiceAccountDto): Promise<CreatedServiceAccountDto> {
+    return this.serviceAccounts.mint(caller, request);
+  }
+
+  @Get()
+  @RequireScope('service_accounts:read')
+  @ApiOperation({ summary: 'List service accounts (metadata and token_prefix only)' })
+  @ApiOkResponse({ type: ServiceAccountPageDto })
+  list(@CurrentPrincipal() caller: Principal, @Query() query: ListServiceAccountsQuery): Promise<ServiceAccountPageDto> {
+    return this.serviceAccounts.list(caller, query);
+  }
+
+  @Delete(':id')
+  @HttpCode(HttpStatus.OK)
+  @RequireScope('service_accounts:write')
+  @ApiOperation({ summary: 'Revoke a service account (idempotent, one-way)' })
+  @ApiOkResponse({ type: ServiceAccountDto, description: 'The account, with revoked_at set' })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  revoke(@CurrentPrincipal() caller: Principal, @Param() params: ServiceAccountIdParams): Promise<ServiceAccountDto> {
+    return this.serviceAccounts.revoke(caller, params.id);
+  }
+}

@@ -1,0 +1,3 @@
+export * from './data-scope';
+export * from './principal';
+export * from './scope';

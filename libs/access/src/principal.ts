@@ -1,0 +1,32 @@
+import { ADMIN_SCOPE, covers } from './scope';
+
+export type CredentialKind = 'anonymous' | 'security_key' | 'jwt' | 'service_account';
+
+/** Who is calling, as every service method sees it. Built only by the authenticator. */
+export interface Principal {
+  readonly kind: CredentialKind;
+  /** JWT `sub`, or `sa:<name>` for a service account; null for the security key and anonymous callers. */
+  readonly userId: string | null;
+  /** Held scopes; empty for unscoped credentials. */
+  readonly scopes: readonly string[];
+  /** False for the security key, anonymous callers on an open instance and JWTs with authorization off. */
+  readonly scopesEnforced: boolean;
+  /** True when reads and writes are confined to `userId` (service accounts always; JWT users under USER_ISOLATION). */
+  readonly selfScoped: boolean;
+  readonly serviceAccountId?: string;
+}
+
+export const SERVICE_ACCOUNT_PREFIX = 'sa:';
+
+export function serviceAccountPrincipal(name: string): string {
+  return `${SERVICE_ACCOUNT_PREFIX}${name}`;
+}
+
+export function isAdmin(principal: Principal): boolean {
+  return principal.kind === 'security_key' || principal.scopes.includes(ADMIN_SCOPE);
+}
+
+/** Does the caller pass a route that requires `scope`? Unenforced callers pass every scope check. */
+export function mayUse(principal: Principal, scope: string): boolean {
+  return !principal.scopesEnforced || covers(principal.scopes, scope);
+}

@@ -1,0 +1,72 @@
+/**
+ * The scope language: `<resource>:<action>` or `<resource>:<id>:<action>`
+ * (`*` as id means every component), plus the admin scope.
+ */
+export const ADMIN_SCOPE = 'platform:admin';
+export const RESOURCES = ['agents', 'teams', 'workflows', 'sessions', 'memories', 'knowledge', 'traces', 'config', 'schedules', 'service_accounts'] as const;
+export const ACTIONS = ['read', 'run', 'write', 'delete'] as const;
+export const DEFAULT_SCOPES = ['agents:run', 'teams:run', 'workflows:run', 'sessions:read', 'config:read'];
+
+export type Resource = (typeof RESOURCES)[number];
+export type Action = (typeof ACTIONS)[number];
+
+export interface ParsedScope {
+  resource: Resource;
+  id: string | null;
+  action: Action;
+}
+
+const ID_PATTERN = /^(\*|[A-Za-z0-9][A-Za-z0-9_.-]{0,127})$/;
+
+export function parseScope(scope: string): ParsedScope | null {
+  const parts = scope.split(':');
+  if (parts.length < 2 || parts.length > 3) {
+    return null;
+  }
+  const resource = parts[0] as Resource;
+  const action = parts[parts.length - 1] as Action;
+  const id = parts.length === 3 ? parts[1] : null;
+  if (!RESOURCES.includes(resource) || !ACTIONS.includes(action) || (id !== null && !ID_PATTERN.test(id))) {
+    return null;
+  }
+  return { resource, id: id === '*' ? null : id, action };
+}
+
+export function isValidScope(scope: string): boolean {
+  return scope === ADMIN_SCOPE || parseScope(scope) !== null;
+}
+
+/** Privileged scopes must be granted deliberately (`allow_privileged_scopes: true`). */
+export function isPrivilegedScope(scope: string): boolean {
+  if (scope === ADMIN_SCOPE) {
+    return true;
+  }
+  const parsed = parseScope(scope);
+  return parsed !== null && (parsed.action === 'write' || parsed.action === 'delete' || parsed.resource === 'service_accounts');
+}
+
+/** Does one held scope grant the required one? `agents:run` covers `agents:x:run`; `agents:x:run` covers only itself. */
+function grants(held: string, required: ParsedScope): boolean {
+  const parsed = parseScope(held);
+  return (
+    parsed !== null &&
+    parsed.resource === required.resource &&
+    parsed.action === required.action &&
+    (parsed.id === null || parsed.id === required.id)
+  );
+}
+
+/** True when `held` includes the admin scope or a grant for `required`. */
+export function covers(held: readonly string[], required: string): boolean {
+  if (held.includes(ADMIN_SCOPE)) {
+    return true;
+  }
+  const parsed = parseScope(required);
+  return parsed !== null && held.some((scope) => grants(scope, parsed));
+}
+
+/** Narrows a route's scope to one component: (`agents:run`, `echo-agent`) gives `agents:echo-agent:run`. */
+export function forComponent(scope: string, componentId: string): string {
+  const parsed = parseScope(scope);
+  return parsed ? `${parsed.resource}:${componentId}:${parsed.action}` : scope;
+}

@@ -1,0 +1,15 @@
+import { Global, Module } from '@nestjs/common';
+
+import { ServiceAccountsModule } from '@app/service-accounts';
+
+import { Authenticator } from './authenticator.service';
+import { JwtVerifier } from './jwt-verifier';
+import { ScopeGuard } from './scope.guard';
+
+@Global()
+@Module({
+  imports: [ServiceAccountsModule],
+  providers: [Authenticator, JwtVerifier, ScopeGuard],
+  exports: [Authenticator, ScopeGuard],
+})
+export class AuthModule {}

@@ -1,0 +1,145 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+import { Injectable } from '@nestjs/common';
+
+import { mayUse, Principal, SERVICE_ACCOUNT_PREFIX, serviceAccountPrincipal } from '@app/access';
+import { Env } from '@app/config';
+import { ServiceAccountVerifier, TOKEN_PREFIX, Verification } from '@app/service-accounts';
+
+import { AuthErrorCode, AuthException } from './auth.exception';
+import { AuthMode, authMode } from './auth-mode';
+import { JwtRejected, JwtVerifier } from './jwt-verifier';
+
+export interface Credentials {
+  /** The raw Authorization header, if any. */
+  authorization?: string;
+  /** The client address, which the failed-lookup limiter counts by. */
+  clientKey: string;
+}
+
+const ANONYMOUS: Principal = { kind: 'anonymous', userId: null, scopes: [], scopesEnforced: false, selfScoped: false };
+const ROOT: Principal = { kind: 'security_key', userId: null, scopes: [], scopesEnforced: false, selfScoped: false };
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+/** `Bearer <token>` (any case), or a bare token. */
+export function bearerToken(header: string | undefined): string | null {
+  const value = header?.trim();
+  if (!value) {
+    return null;
+  }
+  const match = /^bearer\s+(.+)$/i.exec(value);
+  return (match ? match[1] : value).trim() || null;
+}
+
+/**
+ * The one place a credential becomes a Principal and a scope is checked.
+ * REST routes reach it through the ScopeGuard, MCP tool calls directly.
+ */
+@Injectable()
+export class Authenticator {
+  readonly mode: AuthMode;
+  private readonly securityKey: Buffer | null;
+
+  constructor(
+    private readonly env: Env,
+    private readonly serviceAccounts: ServiceAccountVerifier,
+    private readonly jwt: JwtVerifier,
+  ) {
+    this.mode = authMode(env);
+    this.securityKey = env.OS_SECURITY_KEY ? digest(env.OS_SECURITY_KEY) : null;
+  }
+
+  /** Identifies the caller, then checks `requiredScope` (already narrowed to a component id where the route has one). */
+  async authenticate(credentials: Credentials, requiredScope: string): Promise<Principal> {
+    const principal = await this.identify(credentials);
+    this.authorize(principal, requiredScope);
+    return principal;
+  }
+
+  authorize(principal: Principal, requiredScope: string): void {
+    if (!mayUse(principal, requiredScope)) {
+      throw AuthException.insufficientScope([requiredScope]);
+    }
+  }
+
+  async identify(credentials: Credentials): Promise<Principal> {
+    const token = bearerToken(credentials.authorization);
+    if (token === null) {
+      return this.anonymousOr(this.missingCredentialDetail());
+    }
+    if (token.startsWith(TOKEN_PREFIX)) {
+      return this.fromServiceAccount(await this.serviceAccounts.verify(token, credentials.clientKey));
+    }
+    if (this.isSecurityKey(token)) {
+      return ROOT;
+    }
+    if (this.jwt.configured) {
+      return this.fromJwt(token);
+    }
+    return this.anonymousOr('Invalid authentication token');
+  }
+
+  private missingCredentialDetail(): string {
+    // Older clients infer the auth mode from this wording ("required" means security key).
+    return this.mode === 'jwt' ? 'Authorization header missing' : 'Authorization header required';
+  }
+
+  /** Rule 15: with no auth configured, a credential that does not verify is ignored. */
+  private anonymousOr(detail: string, code = AuthErrorCode.Unauthenticated): Principal {
+    if (this.mode === 'none') {
+      return ANONYMOUS;
+    }
+    throw new AuthException(code, detail);
+  }
+
+  private fromServiceAccount(verification: Verification): Principal {
+    switch (verification.outcome) {
+      case 'ok':
+        return {
+          kind: 'service_account',
+          userId: serviceAccountPrincipal(verification.account.name),
+          scopes: verification.account.scopes,
+          // Rule 13: token scopes are stored data, enforced in every auth mode.
+          scopesEnforced: true,
+          // Rule 11: service accounts always self-scope.
+          selfScoped: true,
+          serviceAccountId: verification.account.id,
+        };
+      case 'invalid':
+        return this.anonymousOr('Invalid or expired service account token');
+      case 'throttled':
+        return this.anonymousOr('Too many failed authentication attempts', AuthErrorCode.Throttled);
+      case 'unavailable':
+        return this.anonymousOr('Authentication is temporarily unavailable', AuthErrorCode.Unavailable);
+    }
+  }
+
+  private async fromJwt(token: string): Promise<Principal> {
+    try {
+      const identity = await this.jwt.verify(token);
+      if (identity.sub.startsWith(SERVICE_ACCOUNT_PREFIX)) {
+        // Rule 10: `sa:` identities come from service-account tokens only.
+        throw new JwtRejected('Invalid token subject');
+      }
+      return {
+        kind: 'jwt',
+        userId: identity.sub,
+        scopes: identity.scopes,
+        scopesEnforced: this.env.jwtScopesEnforced,
+        selfScoped: this.env.USER_ISOLATION,
+      };
+    } catch (error) {
+      if (error instanceof JwtRejected) {
+        throw new AuthException(AuthErrorCode.Unauthenticated, error.message);
+      }
+      throw error;
+    }
+  }
+
+  private isSecurityKey(token: string): boolean {
+    return this.securityKey !== null && timingSafeEqual(digest(token), this.securityKey);
+  }
+}

@@ -1,0 +1,37 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { FastifyRequest } from 'fastify';
+
+import { forComponent, Principal } from '@app/access';
+
+import { Authenticator } from './authenticator.service';
+import { PUBLIC_ROUTE, ROUTE_SCOPE, RouteScope } from './scopes.decorator';
+
+export type AuthenticatedRequest = FastifyRequest & { principal?: Principal };
+
+/** Global guard, deny by default: a route without @RequireScope or @Public never runs. */
+@Injectable()
+export class ScopeGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly authenticator: Authenticator,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) {
+      return true;
+    }
+    const rule = this.reflector.getAllAndOverride<RouteScope | undefined>(ROUTE_SCOPE, targets);
+    if (!rule) {
+      throw new Error(`${context.getClass().name}.${context.getHandler().name} declares neither @RequireScope nor @Public`);
+    }
+    const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
+    const componentId = rule.componentParam ? (request.params as Record<string, string>)[rule.componentParam] : undefined;
+    request.principal = await this.authenticator.authenticate(
+      { authorization: request.headers.authorization, clientKey: request.ip },
+      componentId ? forComponent(rule.scope, componentId) : rule.scope,
+    );
+    return true;
+  }
+}

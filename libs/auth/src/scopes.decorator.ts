@@ -1,0 +1,33 @@
+import { applyDecorators, SetMetadata } from '@nestjs/common';
+import { ApiBearerAuth, ApiExtension, ApiForbiddenResponse, ApiUnauthorizedResponse } from '@nestjs/swagger';
+
+import { ErrorBodyDto } from '@app/errors';
+
+export const PUBLIC_ROUTE = 'auth:public';
+export const ROUTE_SCOPE = 'auth:scope';
+
+export interface RouteScope {
+  scope: string;
+  /** Path parameter holding a component id: the scope then also accepts `<resource>:<id>:<action>`. */
+  componentParam?: string;
+}
+
+/** Marks a route that needs no credential at all (health, discovery). */
+export function Public(): MethodDecorator & ClassDecorator {
+  return SetMetadata(PUBLIC_ROUTE, true);
+}
+
+/**
+ * Declares the scope a route requires; the global ScopeGuard enforces it and the
+ * OpenAPI document shows it (`x-required-scope` and the bearer requirement).
+ */
+export function RequireScope(scope: string, options: Omit<RouteScope, 'scope'> = {}): MethodDecorator {
+  return applyDecorators(
+    SetMetadata(ROUTE_SCOPE, { scope, ...options } satisfies RouteScope),
+    ApiBearerAuth('bearer'),
+    ApiExtension('x-required-scope', scope),
+    ApiUnauthorizedResponse({ description: 'Missing or invalid credential', type: ErrorBodyDto }),
+    ApiForbiddenResponse({ description: `Requires scope \`${scope}\``, type: ErrorBodyDto }),
+  );
+}
+

@@ -1,0 +1,196 @@
+import { plainToInstance, Transform } from 'class-transformer';
+import {
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  Max,
+  Min,
+  MinLength,
+  ValidateIf,
+  validateSync,
+  ValidationError,
+} from 'class-validator';
+
+const TRUE_WORDS = ['true', '1', 'yes', 'on'];
+const FALSE_WORDS = ['false', '0', 'no', 'off'];
+const BOOLEAN_WORDS = [...TRUE_WORDS, ...FALSE_WORDS];
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** Parses an env boolean; an unknown word is kept as a string so validation names it. */
+function EnvBoolean(): PropertyDecorator {
+  return Transform(({ value }: { value: unknown }) => {
+    if (typeof value !== 'string') {
+      return value;
+    }
+    const word = value.trim().toLowerCase();
+    if (TRUE_WORDS.includes(word)) {
+      return true;
+    }
+    return FALSE_WORDS.includes(word) ? false : value;
+  });
+}
+
+function IsEnvBoolean(): PropertyDecorator {
+  return (target, key) => {
+    EnvBoolean()(target, key);
+    IsIn([true, false], { message: `must be one of ${BOOLEAN_WORDS.join(', ')}` })(target, key);
+  };
+}
+
+/** Parses an env integer; anything but digits is kept as a string so validation names it. */
+function IsEnvInt(min: number, max = Number.MAX_SAFE_INTEGER): PropertyDecorator {
+  return (target, key) => {
+    Transform(({ value }: { value: unknown }) =>
+      typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value,
+    )(target, key);
+    IsInt({ message: `must be a whole number from ${min} to ${max}` })(target, key);
+    Min(min, { message: `must be a whole number from ${min} to ${max}` })(target, key);
+    Max(max, { message: `must be a whole number from ${min} to ${max}` })(target, key);
+  };
+}
+
+const POSTGRES_URL = /^postgres(ql)?:\/\/[^\s]+$/;
+
+/**
+ * Every setting of the api and the worker, read once from the environment at boot.
+ * Nothing else in the code base reads process.env.
+ */
+export class Env {
+  @IsOptional()
+  @Matches(POSTGRES_URL, { message: 'must be a postgres:// or postgresql:// URL' })
+  DATABASE_URL?: string;
+
+  @IsEnvBoolean()
+  DB_MIGRATE = true;
+
+  @IsString()
+  @MinLength(1)
+  HOST = '127.0.0.1';
+
+  @IsEnvInt(0, 65535)
+  PORT = 7777;
+
+  @IsOptional()
+  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] }, { message: 'must be an http(s) URL' })
+  PUBLIC_URL?: string;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(16, { message: 'must be at least 16 characters' })
+  OS_SECURITY_KEY?: string;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(32, { message: 'must be at least 32 characters (HS256 needs a 256-bit secret)' })
+  JWT_SECRET?: string;
+
+  @IsOptional()
+  @Matches(/-----BEGIN PUBLIC KEY-----/, { message: 'must be a PEM public key (-----BEGIN PUBLIC KEY-----)' })
+  JWT_PUBLIC_KEY?: string;
+
+  @IsOptional()
+  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] }, { message: 'must be an http(s) URL' })
+  JWT_JWKS_URL?: string;
+
+  @IsOptional()
+  @IsString()
+  JWT_ISSUER?: string;
+
+  @IsOptional()
+  @IsString()
+  JWT_AUDIENCE?: string;
+
+  @ValidateIf((env: Env) => env.AUTHORIZATION_ENABLED !== undefined)
+  @IsEnvBoolean()
+  AUTHORIZATION_ENABLED?: boolean;
+
+  @IsEnvBoolean()
+  USER_ISOLATION = false;
+
+  @IsEnvInt(0, 86400)
+  SERVICE_ACCOUNT_CACHE_TTL_SECONDS = 30;
+
+  @IsEnvBoolean()
+  QUEUE_ENABLED = true;
+
+  @IsEnvInt(3, 86400)
+  QUEUE_LOCK_GRACE_SECONDS = 60;
+
+  @IsEnvInt(1)
+  QUEUE_CANCEL_INTENT_TTL_SECONDS = 86400;
+
+  @IsEnvInt(0)
+  QUEUE_RETENTION_SECONDS = 604800;
+
+  @IsEnvInt(1, 1000)
+  WORKER_CONCURRENCY = 10;
+
+  @IsEnvBoolean()
+  MCP_ENABLED = false;
+
+  @IsEnvBoolean()
+  DEMO_COMPONENTS = false;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(32, { message: 'must be at least 32 characters' })
+  INTERNAL_SERVICE_TOKEN?: string;
+
+  @IsIn(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` })
+  LOG_LEVEL: (typeof LOG_LEVELS)[number] = 'info';
+
+  @IsString()
+  @Matches(/^[A-Za-z0-9_-]{1,64}$/, { message: 'must be 1-64 letters, digits, - or _' })
+  OS_ID = 'platform-service';
+
+  @IsString()
+  @MinLength(1)
+  OS_NAME = 'Platform Service';
+
+  get jwtConfigured(): boolean {
+    return Boolean(this.JWT_SECRET || this.JWT_PUBLIC_KEY || this.JWT_JWKS_URL);
+  }
+
+  /** JWT scopes are enforced by default whenever a JWT key is configured. */
+  get jwtScopesEnforced(): boolean {
+    return this.AUTHORIZATION_ENABLED ?? this.jwtConfigured;
+  }
+
+  get publicUrl(): string {
+    return (this.PUBLIC_URL ?? `http://${this.HOST}:${this.PORT}`).replace(/\/+$/, '');
+  }
+
+  get databaseUrl(): string {
+    if (!this.DATABASE_URL) {
+      throw new EnvError(['DATABASE_URL: is required (a postgres:// URL)']);
+    }
+    return this.DATABASE_URL;
+  }
+}
+
+export class EnvError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+}
+
+function describe(errors: ValidationError[]): string[] {
+  return errors.map((error) => {
+    const messages = Object.values(error.constraints ?? {});
+    return `${error.property}=${JSON.stringify(error.value)}: ${[...new Set(messages)].join('; ')}`;
+  });
+}
+
+/** Validates the environment and reports every problem at once. Empty strings count as unset. */
+export function loadEnv(source: NodeJS.ProcessEnv = process.env): Env {
+  const present = Object.fromEntries(Object.entries(source).filter(([, value]) => value !== undefined && value !== ''));
+  const env = plainToInstance(Env, present, { exposeDefaultValues: true });
+  const errors = validateSync(env, { whitelist: false, skipMissingProperties: false });
+  if (errors.length > 0) {
+    throw new EnvError(describe(errors));
+  }
+  return env;
+}

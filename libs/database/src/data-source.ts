@@ -1,0 +1,37 @@
+import { DataSource, DataSourceOptions } from 'typeorm';
+
+import { MIGRATIONS } from './migrations';
+
+export function dataSourceOptions(url: string, entities: DataSourceOptions['entities'] = []): DataSourceOptions {
+  return {
+    type: 'postgres',
+    url,
+    entities,
+    migrations: MIGRATIONS,
+    migrationsTableName: 'migrations',
+    synchronize: false,
+    migrationsRun: false,
+    // Fail fast when the database is gone instead of queueing requests forever.
+    extra: { max: 20, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30000 },
+  };
+}
+
+// Any 64-bit constant works; this one spells "svcmigr" so it is recognisable in pg_locks.
+const MIGRATION_LOCK_KEY = '0x7376636d696772';
+
+/**
+ * Applies pending migrations while holding a session-level advisory lock, so any number
+ * of api and worker replicas can boot at once and exactly one of them migrates.
+ */
+export async function migrate(dataSource: DataSource): Promise<string[]> {
+  const runner = dataSource.createQueryRunner();
+  await runner.connect();
+  try {
+    await runner.query(`SELECT pg_advisory_lock(${MIGRATION_LOCK_KEY})`);
+    const applied = await dataSource.runMigrations({ transaction: 'each' });
+    return applied.map((migration) => migration.name);
+  } finally {
+    await runner.query(`SELECT pg_advisory_unlock(${MIGRATION_LOCK_KEY})`).catch(() => undefined);
+    await runner.release();
+  }
+}

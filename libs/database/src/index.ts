@@ -1,0 +1,4 @@
+export * from './data-source';
+export * from './database-errors';
+export * from './database.module';
+export * from './epoch';

@@ -1,0 +1,18 @@
+/**
+ * Base of every error a lib raises on purpose. Libs never throw HttpException:
+ * they name what went wrong with a code, and apps/api maps codes to statuses.
+ */
+export abstract class DomainException<Code extends string = string> extends Error {
+  protected constructor(
+    readonly code: Code,
+    readonly detail: string,
+  ) {
+    super(detail);
+    this.name = new.target.name;
+  }
+}
+
+/** For a switch over a closed union: a new member without a case does not compile. */
+export function assertUnreachable(value: never): never {
+  throw new Error(`Unhandled case: ${String(value)}`);
+}

@@ -1,0 +1,16 @@
+/** One entry of the spec's 422 body. */
+export interface ValidationIssue {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+  input: unknown;
+  ctx: Record<string, unknown>;
+}
+
+/** A request failed validation: rendered as 422 with the spec's array `detail`. */
+export class ValidationFailedException extends Error {
+  constructor(readonly issues: ValidationIssue[]) {
+    super(issues.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; '));
+    this.name = 'ValidationFailedException';
+  }
+}

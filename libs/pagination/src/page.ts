@@ -1,0 +1,87 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsIn } from 'class-validator';
+
+import { IntField, Optional } from '@app/validation';
+
+export type SortOrder = 'asc' | 'desc';
+
+export class PageMeta {
+  @ApiProperty({ type: 'integer' }) page!: number;
+  @ApiProperty({ type: 'integer' }) limit!: number;
+  @ApiProperty({ type: 'integer' }) total_pages!: number;
+  @ApiProperty({ type: 'integer' }) total_count!: number;
+  @ApiProperty({ type: 'integer' }) search_time_ms!: number;
+}
+
+export interface Page<T> {
+  data: T[];
+  meta: PageMeta;
+}
+
+export interface PageRequest<SortField extends string> {
+  page: number;
+  limit: number;
+  sortBy: SortField;
+  sortOrder: SortOrder;
+  offset: number;
+}
+
+export interface PageQueryOptions<SortField extends string> {
+  maxLimit: number;
+  defaultLimit?: number;
+  sortFields: readonly SortField[];
+  defaultSort: SortField;
+}
+
+export interface PageQueryShape {
+  limit: number;
+  page: number;
+  sort_by?: string;
+  sort_order: SortOrder;
+}
+
+/**
+ * Builds the list-query DTO every paginated route shares: `limit`, `page`,
+ * `sort_by` (unknown fields are ignored, not rejected) and `sort_order`.
+ */
+export function PageQuery<SortField extends string>(options: PageQueryOptions<SortField>) {
+  const defaultLimit = options.defaultLimit ?? 20;
+  class PageQueryDto implements PageQueryShape {
+    @IntField({ optional: true, fromString: true, min: 1, max: options.maxLimit, default: defaultLimit, description: `Page size, 1 to ${options.maxLimit}` })
+    limit: number = defaultLimit;
+
+    @IntField({ optional: true, fromString: true, min: 1, default: 1, description: 'Page number, 1 or more' })
+    page: number = 1;
+
+    @ApiProperty({ required: false, default: options.defaultSort, description: `Sort field: ${options.sortFields.join(', ')}; unknown fields are ignored` })
+    @Optional()
+    sort_by?: string;
+
+    @ApiProperty({ required: false, enum: ['asc', 'desc'], default: 'desc' })
+    @Optional()
+    @Transform(({ value }: { value: unknown }) => (typeof value === 'string' ? value.toLowerCase() : value))
+    @IsIn(['asc', 'desc'])
+    sort_order: SortOrder = 'desc';
+
+    toPageRequest(): PageRequest<SortField> {
+      const sortBy = options.sortFields.find((field) => field === this.sort_by) ?? options.defaultSort;
+      return { page: this.page, limit: this.limit, sortBy, sortOrder: this.sort_order, offset: (this.page - 1) * this.limit };
+    }
+  }
+  return PageQueryDto;
+}
+
+/** Wraps one page of rows with the spec's `meta`. */
+export function toPage<T>(request: { page: number; limit: number }, rows: T[], totalCount: number, startedAt: number): Page<T> {
+  return {
+    data: rows,
+    meta: {
+      page: request.page,
+      limit: request.limit,
+      total_pages: Math.ceil(totalCount / request.limit),
+      total_count: totalCount,
+      search_time_ms: Math.round(performance.now() - startedAt),
+    },
+  };
+}

@@ -1,0 +1,88 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { ArrayMaxSize, IsArray, IsIn, IsString, IsUUID, ValidateNested } from 'class-validator';
+
+import { DEFAULT_SCOPES } from '@app/access';
+import { PageMeta, PageQuery } from '@app/pagination';
+import { BoolField, IntField, Optional, StringField } from '@app/validation';
+
+import { SERVICE_ACCOUNT_SORT_FIELDS } from './service-account.repository';
+
+export const SERVICE_ACCOUNT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+export const DEFAULT_EXPIRY_DAYS = 90;
+export const MAX_EXPIRY_DAYS = 3650;
+
+export class ScopeGrantDto {
+  @ApiProperty({ description: '`<resource>:<action>`, `<resource>:<id>:<action>` or `platform:admin`', example: 'agents:run' })
+  @IsString()
+  scope!: string;
+
+  @ApiPropertyOptional({ enum: ['allow'], default: 'allow', description: 'Token scopes are grants: only `allow` is accepted' })
+  @Optional()
+  @IsIn(['allow'])
+  effect: 'allow' = 'allow';
+}
+
+export class CreateServiceAccountDto {
+  @StringField({
+    maxLength: 63,
+    pattern: SERVICE_ACCOUNT_NAME,
+    patternMessage: 'name must be a lowercase slug: a-z, 0-9, - and _, starting with a letter or digit',
+    description: 'Lowercase slug, max 63 characters',
+    example: 'ci-runner',
+  })
+  name!: string;
+
+  @ApiPropertyOptional({ type: [ScopeGrantDto], description: `Default: ${DEFAULT_SCOPES.join(', ')}` })
+  @Optional({ nullable: true })
+  @IsArray()
+  @ArrayMaxSize(100)
+  @ValidateNested({ each: true })
+  @Type(() => ScopeGrantDto)
+  scopes?: ScopeGrantDto[] | null;
+
+  @BoolField({ optional: true, default: false, description: 'Must be true when any privileged scope (write, delete, admin, service_accounts) is granted' })
+  allow_privileged_scopes?: boolean;
+
+  @IntField({ optional: true, nullable: true, min: 1, max: MAX_EXPIRY_DAYS, default: DEFAULT_EXPIRY_DAYS, description: 'Lifetime in days (1 to 3650)' })
+  expires_in_days?: number | null;
+
+  @BoolField({ optional: true, default: false, description: 'A token without expiry; overrides expires_in_days' })
+  never_expires?: boolean;
+}
+
+export class ListServiceAccountsQuery extends PageQuery({ maxLimit: 100, sortFields: SERVICE_ACCOUNT_SORT_FIELDS, defaultSort: 'created_at' }) {
+  @BoolField({ optional: true, fromString: true, default: true, description: 'Include revoked accounts' })
+  include_revoked: boolean = true;
+}
+
+export class ServiceAccountDto {
+  @ApiProperty() id!: string;
+  @ApiProperty({ example: 'ci-runner' }) name!: string;
+  @ApiProperty({ example: 'sa:ci-runner' }) principal!: string;
+  @ApiProperty({ example: 'svc_pat_AbC1234', description: 'Display prefix; never the full token' }) token_prefix!: string;
+  @ApiProperty({ type: [String], example: DEFAULT_SCOPES }) scopes!: string[];
+  @ApiProperty({ type: 'string', nullable: true, description: 'Principal that minted the account; null for the OS security key' })
+  created_by!: string | null;
+  @ApiProperty({ type: 'integer' }) created_at!: number;
+  @ApiProperty({ type: 'integer', nullable: true }) expires_at!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true }) last_used_at!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true }) revoked_at!: number | null;
+}
+
+export class CreatedServiceAccountDto extends ServiceAccountDto {
+  @ApiProperty({ description: 'Plaintext `svc_pat_` token: shown in this response only, never again' })
+  token!: string;
+}
+
+export class ServiceAccountPageDto {
+  @ApiProperty({ type: [ServiceAccountDto] }) data!: ServiceAccountDto[];
+  @ApiProperty({ type: PageMeta }) meta!: PageMeta;
+}
+
+export class ServiceAccountIdParams {
+  @ApiProperty({ format: 'uuid' })
+  @IsString()
+  @IsUUID('all', { message: 'id must be a UUID' })
+  id!: string;
+}

@@ -1,0 +1,35 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+
+@Entity('service_accounts')
+export class ServiceAccountEntity {
+  @PrimaryColumn('uuid')
+  id!: string;
+
+  @Column({ type: 'varchar', length: 63 })
+  name!: string;
+
+  /** The principal that minted the account (JWT sub or `sa:<name>`); null for the security key. */
+  @Column({ name: 'owner_id', type: 'varchar', length: 255, nullable: true })
+  ownerId!: string | null;
+
+  @Column({ name: 'token_hash', type: 'char', length: 64 })
+  tokenHash!: string;
+
+  @Column({ name: 'token_prefix', type: 'varchar', length: 16 })
+  tokenPrefix!: string;
+
+  @Column({ type: 'text', array: true })
+  scopes!: string[];
+
+  @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
+  createdAt!: Date;
+
+  @Column({ name: 'expires_at', type: 'timestamptz', nullable: true })
+  expiresAt!: Date | null;
+
+  @Column({ name: 'last_used_at', type: 'timestamptz', nullable: true })
+  lastUsedAt!: Date | null;
+
+  @Column({ name: 'revoked_at', type: 'timestamptz', nullable: true })
+  revokedAt!: Date | null;
+}

@@ -1,0 +1,17 @@
+import { DomainException } from '@app/errors';
+
+export enum ServiceAccountErrorCode {
+  NotFound = 'service_account.not_found',
+  NameTaken = 'service_account.name_taken',
+  InvalidScopes = 'service_account.invalid_scopes',
+  PrivilegedNotAllowed = 'service_account.privileged_not_allowed',
+  CannotGrant = 'service_account.cannot_grant',
+  CannotRevoke = 'service_account.cannot_revoke',
+  CredentialRequired = 'service_account.credential_required',
+}
+
+export class ServiceAccountException extends DomainException<ServiceAccountErrorCode> {
+  constructor(code: ServiceAccountErrorCode, detail: string) {
+    super(code, detail);
+  }
+}

@@ -1,0 +1,71 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Repository } from 'typeorm';
+
+import { DataScope } from '@app/access';
+import { PageRequest } from '@app/pagination';
+
+import { ServiceAccountEntity } from './service-account.entity';
+
+export const SERVICE_ACCOUNT_SORT_FIELDS = ['created_at', 'name', 'last_used_at', 'expires_at'] as const;
+export type ServiceAccountSortField = (typeof SERVICE_ACCOUNT_SORT_FIELDS)[number];
+
+const SORT_PROPERTIES: Record<ServiceAccountSortField, keyof ServiceAccountEntity> = {
+  created_at: 'createdAt',
+  name: 'name',
+  last_used_at: 'lastUsedAt',
+  expires_at: 'expiresAt',
+};
+
+export const ACTIVE_NAME_CONSTRAINT = 'UQ_service_accounts_active_name';
+
+/** Every read takes the caller's DataScope first; the token-hash lookup is the one unscoped read (it is authentication). */
+@Injectable()
+export class ServiceAccountRepository {
+  constructor(@InjectRepository(ServiceAccountEntity) private readonly rows: Repository<ServiceAccountEntity>) {}
+
+  async insert(account: ServiceAccountEntity): Promise<void> {
+    await this.rows.insert(account);
+  }
+
+  findByTokenHash(tokenHash: string): Promise<ServiceAccountEntity | null> {
+    return this.rows.findOneBy({ tokenHash });
+  }
+
+  async findById(scope: DataScope, id: string): Promise<ServiceAccountEntity | null> {
+    const account = await this.rows.findOneBy({ id });
+    return account && scope.includes(account.ownerId) ? account : null;
+  }
+
+  async page(scope: DataScope, request: PageRequest<ServiceAccountSortField>, includeRevoked: boolean): Promise<[ServiceAccountEntity[], number]> {
+    const owner = scope.where('account.owner_id');
+    const query = this.rows.createQueryBuilder('account').where(owner.sql, owner.params);
+    if (!includeRevoked) {
+      query.andWhere('account.revoked_at IS NULL');
+    }
+    return query
+      .orderBy(`account.${SORT_PROPERTIES[request.sortBy]}`, request.sortOrder === 'asc' ? 'ASC' : 'DESC')
+      .addOrderBy('account.id', 'ASC')
+      .offset(request.offset)
+      .limit(request.limit)
+      .getManyAndCount();
+  }
+
+  /** Sets revoked_at once; a second revoke keeps the first timestamp. */
+  async revoke(id: string): Promise<void> {
+    await this.rows.createQueryBuilder().update().set({ revokedAt: () => 'now()' }).where('id = :id AND revoked_at IS NULL', { id }).execute();
+  }
+
+  async revokeExpiredNamed(name: string): Promise<void> {
+    await this.rows
+      .createQueryBuilder()
+      .update()
+      .set({ revokedAt: () => 'now()' })
+      .where('name = :name AND revoked_at IS NULL AND expires_at <= now()', { name })
+      .execute();
+  }
+
+  async touchLastUsed(id: string): Promise<void> {
+    await this.rows.update({ id }, { lastUsedAt: () => 'now()' });
+  }
+}

@@ -1,0 +1,127 @@
+import { randomUUID } from 'node:crypto';
+
+import { Injectable } from '@nestjs/common';
+
+import { covers, DataScope, DEFAULT_SCOPES, isAdmin, isPrivilegedScope, isValidScope, Principal, serviceAccountPrincipal } from '@app/access';
+import { isUniqueViolation, toEpoch } from '@app/database';
+import { Page, toPage } from '@app/pagination';
+
+import { CreatedServiceAccountDto, CreateServiceAccountDto, DEFAULT_EXPIRY_DAYS, ListServiceAccountsQuery, ServiceAccountDto } from './service-account.dto';
+import { ServiceAccountEntity } from './service-account.entity';
+import { ServiceAccountErrorCode as Code, ServiceAccountException } from './service-account.exception';
+import { ACTIVE_NAME_CONSTRAINT, ServiceAccountRepository } from './service-account.repository';
+import { ServiceAccountVerifier } from './service-account-verifier';
+import { generateToken } from './token';
+
+const DAY_MS = 86_400_000;
+const MINT_SCOPE = 'service_accounts:write';
+
+@Injectable()
+export class ServiceAccountsService {
+  constructor(
+    private readonly accounts: ServiceAccountRepository,
+    private readonly verifier: ServiceAccountVerifier,
+  ) {}
+
+  async mint(caller: Principal, request: CreateServiceAccountDto): Promise<CreatedServiceAccountDto> {
+    const scopes = [...new Set(request.scopes?.map((grant) => grant.scope) ?? DEFAULT_SCOPES)];
+    this.assertMayMint(caller, scopes, request.allow_privileged_scopes === true);
+    const token = generateToken();
+    const now = new Date();
+    const account = Object.assign(new ServiceAccountEntity(), {
+      id: randomUUID(),
+      name: request.name,
+      ownerId: caller.userId,
+      tokenHash: token.hash,
+      tokenPrefix: token.prefix,
+      scopes,
+      createdAt: now,
+      expiresAt: request.never_expires ? null : new Date(now.getTime() + (request.expires_in_days ?? DEFAULT_EXPIRY_DAYS) * DAY_MS),
+      lastUsedAt: null,
+      revokedAt: null,
+    });
+    await this.insertUnderUniqueName(account);
+    return { ...this.map(account), token: token.plaintext };
+  }
+
+  async list(caller: Principal, query: ListServiceAccountsQuery): Promise<Page<ServiceAccountDto>> {
+    const startedAt = performance.now();
+    const request = query.toPageRequest();
+    const [rows, total] = await this.accounts.page(DataScope.of(caller), request, query.include_revoked);
+    return toPage(request, rows.map((row) => this.map(row)), total, startedAt);
+  }
+
+  /** One-way and idempotent; this replica stops accepting the token at once, others within the cache TTL. */
+  async revoke(caller: Principal, id: string): Promise<ServiceAccountDto> {
+    const scope = DataScope.of(caller);
+    const account = await this.accounts.findById(scope, id);
+    if (!account) {
+      throw new ServiceAccountException(Code.NotFound, `Service account '${id}' not found`);
+    }
+    await this.accounts.revoke(id);
+    this.verifier.forget(id);
+    return this.map((await this.accounts.findById(scope, id)) ?? account);
+  }
+
+  /** Rules 3, 7 and 8 of the spec's Authentication section, in that order of precedence. */
+  private assertMayMint(caller: Principal, scopes: string[], allowPrivileged: boolean): void {
+    if (caller.kind === 'anonymous') {
+      throw new ServiceAccountException(
+        Code.CredentialRequired,
+        'Minting a service account needs a credential: a JWT with service_accounts:write or platform:admin, or the OS security key',
+      );
+    }
+    const invalid = scopes.filter((scope) => !isValidScope(scope));
+    if (invalid.length > 0) {
+      throw new ServiceAccountException(Code.InvalidScopes, `Invalid scope(s): ${invalid.join(', ')}`);
+    }
+    const privileged = scopes.filter(isPrivilegedScope);
+    if (privileged.length > 0 && !allowPrivileged) {
+      throw new ServiceAccountException(
+        Code.PrivilegedNotAllowed,
+        `Privileged scope(s) require allow_privileged_scopes=true: ${privileged.join(', ')}. Privileged tokens must be deliberate, never accidental.`,
+      );
+    }
+    if (isAdmin(caller)) {
+      return;
+    }
+    if (!covers(caller.scopes, MINT_SCOPE)) {
+      throw new ServiceAccountException(Code.CannotGrant, `Insufficient permissions. Required scope(s): ${MINT_SCOPE}`);
+    }
+    const notHeld = scopes.filter((scope) => !covers(caller.scopes, scope));
+    if (notHeld.length > 0) {
+      throw new ServiceAccountException(Code.CannotGrant, `Cannot grant scope(s) you do not hold: ${notHeld.join(', ')}`);
+    }
+  }
+
+  /** An expired account no longer holds its name: it is revoked so the name can be minted again. */
+  private async insertUnderUniqueName(account: ServiceAccountEntity): Promise<void> {
+    await this.accounts.revokeExpiredNamed(account.name);
+    try {
+      await this.accounts.insert(account);
+    } catch (error) {
+      if (isUniqueViolation(error, ACTIVE_NAME_CONSTRAINT)) {
+        throw new ServiceAccountException(
+          Code.NameTaken,
+          `An active service account named '${account.name}' already exists. Revoke it first to rotate.`,
+        );
+      }
+      throw error;
+    }
+  }
+
+  private map(account: ServiceAccountEntity): ServiceAccountDto {
+    return {
+      id: account.id,
+      name: account.name,
+      principal: serviceAccountPrincipal(account.name),
+      token_prefix: account.tokenPrefix,
+      scopes: account.scopes,
+      created_by: account.ownerId,
+      created_at: toEpoch(account.createdAt),
+      expires_at: toEpoch(account.expiresAt),
+      last_used_at: toEpoch(account.lastUsedAt),
+      revoked_at: toEpoch(account.revokedAt),
+    };
+  }
+}

@@ -1,0 +1,87 @@
+import { applyDecorators } from '@nestjs/common';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsBoolean, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateIf } from 'class-validator';
+
+interface FieldOptions {
+  description?: string;
+  optional?: boolean;
+  /** With optional: explicit null passes validation, so a PATCH can tell "absent" from "null". */
+  nullable?: boolean;
+  example?: unknown;
+  default?: unknown;
+}
+
+function documented(type: unknown, options: FieldOptions, extra: Record<string, unknown> = {}): PropertyDecorator {
+  const doc = { type, description: options.description, example: options.example, default: options.default, nullable: options.nullable, ...extra };
+  return options.optional ? ApiPropertyOptional(doc as never) : ApiProperty(doc as never);
+}
+
+/** `@IsOptional` that lets null through only when asked to. */
+export function Optional({ nullable = false }: { nullable?: boolean } = {}): PropertyDecorator {
+  return nullable ? IsOptional() : ValidateIf((_object, value) => value !== undefined);
+}
+
+function optionality(options: FieldOptions): PropertyDecorator[] {
+  return options.optional ? [Optional({ nullable: options.nullable })] : [];
+}
+
+/** Query strings arrive as text: turn decimal digits into a number, leave anything else for validation to reject. */
+const queryNumber = Transform(({ value }: { value: unknown }) =>
+  typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value,
+);
+
+const BOOLEAN_WORDS: Record<string, boolean> = { true: true, '1': true, yes: true, on: true, false: false, '0': false, no: false, off: false };
+
+/** Query strings arrive as text: map the usual words to booleans, leave anything else for validation to reject. */
+const queryBoolean = Transform(({ value }: { value: unknown }) =>
+  typeof value === 'string' && value.toLowerCase() in BOOLEAN_WORDS ? BOOLEAN_WORDS[value.toLowerCase()] : value,
+);
+
+export interface IntFieldOptions extends FieldOptions {
+  min?: number;
+  max?: number;
+  /** The value arrives as a query or path string. */
+  fromString?: boolean;
+}
+
+export function IntField(options: IntFieldOptions = {}): PropertyDecorator {
+  const bounds = [
+    ...(options.min === undefined ? [] : [Min(options.min)]),
+    ...(options.max === undefined ? [] : [Max(options.max)]),
+  ];
+  return applyDecorators(
+    ...optionality(options),
+    ...(options.fromString ? [queryNumber] : []),
+    IsInt(),
+    ...bounds,
+    documented('integer', options, { minimum: options.min, maximum: options.max }),
+  );
+}
+
+export interface StringFieldOptions extends FieldOptions {
+  minLength?: number;
+  maxLength?: number;
+  pattern?: RegExp;
+  patternMessage?: string;
+}
+
+export function StringField(options: StringFieldOptions = {}): PropertyDecorator {
+  return applyDecorators(
+    ...optionality(options),
+    IsString(),
+    ...(options.minLength === undefined ? [] : [MinLength(options.minLength)]),
+    ...(options.maxLength === undefined ? [] : [MaxLength(options.maxLength)]),
+    ...(options.pattern ? [Matches(options.pattern, { message: options.patternMessage })] : []),
+    documented(String, options, { minLength: options.minLength, maxLength: options.maxLength, pattern: options.pattern?.source }),
+  );
+}
+
+export function BoolField(options: FieldOptions & { fromString?: boolean } = {}): PropertyDecorator {
+  return applyDecorators(
+    ...optionality(options),
+    ...(options.fromString ? [queryBoolean] : []),
+    IsBoolean(),
+    documented(Boolean, options),
+  );
+}
