@@ -1,0 +1,2 @@
+#!/usr/bin/env node
+require('../dist/apps/svc-cli/src/main.js');

@@ -1,0 +1,36 @@
+import { randomBytes } from 'node:crypto';
+
+import { Client } from 'pg';
+import { inject } from 'vitest';
+
+export const TEMPLATE_DATABASE = 'platform_test_template';
+
+export function databaseUrl(database: string): string {
+  const parsed = new URL(inject('adminDatabaseUrl'));
+  parsed.pathname = `/${database}`;
+  return parsed.toString();
+}
+
+/** A fresh database cloned from the migrated template: each test file gets its own. */
+export async function createTestDatabase(): Promise<string> {
+  const name = `test_${randomBytes(6).toString('hex')}`;
+  const client = new Client({ connectionString: inject('adminDatabaseUrl') });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE_DATABASE}`);
+  } finally {
+    await client.end();
+  }
+  return databaseUrl(name);
+}
+
+/** Runs one query against a test database (for asserting what was stored). */
+export async function query<T extends Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(sql, params)).rows;
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,69 @@
+import { ChildProcess, spawn } from 'node:child_process';
+
+import { freePort } from '../../scripts/embedded-postgres.mjs';
+
+export interface RunningProcess {
+  readonly child: ChildProcess;
+  /** Everything the process printed so far (stdout and stderr). */
+  output(): string;
+  /** SIGTERM (or the given signal), then wait for exit. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  exited: Promise<number | null>;
+}
+
+/** Spawns a built entry point (`dist/...`) with a clean, explicit environment. */
+export function spawnNode(script: string, env: Record<string, string>): RunningProcess {
+  const child = spawn(process.execPath, [script], {
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    child,
+    output: () => output,
+    exited,
+    stop: async (signal: NodeJS.Signals = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill(signal);
+      }
+      return exited;
+    },
+  };
+}
+
+export interface RunningApi extends RunningProcess {
+  url: string;
+}
+
+export async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check().catch(() => false)) {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+/** Starts the built api on a free loopback port and waits until /health answers. */
+export async function startApi(env: Record<string, string>): Promise<RunningApi> {
+  const port = await freePort();
+  const api = spawnNode('dist/apps/api/src/main.js', { HOST: '127.0.0.1', PORT: String(port), ...env });
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await Promise.race([
+      waitFor(async () => (await fetch(`${url}/health`)).ok, 30_000, 'the api to answer /health'),
+      api.exited.then((code) => {
+        throw new Error(`api exited with ${code} before it was ready:\n${api.output()}`);
+      }),
+    ]);
+  } catch (error) {
+    await api.stop('SIGKILL');
+    throw error;
+  }
+  return { ...api, url };
+}

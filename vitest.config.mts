@@ -1,0 +1,28 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+import { defineConfig } from 'vitest/config';
+
+// The @app/* aliases come from tsconfig.json's paths, so there is one list to keep.
+const { compilerOptions } = JSON.parse(readFileSync(new URL('./tsconfig.json', import.meta.url), 'utf8')) as {
+  compilerOptions: { paths: Record<string, string[]> };
+};
+const aliases = Object.fromEntries(
+  Object.entries(compilerOptions.paths).map(([name, [target]]) => [name, fileURLToPath(new URL(target, import.meta.url))]),
+);
+
+export default defineConfig({
+  resolve: {
+    alias: aliases,
+  },
+  test: {
+    include: ['apps/**/*.spec.ts', 'apps/**/*.e2e-spec.ts', 'libs/**/*.spec.ts', 'libs/**/*.int-spec.ts', 'test/**/*.spec.ts'],
+    globalSetup: ['test/support/global-setup.ts'],
+    reporters: ['default', './test/support/summary-reporter.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    // Two cores: each e2e file boots real processes; more forks only thrash.
+    pool: 'forks',
+    maxWorkers: 2,
+  },
+});
