@@ -12,7 +12,7 @@ export function buildOpenApiDocument(app: NestFastifyApplication, env: Env): Ope
         'a JWT, a `svc_pat_` service-account token, or the OS security key. Each operation lists the scope it requires (`x-required-scope`).',
     )
     .setVersion(API_VERSION)
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'JWT, svc_pat_ token, or the OS security key' }, 'bearer')
+    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'svc_pat_ token, JWT or OS security key', description: 'JWT, svc_pat_ token, or the OS security key' }, 'bearer')
     .build();
   return SwaggerModule.createDocument(app, config);
 }

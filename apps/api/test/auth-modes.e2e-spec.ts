@@ -1,0 +1,189 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase } from '../../../test/support/database';
+import { call } from '../../../test/support/http';
+import { JWT_SECRET, mintAccount, ROOT_KEY, signJwt, uniqueName } from '../../../test/support/principals';
+import { RunningApi, startApi } from '../../../test/support/processes';
+
+const grant = (...scopes: string[]) => scopes.map((scope) => ({ scope }));
+
+describe('auth mode none (no credential configured)', () => {
+  let api: RunningApi;
+  beforeAll(async () => {
+    api = await startApi({ DATABASE_URL: await createTestDatabase() });
+  });
+  afterAll(() => api?.stop());
+
+  it('reports auth_mode none and serves anonymous requests', async () => {
+    expect((await call(api.url, 'GET', '/info')).body.auth_mode).toBe('none');
+    const config = await call(api.url, 'GET', '/config');
+    expect(config.status).toBe(200);
+    expect(config.body.principal).toBeNull();
+  });
+
+  it('refuses anonymous minting with 401 (rule 3)', async () => {
+    const response = await call(api.url, 'POST', '/service-accounts', { json: { name: uniqueName() } });
+    expect(response.status).toBe(401);
+    expect(response.body.detail).toContain('needs a credential');
+  });
+
+  it('ignores a token that does not verify, and applies the scopes of one that does (rules 13, 15)', async () => {
+    const unknown = await call(api.url, 'GET', '/config', { token: `svc_pat_${'x'.repeat(43)}` });
+    expect(unknown.status).toBe(200);
+    expect(unknown.body.principal).toBeNull();
+    const jwt = await call(api.url, 'GET', '/config', { token: await signJwt({ sub: 'alice' }) });
+    expect(jwt.status).toBe(200);
+    expect(jwt.body.principal).toBeNull();
+  });
+
+  it('still enforces the scopes of a verified token', async () => {
+    const db = await createTestDatabase();
+    const keyed = await startApi({ DATABASE_URL: db, OS_SECURITY_KEY: ROOT_KEY });
+    const account = await mintAccount(keyed.url, ROOT_KEY, { scopes: ['agents:run'] });
+    await keyed.stop();
+    const open = await startApi({ DATABASE_URL: db });
+    try {
+      const response = await call(open.url, 'GET', '/config', { token: account.token });
+      expect(response.status).toBe(403);
+      expect(response.body.detail).toBe('Insufficient permissions. Required scope(s): config:read');
+    } finally {
+      await open.stop();
+    }
+  });
+});
+
+describe('auth mode jwt', () => {
+  let api: RunningApi;
+  let databaseUrl: string;
+  beforeAll(async () => {
+    databaseUrl = await createTestDatabase();
+    api = await startApi({ DATABASE_URL: databaseUrl, JWT_SECRET, OS_SECURITY_KEY: ROOT_KEY, JWT_AUDIENCE: 'platform' });
+  });
+  afterAll(() => api?.stop());
+
+  const jwt = (sub: string, scopes: string[], extra: Record<string, unknown> = {}) => signJwt({ sub, scopes, aud: 'platform', ...extra });
+
+  it('reports auth_mode jwt and requires a credential', async () => {
+    expect((await call(api.url, 'GET', '/info')).body.auth_mode).toBe('jwt');
+    const response = await call(api.url, 'GET', '/config');
+    expect(response.status).toBe(401);
+    expect(response.body).toEqual({ detail: 'Authorization header missing' });
+    expect(response.headers.get('www-authenticate')).toBe('Bearer');
+  });
+
+  it('accepts a valid JWT and enforces its scopes', async () => {
+    const ok = await call(api.url, 'GET', '/config', { token: await jwt('alice', ['config:read']) });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ principal: 'alice', scopes: ['config:read'] });
+    const denied = await call(api.url, 'GET', '/config', { token: await jwt('alice', ['agents:run']) });
+    expect(denied.status).toBe(403);
+    expect(denied.body.detail).toBe('Insufficient permissions. Required scope(s): config:read');
+  });
+
+  it('rejects bad signatures, wrong audiences and expired tokens with 401', async () => {
+    const forged = await signJwt({ sub: 'alice', scopes: ['config:read'], aud: 'platform' }, 'another-secret-0123456789abcdef0123456789');
+    const wrongAudience = await signJwt({ sub: 'alice', scopes: ['config:read'], aud: 'elsewhere' });
+    const expired = await signJwt({ sub: 'alice', scopes: ['config:read'], aud: 'platform' }, JWT_SECRET, '-1m');
+    for (const token of [forged, wrongAudience, expired, 'not-a-jwt']) {
+      const response = await call(api.url, 'GET', '/config', { token });
+      expect(response.status).toBe(401);
+      expect(response.body.detail).toMatch(/^(Invalid token|Token has expired)/);
+    }
+  });
+
+  it('rejects a JWT whose sub claims an sa: identity (rule 10)', async () => {
+    const response = await call(api.url, 'GET', '/config', { token: await jwt('sa:impostor', ['config:read', 'platform:admin']) });
+    expect(response.status).toBe(401);
+    expect(response.body).toEqual({ detail: 'Invalid token subject' });
+  });
+
+  it('keeps the OS security key as a root credential', async () => {
+    expect((await call(api.url, 'GET', '/config', { token: ROOT_KEY })).status).toBe(200);
+  });
+
+  it('lets a JWT with service_accounts:write grant only scopes it holds (rule 8)', async () => {
+    const writer = await jwt('bob', ['service_accounts:write', 'agents:run', 'config:read']);
+    const granted = await call(api.url, 'POST', '/service-accounts', { token: writer, json: { name: uniqueName(), scopes: grant('agents:echo-agent:run', 'config:read') } });
+    expect(granted.status).toBe(201);
+    expect(granted.body.created_by).toBe('bob');
+    const refused = await call(api.url, 'POST', '/service-accounts', { token: writer, json: { name: uniqueName(), scopes: grant('sessions:read') } });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toEqual({ detail: 'Cannot grant scope(s) you do not hold: sessions:read' });
+    const withoutWrite = await call(api.url, 'POST', '/service-accounts', { token: await jwt('carol', ['agents:run']), json: { name: uniqueName() } });
+    expect(withoutWrite.status).toBe(403);
+    expect(withoutWrite.body.detail).toBe('Insufficient permissions. Required scope(s): service_accounts:write');
+  });
+
+  it('lets an admin JWT grant anything', async () => {
+    const admin = await jwt('root-user', ['platform:admin']);
+    const response = await call(api.url, 'POST', '/service-accounts', {
+      token: admin,
+      json: { name: uniqueName(), scopes: grant('sessions:delete'), allow_privileged_scopes: true },
+    });
+    expect(response.status).toBe(201);
+  });
+
+  it('self-scopes service accounts: a token lists only the accounts it minted (rule 11)', async () => {
+    const minter = await mintAccount(api.url, ROOT_KEY, { scopes: ['service_accounts:write', 'service_accounts:read', 'config:read'], privileged: true });
+    const child = await mintAccount(api.url, minter.token, { scopes: ['config:read'] });
+    const listed = await call(api.url, 'GET', '/service-accounts?limit=100', { token: minter.token });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.map((account: { id: string }) => account.id)).toEqual([child.id]);
+    expect(child.created_by).toBe(`sa:${minter.name}`);
+    const someoneElses = await mintAccount(api.url, ROOT_KEY);
+    const revokeOther = await call(api.url, 'DELETE', `/service-accounts/${someoneElses.id}`, { token: minter.token });
+    expect(revokeOther.status).toBe(404);
+  });
+
+  it('bypasses self-scoping for platform:admin', async () => {
+    const admin = await mintAccount(api.url, ROOT_KEY, { scopes: ['platform:admin'], privileged: true });
+    const listed = await call(api.url, 'GET', '/service-accounts?limit=100', { token: admin.token });
+    expect(listed.body.meta.total_count).toBeGreaterThan(3);
+  });
+});
+
+describe('JWT with AUTHORIZATION_ENABLED=false and USER_ISOLATION=true', () => {
+  let api: RunningApi;
+  beforeAll(async () => {
+    api = await startApi({ DATABASE_URL: await createTestDatabase(), JWT_SECRET, AUTHORIZATION_ENABLED: 'false', USER_ISOLATION: 'true', OS_SECURITY_KEY: ROOT_KEY });
+  });
+  afterAll(() => api?.stop());
+
+  it('does not enforce JWT scopes, but always enforces token scopes (rule 13)', async () => {
+    expect((await call(api.url, 'GET', '/config', { token: await signJwt({ sub: 'dave', scopes: [] }) })).status).toBe(200);
+    const account = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run'] });
+    expect((await call(api.url, 'GET', '/config', { token: account.token })).status).toBe(403);
+  });
+
+  it('scopes JWT users to their own rows under USER_ISOLATION', async () => {
+    const erin = await signJwt({ sub: 'erin', scopes: ['service_accounts:write', 'service_accounts:read', 'config:read'] });
+    const frank = await signJwt({ sub: 'frank', scopes: ['service_accounts:write', 'service_accounts:read', 'config:read'] });
+    const erins = await call(api.url, 'POST', '/service-accounts', { token: erin, json: { name: uniqueName(), scopes: grant('config:read') } });
+    expect(erins.status).toBe(201);
+    const seenByFrank = await call(api.url, 'GET', '/service-accounts', { token: frank });
+    expect(seenByFrank.body.data.some((account: { id: string }) => account.id === erins.body.id)).toBe(false);
+    const seenByErin = await call(api.url, 'GET', '/service-accounts', { token: erin });
+    expect(seenByErin.body.data.map((account: { id: string }) => account.id)).toEqual([erins.body.id]);
+  });
+});
+
+describe('verification cache across replicas (rule 14)', () => {
+  it('revokes at once on the revoking replica, within the TTL on others, and at once everywhere with TTL 0', async () => {
+    const databaseUrl = await createTestDatabase();
+    const revoking = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY });
+    const cached = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '30' });
+    const uncached = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '0' });
+    try {
+      const account = await mintAccount(revoking.url, ROOT_KEY);
+      for (const api of [revoking, cached, uncached]) {
+        expect((await call(api.url, 'GET', '/config', { token: account.token })).status).toBe(200);
+      }
+      await call(revoking.url, 'DELETE', `/service-accounts/${account.id}`, { token: ROOT_KEY });
+      expect((await call(revoking.url, 'GET', '/config', { token: account.token })).status).toBe(401);
+      expect((await call(cached.url, 'GET', '/config', { token: account.token })).status).toBe(200);
+      expect((await call(uncached.url, 'GET', '/config', { token: account.token })).status).toBe(401);
+    } finally {
+      await Promise.all([revoking.stop(), cached.stop(), uncached.stop()]);
+    }
+  });
+});
