@@ -3,6 +3,7 @@ import { IncomingMessage } from 'node:http';
 
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 
 import { Env } from '@app/config';
 import { createLogger, loggerOptions, PinoLoggerService } from '@app/logging';
@@ -24,11 +25,18 @@ export async function createApiApp(env: Env): Promise<NestFastifyApplication> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     requestIdLogLabel: 'request_id',
+    // Router-level rejections (malformed URL, over-long path parameter) never reach Nest's filter.
+    frameworkErrors: (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
+      void reply.status(error.statusCode ?? 400).send({ detail: error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'Path parameter is too long' : 'Malformed URL' });
+    },
   });
   const app = await NestFactory.create<NestFastifyApplication>(ApiModule.forRoot(env), adapter, {
     logger: new PinoLoggerService(createLogger(env.LOG_LEVEL, 'api')),
   });
-  app.getHttpAdapter().getInstance().addHook('onSend', async (request, reply) => {
+  const fastify = app.getHttpAdapter().getInstance();
+  // Bodies are JSON (runs also take forms); plain text would only reach validation as a string.
+  fastify.removeContentTypeParser('text/plain');
+  fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
   app.enableShutdownHooks();

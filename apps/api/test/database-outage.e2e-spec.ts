@@ -1,0 +1,45 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase } from '../../../test/support/database';
+import { call } from '../../../test/support/http';
+import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
+import { RunningApi, startApi } from '../../../test/support/processes';
+import { TcpProxy } from '../../../test/support/tcp-proxy';
+
+describe('database unreachable', () => {
+  let api: RunningApi;
+  let proxy: TcpProxy;
+  let account: { token: string };
+
+  beforeAll(async () => {
+    const url = new URL(await createTestDatabase());
+    proxy = new TcpProxy(url.hostname, Number(url.port));
+    url.port = String(await proxy.listen());
+    api = await startApi({ DATABASE_URL: url.toString(), OS_SECURITY_KEY: ROOT_KEY, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '0' });
+    account = await mintAccount(api.url, ROOT_KEY);
+    await proxy.cut();
+  });
+  afterAll(() => api?.stop());
+
+  it('answers 503 to a token that cannot be verified, failing closed', async () => {
+    const response = await call(api.url, 'GET', '/config', { token: account.token });
+    expect(response.status).toBe(503);
+    expect(response.body).toEqual({ detail: 'Authentication is temporarily unavailable' });
+  });
+
+  it('answers 503 with the standard body on service-account routes', async () => {
+    for (const [method, path, json] of [
+      ['GET', '/service-accounts', undefined],
+      ['POST', '/service-accounts', { name: 'during-outage' }],
+      ['DELETE', '/service-accounts/00000000-0000-4000-8000-000000000000', undefined],
+    ] as const) {
+      const response = await call(api.url, method, path, { token: ROOT_KEY, json });
+      expect(response.status, `${method} ${path}`).toBe(503);
+      expect(response.body).toEqual({ detail: 'Database unavailable; try again shortly' });
+    }
+  });
+
+  it('stays alive: /health still answers', async () => {
+    expect((await call(api.url, 'GET', '/health')).status).toBe(200);
+  });
+});

@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase } from '../../../test/support/database';
+import { expectErrorBody, expectValidationBody } from '../../../test/support/error-bodies';
+import { call } from '../../../test/support/http';
+import { ROOT_KEY, uniqueName } from '../../../test/support/principals';
+import { RunningApi, startApi } from '../../../test/support/processes';
+
+describe('malformed input on every service-account route', () => {
+  let api: RunningApi;
+  beforeAll(async () => {
+    api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY });
+  });
+  afterAll(() => api?.stop());
+
+  const post = (raw: { body: string; contentType: string }) => call(api.url, 'POST', '/service-accounts', { token: ROOT_KEY, raw });
+  const postJson = (json: unknown) => call(api.url, 'POST', '/service-accounts', { token: ROOT_KEY, json });
+
+  describe('POST /service-accounts', () => {
+    it('answers 400 to malformed JSON', async () => {
+      expectErrorBody(await post({ body: '{"name": ', contentType: 'application/json' }), 400);
+    });
+
+    it('answers 415 to a content type it does not read', async () => {
+      expectErrorBody(await post({ body: 'name=x', contentType: 'text/plain' }), 415);
+    });
+
+    it('answers 413 to an oversized body', async () => {
+      const huge = JSON.stringify({ name: 'x', description: 'y'.repeat(1_100_000) });
+      expectErrorBody(await post({ body: huge, contentType: 'application/json' }), 413);
+    });
+
+    it('answers 422 to a body that is not an object', async () => {
+      for (const body of [[], 'name', 42, null]) {
+        expect(expectValidationBody(await postJson(body))).toEqual([['body']]);
+      }
+    });
+
+    it('answers 422 naming every field of the wrong type', async () => {
+      const locs = expectValidationBody(await postJson({ name: 123, scopes: 'agents:run', expires_in_days: 'ten', never_expires: 'yes', allow_privileged_scopes: 1 }));
+      expect(locs).toEqual(
+        expect.arrayContaining([['body', 'name'], ['body', 'scopes'], ['body', 'expires_in_days'], ['body', 'never_expires'], ['body', 'allow_privileged_scopes']]),
+      );
+    });
+
+    it('answers 422 to scope grants that are not objects or not `allow`', async () => {
+      expect(expectValidationBody(await postJson({ name: uniqueName(), scopes: ['agents:run'] }))).toEqual([['body', 'scopes', 0]]);
+      expect(expectValidationBody(await postJson({ name: uniqueName(), scopes: [{ scope: 'agents:run', effect: 'deny' }] }))).toEqual([['body', 'scopes', 0, 'effect']]);
+    });
+
+    it('answers 422 to out-of-range numbers', async () => {
+      for (const days of [0, 3651, -5, 1.5]) {
+        const response = await postJson({ name: uniqueName(), expires_in_days: days });
+        expect(expectValidationBody(response), String(days)).toContainEqual(['body', 'expires_in_days']);
+        expect(response.body.detail[0].input).toBe(days);
+      }
+    });
+
+    it('answers 422 to oversized or malformed names and scope strings', async () => {
+      for (const name of ['a'.repeat(64), 'Upper', '-leading', 'sa:colon', 'has space', '']) {
+        expect(expectValidationBody(await postJson({ name })), name).toEqual([['body', 'name']]);
+      }
+      expect(expectValidationBody(await postJson({ name: uniqueName(), scopes: [{ scope: 'a'.repeat(300) }] }))).toEqual([['body', 'scopes', 0, 'scope']]);
+    });
+
+    it('names a missing required field with type "missing"', async () => {
+      const response = await postJson({});
+      expect(expectValidationBody(response)).toEqual([['body', 'name']]);
+      expect(response.body.detail[0]).toMatchObject({ type: 'missing', msg: 'Field required' });
+    });
+  });
+
+  describe('GET /service-accounts', () => {
+    it.each([
+      ['limit=0', 'limit'],
+      ['limit=101', 'limit'],
+      ['limit=abc', 'limit'],
+      ['limit=1.5', 'limit'],
+      ['page=0', 'page'],
+      ['page=-1', 'page'],
+      ['include_revoked=maybe', 'include_revoked'],
+      ['sort_order=sideways', 'sort_order'],
+    ])('answers 422 to %s', async (queryString, field) => {
+      const response = await call(api.url, 'GET', `/service-accounts?${queryString}`, { token: ROOT_KEY });
+      expect(expectValidationBody(response)).toEqual([['query', field]]);
+    });
+  });
+
+  describe('DELETE /service-accounts/{id}', () => {
+    it('answers 414 with the standard body to an over-long path id', async () => {
+      expectErrorBody(await call(api.url, 'DELETE', `/service-accounts/${'x'.repeat(500)}`, { token: ROOT_KEY }), 414);
+    });
+
+    it.each(['not-a-uuid', '123', 'x'.repeat(90), '%00', "1'%20OR%20'1'='1"])('answers 422 to the path id %s', async (id) => {
+      const response = await call(api.url, 'DELETE', `/service-accounts/${id}`, { token: ROOT_KEY });
+      expect(expectValidationBody(response)).toEqual([['path', 'id']]);
+    });
+  });
+});
