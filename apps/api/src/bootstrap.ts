@@ -3,7 +3,7 @@ import { IncomingMessage } from 'node:http';
 
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { FastifyError, FastifyReply, FastifyRequest, LogController } from 'fastify';
 
 import { Env } from '@app/config';
 import { createLogger, loggerOptions, PinoLoggerService } from '@app/logging';
@@ -24,7 +24,7 @@ export async function createApiApp(env: Env): Promise<NestFastifyApplication> {
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    requestIdLogLabel: 'request_id',
+    logController: new LogController({ requestIdLogLabel: 'request_id' }),
     // Router-level rejections (malformed URL, over-long path parameter) never reach Nest's filter.
     frameworkErrors: (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
       void reply.status(error.statusCode ?? 400).send({ detail: error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'Path parameter is too long' : 'Malformed URL' });

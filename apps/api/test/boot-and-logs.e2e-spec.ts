@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+
+import { createTestDatabase } from '../../../test/support/database';
+import { call } from '../../../test/support/http';
+import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
+import { spawnNode, startApi } from '../../../test/support/processes';
+
+describe('configuration at boot', () => {
+  it('refuses to start on bad values, naming every variable and what it accepts', async () => {
+    const api = spawnNode('dist/apps/api/src/main.js', {
+      DATABASE_URL: 'mysql://nope',
+      PORT: 'eighty',
+      QUEUE_ENABLED: 'perhaps',
+      SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '-1',
+      LOG_LEVEL: 'loud',
+    });
+    expect(await api.exited).toBe(1);
+    const output = api.output();
+    expect(output).toContain('DATABASE_URL="mysql://nope": must be a postgres:// or postgresql:// URL');
+    expect(output).toContain('PORT="eighty": must be a whole number from 0 to 65535');
+    expect(output).toContain('QUEUE_ENABLED="perhaps": must be one of true, 1, yes, on, false, 0, no, off');
+    expect(output).toContain('SERVICE_ACCOUNT_CACHE_TTL_SECONDS=-1: must be a whole number from 0 to 86400');
+    expect(output).toContain('LOG_LEVEL="loud": must be one of fatal, error, warn, info, debug, trace, silent');
+    expect(output).not.toMatch(/\bat .+\.js:\d+/);
+  });
+
+  it('refuses to start without DATABASE_URL', async () => {
+    const api = spawnNode('dist/apps/api/src/main.js', {});
+    expect(await api.exited).toBe(1);
+    expect(api.output()).toContain('DATABASE_URL: is required');
+  });
+});
+
+describe('structured logs', () => {
+  it('logs JSON lines with a request id and never a credential', async () => {
+    const api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, LOG_LEVEL: 'info' });
+    try {
+      const account = await mintAccount(api.url, ROOT_KEY);
+      const response = await call(api.url, 'GET', '/config', { token: account.token, headers: { 'x-request-id': 'trace-me-123' } });
+      expect(response.headers.get('x-request-id')).toBe('trace-me-123');
+      await call(api.url, 'GET', '/config', { token: 'svc_pat_wrongwrongwrongwrongwrongwrong' });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const lines = api.output().trim().split('\n');
+      const entries = lines.map((line) => JSON.parse(line));
+      expect(entries.some((entry) => entry.request_id === 'trace-me-123')).toBe(true);
+      for (const secret of [account.token, ROOT_KEY, 'svc_pat_wrongwrongwrongwrongwrongwrong']) {
+        expect(api.output()).not.toContain(secret);
+      }
+    } finally {
+      await api.stop();
+    }
+  });
+});

@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase } from '../../../test/support/database';
+import { call } from '../../../test/support/http';
+import { RunningApi, startApi } from '../../../test/support/processes';
+
+const PUBLIC_OPERATIONS = ['GET /health', 'GET /info'];
+
+describe('OpenAPI document and Swagger UI', () => {
+  let api: RunningApi;
+  let document: any;
+  beforeAll(async () => {
+    api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: 'x'.repeat(24) });
+    document = (await call(api.url, 'GET', '/openapi.json')).body;
+  });
+  afterAll(() => api?.stop());
+
+  it('declares OpenAPI 3.1.0, interface version 3.0.4 and a bearer scheme', () => {
+    expect(document.openapi).toBe('3.1.0');
+    expect(document.info.version).toBe('3.0.4');
+    expect(document.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+  });
+
+  it('states the scope of every operation that is not public, with the error bodies', () => {
+    const operations = Object.entries(document.paths).flatMap(([path, methods]) =>
+      Object.entries(methods as Record<string, any>).map(([method, operation]) => ({ key: `${method.toUpperCase()} ${path}`, operation })),
+    );
+    expect(operations.length).toBeGreaterThanOrEqual(6);
+    for (const { key, operation } of operations) {
+      if (PUBLIC_OPERATIONS.includes(key)) {
+        expect(operation['x-required-scope'], key).toBeUndefined();
+        continue;
+      }
+      expect(operation['x-required-scope'], key).toMatch(/^([a-z_]+:)+[a-z_]+$/);
+      expect(operation.security, key).toContainEqual({ bearer: [] });
+      expect(operation.responses['401'], key).toBeDefined();
+      expect(operation.responses['403'], key).toBeDefined();
+    }
+    expect(document.components.schemas.ErrorBodyDto.required).toEqual(['detail']);
+    expect(document.components.schemas.ValidationErrorBodyDto).toBeDefined();
+  });
+
+  it('documents the service-account request and response schemas', () => {
+    const create = document.components.schemas.CreateServiceAccountDto;
+    expect(create.required).toEqual(['name']);
+    expect(create.properties.expires_in_days).toMatchObject({ type: ['integer', 'null'], minimum: 1, maximum: 3650 });
+    expect(document.components.schemas.CreatedServiceAccountDto.properties.token).toBeDefined();
+    expect(document.components.schemas.ServiceAccountDto.properties.token).toBeUndefined();
+  });
+
+  it('serves Swagger UI at /docs', async () => {
+    const page = await call(api.url, 'GET', '/docs');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toContain('text/html');
+    expect(page.text).toContain('swagger');
+  });
+});
