@@ -16,7 +16,8 @@ describe('configuration at boot', () => {
     });
     expect(await api.exited).toBe(1);
     const output = api.output();
-    expect(output).toContain('DATABASE_URL="mysql://nope": must be a postgres:// or postgresql:// URL');
+    expect(output).toContain('DATABASE_URL=(value hidden): must be a postgres:// or postgresql:// URL');
+    expect(output).not.toContain('mysql://nope');
     expect(output).toContain('PORT="eighty": must be a whole number from 0 to 65535');
     expect(output).toContain('QUEUE_ENABLED="perhaps": must be one of true, 1, yes, on, false, 0, no, off');
     expect(output).toContain('SERVICE_ACCOUNT_CACHE_TTL_SECONDS=-1: must be a whole number from 0 to 86400');

@@ -177,10 +177,14 @@ export class EnvError extends Error {
   }
 }
 
+/** Never echoed back in an error message: a typo in a secret must not print the secret. */
+const SECRET_VARIABLES = new Set(['OS_SECURITY_KEY', 'JWT_SECRET', 'INTERNAL_SERVICE_TOKEN', 'DATABASE_URL']);
+
 function describe(errors: ValidationError[]): string[] {
   return errors.map((error) => {
     const messages = Object.values(error.constraints ?? {});
-    return `${error.property}=${JSON.stringify(error.value)}: ${[...new Set(messages)].join('; ')}`;
+    const shown = SECRET_VARIABLES.has(error.property) ? '(value hidden)' : JSON.stringify(error.value);
+    return `${error.property}=${shown}: ${[...new Set(messages)].join('; ')}`;
   });
 }
 

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+
+import { covers, forComponent, isPrivilegedScope, isValidScope, parseScope } from './scope';
+
+describe('scope language', () => {
+  it('parses two- and three-part scopes of the catalogue', () => {
+    expect(parseScope('agents:run')).toEqual({ resource: 'agents', id: null, action: 'run' });
+    expect(parseScope('agents:echo-agent:run')).toEqual({ resource: 'agents', id: 'echo-agent', action: 'run' });
+    expect(parseScope('agents:*:run')).toEqual({ resource: 'agents', id: null, action: 'run' });
+  });
+
+  it.each(['agents', 'agents:fly', 'robots:run', 'a:b:c:d', '', 'agents::run', 'agents:bad id:run'])('rejects %j', (scope) => {
+    expect(isValidScope(scope)).toBe(false);
+  });
+
+  it('accepts the admin scope', () => {
+    expect(isValidScope('platform:admin')).toBe(true);
+  });
+
+  it.each([
+    ['sessions:write', true],
+    ['agents:x:delete', true],
+    ['platform:admin', true],
+    ['service_accounts:read', true],
+    ['agents:run', false],
+    ['config:read', false],
+  ])('privileged(%s) = %s', (scope, privileged) => {
+    expect(isPrivilegedScope(scope)).toBe(privileged);
+  });
+
+  it('lets a resource-wide grant cover one component, never the reverse', () => {
+    expect(covers(['agents:run'], 'agents:echo-agent:run')).toBe(true);
+    expect(covers(['agents:*:run'], 'agents:echo-agent:run')).toBe(true);
+    expect(covers(['agents:echo-agent:run'], 'agents:echo-agent:run')).toBe(true);
+    expect(covers(['agents:echo-agent:run'], 'agents:other:run')).toBe(false);
+    expect(covers(['agents:echo-agent:run'], 'agents:run')).toBe(false);
+    expect(covers(['agents:read'], 'agents:run')).toBe(false);
+    expect(covers(['sessions:write'], 'sessions:read')).toBe(false);
+  });
+
+  it('lets the admin scope cover everything', () => {
+    expect(covers(['platform:admin'], 'service_accounts:write')).toBe(true);
+  });
+
+  it('narrows a route scope to a component', () => {
+    expect(forComponent('agents:run', 'echo-agent')).toBe('agents:echo-agent:run');
+  });
+});

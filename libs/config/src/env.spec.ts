@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+
+import { EnvError, loadEnv } from './env';
+
+describe('loadEnv', () => {
+  it('applies the documented defaults', () => {
+    const env = loadEnv({});
+    expect(env).toMatchObject({ HOST: '127.0.0.1', PORT: 7777, QUEUE_ENABLED: true, QUEUE_LOCK_GRACE_SECONDS: 60, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: 30, MCP_ENABLED: false });
+    expect(env.publicUrl).toBe('http://127.0.0.1:7777');
+    expect(env.jwtScopesEnforced).toBe(false);
+  });
+
+  it('parses booleans and integers from their usual spellings', () => {
+    const env = loadEnv({ QUEUE_ENABLED: 'off', MCP_ENABLED: 'YES', PORT: ' 8080 ', JWT_SECRET: 's'.repeat(32) });
+    expect(env).toMatchObject({ QUEUE_ENABLED: false, MCP_ENABLED: true, PORT: 8080 });
+    expect(env.jwtScopesEnforced).toBe(true);
+  });
+
+  it('reports every bad variable at once', () => {
+    let error: EnvError | undefined;
+    try {
+      loadEnv({ PORT: '70000', USER_ISOLATION: 'sometimes', JWT_SECRET: 'short' });
+    } catch (caught) {
+      error = caught as EnvError;
+    }
+    expect(error).toBeInstanceOf(EnvError);
+    expect(error!.problems).toHaveLength(3);
+    expect(error!.message).toContain('PORT=70000');
+    expect(error!.message).toContain('USER_ISOLATION="sometimes"');
+    expect(error!.message).toContain('JWT_SECRET=(value hidden): must be at least 32 characters');
+    expect(error!.message).not.toContain('short');
+  });
+});
