@@ -3,14 +3,14 @@
 // the api and the worker as child processes. Ctrl-C or SIGTERM stops everything.
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { freePort, startEmbeddedPostgres } from './embedded-postgres.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const dataDir = join(root, '.data');
+const dataDir = resolve(process.env.PLATFORM_DATA_DIR ?? join(root, '.data'));
 // .data/ is traversable (0711) so the unprivileged postgres user can reach its cluster;
 // the key file itself is owner-only.
 const keyFile = join(dataDir, 'os-security-key');
@@ -21,12 +21,17 @@ function say(message) {
   process.stdout.write(`[quickstart] ${message}\n`);
 }
 
+function ensureDataDir() {
+  mkdirSync(dataDir, { recursive: true });
+  chmodSync(dataDir, 0o711);
+}
+
 /** Generated once, kept owner-only in .data/, reused on every later start. */
 function securityKey() {
   if (process.env.OS_SECURITY_KEY) {
     return { key: process.env.OS_SECURITY_KEY, source: 'the OS_SECURITY_KEY environment variable' };
   }
-  mkdirSync(dataDir, { recursive: true, mode: 0o711 });
+  ensureDataDir();
   if (!existsSync(keyFile)) {
     writeFileSync(keyFile, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600 });
     say(`Generated an OS security key in ${keyFile} (mode 0600)`);
@@ -41,13 +46,27 @@ async function database() {
   }
   const databaseDir = join(dataDir, 'postgres');
   const dbPort = Number(process.env.EMBEDDED_PG_PORT ?? (await freePort()));
-  mkdirSync(dataDir, { recursive: true, mode: 0o711 });
+  ensureDataDir();
   say(`Starting embedded PostgreSQL (data in ${databaseDir}, port ${dbPort})`);
   const db = await startEmbeddedPostgres({ databaseDir, port: dbPort, persistent: true });
   return { url: db.url('postgres'), stop: () => db.stop() };
 }
 
+function newestSource(dir) {
+  return readdirSync(dir, { withFileTypes: true }).reduce((newest, entry) => {
+    const path = join(dir, entry.name);
+    const mtime = entry.isDirectory() ? newestSource(path) : entry.name.endsWith('.ts') ? statSync(path).mtimeMs : 0;
+    return Math.max(newest, mtime);
+  }, 0);
+}
+
+/** Builds only when a source file is newer than the last build, so restarts are quick. */
 function build() {
+  const stamp = join(root, 'dist/apps/api/src/main.js');
+  const sources = Math.max(newestSource(join(root, 'apps')), newestSource(join(root, 'libs')));
+  if (existsSync(stamp) && statSync(stamp).mtimeMs >= sources) {
+    return;
+  }
   say('Building (tsc)');
   execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
   execFileSync(process.execPath, [join(root, 'node_modules/tsc-alias/dist/bin/index.js'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });

@@ -1,0 +1,11 @@
+// `npm run bench`: every benchmark, one after another, printing markdown to paste into bench/RESULTS.md.
+import { benchAuth } from './auth.mjs';
+
+const only = process.argv[2];
+const benches = { auth: benchAuth };
+
+for (const [name, run] of Object.entries(benches)) {
+  if (!only || only === name) {
+    console.log(`${await run()}\n`);
+  }
+}

@@ -1,0 +1,55 @@
+// Shared bench plumbing: a throwaway embedded PostgreSQL, migrations, and the built apps as child processes.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+
+import { freePort, startEmbeddedPostgres } from '../scripts/embedded-postgres.mjs';
+
+export async function startDatabase() {
+  if (process.env.DATABASE_URL) {
+    return { url: process.env.DATABASE_URL, stop: async () => undefined };
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'platform-bench-pg-'));
+  const db = await startEmbeddedPostgres({ databaseDir: dir, port: await freePort(), persistent: false });
+  const url = db.url();
+  execFileSync(process.execPath, ['dist/libs/database/src/migrate.main.js'], { env: { ...process.env, DATABASE_URL: url }, stdio: 'ignore' });
+  return {
+    url,
+    stop: async () => {
+      await db.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function startApp(script, env) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [script], {
+    env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    try {
+      if ((await fetch(`${url}/health`)).ok) {
+        return { url, child, stop: () => new Promise((done) => (child.once('exit', done), child.kill('SIGTERM'))) };
+      }
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`${script} did not become ready`);
+}
+
+export function machine() {
+  return `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`;
+}
+
+export function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
