@@ -1,6 +1,10 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryColumn, Unique } from 'typeorm';
 
 @Entity('service_accounts')
+@Unique('UQ_service_accounts_token_hash', ['tokenHash'])
+// One active account per name; a revoked name is free to mint again (rotation).
+@Index('UQ_service_accounts_active_name', ['name'], { unique: true, where: '"revoked_at" IS NULL' })
+@Index('IDX_service_accounts_owner_created', ['ownerId', 'createdAt'])
 export class ServiceAccountEntity {
   @PrimaryColumn('uuid')
   id!: string;
