@@ -3,28 +3,27 @@
 // Rounds alternate between the cases; each case's median of the rounds is reported.
 import autocannon from 'autocannon';
 
-import { machine, median, startApp, startDatabase } from './support.mjs';
+import { cpuMillis, machine, median, startApp, startDatabase } from './support.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = 32;
 
-function load(url, headers = {}) {
-  return new Promise((resolve, reject) => {
-    autocannon({ url, headers, connections: CONNECTIONS, duration: SECONDS }, (error, result) => {
-      if (error) {
-        reject(error);
-      } else if (result.non2xx > 0 || result.errors > 0) {
-        reject(new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors`));
-      } else {
-        resolve(result.requests.average);
-      }
-    });
-  });
+/**
+ * Load one endpoint; returns requests/s and the server's CPU microseconds per request. The load
+ * generator shares the two cores, so throughput is partly the client's; server CPU per request is
+ * the steadier measure of what a request costs the api.
+ */
+async function load(server, path, headers = {}) {
+  const before = cpuMillis(server.child.pid);
+  const result = await autocannon({ url: `${server.url}${path}`, headers, connections: CONNECTIONS, duration: SECONDS });
+  if (result.non2xx > 0 || result.errors > 0) {
+    throw new Error(`${path}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  }
+  return { rps: result.requests.average, cpuMicros: ((cpuMillis(server.child.pid) - before) * 1000) / result.requests.total };
 }
 
 async function mintToken(api) {
-  // An open instance (auth mode none) cannot mint; a second api with a key mints into the same database.
   const response = await fetch(`${api.url}/service-accounts`, {
     method: 'POST',
     headers: { authorization: `Bearer ${api.key}`, 'content-type': 'application/json' },
@@ -36,43 +35,48 @@ async function mintToken(api) {
 export async function benchAuth() {
   const db = await startDatabase();
   const key = 'bench-os-security-key-000000';
-  // One api per cache setting, same database; anonymous callers still pass on a keyed instance's /health only,
-  // so the anonymous /config case runs on an open instance.
-  const cached = { ...(await startApp('dist/apps/api/src/main.js', { DATABASE_URL: db.url, OS_SECURITY_KEY: key })), key };
-  const uncached = await startApp('dist/apps/api/src/main.js', { DATABASE_URL: db.url, OS_SECURITY_KEY: key, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '0' });
+  // The anonymous and the token case run on the same process (auth mode none still verifies tokens and
+  // enforces their scopes), so their ratio is the cost of verification alone. A keyed api mints the token.
+  const keyed = { ...(await startApp('dist/apps/api/src/main.js', { DATABASE_URL: db.url, OS_SECURITY_KEY: key })), key };
   const open = await startApp('dist/apps/api/src/main.js', { DATABASE_URL: db.url });
-  const token = await mintToken(cached);
+  const uncached = await startApp('dist/apps/api/src/main.js', { DATABASE_URL: db.url, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '0' });
+  const token = await mintToken(keyed);
+  await keyed.stop();
   const auth = { authorization: `Bearer ${token}` };
   const cases = {
-    'GET /health, anonymous': () => load(`${cached.url}/health`),
-    'GET /config, anonymous (auth mode none)': () => load(`${open.url}/config`),
-    'GET /config, svc_pat_ token, cache on (TTL 30 s)': () => load(`${cached.url}/config`, auth),
-    'GET /config, svc_pat_ token, cache off (TTL 0)': () => load(`${uncached.url}/config`, auth),
+    'GET /health, anonymous': () => load(open, '/health'),
+    'GET /config, anonymous': () => load(open, '/config'),
+    'GET /config, svc_pat_ token, cache on (TTL 30 s)': () => load(open, '/config', auth),
+    'GET /config, svc_pat_ token, cache off (TTL 0)': () => load(uncached, '/config', auth),
   };
   const samples = Object.fromEntries(Object.keys(cases).map((name) => [name, []]));
   try {
-    await load(`${cached.url}/config`, auth); // warm-up: JIT, connection pool, cache
+    await load(open, '/config', auth); // warm-up: JIT, connection pool, cache
     for (let round = 0; round < ROUNDS; round += 1) {
       for (const [name, run] of Object.entries(cases)) {
         samples[name].push(await run());
       }
     }
   } finally {
-    await Promise.all([cached.stop(), uncached.stop(), open.stop()]);
+    await Promise.all([uncached.stop(), open.stop()]);
     await db.stop();
   }
-  const results = Object.fromEntries(Object.entries(samples).map(([name, values]) => [name, median(values)]));
-  const health = results['GET /health, anonymous'];
-  const anonymousConfig = results['GET /config, anonymous (auth mode none)'];
+  const results = Object.fromEntries(
+    Object.entries(samples).map(([name, values]) => [name, { rps: median(values.map((v) => v.rps)), cpuMicros: median(values.map((v) => v.cpuMicros)) }]),
+  );
+  const health = results['GET /health, anonymous'].rps;
+  const anonymousConfig = results['GET /config, anonymous'];
   const lines = [
     `### Token verification (${machine()})`,
     '',
-    `autocannon, ${CONNECTIONS} connections, ${SECONDS} s per case, ${ROUNDS} alternating rounds, medians; api LOG_LEVEL=warn.`,
+    `autocannon, ${CONNECTIONS} connections, ${SECONDS} s per case, ${ROUNDS} alternating rounds, medians; api LOG_LEVEL=warn;`,
+    'anonymous and cached-token cases on the same api process (auth mode none, which still verifies tokens).',
     '',
-    '| case | requests/s | vs /health | vs anonymous /config |',
-    '|---|---:|---:|---:|',
+    '| case | requests/s | vs /health | vs anonymous /config | api CPU µs/request | CPU vs anonymous /config |',
+    '|---|---:|---:|---:|---:|---:|',
     ...Object.entries(results).map(
-      ([name, rps]) => `| ${name} | ${Math.round(rps)} | ${(rps / health).toFixed(2)} | ${(rps / anonymousConfig).toFixed(2)} |`,
+      ([name, { rps, cpuMicros }]) =>
+        `| ${name} | ${Math.round(rps)} | ${(rps / health).toFixed(2)} | ${(rps / anonymousConfig.rps).toFixed(2)} | ${cpuMicros.toFixed(1)} | ${(cpuMicros / anonymousConfig.cpuMicros).toFixed(2)} |`,
     ),
   ];
   return lines.join('\n');
