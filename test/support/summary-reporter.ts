@@ -1,13 +1,25 @@
-import type { Reporter, TestModule } from 'vitest/node';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 
-/** Prints the closing line CI reads: `N passed, N failed`. */
+import type { Reporter, SerializedError, TestModule, TestRunEndReason } from 'vitest/node';
+
+/** Where the counts go for test/support/check-summary.mjs, the last step of `npm test`. */
+export const SUMMARY_FILE = 'dist/test-summary.json';
+
+/**
+ * Counts the run for the closing line CI reads, `N passed, N failed`. Files that fail to load
+ * and errors outside tests (a global setup that throws) count as failures, and a run that
+ * executed no test fails. The counts are written to a file because Vitest 4 can exit 0 when
+ * its global setup throws; check-summary.mjs turns them into the exit code.
+ */
 export default class SummaryReporter implements Reporter {
-  onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
+  onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<SerializedError>, _reason: TestRunEndReason): void {
     let passed = 0;
-    let failed = 0;
+    let failed = unhandledErrors.length;
     let skipped = 0;
     for (const module of testModules) {
-      for (const test of module.children.allTests()) {
+      const tests = [...module.children.allTests()];
+      for (const test of tests) {
         const state = test.result().state;
         if (state === 'passed') {
           passed += 1;
@@ -17,11 +29,14 @@ export default class SummaryReporter implements Reporter {
           skipped += 1;
         }
       }
-      // A file that failed to load has no tests but must still fail the run.
-      if (module.state() === 'failed' && [...module.children.allTests()].length === 0) {
+      if (module.state() === 'failed' && tests.length === 0) {
         failed += 1;
       }
     }
-    process.stdout.write(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`);
+    if (passed === 0 && failed === 0) {
+      failed = 1;
+    }
+    mkdirSync(dirname(SUMMARY_FILE), { recursive: true });
+    writeFileSync(SUMMARY_FILE, JSON.stringify({ passed, failed, skipped }));
   }
 }
