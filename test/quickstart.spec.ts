@@ -40,7 +40,8 @@ describe('npm start (scripts/quickstart.mjs)', () => {
         }),
       ]);
       expect((await fetch(`${url}/docs`)).status).toBe(200);
-      expect((await fetch(`${url}/info`).then((r) => r.json())).mcp.enabled).toBe(true);
+      const info = (await fetch(`${url}/info`).then((r) => r.json())) as { mcp: { enabled: boolean } };
+      expect(info.mcp.enabled).toBe(true);
       expect(statSync(join(dataDir, 'os-security-key')).mode & 0o777).toBe(0o600);
       expect(quickstart.output()).toContain(`Docs:     ${url}/docs`);
       const started = descendants(quickstart.child.pid!);
