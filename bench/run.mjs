@@ -1,8 +1,9 @@
 // `npm run bench`: every benchmark, one after another, printing markdown to paste into bench/RESULTS.md.
 import { benchAuth } from './auth.mjs';
+import { benchQueue } from './queue.mjs';
 
 const only = process.argv[2];
-const benches = { auth: benchAuth };
+const benches = { auth: benchAuth, queue: benchQueue };
 
 for (const [name, run] of Object.entries(benches)) {
   if (!only || only === name) {

@@ -1,0 +1,140 @@
+// The queues the queue bench compares, each behind the same small interface, each tuned for throughput the way
+// its documentation recommends. The driver (queue.mjs) and the worker processes (queue-worker.mjs) share this file.
+import pg from 'pg';
+
+export const NOOP = 'bench-noop';
+
+/**
+ * @typedef {object} BenchSystem
+ * @property {string} name
+ * @property {(url: string) => Promise<void>} install        schema, once per database
+ * @property {(url: string) => Promise<void>} reset          delete every job between cases
+ * @property {(url: string, payloads: object[]) => Promise<void>} enqueueMany   one bulk insert
+ * @property {(url: string) => Promise<{send: (payload: object) => Promise<void>, close: () => Promise<void>}>} sender
+ *           a producer for single jobs
+ * @property {(db: pg.Client) => Promise<number>} pending    jobs not completed yet (one SQL count)
+ * @property {(url: string, concurrency: number, onJob: (payload: object) => void) => Promise<() => Promise<void>>} work
+ *           starts processing in this process; resolves to a stop function
+ */
+
+async function withClient(url, use) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await use(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** graphile-worker 0.17: local queue (batched fetch) and batched completion, per its performance docs. */
+const graphile = {
+  name: 'graphile-worker',
+  preset: (url, concurrency) => ({
+    worker: {
+      connectionString: url,
+      concurrentJobs: concurrency,
+      maxPoolSize: concurrency + 2,
+      pollInterval: 2000,
+      localQueue: { size: 500 },
+      completeJobBatchDelay: 0,
+      failJobBatchDelay: 0,
+      fileExtensions: [],
+    },
+  }),
+  async install(url) {
+    const { runMigrations } = await import('graphile-worker');
+    await runMigrations({ connectionString: url, logger: silentGraphileLogger(await import('graphile-worker')) });
+  },
+  async reset(url) {
+    await withClient(url, (db) => db.query('DELETE FROM graphile_worker._private_jobs'));
+  },
+  async enqueueMany(url, payloads) {
+    const { makeWorkerUtils } = await import('graphile-worker');
+    const utils = await makeWorkerUtils({ connectionString: url });
+    try {
+      await utils.addJobs(payloads.map((payload) => ({ identifier: NOOP, payload })));
+    } finally {
+      await utils.release();
+    }
+  },
+  async sender(url) {
+    const { makeWorkerUtils } = await import('graphile-worker');
+    const utils = await makeWorkerUtils({ connectionString: url });
+    return { send: (payload) => utils.addJob(NOOP, payload), close: () => utils.release() };
+  },
+  async pending(db) {
+    // graphile-worker deletes a job when it completes.
+    const { rows } = await db.query('SELECT count(*)::int AS n FROM graphile_worker._private_jobs');
+    return rows[0].n;
+  },
+  async work(url, concurrency, onJob) {
+    const worker = await import('graphile-worker');
+    const runner = await worker.run({
+      preset: graphile.preset(url, concurrency),
+      taskList: { [NOOP]: async (payload) => onJob(payload) },
+      logger: silentGraphileLogger(worker),
+      noHandleSignals: true,
+    });
+    return () => runner.stop();
+  },
+};
+
+function silentGraphileLogger({ Logger }) {
+  return new Logger(() => (level, message) => {
+    if (level === 'error') console.error(message);
+  });
+}
+
+/** pg-boss 12: LISTEN/NOTIFY on the queue, batched fetch, continuous fetching while batches come back full. */
+const pgBoss = {
+  name: 'pg-boss',
+  async boss(url, options = {}) {
+    const { PgBoss } = await import('pg-boss');
+    const boss = new PgBoss({ connectionString: url, useListenNotify: true, supervise: false, schedule: false, ...options });
+    boss.on('error', (error) => console.error(error));
+    await boss.start();
+    return boss;
+  },
+  async install(url) {
+    const boss = await pgBoss.boss(url);
+    await boss.createQueue(NOOP, { notify: true });
+    await boss.stop({ graceful: false });
+  },
+  async reset(url) {
+    await withClient(url, (db) => db.query('DELETE FROM pgboss.job'));
+  },
+  async enqueueMany(url, payloads) {
+    const boss = await pgBoss.boss(url);
+    try {
+      for (let i = 0; i < payloads.length; i += 5000) {
+        await boss.insert(NOOP, payloads.slice(i, i + 5000).map((data) => ({ data })));
+      }
+    } finally {
+      await boss.stop({ graceful: false });
+    }
+  },
+  async sender(url) {
+    const boss = await pgBoss.boss(url);
+    return { send: (payload) => boss.send(NOOP, payload), close: () => boss.stop({ graceful: false }) };
+  },
+  async pending(db) {
+    const { rows } = await db.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE state <> 'completed'`);
+    return rows[0].n;
+  },
+  async work(url, concurrency, onJob) {
+    const boss = await pgBoss.boss(url);
+    // Two fetch loops of half the concurrency each, so one fetches while the other's batch runs.
+    const loops = Math.min(2, concurrency);
+    await boss.work(
+      NOOP,
+      { localConcurrency: loops, batchSize: Math.ceil(concurrency / loops), burstWhenBatchFull: true, pollingIntervalSeconds: 0.5 },
+      async (jobs) => {
+        await Promise.all(jobs.map(async (job) => onJob(job.data)));
+      },
+    );
+    return () => boss.stop({ graceful: true, wait: true });
+  },
+};
+
+export const systems = { graphile, pgBoss };

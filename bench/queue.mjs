@@ -1,0 +1,131 @@
+// Queue bench: our queue against graphile-worker and pg-boss on the same PostgreSQL, doing the same no-op work.
+// Throughput: JOBS jobs enqueued in bulk, then drained by one and by two worker processes (concurrency 10 each).
+// Latency: 200 single jobs 20 ms apart into an idle worker; enqueue-to-start p50/p95/p99.
+// Every system is measured in every round, in rotating order; the table reports medians of the rounds.
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+import pg from 'pg';
+
+import { systems } from './queue-systems.mjs';
+import { machine, median, startDatabase } from './support.mjs';
+
+const JOBS = Number(process.env.BENCH_QUEUE_JOBS ?? 20_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CONCURRENCY = 10;
+const LATENCY_JOBS = 200;
+const LATENCY_GAP_MS = 20;
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function startWorker(url, name) {
+  const child = spawn(process.execPath, ['bench/queue-worker.mjs', name, String(CONCURRENCY)], {
+    env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = [];
+  const waiters = [];
+  createInterface({ input: child.stdout }).on('line', (text) => {
+    lines.push(JSON.parse(text));
+    waiters.splice(0).forEach((wake) => wake());
+  });
+  const until = async (predicate) => {
+    while (!predicate(lines)) {
+      await new Promise((wake) => waiters.push(wake));
+    }
+  };
+  return {
+    lines,
+    ready: until((seen) => seen.some((line) => line.ready)),
+    until,
+    stop: () => new Promise((done) => (child.once('exit', done), child.kill('SIGTERM'))),
+  };
+}
+
+async function drainUntilEmpty(system, db) {
+  while ((await system.pending(db)) > 0) {
+    await sleep(50);
+  }
+  return Date.now();
+}
+
+async function throughput(system, url, db, workerCount) {
+  await system.reset(url);
+  await system.enqueueMany(url, Array.from({ length: JOBS }, (_, i) => ({ i })));
+  const workers = Array.from({ length: workerCount }, () => startWorker(url, system.key));
+  await Promise.all(workers.map((worker) => worker.ready));
+  const finishedAt = await drainUntilEmpty(system, db);
+  const firstStart = Math.min(...workers.flatMap((worker) => worker.lines.filter((line) => line.first).map((line) => line.first)));
+  await Promise.all(workers.map((worker) => worker.stop()));
+  return JOBS / ((finishedAt - firstStart) / 1000);
+}
+
+async function latency(system, url) {
+  await system.reset(url);
+  const worker = startWorker(url, system.key);
+  await worker.ready;
+  const sender = await system.sender(url);
+  await sleep(1000); // idle: whatever it polls or listens on has settled
+  for (let i = 0; i < LATENCY_JOBS; i++) {
+    await sender.send({ t: Date.now() });
+    await sleep(LATENCY_GAP_MS);
+  }
+  await sender.close();
+  await worker.until((lines) => lines.filter((line) => line.latency !== undefined).length >= LATENCY_JOBS);
+  await worker.stop();
+  const sorted = worker.lines.filter((line) => line.latency !== undefined).map((line) => line.latency).sort((a, b) => a - b);
+  const at = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+  return { p50: at(0.5), p95: at(0.95), p99: at(0.99) };
+}
+
+export async function benchQueue() {
+  const database = await startDatabase();
+  const db = new pg.Client({ connectionString: database.url });
+  await db.connect();
+  const entries = Object.entries(systems).map(([key, system]) => ({ ...system, key }));
+  const results = Object.fromEntries(entries.map((system) => [system.key, { one: [], two: [], p50: [], p95: [], p99: [] }]));
+  try {
+    for (const system of entries) {
+      await system.install(database.url);
+    }
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = entries.map((_, i) => entries[(i + round) % entries.length]);
+      for (const system of order) {
+        const result = results[system.key];
+        result.one.push(await throughput(system, database.url, db, 1));
+        result.two.push(await throughput(system, database.url, db, 2));
+        const { p50, p95, p99 } = await latency(system, database.url);
+        result.p50.push(p50);
+        result.p95.push(p95);
+        result.p99.push(p99);
+        console.error(`round ${round + 1}: ${system.name} done`);
+      }
+    }
+  } finally {
+    await db.end();
+    await database.stop();
+  }
+  return report(entries, results);
+}
+
+function report(entries, results) {
+  const baseline = results[entries.find((system) => system.name === 'graphile-worker').key];
+  const rows = entries.map((system) => {
+    const r = results[system.key];
+    const one = median(r.one);
+    const two = median(r.two);
+    const p50 = median(r.p50);
+    return `| ${system.name} | ${Math.round(one)} | ${Math.round(two)} | ${(one / median(baseline.one)).toFixed(2)} | ${(two / median(baseline.two)).toFixed(2)} | ${p50} | ${median(r.p95)} | ${median(r.p99)} | ${(p50 / median(baseline.p50)).toFixed(2)} |`;
+  });
+  return [
+    `## Queue (\`node bench/run.mjs queue\`)`,
+    '',
+    `Machine: ${machine()}.`,
+    '',
+    `${JOBS} no-op jobs enqueued in bulk, then drained by 1 and by 2 worker processes at concurrency ${CONCURRENCY}; latency: ${LATENCY_JOBS} single jobs ${LATENCY_GAP_MS} ms apart into an idle worker (enqueue to handler start). Medians of ${ROUNDS} rounds, systems alternating. Ratios are against graphile-worker in the same run.`,
+    '',
+    '| queue | 1 worker jobs/s | 2 workers jobs/s | 1 worker ratio | 2 workers ratio | p50 ms | p95 ms | p99 ms | p50 ratio |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows,
+  ].join('\n');
+}
