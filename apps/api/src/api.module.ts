@@ -10,17 +10,20 @@ import { DiscoveryController } from './discovery/discovery.controller';
 import { DiscoveryService } from './discovery/discovery.service';
 import { HttpExceptionFilter } from './errors/http-exception.filter';
 import { RequestValidationPipe } from './errors/validation.pipe';
+import { mcpWiring } from './mcp/mcp.wiring';
 import { ServiceAccountsController } from './service-accounts/service-accounts.controller';
 
 /** Wires the libs into the HTTP api; holds no rules of its own. */
 @Module({})
 export class ApiModule {
   static forRoot(env: Env): DynamicModule {
+    const mcp = mcpWiring(env);
     return {
       module: ApiModule,
-      imports: [ConfigModule.forRoot(env), DatabaseModule, AuthModule, ServiceAccountsModule],
-      controllers: [DiscoveryController, ServiceAccountsController],
+      imports: [ConfigModule.forRoot(env), DatabaseModule, AuthModule, ServiceAccountsModule, ...mcp.imports],
+      controllers: [DiscoveryController, ServiceAccountsController, ...mcp.controllers],
       providers: [
+        ...mcp.providers,
         DiscoveryService,
         { provide: APP_GUARD, useClass: ScopeGuard },
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
