@@ -5,7 +5,7 @@ import { Authenticator } from '@app/auth';
 import { Env, MCP_PATH, SERVICE_VERSION, API_VERSION } from '@app/config';
 import { mcpOAuthInfo } from '@app/mcp';
 
-import { ConfigDto, HealthDto, InfoDto } from './discovery.dto';
+import { ConfigDto, HealthDto, InfoDto, McpInfoDto } from './discovery.dto';
 
 @Injectable()
 export class DiscoveryService {
@@ -27,7 +27,7 @@ export class DiscoveryService {
       version: SERVICE_VERSION,
       api_version: API_VERSION,
       auth_mode: this.authenticator.mode,
-      mcp: { enabled: this.env.MCP_ENABLED, path: this.env.MCP_ENABLED ? MCP_PATH : null, oauth: mcpOAuthInfo(this.env) },
+      mcp: this.mcp(),
       url: this.env.publicUrl,
     };
   }
@@ -40,6 +40,11 @@ export class DiscoveryService {
       auth_mode: this.authenticator.mode,
       principal: principal.userId,
       scopes: [...principal.scopes],
+      mcp: this.mcp(),
     };
+  }
+
+  private mcp(): McpInfoDto {
+    return { enabled: this.env.MCP_ENABLED, path: this.env.MCP_ENABLED ? MCP_PATH : null, oauth: mcpOAuthInfo(this.env) };
   }
 }
