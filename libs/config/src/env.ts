@@ -125,8 +125,14 @@ export class Env {
   @IsEnvInt(0)
   QUEUE_RETENTION_SECONDS = 604800;
 
+  @IsEnvInt(10, 60_000)
+  QUEUE_POLL_INTERVAL_MS = 1000;
+
   @IsEnvInt(1, 1000)
   WORKER_CONCURRENCY = 10;
+
+  @IsEnvInt(0, 3600)
+  WORKER_SHUTDOWN_TIMEOUT_SECONDS = 8;
 
   @IsEnvBoolean()
   MCP_ENABLED = false;
