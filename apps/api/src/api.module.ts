@@ -11,6 +11,7 @@ import { DiscoveryController } from './discovery/discovery.controller';
 import { DiscoveryService } from './discovery/discovery.service';
 import { HttpExceptionFilter } from './errors/http-exception.filter';
 import { RequestValidationPipe } from './errors/validation.pipe';
+import { mcpWiring } from './mcp/mcp.wiring';
 import { AgentRunsController, TeamRunsController, WorkflowRunsController } from './runs/component-runs.controller';
 import { SessionsController } from './runs/sessions.controller';
 import { ServiceAccountsController } from './service-accounts/service-accounts.controller';
@@ -19,11 +20,21 @@ import { ServiceAccountsController } from './service-accounts/service-accounts.c
 @Module({})
 export class ApiModule {
   static forRoot(env: Env): DynamicModule {
+    const mcp = mcpWiring(env);
     return {
       module: ApiModule,
-      imports: [ConfigModule.forRoot(env), DatabaseModule, AuthModule, ServiceAccountsModule, RunsModule.forRoot()],
-      controllers: [DiscoveryController, ServiceAccountsController, AgentRunsController, TeamRunsController, WorkflowRunsController, SessionsController],
+      imports: [ConfigModule.forRoot(env), DatabaseModule, AuthModule, ServiceAccountsModule, RunsModule.forRoot(), ...mcp.imports],
+      controllers: [
+        DiscoveryController,
+        ServiceAccountsController,
+        AgentRunsController,
+        TeamRunsController,
+        WorkflowRunsController,
+        SessionsController,
+        ...mcp.controllers,
+      ],
       providers: [
+        ...mcp.providers,
         DiscoveryService,
         { provide: APP_GUARD, useClass: ScopeGuard },
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
