@@ -128,6 +128,11 @@ export class Env {
   @IsEnvInt(1, 1000)
   WORKER_CONCURRENCY = 10;
 
+  /** Unset: the worker opens no port. Orchestrators set it to probe /livez and /readyz. */
+  @IsOptional()
+  @IsEnvInt(1, 65535)
+  WORKER_HEALTH_PORT?: number;
+
   @IsEnvBoolean()
   MCP_ENABLED = false;
 
