@@ -138,6 +138,10 @@ export class Env {
 
   @IsEnvInt(0, 3600)
   WORKER_SHUTDOWN_TIMEOUT_SECONDS = 8;
+  /** Unset: the worker opens no port. Orchestrators set it to probe /livez and /readyz. */
+  @IsOptional()
+  @IsEnvInt(1, 65535)
+  WORKER_HEALTH_PORT?: number;
 
   @IsEnvBoolean()
   MCP_ENABLED = false;
