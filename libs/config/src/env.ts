@@ -130,8 +130,18 @@ export class Env {
   @IsEnvInt(0)
   QUEUE_RETENTION_SECONDS = 604800;
 
+  @IsEnvInt(10, 60_000)
+  QUEUE_POLL_INTERVAL_MS = 1000;
+
   @IsEnvInt(1, 1000)
   WORKER_CONCURRENCY = 10;
+
+  @IsEnvInt(0, 3600)
+  WORKER_SHUTDOWN_TIMEOUT_SECONDS = 8;
+  /** Unset: the worker opens no port. Orchestrators set it to probe /livez and /readyz. */
+  @IsOptional()
+  @IsEnvInt(1, 65535)
+  WORKER_HEALTH_PORT?: number;
 
   @IsEnvBoolean()
   MCP_ENABLED = false;
