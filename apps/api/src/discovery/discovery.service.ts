@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
 
-import { Principal } from '@app/access';
+import { forComponent, mayUse, Principal } from '@app/access';
 import { Authenticator } from '@app/auth';
 import { Env, MCP_PATH, SERVICE_VERSION, API_VERSION } from '@app/config';
 import { mcpOAuthInfo } from '@app/mcp';
+import { ComponentDto, ComponentKind, RunsService } from '@app/runs';
 
 import { ConfigDto, HealthDto, InfoDto, McpInfoDto } from './discovery.dto';
 
@@ -14,6 +15,7 @@ export class DiscoveryService {
   constructor(
     private readonly env: Env,
     private readonly authenticator: Authenticator,
+    private readonly runs: RunsService,
   ) {}
 
   health(): HealthDto {
@@ -41,7 +43,15 @@ export class DiscoveryService {
       principal: principal.userId,
       scopes: [...principal.scopes],
       mcp: this.mcp(),
+      agents: this.runnable(principal, 'agent', 'agents:run'),
+      teams: this.runnable(principal, 'team', 'teams:run'),
+      workflows: this.runnable(principal, 'workflow', 'workflows:run'),
     };
+  }
+
+  /** What the caller can run: the run routes' scope, narrowed to each component as the guard narrows it. */
+  private runnable(principal: Principal, kind: ComponentKind, runScope: string): ComponentDto[] {
+    return this.runs.listComponents(kind).filter((component) => mayUse(principal, forComponent(runScope, component.id)));
   }
 
   private mcp(): McpInfoDto {
