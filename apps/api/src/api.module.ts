@@ -4,12 +4,14 @@ import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { AuthModule, ScopeGuard } from '@app/auth';
 import { ConfigModule, Env } from '@app/config';
 import { DatabaseModule } from '@app/database';
+import { SchedulesModule } from '@app/schedules';
 import { ServiceAccountsModule } from '@app/service-accounts';
 
 import { DiscoveryController } from './discovery/discovery.controller';
 import { DiscoveryService } from './discovery/discovery.service';
 import { HttpExceptionFilter } from './errors/http-exception.filter';
 import { RequestValidationPipe } from './errors/validation.pipe';
+import { SchedulesController } from './schedules/schedules.controller';
 import { ServiceAccountsController } from './service-accounts/service-accounts.controller';
 
 /** Wires the libs into the HTTP api; holds no rules of its own. */
@@ -18,8 +20,8 @@ export class ApiModule {
   static forRoot(env: Env): DynamicModule {
     return {
       module: ApiModule,
-      imports: [ConfigModule.forRoot(env), DatabaseModule, AuthModule, ServiceAccountsModule],
-      controllers: [DiscoveryController, ServiceAccountsController],
+      imports: [ConfigModule.forRoot(env), DatabaseModule, AuthModule, ServiceAccountsModule, SchedulesModule],
+      controllers: [DiscoveryController, ServiceAccountsController, SchedulesController],
       providers: [
         DiscoveryService,
         { provide: APP_GUARD, useClass: ScopeGuard },

@@ -2,9 +2,10 @@ import { HttpStatus } from '@nestjs/common';
 
 import { AuthErrorCode } from '@app/auth';
 import { assertUnreachable, DomainException, RequestErrorCode } from '@app/errors';
+import { ScheduleErrorCode } from '@app/schedules';
 import { ServiceAccountErrorCode } from '@app/service-accounts';
 
-export type DomainErrorCode = RequestErrorCode | AuthErrorCode | ServiceAccountErrorCode;
+export type DomainErrorCode = RequestErrorCode | AuthErrorCode | ServiceAccountErrorCode | ScheduleErrorCode;
 
 /** Every domain error code and its HTTP status; a new code without a case does not compile. */
 export function statusOf(code: DomainErrorCode): HttpStatus {
@@ -24,8 +25,12 @@ export function statusOf(code: DomainErrorCode): HttpStatus {
       return HttpStatus.FORBIDDEN;
     case RequestErrorCode.NotFound:
     case ServiceAccountErrorCode.NotFound:
+    case ScheduleErrorCode.NotFound:
+    case ScheduleErrorCode.RunNotFound:
       return HttpStatus.NOT_FOUND;
     case ServiceAccountErrorCode.NameTaken:
+    case ScheduleErrorCode.NameTaken:
+    case ScheduleErrorCode.Disabled:
       return HttpStatus.CONFLICT;
     case AuthErrorCode.Throttled:
       return HttpStatus.TOO_MANY_REQUESTS;

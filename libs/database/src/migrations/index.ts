@@ -1,4 +1,5 @@
 import { CreateServiceAccounts1763800000000 } from './1763800000000-CreateServiceAccounts';
+import { CreateSchedules1764100000001 } from './1764100000001-CreateSchedules';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
-export const MIGRATIONS = [CreateServiceAccounts1763800000000];
+export const MIGRATIONS = [CreateServiceAccounts1763800000000, CreateSchedules1764100000001];
