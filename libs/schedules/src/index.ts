@@ -6,3 +6,4 @@ export * from './schedule-credentials.module';
 export * from './schedule-target';
 export * from './schedules.module';
 export * from './schedules.service';
+export * from './schedules-worker.module';
