@@ -136,13 +136,19 @@ export class Env {
   @IsEnvInt(1, 1000)
   WORKER_CONCURRENCY = 10;
 
+  @IsEnvInt(0, 3600)
+  WORKER_SHUTDOWN_TIMEOUT_SECONDS = 8;
   /** Unset: the worker opens no port. Orchestrators set it to probe /livez and /readyz. */
   @IsOptional()
   @IsEnvInt(1, 65535)
   WORKER_HEALTH_PORT?: number;
+  /** How often a worker looks for due schedules and queued fires. */
+  @IsEnvInt(50, 60000)
+  SCHEDULE_TICK_INTERVAL_MS = 1000;
 
-  @IsEnvInt(0, 3600)
-  WORKER_SHUTDOWN_TIMEOUT_SECONDS = 8;
+  /** Fires one worker runs at once (each is an HTTP call, possibly following a run). */
+  @IsEnvInt(1, 1000)
+  SCHEDULE_CONCURRENCY = 20;
 
   @IsEnvBoolean()
   MCP_ENABLED = false;
