@@ -106,6 +106,7 @@ export class ScheduleDispatchRepository {
     }));
   }
 
+  /** Appends an attempt to a fire that goes on (a retry follows). */
   async recordAttempt(runId: string, workerId: string, attempt: ScheduleAttempt): Promise<void> {
     await this.db.query(
       `UPDATE schedule_runs SET attempts = attempts || $3::jsonb, status_code = $4, error = $5,
@@ -115,10 +116,13 @@ export class ScheduleDispatchRepository {
     );
   }
 
-  async finish(runId: string, workerId: string, status: Exclude<ScheduleRunStatus, 'queued' | 'running'>, error: string | null): Promise<void> {
+  /** Ends a fire, with its last attempt when it made one: one statement for the common single-attempt fire. */
+  async finish(runId: string, workerId: string, status: Exclude<ScheduleRunStatus, 'queued' | 'running'>, error: string | null, last?: ScheduleAttempt): Promise<void> {
     await this.db.query(
-      `UPDATE schedule_runs SET status = $3, error = $4, completed_at = now() WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
-      [runId, workerId, status, error],
+      `UPDATE schedule_runs SET status = $3, error = $4, completed_at = now(), attempts = attempts || $5::jsonb,
+              status_code = COALESCE($6, status_code), run_id = COALESCE($7, run_id), run_status = COALESCE($8, run_status)
+       WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
+      [runId, workerId, status, error, JSON.stringify(last ? [last] : []), last?.status_code ?? null, last?.run_id ?? null, last?.run_status ?? null],
     );
   }
 

@@ -50,17 +50,15 @@ export class ScheduleFirer {
     if (!(await this.creatorStillValid(fire, workerId))) {
       return;
     }
-    let last: AttemptOutcome | null = null;
-    for (let attempt = 1; attempt <= fire.maxRetries + 1 && !shutdown.aborted; attempt += 1) {
-      if (attempt > 1) {
-        await sleep(fire.retryDelaySeconds * 1000, shutdown);
+    for (let attempt = 1; ; attempt += 1) {
+      const { outcome, record } = await this.attempt(fire, attempt, shutdown);
+      const final = outcome.ok || !outcome.retryable || attempt > fire.maxRetries || shutdown.aborted;
+      if (final) {
+        return this.dispatch.finish(fire.runId, workerId, outcome.ok ? 'success' : 'failed', outcome.error, record);
       }
-      last = await this.attempt(fire, attempt, workerId, shutdown);
-      if (last.ok || !last.retryable) {
-        break;
-      }
+      await this.dispatch.recordAttempt(fire.runId, workerId, record);
+      await sleep(fire.retryDelaySeconds * 1000, shutdown);
     }
-    await this.dispatch.finish(fire.runId, workerId, last?.ok ? 'success' : 'failed', last?.ok ? null : (last?.error ?? 'The worker shut down before the first attempt'));
   }
 
   /** A schedule whose service account is revoked or expired is disabled, and this fire makes no call. */
@@ -79,7 +77,7 @@ export class ScheduleFirer {
     return false;
   }
 
-  private async attempt(fire: ClaimedFire, attempt: number, workerId: string, shutdown: AbortSignal): Promise<AttemptOutcome> {
+  private async attempt(fire: ClaimedFire, attempt: number, shutdown: AbortSignal): Promise<{ outcome: AttemptOutcome; record: ScheduleAttempt }> {
     const startedAt = Date.now();
     const signal = AbortSignal.any([shutdown, AbortSignal.timeout(fire.timeoutSeconds * 1000)]);
     const outcome = await this.call(fire, signal).catch((error: unknown) => this.failure(error, fire, shutdown));
@@ -93,8 +91,7 @@ export class ScheduleFirer {
       run_id: outcome.run?.runId ?? null,
       run_status: outcome.run?.status ?? null,
     };
-    await this.dispatch.recordAttempt(fire.runId, workerId, record);
-    return outcome;
+    return { outcome, record };
   }
 
   private async call(fire: ClaimedFire, signal: AbortSignal): Promise<AttemptOutcome> {

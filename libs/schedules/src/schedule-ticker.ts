@@ -84,7 +84,8 @@ export class ScheduleTicker implements OnApplicationBootstrap, OnApplicationShut
       do {
         this.refill = false;
         const free = this.env.SCHEDULE_CONCURRENCY - this.inFlight.size;
-        if (free <= 0 || this.stopping) {
+        // Claim in batches (a quarter of the slots at least) rather than one query per finished fire.
+        if (this.stopping || free <= 0 || (this.inFlight.size > 0 && free < Math.ceil(this.env.SCHEDULE_CONCURRENCY / 4))) {
           return;
         }
         (await this.dispatch.claim(this.workerId, free)).forEach((fire) => this.start(fire));
