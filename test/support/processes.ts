@@ -67,3 +67,21 @@ export async function startApi(env: Record<string, string>): Promise<RunningApi>
   }
   return { ...api, url };
 }
+
+/** Starts the built worker and waits until its queue loop is up (it logs at info level for that). */
+export async function startWorker(env: Record<string, string>): Promise<RunningProcess> {
+  const worker = spawnNode('dist/apps/worker/src/main.js', { LOG_LEVEL: 'info', ...env });
+  const ready = /queue worker started|claims no jobs/;
+  try {
+    await Promise.race([
+      waitFor(async () => ready.test(worker.output()), 30_000, 'the worker to start its queue loop'),
+      worker.exited.then((code) => {
+        throw new Error(`worker exited with ${code} before it was ready:\n${worker.output()}`);
+      }),
+    ]);
+  } catch (error) {
+    await worker.stop('SIGKILL');
+    throw error;
+  }
+  return worker;
+}

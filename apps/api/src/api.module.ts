@@ -4,6 +4,7 @@ import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { AuthModule, ScopeGuard } from '@app/auth';
 import { ConfigModule, Env } from '@app/config';
 import { DatabaseModule } from '@app/database';
+import { QueueModule } from '@app/queue';
 import { RunsModule } from '@app/runs';
 import { ServiceAccountsModule } from '@app/service-accounts';
 
@@ -11,6 +12,8 @@ import { DiscoveryController } from './discovery/discovery.controller';
 import { DiscoveryService } from './discovery/discovery.service';
 import { HttpExceptionFilter } from './errors/http-exception.filter';
 import { RequestValidationPipe } from './errors/validation.pipe';
+import { MetricsController } from './queue/metrics.controller';
+import { QueueController } from './queue/queue.controller';
 import { AgentRunsController, TeamRunsController, WorkflowRunsController } from './runs/component-runs.controller';
 import { SessionsController } from './runs/sessions.controller';
 import { ServiceAccountsController } from './service-accounts/service-accounts.controller';
@@ -21,8 +24,8 @@ export class ApiModule {
   static forRoot(env: Env): DynamicModule {
     return {
       module: ApiModule,
-      imports: [ConfigModule.forRoot(env), DatabaseModule, AuthModule, ServiceAccountsModule, RunsModule.forRoot()],
-      controllers: [DiscoveryController, ServiceAccountsController, AgentRunsController, TeamRunsController, WorkflowRunsController, SessionsController],
+      imports: [ConfigModule.forRoot(env), DatabaseModule, AuthModule, ServiceAccountsModule, RunsModule.forRoot(), QueueModule],
+      controllers: [DiscoveryController, ServiceAccountsController, AgentRunsController, TeamRunsController, WorkflowRunsController, SessionsController, QueueController, MetricsController],
       providers: [
         DiscoveryService,
         { provide: APP_GUARD, useClass: ScopeGuard },
