@@ -4,6 +4,7 @@ import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { AuthModule, ScopeGuard } from '@app/auth';
 import { ConfigModule, Env } from '@app/config';
 import { DatabaseModule } from '@app/database';
+import { HealthModule } from '@app/health';
 import { QueueModule } from '@app/queue';
 import { RunsModule } from '@app/runs';
 import { ServiceAccountsModule } from '@app/service-accounts';
@@ -12,6 +13,8 @@ import { DiscoveryController } from './discovery/discovery.controller';
 import { DiscoveryService } from './discovery/discovery.service';
 import { HttpExceptionFilter } from './errors/http-exception.filter';
 import { RequestValidationPipe } from './errors/validation.pipe';
+import { ReadinessController } from './health/readiness.controller';
+import { mcpWiring } from './mcp/mcp.wiring';
 import { MetricsController } from './queue/metrics.controller';
 import { QueueController } from './queue/queue.controller';
 import { AgentRunsController, TeamRunsController, WorkflowRunsController } from './runs/component-runs.controller';
@@ -22,11 +25,24 @@ import { ServiceAccountsController } from './service-accounts/service-accounts.c
 @Module({})
 export class ApiModule {
   static forRoot(env: Env): DynamicModule {
+    const mcp = mcpWiring(env);
     return {
       module: ApiModule,
-      imports: [ConfigModule.forRoot(env), DatabaseModule, AuthModule, ServiceAccountsModule, RunsModule.forRoot(), QueueModule],
-      controllers: [DiscoveryController, ServiceAccountsController, AgentRunsController, TeamRunsController, WorkflowRunsController, SessionsController, QueueController, MetricsController],
+      imports: [ConfigModule.forRoot(env), DatabaseModule, AuthModule, ServiceAccountsModule, HealthModule, RunsModule.forRoot(), QueueModule, ...mcp.imports],
+      controllers: [
+        DiscoveryController,
+        ReadinessController,
+        ServiceAccountsController,
+        AgentRunsController,
+        TeamRunsController,
+        WorkflowRunsController,
+        SessionsController,
+        QueueController,
+        MetricsController,
+        ...mcp.controllers,
+      ],
       providers: [
+        ...mcp.providers,
         DiscoveryService,
         { provide: APP_GUARD, useClass: ScopeGuard },
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
