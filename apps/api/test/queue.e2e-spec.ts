@@ -266,10 +266,13 @@ describe('the admin gate and QUEUE_ENABLED=false on other replicas', () => {
   let disabled: RunningApi;
   beforeAll(async () => {
     databaseUrl = await createTestDatabase();
-    keyed = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY });
-    open = await startApi({ DATABASE_URL: databaseUrl });
-    disabled = await startApi({ DATABASE_URL: databaseUrl, QUEUE_ENABLED: 'false' });
-  });
+    [keyed, open, disabled] = await Promise.all([
+      startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY }),
+      startApi({ DATABASE_URL: databaseUrl }),
+      startApi({ DATABASE_URL: databaseUrl, QUEUE_ENABLED: 'false' }),
+    ]);
+    // Three api boots on two shared cores.
+  }, 120_000);
   afterAll(() => Promise.all([keyed?.stop(), open?.stop(), disabled?.stop()]));
 
   it('lets an anonymous caller through on an instance with no auth configured', async () => {

@@ -50,6 +50,9 @@ export class QueueWorker {
   constructor(private readonly options: QueueWorkerOptions) {
     this.store = new JobStore(options.pool, options.workerId);
     this.log = options.logger.child({ worker: options.workerId });
+    // An idle connection that drops (database restart, network cut) must not take the process down:
+    // the next query reconnects, and claim/heartbeat failures are logged and retried.
+    options.pool.on('error', (error) => this.log.warn({ err: error }, 'idle database connection lost'));
   }
 
   async start(): Promise<void> {
