@@ -61,7 +61,8 @@ export async function startApi(env: Record<string, string>): Promise<RunningApi>
   const url = `http://127.0.0.1:${port}`;
   try {
     await Promise.race([
-      waitFor(async () => (await fetch(`${url}/health`)).ok, 30_000, 'the api to answer /health'),
+      // Generous: on two cores shared by several test runs a boot alone has taken over 30 s.
+      waitFor(async () => (await fetch(`${url}/health`)).ok, 60_000, 'the api to answer /health'),
       api.exited.then((code) => {
         throw new Error(`api exited with ${code} before it was ready:\n${api.output()}`);
       }),
@@ -79,7 +80,7 @@ export async function startWorker(env: Record<string, string>): Promise<RunningP
   const ready = /queue worker started|claims no jobs/;
   try {
     await Promise.race([
-      waitFor(async () => ready.test(worker.output()), 30_000, 'the worker to start its queue loop'),
+      waitFor(async () => ready.test(worker.output()), 60_000, 'the worker to start its queue loop'),
       worker.exited.then((code) => {
         throw new Error(`worker exited with ${code} before it was ready:\n${worker.output()}`);
       }),
