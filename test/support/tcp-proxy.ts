@@ -1,17 +1,28 @@
 import { createServer, Server, Socket } from 'node:net';
 
-/** A loopback TCP proxy a test can cut, to make a real dependency unreachable mid-run. */
+/**
+ * A TCP proxy a test can cut, to make a real dependency unreachable mid-run. It listens on loopback
+ * unless told otherwise (a non-loopback address makes a local service look remote), and keeps every
+ * byte clients sent so a test can assert what went over the wire.
+ */
 export class TcpProxy {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
+  private sent = '';
 
   constructor(
     private readonly targetHost: string,
     private readonly targetPort: number,
   ) {}
 
-  async listen(): Promise<number> {
+  /** Everything clients sent through the proxy so far. */
+  received(): string {
+    return this.sent;
+  }
+
+  async listen(host = '127.0.0.1'): Promise<number> {
     this.server = createServer((client) => {
+      client.on('data', (chunk: Buffer) => (this.sent += chunk.toString('latin1')));
       const upstream = new Socket();
       upstream.connect(this.targetPort, this.targetHost);
       for (const socket of [client, upstream]) {
@@ -21,7 +32,7 @@ export class TcpProxy {
       }
       client.pipe(upstream).pipe(client);
     });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => this.server!.listen(0, host, resolve));
     return (this.server.address() as { port: number }).port;
   }
 

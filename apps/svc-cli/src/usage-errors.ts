@@ -4,11 +4,13 @@ import { InjectCommander } from 'nest-commander';
 interface CommanderCommand {
   commands: readonly CommanderCommand[];
   exitOverride(handler: (error: { exitCode: number }) => never): unknown;
+  allowExcessArguments(allow: boolean): unknown;
 }
 
 /**
  * Usage and parse errors exit 2 on stderr with no JSON (help exits 0), on every command and
- * subcommand; nest-commander's own errorHandler reaches the root command only.
+ * subcommand; nest-commander's own errorHandler reaches the root command only. Extra positional
+ * arguments are usage errors too (commander 11 ignores them by default).
  */
 @Injectable()
 export class UsageErrors implements OnApplicationBootstrap {
@@ -17,6 +19,7 @@ export class UsageErrors implements OnApplicationBootstrap {
   onApplicationBootstrap(): void {
     const override = (command: CommanderCommand): void => {
       command.exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2));
+      command.allowExcessArguments(false);
       command.commands.forEach(override);
     };
     override(this.root);
