@@ -19,7 +19,8 @@ export default defineConfig({
     include: ['apps/**/*.spec.ts', 'apps/**/*.e2e-spec.ts', 'libs/**/*.spec.ts', 'libs/**/*.int-spec.ts', 'test/**/*.spec.ts'],
     globalSetup: ['test/support/global-setup.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
-    testTimeout: 30_000,
+    // Tests boot real api and worker processes on two cores shared with other work: boots alone can take 10+ s.
+    testTimeout: 60_000,
     hookTimeout: 60_000,
     // Two cores: each e2e file boots real processes; more forks only thrash.
     pool: 'forks',

@@ -13,11 +13,20 @@ export function databaseUrl(database: string): string {
 
 /** A fresh database cloned from the migrated template: each test file gets its own. */
 export async function createTestDatabase(): Promise<string> {
+  return createDatabase(`TEMPLATE ${TEMPLATE_DATABASE}`);
+}
+
+/** A fresh database with no tables: for what happens before migrations have run. */
+export async function createEmptyDatabase(): Promise<string> {
+  return createDatabase('');
+}
+
+async function createDatabase(options: string): Promise<string> {
   const name = `test_${randomBytes(6).toString('hex')}`;
   const client = new Client({ connectionString: inject('adminDatabaseUrl') });
   await client.connect();
   try {
-    await client.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE_DATABASE}`);
+    await client.query(`CREATE DATABASE ${name} ${options}`);
   } finally {
     await client.end();
   }

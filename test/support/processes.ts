@@ -13,7 +13,12 @@ export interface RunningProcess {
 
 /** Spawns a built entry point (`dist/...`) with a clean, explicit environment. */
 export function spawnNode(script: string, env: Record<string, string>): RunningProcess {
-  const child = spawn(process.execPath, [script], {
+  return spawnProcess(process.execPath, [script], env);
+}
+
+/** Spawns any command (the image's shell entry point, say) the same way. */
+export function spawnProcess(command: string, args: string[], env: Record<string, string>): RunningProcess {
+  const child = spawn(command, args, {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -4,23 +4,40 @@ import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { AuthModule, ScopeGuard } from '@app/auth';
 import { ConfigModule, Env } from '@app/config';
 import { DatabaseModule } from '@app/database';
+import { HealthModule } from '@app/health';
+import { RunsModule } from '@app/runs';
 import { ServiceAccountsModule } from '@app/service-accounts';
 
 import { DiscoveryController } from './discovery/discovery.controller';
 import { DiscoveryService } from './discovery/discovery.service';
 import { HttpExceptionFilter } from './errors/http-exception.filter';
 import { RequestValidationPipe } from './errors/validation.pipe';
+import { ReadinessController } from './health/readiness.controller';
+import { mcpWiring } from './mcp/mcp.wiring';
+import { AgentRunsController, TeamRunsController, WorkflowRunsController } from './runs/component-runs.controller';
+import { SessionsController } from './runs/sessions.controller';
 import { ServiceAccountsController } from './service-accounts/service-accounts.controller';
 
 /** Wires the libs into the HTTP api; holds no rules of its own. */
 @Module({})
 export class ApiModule {
   static forRoot(env: Env): DynamicModule {
+    const mcp = mcpWiring(env);
     return {
       module: ApiModule,
-      imports: [ConfigModule.forRoot(env), DatabaseModule, AuthModule, ServiceAccountsModule],
-      controllers: [DiscoveryController, ServiceAccountsController],
+      imports: [ConfigModule.forRoot(env), DatabaseModule, AuthModule, ServiceAccountsModule, HealthModule, RunsModule.forRoot(), ...mcp.imports],
+      controllers: [
+        DiscoveryController,
+        ReadinessController,
+        ServiceAccountsController,
+        AgentRunsController,
+        TeamRunsController,
+        WorkflowRunsController,
+        SessionsController,
+        ...mcp.controllers,
+      ],
       providers: [
+        ...mcp.providers,
         DiscoveryService,
         { provide: APP_GUARD, useClass: ScopeGuard },
         { provide: APP_FILTER, useClass: HttpExceptionFilter },

@@ -185,5 +185,6 @@ describe('verification cache across replicas (rule 14)', () => {
     } finally {
       await Promise.all([revoking.stop(), cached.stop(), uncached.stop()]);
     }
-  });
+    // Three api processes boot here; on two shared cores that alone can take most of the default 30 s.
+  }, 90_000);
 });

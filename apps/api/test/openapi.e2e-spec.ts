@@ -4,7 +4,7 @@ import { createTestDatabase } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { RunningApi, startApi } from '../../../test/support/processes';
 
-const PUBLIC_OPERATIONS = ['GET /health', 'GET /info'];
+const PUBLIC_OPERATIONS = ['GET /health', 'GET /info', 'GET /readyz'];
 
 describe('OpenAPI document and Swagger UI', () => {
   let api: RunningApi;

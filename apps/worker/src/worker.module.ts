@@ -2,11 +2,14 @@ import { DynamicModule, Module } from '@nestjs/common';
 
 import { ConfigModule, Env } from '@app/config';
 import { DatabaseModule } from '@app/database';
+import { HealthModule } from '@app/health';
 
-/** Wires the libs the worker needs; no controllers, no HTTP api. */
+import { WorkerHealthServer } from './health-server';
+
+/** Wires the libs the worker needs; no controllers, no HTTP api beyond the health probes. */
 @Module({})
 export class WorkerModule {
   static forRoot(env: Env): DynamicModule {
-    return { module: WorkerModule, imports: [ConfigModule.forRoot(env), DatabaseModule] };
+    return { module: WorkerModule, imports: [ConfigModule.forRoot(env), DatabaseModule, HealthModule], providers: [WorkerHealthServer] };
   }
 }

@@ -1,6 +1,7 @@
 import { ADMIN_SCOPE, covers } from './scope';
 
-export type CredentialKind = 'anonymous' | 'security_key' | 'jwt' | 'service_account';
+/** `oauth`: an access token from the external authorization server /mcp trusts (MCP_OAUTH_*). */
+export type CredentialKind = 'anonymous' | 'security_key' | 'jwt' | 'service_account' | 'oauth';
 
 /** Who is calling, as every service method sees it. Built only by the authenticator. */
 export interface Principal {

@@ -8,7 +8,12 @@ export enum AuthErrorCode {
 }
 
 export class AuthException extends DomainException<AuthErrorCode> {
-  constructor(code: AuthErrorCode, detail: string) {
+  constructor(
+    code: AuthErrorCode,
+    detail: string,
+    /** The `WWW-Authenticate` challenge of a 401 (RFC 6750). */
+    readonly challenge = 'Bearer',
+  ) {
     super(code, detail);
   }
 

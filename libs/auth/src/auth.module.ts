@@ -3,13 +3,13 @@ import { Global, Module } from '@nestjs/common';
 import { ServiceAccountsModule } from '@app/service-accounts';
 
 import { Authenticator } from './authenticator.service';
-import { JwtVerifier } from './jwt-verifier';
+import { JwtVerifier, McpOAuthVerifier } from './jwt-verifier';
 import { ScopeGuard } from './scope.guard';
 
 @Global()
 @Module({
   imports: [ServiceAccountsModule],
-  providers: [Authenticator, JwtVerifier, ScopeGuard],
+  providers: [Authenticator, JwtVerifier, McpOAuthVerifier, ScopeGuard],
   exports: [Authenticator, ScopeGuard],
 })
 export class AuthModule {}

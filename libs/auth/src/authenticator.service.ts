@@ -8,7 +8,7 @@ import { ServiceAccountVerifier, TOKEN_PREFIX, Verification } from '@app/service
 
 import { AuthErrorCode, AuthException } from './auth.exception';
 import { AuthMode, authMode } from './auth-mode';
-import { JwtRejected, JwtVerifier } from './jwt-verifier';
+import { JwtIdentity, JwtRejected, JwtVerifier, McpOAuthVerifier } from './jwt-verifier';
 
 export interface Credentials {
   /** The raw Authorization header, if any. */
@@ -47,6 +47,7 @@ export class Authenticator {
     private readonly env: Env,
     private readonly serviceAccounts: ServiceAccountVerifier,
     private readonly jwt: JwtVerifier,
+    private readonly mcpOAuth: McpOAuthVerifier,
   ) {
     this.mode = authMode(env);
     this.securityKey = env.OS_SECURITY_KEY ? digest(env.OS_SECURITY_KEY) : null;
@@ -80,6 +81,48 @@ export class Authenticator {
       return this.fromJwt(token);
     }
     return this.anonymousOr('Invalid authentication token');
+  }
+
+  /**
+   * The caller of /mcp: REST's credentials, plus, when /mcp is an OAuth-protected resource, access
+   * tokens from its authorization server. An OAuth-protected /mcp refuses anonymous callers in every
+   * mode, so clients get the challenge that starts their sign-in.
+   */
+  async identifyForMcp(credentials: Credentials): Promise<Principal> {
+    if (!this.mcpOAuth.configured) {
+      return this.identify(credentials);
+    }
+    try {
+      return await this.identifyAtOAuthResource(credentials);
+    } catch (error) {
+      if (error instanceof AuthException && error.code === AuthErrorCode.Unauthenticated) {
+        // RFC 9728 §5.1: the challenge names the resource metadata, which names the authorization server.
+        const invalid = bearerToken(credentials.authorization) === null ? '' : 'error="invalid_token", ';
+        throw new AuthException(error.code, error.detail, `Bearer ${invalid}resource_metadata="${this.env.mcpResourceMetadataUrl}"`);
+      }
+      throw error;
+    }
+  }
+
+  private async identifyAtOAuthResource(credentials: Credentials): Promise<Principal> {
+    const token = bearerToken(credentials.authorization);
+    if (token === null) {
+      throw new AuthException(AuthErrorCode.Unauthenticated, 'Authorization header missing');
+    }
+    if (!token.startsWith(TOKEN_PREFIX) && !this.isSecurityKey(token)) {
+      const identity = await this.mcpOAuth.verify(token).catch((error: unknown) => this.rejectedOr(error));
+      if (identity) {
+        return this.fromOAuth(identity);
+      }
+      if (!this.jwt.configured) {
+        throw new AuthException(AuthErrorCode.Unauthenticated, 'Invalid authentication token');
+      }
+    }
+    const principal = await this.identify(credentials);
+    if (principal.kind === 'anonymous') {
+      throw new AuthException(AuthErrorCode.Unauthenticated, 'Invalid authentication token');
+    }
+    return principal;
   }
 
   private missingCredentialDetail(): string {
@@ -137,6 +180,22 @@ export class Authenticator {
       }
       throw error;
     }
+  }
+
+  /** The authorization server's access tokens: delegated to a client app, so always scoped and self-scoped. */
+  private fromOAuth(identity: JwtIdentity): Principal {
+    if (identity.sub.startsWith(SERVICE_ACCOUNT_PREFIX)) {
+      throw new AuthException(AuthErrorCode.Unauthenticated, 'Invalid token subject');
+    }
+    return { kind: 'oauth', userId: identity.sub, scopes: identity.scopes, scopesEnforced: true, selfScoped: true };
+  }
+
+  /** A token another verifier may still accept: null; anything but a rejection propagates. */
+  private rejectedOr(error: unknown): null {
+    if (error instanceof JwtRejected) {
+      return null;
+    }
+    throw error;
   }
 
   private isSecurityKey(token: string): boolean {

@@ -12,6 +12,13 @@ export interface JwtIdentity {
 
 export class JwtRejected extends Error {}
 
+type VerificationKey = Uint8Array | KeyObject | JWTVerifyGetKey;
+
+interface ExpectedClaims {
+  issuer?: string;
+  audience?: string;
+}
+
 /** Accepts `scopes` as a list or a space-separated string, and the OAuth `scope` claim. */
 function scopesOf(payload: JWTPayload): string[] {
   const claim = payload.scopes ?? payload.scope;
@@ -21,21 +28,12 @@ function scopesOf(payload: JWTPayload): string[] {
   return typeof claim === 'string' ? claim.split(/\s+/).filter(Boolean) : [];
 }
 
-@Injectable()
-export class JwtVerifier {
-  private readonly key: Uint8Array | KeyObject | JWTVerifyGetKey | null;
-
-  constructor(private readonly env: Env) {
-    if (env.JWT_SECRET) {
-      this.key = new TextEncoder().encode(env.JWT_SECRET);
-    } else if (env.JWT_PUBLIC_KEY) {
-      this.key = createPublicKey(env.JWT_PUBLIC_KEY);
-    } else if (env.JWT_JWKS_URL) {
-      this.key = createRemoteJWKSet(new URL(env.JWT_JWKS_URL));
-    } else {
-      this.key = null;
-    }
-  }
+/** Signature, expiry, issuer and audience checks; the key and the expected claims come from the subclass. */
+abstract class SignedTokenVerifier {
+  protected constructor(
+    private readonly key: VerificationKey | null,
+    private readonly expected: ExpectedClaims,
+  ) {}
 
   get configured(): boolean {
     return this.key !== null;
@@ -46,11 +44,7 @@ export class JwtVerifier {
       throw new JwtRejected('JWT verification is not configured');
     }
     try {
-      const { payload } = await jwtVerify(token, this.key as Uint8Array, {
-        issuer: this.env.JWT_ISSUER,
-        audience: this.env.JWT_AUDIENCE,
-        clockTolerance: 10,
-      });
+      const { payload } = await jwtVerify(token, this.key as Uint8Array, { ...this.expected, clockTolerance: 10 });
       if (typeof payload.sub !== 'string' || payload.sub === '') {
         throw new JwtRejected('Invalid token: missing sub claim');
       }
@@ -64,5 +58,37 @@ export class JwtVerifier {
       }
       throw new JwtRejected(`Invalid token: ${error instanceof errors.JOSEError ? error.code : 'malformed'}`);
     }
+  }
+}
+
+function restKey(env: Env): VerificationKey | null {
+  if (env.JWT_SECRET) {
+    return new TextEncoder().encode(env.JWT_SECRET);
+  }
+  if (env.JWT_PUBLIC_KEY) {
+    return createPublicKey(env.JWT_PUBLIC_KEY);
+  }
+  return env.JWT_JWKS_URL ? createRemoteJWKSet(new URL(env.JWT_JWKS_URL)) : null;
+}
+
+/** The JWTs of the REST plane (JWT_*). */
+@Injectable()
+export class JwtVerifier extends SignedTokenVerifier {
+  constructor(env: Env) {
+    super(restKey(env), { issuer: env.JWT_ISSUER, audience: env.JWT_AUDIENCE });
+  }
+}
+
+/**
+ * Access tokens of the external authorization server that /mcp trusts (MCP_OAUTH_*). The audience
+ * defaults to the /mcp resource URL, so a token minted for another API is not accepted here.
+ */
+@Injectable()
+export class McpOAuthVerifier extends SignedTokenVerifier {
+  constructor(env: Env) {
+    super(env.mcpOAuthConfigured ? createRemoteJWKSet(new URL(env.MCP_OAUTH_JWKS_URL!)) : null, {
+      issuer: env.MCP_OAUTH_ISSUER,
+      audience: env.MCP_OAUTH_AUDIENCE ?? env.mcpResourceUrl,
+    });
   }
 }

@@ -2,10 +2,10 @@ import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { FastifyRequest } from 'fastify';
 
-import { forComponent, Principal } from '@app/access';
+import { Principal } from '@app/access';
 
 import { Authenticator } from './authenticator.service';
-import { PUBLIC_ROUTE, ROUTE_SCOPE, RouteScope } from './scopes.decorator';
+import { PUBLIC_ROUTE, requiredScope, ROUTE_SCOPE, RouteScope } from './scopes.decorator';
 
 export type AuthenticatedRequest = FastifyRequest & { principal?: Principal };
 
@@ -27,10 +27,9 @@ export class ScopeGuard implements CanActivate {
       throw new Error(`${context.getClass().name}.${context.getHandler().name} declares neither @RequireScope nor @Public`);
     }
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    const componentId = rule.componentParam ? (request.params as Record<string, string>)[rule.componentParam] : undefined;
     request.principal = await this.authenticator.authenticate(
       { authorization: request.headers.authorization, clientKey: request.ip },
-      componentId ? forComponent(rule.scope, componentId) : rule.scope,
+      requiredScope(rule, request.params as Record<string, unknown>),
     );
     return true;
   }

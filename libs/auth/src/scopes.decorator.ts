@@ -1,6 +1,7 @@
 import { applyDecorators, SetMetadata } from '@nestjs/common';
 import { ApiBearerAuth, ApiExtension, ApiForbiddenResponse, ApiUnauthorizedResponse } from '@nestjs/swagger';
 
+import { forComponent } from '@app/access';
 import { ErrorBodyDto } from '@app/errors';
 
 export const PUBLIC_ROUTE = 'auth:public';
@@ -10,6 +11,12 @@ export interface RouteScope {
   scope: string;
   /** Path parameter holding a component id: the scope then also accepts `<resource>:<id>:<action>`. */
   componentParam?: string;
+}
+
+/** The scope a call must hold: the route's, narrowed to the component its path names (REST path params or MCP tool arguments). */
+export function requiredScope(rule: RouteScope, params: Readonly<Record<string, unknown>>): string {
+  const componentId = rule.componentParam ? params[rule.componentParam] : undefined;
+  return typeof componentId === 'string' && componentId !== '' ? forComponent(rule.scope, componentId) : rule.scope;
 }
 
 /** Marks a route that needs no credential at all (health, discovery). */

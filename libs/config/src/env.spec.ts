@@ -30,4 +30,14 @@ describe('loadEnv', () => {
     expect(error!.message).toContain('JWT_SECRET=(value hidden): must be at least 32 characters');
     expect(error!.message).not.toContain('short');
   });
+
+  it('makes /mcp an OAuth-protected resource only with MCP on and an issuer, whose JWKS is then required', () => {
+    expect(() => loadEnv({ MCP_ENABLED: 'true', MCP_OAUTH_ISSUER: 'https://auth.example.com' })).toThrow(/MCP_OAUTH_JWKS_URL=undefined: must be an http\(s\) URL \(required with MCP_OAUTH_ISSUER\)/);
+    const oauth = { MCP_OAUTH_ISSUER: 'https://auth.example.com', MCP_OAUTH_JWKS_URL: 'https://auth.example.com/jwks', PUBLIC_URL: 'https://svc.example.com/' };
+    expect(loadEnv(oauth).mcpOAuthConfigured).toBe(false);
+    const env = loadEnv({ ...oauth, MCP_ENABLED: 'true' });
+    expect(env.mcpOAuthConfigured).toBe(true);
+    expect(env.mcpResourceUrl).toBe('https://svc.example.com/mcp');
+    expect(env.mcpResourceMetadataUrl).toBe('https://svc.example.com/.well-known/oauth-protected-resource/mcp');
+  });
 });

@@ -52,6 +52,11 @@ function IsEnvInt(min: number, max = Number.MAX_SAFE_INTEGER): PropertyDecorator
   };
 }
 
+/** Where the api serves MCP when MCP_ENABLED is on. */
+export const MCP_PATH = '/mcp';
+/** RFC 9728 well-known prefix of OAuth protected-resource metadata. */
+export const PROTECTED_RESOURCE_WELL_KNOWN = '/.well-known/oauth-protected-resource';
+
 const POSTGRES_URL = /^postgres(ql)?:\/\/[^\s]+$/;
 
 /**
@@ -125,11 +130,35 @@ export class Env {
   @IsEnvInt(0)
   QUEUE_RETENTION_SECONDS = 604800;
 
+  @IsEnvInt(10, 60_000)
+  QUEUE_POLL_INTERVAL_MS = 1000;
+
   @IsEnvInt(1, 1000)
   WORKER_CONCURRENCY = 10;
 
+  @IsEnvInt(0, 3600)
+  WORKER_SHUTDOWN_TIMEOUT_SECONDS = 8;
+  /** Unset: the worker opens no port. Orchestrators set it to probe /livez and /readyz. */
+  @IsOptional()
+  @IsEnvInt(1, 65535)
+  WORKER_HEALTH_PORT?: number;
+
   @IsEnvBoolean()
   MCP_ENABLED = false;
+
+  /** External authorization server whose access tokens /mcp accepts (OAuth-protected resource mode). */
+  @IsOptional()
+  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] }, { message: 'must be an http(s) URL' })
+  MCP_OAUTH_ISSUER?: string;
+
+  @ValidateIf((env: Env) => env.MCP_OAUTH_ISSUER !== undefined || env.MCP_OAUTH_JWKS_URL !== undefined)
+  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] }, { message: 'must be an http(s) URL (required with MCP_OAUTH_ISSUER)' })
+  MCP_OAUTH_JWKS_URL?: string;
+
+  /** Expected `aud` of OAuth access tokens; defaults to the /mcp resource URL (RFC 8707). */
+  @IsOptional()
+  @IsString()
+  MCP_OAUTH_AUDIENCE?: string;
 
   @IsEnvBoolean()
   DEMO_COMPONENTS = false;
@@ -161,6 +190,21 @@ export class Env {
 
   get publicUrl(): string {
     return (this.PUBLIC_URL ?? `http://${this.HOST}:${this.PORT}`).replace(/\/+$/, '');
+  }
+
+  /** The URL clients address /mcp by: the OAuth resource identifier. */
+  get mcpResourceUrl(): string {
+    return `${this.publicUrl}${MCP_PATH}`;
+  }
+
+  /** RFC 9728: the metadata of the resource at MCP_PATH, named by the 401 challenge of /mcp. */
+  get mcpResourceMetadataUrl(): string {
+    return `${this.publicUrl}${PROTECTED_RESOURCE_WELL_KNOWN}${MCP_PATH}`;
+  }
+
+  /** /mcp is an OAuth-protected resource only when MCP is on and an authorization server is named. */
+  get mcpOAuthConfigured(): boolean {
+    return this.MCP_ENABLED && this.MCP_OAUTH_ISSUER !== undefined;
   }
 
   get databaseUrl(): string {

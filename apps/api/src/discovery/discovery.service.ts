@@ -2,11 +2,10 @@ import { Injectable } from '@nestjs/common';
 
 import { Principal } from '@app/access';
 import { Authenticator } from '@app/auth';
-import { Env, SERVICE_VERSION, API_VERSION } from '@app/config';
+import { Env, MCP_PATH, SERVICE_VERSION, API_VERSION } from '@app/config';
+import { mcpOAuthInfo } from '@app/mcp';
 
 import { ConfigDto, HealthDto, InfoDto } from './discovery.dto';
-
-export const MCP_PATH = '/mcp';
 
 @Injectable()
 export class DiscoveryService {
@@ -28,7 +27,7 @@ export class DiscoveryService {
       version: SERVICE_VERSION,
       api_version: API_VERSION,
       auth_mode: this.authenticator.mode,
-      mcp: { enabled: this.env.MCP_ENABLED, path: this.env.MCP_ENABLED ? MCP_PATH : null, oauth: null },
+      mcp: { enabled: this.env.MCP_ENABLED, path: this.env.MCP_ENABLED ? MCP_PATH : null, oauth: mcpOAuthInfo(this.env) },
       url: this.env.publicUrl,
     };
   }

@@ -2,9 +2,11 @@ import { HttpStatus } from '@nestjs/common';
 
 import { AuthErrorCode } from '@app/auth';
 import { assertUnreachable, DomainException, RequestErrorCode } from '@app/errors';
+import { QueueErrorCode } from '@app/queue';
+import { RunErrorCode } from '@app/runs';
 import { ServiceAccountErrorCode } from '@app/service-accounts';
 
-export type DomainErrorCode = RequestErrorCode | AuthErrorCode | ServiceAccountErrorCode;
+export type DomainErrorCode = RequestErrorCode | AuthErrorCode | ServiceAccountErrorCode | RunErrorCode | QueueErrorCode;
 
 /** Every domain error code and its HTTP status; a new code without a case does not compile. */
 export function statusOf(code: DomainErrorCode): HttpStatus {
@@ -12,6 +14,9 @@ export function statusOf(code: DomainErrorCode): HttpStatus {
     case RequestErrorCode.BadRequest:
     case ServiceAccountErrorCode.InvalidScopes:
     case ServiceAccountErrorCode.PrivilegedNotAllowed:
+    case RunErrorCode.InvalidRequest:
+    case QueueErrorCode.NotRequeueable:
+    case QueueErrorCode.InvalidStatusFilter:
       return HttpStatus.BAD_REQUEST;
     case RequestErrorCode.Unauthenticated:
     case AuthErrorCode.Unauthenticated:
@@ -24,13 +29,21 @@ export function statusOf(code: DomainErrorCode): HttpStatus {
       return HttpStatus.FORBIDDEN;
     case RequestErrorCode.NotFound:
     case ServiceAccountErrorCode.NotFound:
+    case RunErrorCode.ComponentNotFound:
+    case RunErrorCode.RunNotFound:
+    case RunErrorCode.SessionNotFound:
+    case QueueErrorCode.JobNotFound:
       return HttpStatus.NOT_FOUND;
     case ServiceAccountErrorCode.NameTaken:
+    case RunErrorCode.IdempotencyKeyReused:
+    case QueueErrorCode.MayStillBeRunning:
       return HttpStatus.CONFLICT;
     case AuthErrorCode.Throttled:
       return HttpStatus.TOO_MANY_REQUESTS;
     case RequestErrorCode.DatabaseUnavailable:
     case AuthErrorCode.Unavailable:
+    case RunErrorCode.QueueDisabled:
+    case QueueErrorCode.Disabled:
       return HttpStatus.SERVICE_UNAVAILABLE;
     default:
       return assertUnreachable(code);

@@ -1,0 +1,74 @@
+import { randomUUID } from 'node:crypto';
+
+import { HttpException, HttpStatus, Logger } from '@nestjs/common';
+
+import { AuthErrorCode, AuthException } from '@app/auth';
+import { isDatabaseUnavailable } from '@app/database';
+import { ErrorBodyDto, ValidationErrorBodyDto, ValidationFailedException } from '@app/errors';
+
+import { isKnownDomainException, statusOf } from './error-status';
+
+export interface RenderedError {
+  status: number;
+  body: ErrorBodyDto | ValidationErrorBodyDto;
+  headers?: Record<string, string>;
+}
+
+/** What an error is rendered about: the HTTP request, or the MCP tool call. */
+export interface ErrorContext {
+  method: string;
+  url: string;
+}
+
+/** Fastify's own request errors (bad JSON, wrong content type, oversized body) in plain words. */
+const FRAMEWORK_DETAILS: Record<string, string> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: 'Request body is not valid JSON',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'Request body is empty but Content-Type is application/json',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'Unsupported Content-Type: send application/json',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'Request body is too large',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body',
+  FST_ERR_BAD_URL: 'Malformed URL',
+};
+
+const logger = new Logger('Errors');
+
+/**
+ * The one place an error becomes a status and the spec's `{detail, error_id?, error_type?}` or the
+ * 422 array, for REST responses and MCP tool errors alike. Unknown errors become a 500 whose
+ * error_id is logged with the stack; nothing about the failure itself reaches the client.
+ */
+export function renderError(exception: unknown, context: ErrorContext): RenderedError {
+  if (exception instanceof ValidationFailedException) {
+    return { status: HttpStatus.UNPROCESSABLE_ENTITY, body: { detail: exception.issues } };
+  }
+  if (isKnownDomainException(exception)) {
+    const status = statusOf(exception.code);
+    const headers = exception instanceof AuthException && exception.code === AuthErrorCode.Unauthenticated ? { 'www-authenticate': exception.challenge } : undefined;
+    return { status, body: { detail: exception.detail }, headers };
+  }
+  if (exception instanceof HttpException) {
+    return renderHttpException(exception, context);
+  }
+  const frameworkStatus = (exception as { statusCode?: number }).statusCode;
+  if (typeof frameworkStatus === 'number' && frameworkStatus >= 400 && frameworkStatus < 500) {
+    const code = (exception as { code?: string }).code ?? '';
+    return { status: frameworkStatus, body: { detail: FRAMEWORK_DETAILS[code] ?? (exception as Error).message } };
+  }
+  if (isDatabaseUnavailable(exception)) {
+    logger.error(`Database unavailable: ${(exception as Error).message}`);
+    return { status: HttpStatus.SERVICE_UNAVAILABLE, body: { detail: 'Database unavailable; try again shortly' } };
+  }
+  const errorId = randomUUID();
+  logger.error(`Unhandled error ${errorId} on ${context.method} ${context.url}`, (exception as Error)?.stack ?? String(exception));
+  return { status: HttpStatus.INTERNAL_SERVER_ERROR, body: { detail: 'Internal server error', error_id: errorId, error_type: 'internal_error' } };
+}
+
+function renderHttpException(exception: HttpException, context: ErrorContext): RenderedError {
+  const status = exception.getStatus();
+  if (status === HttpStatus.NOT_FOUND && exception.message.startsWith('Cannot ')) {
+    return { status, body: { detail: `No route for ${context.method} ${context.url.split('?')[0]}` } };
+  }
+  const response = exception.getResponse();
+  const message = typeof response === 'string' ? response : (response as { message?: unknown }).message;
+  return { status, body: { detail: Array.isArray(message) ? message.join('; ') : String(message ?? exception.message) } };
+}

@@ -1,0 +1,28 @@
+import { Controller, Get } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+
+import { Public } from '@app/auth';
+import { ErrorBodyDto, RequestErrorCode, RequestException } from '@app/errors';
+import { DatabaseHealth, NOT_READY_DETAIL } from '@app/health';
+
+import { ReadinessDto } from './readiness.dto';
+
+/** For orchestrators: /health says the process is alive, /readyz that it can serve (the database answers). */
+@ApiTags('discovery')
+@Controller()
+export class ReadinessController {
+  constructor(private readonly database: DatabaseHealth) {}
+
+  @Get('readyz')
+  @Public()
+  @ApiOperation({ summary: 'Readiness probe: 200 while the database answers and is fully migrated, 503 otherwise' })
+  @ApiOkResponse({ type: ReadinessDto })
+  @ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'The database is unreachable or migrations are pending' })
+  async readiness(): Promise<ReadinessDto> {
+    const state = await this.database.check();
+    if (state !== 'ok') {
+      throw new RequestException(RequestErrorCode.DatabaseUnavailable, NOT_READY_DETAIL[state]);
+    }
+    return { status: 'ok', checks: { database: 'ok' } };
+  }
+}

@@ -1,0 +1,17 @@
+import { ValidationErrorBodyDto } from '@app/errors';
+import { McpErrorRenderer } from '@app/mcp';
+
+import { renderError } from '../errors/render-error';
+
+/** Tool errors read like the REST response would: `403: Insufficient permissions. Required scope(s): …`. */
+export class McpToolErrors implements McpErrorRenderer {
+  render(error: unknown, context: string): { status: number; detail: string } {
+    const { status, body } = renderError(error, { method: 'MCP', url: context });
+    const detail = typeof body.detail === 'string' ? body.detail : describeIssues(body as ValidationErrorBodyDto);
+    return { status, detail: 'error_id' in body && body.error_id ? `${detail} (error_id ${body.error_id})` : detail };
+  }
+}
+
+function describeIssues(body: ValidationErrorBodyDto): string {
+  return `Invalid arguments: ${body.detail.map((issue) => `${issue.loc.slice(1).join('.') || 'arguments'}: ${issue.msg}`).join('; ')}`;
+}

@@ -1,0 +1,46 @@
+import { Controller, Delete, Get, Post, Req, Res } from '@nestjs/common';
+import { ApiExcludeEndpoint, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { FastifyReply, FastifyRequest } from 'fastify';
+
+import { Authenticator, Public } from '@app/auth';
+import { Env } from '@app/config';
+import { RequestErrorCode, RequestException } from '@app/errors';
+import { isAllowedOrigin, McpEndpoint } from '@app/mcp';
+
+/**
+ * MCP over Streamable HTTP, stateless. The route is @Public for the guard because /mcp identifies
+ * its caller itself (REST credentials, plus OAuth tokens when configured) and then checks every tool
+ * call against the scope of the REST route that tool mirrors.
+ */
+@ApiTags('mcp')
+@Controller('mcp')
+export class McpController {
+  constructor(
+    private readonly env: Env,
+    private readonly authenticator: Authenticator,
+    private readonly endpoint: McpEndpoint,
+  ) {}
+
+  @Post()
+  @Public()
+  @ApiOperation({ summary: 'MCP JSON-RPC (initialize, tools/list, tools/call); tool calls need the scope of the REST route they mirror' })
+  async post(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    if (!isAllowedOrigin(request.headers.origin, this.env.publicUrl)) {
+      throw new RequestException(RequestErrorCode.Forbidden, 'Origin not allowed');
+    }
+    const principal = await this.authenticator.identifyForMcp({ authorization: request.headers.authorization, clientKey: request.ip });
+    reply.raw.setHeader('x-request-id', request.id);
+    // The SDK transport writes the response itself (JSON or an SSE stream).
+    reply.hijack();
+    await this.endpoint.handle(principal, request.raw, reply.raw, request.body);
+  }
+
+  /** Stateless: no server-initiated stream to GET and no session to DELETE (the transport spec's 405). */
+  @Get()
+  @Delete()
+  @Public()
+  @ApiExcludeEndpoint()
+  methodNotAllowed(@Res() reply: FastifyReply): void {
+    void reply.status(405).header('allow', 'POST').send({ detail: 'This MCP endpoint is stateless: POST JSON-RPC messages to it' });
+  }
+}

@@ -1,0 +1,25 @@
+import { ModuleMetadata } from '@nestjs/common';
+
+import { Env } from '@app/config';
+import { McpModule } from '@app/mcp';
+
+import { McpArguments } from './mcp-arguments';
+import { McpController } from './mcp.controller';
+import { McpToolErrors } from './mcp-tool-errors';
+import { ProtectedResourceController } from './protected-resource.controller';
+import { DiscoveryTools } from './tools/discovery.tools';
+import { ServiceAccountTools } from './tools/service-accounts.tools';
+
+type Wiring = Required<Pick<ModuleMetadata, 'imports' | 'controllers' | 'providers'>>;
+
+/** What the api mounts for MCP: nothing at all with MCP_ENABLED off, so POST /mcp answers 404. */
+export function mcpWiring(env: Env): Wiring {
+  if (!env.MCP_ENABLED) {
+    return { imports: [], controllers: [], providers: [] };
+  }
+  return {
+    imports: [McpModule.forRoot({ errorRenderer: McpToolErrors })],
+    controllers: [McpController, ProtectedResourceController],
+    providers: [McpArguments, DiscoveryTools, ServiceAccountTools],
+  };
+}

@@ -1,0 +1,29 @@
+import { Controller, Get, Header } from '@nestjs/common';
+import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+
+import { Public } from '@app/auth';
+import { Env } from '@app/config';
+import { ErrorBodyDto, RequestErrorCode, RequestException } from '@app/errors';
+import { PROTECTED_RESOURCE_PATHS, protectedResourceMetadata, ProtectedResourceMetadata } from '@app/mcp';
+
+/** RFC 9728 metadata of /mcp: where an MCP client signs in. Exists only in OAuth-protected resource mode. */
+@ApiTags('mcp')
+@Controller()
+export class ProtectedResourceController {
+  constructor(private readonly env: Env) {}
+
+  @Get(PROTECTED_RESOURCE_PATHS)
+  @Public()
+  // Browser-based MCP clients read it cross-origin; it holds nothing secret.
+  @Header('access-control-allow-origin', '*')
+  @ApiOperation({ summary: 'OAuth protected-resource metadata of /mcp: {resource, authorization_servers}' })
+  @ApiOkResponse({ description: 'RFC 9728 metadata' })
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: '/mcp is not OAuth-protected (MCP_OAUTH_ISSUER unset)' })
+  metadata(): ProtectedResourceMetadata {
+    const metadata = protectedResourceMetadata(this.env);
+    if (!metadata) {
+      throw new RequestException(RequestErrorCode.NotFound, '/mcp is not an OAuth-protected resource on this service');
+    }
+    return metadata;
+  }
+}

@@ -1,0 +1,23 @@
+import { Injectable } from '@nestjs/common';
+
+import { Principal } from '@app/access';
+import { McpTool, McpToolset } from '@app/mcp';
+
+import { ConfigDto } from '../../discovery/discovery.dto';
+import { DiscoveryService } from '../../discovery/discovery.service';
+
+@McpToolset()
+@Injectable()
+export class DiscoveryTools {
+  constructor(private readonly discovery: DiscoveryService) {}
+
+  @McpTool({
+    name: 'get_config',
+    mirrors: 'GET /config',
+    description: 'The service configuration as the caller sees it: its principal, its scopes, and what it can run.',
+    annotations: { readOnlyHint: true },
+  })
+  config(principal: Principal): ConfigDto {
+    return this.discovery.config(principal);
+  }
+}

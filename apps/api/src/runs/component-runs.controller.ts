@@ -1,0 +1,120 @@
+import { Body, Controller, Get, Headers, HttpCode, HttpStatus, Param, Post, Res, Type } from '@nestjs/common';
+import {
+  ApiAcceptedResponse,
+  ApiBadRequestResponse,
+  ApiConflictResponse,
+  ApiConsumes,
+  ApiHeader,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiProduces,
+  ApiServiceUnavailableResponse,
+  ApiTags,
+  ApiUnprocessableEntityResponse,
+} from '@nestjs/swagger';
+import { FastifyReply } from 'fastify';
+
+import { Principal } from '@app/access';
+import { CurrentPrincipal, RequireScope } from '@app/auth';
+import { ErrorBodyDto, ValidationErrorBodyDto } from '@app/errors';
+import { AcceptedRunDto, ComponentDto, ComponentKind, RunDto, RunsService, StartRunDto } from '@app/runs';
+
+import { sendEventStream } from './event-stream';
+
+interface ComponentRoute {
+  kind: ComponentKind;
+  /** URL segment and scope resource: agents, teams, workflows. */
+  resource: string;
+  /** Path parameter naming the component: agent_id, team_id, workflow_id. */
+  param: string;
+}
+
+/**
+ * The run endpoints of DESIGN.md, identical under /agents, /teams and /workflows: one
+ * definition, instantiated per kind so each gets its own path, parameter name and scopes.
+ */
+function componentRunsController({ kind, resource, param }: ComponentRoute): Type<unknown> {
+  const read = `${resource}:read`;
+  const run = `${resource}:run`;
+
+  @ApiTags(resource)
+  @ApiParam({ name: param, description: `Id of the ${kind}` })
+  @ApiUnprocessableEntityResponse({ type: ValidationErrorBodyDto, description: 'Validation error' })
+  @Controller(resource)
+  class ComponentRunsController {
+    constructor(readonly runs: RunsService) {}
+
+    @Get()
+    @RequireScope(read)
+    @ApiOperation({ summary: `List the ${resource}` })
+    @ApiOkResponse({ type: [ComponentDto] })
+    list(): ComponentDto[] {
+      return this.runs.listComponents(kind);
+    }
+
+    @Get(`:${param}`)
+    @RequireScope(read, { componentParam: param })
+    @ApiOperation({ summary: `One ${kind}` })
+    @ApiOkResponse({ type: ComponentDto })
+    @ApiNotFoundResponse({ type: ErrorBodyDto })
+    get(@Param(param) id: string): ComponentDto {
+      return this.runs.getComponent(kind, id);
+    }
+
+    @Post(`:${param}/runs`)
+    @RequireScope(run, { componentParam: param })
+    @ApiOperation({ summary: `Run the ${kind}: finished run (200), text/event-stream (stream=true), or queued (202, background=true)` })
+    @ApiConsumes('application/x-www-form-urlencoded', 'application/json')
+    @ApiProduces('application/json', 'text/event-stream')
+    @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'At most 512 characters; a repeated key returns the earlier run' })
+    @ApiOkResponse({ type: RunDto, description: 'The finished run' })
+    @ApiAcceptedResponse({ type: AcceptedRunDto, description: 'background=true: the run is queued' })
+    @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'stream=true with background=true' })
+    @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'Unknown component or session' })
+    @ApiConflictResponse({ type: ErrorBodyDto, description: 'Idempotency key already used for another component' })
+    @ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'background=true on a replica without the queue' })
+    async start(
+      @CurrentPrincipal() caller: Principal,
+      @Param(param) id: string,
+      @Body() body: StartRunDto,
+      @Headers('idempotency-key') idempotencyKeyHeader: string | undefined,
+      @Res() reply: FastifyReply,
+    ): Promise<void> {
+      const request = { ...body, idempotencyKeyHeader };
+      if (request.background) {
+        await reply.status(HttpStatus.ACCEPTED).send(await this.runs.enqueue(caller, kind, id, request));
+      } else if (request.stream) {
+        await sendEventStream(reply, (send) => this.runs.stream(caller, kind, id, request, send));
+      } else {
+        await reply.status(HttpStatus.OK).send(await this.runs.run(caller, kind, id, request));
+      }
+    }
+
+    @Get(`:${param}/runs/:run_id`)
+    @RequireScope(run, { componentParam: param })
+    @ApiOperation({ summary: 'The run: status, content, error, timestamps' })
+    @ApiOkResponse({ type: RunDto })
+    @ApiNotFoundResponse({ type: ErrorBodyDto })
+    getRun(@CurrentPrincipal() caller: Principal, @Param(param) id: string, @Param('run_id') runId: string): Promise<RunDto> {
+      return this.runs.get(caller, kind, id, runId);
+    }
+
+    @Post(`:${param}/runs/:run_id/cancel`)
+    @HttpCode(HttpStatus.OK)
+    @RequireScope(run, { componentParam: param })
+    @ApiOperation({ summary: 'Record a cancellation intent: a queued run is cancelled at once, a running one at its next checkpoint' })
+    @ApiOkResponse({ type: RunDto, description: 'The run after the request' })
+    @ApiNotFoundResponse({ type: ErrorBodyDto })
+    cancel(@CurrentPrincipal() caller: Principal, @Param(param) id: string, @Param('run_id') runId: string): Promise<RunDto> {
+      return this.runs.cancel(caller, kind, id, runId);
+    }
+  }
+  Object.defineProperty(ComponentRunsController, 'name', { value: `${kind[0].toUpperCase()}${kind.slice(1)}RunsController` });
+  return ComponentRunsController;
+}
+
+export const AgentRunsController = componentRunsController({ kind: 'agent', resource: 'agents', param: 'agent_id' });
+export const TeamRunsController = componentRunsController({ kind: 'team', resource: 'teams', param: 'team_id' });
+export const WorkflowRunsController = componentRunsController({ kind: 'workflow', resource: 'workflows', param: 'workflow_id' });

@@ -1,0 +1,38 @@
+import { FastifyReply } from 'fastify';
+
+import { RunEvent } from '@app/runs';
+
+function frame(event: RunEvent): string {
+  return `event: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`;
+}
+
+/**
+ * Answers text/event-stream. The response starts with the first event, so an error before
+ * it (unknown component, bad session) still reaches the client as an ordinary error body;
+ * an error after it ends the stream with a RunError event.
+ */
+export async function sendEventStream(reply: FastifyReply, produce: (send: (event: RunEvent) => void) => Promise<void>): Promise<void> {
+  let started = false;
+  const send = (event: RunEvent): void => {
+    if (!started) {
+      started = true;
+      reply.hijack();
+      reply.raw.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-request-id': String(reply.request.id),
+      });
+    }
+    reply.raw.write(frame(event));
+  };
+  try {
+    await produce(send);
+  } catch (error) {
+    if (!started) {
+      throw error;
+    }
+    reply.log.error({ err: error }, 'run stream failed');
+    reply.raw.write(frame({ event: 'RunError', data: { error: 'Internal server error' } }));
+  }
+  reply.raw.end();
+}

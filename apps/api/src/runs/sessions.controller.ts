@@ -1,0 +1,40 @@
+import { Controller, Get, Param, Query } from '@nestjs/common';
+import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
+
+import { Principal } from '@app/access';
+import { CurrentPrincipal, RequireScope } from '@app/auth';
+import { ErrorBodyDto, ValidationErrorBodyDto } from '@app/errors';
+import { ListSessionRunsQuery, ListSessionsQuery, RunPageDto, SessionDto, SessionIdParams, SessionPageDto, SessionsService } from '@app/runs';
+
+@ApiTags('sessions')
+@ApiUnprocessableEntityResponse({ type: ValidationErrorBodyDto, description: 'Validation error' })
+@Controller('sessions')
+export class SessionsController {
+  constructor(private readonly sessions: SessionsService) {}
+
+  @Get()
+  @RequireScope('sessions:read')
+  @ApiOperation({ summary: "The caller's sessions (self-scoped)" })
+  @ApiOkResponse({ type: SessionPageDto })
+  list(@CurrentPrincipal() caller: Principal, @Query() query: ListSessionsQuery): Promise<SessionPageDto> {
+    return this.sessions.list(caller, query);
+  }
+
+  @Get(':session_id')
+  @RequireScope('sessions:read')
+  @ApiOperation({ summary: 'One session' })
+  @ApiOkResponse({ type: SessionDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  get(@CurrentPrincipal() caller: Principal, @Param() params: SessionIdParams): Promise<SessionDto> {
+    return this.sessions.get(caller, params.session_id);
+  }
+
+  @Get(':session_id/runs')
+  @RequireScope('sessions:read')
+  @ApiOperation({ summary: "The session's runs" })
+  @ApiOkResponse({ type: RunPageDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  runs(@CurrentPrincipal() caller: Principal, @Param() params: SessionIdParams, @Query() query: ListSessionRunsQuery): Promise<RunPageDto> {
+    return this.sessions.runs(caller, params.session_id, query);
+  }
+}

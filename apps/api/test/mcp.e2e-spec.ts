@@ -1,0 +1,221 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { AuthorizationServer } from '../../../test/support/authorization-server';
+import { createTestDatabase } from '../../../test/support/database';
+import { call } from '../../../test/support/http';
+import { callTool, connectMcp, INITIALIZE_REQUEST, MCP_HEADERS } from '../../../test/support/mcp';
+import { JWT_SECRET, mintAccount, ROOT_KEY, signJwt } from '../../../test/support/principals';
+import { RunningApi, startApi } from '../../../test/support/processes';
+
+describe('MCP off (the default)', () => {
+  let api: RunningApi;
+  beforeAll(async () => {
+    api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY });
+  });
+  afterAll(() => api?.stop());
+
+  it('answers an initialize POST to /mcp with 404 and reports nothing mounted', async () => {
+    const response = await call(api.url, 'POST', '/mcp', { json: INITIALIZE_REQUEST, headers: MCP_HEADERS, token: ROOT_KEY });
+    expect(response.status).toBe(404);
+    expect((await call(api.url, 'GET', '/info')).body.mcp).toEqual({ enabled: false, path: null, oauth: null });
+  });
+});
+
+describe('MCP on, security-key mode', () => {
+  let api: RunningApi;
+  const clients: Client[] = [];
+  const connect = async (token?: string) => {
+    const client = await connectMcp(api.url, token);
+    clients.push(client);
+    return client;
+  };
+  beforeAll(async () => {
+    api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true' });
+  });
+  afterAll(async () => {
+    await Promise.all(clients.map((client) => client.close()));
+    await api?.stop();
+  });
+
+  it('reports the mount on /info without OAuth', async () => {
+    expect((await call(api.url, 'GET', '/info')).body.mcp).toEqual({ enabled: true, path: '/mcp', oauth: null });
+  });
+
+  it('initializes and lists tools, each naming the REST route and scope it mirrors', async () => {
+    const client = await connect(ROOT_KEY);
+    expect(client.getServerVersion()).toMatchObject({ name: 'platform-service' });
+    const { tools } = await client.listTools();
+    const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
+    expect(byName.get_config._meta).toEqual({ 'platform/rest-route': 'GET /config', 'platform/required-scope': 'config:read' });
+    expect(byName.list_service_accounts._meta).toEqual({ 'platform/rest-route': 'GET /service-accounts', 'platform/required-scope': 'service_accounts:read' });
+    for (const tool of tools) {
+      expect(tool._meta?.['platform/rest-route'], tool.name).toMatch(/^(GET|POST|PATCH|PUT|DELETE) \//);
+      expect(tool.inputSchema.type).toBe('object');
+    }
+  });
+
+  it('runs a tool as the token principal', async () => {
+    const account = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read'] });
+    const result = await callTool(await connect(account.token), 'get_config');
+    expect(result.isError).toBe(false);
+    expect(result.structured).toMatchObject({ principal: `sa:${account.name}`, scopes: ['config:read'], auth_mode: 'security_key' });
+    expect(JSON.parse(result.text)).toEqual(result.structured);
+  });
+
+  it('refuses a tool outside the token scopes with a readable tool error, like REST', async () => {
+    const account = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run'] });
+    const client = await connect(account.token);
+    const refused = await callTool(client, 'get_config');
+    expect(refused).toMatchObject({ isError: true, text: '403: Insufficient permissions. Required scope(s): config:read' });
+    const rest = await call(api.url, 'GET', '/config', { token: account.token });
+    expect(rest.status).toBe(403);
+    expect(refused.text).toBe(`403: ${rest.body.detail}`);
+    expect((await callTool(client, 'list_service_accounts')).text).toBe('403: Insufficient permissions. Required scope(s): service_accounts:read');
+    expect((await callTool(client, 'revoke_service_account', { id: account.id })).isError).toBe(true);
+    expect((await call(api.url, 'GET', '/service-accounts', { token: ROOT_KEY })).body.data.find((row: { id: string }) => row.id === account.id).revoked_at).toBeNull();
+  });
+
+  it('validates tool arguments with the REST route rules', async () => {
+    const client = await connect(ROOT_KEY);
+    const tooMany = await callTool(client, 'list_service_accounts', { limit: 1000 });
+    expect(tooMany.isError).toBe(true);
+    expect(tooMany.text).toMatch(/^422: Invalid arguments: limit: /);
+    const notUuid = await callTool(client, 'revoke_service_account', { id: 'nope' });
+    expect(notUuid.text).toBe('422: Invalid arguments: id: id must be a UUID');
+  });
+
+  it('lists and revokes service accounts through tools, never showing a token', async () => {
+    const account = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read'] });
+    const client = await connect(ROOT_KEY);
+    const listed = await callTool(client, 'list_service_accounts', { limit: 100 });
+    expect(listed.isError).toBe(false);
+    expect(listed.structured.data.map((row: { name: string }) => row.name)).toContain(account.name);
+    expect(listed.text).not.toContain(account.token);
+    const revoked = await callTool(client, 'revoke_service_account', { id: account.id });
+    expect(revoked.structured).toMatchObject({ id: account.id, revoked_at: expect.any(Number) });
+    expect((await call(api.url, 'GET', '/config', { token: account.token })).status).toBe(401);
+  });
+
+  it('refuses an anonymous request with 401 and a Bearer challenge', async () => {
+    const response = await call(api.url, 'POST', '/mcp', { json: INITIALIZE_REQUEST, headers: MCP_HEADERS });
+    expect(response.status).toBe(401);
+    expect(response.body).toEqual({ detail: 'Authorization header required' });
+    expect(response.headers.get('www-authenticate')).toBe('Bearer');
+  });
+
+  it('refuses a foreign browser Origin (DNS rebinding) and answers GET with 405', async () => {
+    const foreign = await call(api.url, 'POST', '/mcp', { json: INITIALIZE_REQUEST, token: ROOT_KEY, headers: { ...MCP_HEADERS, origin: 'http://attacker.example' } });
+    expect(foreign.status).toBe(403);
+    expect(foreign.body).toEqual({ detail: 'Origin not allowed' });
+    const local = await call(api.url, 'POST', '/mcp', { json: INITIALIZE_REQUEST, token: ROOT_KEY, headers: { ...MCP_HEADERS, origin: 'http://localhost:6274' } });
+    expect(local.status).toBe(200);
+    const get = await call(api.url, 'GET', '/mcp', { token: ROOT_KEY, headers: MCP_HEADERS });
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+  });
+});
+
+describe('MCP on, jwt mode', () => {
+  let api: RunningApi;
+  beforeAll(async () => {
+    api = await startApi({ DATABASE_URL: await createTestDatabase(), JWT_SECRET, MCP_ENABLED: 'true' });
+  });
+  afterAll(() => api?.stop());
+
+  it('answers 401 with WWW-Authenticate without a token, and the SDK client fails to connect', async () => {
+    const response = await call(api.url, 'POST', '/mcp', { json: INITIALIZE_REQUEST, headers: MCP_HEADERS });
+    expect(response.status).toBe(401);
+    expect(response.body).toEqual({ detail: 'Authorization header missing' });
+    expect(response.headers.get('www-authenticate')).toBe('Bearer');
+    await expect(connectMcp(api.url)).rejects.toMatchObject({ code: 401 });
+  });
+
+  it('accepts the same JWT as REST and applies its scopes', async () => {
+    const client = await connectMcp(api.url, await signJwt({ sub: 'alice', scopes: ['config:read'] }));
+    try {
+      expect((await callTool(client, 'get_config')).structured).toMatchObject({ principal: 'alice', auth_mode: 'jwt' });
+      expect((await callTool(client, 'list_service_accounts')).isError).toBe(true);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('MCP as an OAuth-protected resource', () => {
+  let api: RunningApi;
+  let authServer: AuthorizationServer;
+  let resource: string;
+  beforeAll(async () => {
+    authServer = await new AuthorizationServer().start();
+    api = await startApi({
+      DATABASE_URL: await createTestDatabase(),
+      OS_SECURITY_KEY: ROOT_KEY,
+      MCP_ENABLED: 'true',
+      MCP_OAUTH_ISSUER: authServer.issuer,
+      MCP_OAUTH_JWKS_URL: authServer.jwksUrl,
+    });
+    resource = `${api.url}/mcp`;
+  });
+  afterAll(async () => {
+    await api?.stop();
+    await authServer?.stop();
+  });
+
+  it('reports mcp.oauth on /info', async () => {
+    const info = await call(api.url, 'GET', '/info');
+    expect(info.body.mcp).toEqual({ enabled: true, path: '/mcp', oauth: { authorization_servers: [authServer.issuer], resource } });
+    expect(info.body.auth_mode).toBe('security_key');
+  });
+
+  it('challenges an anonymous request with the resource metadata, which names the authorization server', async () => {
+    const response = await call(api.url, 'POST', '/mcp', { json: INITIALIZE_REQUEST, headers: MCP_HEADERS });
+    expect(response.status).toBe(401);
+    const challenge = response.headers.get('www-authenticate')!;
+    expect(challenge).toBe(`Bearer resource_metadata="${api.url}/.well-known/oauth-protected-resource/mcp"`);
+    const metadataUrl = /resource_metadata="([^"]+)"/.exec(challenge)![1];
+    const metadata = await fetch(metadataUrl);
+    expect(metadata.status).toBe(200);
+    const body = await metadata.json();
+    expect(body).toMatchObject({ resource, authorization_servers: [authServer.issuer], bearer_methods_supported: ['header'] });
+    expect((await call(api.url, 'GET', '/.well-known/oauth-protected-resource')).body).toEqual(body);
+  });
+
+  it('accepts access tokens from that issuer for this resource and enforces their scopes', async () => {
+    const token = await authServer.accessToken({ sub: 'dana@example.com', audience: resource, scope: 'config:read agents:run' });
+    const client = await connectMcp(api.url, token);
+    try {
+      expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+      expect((await callTool(client, 'get_config')).structured).toMatchObject({ principal: 'dana@example.com', scopes: ['config:read', 'agents:run'] });
+      expect((await callTool(client, 'list_service_accounts')).text).toBe('403: Insufficient permissions. Required scope(s): service_accounts:read');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('rejects tokens for another audience, from another issuer, expired, or claiming an sa: subject', async () => {
+    const tokens = [
+      await authServer.accessToken({ sub: 'dana', audience: 'https://elsewhere.example/api', scope: 'config:read' }),
+      await authServer.accessToken({ sub: 'dana', audience: resource, issuer: 'https://impostor.example', scope: 'config:read' }),
+      await authServer.accessToken({ sub: 'dana', audience: resource, scope: 'config:read', expiresIn: '-1m' }),
+      await authServer.accessToken({ sub: 'sa:ci', audience: resource, scope: 'config:read' }),
+    ];
+    for (const token of tokens) {
+      const response = await call(api.url, 'POST', '/mcp', { json: INITIALIZE_REQUEST, headers: MCP_HEADERS, token });
+      expect(response.status).toBe(401);
+      expect(response.headers.get('www-authenticate')).toBe(`Bearer error="invalid_token", resource_metadata="${api.url}/.well-known/oauth-protected-resource/mcp"`);
+    }
+  });
+
+  it('keeps service-account tokens working alongside OAuth, and leaves REST untouched by OAuth tokens', async () => {
+    const account = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read'] });
+    const client = await connectMcp(api.url, account.token);
+    try {
+      expect((await callTool(client, 'get_config')).structured.principal).toBe(`sa:${account.name}`);
+    } finally {
+      await client.close();
+    }
+    const token = await authServer.accessToken({ sub: 'dana', audience: resource, scope: 'config:read' });
+    expect((await call(api.url, 'GET', '/config', { token })).status).toBe(401);
+  });
+});

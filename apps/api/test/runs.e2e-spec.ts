@@ -1,0 +1,251 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase, query } from '../../../test/support/database';
+import { expectErrorBody, expectValidationBody } from '../../../test/support/error-bodies';
+import { call } from '../../../test/support/http';
+import { mintAccount, MintedAccount, ROOT_KEY } from '../../../test/support/principals';
+import { RunningApi, startApi } from '../../../test/support/processes';
+
+/** A form-encoded POST, the spec's wire format for run requests. */
+function form(fields: Record<string, string>): { raw: { body: string; contentType: string } } {
+  return { raw: { body: new URLSearchParams(fields).toString(), contentType: 'application/x-www-form-urlencoded' } };
+}
+
+function parseEvents(text: string): { event: string; data: Record<string, unknown> }[] {
+  return text
+    .trim()
+    .split('\n\n')
+    .map((block) => {
+      const [eventLine, dataLine] = block.split('\n');
+      return { event: eventLine.replace('event: ', ''), data: JSON.parse(dataLine.replace('data: ', '')) };
+    });
+}
+
+describe('runs and sessions (security_key mode, demo components)', () => {
+  let api: RunningApi;
+  let databaseUrl: string;
+  let alice: MintedAccount;
+  let bob: MintedAccount;
+
+  beforeAll(async () => {
+    databaseUrl = await createTestDatabase();
+    api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
+    alice = await mintAccount(api.url, ROOT_KEY);
+    bob = await mintAccount(api.url, ROOT_KEY);
+  });
+  afterAll(() => api?.stop());
+
+  describe('components', () => {
+    it('lists the demo agents, teams and workflows with their fixed ids', async () => {
+      const agents = await call(api.url, 'GET', '/agents', { token: ROOT_KEY });
+      expect(agents.status).toBe(200);
+      expect(agents.body.map((agent: { id: string }) => agent.id)).toEqual(['echo-agent', 'sleep-agent', 'fail-agent']);
+      expect((await call(api.url, 'GET', '/teams', { token: ROOT_KEY })).body.map((team: { id: string }) => team.id)).toEqual(['echo-team']);
+      expect((await call(api.url, 'GET', '/workflows', { token: ROOT_KEY })).body.map((flow: { id: string }) => flow.id)).toEqual(['echo-workflow']);
+      const one = await call(api.url, 'GET', '/agents/echo-agent', { token: ROOT_KEY });
+      expect(one.body).toEqual({ id: 'echo-agent', type: 'agent', name: 'Echo agent', description: expect.any(String) });
+    });
+
+    it('answers 404 for an unknown component', async () => {
+      const response = await call(api.url, 'POST', '/agents/nobody/runs', { token: ROOT_KEY, ...form({ message: 'hi' }) });
+      expectErrorBody(response, 404);
+      expect(response.body.detail).toBe("Agent 'nobody' not found");
+    });
+
+    it('needs agents:read to list (default service-account scopes do not include it)', async () => {
+      expectErrorBody(await call(api.url, 'GET', '/agents', { token: alice.token }), 403);
+    });
+  });
+
+  describe('synchronous runs', () => {
+    it('runs echo-agent from a form-encoded body and answers 200 with the finished run', async () => {
+      const response = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message: 'hello', stream: 'false' }) });
+      expect(response.status, response.text).toBe(200);
+      expect(response.body).toEqual({
+        run_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        session_id: expect.any(String),
+        component_type: 'agent',
+        component_id: 'echo-agent',
+        user_id: `sa:${alice.name}`,
+        status: 'completed',
+        message: 'hello',
+        content: 'hello',
+        error: null,
+        background: false,
+        created_at: expect.any(Number),
+        updated_at: expect.any(Number),
+        completed_at: expect.any(Number),
+      });
+      const fetched = await call(api.url, 'GET', `/agents/echo-agent/runs/${response.body.run_id}`, { token: alice.token });
+      expect(fetched.body).toEqual(response.body);
+    });
+
+    it('accepts JSON too, and runs teams and workflows the same way', async () => {
+      for (const path of ['/agents/echo-agent', '/teams/echo-team', '/workflows/echo-workflow']) {
+        const response = await call(api.url, 'POST', `${path}/runs`, { token: alice.token, json: { message: `via ${path}` } });
+        expect(response.status, response.text).toBe(200);
+        expect(response.body).toMatchObject({ status: 'completed', content: `via ${path}` });
+      }
+    });
+
+    it('records fail-agent as failed with its error message', async () => {
+      const response = await call(api.url, 'POST', '/agents/fail-agent/runs', { token: alice.token, ...form({ message: 'x' }) });
+      expect(response.status).toBe(200);
+      expect(response.body).toMatchObject({ status: 'failed', content: null, error: 'fail-agent always fails' });
+    });
+
+    it('streams run events as text/event-stream with stream=true', async () => {
+      const response = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message: 'streamed', stream: 'true' }) });
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toContain('text/event-stream');
+      const events = parseEvents(response.text);
+      expect(events.map((event) => event.event)).toEqual(['RunStarted', 'RunContent', 'RunCompleted']);
+      expect(events[1].data).toEqual({ run_id: events[0].data.run_id, content: 'streamed' });
+      expect(events[2].data).toMatchObject({ run_id: events[0].data.run_id, status: 'completed', content: 'streamed' });
+    });
+
+    it('stops a running sleep-agent at its next checkpoint when cancelled', async () => {
+      const sessionId = `cancel-${Date.now()}`;
+      const running = call(api.url, 'POST', '/agents/sleep-agent/runs', { token: alice.token, ...form({ message: '20', session_id: sessionId }) });
+      let runId = '';
+      await expect
+        .poll(async () => {
+          const runs = await call(api.url, 'GET', `/sessions/${sessionId}/runs`, { token: ROOT_KEY });
+          runId = runs.body.data?.[0]?.run_id ?? '';
+          return runs.body.data?.[0]?.status;
+        })
+        .toBe('running');
+      const cancel = await call(api.url, 'POST', `/agents/sleep-agent/runs/${runId}/cancel`, { token: alice.token });
+      expect(cancel.status).toBe(200);
+      const finished = await running;
+      expect(finished.body).toMatchObject({ run_id: runId, status: 'cancelled', error: 'Run was cancelled' });
+    });
+  });
+
+  describe('background runs', () => {
+    it('stores the run and a queued job with the same id in one go, and answers 202', async () => {
+      const response = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message: 'later', background: 'true' }) });
+      expect(response.status, response.text).toBe(202);
+      expect(response.body).toEqual({ run_id: expect.any(String), session_id: expect.any(String), status: 'queued' });
+      const [job] = await query(databaseUrl, 'SELECT * FROM queue_jobs WHERE id = $1', [response.body.run_id]);
+      expect(job).toMatchObject({
+        job_type: 'run',
+        component_type: 'agent',
+        component_id: 'echo-agent',
+        session_id: response.body.session_id,
+        user_id: `sa:${alice.name}`,
+        payload: { message: 'later' },
+        status: 'queued',
+        attempt: 0,
+        max_attempts: 1,
+        locked_by: null,
+      });
+      const run = await call(api.url, 'GET', `/agents/echo-agent/runs/${response.body.run_id}`, { token: alice.token });
+      expect(run.body).toMatchObject({ status: 'queued', background: true, content: null, completed_at: null });
+    });
+
+    it('cancels a queued run at once, job included', async () => {
+      const queued = await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: alice.token, json: { message: '1', background: true } });
+      const cancel = await call(api.url, 'POST', `/agents/sleep-agent/runs/${queued.body.run_id}/cancel`, { token: alice.token });
+      expect(cancel.status).toBe(200);
+      expect(cancel.body).toMatchObject({ status: 'cancelled', completed_at: expect.any(Number) });
+      const [job] = await query(databaseUrl, 'SELECT status, completed_at, attempt FROM queue_jobs WHERE id = $1', [queued.body.run_id]);
+      expect(job).toMatchObject({ status: 'cancelled', completed_at: expect.any(Date), attempt: 0 });
+      const intents = await query(databaseUrl, 'SELECT requested_by FROM queue_cancellation_intents WHERE run_id = $1', [queued.body.run_id]);
+      expect(intents).toEqual([{ requested_by: `sa:${alice.name}` }]);
+    });
+
+    it('returns the earlier run for a repeated Idempotency-Key, 409 for another component, 422 beyond 512 characters', async () => {
+      const key = `key-${Date.now()}`;
+      const first = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, headers: { 'idempotency-key': key }, json: { message: 'once', background: true } });
+      const again = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, headers: { 'idempotency-key': key }, json: { message: 'once', background: true } });
+      expect(again.status).toBe(202);
+      expect(again.body).toEqual(first.body);
+      expect(await query(databaseUrl, 'SELECT id FROM queue_jobs WHERE idempotency_key = $1', [key])).toHaveLength(1);
+      // Keys are per caller: bob's identical key is his own run.
+      const bobs = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: bob.token, json: { message: 'once', background: true, idempotency_key: key } });
+      expect(bobs.body.run_id).not.toBe(first.body.run_id);
+      const elsewhere = await call(api.url, 'POST', '/teams/echo-team/runs', { token: alice.token, headers: { 'idempotency-key': key }, json: { message: 'once', background: true } });
+      expectErrorBody(elsewhere, 409);
+      const tooLong = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, headers: { 'idempotency-key': 'k'.repeat(513) }, json: { message: 'x' } });
+      expect(expectValidationBody(tooLong)).toEqual([['header', 'idempotency-key']]);
+    });
+
+    it('refuses stream=true together with background=true', async () => {
+      expectErrorBody(await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message: 'x', stream: 'true', background: 'true' }) }), 400);
+    });
+  });
+
+  describe('validation', () => {
+    it('answers the 422 body for a missing message and a non-boolean flag', async () => {
+      const response = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ stream: 'maybe' }) });
+      expect(expectValidationBody(response)).toEqual([['body', 'message'], ['body', 'stream']]);
+    });
+
+    it('answers 404, not 500, for a run id that is not a UUID', async () => {
+      expectErrorBody(await call(api.url, 'GET', '/agents/echo-agent/runs/not-a-uuid', { token: alice.token }), 404);
+    });
+  });
+
+  describe('attribution and self-scoping', () => {
+    it("attributes a service account's run to sa:<name>, whatever user_id says", async () => {
+      const response = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message: 'mine', user_id: 'someone-else' }) });
+      expect(response.body.user_id).toBe(`sa:${alice.name}`);
+    });
+
+    it('keeps runs and sessions of one service account invisible to another; the security key sees all', async () => {
+      const sessionId = `shared-${Date.now()}`;
+      const run = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message: 'private', session_id: sessionId }) });
+      expectErrorBody(await call(api.url, 'GET', `/agents/echo-agent/runs/${run.body.run_id}`, { token: bob.token }), 404);
+      expectErrorBody(await call(api.url, 'POST', `/agents/echo-agent/runs/${run.body.run_id}/cancel`, { token: bob.token }), 404);
+      expectErrorBody(await call(api.url, 'GET', `/sessions/${sessionId}`, { token: bob.token }), 404);
+      expectErrorBody(await call(api.url, 'GET', `/sessions/${sessionId}/runs`, { token: bob.token }), 404);
+      // Nor can bob append to alice's session.
+      expectErrorBody(await call(api.url, 'POST', '/agents/echo-agent/runs', { token: bob.token, ...form({ message: 'intrude', session_id: sessionId }) }), 404);
+      const bobsSessions = await call(api.url, 'GET', '/sessions?limit=100', { token: bob.token });
+      expect(bobsSessions.body.data.every((session: { user_id: string }) => session.user_id === `sa:${bob.name}`)).toBe(true);
+      expect((await call(api.url, 'GET', `/sessions/${sessionId}`, { token: ROOT_KEY })).body).toMatchObject({ session_id: sessionId, user_id: `sa:${alice.name}` });
+    });
+
+    it('continues a session and lists its runs with page metadata', async () => {
+      const sessionId = `conversation-${Date.now()}`;
+      for (const message of ['one', 'two', 'three']) {
+        expect((await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message, session_id: sessionId }) })).status).toBe(200);
+      }
+      const page = await call(api.url, 'GET', `/sessions/${sessionId}/runs?limit=2&sort_order=asc`, { token: alice.token });
+      expect(page.status).toBe(200);
+      expect(page.body.data.map((run: { content: string }) => run.content)).toEqual(['one', 'two']);
+      expect(page.body.meta).toMatchObject({ page: 1, limit: 2, total_pages: 2, total_count: 3 });
+      const session = await call(api.url, 'GET', `/sessions/${sessionId}`, { token: alice.token });
+      expect(session.body).toEqual({
+        session_id: sessionId,
+        component_type: 'agent',
+        component_id: 'echo-agent',
+        user_id: `sa:${alice.name}`,
+        created_at: expect.any(Number),
+        updated_at: expect.any(Number),
+      });
+    });
+
+    it('checks the run scope per component', async () => {
+      const narrow = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:echo-agent:run'] });
+      expect((await call(api.url, 'POST', '/agents/echo-agent/runs', { token: narrow.token, ...form({ message: 'ok' }) })).status).toBe(200);
+      const denied = await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: narrow.token, ...form({ message: '1' }) });
+      expectErrorBody(denied, 403);
+      expect(denied.body.detail).toBe('Insufficient permissions. Required scope(s): agents:sleep-agent:run');
+    });
+  });
+});
+
+describe('background runs on a replica without the queue', () => {
+  let api: RunningApi;
+  beforeAll(async () => {
+    api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true', QUEUE_ENABLED: 'false' });
+  });
+  afterAll(() => api?.stop());
+
+  it('answers 503 to background=true and still runs synchronously', async () => {
+    expectErrorBody(await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, ...form({ message: 'x', background: 'true' }) }), 503);
+    expect((await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, ...form({ message: 'x' }) })).status).toBe(200);
+  });
+});

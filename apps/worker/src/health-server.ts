@@ -1,0 +1,82 @@
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+
+import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
+
+import { Env } from '@app/config';
+import { DatabaseHealth, NOT_READY_DETAIL } from '@app/health';
+
+type Probe = () => Promise<{ status: number; body: object }>;
+
+/**
+ * The worker's only listener: `/livez` (the process answers) and `/readyz` (the database
+ * answers, is migrated, and the worker is not shutting down) on WORKER_HEALTH_PORT, for orchestrators.
+ */
+@Injectable()
+export class WorkerHealthServer implements OnApplicationBootstrap, OnModuleDestroy, OnApplicationShutdown {
+  private readonly logger = new Logger('WorkerHealth');
+  private server: Server | null = null;
+  private shuttingDown = false;
+  private readonly probes: Record<string, Probe> = {
+    '/livez': async () => ({ status: 200, body: { status: 'ok' } }),
+    '/readyz': () => this.readiness(),
+  };
+
+  constructor(
+    private readonly env: Env,
+    private readonly database: DatabaseHealth,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const port = this.env.WORKER_HEALTH_PORT;
+    if (port === undefined) {
+      return;
+    }
+    const server = createServer((request, response) => void this.handle(request, response));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, this.env.HOST, resolve);
+    });
+    this.server = server;
+    this.logger.log(`Health probes on http://${this.env.HOST}:${port}/livez and /readyz`);
+  }
+
+  /** The first shutdown hook: stop reporting ready while the job loop drains; /livez stays up. */
+  onModuleDestroy(): void {
+    this.shuttingDown = true;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    if (server) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  }
+
+  private async readiness(): ReturnType<Probe> {
+    if (this.shuttingDown) {
+      return { status: 503, body: { detail: 'Not ready: shutting down' } };
+    }
+    const state = await this.database.check();
+    if (state !== 'ok') {
+      return { status: 503, body: { detail: NOT_READY_DETAIL[state] } };
+    }
+    return { status: 200, body: { status: 'ok', checks: { database: 'ok' } } };
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const path = (request.url ?? '/').split('?')[0];
+    const probe = this.probes[path];
+    let result: { status: number; body: object };
+    if (!probe) {
+      result = { status: 404, body: { detail: `No route for ${request.method} ${path}` } };
+    } else if (request.method !== 'GET' && request.method !== 'HEAD') {
+      result = { status: 405, body: { detail: `Method ${request.method} not allowed on ${path}` } };
+    } else {
+      result = await probe();
+    }
+    response.writeHead(result.status, { 'content-type': 'application/json; charset=utf-8' });
+    response.end(request.method === 'HEAD' ? undefined : JSON.stringify(result.body));
+  }
+}

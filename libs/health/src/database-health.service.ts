@@ -1,0 +1,51 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+
+/** Below the probes' 3 s timeoutSeconds, so a hung database reads as "not ready", not as a failed probe. */
+export const DATABASE_PING_TIMEOUT_MS = 2000;
+
+export type DatabaseState = 'ok' | 'unreachable' | 'migrations_pending';
+
+/** The 503 detail for each way of not being ready; api and worker say the same thing. */
+export const NOT_READY_DETAIL: Record<Exclude<DatabaseState, 'ok'>, string> = {
+  unreachable: 'Not ready: the database is unreachable',
+  migrations_pending: 'Not ready: database migrations are pending (run the migrate role)',
+};
+
+const UNDEFINED_TABLE = '42P01';
+
+/**
+ * What api and worker readiness both mean: PostgreSQL answers, and every migration this build
+ * knows is applied. Deployments run with DB_MIGRATE=false and a separate migrate job, so a new
+ * pod must not take traffic or claim jobs before that job has finished; an older pod stays ready
+ * when a newer build has applied more migrations than it knows.
+ */
+@Injectable()
+export class DatabaseHealth {
+  constructor(private readonly dataSource: DataSource) {}
+
+  async check(timeoutMs = DATABASE_PING_TIMEOUT_MS): Promise<DatabaseState> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<DatabaseState>((resolve) => {
+      timer = setTimeout(() => resolve('unreachable'), timeoutMs);
+    });
+    try {
+      return await Promise.race([this.probe(), deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async probe(): Promise<DatabaseState> {
+    const table = this.dataSource.options.migrationsTableName ?? 'migrations';
+    let rows: { name: string }[];
+    try {
+      rows = await this.dataSource.query(`SELECT name FROM "${table}"`);
+    } catch (error) {
+      return (error as { driverError?: { code?: string } }).driverError?.code === UNDEFINED_TABLE ? 'migrations_pending' : 'unreachable';
+    }
+    const applied = new Set(rows.map((row) => row.name));
+    const known = this.dataSource.migrations.map((migration) => migration.name ?? migration.constructor.name);
+    return known.every((name) => applied.has(name)) ? 'ok' : 'migrations_pending';
+  }
+}

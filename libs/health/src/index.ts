@@ -1,0 +1,2 @@
+export * from './database-health.service';
+export * from './health.module';

@@ -1,0 +1,81 @@
+import { IncomingMessage, ServerResponse } from 'node:http';
+
+import { Inject, Injectable } from '@nestjs/common';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+
+import { Principal } from '@app/access';
+import { Authenticator, requiredScope } from '@app/auth';
+import { Env, SERVICE_VERSION } from '@app/config';
+
+import { RegisteredMcpTool, McpToolRegistry } from './mcp-tool.registry';
+
+/** Turns an error into what a client reads: an HTTP-like status and a one-line explanation. */
+export interface McpErrorRenderer {
+  render(error: unknown, context: string): { status: number; detail: string };
+}
+
+export const MCP_ERROR_RENDERER = Symbol('McpErrorRenderer');
+
+const INSTRUCTIONS =
+  'Tools of a platform service that runs agents, teams and workflows. Each tool mirrors one REST route and ' +
+  'needs that route\'s scope; a refusal names the missing scope.';
+
+/**
+ * Serves one MCP HTTP request statelessly: a fresh server and transport per request, so any api
+ * replica can answer any request and nothing is kept between them (no session affinity needed).
+ */
+@Injectable()
+export class McpEndpoint {
+  constructor(
+    private readonly env: Env,
+    private readonly registry: McpToolRegistry,
+    private readonly authenticator: Authenticator,
+    @Inject(MCP_ERROR_RENDERER) private readonly errors: McpErrorRenderer,
+  ) {}
+
+  async handle(principal: Principal, request: IncomingMessage, response: ServerResponse, body: unknown): Promise<void> {
+    const server = this.serverFor(principal);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    response.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(request, response, body);
+  }
+
+  private serverFor(principal: Principal): McpServer {
+    const server = new McpServer({ name: this.env.OS_ID, version: SERVICE_VERSION }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+    for (const tool of this.registry.tools) {
+      server.registerTool(
+        tool.name,
+        {
+          description: tool.description,
+          inputSchema: tool.input,
+          annotations: tool.annotations,
+          _meta: { 'platform/rest-route': tool.mirrors, 'platform/required-scope': tool.rule.scope },
+        },
+        (args: Record<string, unknown>) => this.call(tool, principal, args),
+      );
+    }
+    return server;
+  }
+
+  /** The REST route's scope check, then the handler; every refusal or failure becomes a tool error the model can read. */
+  private async call(tool: RegisteredMcpTool, principal: Principal, args: Record<string, unknown>): Promise<CallToolResult> {
+    try {
+      this.authenticator.authorize(principal, requiredScope(tool.rule, args));
+      return toolResult(await tool.handler(principal, args));
+    } catch (error) {
+      const { status, detail } = this.errors.render(error, `MCP tool ${tool.name}`);
+      return { isError: true, content: [{ type: 'text', text: `${status}: ${detail}` }] };
+    }
+  }
+}
+
+function toolResult(value: unknown): CallToolResult {
+  const structured = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  return { content: [{ type: 'text', text: JSON.stringify(value ?? null, null, 2) }], ...(structured ? { structuredContent: structured } : {}) };
+}

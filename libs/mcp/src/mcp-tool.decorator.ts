@@ -1,0 +1,37 @@
+import { SetMetadata } from '@nestjs/common';
+import { DiscoveryService } from '@nestjs/core';
+import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { z } from 'zod';
+
+import type { Principal } from '@app/access';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** A REST route as its controller declares it: `GET /agents/:agent_id`. */
+export type RouteKey = `${HttpMethod} /${string}`;
+
+export interface McpToolOptions {
+  name: string;
+  description: string;
+  /**
+   * The REST route this tool mirrors. Its @RequireScope is the tool's scope (narrowed by the argument
+   * named like the route's component parameter), checked by the same Authenticator as REST.
+   */
+  mirrors: RouteKey;
+  /** Arguments; the validation of the mirrored route's DTO still applies inside the handler. */
+  input?: z.ZodObject;
+  annotations?: ToolAnnotations;
+}
+
+/** What a tool method receives and returns: the caller, its arguments, and a JSON-serialisable result. */
+export type McpToolHandler = (principal: Principal, args: Record<string, unknown>) => unknown;
+
+export const MCP_TOOL = 'mcp:tool';
+
+/** Marks a provider whose @McpTool methods the registry serves at /mcp. */
+export const McpToolset = DiscoveryService.createDecorator<void>();
+
+/** Declares one MCP tool on a method of an @McpToolset() provider (see McpToolHandler). */
+export function McpTool(options: McpToolOptions): MethodDecorator {
+  return SetMetadata(MCP_TOOL, options);
+}

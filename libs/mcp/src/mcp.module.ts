@@ -1,0 +1,24 @@
+import { DynamicModule, Module, Type } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+
+import { MCP_ERROR_RENDERER, McpEndpoint, McpErrorRenderer } from './mcp-endpoint';
+import { McpToolRegistry } from './mcp-tool.registry';
+import { RestRouteScopes } from './rest-routes';
+
+export interface McpModuleOptions {
+  /** How the app words errors (the same renderer as its HTTP error filter). */
+  errorRenderer: Type<McpErrorRenderer>;
+}
+
+/** The MCP endpoint and its tool registry; the app supplies @McpToolset providers and the HTTP route. */
+@Module({})
+export class McpModule {
+  static forRoot(options: McpModuleOptions): DynamicModule {
+    return {
+      module: McpModule,
+      imports: [DiscoveryModule],
+      providers: [RestRouteScopes, McpToolRegistry, McpEndpoint, { provide: MCP_ERROR_RENDERER, useClass: options.errorRenderer }],
+      exports: [McpEndpoint, McpToolRegistry],
+    };
+  }
+}

@@ -1,0 +1,39 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { EntityManager, Repository } from 'typeorm';
+
+import { Env } from '@app/config';
+
+import { CancellationIntentEntity } from './cancellation-intent.entity';
+
+/** Records, reads and clears cancellation intents; an intent is live for QUEUE_CANCEL_INTENT_TTL_SECONDS. */
+@Injectable()
+export class CancellationIntents {
+  constructor(
+    private readonly env: Env,
+    @InjectRepository(CancellationIntentEntity) private readonly intents: Repository<CancellationIntentEntity>,
+  ) {}
+
+  /** A repeated cancel renews the intent: it is live for a full TTL from the latest request. */
+  async record(manager: EntityManager, runId: string, requestedBy: string | null): Promise<void> {
+    await manager
+      .createQueryBuilder()
+      .insert()
+      .into(CancellationIntentEntity)
+      .values({ runId, requestedBy, requestedAt: () => 'now()' })
+      .orUpdate(['requested_at', 'requested_by'], ['run_id'])
+      .execute();
+  }
+
+  async isLive(runId: string, manager: EntityManager = this.intents.manager): Promise<boolean> {
+    return manager
+      .createQueryBuilder(CancellationIntentEntity, 'intent')
+      .where('intent.run_id = :runId', { runId })
+      .andWhere(`intent.requested_at > now() - make_interval(secs => :ttl)`, { ttl: this.env.QUEUE_CANCEL_INTENT_TTL_SECONDS })
+      .getExists();
+  }
+
+  async clear(manager: EntityManager, runId: string): Promise<void> {
+    await manager.delete(CancellationIntentEntity, { runId });
+  }
+}

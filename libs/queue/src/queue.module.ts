@@ -1,0 +1,16 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+
+import { CancellationIntentEntity } from './cancellation-intent.entity';
+import { CancellationIntents } from './cancellation-intents';
+import { QueueJobEntity } from './job.entity';
+import { JobOutcomeCounterEntity } from './job-outcome-counter.entity';
+import { JobProducer } from './job-producer';
+
+/** The queue's producer side and admin operations; the worker loop lives in QueueWorkerModule. */
+@Module({
+  imports: [TypeOrmModule.forFeature([QueueJobEntity, CancellationIntentEntity, JobOutcomeCounterEntity])],
+  providers: [CancellationIntents, JobProducer],
+  exports: [CancellationIntents, JobProducer],
+})
+export class QueueModule {}

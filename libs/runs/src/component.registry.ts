@@ -1,0 +1,48 @@
+import { Inject, Injectable, OnModuleInit, Optional } from '@nestjs/common';
+
+import { Env } from '@app/config';
+
+import { Component, ComponentKind } from './component';
+import { DEMO_COMPONENTS } from './demo-components';
+import { RunErrorCode, RunException } from './runs.exception';
+
+/** Injection token of the components a deployment adds (RunsModule.forRoot({ components })). */
+export const DEPLOYMENT_COMPONENTS = Symbol('DEPLOYMENT_COMPONENTS');
+
+/** Every agent, team and workflow this service can run, by kind and id. */
+@Injectable()
+export class ComponentRegistry implements OnModuleInit {
+  private readonly components = new Map<string, Component>();
+
+  constructor(
+    private readonly env: Env,
+    @Optional() @Inject(DEPLOYMENT_COMPONENTS) private readonly deployment: readonly Component[] = [],
+  ) {}
+
+  onModuleInit(): void {
+    this.register(...(this.env.DEMO_COMPONENTS ? DEMO_COMPONENTS : []), ...this.deployment);
+  }
+
+  /** Boot fails on a duplicate id within a kind: a run must never reach the wrong component. */
+  register(...components: readonly Component[]): void {
+    for (const component of components) {
+      const key = `${component.kind}/${component.id}`;
+      if (this.components.has(key)) {
+        throw new Error(`Component ${key} is registered twice`);
+      }
+      this.components.set(key, component);
+    }
+  }
+
+  list(kind: ComponentKind): Component[] {
+    return [...this.components.values()].filter((component) => component.kind === kind);
+  }
+
+  get(kind: ComponentKind, id: string): Component {
+    const component = this.components.get(`${kind}/${id}`);
+    if (!component) {
+      throw new RunException(RunErrorCode.ComponentNotFound, `${kind[0].toUpperCase()}${kind.slice(1)} '${id}' not found`);
+    }
+    return component;
+  }
+}

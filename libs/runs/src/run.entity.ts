@@ -1,0 +1,58 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+
+import type { QueueJobEntity } from '@app/queue';
+
+import type { RunStatus } from './run-status';
+
+@Entity('runs')
+@Index('IDX_runs_session_created', ['sessionId', 'createdAt'])
+// Idempotency keys are unique per caller, anonymous callers (NULL user) included: the migration
+// creates it NULLS NOT DISTINCT, which TypeORM cannot express, so it is not synchronised from here.
+@Index('UQ_runs_idempotency', { synchronize: false })
+export class RunEntity {
+  @PrimaryColumn('uuid')
+  id!: string;
+
+  @Column({ name: 'session_id', type: 'varchar', length: 128 })
+  sessionId!: string;
+
+  @Column({ name: 'component_type', type: 'varchar', length: 16 })
+  componentType!: string;
+
+  @Column({ name: 'component_id', type: 'varchar', length: 128 })
+  componentId!: string;
+
+  @Column({ name: 'user_id', type: 'varchar', length: 255, nullable: true })
+  userId!: string | null;
+
+  /** True when the run was handed to the queue: its job is then the authority on status. */
+  @Column({ type: 'boolean', default: false })
+  background!: boolean;
+
+  @Column({ type: 'varchar', length: 16 })
+  status!: RunStatus;
+
+  @Column({ type: 'text' })
+  message!: string;
+
+  @Column({ type: 'text', nullable: true })
+  content!: string | null;
+
+  @Column({ type: 'text', nullable: true })
+  error!: string | null;
+
+  @Column({ name: 'idempotency_key', type: 'varchar', length: 512, nullable: true })
+  idempotencyKey!: string | null;
+
+  @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
+  createdAt!: Date;
+
+  @Column({ name: 'updated_at', type: 'timestamptz', default: () => 'now()' })
+  updatedAt!: Date;
+
+  @Column({ name: 'completed_at', type: 'timestamptz', nullable: true })
+  completedAt!: Date | null;
+
+  /** The run's queue job (same id), joined on reads of background runs; not a column. */
+  job?: QueueJobEntity | null;
+}

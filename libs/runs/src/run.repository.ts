@@ -1,0 +1,67 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { EntityManager, IsNull, Repository, SelectQueryBuilder } from 'typeorm';
+
+import { DataScope } from '@app/access';
+import { PageRequest } from '@app/pagination';
+import { QueueJobEntity } from '@app/queue';
+
+import { ComponentKind } from './component';
+import { RunEntity } from './run.entity';
+import { RunStatus } from './run-status';
+import { SessionRunSortField } from './session.dto';
+
+export const RUN_IDEMPOTENCY_CONSTRAINT = 'UQ_runs_idempotency';
+
+export interface RunOutcome {
+  status: RunStatus;
+  content: string | null;
+  error: string | null;
+}
+
+/** Every read takes the caller's DataScope first and joins the run's queue job, the authority on a background run's state. */
+@Injectable()
+export class RunRepository {
+  constructor(@InjectRepository(RunEntity) private readonly rows: Repository<RunEntity>) {}
+
+  async insert(manager: EntityManager, run: RunEntity): Promise<void> {
+    await manager.insert(RunEntity, run);
+  }
+
+  findById(scope: DataScope, id: string, component?: { kind: ComponentKind; id: string }): Promise<RunEntity | null> {
+    const query = this.withJob(scope).andWhere('run.id = :id', { id });
+    if (component) {
+      query.andWhere('run.component_type = :kind AND run.component_id = :componentId', { kind: component.kind, componentId: component.id });
+    }
+    return query.getOne();
+  }
+
+  /** The caller's earlier run under this idempotency key (keys are unique per attributed user). */
+  findByIdempotencyKey(userId: string | null, key: string): Promise<RunEntity | null> {
+    return this.rows.findOneBy({ userId: userId ?? IsNull(), idempotencyKey: key });
+  }
+
+  pageBySession(scope: DataScope, sessionId: string, request: PageRequest<SessionRunSortField>): Promise<[RunEntity[], number]> {
+    return this.withJob(scope)
+      .andWhere('run.session_id = :sessionId', { sessionId })
+      .orderBy('run.created_at', request.sortOrder === 'asc' ? 'ASC' : 'DESC')
+      .addOrderBy('run.id', 'ASC')
+      .skip(request.offset)
+      .take(request.limit)
+      .getManyAndCount();
+  }
+
+  async markRunning(id: string): Promise<void> {
+    await this.rows.update({ id }, { status: 'running', updatedAt: () => 'now()' });
+  }
+
+  /** Records a synchronous run's outcome. */
+  async finish(id: string, outcome: RunOutcome): Promise<void> {
+    await this.rows.update({ id }, { ...outcome, completedAt: () => 'now()', updatedAt: () => 'now()' });
+  }
+
+  private withJob(scope: DataScope): SelectQueryBuilder<RunEntity> {
+    const owner = scope.where('run.user_id');
+    return this.rows.createQueryBuilder('run').leftJoinAndMapOne('run.job', QueueJobEntity, 'job', 'job.id = run.id').where(owner.sql, owner.params);
+  }
+}

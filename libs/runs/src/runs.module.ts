@@ -1,0 +1,39 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+
+import { QueueModule } from '@app/queue';
+
+import { Component } from './component';
+import { ComponentRegistry, DEPLOYMENT_COMPONENTS } from './component.registry';
+import { RunEntity } from './run.entity';
+import { RunRepository } from './run.repository';
+import { RunExecutor } from './run-executor';
+import { RunsService } from './runs.service';
+import { SessionEntity } from './session.entity';
+import { SessionRepository } from './session.repository';
+import { SessionsService } from './sessions.service';
+
+export interface RunsModuleOptions {
+  /** The deployment's own agents, teams and workflows, besides the demo set (DEMO_COMPONENTS). */
+  components?: Component[];
+}
+
+@Module({})
+export class RunsModule {
+  static forRoot(options: RunsModuleOptions = {}): DynamicModule {
+    return {
+      module: RunsModule,
+      imports: [TypeOrmModule.forFeature([RunEntity, SessionEntity]), QueueModule],
+      providers: [
+        { provide: DEPLOYMENT_COMPONENTS, useValue: options.components ?? [] },
+        ComponentRegistry,
+        RunRepository,
+        SessionRepository,
+        RunExecutor,
+        RunsService,
+        SessionsService,
+      ],
+      exports: [ComponentRegistry, RunExecutor, RunRepository, RunsService, SessionsService],
+    };
+  }
+}

@@ -1,0 +1,233 @@
+import { randomUUID } from 'node:crypto';
+
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { isUUID } from 'class-validator';
+import { DataSource, EntityManager } from 'typeorm';
+
+import { attributedUser, DataScope, Principal } from '@app/access';
+import { Env } from '@app/config';
+import { isUniqueViolation } from '@app/database';
+import { ValidationFailedException } from '@app/errors';
+import { CancellationIntents, JobProducer, TERMINAL_STATUSES } from '@app/queue';
+
+import { Component, ComponentKind } from './component';
+import { ComponentRegistry } from './component.registry';
+import { AcceptedRunDto, ComponentDto, IDEMPOTENCY_KEY_MAX, RunDto, RunEvent, StartRunDto } from './run.dto';
+import { RunEntity } from './run.entity';
+import { RUN_IDEMPOTENCY_CONSTRAINT, RunRepository } from './run.repository';
+import { RunExecutor } from './run-executor';
+import { toRunDto } from './run-mapper';
+import { RunErrorCode, RunException } from './runs.exception';
+import { SessionEntity } from './session.entity';
+import { SessionRepository } from './session.repository';
+
+/** Where a run request came from: the body plus the Idempotency-Key header, if any. */
+export interface RunRequest extends StartRunDto {
+  idempotencyKeyHeader?: string;
+}
+
+interface Created {
+  run: RunEntity;
+  /** False when an idempotency key matched an earlier run, which is `run`. */
+  created: boolean;
+}
+
+/**
+ * The run domain's API, called by the REST controllers and the MCP tools alike. Every method
+ * takes the caller's principal: attribution and self-scoping are decided here and nowhere else.
+ */
+@Injectable()
+export class RunsService {
+  constructor(
+    private readonly env: Env,
+    private readonly registry: ComponentRegistry,
+    private readonly runs: RunRepository,
+    private readonly sessions: SessionRepository,
+    private readonly producer: JobProducer,
+    private readonly intents: CancellationIntents,
+    private readonly executor: RunExecutor,
+    @InjectDataSource() private readonly dataSource: DataSource,
+  ) {}
+
+  listComponents(kind: ComponentKind): ComponentDto[] {
+    return this.registry.list(kind).map(toComponentDto);
+  }
+
+  getComponent(kind: ComponentKind, id: string): ComponentDto {
+    return toComponentDto(this.registry.get(kind, id));
+  }
+
+  /** Runs to the end in this process and returns the finished run (or the earlier run of a repeated idempotency key). */
+  async run(caller: Principal, kind: ComponentKind, componentId: string, request: RunRequest): Promise<RunDto> {
+    const component = this.registry.get(kind, componentId);
+    const { run, created } = await this.create(caller, component, request, false);
+    if (created) {
+      await this.runs.finish(run.id, await this.executor.execute(component, toInput(run)));
+    }
+    return this.get(caller, kind, componentId, run.id);
+  }
+
+  /** Like run(), reporting progress as events: RunStarted, RunContent*, then RunCompleted, RunError or RunCancelled. */
+  async stream(caller: Principal, kind: ComponentKind, componentId: string, request: RunRequest, send: (event: RunEvent) => void): Promise<void> {
+    const component = this.registry.get(kind, componentId);
+    const { run, created } = await this.create(caller, component, request, false);
+    send({ event: 'RunStarted', data: { run_id: run.id, session_id: run.sessionId, component_type: kind, component_id: componentId, created_at: toSeconds(run.createdAt) } });
+    if (created) {
+      const outcome = await this.executor.execute(component, toInput(run), { onDelta: (content) => send({ event: 'RunContent', data: { run_id: run.id, content } }) });
+      await this.runs.finish(run.id, outcome);
+    }
+    const finished = await this.get(caller, kind, componentId, run.id);
+    const event = finished.status === 'completed' ? 'RunCompleted' : finished.status === 'cancelled' ? 'RunCancelled' : 'RunError';
+    send({ event, data: { ...finished } });
+  }
+
+  /** Stores the run and its durable job (same id) in one transaction; a worker runs it. */
+  async enqueue(caller: Principal, kind: ComponentKind, componentId: string, request: RunRequest): Promise<AcceptedRunDto> {
+    if (!this.env.QUEUE_ENABLED) {
+      throw new RunException(RunErrorCode.QueueDisabled, 'Background runs need the durable job queue, which is not enabled on this replica');
+    }
+    const component = this.registry.get(kind, componentId);
+    const { run } = await this.create(caller, component, request, true);
+    const stored = await this.get(caller, kind, componentId, run.id);
+    return { run_id: stored.run_id, session_id: stored.session_id, status: stored.status };
+  }
+
+  async get(caller: Principal, kind: ComponentKind, componentId: string, runId: string): Promise<RunDto> {
+    // Run ids are UUIDs: anything else cannot name a run (and must not reach a uuid column).
+    const run = isUUID(runId) ? await this.runs.findById(DataScope.of(caller), runId, { kind, id: componentId }) : null;
+    if (!run) {
+      throw new RunException(RunErrorCode.RunNotFound, `Run '${runId}' not found`);
+    }
+    return toRunDto(run);
+  }
+
+  /**
+   * Records a cancellation intent. A queued run is cancelled at once; a running one stops at
+   * its next checkpoint. A finished run is returned unchanged.
+   */
+  async cancel(caller: Principal, kind: ComponentKind, componentId: string, runId: string): Promise<RunDto> {
+    const current = await this.get(caller, kind, componentId, runId);
+    if (TERMINAL_STATUSES.includes(current.status as never)) {
+      return current;
+    }
+    await this.dataSource.transaction(async (manager) => {
+      if (!current.background) {
+        await this.intents.record(manager, runId, caller.userId);
+      } else if ((await this.producer.cancel(manager, runId, caller.userId)) === 'cancelled') {
+        await manager.update(RunEntity, { id: runId }, { status: 'cancelled', completedAt: () => 'now()', updatedAt: () => 'now()' });
+      }
+    });
+    return this.get(caller, kind, componentId, runId);
+  }
+
+  private async create(caller: Principal, component: Component, request: RunRequest, background: boolean): Promise<Created> {
+    if (request.stream && request.background) {
+      throw new RunException(RunErrorCode.InvalidRequest, 'stream=true cannot be combined with background=true: poll GET .../runs/{run_id} instead');
+    }
+    const userId = attributedUser(caller, request.user_id);
+    const key = idempotencyKey(request);
+    if (key !== null) {
+      const earlier = await this.runs.findByIdempotencyKey(userId, key);
+      if (earlier) {
+        return { run: this.sameComponent(earlier, component, key), created: false };
+      }
+    }
+    const run = newRun(component, request, userId, key, background);
+    try {
+      await this.dataSource.transaction((manager) => this.store(manager, caller, run, request.session_id === undefined));
+    } catch (error) {
+      if (key !== null && isUniqueViolation(error, RUN_IDEMPOTENCY_CONSTRAINT)) {
+        // A concurrent request with the same key won the race: answer with its run.
+        return { run: this.sameComponent((await this.runs.findByIdempotencyKey(userId, key))!, component, key), created: false };
+      }
+      throw error;
+    }
+    return { run, created: true };
+  }
+
+  private async store(manager: EntityManager, caller: Principal, run: RunEntity, newSession: boolean): Promise<void> {
+    const session = Object.assign(new SessionEntity(), {
+      id: run.sessionId,
+      componentType: run.componentType,
+      componentId: run.componentId,
+      userId: run.userId,
+    });
+    if (newSession) {
+      await this.sessions.insert(manager, session);
+    } else if (!(await this.sessions.upsert(manager, DataScope.of(caller), session))) {
+      throw new RunException(RunErrorCode.SessionNotFound, `Session '${run.sessionId}' not found`);
+    }
+    await this.runs.insert(manager, run);
+    if (run.background) {
+      await this.producer.enqueue(manager, {
+        id: run.id,
+        componentType: run.componentType,
+        componentId: run.componentId,
+        sessionId: run.sessionId,
+        userId: run.userId,
+        payload: { message: run.message },
+        idempotencyKey: run.idempotencyKey,
+      });
+    }
+  }
+
+  private sameComponent(run: RunEntity, component: Component, key: string): RunEntity {
+    if (run.componentType !== component.kind || run.componentId !== component.id) {
+      throw new RunException(
+        RunErrorCode.IdempotencyKeyReused,
+        `Idempotency key '${key}' was already used for ${run.componentType} '${run.componentId}'`,
+      );
+    }
+    return run;
+  }
+}
+
+/** The header wins over the body field; over-long keys are a 422 naming where they came from. */
+function idempotencyKey(request: RunRequest): string | null {
+  const key = request.idempotencyKeyHeader ?? request.idempotency_key ?? null;
+  if (request.idempotencyKeyHeader !== undefined && request.idempotencyKeyHeader.length > IDEMPOTENCY_KEY_MAX) {
+    throw new ValidationFailedException([
+      {
+        loc: ['header', 'idempotency-key'],
+        msg: `Idempotency-Key must be at most ${IDEMPOTENCY_KEY_MAX} characters`,
+        type: 'maxLength',
+        input: `${request.idempotencyKeyHeader.slice(0, 32)}...`,
+        ctx: { max_length: IDEMPOTENCY_KEY_MAX },
+      },
+    ]);
+  }
+  return key === '' ? null : key;
+}
+
+function newRun(component: Component, request: RunRequest, userId: string | null, key: string | null, background: boolean): RunEntity {
+  const now = new Date();
+  return Object.assign(new RunEntity(), {
+    id: randomUUID(),
+    sessionId: request.session_id ?? randomUUID(),
+    componentType: component.kind,
+    componentId: component.id,
+    userId,
+    background,
+    status: background ? 'queued' : 'running',
+    message: request.message,
+    content: null,
+    error: null,
+    idempotencyKey: key,
+    createdAt: now,
+    updatedAt: now,
+    completedAt: null,
+  });
+}
+
+function toInput(run: RunEntity): { id: string; sessionId: string; userId: string | null; message: string } {
+  return { id: run.id, sessionId: run.sessionId, userId: run.userId, message: run.message };
+}
+
+function toSeconds(date: Date): number {
+  return Math.floor(date.getTime() / 1000);
+}
+
+function toComponentDto(component: Component): ComponentDto {
+  return { id: component.id, type: component.kind, name: component.name, description: component.description };
+}

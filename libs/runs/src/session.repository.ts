@@ -1,0 +1,47 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { EntityManager, Repository } from 'typeorm';
+
+import { DataScope } from '@app/access';
+import { PageRequest } from '@app/pagination';
+
+import { SessionSortField } from './session.dto';
+import { SessionEntity } from './session.entity';
+
+const SORT_COLUMNS: Record<SessionSortField, string> = { created_at: 'session.created_at', updated_at: 'session.updated_at' };
+
+@Injectable()
+export class SessionRepository {
+  constructor(@InjectRepository(SessionEntity) private readonly rows: Repository<SessionEntity>) {}
+
+  async findById(scope: DataScope, id: string, manager: EntityManager = this.rows.manager): Promise<SessionEntity | null> {
+    const session = await manager.findOneBy(SessionEntity, { id });
+    return session && scope.includes(session.userId) ? session : null;
+  }
+
+  async insert(manager: EntityManager, session: SessionEntity): Promise<void> {
+    await manager.insert(SessionEntity, session);
+  }
+
+  /** Creates the session, or marks an existing one as just used. Returns false when the id is someone else's session. */
+  async upsert(manager: EntityManager, scope: DataScope, session: SessionEntity): Promise<boolean> {
+    await manager.createQueryBuilder().insert().into(SessionEntity).values(session).orIgnore().execute();
+    if (!(await this.findById(scope, session.id, manager))) {
+      return false;
+    }
+    await manager.update(SessionEntity, { id: session.id }, { updatedAt: () => 'now()' });
+    return true;
+  }
+
+  page(scope: DataScope, request: PageRequest<SessionSortField>): Promise<[SessionEntity[], number]> {
+    const owner = scope.where('session.user_id');
+    return this.rows
+      .createQueryBuilder('session')
+      .where(owner.sql, owner.params)
+      .orderBy(SORT_COLUMNS[request.sortBy], request.sortOrder === 'asc' ? 'ASC' : 'DESC')
+      .addOrderBy('session.id', 'ASC')
+      .skip(request.offset)
+      .take(request.limit)
+      .getManyAndCount();
+  }
+}

@@ -1,0 +1,60 @@
+import { Injectable } from '@nestjs/common';
+
+import { DataScope, Principal } from '@app/access';
+import { toEpoch } from '@app/database';
+import { Page, toPage } from '@app/pagination';
+
+import { RunDto } from './run.dto';
+import { RunRepository } from './run.repository';
+import { toRunDto } from './run-mapper';
+import { RunErrorCode, RunException } from './runs.exception';
+import { ListSessionRunsQuery, ListSessionsQuery, SessionDto } from './session.dto';
+import { SessionEntity } from './session.entity';
+import { SessionRepository } from './session.repository';
+
+/** Session reads, self-scoped like every read. */
+@Injectable()
+export class SessionsService {
+  constructor(
+    private readonly sessions: SessionRepository,
+    private readonly runRows: RunRepository,
+  ) {}
+
+  async list(caller: Principal, query: ListSessionsQuery): Promise<Page<SessionDto>> {
+    const startedAt = performance.now();
+    const request = query.toPageRequest();
+    const [rows, total] = await this.sessions.page(DataScope.of(caller), request);
+    return toPage(request, rows.map(toSessionDto), total, startedAt);
+  }
+
+  async get(caller: Principal, sessionId: string): Promise<SessionDto> {
+    return toSessionDto(await this.find(caller, sessionId));
+  }
+
+  async runs(caller: Principal, sessionId: string, query: ListSessionRunsQuery): Promise<Page<RunDto>> {
+    const startedAt = performance.now();
+    await this.find(caller, sessionId);
+    const request = query.toPageRequest();
+    const [rows, total] = await this.runRows.pageBySession(DataScope.of(caller), sessionId, request);
+    return toPage(request, rows.map(toRunDto), total, startedAt);
+  }
+
+  private async find(caller: Principal, sessionId: string): Promise<SessionEntity> {
+    const session = await this.sessions.findById(DataScope.of(caller), sessionId);
+    if (!session) {
+      throw new RunException(RunErrorCode.SessionNotFound, `Session '${sessionId}' not found`);
+    }
+    return session;
+  }
+}
+
+function toSessionDto(session: SessionEntity): SessionDto {
+  return {
+    session_id: session.id,
+    component_type: session.componentType,
+    component_id: session.componentId,
+    user_id: session.userId,
+    created_at: toEpoch(session.createdAt),
+    updated_at: toEpoch(session.updatedAt),
+  };
+}

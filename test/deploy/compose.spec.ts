@@ -1,0 +1,135 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { DCLinter } from 'dclint';
+import { describe, expect, it } from 'vitest';
+
+import { loadEnv } from '@app/config';
+
+import { readEnvFile, readYaml } from '../support/deploy-files';
+
+const COMPOSE_FILE = 'docker/compose.yaml';
+
+/** dclint with the repository's .dclintrc.yaml: the same check as `npx dclint docker/compose.yaml`. */
+function lint(path: string): { rule: string; message: string }[] {
+  const linter = new DCLinter({ ...readYaml('.dclintrc.yaml'), quiet: false, debug: false, exclude: [] });
+  // dclint's declaration files use extensionless ESM imports, so under nodenext its result type is lost.
+  const results: { messages: { rule: string; message: string }[] }[] = linter.lintFiles([path], false);
+  return results.flatMap((result) => result.messages.map(({ rule, message }) => ({ rule, message })));
+}
+
+/** Compose's ${VAR}, ${VAR:-default} and ${VAR:?error} (empty counts as unset, as with `:`). */
+function interpolate(value: string, variables: Record<string, string>): string {
+  return value.replace(/\$\{([A-Z0-9_]+)(?::([-?])([^}]*))?\}/g, (_match, name: string, operator?: string, operand = '') => {
+    const set = variables[name];
+    if (set) {
+      return set;
+    }
+    if (operator === '?') {
+      throw new Error(`${name}: ${operand}`);
+    }
+    return operator === '-' ? operand : '';
+  });
+}
+
+/**
+ * What an app container's process.env would be, given docker/.env: that file (its env_file),
+ * then the service's `environment`, interpolated from the same file.
+ */
+function containerEnv(service: { env_file: string; environment: Record<string, string> }, dotEnv: Record<string, string>): Record<string, string> {
+  expect(service.env_file).toBe('.env');
+  const environment = Object.entries(service.environment).map(([name, value]) => [name, interpolate(String(value), dotEnv)]);
+  return { ...dotEnv, ...Object.fromEntries(environment) };
+}
+
+describe('docker/compose.yaml', () => {
+  const compose = readYaml(COMPOSE_FILE);
+  const { services } = compose;
+
+  it('passes dclint: the Compose Specification schema and its best-practice rules', () => {
+    expect(lint(COMPOSE_FILE)).toEqual([]);
+  });
+
+  it('is checked for real: dclint rejects an unknown key, and a port published on every interface', () => {
+    const original = readFileSync(COMPOSE_FILE, 'utf8');
+    const directory = mkdtempSync(join(tmpdir(), 'compose-lint-'));
+    const lintVariant = (name: string, text: string) => {
+      writeFileSync(join(directory, name), text);
+      return lint(join(directory, name)).map((message) => message.rule);
+    };
+    try {
+      expect(lintVariant('typo.yaml', original.replace('    depends_on: *after-migrations', '    depend_on: *after-migrations'))).toEqual(['invalid-schema']);
+      expect(lintVariant('unbound.yaml', original.replace('"127.0.0.1:7777:7777"', '"7777:7777"'))).toEqual(['no-unbound-port-interfaces']);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('refers only to services and volumes it defines', () => {
+    for (const [name, service] of Object.entries<any>(services)) {
+      for (const dependency of Object.keys(service.depends_on ?? {})) {
+        expect(Object.keys(services), `${name} depends on ${dependency}`).toContain(dependency);
+      }
+      for (const volume of service.volumes ?? []) {
+        expect(Object.keys(compose.volumes), `${name} mounts ${volume}`).toContain(volume.split(':')[0]);
+      }
+    }
+  });
+
+  it('runs PostgreSQL on a named volume with a healthcheck', () => {
+    expect(services.db.image).toMatch(/^postgres:\d+/);
+    expect(services.db.volumes).toEqual(['pgdata:/var/lib/postgresql']);
+    expect(services.db.healthcheck.test).toEqual(['CMD-SHELL', 'pg_isready -U platform -d platform']);
+  });
+
+  it('builds one image and selects each role by its command', () => {
+    for (const role of ['migrate', 'api', 'worker']) {
+      expect(services[role]).toMatchObject({ build: { context: '..', dockerfile: 'docker/Dockerfile' }, image: 'platform-service:local', command: [role] });
+    }
+  });
+
+  it('migrates once, after the database is healthy; api and worker start only after both', () => {
+    expect(services.migrate.depends_on).toEqual({ db: { condition: 'service_healthy' } });
+    for (const role of ['api', 'worker']) {
+      expect(services[role].depends_on).toEqual({ db: { condition: 'service_healthy' }, migrate: { condition: 'service_completed_successfully' } });
+      expect(services[role].environment.DB_MIGRATE).toBe('false');
+      expect(services[role].healthcheck.test.join(' ')).toContain('/readyz');
+    }
+  });
+
+  it('restarts the long-running services but not the one-shot migration', () => {
+    expect([services.db.restart, services.api.restart, services.worker.restart, services.migrate.restart]).toEqual(['unless-stopped', 'unless-stopped', 'unless-stopped', 'no']);
+  });
+
+  it('serves the api on 7777 on every container interface, published on the host loopback, with MCP on', () => {
+    expect(services.api.ports).toEqual(['127.0.0.1:7777:7777']);
+    expect(services.api.environment).toMatchObject({ HOST: '0.0.0.0', PORT: '7777', MCP_ENABLED: 'true' });
+  });
+
+  it('gives the worker time to drain its jobs before SIGKILL', () => {
+    const drainSeconds = Number(services.worker.environment.WORKER_SHUTDOWN_TIMEOUT_SECONDS);
+    expect(drainSeconds).toBe(8);
+    expect(Number.parseInt(services.worker.stop_grace_period, 10)).toBeGreaterThanOrEqual(drainSeconds + 5);
+  });
+
+  it('will not start with the blank secrets of example.env', () => {
+    const shipped = readEnvFile('docker/example.env');
+    expect(() => containerEnv(services.worker, shipped)).toThrow('POSTGRES_PASSWORD: set POSTGRES_PASSWORD in docker/.env');
+    const withPassword = { ...shipped, POSTGRES_PASSWORD: randomBytes(24).toString('hex') };
+    expect(() => containerEnv(services.api, withPassword)).toThrow('OS_SECURITY_KEY: set OS_SECURITY_KEY in docker/.env');
+  });
+
+  it('gives every app container an environment the service accepts once the secrets are filled in', () => {
+    const variables = { ...readEnvFile('docker/example.env'), POSTGRES_PASSWORD: randomBytes(24).toString('hex'), OS_SECURITY_KEY: randomBytes(32).toString('hex') };
+    for (const role of ['migrate', 'api', 'worker']) {
+      const env = loadEnv(containerEnv(services[role], variables));
+      expect(env.databaseUrl, role).toBe(`postgresql://platform:${variables.POSTGRES_PASSWORD}@db:5432/platform`);
+    }
+    const worker = loadEnv(containerEnv(services.worker, variables));
+    expect([worker.WORKER_HEALTH_PORT, worker.publicUrl]).toEqual([8081, 'http://api:7777']);
+    expect(services.worker.healthcheck.test.join(' ')).toContain(`127.0.0.1:${worker.WORKER_HEALTH_PORT}/readyz`);
+    expect(loadEnv(containerEnv(services.api, variables)).OS_SECURITY_KEY).toBe(variables.OS_SECURITY_KEY);
+  });
+});
