@@ -12,9 +12,14 @@ import { authorizationHeader, bearerToken } from './json-mcp-client';
 
 type TomlTable = Record<string, unknown>;
 
+/** Plain data (smol-toml builds null-prototype objects), so parsed documents compare by content. */
+function plain(value: unknown): TomlTable {
+  return JSON.parse(JSON.stringify(value)) as TomlTable;
+}
+
 function parseToml(path: string, text: string): TomlTable {
   try {
-    return parse(text) as TomlTable;
+    return plain(parse(text));
   } catch (error) {
     throw new CliError(`Refusing to modify ${path}: the existing file is not valid TOML (${(error as Error).message.split('\n')[0]}).`, 'Fix or move the file, then re-run.');
   }
@@ -26,7 +31,7 @@ function servers(document: TomlTable): TomlTable {
 }
 
 function withoutServer(document: TomlTable, name: string): TomlTable {
-  const copy = structuredClone(document);
+  const copy = plain(document);
   const table = servers(copy);
   delete table[name];
   if (copy.mcp_servers && Object.keys(table).length === 0) {
@@ -147,7 +152,7 @@ export class CodeAgentB implements ClientAdapter {
   private check(text: string, holds: (after: TomlTable) => boolean): void {
     let after: TomlTable | null = null;
     try {
-      after = parse(text) as TomlTable;
+      after = plain(parse(text));
     } catch {
       after = null;
     }

@@ -77,6 +77,19 @@ type TokenOutcome = { account: MintedServiceAccount; rotated: boolean } | { stat
 const UNAUTHENTICATED_MCP_WARNING =
   'This service accepts unauthenticated MCP requests although it enforces authentication elsewhere: anyone who can reach /mcp can use its tools. Tokens were still minted and configured; upgrade or reconfigure the service to require them on /mcp.';
 
+/** The spec's field order: client, status, error, then where and what, then the optional extras. */
+const RESULT_ORDER = ['client', 'status', 'error', 'location', 'account', 'verify', 'url', 'instructions'];
+
+function inSpecOrder(result: ConnectResult): ConnectResult {
+  const entries = Object.entries(result).sort(([a], [b]) => rank(a) - rank(b));
+  return Object.fromEntries(entries) as unknown as ConnectResult;
+}
+
+function rank(key: string): number {
+  const index = RESULT_ORDER.indexOf(key);
+  return index < 0 ? RESULT_ORDER.length : index;
+}
+
 function publicAccount(account: MintedServiceAccount | ServiceAccount): ServiceAccount {
   const { token: _token, ...rest } = account as MintedServiceAccount;
   return rest;
@@ -331,9 +344,9 @@ export class ConnectCommand extends SvcCommand<ConnectOptions> {
 
     const results: ConnectResult[] = [];
     for (const client of selected) {
-      results.push(isChatApp(client) ? connection.manual(client, false) : await connection.connect(adapters[client], inPlace));
+      results.push(inSpecOrder(isChatApp(client) ? connection.manual(client, false) : await connection.connect(adapters[client], inPlace)));
     }
-    results.push(...autoChatApps.map((client) => connection.manual(client, true)));
+    results.push(...autoChatApps.map((client) => inSpecOrder(connection.manual(client, true))));
     const exitCode = connectExitCode(results, ['connected', 'already-connected', 'needs-login', 'manual']);
     terminal.document({ os: descriptor, server_name: connection.serverName, results, warning, exit_code: exitCode });
     this.report(results, warning, connection, terminal);
