@@ -32,4 +32,7 @@ async function main(argv: string[]): Promise<void> {
   process.exit(process.exitCode ?? 0);
 }
 
-void main(process.argv.slice(2));
+main(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`Error: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -38,7 +38,7 @@ describe('svc entry points', () => {
   it('unknown commands, unknown options and missing values exit 2 on stderr without JSON', async () => {
     for (const args of [['launch'], ['status', '--verbose', '--json'], ['connect', '--clients'], ['disconnect', '--url'], ['create', 'a', 'b', '--json']]) {
       const run = await runCli(args, sandbox);
-      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.code, `${args.join(' ')}\n${run.stderr}`).toBe(2);
       expect(run.stdout).toBe('');
       expect(run.stderr).toMatch(/error/i);
     }

@@ -45,6 +45,26 @@ describe('svc at a real terminal (tmux)', () => {
     expect((await call(service.api.url, 'GET', '/config', { token: account.token })).status).toBe(401);
   });
 
+  it('connect asks before rotating an existing account; Yes revokes and re-mints it', async () => {
+    const sandbox = cliSandbox();
+    mkdirSync(join(sandbox.home, '.cursor'));
+    const mcpService = await startService({ OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true' });
+    try {
+      const old = await mintAccount(mcpService.api.url, ROOT_KEY, { name: 'editor-c' });
+      const env = terminalEnv(sandbox.home, { SERVICE_URL: mcpService.api.url, OS_SECURITY_KEY: ROOT_KEY });
+      session = TmuxSession.start([process.execPath, SVC_BIN, 'connect', '--clients', 'cursor'], env, sandbox.cwd);
+      await session.waitForText("Service account 'editor-c' already exists. Revoke and re-mint it?");
+      session.type('y', 'Enter');
+      expect(await session.exitCode(60_000)).toBe(0);
+      expect(session.screen()).toMatch(/editor-c: connected/);
+      expect((await call(mcpService.api.url, 'GET', '/config', { token: old.token })).status).toBe(401);
+      const stored = JSON.parse(readFileSync(join(sandbox.home, '.cursor', 'mcp.json'), 'utf8')).mcpServers['platform-service'];
+      expect((await call(mcpService.api.url, 'GET', '/config', { token: stored.headers.Authorization.slice('Bearer '.length) })).body.principal).toBe('sa:editor-c');
+    } finally {
+      await mcpService.stop();
+    }
+  });
+
   it('prompts for the admin credential (hidden) when none is exported', async () => {
     const sandbox = cliSandbox();
     session = TmuxSession.start([process.execPath, SVC_BIN, 'tokens', 'list'], terminalEnv(sandbox.home, { SERVICE_URL: service.api.url, NO_COLOR: '1' }), sandbox.cwd);

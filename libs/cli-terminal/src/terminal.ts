@@ -16,7 +16,6 @@ export interface Choice<T> {
 
 /** Control characters in text that came from a server or a file are shown escaped, never interpreted. */
 export function sanitize(text: string): string {
-  // eslint-disable-next-line no-control-regex
   return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 
@@ -88,7 +87,6 @@ export class Terminal {
       return { succeed: () => undefined, fail: () => undefined };
     }
     // Loaded on first use: commands that never show progress do not pay for it.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { createSpinner } = require('nanospinner') as typeof import('nanospinner');
     const spinner = createSpinner(text, { stream: process.stderr }).start();
     return {
