@@ -2,9 +2,10 @@
 import { benchAuth } from './auth.mjs';
 import { benchCliVersion } from './cli-version.mjs';
 import { benchQueue } from './queue.mjs';
+import { benchSchedules } from './schedules.mjs';
 
 const only = process.argv[2];
-const benches = { auth: benchAuth, queue: benchQueue, 'cli-version': benchCliVersion };
+const benches = { auth: benchAuth, queue: benchQueue, schedules: benchSchedules, 'cli-version': benchCliVersion };
 
 for (const [name, run] of Object.entries(benches)) {
   if (!only || only === name) {

@@ -72,3 +72,20 @@ export async function startApi(env: Record<string, string>): Promise<RunningApi>
   }
   return { ...api, url };
 }
+
+/** Starts the built worker and waits until it has booted (migrated, timers registered). */
+export async function startWorker(env: Record<string, string>): Promise<RunningProcess> {
+  const worker = spawnNode('dist/apps/worker/src/main.js', { LOG_LEVEL: 'info', ...env });
+  try {
+    await Promise.race([
+      waitFor(async () => worker.output().includes('worker ready'), 30_000, 'the worker to boot'),
+      worker.exited.then((code) => {
+        throw new Error(`worker exited with ${code} before it was ready:\n${worker.output()}`);
+      }),
+    ]);
+  } catch (error) {
+    await worker.stop('SIGKILL');
+    throw error;
+  }
+  return worker;
+}

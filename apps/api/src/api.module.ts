@@ -6,6 +6,7 @@ import { ConfigModule, Env } from '@app/config';
 import { DatabaseModule } from '@app/database';
 import { HealthModule } from '@app/health';
 import { RunsModule } from '@app/runs';
+import { SchedulesModule } from '@app/schedules';
 import { ServiceAccountsModule } from '@app/service-accounts';
 
 import { DiscoveryController } from './discovery/discovery.controller';
@@ -16,6 +17,7 @@ import { ReadinessController } from './health/readiness.controller';
 import { mcpWiring } from './mcp/mcp.wiring';
 import { AgentRunsController, TeamRunsController, WorkflowRunsController } from './runs/component-runs.controller';
 import { SessionsController } from './runs/sessions.controller';
+import { SchedulesController } from './schedules/schedules.controller';
 import { ServiceAccountsController } from './service-accounts/service-accounts.controller';
 
 /** Wires the libs into the HTTP api; holds no rules of its own. */
@@ -25,7 +27,7 @@ export class ApiModule {
     const mcp = mcpWiring(env);
     return {
       module: ApiModule,
-      imports: [ConfigModule.forRoot(env), DatabaseModule, AuthModule, ServiceAccountsModule, HealthModule, RunsModule.forRoot(), ...mcp.imports],
+      imports: [ConfigModule.forRoot(env), DatabaseModule, AuthModule, ServiceAccountsModule, HealthModule, RunsModule.forRoot(), SchedulesModule, ...mcp.imports],
       controllers: [
         DiscoveryController,
         ReadinessController,
@@ -34,6 +36,7 @@ export class ApiModule {
         TeamRunsController,
         WorkflowRunsController,
         SessionsController,
+        SchedulesController,
         ...mcp.controllers,
       ],
       providers: [

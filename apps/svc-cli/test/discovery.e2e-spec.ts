@@ -117,7 +117,7 @@ describe('svc URL discovery and the credential gates', () => {
     beforeEach(async () => {
       const api = new URL(service.api.url);
       proxy = new TcpProxy(api.hostname, Number(api.port));
-      remoteUrl = `http://${remoteAddress()}:${await proxy.listen(remoteAddress())}`;
+      remoteUrl = `http://${remoteAddress()}:${await proxy.listen(0, remoteAddress())}`;
     });
 
     it('refuses to send the admin credential over plaintext HTTP before any request carries it', async () => {

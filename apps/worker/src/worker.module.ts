@@ -3,6 +3,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { ConfigModule, Env } from '@app/config';
 import { DatabaseModule } from '@app/database';
 import { HealthModule } from '@app/health';
+import { SchedulesWorkerModule } from '@app/schedules';
 
 import { WorkerHealthServer } from './health-server';
 
@@ -10,6 +11,10 @@ import { WorkerHealthServer } from './health-server';
 @Module({})
 export class WorkerModule {
   static forRoot(env: Env): DynamicModule {
-    return { module: WorkerModule, imports: [ConfigModule.forRoot(env), DatabaseModule, HealthModule], providers: [WorkerHealthServer] };
+    return {
+      module: WorkerModule,
+      imports: [ConfigModule.forRoot(env), DatabaseModule, HealthModule, SchedulesWorkerModule],
+      providers: [WorkerHealthServer],
+    };
   }
 }
