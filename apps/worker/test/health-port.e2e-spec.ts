@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../../scripts/embedded-postgres.mjs';
 import { createTestDatabase } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
-import { RunningProcess, spawnNode, waitFor } from '../../../test/support/processes';
+import { RunningProcess, spawnNode, startWorker } from '../../../test/support/processes';
 import { TcpProxy } from '../../../test/support/tcp-proxy';
 
 describe('worker health port (WORKER_HEALTH_PORT)', () => {
@@ -17,13 +17,7 @@ describe('worker health port (WORKER_HEALTH_PORT)', () => {
     url.port = String(await proxy.listen());
     const port = await freePort();
     probes = `http://127.0.0.1:${port}`;
-    worker = spawnNode('dist/apps/worker/src/main.js', { DATABASE_URL: url.toString(), DB_MIGRATE: 'false', WORKER_HEALTH_PORT: String(port) });
-    await Promise.race([
-      waitFor(async () => (await fetch(`${probes}/livez`)).ok, 30_000, 'the worker to answer /livez'),
-      worker.exited.then((code) => {
-        throw new Error(`worker exited with ${code}:\n${worker.output()}`);
-      }),
-    ]);
+    worker = await startWorker({ DATABASE_URL: url.toString(), DB_MIGRATE: 'false', WORKER_HEALTH_PORT: String(port) });
   });
   afterAll(async () => {
     await worker?.stop('SIGKILL');
