@@ -38,7 +38,7 @@ describe('schedule firing (real worker, real HTTP)', () => {
   let proxyUrl: string;
   let databaseUrl: string;
 
-  const workerEnv = () => ({ DATABASE_URL: databaseUrl, PUBLIC_URL: proxyUrl, SCHEDULE_TICK_INTERVAL_MS: '200', OS_SECURITY_KEY: ROOT_KEY });
+  const workerEnv = () => ({ DATABASE_URL: databaseUrl, PUBLIC_URL: proxyUrl, SCHEDULE_TICK_INTERVAL_MS: '200', OS_SECURITY_KEY: ROOT_KEY, WORKER_SHUTDOWN_TIMEOUT_SECONDS: '1' });
 
   beforeAll(async () => {
     databaseUrl = await createTestDatabase();
@@ -256,5 +256,24 @@ describe('schedule firing (real worker, real HTTP)', () => {
     } finally {
       await second.stop();
     }
+  });
+
+  // Last: it stops the worker.
+  it('on SIGTERM gives a fire until the shutdown deadline, then records it as cut, not lost', async () => {
+    const created = await createSchedule({ endpoint: '/health', timeout_seconds: 60, max_retries: 3 });
+    proxy.stall(true);
+    try {
+      await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
+      await waitFor(async () => (await fires(created.id))[0]?.status === 'running', 10_000, 'the fire to start');
+      const stoppedAt = Date.now();
+      await worker.stop();
+      // The 1 s deadline, not the fire's 60 s timeout, bounded the wait.
+      expect(Date.now() - stoppedAt).toBeLessThan(10_000);
+    } finally {
+      proxy.stall(false);
+    }
+    const [fire] = await fires(created.id);
+    expect(fire).toMatchObject({ status: 'failed', error: 'The worker shut down during this attempt' });
+    expect(fire.attempts).toHaveLength(1);
   });
 });
