@@ -38,7 +38,7 @@ describe('schedule firing (real worker, real HTTP)', () => {
   let proxyUrl: string;
   let databaseUrl: string;
 
-  const workerEnv = () => ({ DATABASE_URL: databaseUrl, PUBLIC_URL: proxyUrl, SCHEDULE_TICK_INTERVAL_MS: '200', OS_SECURITY_KEY: ROOT_KEY });
+  const workerEnv = () => ({ DATABASE_URL: databaseUrl, PUBLIC_URL: proxyUrl, SCHEDULE_TICK_INTERVAL_MS: '200', OS_SECURITY_KEY: ROOT_KEY, WORKER_SHUTDOWN_TIMEOUT_SECONDS: '1', DEMO_COMPONENTS: 'true' });
 
   beforeAll(async () => {
     databaseUrl = await createTestDatabase();
@@ -125,6 +125,19 @@ describe('schedule firing (real worker, real HTTP)', () => {
     expect(run.body).toMatchObject({ status: 'completed', content: 'scheduled hello', user_id: `sa:${runner.name}` });
   });
 
+  it('follows a background run to its end', async () => {
+    const runner = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'schedules:write'], privileged: true });
+    const created = await createSchedule({ endpoint: '/agents/sleep-agent/runs', method: 'POST', payload: { message: '1', background: true } }, runner.token);
+    await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
+    await waitFor(async () => (await fires(created.id))[0]?.status === 'running', 10_000, 'the fire to start');
+    const fire = await finishedFire(created.id);
+    expect(fire).toMatchObject({ status: 'success', status_code: 202, run_status: 'completed', run_id: expect.any(String) });
+    // The attempt lasted as long as the run: it waited for the one-second sleep, not just for the 202.
+    expect(fire.attempts[0].duration_ms).toBeGreaterThanOrEqual(1000);
+    const run = await call(api.url, 'GET', `/agents/sleep-agent/runs/${fire.run_id}`, { token: runner.token });
+    expect(run.body).toMatchObject({ status: 'completed', background: true, user_id: `sa:${runner.name}` });
+  });
+
   it('fails the fire when the run it started fails, retrying it', async () => {
     const created = await createSchedule({ endpoint: '/agents/fail-agent/runs', method: 'POST', payload: { message: 'x' }, max_retries: 1, retry_delay_seconds: 1 });
     await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
@@ -146,6 +159,19 @@ describe('schedule firing (real worker, real HTTP)', () => {
     expect(fire.error).toContain('service_accounts:read');
     // A 403 is an answer, not a glitch: it is not retried.
     expect(fire.attempts).toHaveLength(1);
+  });
+
+  it('refuses, when it fires, a schedule an agents:run token pointed at /queue/jobs', async () => {
+    const runner = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'schedules:write'], privileged: true });
+    const created = await createSchedule({ endpoint: '/queue/jobs' }, runner.token);
+    await makeDue([created.id]);
+    const fire = await finishedFire(created.id);
+    expect(fire).toMatchObject({ status: 'failed', status_code: 403 });
+    expect(fire.attempts).toHaveLength(1);
+    // The same schedule created with the security key reaches the queue: the refusal was the creator's rights.
+    const root = await createSchedule({ endpoint: '/queue/jobs' });
+    await makeDue([root.id]);
+    expect(await finishedFire(root.id)).toMatchObject({ status: 'success', status_code: 200 });
   });
 
   it('disables the schedule of a revoked service account with disabled_reason, without calling', async () => {
@@ -256,5 +282,24 @@ describe('schedule firing (real worker, real HTTP)', () => {
     } finally {
       await second.stop();
     }
+  });
+
+  // Last: it stops the worker.
+  it('on SIGTERM gives a fire until the shutdown deadline, then records it as cut, not lost', async () => {
+    const created = await createSchedule({ endpoint: '/health', timeout_seconds: 60, max_retries: 3 });
+    proxy.stall(true);
+    try {
+      await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
+      await waitFor(async () => (await fires(created.id))[0]?.status === 'running', 10_000, 'the fire to start');
+      const stoppedAt = Date.now();
+      await worker.stop();
+      // The 1 s deadline, not the fire's 60 s timeout, bounded the wait.
+      expect(Date.now() - stoppedAt).toBeLessThan(10_000);
+    } finally {
+      proxy.stall(false);
+    }
+    const [fire] = await fires(created.id);
+    expect(fire).toMatchObject({ status: 'failed', error: 'The worker shut down during this attempt' });
+    expect(fire.attempts).toHaveLength(1);
   });
 });

@@ -30,6 +30,23 @@ interface DueRow {
   db_now: Date;
 }
 
+/**
+ * The slot after now for each due row. Never earlier than the database's now: a worker clock behind
+ * it must not re-queue the same slot. Rows sharing an expression and zone (common: `0 * * * *`) share
+ * one computation per second, which is all croner's five-field resolution can tell apart.
+ */
+function nextSlots(due: DueRow[]): (Date | null)[] {
+  const computed = new Map<string, Date | null>();
+  return due.map((row) => {
+    const from = new Date(Math.max(Date.now(), row.db_now.getTime(), row.next_run_at.getTime()));
+    const key = `${row.cron_expr}\u0000${row.timezone}\u0000${Math.floor(from.getTime() / 1000)}`;
+    if (!computed.has(key)) {
+      computed.set(key, nextRunAt(row.cron_expr, row.timezone, from));
+    }
+    return computed.get(key)!;
+  });
+}
+
 /** Slack past the worst case of a fire (every attempt timing out) before a running fire counts as lost. */
 const LOST_AFTER_SLACK_SECONDS = 60;
 
@@ -58,9 +75,7 @@ export class ScheduleDispatchRepository {
         return 0;
       }
       const ids = due.map((row) => row.id);
-      // Never earlier than the database's now: a worker clock behind it must not re-queue the same slot.
-      const from = (row: DueRow): Date => new Date(Math.max(Date.now(), row.db_now.getTime(), row.next_run_at.getTime()));
-      const next = due.map((row) => nextRunAt(row.cron_expr, row.timezone, from(row)));
+      const next = nextSlots(due);
       await manager.query(
         `UPDATE schedules s SET next_run_at = v.next_run_at FROM unnest($1::uuid[], $2::timestamptz[]) AS v(id, next_run_at) WHERE s.id = v.id`,
         [ids, next],
