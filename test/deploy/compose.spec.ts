@@ -110,7 +110,8 @@ describe('docker/compose.yaml', () => {
 
   it('gives the worker time to drain its jobs before SIGKILL', () => {
     const drainSeconds = Number(services.worker.environment.WORKER_SHUTDOWN_TIMEOUT_SECONDS);
-    expect(drainSeconds).toBe(8);
+    // Kept equal to the service's default, so the grace period moves with it.
+    expect(drainSeconds).toBe(loadEnv({}).WORKER_SHUTDOWN_TIMEOUT_SECONDS);
     expect(Number.parseInt(services.worker.stop_grace_period, 10)).toBeGreaterThanOrEqual(drainSeconds + 5);
   });
 

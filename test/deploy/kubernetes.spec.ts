@@ -113,7 +113,8 @@ describe('deploy/kubernetes', () => {
 
   it('lets the worker drain before SIGKILL: the grace period exceeds WORKER_SHUTDOWN_TIMEOUT_SECONDS', () => {
     const drainSeconds = Number(envOf(worker).WORKER_SHUTDOWN_TIMEOUT_SECONDS);
-    expect(drainSeconds).toBe(8);
+    // Kept equal to the service's default, so the grace period moves with it.
+    expect(drainSeconds).toBe(loadEnv({}).WORKER_SHUTDOWN_TIMEOUT_SECONDS);
     expect(worker.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(drainSeconds + 5);
   });
 

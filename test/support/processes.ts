@@ -74,13 +74,13 @@ export async function startApi(env: Record<string, string>): Promise<RunningApi>
   return { ...api, url };
 }
 
-/** Starts the built worker and waits until its queue loop is up (it logs at info level for that). */
+/** Starts the built worker and waits until it has booted and its queue loop is up (logged at info level). */
 export async function startWorker(env: Record<string, string>): Promise<RunningProcess> {
   const worker = spawnNode('dist/apps/worker/src/main.js', { LOG_LEVEL: 'info', ...env });
-  const ready = /queue worker started|claims no jobs/;
+  const queueUp = /queue worker started|claims no jobs/;
   try {
     await Promise.race([
-      waitFor(async () => ready.test(worker.output()), 60_000, 'the worker to start its queue loop'),
+      waitFor(async () => queueUp.test(worker.output()) && worker.output().includes('worker ready'), 60_000, 'the worker to boot'),
       worker.exited.then((code) => {
         throw new Error(`worker exited with ${code} before it was ready:\n${worker.output()}`);
       }),

@@ -7,6 +7,7 @@ import { DatabaseModule } from '@app/database';
 import { HealthModule } from '@app/health';
 import { QueueModule } from '@app/queue';
 import { RunsModule } from '@app/runs';
+import { SchedulesModule } from '@app/schedules';
 import { ServiceAccountsModule } from '@app/service-accounts';
 
 import { DiscoveryController } from './discovery/discovery.controller';
@@ -19,6 +20,7 @@ import { MetricsController } from './queue/metrics.controller';
 import { QueueController } from './queue/queue.controller';
 import { AgentRunsController, TeamRunsController, WorkflowRunsController } from './runs/component-runs.controller';
 import { SessionsController } from './runs/sessions.controller';
+import { SchedulesController } from './schedules/schedules.controller';
 import { ServiceAccountsController } from './service-accounts/service-accounts.controller';
 
 /** Wires the libs into the HTTP api; holds no rules of its own. */
@@ -28,7 +30,17 @@ export class ApiModule {
     const mcp = mcpWiring(env);
     return {
       module: ApiModule,
-      imports: [ConfigModule.forRoot(env), DatabaseModule, AuthModule, ServiceAccountsModule, HealthModule, RunsModule.forRoot(), QueueModule, ...mcp.imports],
+      imports: [
+        ConfigModule.forRoot(env),
+        DatabaseModule,
+        AuthModule,
+        ServiceAccountsModule,
+        HealthModule,
+        RunsModule.forRoot(),
+        QueueModule,
+        SchedulesModule,
+        ...mcp.imports,
+      ],
       controllers: [
         DiscoveryController,
         ReadinessController,
@@ -39,6 +51,7 @@ export class ApiModule {
         SessionsController,
         QueueController,
         MetricsController,
+        SchedulesController,
         ...mcp.controllers,
       ],
       providers: [

@@ -19,6 +19,7 @@ describe('MCP off (the default)', () => {
     const response = await call(api.url, 'POST', '/mcp', { json: INITIALIZE_REQUEST, headers: MCP_HEADERS, token: ROOT_KEY });
     expect(response.status).toBe(404);
     expect((await call(api.url, 'GET', '/info')).body.mcp).toEqual({ enabled: false, path: null, oauth: null });
+    expect((await call(api.url, 'GET', '/config', { token: ROOT_KEY })).body.mcp).toEqual({ enabled: false, path: null, oauth: null });
   });
 });
 
@@ -38,8 +39,9 @@ describe('MCP on, security-key mode', () => {
     await api?.stop();
   });
 
-  it('reports the mount on /info without OAuth', async () => {
+  it('reports the mount on /info and /config, without OAuth', async () => {
     expect((await call(api.url, 'GET', '/info')).body.mcp).toEqual({ enabled: true, path: '/mcp', oauth: null });
+    expect((await call(api.url, 'GET', '/config', { token: ROOT_KEY })).body.mcp).toEqual({ enabled: true, path: '/mcp', oauth: null });
   });
 
   it('initializes and lists tools, each naming the REST route and scope it mirrors', async () => {
@@ -166,6 +168,7 @@ describe('MCP as an OAuth-protected resource', () => {
     const info = await call(api.url, 'GET', '/info');
     expect(info.body.mcp).toEqual({ enabled: true, path: '/mcp', oauth: { authorization_servers: [authServer.issuer], resource } });
     expect(info.body.auth_mode).toBe('security_key');
+    expect((await call(api.url, 'GET', '/config', { token: ROOT_KEY })).body.mcp).toEqual(info.body.mcp);
   });
 
   it('challenges an anonymous request with the resource metadata, which names the authorization server', async () => {

@@ -5,6 +5,7 @@ import { DatabaseModule } from '@app/database';
 import { HealthModule } from '@app/health';
 import { QueueWorkerModule } from '@app/queue';
 import { RunsModule } from '@app/runs';
+import { SchedulesWorkerModule } from '@app/schedules';
 
 import { WorkerHealthServer } from './health-server';
 
@@ -14,7 +15,7 @@ export class WorkerModule {
   static forRoot(env: Env): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [ConfigModule.forRoot(env), DatabaseModule, HealthModule, RunsModule.forRoot(), QueueWorkerModule],
+      imports: [ConfigModule.forRoot(env), DatabaseModule, HealthModule, RunsModule.forRoot(), QueueWorkerModule, SchedulesWorkerModule],
       providers: [WorkerHealthServer],
     };
   }

@@ -1,5 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 
+import { ScheduleCredentialsModule } from '@app/schedules';
 import { ServiceAccountsModule } from '@app/service-accounts';
 
 import { Authenticator } from './authenticator.service';
@@ -8,7 +9,7 @@ import { ScopeGuard } from './scope.guard';
 
 @Global()
 @Module({
-  imports: [ServiceAccountsModule],
+  imports: [ServiceAccountsModule, ScheduleCredentialsModule],
   providers: [Authenticator, JwtVerifier, McpOAuthVerifier, ScopeGuard],
   exports: [Authenticator, ScopeGuard],
 })

@@ -4,7 +4,8 @@ import { Injectable } from '@nestjs/common';
 
 import { mayUse, Principal, SERVICE_ACCOUNT_PREFIX, serviceAccountPrincipal } from '@app/access';
 import { Env } from '@app/config';
-import { ServiceAccountVerifier, TOKEN_PREFIX, Verification } from '@app/service-accounts';
+import { SCHEDULE_CREDENTIAL_PREFIX, ScheduleCreator, ScheduleCredentials } from '@app/schedules';
+import { ServiceAccountsService, ServiceAccountVerifier, TOKEN_PREFIX, Verification } from '@app/service-accounts';
 
 import { AuthErrorCode, AuthException } from './auth.exception';
 import { AuthMode, authMode } from './auth-mode';
@@ -48,6 +49,8 @@ export class Authenticator {
     private readonly serviceAccounts: ServiceAccountVerifier,
     private readonly jwt: JwtVerifier,
     private readonly mcpOAuth: McpOAuthVerifier,
+    private readonly accounts: ServiceAccountsService,
+    private readonly scheduleCredentials: ScheduleCredentials,
   ) {
     this.mode = authMode(env);
     this.securityKey = env.OS_SECURITY_KEY ? digest(env.OS_SECURITY_KEY) : null;
@@ -70,6 +73,9 @@ export class Authenticator {
     const token = bearerToken(credentials.authorization);
     if (token === null) {
       return this.anonymousOr(this.missingCredentialDetail());
+    }
+    if (token.startsWith(SCHEDULE_CREDENTIAL_PREFIX)) {
+      return this.fromSchedule(await this.scheduleCredentials.resolve(token));
     }
     if (token.startsWith(TOKEN_PREFIX)) {
       return this.fromServiceAccount(await this.serviceAccounts.verify(token, credentials.clientKey));
@@ -158,6 +164,38 @@ export class Authenticator {
       case 'unavailable':
         return this.anonymousOr('Authentication is temporarily unavailable', AuthErrorCode.Unavailable);
     }
+  }
+
+  /**
+   * A schedule's fire carries its creator's rights, never more: a refusal is always a 401,
+   * even on an open instance, where falling back to anonymous could grant more than the creator had.
+   */
+  private async fromSchedule(creator: ScheduleCreator | null): Promise<Principal> {
+    if (!creator) {
+      throw new AuthException(AuthErrorCode.Unauthenticated, 'Invalid or expired schedule credential, or the schedule is disabled');
+    }
+    switch (creator.kind) {
+      case 'service_account': {
+        const standing = await this.accounts.standing(creator.serviceAccountId ?? '');
+        if (standing.state !== 'active') {
+          throw new AuthException(AuthErrorCode.Unauthenticated, `The schedule's service account is ${standing.state}`);
+        }
+        return { kind: 'service_account', userId: creator.userId, scopes: creator.scopes, scopesEnforced: true, selfScoped: true, serviceAccountId: creator.serviceAccountId ?? undefined };
+      }
+      case 'jwt':
+        return { kind: 'jwt', userId: creator.userId, scopes: creator.scopes, scopesEnforced: this.env.jwtScopesEnforced, selfScoped: this.env.USER_ISOLATION };
+      case 'security_key':
+        if (this.securityKey) {
+          return ROOT;
+        }
+        break;
+      case 'anonymous':
+        if (this.mode === 'none') {
+          return ANONYMOUS;
+        }
+        break;
+    }
+    throw new AuthException(AuthErrorCode.Unauthenticated, "The schedule's creator used a credential this instance no longer accepts");
   }
 
   private async fromJwt(token: string): Promise<Principal> {

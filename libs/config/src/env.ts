@@ -145,6 +145,13 @@ export class Env {
   @IsOptional()
   @IsEnvInt(1, 65535)
   WORKER_HEALTH_PORT?: number;
+  /** How often a worker looks for due schedules and queued fires. */
+  @IsEnvInt(50, 60000)
+  SCHEDULE_TICK_INTERVAL_MS = 1000;
+
+  /** Fires one worker runs at once (each is an HTTP call, possibly following a run). */
+  @IsEnvInt(1, 1000)
+  SCHEDULE_CONCURRENCY = 20;
 
   @IsEnvBoolean()
   MCP_ENABLED = false;

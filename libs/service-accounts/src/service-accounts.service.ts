@@ -14,6 +14,11 @@ import { ServiceAccountVerifier } from './service-account-verifier';
 import { generateToken } from './token';
 
 const DAY_MS = 86_400_000;
+
+export interface AccountStanding {
+  state: 'active' | 'revoked' | 'expired' | 'missing';
+  principal: string | null;
+}
 const MINT_SCOPE = 'service_accounts:write';
 
 @Injectable()
@@ -61,6 +66,22 @@ export class ServiceAccountsService {
     await this.accounts.revoke(id);
     this.verifier.forget(id);
     return this.map((await this.accounts.findById(scope, id)) ?? account);
+  }
+
+  /** Is the account still good for work done on its behalf later (a schedule's fires)? */
+  async standing(id: string): Promise<AccountStanding> {
+    const account = await this.accounts.findById(DataScope.all(), id);
+    if (!account) {
+      return { state: 'missing', principal: null };
+    }
+    const principal = serviceAccountPrincipal(account.name);
+    if (account.revokedAt) {
+      return { state: 'revoked', principal };
+    }
+    if (account.expiresAt && account.expiresAt.getTime() <= Date.now()) {
+      return { state: 'expired', principal };
+    }
+    return { state: 'active', principal };
   }
 
   /** Rules 3, 7 and 8 of the spec's Authentication section, in that order of precedence. */

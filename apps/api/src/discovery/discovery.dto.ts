@@ -1,5 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 
+import { ComponentDto } from '@app/runs';
+
 export class HealthDto {
   @ApiProperty({ example: 'ok' }) status!: string;
   @ApiProperty({ type: 'integer', description: 'Epoch seconds this process started' }) instantiated_at!: number;
@@ -33,4 +35,8 @@ export class ConfigDto {
   @ApiProperty({ enum: ['none', 'security_key', 'jwt'] }) auth_mode!: string;
   @ApiProperty({ type: 'string', nullable: true, description: 'The caller principal (`sa:<name>`, JWT sub) or null' }) principal!: string | null;
   @ApiProperty({ type: [String], description: 'Scopes the caller holds (empty for unscoped credentials)' }) scopes!: string[];
+  @ApiProperty({ type: McpInfoDto, description: 'Whether and where MCP is mounted' }) mcp!: McpInfoDto;
+  @ApiProperty({ type: [ComponentDto], description: 'Agents the caller may run' }) agents!: ComponentDto[];
+  @ApiProperty({ type: [ComponentDto], description: 'Teams the caller may run' }) teams!: ComponentDto[];
+  @ApiProperty({ type: [ComponentDto], description: 'Workflows the caller may run' }) workflows!: ComponentDto[];
 }

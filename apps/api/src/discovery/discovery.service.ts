@@ -1,11 +1,12 @@
 import { Injectable } from '@nestjs/common';
 
-import { Principal } from '@app/access';
+import { forComponent, mayUse, Principal } from '@app/access';
 import { Authenticator } from '@app/auth';
 import { Env, MCP_PATH, SERVICE_VERSION, API_VERSION } from '@app/config';
 import { mcpOAuthInfo } from '@app/mcp';
+import { ComponentDto, ComponentKind, RunsService } from '@app/runs';
 
-import { ConfigDto, HealthDto, InfoDto } from './discovery.dto';
+import { ConfigDto, HealthDto, InfoDto, McpInfoDto } from './discovery.dto';
 
 @Injectable()
 export class DiscoveryService {
@@ -14,6 +15,7 @@ export class DiscoveryService {
   constructor(
     private readonly env: Env,
     private readonly authenticator: Authenticator,
+    private readonly runs: RunsService,
   ) {}
 
   health(): HealthDto {
@@ -27,7 +29,7 @@ export class DiscoveryService {
       version: SERVICE_VERSION,
       api_version: API_VERSION,
       auth_mode: this.authenticator.mode,
-      mcp: { enabled: this.env.MCP_ENABLED, path: this.env.MCP_ENABLED ? MCP_PATH : null, oauth: mcpOAuthInfo(this.env) },
+      mcp: this.mcp(),
       url: this.env.publicUrl,
     };
   }
@@ -40,6 +42,19 @@ export class DiscoveryService {
       auth_mode: this.authenticator.mode,
       principal: principal.userId,
       scopes: [...principal.scopes],
+      mcp: this.mcp(),
+      agents: this.runnable(principal, 'agent', 'agents:run'),
+      teams: this.runnable(principal, 'team', 'teams:run'),
+      workflows: this.runnable(principal, 'workflow', 'workflows:run'),
     };
+  }
+
+  /** What the caller can run: the run routes' scope, narrowed to each component as the guard narrows it. */
+  private runnable(principal: Principal, kind: ComponentKind, runScope: string): ComponentDto[] {
+    return this.runs.listComponents(kind).filter((component) => mayUse(principal, forComponent(runScope, component.id)));
+  }
+
+  private mcp(): McpInfoDto {
+    return { enabled: this.env.MCP_ENABLED, path: this.env.MCP_ENABLED ? MCP_PATH : null, oauth: mcpOAuthInfo(this.env) };
   }
 }

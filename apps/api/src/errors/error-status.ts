@@ -4,9 +4,16 @@ import { AuthErrorCode } from '@app/auth';
 import { assertUnreachable, DomainException, RequestErrorCode } from '@app/errors';
 import { QueueErrorCode } from '@app/queue';
 import { RunErrorCode } from '@app/runs';
+import { ScheduleErrorCode } from '@app/schedules';
 import { ServiceAccountErrorCode } from '@app/service-accounts';
 
-export type DomainErrorCode = RequestErrorCode | AuthErrorCode | ServiceAccountErrorCode | RunErrorCode | QueueErrorCode;
+export type DomainErrorCode =
+  | RequestErrorCode
+  | AuthErrorCode
+  | ServiceAccountErrorCode
+  | RunErrorCode
+  | QueueErrorCode
+  | ScheduleErrorCode;
 
 /** Every domain error code and its HTTP status; a new code without a case does not compile. */
 export function statusOf(code: DomainErrorCode): HttpStatus {
@@ -32,10 +39,14 @@ export function statusOf(code: DomainErrorCode): HttpStatus {
     case RunErrorCode.RunNotFound:
     case RunErrorCode.SessionNotFound:
     case QueueErrorCode.JobNotFound:
+    case ScheduleErrorCode.NotFound:
+    case ScheduleErrorCode.RunNotFound:
       return HttpStatus.NOT_FOUND;
     case ServiceAccountErrorCode.NameTaken:
     case RunErrorCode.IdempotencyKeyReused:
     case QueueErrorCode.MayStillBeRunning:
+    case ScheduleErrorCode.NameTaken:
+    case ScheduleErrorCode.Disabled:
       return HttpStatus.CONFLICT;
     case AuthErrorCode.Throttled:
       return HttpStatus.TOO_MANY_REQUESTS;

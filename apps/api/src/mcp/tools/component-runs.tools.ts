@@ -1,0 +1,93 @@
+import { Injectable, Type } from '@nestjs/common';
+import { z } from 'zod';
+
+import { Principal } from '@app/access';
+import { McpTool, McpToolset } from '@app/mcp';
+import { AcceptedRunDto, ComponentDto, ComponentKind, RunDto, RunsService, StartRunDto } from '@app/runs';
+
+import { McpArguments } from '../mcp-arguments';
+
+interface ComponentTools {
+  kind: ComponentKind;
+  /** URL segment and scope resource: agents, teams, workflows. */
+  resource: string;
+  /** Path parameter (and tool argument) naming the component: agent_id, team_id, workflow_id. */
+  param: string;
+}
+
+/**
+ * The tools of one component kind, mirroring its REST routes one to one (like the run controllers,
+ * one definition instantiated per kind): list_agents, run_agent, get_agent_run, cancel_agent_run, ...
+ */
+function componentTools({ kind, resource, param }: ComponentTools): Type<unknown> {
+  const componentId = z.string().describe(`Id of the ${kind} (see list_${resource})`);
+  const runRef = z.object({ [param]: componentId, run_id: z.string().describe('Run id (UUID)') });
+
+  @McpToolset()
+  @Injectable()
+  class ComponentRunTools {
+    constructor(
+      readonly runs: RunsService,
+      readonly args: McpArguments,
+    ) {}
+
+    @McpTool({
+      name: `list_${resource}`,
+      mirrors: `GET /${resource}`,
+      description: `List the ${resource} this service runs.`,
+      annotations: { readOnlyHint: true },
+    })
+    list(): { data: ComponentDto[] } {
+      return { data: this.runs.listComponents(kind) };
+    }
+
+    @McpTool({
+      name: `run_${kind}`,
+      mirrors: `POST /${resource}/:${param}/runs`,
+      description:
+        `Run the ${kind} with a message. Waits for the finished run (status, content, error) by default; ` +
+        `with background=true it queues a durable job and returns {run_id, session_id, status: "queued"} at once (poll get_${kind}_run).`,
+      input: z.object({
+        [param]: componentId,
+        message: z.string().describe('The input of the run'),
+        session_id: z.string().optional().describe('Session to continue; a new one when absent'),
+        background: z.boolean().optional().describe('Queue the run and return at once (default false)'),
+        idempotency_key: z.string().optional().describe('Dedupe key: repeating it returns the earlier run'),
+        user_id: z.string().optional().describe('User the run is for; ignored when the caller has its own identity (service accounts)'),
+      }),
+    })
+    async run(principal: Principal, args: Record<string, unknown>): Promise<RunDto | AcceptedRunDto> {
+      const { [param]: id, ...body } = args;
+      const request = await this.args.as(StartRunDto, body, 'body');
+      return request.background ? this.runs.enqueue(principal, kind, String(id), request) : this.runs.run(principal, kind, String(id), request);
+    }
+
+    @McpTool({
+      name: `get_${kind}_run`,
+      mirrors: `GET /${resource}/:${param}/runs/:run_id`,
+      description: `One run of the ${kind}: status, content, error, timestamps.`,
+      input: runRef,
+      annotations: { readOnlyHint: true },
+    })
+    get(principal: Principal, args: Record<string, unknown>): Promise<RunDto> {
+      return this.runs.get(principal, kind, String(args[param]), String(args.run_id));
+    }
+
+    @McpTool({
+      name: `cancel_${kind}_run`,
+      mirrors: `POST /${resource}/:${param}/runs/:run_id/cancel`,
+      description: 'Cancel a run: a queued run is cancelled at once, a running one at its next checkpoint. Returns the run.',
+      input: runRef,
+      annotations: { destructiveHint: true, idempotentHint: true },
+    })
+    cancel(principal: Principal, args: Record<string, unknown>): Promise<RunDto> {
+      return this.runs.cancel(principal, kind, String(args[param]), String(args.run_id));
+    }
+  }
+  Object.defineProperty(ComponentRunTools, 'name', { value: `${kind[0].toUpperCase()}${kind.slice(1)}RunTools` });
+  return ComponentRunTools;
+}
+
+export const AgentRunTools = componentTools({ kind: 'agent', resource: 'agents', param: 'agent_id' });
+export const TeamRunTools = componentTools({ kind: 'team', resource: 'teams', param: 'team_id' });
+export const WorkflowRunTools = componentTools({ kind: 'workflow', resource: 'workflows', param: 'workflow_id' });

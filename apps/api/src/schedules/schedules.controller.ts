@@ -1,0 +1,101 @@
+import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiAcceptedResponse, ApiConflictResponse, ApiCreatedResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
+
+import { Principal } from '@app/access';
+import { CurrentPrincipal, RequireScope } from '@app/auth';
+import { ErrorBodyDto, ValidationErrorBodyDto } from '@app/errors';
+import {
+  CreateScheduleDto,
+  ListScheduleRunsQuery,
+  ListSchedulesQuery,
+  ScheduleDto,
+  ScheduleIdParams,
+  SchedulePageDto,
+  ScheduleRunDto,
+  ScheduleRunIdParams,
+  ScheduleRunPageDto,
+  SchedulesService,
+  UpdateScheduleDto,
+} from '@app/schedules';
+
+@ApiTags('schedules')
+@ApiUnprocessableEntityResponse({ type: ValidationErrorBodyDto, description: 'Validation error' })
+@Controller('schedules')
+export class SchedulesController {
+  constructor(private readonly schedules: SchedulesService) {}
+
+  @Post()
+  @RequireScope('schedules:write')
+  @ApiOperation({ summary: 'Create a schedule; its fires carry the rights of the caller creating it' })
+  @ApiCreatedResponse({ type: ScheduleDto })
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The owner already has a schedule with this name' })
+  create(@CurrentPrincipal() caller: Principal, @Body() request: CreateScheduleDto): Promise<ScheduleDto> {
+    return this.schedules.create(caller, request);
+  }
+
+  @Get()
+  @RequireScope('schedules:read')
+  @ApiOperation({ summary: 'List schedules' })
+  @ApiOkResponse({ type: SchedulePageDto })
+  list(@CurrentPrincipal() caller: Principal, @Query() query: ListSchedulesQuery): Promise<SchedulePageDto> {
+    return this.schedules.list(caller, query);
+  }
+
+  @Get(':schedule_id')
+  @RequireScope('schedules:read')
+  @ApiOperation({ summary: 'Get a schedule' })
+  @ApiOkResponse({ type: ScheduleDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  get(@CurrentPrincipal() caller: Principal, @Param() params: ScheduleIdParams): Promise<ScheduleDto> {
+    return this.schedules.get(caller, params.schedule_id);
+  }
+
+  @Patch(':schedule_id')
+  @RequireScope('schedules:write')
+  @ApiOperation({ summary: 'Update a schedule; absent fields are untouched' })
+  @ApiOkResponse({ type: ScheduleDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'Renamed onto another schedule of the owner' })
+  update(@CurrentPrincipal() caller: Principal, @Param() params: ScheduleIdParams, @Body() request: UpdateScheduleDto): Promise<ScheduleDto> {
+    return this.schedules.update(caller, params.schedule_id, request);
+  }
+
+  @Delete(':schedule_id')
+  @HttpCode(HttpStatus.NO_CONTENT)
+  @RequireScope('schedules:delete')
+  @ApiOperation({ summary: 'Delete a schedule and its history' })
+  @ApiNoContentResponse()
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  remove(@CurrentPrincipal() caller: Principal, @Param() params: ScheduleIdParams): Promise<void> {
+    return this.schedules.remove(caller, params.schedule_id);
+  }
+
+  @Post(':schedule_id/trigger')
+  @HttpCode(HttpStatus.ACCEPTED)
+  @RequireScope('schedules:write')
+  @ApiOperation({ summary: 'Fire now: queues a fire a worker runs like a cron tick; next_run_at is untouched' })
+  @ApiAcceptedResponse({ type: ScheduleRunDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The schedule is disabled' })
+  trigger(@CurrentPrincipal() caller: Principal, @Param() params: ScheduleIdParams): Promise<ScheduleRunDto> {
+    return this.schedules.trigger(caller, params.schedule_id);
+  }
+
+  @Get(':schedule_id/runs')
+  @RequireScope('schedules:read')
+  @ApiOperation({ summary: 'History of fires, each with every attempt it made' })
+  @ApiOkResponse({ type: ScheduleRunPageDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  runs(@CurrentPrincipal() caller: Principal, @Param() params: ScheduleIdParams, @Query() query: ListScheduleRunsQuery): Promise<ScheduleRunPageDto> {
+    return this.schedules.listRuns(caller, params.schedule_id, query);
+  }
+
+  @Get(':schedule_id/runs/:run_id')
+  @RequireScope('schedules:read')
+  @ApiOperation({ summary: 'One fire of a schedule' })
+  @ApiOkResponse({ type: ScheduleRunDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  run(@CurrentPrincipal() caller: Principal, @Param() params: ScheduleRunIdParams): Promise<ScheduleRunDto> {
+    return this.schedules.getRun(caller, params.schedule_id, params.run_id);
+  }
+}

@@ -1,0 +1,157 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase } from '../../../test/support/database';
+import { call } from '../../../test/support/http';
+import { callTool, connectMcp } from '../../../test/support/mcp';
+import { mintAccount, MintedAccount, ROOT_KEY, uniqueName } from '../../../test/support/principals';
+import { RunningApi, startApi } from '../../../test/support/processes';
+
+describe('MCP run, session, component and schedule tools', () => {
+  let api: RunningApi;
+  let alice: MintedAccount;
+  let bob: MintedAccount;
+  let asAlice: Client;
+  let asBob: Client;
+  beforeAll(async () => {
+    api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true', DEMO_COMPONENTS: 'true' });
+    // The default scopes: agents/teams/workflows:run, sessions:read, config:read.
+    alice = await mintAccount(api.url, ROOT_KEY);
+    bob = await mintAccount(api.url, ROOT_KEY);
+    asAlice = await connectMcp(api.url, alice.token);
+    asBob = await connectMcp(api.url, bob.token);
+  });
+  afterAll(async () => {
+    await asAlice?.close();
+    await asBob?.close();
+    await api?.stop();
+  });
+
+  it('runs echo-agent and waits for the finished run, attributed to the token principal', async () => {
+    const result = await callTool(asAlice, 'run_agent', { agent_id: 'echo-agent', message: 'hello over MCP' });
+    expect(result.isError, result.text).toBe(false);
+    expect(result.structured).toMatchObject({
+      component_type: 'agent',
+      component_id: 'echo-agent',
+      status: 'completed',
+      content: 'hello over MCP',
+      user_id: `sa:${alice.name}`,
+      background: false,
+    });
+    const rest = await call(api.url, 'GET', `/agents/echo-agent/runs/${result.structured.run_id}`, { token: alice.token });
+    expect(rest.body).toEqual(result.structured);
+    const fetched = await callTool(asAlice, 'get_agent_run', { agent_id: 'echo-agent', run_id: result.structured.run_id });
+    expect(fetched.structured).toEqual(rest.body);
+  });
+
+  it('runs the demo team and workflow through their own tools', async () => {
+    expect((await callTool(asAlice, 'run_team', { team_id: 'echo-team', message: 'team' })).structured).toMatchObject({ status: 'completed', content: 'team' });
+    expect((await callTool(asAlice, 'run_workflow', { workflow_id: 'echo-workflow', message: 'flow' })).structured).toMatchObject({ status: 'completed', content: 'flow' });
+  });
+
+  it('reports a failing component as a finished failed run, and an unknown one as a tool error', async () => {
+    const failed = await callTool(asAlice, 'run_agent', { agent_id: 'fail-agent', message: 'x' });
+    expect(failed.isError).toBe(false);
+    expect(failed.structured).toMatchObject({ status: 'failed', error: expect.any(String) });
+    expect(await callTool(asAlice, 'run_agent', { agent_id: 'nobody', message: 'x' })).toMatchObject({ isError: true, text: "404: Agent 'nobody' not found" });
+  });
+
+  it('queues a background run and cancels it while queued', async () => {
+    const queued = await callTool(asAlice, 'run_agent', { agent_id: 'sleep-agent', message: '1', background: true });
+    expect(queued.structured).toEqual({ run_id: expect.any(String), session_id: expect.any(String), status: 'queued' });
+    const cancelled = await callTool(asAlice, 'cancel_agent_run', { agent_id: 'sleep-agent', run_id: queued.structured.run_id });
+    expect(cancelled.structured).toMatchObject({ run_id: queued.structured.run_id, status: 'cancelled', background: true });
+  });
+
+  it('narrows the run scope to the component named in the arguments', async () => {
+    const echoOnly = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:echo-agent:run'] });
+    const client = await connectMcp(api.url, echoOnly.token);
+    try {
+      expect((await callTool(client, 'run_agent', { agent_id: 'echo-agent', message: 'ok' })).structured.status).toBe('completed');
+      expect(await callTool(client, 'run_agent', { agent_id: 'sleep-agent', message: '0' })).toMatchObject({
+        isError: true,
+        text: '403: Insufficient permissions. Required scope(s): agents:sleep-agent:run',
+      });
+      expect((await callTool(client, 'list_agents')).text).toBe('403: Insufficient permissions. Required scope(s): agents:read');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('self-scopes two service accounts exactly as REST does', async () => {
+    const run = (await callTool(asAlice, 'run_agent', { agent_id: 'echo-agent', message: 'private to alice' })).structured;
+    const ref = { agent_id: 'echo-agent', run_id: run.run_id };
+
+    // Bob cannot see, read or cancel Alice's run or session: 404, never 403, so ids do not leak.
+    expect(await callTool(asBob, 'get_agent_run', ref)).toMatchObject({ isError: true, text: `404: Run '${run.run_id}' not found` });
+    expect((await callTool(asBob, 'cancel_agent_run', ref)).text).toMatch(/^404: /);
+    expect((await callTool(asBob, 'get_session', { session_id: run.session_id })).text).toMatch(/^404: /);
+    expect((await callTool(asBob, 'list_session_runs', { session_id: run.session_id })).text).toMatch(/^404: /);
+    const bobSessions = await callTool(asBob, 'list_sessions', { limit: 100 });
+    expect(bobSessions.structured.data.map((session: { session_id: string }) => session.session_id)).not.toContain(run.session_id);
+    expect(bobSessions.structured.data).toEqual((await call(api.url, 'GET', '/sessions?limit=100', { token: bob.token })).body.data);
+
+    // Alice sees her own, and continuing her session keeps it hers.
+    const aliceSessions = await callTool(asAlice, 'list_sessions', { limit: 100 });
+    expect(aliceSessions.structured.data.map((session: { session_id: string }) => session.session_id)).toContain(run.session_id);
+    expect((await callTool(asAlice, 'get_session', { session_id: run.session_id })).structured).toMatchObject({ session_id: run.session_id, user_id: `sa:${alice.name}` });
+    await callTool(asAlice, 'run_agent', { agent_id: 'echo-agent', message: 'again', session_id: run.session_id });
+    const runs = await callTool(asAlice, 'list_session_runs', { session_id: run.session_id });
+    expect(runs.structured.data.map((row: { message: string }) => row.message).sort()).toEqual(['again', 'private to alice']);
+
+    // Bob cannot write into Alice's session either.
+    expect((await callTool(asBob, 'run_agent', { agent_id: 'echo-agent', message: 'intrude', session_id: run.session_id })).isError).toBe(true);
+  });
+
+  it('ignores a user_id argument for a service account, like REST', async () => {
+    const run = await callTool(asAlice, 'run_agent', { agent_id: 'echo-agent', message: 'who', user_id: 'someone-else' });
+    expect(run.structured.user_id).toBe(`sa:${alice.name}`);
+  });
+
+  it('tells a token what it can run through get_config, as /config does', async () => {
+    const config = await callTool(asAlice, 'get_config');
+    expect(config.structured.agents.map((agent: { id: string }) => agent.id)).toEqual(['echo-agent', 'sleep-agent', 'fail-agent']);
+    expect(config.structured.teams.map((team: { id: string }) => team.id)).toEqual(['echo-team']);
+    const echoOnly = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:echo-agent:run', 'config:read'] });
+    const rest = await call(api.url, 'GET', '/config', { token: echoOnly.token });
+    expect(rest.body).toMatchObject({ agents: [{ id: 'echo-agent', type: 'agent' }], teams: [], workflows: [] });
+  });
+
+  it('validates run arguments with the REST rules', async () => {
+    const bad = await callTool(asAlice, 'run_agent', { agent_id: 'echo-agent', message: 'x', session_id: 'bad id with spaces' });
+    expect(bad).toMatchObject({ isError: true, text: '422: Invalid arguments: session_id: session_id must be 1-128 letters, digits, ., _, : or -' });
+  });
+
+  it('manages schedules under the schedules scopes, self-scoped per service account', async () => {
+    const scheduler = await mintAccount(api.url, ROOT_KEY, { scopes: ['schedules:read', 'schedules:write'], privileged: true });
+    const other = await mintAccount(api.url, ROOT_KEY, { scopes: ['schedules:read'] });
+    const [mine, theirs] = [await connectMcp(api.url, scheduler.token), await connectMcp(api.url, other.token)];
+    try {
+      const created = await callTool(mine, 'create_schedule', { name: uniqueName('nightly'), cron_expr: '0 0 1 1 *', endpoint: '/health', method: 'get' });
+      expect(created.isError, created.text).toBe(false);
+      expect(created.structured).toMatchObject({ method: 'GET', enabled: true, user_id: `sa:${scheduler.name}`, next_run_at: expect.any(Number) });
+      const id = created.structured.id;
+      const updated = await callTool(mine, 'update_schedule', { schedule_id: id, max_retries: 2, enabled: false });
+      expect(updated.structured).toMatchObject({ id, max_retries: 2, enabled: false });
+      expect(await callTool(mine, 'update_schedule', { schedule_id: id, timeout_seconds: 0 })).toMatchObject({ isError: true, text: expect.stringMatching(/^422: Invalid arguments: timeout_seconds: /) });
+      expect((await callTool(mine, 'get_schedule', { schedule_id: id })).structured).toEqual((await call(api.url, 'GET', `/schedules/${id}`, { token: scheduler.token })).body);
+      expect((await callTool(mine, 'list_schedules', {})).structured.data.map((row: { id: string }) => row.id)).toContain(id);
+
+      expect((await callTool(theirs, 'get_schedule', { schedule_id: id })).text).toMatch(/^404: /);
+      expect((await callTool(theirs, 'list_schedules', {})).structured.data).toEqual([]);
+      expect((await callTool(mine, 'delete_schedule', { schedule_id: id })).text).toBe('403: Insufficient permissions. Required scope(s): schedules:delete');
+      expect((await callTool(theirs, 'trigger_schedule', { schedule_id: id })).text).toBe('403: Insufficient permissions. Required scope(s): schedules:write');
+
+      await callTool(mine, 'update_schedule', { schedule_id: id, enabled: true });
+      const fire = await callTool(mine, 'trigger_schedule', { schedule_id: id });
+      expect(fire.isError, fire.text).toBe(false);
+      expect((await callTool(mine, 'list_schedule_runs', { schedule_id: id })).structured.data.map((run: { id: string }) => run.id)).toContain(fire.structured.id);
+      const root = await connectMcp(api.url, ROOT_KEY);
+      expect((await callTool(root, 'delete_schedule', { schedule_id: id })).structured).toEqual({ deleted: id });
+      await root.close();
+      expect((await call(api.url, 'GET', `/schedules/${id}`, { token: ROOT_KEY })).status).toBe(404);
+    } finally {
+      await Promise.all([mine.close(), theirs.close()]);
+    }
+  });
+});

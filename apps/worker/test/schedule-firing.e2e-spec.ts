@@ -1,0 +1,260 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase, query } from '../../../test/support/database';
+import { call } from '../../../test/support/http';
+import { mintAccount, ROOT_KEY, uniqueName } from '../../../test/support/principals';
+import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../../../test/support/processes';
+import { TcpProxy } from '../../../test/support/tcp-proxy';
+
+interface Attempt {
+  attempt: number;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+  run_id: string | null;
+  run_status: string | null;
+}
+
+interface Fire {
+  id: string;
+  trigger: string;
+  status: string;
+  due_at: number;
+  status_code: number | null;
+  error: string | null;
+  run_id: string | null;
+  run_status: string | null;
+  attempts: Attempt[];
+}
+
+/** A slot that never comes on its own during a test: fires happen only when a test makes one due. */
+const YEARLY = '0 0 1 1 *';
+const FINISHED = ['success', 'failed', 'skipped'];
+
+describe('schedule firing (real worker, real HTTP)', () => {
+  let api: RunningApi;
+  let worker: RunningProcess;
+  let proxy: TcpProxy;
+  let proxyUrl: string;
+  let databaseUrl: string;
+
+  const workerEnv = () => ({ DATABASE_URL: databaseUrl, PUBLIC_URL: proxyUrl, SCHEDULE_TICK_INTERVAL_MS: '200', OS_SECURITY_KEY: ROOT_KEY });
+
+  beforeAll(async () => {
+    databaseUrl = await createTestDatabase();
+    api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '0', DEMO_COMPONENTS: 'true' });
+    // The worker reaches the api through a proxy the retry and timeout tests can cut or stall.
+    proxy = new TcpProxy('127.0.0.1', Number(new URL(api.url).port));
+    proxyUrl = `http://127.0.0.1:${await proxy.listen()}`;
+    worker = await startWorker(workerEnv());
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await proxy?.cut();
+    await api?.stop();
+  });
+
+  async function createSchedule(json: Record<string, unknown>, token = ROOT_KEY): Promise<{ id: string; name: string; next_run_at: number | null }> {
+    const response = await call(api.url, 'POST', '/schedules', { token, json: { name: uniqueName('fire'), cron_expr: YEARLY, method: 'GET', ...json } });
+    expect(response.status, response.text).toBe(201);
+    return response.body;
+  }
+
+  /** What a passing minute does: the schedule's slot is now in the past. */
+  async function makeDue(ids: string[], ago = "interval '1 second'"): Promise<void> {
+    await query(databaseUrl, `UPDATE schedules SET next_run_at = now() - ${ago} WHERE id = ANY($1)`, [ids]);
+  }
+
+  async function fires(scheduleId: string): Promise<Fire[]> {
+    return (await call(api.url, 'GET', `/schedules/${scheduleId}/runs?limit=100&sort_order=asc`, { token: ROOT_KEY })).body.data;
+  }
+
+  async function finishedFire(scheduleId: string, count = 1, timeoutMs = 20_000): Promise<Fire> {
+    let last: Fire[] = [];
+    await waitFor(async () => (last = await fires(scheduleId)).filter((fire) => FINISHED.includes(fire.status)).length >= count, timeoutMs, `fire ${count} of ${scheduleId}`);
+    return last[count - 1];
+  }
+
+  async function schedule(id: string) {
+    return (await call(api.url, 'GET', `/schedules/${id}`, { token: ROOT_KEY })).body;
+  }
+
+  it('fires a due schedule once, records the attempt, and moves next_run_at to the next slot', async () => {
+    const created = await createSchedule({ endpoint: '/health', cron_expr: '0 0 * * *' });
+    await makeDue([created.id]);
+    const fire = await finishedFire(created.id);
+    expect(fire).toMatchObject({ trigger: 'cron', status: 'success', status_code: 200, error: null });
+    expect(fire.attempts).toEqual([{ attempt: 1, started_at: expect.any(Number), completed_at: expect.any(Number), duration_ms: expect.any(Number), status_code: 200, error: null, run_id: null, run_status: null }]);
+    const after = await schedule(created.id);
+    const nextMidnight = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate() + 1) / 1000;
+    expect(after.next_run_at).toBe(nextMidnight);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(await fires(created.id)).toHaveLength(1);
+  });
+
+  it('fires a schedule that missed many slots while no worker ran once, not once per slot', async () => {
+    const created = await createSchedule({ endpoint: '/health', cron_expr: '0 * * * *' });
+    await makeDue([created.id], "interval '5 hours'");
+    await finishedFire(created.id);
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    expect(await fires(created.id)).toHaveLength(1);
+    expect((await schedule(created.id)).next_run_at).toBeGreaterThan(Date.now() / 1000);
+  });
+
+  it('sends the payload as the JSON body with the creator rights: a root schedule mints an account', async () => {
+    const name = uniqueName('minted-by-schedule');
+    const created = await createSchedule({ endpoint: '/service-accounts', method: 'POST', payload: { name, scopes: [{ scope: 'config:read' }] } });
+    const triggered = await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
+    expect(triggered.status).toBe(202);
+    const fire = await finishedFire(created.id);
+    expect(fire).toMatchObject({ id: triggered.body.id, trigger: 'manual', status: 'success', status_code: 201 });
+    const accounts = await query<{ name: string }>(databaseUrl, 'SELECT name FROM service_accounts WHERE name = $1', [name]);
+    expect(accounts).toEqual([{ name }]);
+  });
+
+  it('makes a real HTTP call that starts an echo-agent run, as the creating service account', async () => {
+    const runner = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'schedules:write'], privileged: true });
+    const created = await createSchedule({ endpoint: '/agents/echo-agent/runs', method: 'POST', payload: { message: 'scheduled hello' } }, runner.token);
+    expect(created).toMatchObject({ target_type: 'agent', target_id: 'echo-agent' });
+    await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
+    const fire = await finishedFire(created.id);
+    expect(fire).toMatchObject({ status: 'success', status_code: 200, run_id: expect.any(String), run_status: 'completed' });
+    expect(fire.attempts[0]).toMatchObject({ run_id: fire.run_id, run_status: 'completed' });
+    const run = await call(api.url, 'GET', `/agents/echo-agent/runs/${fire.run_id}`, { token: runner.token });
+    expect(run.status, run.text).toBe(200);
+    expect(run.body).toMatchObject({ status: 'completed', content: 'scheduled hello', user_id: `sa:${runner.name}` });
+  });
+
+  it('fails the fire when the run it started fails, retrying it', async () => {
+    const created = await createSchedule({ endpoint: '/agents/fail-agent/runs', method: 'POST', payload: { message: 'x' }, max_retries: 1, retry_delay_seconds: 1 });
+    await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
+    const fire = await finishedFire(created.id);
+    expect(fire).toMatchObject({ status: 'failed', run_status: 'failed' });
+    expect(fire.error).toMatch(/^Run failed: /);
+    expect(fire.attempts).toHaveLength(2);
+    expect(new Set(fire.attempts.map((attempt) => attempt.run_id)).size).toBe(2);
+  });
+
+  it('fires with the rights of the creating service account, never more', async () => {
+    const runner = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'config:read', 'schedules:write', 'schedules:read'], privileged: true });
+    const allowed = await createSchedule({ endpoint: '/config' }, runner.token);
+    const refused = await createSchedule({ endpoint: '/service-accounts', max_retries: 3, retry_delay_seconds: 1 }, runner.token);
+    await makeDue([allowed.id, refused.id]);
+    expect(await finishedFire(allowed.id)).toMatchObject({ status: 'success', status_code: 200 });
+    const fire = await finishedFire(refused.id);
+    expect(fire).toMatchObject({ status: 'failed', status_code: 403 });
+    expect(fire.error).toContain('service_accounts:read');
+    // A 403 is an answer, not a glitch: it is not retried.
+    expect(fire.attempts).toHaveLength(1);
+  });
+
+  it('disables the schedule of a revoked service account with disabled_reason, without calling', async () => {
+    const creator = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read', 'schedules:write'], privileged: true });
+    const created = await createSchedule({ endpoint: '/config' }, creator.token);
+    expect((await call(api.url, 'DELETE', `/service-accounts/${creator.id}`, { token: ROOT_KEY })).status).toBe(200);
+    await makeDue([created.id]);
+    const fire = await finishedFire(created.id);
+    expect(fire).toMatchObject({ status: 'failed', attempts: [], status_code: null });
+    expect(fire.error).toContain('revoked');
+    expect(await schedule(created.id)).toMatchObject({ enabled: false, next_run_at: null, disabled_reason: `creator_revoked:sa:${creator.name}` });
+    expect((await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY })).status).toBe(409);
+  });
+
+  it('disables the schedule of an expired service account', async () => {
+    const creator = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read', 'schedules:write'], privileged: true });
+    const created = await createSchedule({ endpoint: '/config' }, creator.token);
+    await query(databaseUrl, `UPDATE service_accounts SET expires_at = now() - interval '1 second' WHERE id = $1`, [creator.id]);
+    await makeDue([created.id]);
+    expect(await finishedFire(created.id)).toMatchObject({ status: 'failed', attempts: [] });
+    expect(await schedule(created.id)).toMatchObject({ enabled: false, disabled_reason: `creator_expired:sa:${creator.name}` });
+  });
+
+  it('never fires a disabled schedule, even when its slot has passed', async () => {
+    const created = await createSchedule({ endpoint: '/health', enabled: false });
+    await query(databaseUrl, `UPDATE schedules SET next_run_at = now() - interval '1 minute' WHERE id = $1`, [created.id]);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(await fires(created.id)).toEqual([]);
+  });
+
+  it('retries after retry_delay_seconds and records both attempts when the api was unreachable', async () => {
+    const created = await createSchedule({ endpoint: '/health', max_retries: 2, retry_delay_seconds: 2 });
+    const port = Number(new URL(proxyUrl).port);
+    await proxy.cut();
+    try {
+      await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
+      await waitFor(async () => (await fires(created.id))[0]?.attempts.length === 1, 10_000, 'the first attempt');
+    } finally {
+      await proxy.listen(port);
+    }
+    const fire = await finishedFire(created.id);
+    expect(fire.status).toBe('success');
+    expect(fire.attempts.map((attempt) => [attempt.attempt, attempt.status_code])).toEqual([
+      [1, null],
+      [2, 200],
+    ]);
+    expect(fire.attempts[0].error).toMatch(/^Request failed: ECONNREFUSED/);
+  });
+
+  it('bounds each attempt by timeout_seconds and fails after the last retry', async () => {
+    const created = await createSchedule({ endpoint: '/health', timeout_seconds: 1, max_retries: 1, retry_delay_seconds: 1 });
+    proxy.stall(true);
+    try {
+      await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
+      const fire = await finishedFire(created.id, 1, 15_000);
+      expect(fire).toMatchObject({ status: 'failed', error: 'Timed out after 1s' });
+      expect(fire.attempts.map((attempt) => attempt.error)).toEqual(['Timed out after 1s', 'Timed out after 1s']);
+      for (const attempt of fire.attempts) {
+        expect(attempt.duration_ms).toBeGreaterThanOrEqual(950);
+        expect(attempt.duration_ms).toBeLessThan(3000);
+      }
+    } finally {
+      proxy.stall(false);
+    }
+  });
+
+  it('fails a fire whose worker was lost instead of running it again', async () => {
+    const created = await createSchedule({ endpoint: '/health' });
+    await query(
+      databaseUrl,
+      `INSERT INTO schedule_runs (id, schedule_id, trigger, status, due_at, started_at, locked_by, deadline_at)
+       VALUES (gen_random_uuid(), $1, 'cron', 'running', now() - interval '2 hours', now() - interval '2 hours', 'gone-worker', now() - interval '1 minute')`,
+      [created.id],
+    );
+    const fire = await finishedFire(created.id);
+    expect(fire).toMatchObject({ status: 'failed', attempts: [], error: 'The worker running this fire was lost; it was not retried' });
+  });
+
+  it('fires each due slot exactly once across two workers over several ticks', async () => {
+    const second = await startWorker(workerEnv());
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 30; i += 1) {
+        ids.push((await createSchedule({ endpoint: '/health' })).id);
+      }
+      const rounds = 3;
+      for (let round = 1; round <= rounds; round += 1) {
+        await makeDue(ids);
+        await waitFor(
+          async () => {
+            const [{ done }] = await query<{ done: number }>(databaseUrl, `SELECT count(*)::int AS done FROM schedule_runs WHERE schedule_id = ANY($1) AND status = 'success'`, [ids]);
+            return done === ids.length * round;
+          },
+          20_000,
+          `round ${round}`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      const perSchedule = await query<{ n: number; slots: number }>(
+        databaseUrl,
+        `SELECT count(*)::int AS n, count(DISTINCT due_at)::int AS slots FROM schedule_runs WHERE schedule_id = ANY($1) GROUP BY schedule_id`,
+        [ids],
+      );
+      expect(perSchedule).toHaveLength(ids.length);
+      expect(perSchedule.every((row) => row.n === rounds && row.slots === rounds)).toBe(true);
+      const workers = await query<{ locked_by: string }>(databaseUrl, `SELECT DISTINCT locked_by FROM schedule_runs WHERE schedule_id = ANY($1)`, [ids]);
+      expect(workers).toHaveLength(2);
+    } finally {
+      await second.stop();
+    }
+  });
+});

@@ -1,0 +1,47 @@
+import { Cron } from 'croner';
+
+/**
+ * Cron and time zones, in one place. `croner` over `cron-parser`: it resolves IANA zones
+ * through Intl with no extra dependency (cron-parser pulls in luxon), and it documents its
+ * DST rules, which we take as ours (Vixie cron's): a fixed-time job whose time falls in the
+ * spring-forward gap runs at the first valid time after it, and once when the autumn hour
+ * repeats; an interval job (`*` or a step in minute/hour) skips the gap and runs on both
+ * occurrences of the repeated hour, because it follows real elapsed time.
+ */
+const CRON_OPTIONS = { paused: true, mode: '5-part', fixedTimeRule: 'no-wildcard' } as const;
+
+/** Nicknames (`@daily`) or the classic five fields; seconds and years are not offered. */
+const FIVE_FIELDS = /^\s*(@\w+|\S+(\s+\S+){4})\s*$/;
+
+/** Why `expression` is not a usable cron expression, or null when it is. */
+export function cronProblem(expression: string): string | null {
+  if (!FIVE_FIELDS.test(expression)) {
+    return 'cron_expr must have five fields (minute hour day-of-month month day-of-week) or be a nickname such as @daily';
+  }
+  try {
+    if (new Cron(expression, CRON_OPTIONS).nextRun() === null) {
+      return 'cron_expr never matches a date';
+    }
+    return null;
+  } catch (error) {
+    return `cron_expr is invalid: ${(error as Error).message.replace(/^CronPattern:\s*/, '')}`;
+  }
+}
+
+/** An IANA zone name (`Europe/Berlin`, `UTC`); UTC offsets like `+01:00` are refused. */
+export function isTimeZone(name: string): boolean {
+  if (!/^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(name)) {
+    return false;
+  }
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The first slot strictly after `from`, in `timeZone`; null when the expression never fires again. */
+export function nextRunAt(expression: string, timeZone: string, from: Date = new Date()): Date | null {
+  return new Cron(expression, { ...CRON_OPTIONS, timezone: timeZone }).nextRun(from);
+}

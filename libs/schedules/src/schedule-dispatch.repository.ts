@@ -1,0 +1,144 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+
+import { nextRunAt } from './cron';
+import { JsonObject } from './schedule.entity';
+import { ScheduleAttempt, ScheduleRunStatus } from './schedule-run.entity';
+
+/** A fire a worker has claimed, with what it needs from its schedule. */
+export interface ClaimedFire {
+  runId: string;
+  scheduleId: string;
+  method: string;
+  endpoint: string;
+  payload: JsonObject | null;
+  timeoutSeconds: number;
+  maxRetries: number;
+  retryDelaySeconds: number;
+  enabled: boolean;
+  creatorServiceAccountId: string | null;
+  targetType: string | null;
+  targetId: string | null;
+}
+
+interface DueRow {
+  id: string;
+  cron_expr: string;
+  timezone: string;
+  next_run_at: Date;
+  db_now: Date;
+}
+
+/** Slack past the worst case of a fire (every attempt timing out) before a running fire counts as lost. */
+const LOST_AFTER_SLACK_SECONDS = 60;
+
+/**
+ * The worker's SQL: every statement is one round trip and safe with any number of
+ * workers, because rows are taken with FOR UPDATE SKIP LOCKED and every later write
+ * about a fire is fenced by (id, locked_by, status = 'running').
+ */
+@Injectable()
+export class ScheduleDispatchRepository {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /**
+   * Turns due schedules into queued fires and advances next_run_at in the same transaction,
+   * so a slot is queued exactly once across workers. The next slot is computed from now, so a
+   * schedule that missed many slots while no worker ran fires once, not once per missed slot.
+   */
+  async queueDue(limit: number): Promise<number> {
+    return this.db.transaction(async (manager) => {
+      const due: DueRow[] = await manager.query(
+        `SELECT id, cron_expr, timezone, next_run_at, now() AS db_now FROM schedules
+         WHERE enabled AND next_run_at <= now() ORDER BY next_run_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
+        [limit],
+      );
+      if (due.length === 0) {
+        return 0;
+      }
+      const ids = due.map((row) => row.id);
+      // Never earlier than the database's now: a worker clock behind it must not re-queue the same slot.
+      const from = (row: DueRow): Date => new Date(Math.max(Date.now(), row.db_now.getTime(), row.next_run_at.getTime()));
+      const next = due.map((row) => nextRunAt(row.cron_expr, row.timezone, from(row)));
+      await manager.query(
+        `UPDATE schedules s SET next_run_at = v.next_run_at FROM unnest($1::uuid[], $2::timestamptz[]) AS v(id, next_run_at) WHERE s.id = v.id`,
+        [ids, next],
+      );
+      await manager.query(
+        `INSERT INTO schedule_runs (id, schedule_id, trigger, status, due_at)
+         SELECT gen_random_uuid(), v.id, 'cron', 'queued', v.due_at FROM unnest($1::uuid[], $2::timestamptz[]) AS v(id, due_at)`,
+        [ids, due.map((row) => row.next_run_at)],
+      );
+      return due.length;
+    });
+  }
+
+  /** Takes up to `limit` queued fires (oldest slot first) for this worker. */
+  async claim(workerId: string, limit: number): Promise<ClaimedFire[]> {
+    // TypeORM answers an UPDATE ... RETURNING with [rows, rowCount].
+    const [rows]: [Record<string, unknown>[], number] = await this.db.query(
+      `WITH picked AS (
+         SELECT id FROM schedule_runs WHERE status = 'queued' ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED
+       )
+       UPDATE schedule_runs r
+       SET status = 'running', locked_by = $1, started_at = now(),
+           deadline_at = now() + make_interval(secs => (s.max_retries + 1) * s.timeout_seconds + s.max_retries * s.retry_delay_seconds + ${LOST_AFTER_SLACK_SECONDS})
+       FROM picked, schedules s
+       WHERE r.id = picked.id AND s.id = r.schedule_id
+       RETURNING r.id AS run_id, s.id AS schedule_id, s.method, s.endpoint, s.payload, s.timeout_seconds, s.max_retries,
+                 s.retry_delay_seconds, s.enabled, s.creator_service_account_id, s.target_type, s.target_id`,
+      [workerId, limit],
+    );
+    return rows.map((row) => ({
+      runId: row.run_id as string,
+      scheduleId: row.schedule_id as string,
+      method: row.method as string,
+      endpoint: row.endpoint as string,
+      payload: row.payload as JsonObject | null,
+      timeoutSeconds: row.timeout_seconds as number,
+      maxRetries: row.max_retries as number,
+      retryDelaySeconds: row.retry_delay_seconds as number,
+      enabled: row.enabled as boolean,
+      creatorServiceAccountId: row.creator_service_account_id as string | null,
+      targetType: row.target_type as string | null,
+      targetId: row.target_id as string | null,
+    }));
+  }
+
+  /** Appends an attempt to a fire that goes on (a retry follows). */
+  async recordAttempt(runId: string, workerId: string, attempt: ScheduleAttempt): Promise<void> {
+    await this.db.query(
+      `UPDATE schedule_runs SET attempts = attempts || $3::jsonb, status_code = $4, error = $5,
+              run_id = COALESCE($6, run_id), run_status = COALESCE($7, run_status)
+       WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
+      [runId, workerId, JSON.stringify([attempt]), attempt.status_code, attempt.error, attempt.run_id, attempt.run_status],
+    );
+  }
+
+  /** Ends a fire, with its last attempt when it made one: one statement for the common single-attempt fire. */
+  async finish(runId: string, workerId: string, status: Exclude<ScheduleRunStatus, 'queued' | 'running'>, error: string | null, last?: ScheduleAttempt): Promise<void> {
+    await this.db.query(
+      `UPDATE schedule_runs SET status = $3, error = $4, completed_at = now(), attempts = attempts || $5::jsonb,
+              status_code = COALESCE($6, status_code), run_id = COALESCE($7, run_id), run_status = COALESCE($8, run_status)
+       WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
+      [runId, workerId, status, error, JSON.stringify(last ? [last] : []), last?.status_code ?? null, last?.run_id ?? null, last?.run_status ?? null],
+    );
+  }
+
+  /** Fires whose worker died mid-way are failed, not re-run: the call may already have happened. */
+  async failLost(): Promise<void> {
+    await this.db.query(
+      `UPDATE schedule_runs SET status = 'failed', completed_at = now(), error = 'The worker running this fire was lost; it was not retried'
+       WHERE status = 'running' AND deadline_at < now()`,
+    );
+  }
+
+  /** The system disabling a schedule: it never fires again until someone re-enables it. */
+  async disable(scheduleId: string, reason: string): Promise<void> {
+    await this.db.query(`UPDATE schedules SET enabled = false, next_run_at = NULL, disabled_reason = $2, updated_at = now() WHERE id = $1`, [
+      scheduleId,
+      reason,
+    ]);
+  }
+}

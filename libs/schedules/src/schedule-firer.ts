@@ -1,0 +1,156 @@
+import { Injectable, Logger } from '@nestjs/common';
+
+import { Env } from '@app/config';
+import { ServiceAccountsService } from '@app/service-accounts';
+
+import { ScheduleAttempt } from './schedule-run.entity';
+import { ClaimedFire, ScheduleDispatchRepository } from './schedule-dispatch.repository';
+import { ScheduleCredentials } from './schedule-credentials';
+import { clip, isRetryableStatus, isTerminalRunStatus, requestBody, runError, StartedRun, startedRun } from './schedule-http';
+import { runPath, TargetType } from './schedule-target';
+
+interface AttemptOutcome {
+  ok: boolean;
+  retryable: boolean;
+  statusCode: number | null;
+  error: string | null;
+  run: StartedRun | null;
+}
+
+const FOLLOW_FIRST_POLL_MS = 250;
+const FOLLOW_MAX_POLL_MS = 2000;
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+  });
+}
+
+/**
+ * Runs one claimed fire: `method PUBLIC_URL+endpoint` with the payload and the schedule's
+ * own credential, each attempt bounded by timeout_seconds (following a background run to its
+ * end counts against it), retried up to max_retries after retry_delay_seconds, every attempt recorded.
+ */
+@Injectable()
+export class ScheduleFirer {
+  private readonly logger = new Logger(ScheduleFirer.name);
+
+  constructor(
+    private readonly env: Env,
+    private readonly dispatch: ScheduleDispatchRepository,
+    private readonly credentials: ScheduleCredentials,
+    private readonly accounts: ServiceAccountsService,
+  ) {}
+
+  async fire(fire: ClaimedFire, workerId: string, shutdown: AbortSignal): Promise<void> {
+    if (!fire.enabled) {
+      return this.dispatch.finish(fire.runId, workerId, 'skipped', 'The schedule was disabled before this fire started');
+    }
+    if (!(await this.creatorStillValid(fire, workerId))) {
+      return;
+    }
+    for (let attempt = 1; ; attempt += 1) {
+      const { outcome, record } = await this.attempt(fire, attempt, shutdown);
+      const final = outcome.ok || !outcome.retryable || attempt > fire.maxRetries || shutdown.aborted;
+      if (final) {
+        return this.dispatch.finish(fire.runId, workerId, outcome.ok ? 'success' : 'failed', outcome.error, record);
+      }
+      await this.dispatch.recordAttempt(fire.runId, workerId, record);
+      await sleep(fire.retryDelaySeconds * 1000, shutdown);
+    }
+  }
+
+  /** A schedule whose service account is revoked or expired is disabled, and this fire makes no call. */
+  private async creatorStillValid(fire: ClaimedFire, workerId: string): Promise<boolean> {
+    if (!fire.creatorServiceAccountId) {
+      return true;
+    }
+    const standing = await this.accounts.standing(fire.creatorServiceAccountId);
+    if (standing.state === 'active') {
+      return true;
+    }
+    const reason = `creator_${standing.state}:${standing.principal ?? fire.creatorServiceAccountId}`;
+    await this.dispatch.disable(fire.scheduleId, reason);
+    await this.dispatch.finish(fire.runId, workerId, 'failed', `Not fired: the schedule's service account is ${standing.state}; the schedule is disabled (${reason})`);
+    this.logger.warn(`Schedule ${fire.scheduleId} disabled: ${reason}`);
+    return false;
+  }
+
+  private async attempt(fire: ClaimedFire, attempt: number, shutdown: AbortSignal): Promise<{ outcome: AttemptOutcome; record: ScheduleAttempt }> {
+    const startedAt = Date.now();
+    const signal = AbortSignal.any([shutdown, AbortSignal.timeout(fire.timeoutSeconds * 1000)]);
+    const outcome = await this.call(fire, signal).catch((error: unknown) => this.failure(error, fire, shutdown));
+    const record: ScheduleAttempt = {
+      attempt,
+      started_at: Math.floor(startedAt / 1000),
+      completed_at: Math.floor(Date.now() / 1000),
+      duration_ms: Date.now() - startedAt,
+      status_code: outcome.statusCode,
+      error: outcome.error,
+      run_id: outcome.run?.runId ?? null,
+      run_status: outcome.run?.status ?? null,
+    };
+    return { outcome, record };
+  }
+
+  private async call(fire: ClaimedFire, signal: AbortSignal): Promise<AttemptOutcome> {
+    const credential = await this.credentials.mint(fire.scheduleId, fire.timeoutSeconds + 60);
+    const { body, headers } = requestBody(fire.method, fire.payload);
+    const response = await fetch(`${this.env.publicUrl}${fire.endpoint}`, {
+      method: fire.method,
+      headers: { ...headers, authorization: `Bearer ${credential}`, 'x-request-id': `schedule-run-${fire.runId}` },
+      body,
+      signal,
+    });
+    const text = await response.text();
+    if (!response.ok) {
+      return { ok: false, retryable: isRetryableStatus(response.status), statusCode: response.status, error: `HTTP ${response.status}: ${clip(text)}`, run: null };
+    }
+    const run = fire.targetType && fire.targetId ? startedRun(text) : null;
+    if (!run) {
+      return { ok: true, retryable: false, statusCode: response.status, error: null, run: null };
+    }
+    return this.follow(fire, run, credential, response.status, text, signal);
+  }
+
+  /** Polls the run the endpoint started until it ends; a run that ends other than completed fails the attempt. */
+  private async follow(fire: ClaimedFire, run: StartedRun, credential: string, statusCode: number, body: string, signal: AbortSignal): Promise<AttemptOutcome> {
+    const url = `${this.env.publicUrl}${runPath({ type: fire.targetType as TargetType, id: fire.targetId! }, run.runId)}`;
+    let current = run;
+    let delay = FOLLOW_FIRST_POLL_MS;
+    try {
+      while (!isTerminalRunStatus(current.status)) {
+        await sleep(delay, signal);
+        signal.throwIfAborted();
+        delay = Math.min(delay * 1.5, FOLLOW_MAX_POLL_MS);
+        const response = await fetch(url, { headers: { authorization: `Bearer ${credential}` }, signal });
+        body = await response.text();
+        if (response.status >= 400 && !isRetryableStatus(response.status)) {
+          return { ok: false, retryable: false, statusCode: response.status, error: `Could not follow run ${run.runId}: HTTP ${response.status}: ${clip(body)}`, run: current };
+        }
+        current = (response.ok && startedRun(body)) || current;
+      }
+    } catch (error) {
+      if (signal.aborted && !(error instanceof DOMException && error.name === 'TimeoutError')) {
+        throw error;
+      }
+      // Not retried: the run is accepted and may still finish; a retry would start a second one.
+      return { ok: false, retryable: false, statusCode, error: `Run ${run.runId} was still ${current.status} after ${fire.timeoutSeconds}s`, run: current };
+    }
+    const ok = current.status.toLowerCase() === 'completed';
+    return { ok, retryable: !ok, statusCode, error: ok ? null : runError(body, current.status), run: current };
+  }
+
+  private failure(error: unknown, fire: ClaimedFire, shutdown: AbortSignal): AttemptOutcome {
+    if (shutdown.aborted) {
+      return { ok: false, retryable: false, statusCode: null, error: 'The worker shut down during this attempt', run: null };
+    }
+    if (error instanceof DOMException && error.name === 'TimeoutError') {
+      // A timed-out call may still be running on the server: retrying could do the work twice, but the spec asks for retries.
+      return { ok: false, retryable: true, statusCode: null, error: `Timed out after ${fire.timeoutSeconds}s`, run: null };
+    }
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    return { ok: false, retryable: true, statusCode: null, error: `Request failed: ${cause?.code ?? cause?.message ?? (error as Error).message}`, run: null };
+  }
+}

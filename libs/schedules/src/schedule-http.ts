@@ -1,0 +1,53 @@
+import { JsonObject } from './schedule.entity';
+
+/** Run statuses after which a background run does not change any more. */
+const TERMINAL_RUN_STATUSES = new Set(['completed', 'failed', 'error', 'cancelled', 'paused']);
+const MAX_ERROR_TEXT = 500;
+
+export interface StartedRun {
+  runId: string;
+  status: string;
+}
+
+export function isTerminalRunStatus(status: string): boolean {
+  return TERMINAL_RUN_STATUSES.has(status.toLowerCase());
+}
+
+/** The run an endpoint answered with (`{run_id, status}`), if its body names one. */
+export function startedRun(body: string): StartedRun | null {
+  try {
+    const parsed = JSON.parse(body) as { run_id?: unknown; status?: unknown };
+    return typeof parsed.run_id === 'string' && typeof parsed.status === 'string' ? { runId: parsed.run_id, status: parsed.status } : null;
+  } catch {
+    return null;
+  }
+}
+
+export function runError(body: string, status: string): string {
+  try {
+    const parsed = JSON.parse(body) as { error?: unknown };
+    if (typeof parsed.error === 'string' && parsed.error) {
+      return `Run ${status.toLowerCase()}: ${clip(parsed.error)}`;
+    }
+  } catch {
+    // fall through to the generic message
+  }
+  return `Run ended ${status.toLowerCase()}`;
+}
+
+/** GET and DELETE carry no body; everything else sends the payload as JSON (an empty object when unset). */
+export function requestBody(method: string, payload: JsonObject | null): { body?: string; headers: Record<string, string> } {
+  if (method === 'GET' || method === 'DELETE') {
+    return { headers: {} };
+  }
+  return { body: JSON.stringify(payload ?? {}), headers: { 'content-type': 'application/json' } };
+}
+
+/** Repeating these gets the same answer: a 4xx other than 408 and 429 is not retried. */
+export function isRetryableStatus(status: number): boolean {
+  return status >= 500 || status === 408 || status === 429;
+}
+
+export function clip(text: string): string {
+  return text.length > MAX_ERROR_TEXT ? `${text.slice(0, MAX_ERROR_TEXT)}…` : text;
+}

@@ -1,0 +1,79 @@
+import { Column, Entity, Index, ManyToOne, JoinColumn, PrimaryColumn } from 'typeorm';
+
+import { ScheduleEntity } from './schedule.entity';
+
+export type ScheduleRunTrigger = 'cron' | 'manual';
+export type ScheduleRunStatus = 'queued' | 'running' | 'success' | 'failed' | 'skipped';
+
+/** One HTTP call of a fire; a fire makes 1 + max_retries of them at most. */
+export interface ScheduleAttempt {
+  attempt: number;
+  started_at: number;
+  completed_at: number;
+  duration_ms: number;
+  status_code: number | null;
+  error: string | null;
+  run_id: string | null;
+  run_status: string | null;
+}
+
+/** One fire of a schedule (a cron tick or a manual trigger) and every attempt it made. */
+@Entity('schedule_runs')
+@Index('IDX_schedule_runs_schedule_created', ['scheduleId', 'createdAt'])
+// The worker's claim: queued fires, oldest slot first.
+@Index('IDX_schedule_runs_queued', ['dueAt'], { where: `"status" = 'queued'` })
+// The sweep of fires whose worker died.
+@Index('IDX_schedule_runs_running_deadline', ['deadlineAt'], { where: `"status" = 'running'` })
+export class ScheduleRunEntity {
+  @PrimaryColumn('uuid')
+  id!: string;
+
+  @Column({ name: 'schedule_id', type: 'uuid' })
+  scheduleId!: string;
+
+  @ManyToOne(() => ScheduleEntity, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'schedule_id', foreignKeyConstraintName: 'FK_schedule_runs_schedule' })
+  schedule?: ScheduleEntity;
+
+  @Column({ type: 'varchar', length: 16 })
+  trigger!: ScheduleRunTrigger;
+
+  @Column({ type: 'varchar', length: 16 })
+  status!: ScheduleRunStatus;
+
+  /** The cron slot this fire is for, or the time a manual trigger was accepted. */
+  @Column({ name: 'due_at', type: 'timestamptz' })
+  dueAt!: Date;
+
+  @Column({ name: 'started_at', type: 'timestamptz', nullable: true })
+  startedAt!: Date | null;
+
+  @Column({ name: 'completed_at', type: 'timestamptz', nullable: true })
+  completedAt!: Date | null;
+
+  @Column({ name: 'locked_by', type: 'varchar', length: 64, nullable: true })
+  lockedBy!: string | null;
+
+  /** A running fire past this instant lost its worker. */
+  @Column({ name: 'deadline_at', type: 'timestamptz', nullable: true })
+  deadlineAt!: Date | null;
+
+  @Column({ type: 'jsonb', default: () => `'[]'` })
+  attempts!: ScheduleAttempt[];
+
+  @Column({ name: 'status_code', type: 'integer', nullable: true })
+  statusCode!: number | null;
+
+  @Column({ type: 'text', nullable: true })
+  error!: string | null;
+
+  /** The run the endpoint started, when it answered with one. */
+  @Column({ name: 'run_id', type: 'varchar', length: 128, nullable: true })
+  runId!: string | null;
+
+  @Column({ name: 'run_status', type: 'varchar', length: 32, nullable: true })
+  runStatus!: string | null;
+
+  @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
+  createdAt!: Date;
+}

@@ -1,0 +1,39 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Repository } from 'typeorm';
+
+import { PageRequest } from '@app/pagination';
+
+import { ScheduleRunEntity } from './schedule-run.entity';
+import { ScheduleRunSortField } from './schedule-sorting';
+
+const SORT_COLUMNS: Record<ScheduleRunSortField, string> = {
+  created_at: 'run.created_at',
+  due_at: 'run.due_at',
+  completed_at: 'run.completed_at',
+};
+
+/** The history of fires. Callers reach it only through a schedule they may see. */
+@Injectable()
+export class ScheduleRunRepository {
+  constructor(@InjectRepository(ScheduleRunEntity) private readonly rows: Repository<ScheduleRunEntity>) {}
+
+  async insert(run: ScheduleRunEntity): Promise<void> {
+    await this.rows.insert(run);
+  }
+
+  findOfSchedule(scheduleId: string, id: string): Promise<ScheduleRunEntity | null> {
+    return this.rows.findOneBy({ id, scheduleId });
+  }
+
+  pageOfSchedule(scheduleId: string, request: PageRequest<ScheduleRunSortField>): Promise<[ScheduleRunEntity[], number]> {
+    return this.rows
+      .createQueryBuilder('run')
+      .where('run.schedule_id = :scheduleId', { scheduleId })
+      .orderBy(SORT_COLUMNS[request.sortBy], request.sortOrder === 'asc' ? 'ASC' : 'DESC', 'NULLS LAST')
+      .addOrderBy('run.id', 'ASC')
+      .offset(request.offset)
+      .limit(request.limit)
+      .getManyAndCount();
+  }
+}

@@ -1,0 +1,24 @@
+/** `target_type` values: the component kinds a run endpoint can start. */
+export const TARGET_TYPES = ['agent', 'team', 'workflow'] as const;
+export type TargetType = (typeof TARGET_TYPES)[number];
+
+export interface ScheduleTarget {
+  type: TargetType;
+  id: string;
+}
+
+const RUN_ENDPOINT = /^\/(agents|teams|workflows)\/([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\/runs\/?$/;
+
+/**
+ * `target_type`/`target_id` are derived, never sent: a POST to `/{agents|teams|workflows}/{id}/runs`
+ * targets that component; any other call targets nothing (both null).
+ */
+export function targetOf(method: string, endpoint: string): ScheduleTarget | null {
+  const match = method === 'POST' ? RUN_ENDPOINT.exec(endpoint.split('?')[0]) : null;
+  return match ? { type: match[1].slice(0, -1) as TargetType, id: match[2] } : null;
+}
+
+/** Where a run started through `target` can be read back. */
+export function runPath(target: ScheduleTarget, runId: string): string {
+  return `/${target.type}s/${encodeURIComponent(target.id)}/runs/${encodeURIComponent(runId)}`;
+}

@@ -1,0 +1,146 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { IsIn, IsString, IsUUID } from 'class-validator';
+
+import { PageMeta, PageQuery } from '@app/pagination';
+import { BoolField, Optional, StringField } from '@app/validation';
+
+import { JsonObject } from './schedule.entity';
+import {
+  CronExpression,
+  Description,
+  ManagedBy,
+  MaxRetries,
+  Payload,
+  RetryDelaySeconds,
+  ScheduleEndpoint,
+  ScheduleMethod,
+  ScheduleName,
+  TimeoutSeconds,
+  TimeZone,
+} from './schedule-fields';
+import { SCHEDULE_RUN_SORT_FIELDS, SCHEDULE_SORT_FIELDS } from './schedule-sorting';
+import { TARGET_TYPES } from './schedule-target';
+
+export class CreateScheduleDto {
+  @ScheduleName() name!: string;
+  @CronExpression() cron_expr!: string;
+  @ScheduleEndpoint() endpoint!: string;
+  @ScheduleMethod({ optional: true }) method?: string;
+  @Description() description?: string | null;
+  @Payload() payload?: JsonObject | null;
+  @TimeZone({ optional: true }) timezone?: string;
+  @TimeoutSeconds() timeout_seconds?: number;
+  @MaxRetries() max_retries?: number;
+  @RetryDelaySeconds() retry_delay_seconds?: number;
+  @BoolField({ optional: true, default: true }) enabled?: boolean;
+  @ManagedBy() managed_by?: string | null;
+
+  @StringField({ optional: true, nullable: true, maxLength: 255, description: 'Owner to attribute the schedule to; only for callers without an identity of their own (security key, open instance)' })
+  user_id?: string | null;
+}
+
+/** The spec's PATCH body (every field optional; absent fields are untouched), plus `enabled`. */
+export class UpdateScheduleDto {
+  @ScheduleName({ optional: true }) name?: string;
+  @CronExpression({ optional: true }) cron_expr?: string;
+  @ScheduleEndpoint({ optional: true }) endpoint?: string;
+  @ScheduleMethod({ optional: true }) method?: string;
+  @Description() description?: string | null;
+  @Payload() payload?: JsonObject | null;
+  @TimeZone({ optional: true }) timezone?: string;
+  @TimeoutSeconds() timeout_seconds?: number;
+  @MaxRetries() max_retries?: number;
+  @RetryDelaySeconds() retry_delay_seconds?: number;
+  @BoolField({ optional: true, description: 'false pauses the schedule; true re-arms it and clears disabled_reason' }) enabled?: boolean;
+}
+
+export class ListSchedulesQuery extends PageQuery({ maxLimit: 1000, sortFields: SCHEDULE_SORT_FIELDS, defaultSort: 'created_at' }) {
+  @BoolField({ optional: true, fromString: true, description: 'Only enabled (true) or disabled (false) schedules' })
+  enabled?: boolean;
+
+  @ApiProperty({ required: false, enum: TARGET_TYPES })
+  @Optional()
+  @IsIn(TARGET_TYPES)
+  target_type?: string;
+
+  @StringField({ optional: true, maxLength: 128 }) target_id?: string;
+  @StringField({ optional: true, maxLength: 64 }) managed_by?: string;
+}
+
+export class ListScheduleRunsQuery extends PageQuery({ maxLimit: 1000, sortFields: SCHEDULE_RUN_SORT_FIELDS, defaultSort: 'created_at' }) {}
+
+export class ScheduleDto {
+  @ApiProperty({ format: 'uuid' }) id!: string;
+  @ApiProperty() name!: string;
+  @ApiProperty({ example: 'POST' }) method!: string;
+  @ApiProperty({ example: '/agents/echo-agent/runs' }) endpoint!: string;
+  @ApiProperty({ example: '0 9 * * MON-FRI' }) cron_expr!: string;
+  @ApiProperty({ example: 'Europe/Berlin' }) timezone!: string;
+  @ApiProperty({ type: 'integer' }) timeout_seconds!: number;
+  @ApiProperty({ type: 'integer' }) max_retries!: number;
+  @ApiProperty({ type: 'integer' }) retry_delay_seconds!: number;
+  @ApiProperty() enabled!: boolean;
+  @ApiProperty({ type: 'string', nullable: true, description: 'Owner: the creating principal' }) user_id!: string | null;
+  @ApiProperty({ type: 'string', nullable: true }) description!: string | null;
+  @ApiProperty({ type: 'object', additionalProperties: true, nullable: true }) payload!: JsonObject | null;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Next cron slot; null while disabled' }) next_run_at!: number | null;
+  @ApiProperty({ type: 'string', nullable: true, description: 'Tool that owns the definition; null when managed through this API' }) managed_by!: string | null;
+  @ApiProperty({ type: 'string', nullable: true, enum: TARGET_TYPES, description: 'Kind of component a run endpoint targets; null for other endpoints' })
+  target_type!: string | null;
+  @ApiProperty({ type: 'string', nullable: true, description: 'Id of the component a run endpoint targets' }) target_id!: string | null;
+  @ApiProperty({ type: 'string', nullable: true, description: 'Why the service disabled the schedule, e.g. `creator_revoked:sa:ci`' })
+  disabled_reason!: string | null;
+  @ApiProperty({ type: 'integer' }) created_at!: number;
+  @ApiProperty({ type: 'integer' }) updated_at!: number;
+}
+
+export class SchedulePageDto {
+  @ApiProperty({ type: [ScheduleDto] }) data!: ScheduleDto[];
+  @ApiProperty({ type: PageMeta }) meta!: PageMeta;
+}
+
+export class ScheduleAttemptDto {
+  @ApiProperty({ type: 'integer', description: '1-based' }) attempt!: number;
+  @ApiProperty({ type: 'integer' }) started_at!: number;
+  @ApiProperty({ type: 'integer' }) completed_at!: number;
+  @ApiProperty({ type: 'integer' }) duration_ms!: number;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'HTTP status; null when no response arrived' }) status_code!: number | null;
+  @ApiProperty({ type: 'string', nullable: true }) error!: string | null;
+  @ApiProperty({ type: 'string', nullable: true }) run_id!: string | null;
+  @ApiProperty({ type: 'string', nullable: true, description: 'Final status of the background run this attempt followed' }) run_status!: string | null;
+}
+
+export class ScheduleRunDto {
+  @ApiProperty({ format: 'uuid' }) id!: string;
+  @ApiProperty({ format: 'uuid' }) schedule_id!: string;
+  @ApiProperty({ enum: ['cron', 'manual'] }) trigger!: string;
+  @ApiProperty({ enum: ['queued', 'running', 'success', 'failed', 'skipped'] }) status!: string;
+  @ApiProperty({ type: 'integer', description: 'The cron slot, or when the manual trigger was accepted' }) due_at!: number;
+  @ApiProperty({ type: 'integer', nullable: true }) started_at!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true }) completed_at!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'HTTP status of the last attempt' }) status_code!: number | null;
+  @ApiProperty({ type: 'string', nullable: true }) error!: string | null;
+  @ApiProperty({ type: 'string', nullable: true }) run_id!: string | null;
+  @ApiProperty({ type: 'string', nullable: true }) run_status!: string | null;
+  @ApiProperty({ type: [ScheduleAttemptDto] }) attempts!: ScheduleAttemptDto[];
+  @ApiProperty({ type: 'integer' }) created_at!: number;
+}
+
+export class ScheduleRunPageDto {
+  @ApiProperty({ type: [ScheduleRunDto] }) data!: ScheduleRunDto[];
+  @ApiProperty({ type: PageMeta }) meta!: PageMeta;
+}
+
+export class ScheduleIdParams {
+  @ApiProperty({ format: 'uuid' })
+  @IsString()
+  @IsUUID('all', { message: 'schedule_id must be a UUID' })
+  schedule_id!: string;
+}
+
+export class ScheduleRunIdParams extends ScheduleIdParams {
+  @ApiProperty({ format: 'uuid' })
+  @IsString()
+  @IsUUID('all', { message: 'run_id must be a UUID' })
+  run_id!: string;
+}

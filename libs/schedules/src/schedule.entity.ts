@@ -1,0 +1,92 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+
+import { CredentialKind } from '@app/access';
+
+/** A free-form JSON object (`payload`); its values are opaque to the service. */
+export type JsonObject = { [key: string]: string | number | boolean | null | object };
+
+@Entity('schedules')
+// Names are unique per owner (two partial indexes because NULL owners never collide in a plain one).
+@Index('UQ_schedules_owner_name', ['userId', 'name'], { unique: true, where: '"user_id" IS NOT NULL' })
+@Index('UQ_schedules_unowned_name', ['name'], { unique: true, where: '"user_id" IS NULL' })
+// The tick's claim: enabled schedules by next_run_at.
+@Index('IDX_schedules_due', ['nextRunAt'], { where: '"enabled"' })
+@Index('IDX_schedules_owner_created', ['userId', 'createdAt'])
+export class ScheduleEntity {
+  @PrimaryColumn('uuid')
+  id!: string;
+
+  @Column({ type: 'varchar', length: 255 })
+  name!: string;
+
+  @Column({ type: 'varchar', length: 10 })
+  method!: string;
+
+  @Column({ type: 'varchar', length: 512 })
+  endpoint!: string;
+
+  @Column({ name: 'cron_expr', type: 'varchar', length: 128 })
+  cronExpr!: string;
+
+  @Column({ type: 'varchar', length: 64 })
+  timezone!: string;
+
+  @Column({ name: 'timeout_seconds', type: 'integer' })
+  timeoutSeconds!: number;
+
+  @Column({ name: 'max_retries', type: 'integer' })
+  maxRetries!: number;
+
+  @Column({ name: 'retry_delay_seconds', type: 'integer' })
+  retryDelaySeconds!: number;
+
+  @Column({ type: 'boolean' })
+  enabled!: boolean;
+
+  /** The owner, for self-scoping: the creator's principal, or a user_id the security key named. */
+  @Column({ name: 'user_id', type: 'varchar', length: 255, nullable: true })
+  userId!: string | null;
+
+  @Column({ type: 'varchar', length: 1024, nullable: true })
+  description!: string | null;
+
+  @Column({ type: 'jsonb', nullable: true })
+  payload!: JsonObject | null;
+
+  /** Null while disabled. */
+  @Column({ name: 'next_run_at', type: 'timestamptz', nullable: true })
+  nextRunAt!: Date | null;
+
+  @Column({ name: 'managed_by', type: 'varchar', length: 64, nullable: true })
+  managedBy!: string | null;
+
+  @Column({ name: 'target_type', type: 'varchar', length: 16, nullable: true })
+  targetType!: string | null;
+
+  @Column({ name: 'target_id', type: 'varchar', length: 128, nullable: true })
+  targetId!: string | null;
+
+  @Column({ name: 'disabled_reason', type: 'varchar', length: 255, nullable: true })
+  disabledReason!: string | null;
+
+  /** The credential the creator used: a fire runs with exactly these rights. */
+  @Column({ name: 'creator_kind', type: 'varchar', length: 16 })
+  creatorKind!: CredentialKind;
+
+  /** The creator's principal (JWT sub or `sa:<name>`); null for the security key and anonymous callers. */
+  @Column({ name: 'creator_id', type: 'varchar', length: 255, nullable: true })
+  creatorId!: string | null;
+
+  @Column({ name: 'creator_scopes', type: 'text', array: true })
+  creatorScopes!: string[];
+
+  /** Set when a service account created the schedule: its revocation or expiry disables the schedule. */
+  @Column({ name: 'creator_service_account_id', type: 'uuid', nullable: true })
+  creatorServiceAccountId!: string | null;
+
+  @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
+  createdAt!: Date;
+
+  @Column({ name: 'updated_at', type: 'timestamptz', default: () => 'now()' })
+  updatedAt!: Date;
+}

@@ -1,0 +1,14 @@
+import { DomainException } from '@app/errors';
+
+export enum ScheduleErrorCode {
+  NotFound = 'schedule.not_found',
+  RunNotFound = 'schedule.run_not_found',
+  NameTaken = 'schedule.name_taken',
+  Disabled = 'schedule.disabled',
+}
+
+export class ScheduleException extends DomainException<ScheduleErrorCode> {
+  constructor(code: ScheduleErrorCode, detail: string) {
+    super(code, detail);
+  }
+}
