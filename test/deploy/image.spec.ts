@@ -105,14 +105,15 @@ describe('docker/entrypoint.sh roles against a real PostgreSQL', () => {
       [worker, `http://127.0.0.1:${healthPort}`],
     ] as const) {
       await Promise.race([
-        waitFor(async () => (await fetch(`${url}/readyz`)).ok, 30_000, `${url}/readyz`),
+        // Two boots on two cores shared with other test runs: 30 s has not always been enough.
+        waitFor(async () => (await fetch(`${url}/readyz`)).ok, 60_000, `${url}/readyz`),
         child.exited.then((code) => {
           throw new Error(`exited with ${code}:\n${child.output()}`);
         }),
       ]);
       expect(await call(url, 'GET', '/readyz')).toMatchObject({ status: 200, body: { status: 'ok' } });
     }
-  }, 60_000);
+  }, 150_000);
 
   it('refuses an unknown role with a usage line and exit 64', async () => {
     const bogus = run('bogus');
