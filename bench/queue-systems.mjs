@@ -185,6 +185,8 @@ const ours = {
       workerId: `bench:${process.pid}:${randomUUID().slice(0, 6)}`,
       handlers: new Map([[NOOP, { handle: async (job) => (onJob(job.payload), { outcome: 'completed' }) }]]),
       concurrency,
+      // The counterpart of graphile's local queue of 500 (WORKER_PREFETCH in the worker app).
+      prefetch: 500,
       pollIntervalMs: 1000,
       lockGraceSeconds: 60,
       cancelIntentTtlSeconds: 86400,

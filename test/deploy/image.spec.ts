@@ -105,6 +105,7 @@ describe('docker/entrypoint.sh roles against a real PostgreSQL', () => {
       [worker, `http://127.0.0.1:${healthPort}`],
     ] as const) {
       await Promise.race([
+        // Two boots on two cores shared with other test runs: 30 s has not always been enough.
         waitFor(async () => (await fetch(`${url}/readyz`)).ok, 60_000, `${url}/readyz`),
         child.exited.then((code) => {
           throw new Error(`exited with ${code}:\n${child.output()}`);

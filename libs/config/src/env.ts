@@ -136,6 +136,9 @@ export class Env {
   @IsEnvInt(1, 1000)
   WORKER_CONCURRENCY = 10;
 
+  @IsEnvInt(0, 10_000)
+  WORKER_PREFETCH = 0;
+
   @IsEnvInt(0, 3600)
   WORKER_SHUTDOWN_TIMEOUT_SECONDS = 8;
   /** Unset: the worker opens no port. Orchestrators set it to probe /livez and /readyz. */

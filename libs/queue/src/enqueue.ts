@@ -37,6 +37,8 @@ const ENQUEUE_SQL = `
   SELECT ids, CASE WHEN cardinality(ids) > 0 THEN pg_notify('${JOBS_READY_CHANNEL}', '') END AS notified
   FROM (SELECT coalesce(array_agg(id), '{}') AS ids FROM inserted) AS batch`;
 
+const BULK_ANALYZE_THRESHOLD = 1000;
+
 export async function enqueueJobs(db: Queryable, requests: readonly EnqueueRequest[]): Promise<string[]> {
   const columns = requests.map((request) => [
     request.id ?? randomUUID(),
@@ -51,6 +53,11 @@ export async function enqueueJobs(db: Queryable, requests: readonly EnqueueReque
   ]);
   const values = Array.from({ length: 9 }, (_, column) => columns.map((row) => row[column]));
   const result = await db.query(ENQUEUE_SQL, values);
+  if (requests.length >= BULK_ANALYZE_THRESHOLD) {
+    // A bulk load makes the planner's row counts stale until autovacuum catches up, and stale
+    // counts turn the ordered claim index scan into a scan-and-sort of every queued job.
+    await db.query('ANALYZE queue_jobs', []);
+  }
   // pg answers {rows}; a TypeORM EntityManager answers the rows themselves.
   const rows = (Array.isArray(result) ? result : (result as { rows: { ids: string[] }[] }).rows) as { ids: string[] }[];
   return rows[0]?.ids ?? [];

@@ -53,7 +53,7 @@ const CLAIM = `
   )
   UPDATE queue_jobs j
   SET status = 'running', attempt = j.attempt + 1, locked_by = $1, locked_at = now(), heartbeat_at = now(), updated_at = now()
-  FROM next WHERE j.id = next.id
+  WHERE j.id = ANY (ARRAY (SELECT id FROM next))
   RETURNING j.id, j.job_type, j.component_type, j.component_id, j.session_id, j.user_id, j.payload, j.attempt, j.max_attempts,
     EXISTS (SELECT 1 FROM queue_cancellation_intents c WHERE c.run_id = j.id AND c.requested_at > now() - make_interval(secs => $4)) AS cancel_requested`;
 
@@ -72,7 +72,7 @@ const FINISH = `
       completed_at = CASE WHEN i.outcome = 'paused' OR (i.outcome = 'failed' AND j.attempt < j.max_attempts) THEN NULL ELSE now() END,
       error = i.error, locked_by = NULL, locked_at = NULL, heartbeat_at = NULL, updated_at = now()
     FROM input i
-    WHERE j.id = i.id AND j.attempt = i.attempt AND j.locked_by = $1 AND j.status = 'running'
+    WHERE j.id = ANY ($2::uuid[]) AND j.id = i.id AND j.attempt = i.attempt AND j.locked_by = $1 AND j.status = 'running'
     RETURNING j.id, j.status
   ), counted AS (
     INSERT INTO queue_job_outcome_counters (outcome, total)
@@ -84,7 +84,7 @@ const FINISH = `
 const HEARTBEAT = `
   UPDATE queue_jobs j SET heartbeat_at = now()
   FROM unnest($2::uuid[], $3::int[]) AS h(id, attempt)
-  WHERE j.id = h.id AND j.attempt = h.attempt AND j.locked_by = $1 AND j.status = 'running'
+  WHERE j.id = ANY ($2::uuid[]) AND j.id = h.id AND j.attempt = h.attempt AND j.locked_by = $1 AND j.status = 'running'
   RETURNING j.id`;
 
 /** Running jobs whose heartbeat is older than the grace: their worker is gone (or frozen). */
@@ -116,7 +116,7 @@ const RELEASE = `
       error = format('Released by worker %s at shutdown during attempt %s before it finished; the attempt was given back', $1, j.attempt),
       locked_by = NULL, locked_at = NULL, heartbeat_at = NULL, updated_at = now()
     FROM unnest($2::uuid[], $3::int[]) AS r(id, attempt)
-    WHERE j.id = r.id AND j.attempt = r.attempt AND j.locked_by = $1 AND j.status = 'running'
+    WHERE j.id = ANY ($2::uuid[]) AND j.id = r.id AND j.attempt = r.attempt AND j.locked_by = $1 AND j.status = 'running'
     RETURNING j.id
   )
   SELECT id, pg_notify('${JOBS_READY_CHANNEL}', '') IS NULL AS notified FROM released`;
@@ -133,9 +133,13 @@ const INTENT_LIVE = `SELECT EXISTS (SELECT 1 FROM queue_cancellation_intents WHE
 
 const DELETE_STALE_INTENTS = `DELETE FROM queue_cancellation_intents WHERE requested_at < now() - make_interval(secs => $1)`;
 
+// Batched statements name their rows with `id = ANY(...)` so PostgreSQL reaches them through the
+// primary key; a plain join against the batch lets it prefer a sequential scan of the whole table.
+
 /**
- * Every statement a worker runs about jobs, each a single SQL statement (named, so PostgreSQL
- * plans it once per connection). Writes are fenced by (id, attempt, locked_by).
+ * Every statement a worker runs about jobs, each a single SQL statement; writes are fenced by
+ * (id, attempt, locked_by). The batch statements are planned per call (unnamed): a cached generic
+ * plan cannot see how many ids a batch holds and picks nested loops over whole-table scans.
  */
 export class JobStore {
   constructor(
@@ -144,7 +148,7 @@ export class JobStore {
   ) {}
 
   async claim(limit: number, jobTypes: string[], cancelIntentTtlSeconds: number): Promise<ClaimedJob[]> {
-    const { rows } = await this.pool.query<ClaimRow>({ name: 'queue_claim', text: CLAIM, values: [this.workerId, limit, jobTypes, cancelIntentTtlSeconds] });
+    const { rows } = await this.pool.query<ClaimRow>({ text: CLAIM, values: [this.workerId, limit, jobTypes, cancelIntentTtlSeconds] });
     return rows.map((row) => ({
       id: row.id,
       jobType: row.job_type,
@@ -168,13 +172,13 @@ export class JobStore {
       attempts.map((attempt) => attempt.outcome),
       attempts.map((attempt) => attempt.error),
     ];
-    return (await client.query<RecordedState>({ name: 'queue_finish', text: FINISH, values })).rows;
+    return (await client.query<RecordedState>({ text: FINISH, values })).rows;
   }
 
   /** Renews the lock of the jobs still held; returns the ids this worker still holds. */
   async heartbeat(jobs: readonly HeldJob[]): Promise<Set<string>> {
     const values = [this.workerId, jobs.map((job) => job.id), jobs.map((job) => job.attempt)];
-    const { rows } = await this.pool.query<{ id: string }>({ name: 'queue_heartbeat', text: HEARTBEAT, values });
+    const { rows } = await this.pool.query<{ id: string }>({ text: HEARTBEAT, values });
     return new Set(rows.map((row) => row.id));
   }
 
@@ -184,7 +188,7 @@ export class JobStore {
 
   async release(jobs: readonly HeldJob[]): Promise<string[]> {
     const values = [this.workerId, jobs.map((job) => job.id), jobs.map((job) => job.attempt)];
-    const { rows } = await this.pool.query<{ id: string }>({ name: 'queue_release', text: RELEASE, values });
+    const { rows } = await this.pool.query<{ id: string }>({ text: RELEASE, values });
     return rows.map((row) => row.id);
   }
 

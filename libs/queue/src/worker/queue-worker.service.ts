@@ -51,6 +51,7 @@ export class QueueWorkerService implements OnApplicationBootstrap, BeforeApplica
       workerId: newWorkerId(),
       handlers,
       concurrency: this.env.WORKER_CONCURRENCY,
+      prefetch: this.env.WORKER_PREFETCH,
       pollIntervalMs: this.env.QUEUE_POLL_INTERVAL_MS,
       lockGraceSeconds: this.env.QUEUE_LOCK_GRACE_SECONDS,
       cancelIntentTtlSeconds: this.env.QUEUE_CANCEL_INTENT_TTL_SECONDS,
