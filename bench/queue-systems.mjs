@@ -1,6 +1,10 @@
 // The queues the queue bench compares, each behind the same small interface, each tuned for throughput the way
 // its documentation recommends. The driver (queue.mjs) and the worker processes (queue-worker.mjs) share this file.
+import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+
 import pg from 'pg';
+import pino from 'pino';
 
 export const NOOP = 'bench-noop';
 
@@ -137,4 +141,62 @@ const pgBoss = {
   },
 };
 
-export const systems = { graphile, pgBoss };
+// Our queue, from the built dist/ code (`npm run bench` builds first): the same QueueWorker the worker app runs.
+const require = createRequire(import.meta.url);
+const { QueueWorker } = require('../dist/libs/queue/src/worker/queue-worker.js');
+const { enqueueJobs } = require('../dist/libs/queue/src/enqueue.js');
+
+/** A no-op job in our schema: every required column set, nothing else. */
+const ourJob = (payload) => ({ jobType: NOOP, componentType: 'agent', componentId: NOOP, sessionId: NOOP, userId: null, payload });
+
+const ours = {
+  name: 'platform queue',
+  async install() {
+    // startDatabase() already applied our migrations.
+  },
+  async reset(url) {
+    await withClient(url, (db) => db.query('DELETE FROM queue_jobs'));
+  },
+  async enqueueMany(url, payloads) {
+    await withClient(url, async (db) => {
+      for (let i = 0; i < payloads.length; i += 5000) {
+        await enqueueJobs(db, payloads.slice(i, i + 5000).map(ourJob));
+      }
+    });
+  },
+  async sender(url) {
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    return { send: (payload) => enqueueJobs(db, [ourJob(payload)]), close: () => db.end() };
+  },
+  async pending(db) {
+    const { rows } = await db.query(`SELECT count(*)::int AS n FROM queue_jobs WHERE status IN ('queued', 'running')`);
+    return rows[0].n;
+  },
+  async work(url, concurrency, onJob) {
+    const pool = new pg.Pool({ connectionString: url, max: concurrency + 2 });
+    const worker = new QueueWorker({
+      pool,
+      connectListener: async () => {
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        return client;
+      },
+      workerId: `bench:${process.pid}:${randomUUID().slice(0, 6)}`,
+      handlers: new Map([[NOOP, { handle: async (job) => (onJob(job.payload), { outcome: 'completed' }) }]]),
+      concurrency,
+      pollIntervalMs: 1000,
+      lockGraceSeconds: 60,
+      cancelIntentTtlSeconds: 86400,
+      retentionSeconds: 0,
+      logger: pino({ level: 'warn' }),
+    });
+    await worker.start();
+    return async () => {
+      await worker.stop(5000);
+      await pool.end();
+    };
+  },
+};
+
+export const systems = { graphile, pgBoss, ours };

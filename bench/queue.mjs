@@ -8,13 +8,16 @@ import { createInterface } from 'node:readline';
 import pg from 'pg';
 
 import { systems } from './queue-systems.mjs';
-import { machine, median, startDatabase } from './support.mjs';
+import { machine, median, startApp, startDatabase } from './support.mjs';
 
 const JOBS = Number(process.env.BENCH_QUEUE_JOBS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONCURRENCY = 10;
 const LATENCY_JOBS = 200;
 const LATENCY_GAP_MS = 20;
+
+const E2E_RUNS = Number(process.env.BENCH_E2E_RUNS ?? 5000);
+const E2E_CONNECTIONS = 32;
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -78,12 +81,57 @@ async function latency(system, url) {
   return { p50: at(0.5), p95: at(0.95), p99: at(0.99) };
 }
 
+/**
+ * End to end: E2E_RUNS background runs of echo-agent POSTed (form-encoded, E2E_CONNECTIONS at a
+ * time) to the built api while one built worker (WORKER_CONCURRENCY 10) runs them; runs/s from the
+ * first POST until every job is completed, and the accept rate of the POSTs alone.
+ */
+async function endToEnd(url, db) {
+  await db.query('TRUNCATE queue_jobs, runs, sessions');
+  const env = { DATABASE_URL: url, DB_MIGRATE: 'false', DEMO_COMPONENTS: 'true', WORKER_CONCURRENCY: String(CONCURRENCY) };
+  const api = await startApp('dist/apps/api/src/main.js', env);
+  const worker = await startApp('dist/apps/worker/src/main.js', env, { portVariable: 'WORKER_HEALTH_PORT', healthPath: '/readyz' });
+  try {
+    const started = performance.now();
+    let posted = 0;
+    await Promise.all(
+      Array.from({ length: E2E_CONNECTIONS }, async () => {
+        while (posted < E2E_RUNS) {
+          posted += 1;
+          const response = await fetch(`${api.url}/agents/echo-agent/runs`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            body: 'message=hello&background=true',
+          });
+          if (response.status !== 202) {
+            throw new Error(`POST answered ${response.status}: ${await response.text()}`);
+          }
+          await response.arrayBuffer();
+        }
+      }),
+    );
+    const accepted = performance.now();
+    while ((await db.query(`SELECT count(*)::int AS n FROM queue_jobs WHERE status = 'completed'`)).rows[0].n < E2E_RUNS) {
+      await sleep(50);
+    }
+    const completed = performance.now();
+    return { runs: E2E_RUNS / ((completed - started) / 1000), accepts: E2E_RUNS / ((accepted - started) / 1000) };
+  } finally {
+    await Promise.all([api.stop(), worker.stop()]);
+  }
+}
+
 export async function benchQueue() {
   const database = await startDatabase();
   const db = new pg.Client({ connectionString: database.url });
   await db.connect();
-  const entries = Object.entries(systems).map(([key, system]) => ({ ...system, key }));
+  // BENCH_QUEUE_SYSTEMS=ours,graphile narrows a tuning run; the report needs graphile-worker as the baseline.
+  const only = process.env.BENCH_QUEUE_SYSTEMS?.split(',');
+  const entries = Object.entries(systems)
+    .filter(([key]) => !only || only.includes(key))
+    .map(([key, system]) => ({ ...system, key }));
   const results = Object.fromEntries(entries.map((system) => [system.key, { one: [], two: [], p50: [], p95: [], p99: [] }]));
+  const e2e = { runs: [], accepts: [] };
   try {
     for (const system of entries) {
       await system.install(database.url);
@@ -100,15 +148,21 @@ export async function benchQueue() {
         result.p99.push(p99);
         console.error(`round ${round + 1}: ${system.name} done`);
       }
+      if (E2E_RUNS > 0) {
+        const { runs, accepts } = await endToEnd(database.url, db);
+        e2e.runs.push(runs);
+        e2e.accepts.push(accepts);
+        console.error(`round ${round + 1}: end to end done`);
+      }
     }
   } finally {
     await db.end();
     await database.stop();
   }
-  return report(entries, results);
+  return report(entries, results, e2e);
 }
 
-function report(entries, results) {
+function report(entries, results, e2e) {
   const baseline = results[entries.find((system) => system.name === 'graphile-worker').key];
   const rows = entries.map((system) => {
     const r = results[system.key];
@@ -127,5 +181,17 @@ function report(entries, results) {
     '| queue | 1 worker jobs/s | 2 workers jobs/s | 1 worker ratio | 2 workers ratio | p50 ms | p95 ms | p99 ms | p50 ratio |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
+    ...(e2e.runs.length === 0 ? [] : endToEndReport(e2e)),
   ].join('\n');
+}
+
+function endToEndReport(e2e) {
+  return [
+    '',
+    `End to end: ${E2E_RUNS} background runs of \`echo-agent\` POSTed form-encoded over HTTP (${E2E_CONNECTIONS} at a time) to the built api, one built worker at concurrency ${CONCURRENCY}, LOG_LEVEL=warn; median of ${ROUNDS} rounds.`,
+    '',
+    '| case | runs/s until all completed | POSTs accepted/s |',
+    '|---|---:|---:|',
+    `| ${E2E_RUNS} background runs, api + 1 worker | ${Math.round(median(e2e.runs))} | ${Math.round(median(e2e.accepts))} |`,
+  ];
 }

@@ -4,6 +4,7 @@
 // database: due → fired (slot time to the worker starting the call) p50/p99/max, fires/s from the first start to
 // the last completion, and a check that every schedule fired exactly once.
 import { spawn } from 'node:child_process';
+import { loadavg } from 'node:os';
 
 import pg from 'pg';
 
@@ -91,7 +92,7 @@ export async function benchSchedules() {
     const lines = [
       `## Schedules (\`node bench/run.mjs schedules\`)`,
       '',
-      `Machine: ${machine()}.`,
+      `Machine: ${machine()}; load average ${loadavg().map((load) => load.toFixed(1)).join(' / ')} (1/5/15 min) at the end of the run.`,
       '',
       `${SCHEDULES} schedules due at the same minute boundary; each fire is GET /health on the api over loopback with the`,
       'schedule credential. Tick 1000 ms, 20 concurrent fires per worker (the defaults). due → fired = slot time to the',

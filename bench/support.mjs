@@ -23,17 +23,18 @@ export async function startDatabase() {
   };
 }
 
-export async function startApp(script, env) {
+/** Starts a built app and waits for its health route: the api's /health, or the worker's /readyz on WORKER_HEALTH_PORT. */
+export async function startApp(script, env, { portVariable = 'PORT', healthPath = '/health' } = {}) {
   const port = await freePort();
   const child = spawn(process.execPath, [script], {
-    env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), ...env },
+    env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', HOST: '127.0.0.1', [portVariable]: String(port), ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     try {
-      if ((await fetch(`${url}/health`)).ok) {
+      if ((await fetch(`${url}${healthPath}`)).ok) {
         return { url, child, stop: () => new Promise((done) => (child.once('exit', done), child.kill('SIGTERM'))) };
       }
     } catch {

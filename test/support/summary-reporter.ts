@@ -29,7 +29,9 @@ export default class SummaryReporter implements Reporter {
           skipped += 1;
         }
       }
-      if (module.state() === 'failed' && tests.length === 0) {
+      // A file that fails outside its tests (a load error, a failing beforeAll whose tests were then
+      // skipped) counts once, unless one of its tests already failed.
+      if (module.state() === 'failed' && !tests.some((test) => test.result().state === 'failed')) {
         failed += 1;
       }
     }

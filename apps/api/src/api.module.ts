@@ -5,6 +5,7 @@ import { AuthModule, ScopeGuard } from '@app/auth';
 import { ConfigModule, Env } from '@app/config';
 import { DatabaseModule } from '@app/database';
 import { HealthModule } from '@app/health';
+import { QueueModule } from '@app/queue';
 import { RunsModule } from '@app/runs';
 import { SchedulesModule } from '@app/schedules';
 import { ServiceAccountsModule } from '@app/service-accounts';
@@ -15,6 +16,8 @@ import { HttpExceptionFilter } from './errors/http-exception.filter';
 import { RequestValidationPipe } from './errors/validation.pipe';
 import { ReadinessController } from './health/readiness.controller';
 import { mcpWiring } from './mcp/mcp.wiring';
+import { MetricsController } from './queue/metrics.controller';
+import { QueueController } from './queue/queue.controller';
 import { AgentRunsController, TeamRunsController, WorkflowRunsController } from './runs/component-runs.controller';
 import { SessionsController } from './runs/sessions.controller';
 import { SchedulesController } from './schedules/schedules.controller';
@@ -27,7 +30,17 @@ export class ApiModule {
     const mcp = mcpWiring(env);
     return {
       module: ApiModule,
-      imports: [ConfigModule.forRoot(env), DatabaseModule, AuthModule, ServiceAccountsModule, HealthModule, RunsModule.forRoot(), SchedulesModule, ...mcp.imports],
+      imports: [
+        ConfigModule.forRoot(env),
+        DatabaseModule,
+        AuthModule,
+        ServiceAccountsModule,
+        HealthModule,
+        RunsModule.forRoot(),
+        QueueModule,
+        SchedulesModule,
+        ...mcp.imports,
+      ],
       controllers: [
         DiscoveryController,
         ReadinessController,
@@ -36,6 +49,8 @@ export class ApiModule {
         TeamRunsController,
         WorkflowRunsController,
         SessionsController,
+        QueueController,
+        MetricsController,
         SchedulesController,
         ...mcp.controllers,
       ],

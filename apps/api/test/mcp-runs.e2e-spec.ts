@@ -4,10 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { callTool, connectMcp } from '../../../test/support/mcp';
-import { mintAccount, MintedAccount, ROOT_KEY } from '../../../test/support/principals';
+import { mintAccount, MintedAccount, ROOT_KEY, uniqueName } from '../../../test/support/principals';
 import { RunningApi, startApi } from '../../../test/support/processes';
 
-describe('MCP run, session and component tools', () => {
+describe('MCP run, session, component and schedule tools', () => {
   let api: RunningApi;
   let alice: MintedAccount;
   let bob: MintedAccount;
@@ -120,5 +120,38 @@ describe('MCP run, session and component tools', () => {
   it('validates run arguments with the REST rules', async () => {
     const bad = await callTool(asAlice, 'run_agent', { agent_id: 'echo-agent', message: 'x', session_id: 'bad id with spaces' });
     expect(bad).toMatchObject({ isError: true, text: '422: Invalid arguments: session_id: session_id must be 1-128 letters, digits, ., _, : or -' });
+  });
+
+  it('manages schedules under the schedules scopes, self-scoped per service account', async () => {
+    const scheduler = await mintAccount(api.url, ROOT_KEY, { scopes: ['schedules:read', 'schedules:write'], privileged: true });
+    const other = await mintAccount(api.url, ROOT_KEY, { scopes: ['schedules:read'] });
+    const [mine, theirs] = [await connectMcp(api.url, scheduler.token), await connectMcp(api.url, other.token)];
+    try {
+      const created = await callTool(mine, 'create_schedule', { name: uniqueName('nightly'), cron_expr: '0 0 1 1 *', endpoint: '/health', method: 'get' });
+      expect(created.isError, created.text).toBe(false);
+      expect(created.structured).toMatchObject({ method: 'GET', enabled: true, user_id: `sa:${scheduler.name}`, next_run_at: expect.any(Number) });
+      const id = created.structured.id;
+      const updated = await callTool(mine, 'update_schedule', { schedule_id: id, max_retries: 2, enabled: false });
+      expect(updated.structured).toMatchObject({ id, max_retries: 2, enabled: false });
+      expect(await callTool(mine, 'update_schedule', { schedule_id: id, timeout_seconds: 0 })).toMatchObject({ isError: true, text: expect.stringMatching(/^422: Invalid arguments: timeout_seconds: /) });
+      expect((await callTool(mine, 'get_schedule', { schedule_id: id })).structured).toEqual((await call(api.url, 'GET', `/schedules/${id}`, { token: scheduler.token })).body);
+      expect((await callTool(mine, 'list_schedules', {})).structured.data.map((row: { id: string }) => row.id)).toContain(id);
+
+      expect((await callTool(theirs, 'get_schedule', { schedule_id: id })).text).toMatch(/^404: /);
+      expect((await callTool(theirs, 'list_schedules', {})).structured.data).toEqual([]);
+      expect((await callTool(mine, 'delete_schedule', { schedule_id: id })).text).toBe('403: Insufficient permissions. Required scope(s): schedules:delete');
+      expect((await callTool(theirs, 'trigger_schedule', { schedule_id: id })).text).toBe('403: Insufficient permissions. Required scope(s): schedules:write');
+
+      await callTool(mine, 'update_schedule', { schedule_id: id, enabled: true });
+      const fire = await callTool(mine, 'trigger_schedule', { schedule_id: id });
+      expect(fire.isError, fire.text).toBe(false);
+      expect((await callTool(mine, 'list_schedule_runs', { schedule_id: id })).structured.data.map((run: { id: string }) => run.id)).toContain(fire.structured.id);
+      const root = await connectMcp(api.url, ROOT_KEY);
+      expect((await callTool(root, 'delete_schedule', { schedule_id: id })).structured).toEqual({ deleted: id });
+      await root.close();
+      expect((await call(api.url, 'GET', `/schedules/${id}`, { token: ROOT_KEY })).status).toBe(404);
+    } finally {
+      await Promise.all([mine.close(), theirs.close()]);
+    }
   });
 });

@@ -13,11 +13,27 @@ async function main(): Promise<void> {
   void env.databaseUrl;
   const logger = createLogger(env.LOG_LEVEL, 'worker');
   const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(env), { logger: new PinoLoggerService(logger) });
-  app.enableShutdownHooks();
-  // Stays up until SIGTERM; the queue and schedule loops register their own timers.
+  // Stays up until a signal even when no loop holds the event loop open (QUEUE_ENABLED=false).
   const keepAlive = setInterval(() => undefined, 60_000);
-  process.once('SIGTERM', () => clearInterval(keepAlive));
-  process.once('SIGINT', () => clearInterval(keepAlive));
+  // A clean stop (jobs drained or released) exits 0; a second signal during the drain is ignored.
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      return;
+    }
+    stopping = true;
+    clearInterval(keepAlive);
+    logger.info({ signal }, 'worker stopping');
+    app.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'worker stopped with an error');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
   logger.info('worker ready');
 }
 

@@ -3,6 +3,8 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { ConfigModule, Env } from '@app/config';
 import { DatabaseModule } from '@app/database';
 import { HealthModule } from '@app/health';
+import { QueueWorkerModule } from '@app/queue';
+import { RunsModule } from '@app/runs';
 import { SchedulesWorkerModule } from '@app/schedules';
 
 import { WorkerHealthServer } from './health-server';
@@ -13,7 +15,7 @@ export class WorkerModule {
   static forRoot(env: Env): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [ConfigModule.forRoot(env), DatabaseModule, HealthModule, SchedulesWorkerModule],
+      imports: [ConfigModule.forRoot(env), DatabaseModule, HealthModule, RunsModule.forRoot(), QueueWorkerModule, SchedulesWorkerModule],
       providers: [WorkerHealthServer],
     };
   }

@@ -42,7 +42,7 @@ describe('schedule firing (real worker, real HTTP)', () => {
 
   beforeAll(async () => {
     databaseUrl = await createTestDatabase();
-    api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '0' });
+    api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '0', DEMO_COMPONENTS: 'true' });
     // The worker reaches the api through a proxy the retry and timeout tests can cut or stall.
     proxy = new TcpProxy('127.0.0.1', Number(new URL(api.url).port));
     proxyUrl = `http://127.0.0.1:${await proxy.listen()}`;
@@ -110,6 +110,29 @@ describe('schedule firing (real worker, real HTTP)', () => {
     expect(fire).toMatchObject({ id: triggered.body.id, trigger: 'manual', status: 'success', status_code: 201 });
     const accounts = await query<{ name: string }>(databaseUrl, 'SELECT name FROM service_accounts WHERE name = $1', [name]);
     expect(accounts).toEqual([{ name }]);
+  });
+
+  it('makes a real HTTP call that starts an echo-agent run, as the creating service account', async () => {
+    const runner = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'schedules:write'], privileged: true });
+    const created = await createSchedule({ endpoint: '/agents/echo-agent/runs', method: 'POST', payload: { message: 'scheduled hello' } }, runner.token);
+    expect(created).toMatchObject({ target_type: 'agent', target_id: 'echo-agent' });
+    await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
+    const fire = await finishedFire(created.id);
+    expect(fire).toMatchObject({ status: 'success', status_code: 200, run_id: expect.any(String), run_status: 'completed' });
+    expect(fire.attempts[0]).toMatchObject({ run_id: fire.run_id, run_status: 'completed' });
+    const run = await call(api.url, 'GET', `/agents/echo-agent/runs/${fire.run_id}`, { token: runner.token });
+    expect(run.status, run.text).toBe(200);
+    expect(run.body).toMatchObject({ status: 'completed', content: 'scheduled hello', user_id: `sa:${runner.name}` });
+  });
+
+  it('fails the fire when the run it started fails, retrying it', async () => {
+    const created = await createSchedule({ endpoint: '/agents/fail-agent/runs', method: 'POST', payload: { message: 'x' }, max_retries: 1, retry_delay_seconds: 1 });
+    await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
+    const fire = await finishedFire(created.id);
+    expect(fire).toMatchObject({ status: 'failed', run_status: 'failed' });
+    expect(fire.error).toMatch(/^Run failed: /);
+    expect(fire.attempts).toHaveLength(2);
+    expect(new Set(fire.attempts.map((attempt) => attempt.run_id)).size).toBe(2);
   });
 
   it('fires with the rights of the creating service account, never more', async () => {

@@ -1,23 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager, In, IsNull } from 'typeorm';
 
-import { JobPayload, QueueJobEntity } from './job.entity';
-import { JobStatus, RUN_JOB_TYPE } from './job-status';
-import { JOBS_READY_CHANNEL } from './notify';
 import { CancellationIntents } from './cancellation-intents';
-
-export interface EnqueueRequest {
-  /** The job id: for a background run, the run id. */
-  id: string;
-  jobType?: string;
-  componentType: string;
-  componentId: string;
-  sessionId: string;
-  userId: string | null;
-  payload: JobPayload;
-  idempotencyKey?: string | null;
-  maxAttempts?: number;
-}
+import { enqueueJobs, EnqueueRequest } from './enqueue';
+import { QueueJobEntity } from './job.entity';
+import { JobStatus } from './job-status';
 
 export interface Enqueued {
   id: string;
@@ -37,35 +24,16 @@ const WAITING: JobStatus[] = ['queued', 'paused'];
 export class JobProducer {
   constructor(private readonly intents: CancellationIntents) {}
 
-  async enqueue(manager: EntityManager, request: EnqueueRequest): Promise<Enqueued> {
-    const inserted = await manager
-      .createQueryBuilder()
-      .insert()
-      .into(QueueJobEntity)
-      .values({
-        id: request.id,
-        jobType: request.jobType ?? RUN_JOB_TYPE,
-        componentType: request.componentType,
-        componentId: request.componentId,
-        sessionId: request.sessionId,
-        userId: request.userId,
-        payload: request.payload,
-        idempotencyKey: request.idempotencyKey ?? null,
-        maxAttempts: request.maxAttempts ?? 1,
-      })
-      .orIgnore()
-      .returning(['id'])
-      .execute();
-    if (inserted.raw.length === 0) {
-      const existing = await manager.findOneByOrFail(QueueJobEntity, {
-        userId: request.userId ?? IsNull(),
-        idempotencyKey: request.idempotencyKey ?? IsNull(),
-      });
-      return { id: existing.id, status: existing.status, created: false };
+  async enqueue(manager: EntityManager, request: EnqueueRequest & { id: string }): Promise<Enqueued> {
+    const [inserted] = await enqueueJobs(manager, [request]);
+    if (inserted) {
+      return { id: inserted, status: 'queued', created: true };
     }
-    // Delivered when the transaction commits, never before the job is visible.
-    await manager.query('SELECT pg_notify($1, $2)', [JOBS_READY_CHANNEL, '']);
-    return { id: request.id, status: 'queued', created: true };
+    const existing = await manager.findOneByOrFail(QueueJobEntity, {
+      userId: request.userId ?? IsNull(),
+      idempotencyKey: request.idempotencyKey ?? IsNull(),
+    });
+    return { id: existing.id, status: existing.status, created: false };
   }
 
   /**

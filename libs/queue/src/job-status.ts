@@ -6,3 +6,5 @@ export const TERMINAL_STATUSES: readonly JobStatus[] = ['completed', 'failed', '
 
 /** The only kind of job today: a background run. */
 export const RUN_JOB_TYPE = 'run';
+/** Every job type the worker app must have exactly one handler for. */
+export const JOB_TYPES: readonly string[] = [RUN_JOB_TYPE];

@@ -5,7 +5,6 @@ export enum QueueErrorCode {
   JobNotFound = 'queue.job_not_found',
   NotRequeueable = 'queue.not_requeueable',
   MayStillBeRunning = 'queue.may_still_be_running',
-  InvalidStatusFilter = 'queue.invalid_status_filter',
 }
 
 export class QueueException extends DomainException<QueueErrorCode> {

@@ -4,6 +4,7 @@ export * from './demo-components';
 export * from './run.dto';
 export * from './run.entity';
 export * from './run-executor';
+export * from './run-job.handler';
 export * from './run-status';
 export * from './runs.exception';
 export * from './runs.module';

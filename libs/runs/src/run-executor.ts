@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 
-import { CancellationIntents } from '@app/queue';
+import { CancellationIntents, JobStopped } from '@app/queue';
 
 import { Component, RunCancelled, RunContext } from './component';
 import { RunOutcome } from './run.repository';
@@ -15,8 +15,8 @@ export interface RunInput {
 export interface ExecutionOptions {
   /** Content as the component produces it (stream=true). */
   onDelta?: (delta: string) => void;
-  /** Aborted when the run must stop for a reason other than a user's cancel (worker lost its lock, shutdown). */
-  signal?: AbortSignal;
+  /** The cancellation point to use instead of the intent check (a queue job's, which also knows when the worker lost the job). */
+  checkpoint?: () => Promise<void>;
 }
 
 /** Runs one component for one run and turns whatever happens into an outcome; never throws for a component's failure. */
@@ -30,24 +30,21 @@ export class RunExecutor {
       sessionId: run.sessionId,
       userId: run.userId,
       message: run.message,
-      checkpoint: () => this.checkpoint(run.id, options.signal),
+      checkpoint: options.checkpoint ?? (() => this.checkpoint(run.id)),
       emit: (delta) => options.onDelta?.(delta),
     };
     try {
       const content = await component.run(context);
       return { status: 'completed', content, error: null };
     } catch (error) {
-      if (error instanceof RunCancelled) {
+      if (error instanceof RunCancelled || error instanceof JobStopped) {
         return { status: 'cancelled', content: null, error: error.message };
       }
       return { status: 'failed', content: null, error: error instanceof Error ? error.message : String(error) };
     }
   }
 
-  private async checkpoint(runId: string, signal: AbortSignal | undefined): Promise<void> {
-    if (signal?.aborted) {
-      throw new RunCancelled(String(signal.reason ?? 'Run was stopped'));
-    }
+  private async checkpoint(runId: string): Promise<void> {
     if (await this.intents.isLive(runId)) {
       throw new RunCancelled('Run was cancelled');
     }

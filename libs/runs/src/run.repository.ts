@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
+import type { ClientBase } from 'pg';
 import { EntityManager, IsNull, Repository, SelectQueryBuilder } from 'typeorm';
 
 import { DataScope } from '@app/access';
@@ -58,6 +59,17 @@ export class RunRepository {
   /** Records a synchronous run's outcome. */
   async finish(id: string, outcome: RunOutcome): Promise<void> {
     await this.rows.update({ id }, { ...outcome, completedAt: () => 'now()', updatedAt: () => 'now()' });
+  }
+
+  /** A background run's outcome, written inside the queue's fenced transaction (see JobResult.record). */
+  async recordInQueueTransaction(tx: ClientBase, id: string, outcome: RunOutcome): Promise<void> {
+    await tx.query({
+      name: 'runs_record_outcome',
+      text: `UPDATE runs SET status = $2::varchar, content = $3, error = $4, updated_at = now(),
+               completed_at = CASE WHEN $2::varchar IN ('completed', 'failed', 'cancelled') THEN now() ELSE NULL END
+             WHERE id = $1`,
+      values: [id, outcome.status, outcome.content, outcome.error],
+    });
   }
 
   private withJob(scope: DataScope): SelectQueryBuilder<RunEntity> {

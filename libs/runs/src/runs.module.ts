@@ -8,6 +8,7 @@ import { ComponentRegistry, DEPLOYMENT_COMPONENTS } from './component.registry';
 import { RunEntity } from './run.entity';
 import { RunRepository } from './run.repository';
 import { RunExecutor } from './run-executor';
+import { RunJobHandler } from './run-job.handler';
 import { RunsService } from './runs.service';
 import { SessionEntity } from './session.entity';
 import { SessionRepository } from './session.repository';
@@ -30,6 +31,7 @@ export class RunsModule {
         RunRepository,
         SessionRepository,
         RunExecutor,
+        RunJobHandler,
         RunsService,
         SessionsService,
       ],

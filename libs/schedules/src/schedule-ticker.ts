@@ -11,8 +11,6 @@ import { ScheduleFirer } from './schedule-firer';
 
 const TIMER = 'schedules';
 const QUEUE_BATCH = 500;
-/** On shutdown, fires get this long to finish before they are cut and recorded as failed. */
-const SHUTDOWN_GRACE_MS = 8000;
 
 /**
  * The worker's schedule loop. Each tick fails fires whose worker died, queues every due slot
@@ -49,7 +47,8 @@ export class ScheduleTicker implements OnApplicationBootstrap, OnApplicationShut
       this.registry.deleteInterval(TIMER);
     }
     const settled = Promise.allSettled([...this.inFlight]);
-    const graceOver = new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref());
+    // Fires get the worker's shutdown deadline to finish; what is left is cut and recorded as failed.
+    const graceOver = new Promise((resolve) => setTimeout(resolve, this.env.WORKER_SHUTDOWN_TIMEOUT_SECONDS * 1000).unref());
     if ((await Promise.race([settled.then(() => 'done'), graceOver])) !== 'done') {
       this.shutdown.abort();
       await settled;

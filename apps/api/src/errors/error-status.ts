@@ -23,7 +23,6 @@ export function statusOf(code: DomainErrorCode): HttpStatus {
     case ServiceAccountErrorCode.PrivilegedNotAllowed:
     case RunErrorCode.InvalidRequest:
     case QueueErrorCode.NotRequeueable:
-    case QueueErrorCode.InvalidStatusFilter:
       return HttpStatus.BAD_REQUEST;
     case RequestErrorCode.Unauthenticated:
     case AuthErrorCode.Unauthenticated:

@@ -9,6 +9,7 @@ import { McpToolErrors } from './mcp-tool-errors';
 import { ProtectedResourceController } from './protected-resource.controller';
 import { AgentRunTools, TeamRunTools, WorkflowRunTools } from './tools/component-runs.tools';
 import { DiscoveryTools } from './tools/discovery.tools';
+import { ScheduleTools } from './tools/schedules.tools';
 import { ServiceAccountTools } from './tools/service-accounts.tools';
 import { SessionTools } from './tools/sessions.tools';
 
@@ -22,6 +23,6 @@ export function mcpWiring(env: Env): Wiring {
   return {
     imports: [McpModule.forRoot({ errorRenderer: McpToolErrors })],
     controllers: [McpController, ProtectedResourceController],
-    providers: [McpArguments, DiscoveryTools, ServiceAccountTools, AgentRunTools, TeamRunTools, WorkflowRunTools, SessionTools],
+    providers: [McpArguments, DiscoveryTools, ServiceAccountTools, AgentRunTools, TeamRunTools, WorkflowRunTools, SessionTools, ScheduleTools],
   };
 }

@@ -1,0 +1,129 @@
+import { Injectable } from '@nestjs/common';
+import { z } from 'zod';
+
+import { Principal } from '@app/access';
+import { McpTool, McpToolset } from '@app/mcp';
+import { Page } from '@app/pagination';
+import {
+  CreateScheduleDto,
+  ListScheduleRunsQuery,
+  ListSchedulesQuery,
+  ScheduleDto,
+  ScheduleIdParams,
+  ScheduleRunDto,
+  ScheduleRunPageDto,
+  SchedulesService,
+  UpdateScheduleDto,
+} from '@app/schedules';
+
+import { McpArguments } from '../mcp-arguments';
+
+const page = {
+  limit: z.number().int().min(1).optional().describe('Page size, 1 to 1000 (default 20)'),
+  page: z.number().int().min(1).optional().describe('Page number, 1 or more'),
+  sort_order: z.enum(['asc', 'desc']).optional(),
+};
+const scheduleId = z.string().describe('Schedule id (UUID)');
+const fields = {
+  description: z.string().nullable().optional().describe('Free text, max 1024 characters'),
+  payload: z.record(z.string(), z.unknown()).nullable().optional().describe('JSON body sent to the endpoint'),
+  method: z.string().optional().describe('HTTP method to call: GET, POST, PUT, PATCH or DELETE (default POST)'),
+  timezone: z.string().optional().describe('IANA time zone of cron_expr (default UTC)'),
+  timeout_seconds: z.number().int().optional().describe('Per attempt, 1 to 86400'),
+  max_retries: z.number().int().optional().describe('Attempts after the first, 0 to 10'),
+  retry_delay_seconds: z.number().int().optional().describe('Wait before each retry, 1 to 3600'),
+  enabled: z.boolean().optional(),
+};
+
+/** Schedules call an endpoint of this service on a cron expression, with the rights of their creator. */
+@McpToolset()
+@Injectable()
+export class ScheduleTools {
+  constructor(
+    private readonly schedules: SchedulesService,
+    private readonly args: McpArguments,
+  ) {}
+
+  @McpTool({
+    name: 'list_schedules',
+    mirrors: 'GET /schedules',
+    description: 'List schedules, optionally only enabled or disabled ones.',
+    input: z.object({ ...page, enabled: z.boolean().optional() }),
+    annotations: { readOnlyHint: true },
+  })
+  async list(principal: Principal, args: Record<string, unknown>): Promise<Page<ScheduleDto>> {
+    return this.schedules.list(principal, await this.args.as(ListSchedulesQuery, args));
+  }
+
+  @McpTool({ name: 'get_schedule', mirrors: 'GET /schedules/:schedule_id', description: 'One schedule.', input: z.object({ schedule_id: scheduleId }), annotations: { readOnlyHint: true } })
+  async get(principal: Principal, args: Record<string, unknown>): Promise<ScheduleDto> {
+    return this.schedules.get(principal, (await this.idOf(args)).schedule_id);
+  }
+
+  @McpTool({
+    name: 'create_schedule',
+    mirrors: 'POST /schedules',
+    description: 'Create a schedule that calls an endpoint of this service (e.g. /agents/echo-agent/runs) on a cron expression.',
+    input: z.object({
+      name: z.string().describe('Unique among your schedules, max 255 characters'),
+      cron_expr: z.string().describe('Five-field cron expression, e.g. "0 9 * * 1-5"'),
+      endpoint: z.string().describe('Path of this service to call, e.g. /agents/echo-agent/runs'),
+      ...fields,
+    }),
+  })
+  async create(principal: Principal, args: Record<string, unknown>): Promise<ScheduleDto> {
+    return this.schedules.create(principal, await this.args.as(CreateScheduleDto, args, 'body'));
+  }
+
+  @McpTool({
+    name: 'update_schedule',
+    mirrors: 'PATCH /schedules/:schedule_id',
+    description: 'Update a schedule; fields left out are untouched. enabled=false pauses it.',
+    input: z.object({ schedule_id: scheduleId, name: z.string().optional(), cron_expr: z.string().optional(), endpoint: z.string().optional(), ...fields }),
+  })
+  async update(principal: Principal, args: Record<string, unknown>): Promise<ScheduleDto> {
+    const { schedule_id, ...changes } = args;
+    const { schedule_id: id } = await this.idOf({ schedule_id });
+    return this.schedules.update(principal, id, await this.args.as(UpdateScheduleDto, changes, 'body'));
+  }
+
+  @McpTool({
+    name: 'trigger_schedule',
+    mirrors: 'POST /schedules/:schedule_id/trigger',
+    description: 'Fire a schedule now (a worker runs the fire like a cron tick); returns the queued fire.',
+    input: z.object({ schedule_id: scheduleId }),
+  })
+  async trigger(principal: Principal, args: Record<string, unknown>): Promise<ScheduleRunDto> {
+    return this.schedules.trigger(principal, (await this.idOf(args)).schedule_id);
+  }
+
+  @McpTool({
+    name: 'delete_schedule',
+    mirrors: 'DELETE /schedules/:schedule_id',
+    description: 'Delete a schedule and its history.',
+    input: z.object({ schedule_id: scheduleId }),
+    annotations: { destructiveHint: true },
+  })
+  async remove(principal: Principal, args: Record<string, unknown>): Promise<{ deleted: string }> {
+    const { schedule_id } = await this.idOf(args);
+    await this.schedules.remove(principal, schedule_id);
+    return { deleted: schedule_id };
+  }
+
+  @McpTool({
+    name: 'list_schedule_runs',
+    mirrors: 'GET /schedules/:schedule_id/runs',
+    description: 'History of a schedule’s fires, each with its attempts.',
+    input: z.object({ schedule_id: scheduleId, ...page }),
+    annotations: { readOnlyHint: true },
+  })
+  async runs(principal: Principal, args: Record<string, unknown>): Promise<ScheduleRunPageDto> {
+    const { schedule_id, ...query } = args;
+    const { schedule_id: id } = await this.idOf({ schedule_id });
+    return this.schedules.listRuns(principal, id, await this.args.as(ListScheduleRunsQuery, query));
+  }
+
+  private idOf(args: Record<string, unknown>): Promise<ScheduleIdParams> {
+    return this.args.as(ScheduleIdParams, { schedule_id: args.schedule_id }, 'param');
+  }
+}

@@ -1,0 +1,62 @@
+import { Controller, Get, HttpCode, HttpStatus, Param, Post, Query, UseGuards } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiConflictResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiServiceUnavailableResponse,
+  ApiTags,
+  ApiUnprocessableEntityResponse,
+} from '@nestjs/swagger';
+
+import { ADMIN_SCOPE } from '@app/access';
+import { RequireScope } from '@app/auth';
+import { ErrorBodyDto, ValidationErrorBodyDto } from '@app/errors';
+import { JobDto, JobPageDto, ListJobsQuery, QueueAdminService, QueueEnabledGuard, QueueStatsDto, RequeueQuery } from '@app/queue';
+
+@ApiTags('queue')
+@UseGuards(QueueEnabledGuard)
+@ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'Durable job queue not enabled on this replica' })
+@ApiUnprocessableEntityResponse({ type: ValidationErrorBodyDto, description: 'Validation error' })
+@Controller('queue')
+export class QueueController {
+  constructor(private readonly queue: QueueAdminService) {}
+
+  @Get('jobs')
+  @RequireScope(ADMIN_SCOPE)
+  @ApiOperation({ summary: 'List queue jobs; status=failed is the dead-letter list' })
+  @ApiOkResponse({ type: JobPageDto })
+  list(@Query() query: ListJobsQuery): Promise<JobPageDto> {
+    return this.queue.list(query);
+  }
+
+  @Get('stats')
+  @RequireScope(ADMIN_SCOPE)
+  @ApiOperation({ summary: 'Job counts by status and the age of the oldest queued job' })
+  @ApiOkResponse({ type: QueueStatsDto })
+  stats(): Promise<QueueStatsDto> {
+    return this.queue.stats();
+  }
+
+  @Get('jobs/:job_id')
+  @RequireScope(ADMIN_SCOPE)
+  @ApiOperation({ summary: 'One queue job' })
+  @ApiOkResponse({ type: JobDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  get(@Param('job_id') id: string): Promise<JobDto> {
+    return this.queue.get(id);
+  }
+
+  @Post('jobs/:job_id/requeue')
+  @HttpCode(HttpStatus.OK)
+  @RequireScope(ADMIN_SCOPE)
+  @ApiOperation({ summary: 'Requeue a failed or cancelled job for one more execution (max_attempts + 1)' })
+  @ApiOkResponse({ type: JobDto })
+  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'The job is neither failed nor cancelled' })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'Failed within the lock grace period: its worker may still be executing; retry later or pass force=true' })
+  requeue(@Param('job_id') id: string, @Query() query: RequeueQuery): Promise<JobDto> {
+    return this.queue.requeue(id, query);
+  }
+}

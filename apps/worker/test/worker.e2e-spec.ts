@@ -1,0 +1,230 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase, query } from '../../../test/support/database';
+import { call } from '../../../test/support/http';
+import { ROOT_KEY } from '../../../test/support/principals';
+import { RunningApi, RunningProcess, startApi, startWorker } from '../../../test/support/processes';
+
+const LOCK_GRACE = 3;
+
+interface JobRow {
+  id: string;
+  status: string;
+  attempt: number;
+  max_attempts: number;
+  error: string | null;
+  locked_by: string | null;
+  completed_at: Date | null;
+}
+
+interface LogLine {
+  time: string;
+  msg: string;
+  job_id?: string;
+  attempt?: number;
+  status?: string;
+  worker?: string;
+}
+
+function logLines(process: RunningProcess): LogLine[] {
+  return process
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as LogLine);
+}
+
+/** Real worker processes against real PostgreSQL: crashes, fencing, shutdown, scale-out. */
+describe('worker', () => {
+  let api: RunningApi;
+  let databaseUrl: string;
+  const workers: RunningProcess[] = [];
+  const env = (extra: Record<string, string> = {}): Record<string, string> => ({
+    DATABASE_URL: databaseUrl,
+    DEMO_COMPONENTS: 'true',
+    QUEUE_LOCK_GRACE_SECONDS: String(LOCK_GRACE),
+    ...extra,
+  });
+  const worker = async (extra: Record<string, string> = {}): Promise<RunningProcess> => {
+    const started = await startWorker(env(extra));
+    workers.push(started);
+    return started;
+  };
+  const post = async (agent: string, message: string): Promise<string> => {
+    const response = await call(api.url, 'POST', `/agents/${agent}/runs`, { token: ROOT_KEY, json: { message, background: true } });
+    expect(response.status, response.text).toBe(202);
+    return response.body.run_id;
+  };
+  const job = async (id: string): Promise<JobRow> => (await query<JobRow & Record<string, unknown>>(databaseUrl, 'SELECT * FROM queue_jobs WHERE id = $1', [id]))[0];
+  const requeue = (id: string, params = '') => call(api.url, 'POST', `/queue/jobs/${id}/requeue${params}`, { token: ROOT_KEY });
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  beforeAll(async () => {
+    databaseUrl = await createTestDatabase();
+    api = await startApi(env({ OS_SECURITY_KEY: ROOT_KEY, QUEUE_POLL_INTERVAL_MS: '200' }));
+  });
+  afterAll(async () => {
+    await Promise.all(workers.map((process) => process.stop('SIGKILL')));
+    await api?.stop();
+  });
+
+  it('claims nothing with QUEUE_ENABLED=false', async () => {
+    const idle = await worker({ QUEUE_ENABLED: 'false' });
+    const id = await post('echo-agent', 'waits');
+    await sleep(1500);
+    expect(await job(id)).toMatchObject({ status: 'queued', attempt: 0 });
+    expect(await idle.stop()).toBe(0);
+    await query(databaseUrl, `UPDATE queue_jobs SET status = 'cancelled', completed_at = now() WHERE id = $1`, [id]);
+  });
+
+  describe('with one worker', () => {
+    let retried: string;
+    let cancelled: string;
+    let first: RunningProcess;
+    beforeAll(async () => {
+      // Set up before any worker runs: a failing job with three attempts, and a job cancelled while queued.
+      retried = await post('fail-agent', 'x');
+      await query(databaseUrl, 'UPDATE queue_jobs SET max_attempts = 3 WHERE id = $1', [retried]);
+      cancelled = await post('sleep-agent', '1');
+      const cancel = await call(api.url, 'POST', `/agents/sleep-agent/runs/${cancelled}/cancel`, { token: ROOT_KEY });
+      expect(cancel.body.status).toBe('cancelled');
+      first = await worker();
+    });
+
+    it('runs a background run and logs one line per state change', async () => {
+      const id = await post('echo-agent', 'hello');
+      await expect.poll(async () => (await job(id)).status).toBe('completed');
+      expect(await job(id)).toMatchObject({ attempt: 1, locked_by: null, error: null, completed_at: expect.any(Date) });
+      const lines = logLines(first).filter((line) => line.job_id === id);
+      expect(lines.map((line) => [line.msg, line.attempt])).toEqual([['job running', 1], ['job completed', 1]]);
+      const run = await call(api.url, 'GET', `/agents/echo-agent/runs/${id}`, { token: ROOT_KEY });
+      expect(run.body).toMatchObject({ status: 'completed', content: 'hello', completed_at: expect.any(Number) });
+    });
+
+    it('retries a failure with backoff 2^(N-1) s while attempts remain, then fails for good', async () => {
+      await expect.poll(async () => (await job(retried)).status, { timeout: 20_000 }).toBe('failed');
+      expect(await job(retried)).toMatchObject({ attempt: 3, max_attempts: 3, error: 'fail-agent always fails', completed_at: expect.any(Date) });
+      const lines = logLines(first).filter((line) => line.job_id === retried);
+      expect(lines.map((line) => line.status)).toEqual(['running', 'queued', 'running', 'queued', 'running', 'failed']);
+      const startedAt = lines.filter((line) => line.msg === 'job running').map((line) => Date.parse(line.time));
+      expect(startedAt[1] - startedAt[0]).toBeGreaterThanOrEqual(1000);
+      expect(startedAt[2] - startedAt[1]).toBeGreaterThanOrEqual(2000);
+    });
+
+    it('never starts a job cancelled while it was queued', async () => {
+      expect(await job(cancelled)).toMatchObject({ status: 'cancelled', attempt: 0 });
+      expect(first.output()).not.toContain(cancelled);
+    });
+
+    it('stops a running job at its next checkpoint when the run is cancelled', async () => {
+      const id = await post('sleep-agent', '10');
+      await expect.poll(async () => (await job(id)).status).toBe('running');
+      await call(api.url, 'POST', `/agents/sleep-agent/runs/${id}/cancel`, { token: ROOT_KEY });
+      await expect.poll(async () => (await job(id)).status, { timeout: 3000 }).toBe('cancelled');
+      expect(await job(id)).toMatchObject({ attempt: 1, error: 'Run was cancelled', completed_at: expect.any(Date) });
+    });
+
+    it('kill -9 mid-job: the job is swept per its budget (not re-run), and requeue re-drives it', async () => {
+      const id = await post('sleep-agent', '4');
+      await expect.poll(async () => (await job(id)).status).toBe('running');
+      await first.stop('SIGKILL');
+      const second = await worker();
+      await expect.poll(async () => (await job(id)).status, { timeout: 15_000 }).toBe('failed');
+      const swept = await job(id);
+      expect(swept).toMatchObject({ attempt: 1, max_attempts: 1, locked_by: null, completed_at: expect.any(Date) });
+      expect(swept.error).toMatch(/lost the job: no heartbeat for over 3 s during attempt 1 of 1; attempt budget exhausted, so it was not re-executed/);
+      await sleep(1500);
+      expect(await job(id)).toMatchObject({ status: 'failed', attempt: 1 });
+      expect(second.output()).not.toMatch(new RegExp(`"job_id":"${id}","job_type":"run","attempt"`));
+      // Inside the lock grace the operator must say force=true.
+      expect((await requeue(id)).status).toBe(409);
+      expect((await requeue(id, '?force=true')).status).toBe(200);
+      await expect.poll(async () => (await job(id)).status, { timeout: 15_000 }).toBe('completed');
+      expect(await job(id)).toMatchObject({ attempt: 2, max_attempts: 2 });
+      await second.stop();
+    });
+  });
+
+  it("rejects a swept worker's late completion with the fence", async () => {
+    const frozen = await worker();
+    const id = await post('sleep-agent', '3');
+    await expect.poll(async () => (await job(id)).status).toBe('running');
+    const frozenId = (await job(id)).locked_by;
+    frozen.child.kill('SIGSTOP');
+    const rescuer = await worker();
+    await expect.poll(async () => (await job(id)).status, { timeout: 15_000 }).toBe('failed');
+    expect((await requeue(id, '?force=true')).status).toBe(200);
+    await expect.poll(async () => (await job(id)).attempt).toBe(2);
+    frozen.child.kill('SIGCONT');
+    await expect.poll(() => frozen.output(), { timeout: 10_000 }).toContain('rejected by the fence');
+    await expect.poll(async () => (await job(id)).status, { timeout: 15_000 }).toBe('completed');
+    const final = await job(id);
+    expect(final).toMatchObject({ attempt: 2, locked_by: null });
+    const rejected = logLines(frozen).find((line) => line.msg.startsWith('job write rejected by the fence'));
+    expect(rejected).toMatchObject({ job_id: id, attempt: 1, worker: frozenId });
+    expect(logLines(rescuer).filter((line) => line.job_id === id).map((line) => [line.msg, line.attempt])).toEqual([
+      ['job swept to failed', undefined],
+      ['job running', 2],
+      ['job completed', 2],
+    ]);
+    await Promise.all([frozen.stop(), rescuer.stop()]);
+  });
+
+  it('SIGTERM during runs loses nothing: finishes what it can before the deadline, releases the rest, exits 0', async () => {
+    const draining = await worker({ WORKER_SHUTDOWN_TIMEOUT_SECONDS: '2' });
+    const short = [await post('sleep-agent', '1'), await post('sleep-agent', '1')];
+    const long = [await post('sleep-agent', '5'), await post('sleep-agent', '5')];
+    await expect.poll(async () => (await Promise.all([...short, ...long].map(job))).every((row) => row.status === 'running')).toBe(true);
+    const started = Date.now();
+    expect(await draining.stop('SIGTERM')).toBe(0);
+    expect(Date.now() - started).toBeLessThan(8000);
+    for (const id of short) {
+      expect(await job(id)).toMatchObject({ status: 'completed', attempt: 1 });
+    }
+    for (const id of long) {
+      const released = await job(id);
+      expect(released).toMatchObject({ status: 'queued', attempt: 1, max_attempts: 2, locked_by: null });
+      expect(released.error).toMatch(/^Released by worker .* at shutdown during attempt 1 before it finished; the attempt was given back$/);
+    }
+    expect(draining.output()).toContain('job released at shutdown');
+    const next = await worker();
+    for (const id of long) {
+      await expect.poll(async () => (await job(id)).status, { timeout: 20_000 }).toBe('completed');
+      expect(await job(id)).toMatchObject({ attempt: 2 });
+    }
+    await next.stop();
+  });
+
+  it('two worker processes and 2,000 jobs: every attempt executed exactly once', async () => {
+    const pair = [await worker(), await worker()];
+    const ids: string[] = [];
+    let posted = 0;
+    // 20 concurrent producers over HTTP while both workers claim.
+    const producers = Array.from({ length: 20 }, async () => {
+      while (posted < 2000) {
+        posted += 1;
+        ids.push(await post('echo-agent', 'many'));
+      }
+    });
+    await Promise.all(producers);
+    expect(new Set(ids).size).toBe(2000);
+    const completed = async () =>
+      (await query<{ n: number }>(databaseUrl, `SELECT count(*)::int AS n FROM queue_jobs WHERE id = ANY($1) AND status = 'completed'`, [ids]))[0].n;
+    await expect.poll(completed, { timeout: 120_000, interval: 500 }).toBe(2000);
+    const attempts = await query<{ attempt: number; n: number }>(databaseUrl, 'SELECT attempt, count(*)::int AS n FROM queue_jobs WHERE id = ANY($1) GROUP BY attempt', [ids]);
+    expect(attempts).toEqual([{ attempt: 1, n: 2000 }]);
+    // Handler invocations, counted from each worker's "job running" line (logged as the handler is called).
+    const invocations = new Map<string, number>();
+    const wanted = new Set(ids);
+    const perWorker = pair.map((process) => {
+      const started = logLines(process).filter((line) => line.msg === 'job running' && wanted.has(line.job_id!));
+      started.forEach((line) => invocations.set(line.job_id!, (invocations.get(line.job_id!) ?? 0) + 1));
+      return started.length;
+    });
+    expect(invocations.size).toBe(2000);
+    expect([...invocations.values()].every((count) => count === 1)).toBe(true);
+    expect(perWorker[0] + perWorker[1]).toBe(2000);
+    expect(perWorker.every((count) => count > 0)).toBe(true);
+    await Promise.all(pair.map((process) => process.stop()));
+  }, 240_000);
+});

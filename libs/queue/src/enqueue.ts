@@ -1,0 +1,57 @@
+import { randomUUID } from 'node:crypto';
+
+import { JobPayload } from './job.entity';
+import { RUN_JOB_TYPE } from './job-status';
+import { JOBS_READY_CHANNEL } from './notify';
+
+export interface EnqueueRequest {
+  /** The job id: for a background run, the run id. Generated when absent. */
+  id?: string;
+  jobType?: string;
+  componentType: string;
+  componentId: string;
+  sessionId: string;
+  userId: string | null;
+  payload: JobPayload;
+  idempotencyKey?: string | null;
+  maxAttempts?: number;
+}
+
+/** Anything that runs a parameterised statement and hands back its rows: a pg Pool or client, or a TypeORM EntityManager. */
+export interface Queryable {
+  query(text: string, values: unknown[]): Promise<unknown>;
+}
+
+/**
+ * Inserts any number of jobs in one statement and, when any was new, notifies idle workers;
+ * the notification is delivered on commit, never before the jobs are visible. A job whose
+ * idempotency key (per user) or id already exists is skipped. Returns the ids inserted.
+ */
+const ENQUEUE_SQL = `
+  WITH inserted AS (
+    INSERT INTO queue_jobs (id, job_type, component_type, component_id, session_id, user_id, payload, idempotency_key, max_attempts)
+    SELECT * FROM unnest($1::uuid[], $2::varchar[], $3::varchar[], $4::varchar[], $5::varchar[], $6::varchar[], $7::jsonb[], $8::varchar[], $9::int[])
+    ON CONFLICT DO NOTHING
+    RETURNING id
+  )
+  SELECT ids, CASE WHEN cardinality(ids) > 0 THEN pg_notify('${JOBS_READY_CHANNEL}', '') END AS notified
+  FROM (SELECT coalesce(array_agg(id), '{}') AS ids FROM inserted) AS batch`;
+
+export async function enqueueJobs(db: Queryable, requests: readonly EnqueueRequest[]): Promise<string[]> {
+  const columns = requests.map((request) => [
+    request.id ?? randomUUID(),
+    request.jobType ?? RUN_JOB_TYPE,
+    request.componentType,
+    request.componentId,
+    request.sessionId,
+    request.userId,
+    JSON.stringify(request.payload),
+    request.idempotencyKey ?? null,
+    request.maxAttempts ?? 1,
+  ]);
+  const values = Array.from({ length: 9 }, (_, column) => columns.map((row) => row[column]));
+  const result = await db.query(ENQUEUE_SQL, values);
+  // pg answers {rows}; a TypeORM EntityManager answers the rows themselves.
+  const rows = (Array.isArray(result) ? result : (result as { rows: { ids: string[] }[] }).rows) as { ids: string[] }[];
+  return rows[0]?.ids ?? [];
+}

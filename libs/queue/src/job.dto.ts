@@ -1,0 +1,66 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsIn } from 'class-validator';
+
+import { PageMeta, PageQuery } from '@app/pagination';
+import { BoolField, Optional } from '@app/validation';
+
+import { JOB_STATUSES, JobStatus } from './job-status';
+
+export const JOB_SORT_FIELDS = ['created_at', 'updated_at', 'completed_at', 'status', 'attempt', 'component_type', 'component_id', 'user_id'] as const;
+export type JobSortField = (typeof JOB_SORT_FIELDS)[number];
+
+export class ListJobsQuery extends PageQuery({ maxLimit: 1000, sortFields: JOB_SORT_FIELDS, defaultSort: 'created_at' }) {
+  @ApiPropertyOptional({
+    type: [String],
+    enum: JOB_STATUSES,
+    description: 'Repeatable; repeated values match any. `failed` alone is the dead-letter list; `failed` and `cancelled` the requeueable set.',
+  })
+  @Optional()
+  // One `status=` arrives as a string, several as an array.
+  @Transform(({ value }: { value: unknown }) => (typeof value === 'string' ? [value] : value))
+  @IsIn(JOB_STATUSES, { each: true, message: `status must be one of ${JOB_STATUSES.join(', ')}` })
+  status?: JobStatus[];
+}
+
+export class RequeueQuery {
+  @BoolField({ optional: true, fromString: true, default: false, description: 'Required as true to requeue a cancelled job whose cancellation intent is still live; clears the recorded cancel' })
+  clear_cancellation: boolean = false;
+
+  @BoolField({ optional: true, fromString: true, default: false, description: 'Required as true to requeue a job that failed within the last lock_grace seconds' })
+  force: boolean = false;
+}
+
+export class JobDto {
+  @ApiProperty({ format: 'uuid', description: "Identical to the run's run_id" }) id!: string;
+  @ApiProperty({ enum: ['agent', 'team', 'workflow'] }) component_type!: string;
+  @ApiProperty() component_id!: string;
+  @ApiProperty() session_id!: string;
+  @ApiProperty({ default: 'run' }) job_type!: string;
+  @ApiProperty({ type: 'string', nullable: true }) user_id!: string | null;
+  @ApiProperty({ type: 'object', additionalProperties: true }) payload!: Record<string, unknown>;
+  @ApiProperty({ enum: JOB_STATUSES }) status!: JobStatus;
+  @ApiProperty({ type: 'integer', description: 'Executions started so far' }) attempt!: number;
+  @ApiProperty({ type: 'integer', description: 'Execution budget under any failure mode' }) max_attempts!: number;
+  @ApiProperty({ type: 'string', nullable: true }) idempotency_key!: string | null;
+  @ApiProperty({ type: 'integer', nullable: true }) available_at!: number | null;
+  @ApiProperty({ type: 'string', nullable: true }) locked_by!: string | null;
+  @ApiProperty({ type: 'integer', nullable: true }) locked_at!: number | null;
+  @ApiProperty({ type: 'string', nullable: true }) error!: string | null;
+  @ApiProperty({ type: 'integer', nullable: true }) created_at!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true }) updated_at!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true }) completed_at!: number | null;
+}
+
+export class JobPageDto {
+  @ApiProperty({ type: [JobDto] }) data!: JobDto[];
+  @ApiProperty({ type: PageMeta }) meta!: PageMeta;
+}
+
+export class QueueStatsDto {
+  @ApiProperty({ type: 'object', additionalProperties: { type: 'integer' }, example: { queued: 3, running: 1, completed: 10, failed: 0, cancelled: 0, paused: 0 } })
+  counts!: Record<JobStatus, number>;
+
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Age of the oldest queued job; null when none is queued' })
+  oldest_queued_age_seconds!: number | null;
+}

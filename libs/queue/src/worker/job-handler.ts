@@ -1,0 +1,59 @@
+import { SetMetadata } from '@nestjs/common';
+import type { ClientBase } from 'pg';
+
+import type { JobPayload } from '../job.entity';
+
+/** A job as a worker holds it: the fence of every write it makes is (id, attempt, this worker). */
+export interface ClaimedJob {
+  id: string;
+  jobType: string;
+  componentType: string;
+  componentId: string;
+  sessionId: string;
+  userId: string | null;
+  payload: JobPayload;
+  attempt: number;
+  maxAttempts: number;
+  /** A live cancellation intent existed when the job was claimed: the worker treats that as its first checkpoint. */
+  cancelRequested: boolean;
+}
+
+export interface JobContext {
+  /** Aborted when the worker lost the job (swept, requeued) or is shutting down past its deadline. */
+  readonly signal: AbortSignal;
+  /** A cooperative cancellation point: throws JobStopped when the job must stop now. */
+  checkpoint(): Promise<void>;
+}
+
+export type JobOutcome = 'completed' | 'failed' | 'cancelled' | 'paused';
+
+export interface JobResult {
+  outcome: JobOutcome;
+  /** The attempt's error (failed, cancelled); null when it succeeded. */
+  error?: string | null;
+  /**
+   * Writes that belong with the outcome (a run's content): run in the transaction that records
+   * the outcome, and only when the fence still holds, so a lost worker's late result never lands.
+   */
+  record?: (tx: ClientBase) => Promise<void>;
+}
+
+/** Runs one job type. Boot fails when a job type has no handler or two. */
+export interface JobHandler {
+  handle(job: ClaimedJob, context: JobContext): Promise<JobResult>;
+}
+
+/** Thrown by JobContext.checkpoint. */
+export class JobStopped extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'JobStopped';
+  }
+}
+
+export const JOB_HANDLER = 'queue:job-handler';
+
+/** Marks a provider as the handler of one job type; the worker finds it at boot. */
+export function HandlesJobs(jobType: string): ClassDecorator {
+  return SetMetadata(JOB_HANDLER, jobType);
+}

@@ -1,0 +1,201 @@
+import type { ClientBase, Pool } from 'pg';
+
+import { JobPayload } from '../job.entity';
+import { JobStatus } from '../job-status';
+import { JOBS_READY_CHANNEL } from '../notify';
+import { ClaimedJob, JobOutcome } from './job-handler';
+
+/** One finished attempt, fenced by (id, attempt) and the worker that holds it. */
+export interface FinishedAttempt {
+  id: string;
+  attempt: number;
+  outcome: JobOutcome;
+  error: string | null;
+}
+
+export interface RecordedState {
+  id: string;
+  status: JobStatus;
+}
+
+export interface HeldJob {
+  id: string;
+  attempt: number;
+}
+
+interface ClaimRow {
+  id: string;
+  job_type: string;
+  component_type: string;
+  component_id: string;
+  session_id: string;
+  user_id: string | null;
+  payload: JobPayload;
+  attempt: number;
+  max_attempts: number;
+  cancel_requested: boolean;
+}
+
+// Retry backoff after failed attempt N: 2^(N-1) s, capped at 60 s.
+const BACKOFF = `make_interval(secs => least(60, power(2, greatest(j.attempt, 1) - 1)))`;
+
+/**
+ * Oldest claimable first; SKIP LOCKED lets any number of workers claim side by side, and
+ * `attempt < max_attempts` makes re-execution beyond the budget impossible whatever the state.
+ */
+const CLAIM = `
+  WITH next AS (
+    SELECT id FROM queue_jobs
+    WHERE status = 'queued' AND available_at <= now() AND attempt < max_attempts AND job_type = ANY($3::varchar[])
+    ORDER BY available_at, created_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+  )
+  UPDATE queue_jobs j
+  SET status = 'running', attempt = j.attempt + 1, locked_by = $1, locked_at = now(), heartbeat_at = now(), updated_at = now()
+  FROM next WHERE j.id = next.id
+  RETURNING j.id, j.job_type, j.component_type, j.component_id, j.session_id, j.user_id, j.payload, j.attempt, j.max_attempts,
+    EXISTS (SELECT 1 FROM queue_cancellation_intents c WHERE c.run_id = j.id AND c.requested_at > now() - make_interval(secs => $4)) AS cancel_requested`;
+
+/**
+ * Records outcomes, fenced: a row whose attempt or lock changed (swept, requeued, released)
+ * is left alone and missing from the result. A failure with attempts left goes back to
+ * `queued` after the backoff. The outcome counters move in the same statement.
+ */
+const FINISH = `
+  WITH input AS (
+    SELECT * FROM unnest($2::uuid[], $3::int[], $4::varchar[], $5::text[]) AS t(id, attempt, outcome, error)
+  ), done AS (
+    UPDATE queue_jobs j SET
+      status = CASE WHEN i.outcome = 'failed' AND j.attempt < j.max_attempts THEN 'queued' ELSE i.outcome END,
+      available_at = CASE WHEN i.outcome = 'failed' AND j.attempt < j.max_attempts THEN now() + ${BACKOFF} ELSE j.available_at END,
+      completed_at = CASE WHEN i.outcome = 'paused' OR (i.outcome = 'failed' AND j.attempt < j.max_attempts) THEN NULL ELSE now() END,
+      error = i.error, locked_by = NULL, locked_at = NULL, heartbeat_at = NULL, updated_at = now()
+    FROM input i
+    WHERE j.id = i.id AND j.attempt = i.attempt AND j.locked_by = $1 AND j.status = 'running'
+    RETURNING j.id, j.status
+  ), counted AS (
+    INSERT INTO queue_job_outcome_counters (outcome, total)
+    SELECT CASE WHEN status = 'queued' THEN 'retried' ELSE status END, count(*) FROM done GROUP BY 1 ORDER BY 1
+    ON CONFLICT (outcome) DO UPDATE SET total = queue_job_outcome_counters.total + EXCLUDED.total
+  )
+  SELECT id, status FROM done`;
+
+const HEARTBEAT = `
+  UPDATE queue_jobs j SET heartbeat_at = now()
+  FROM unnest($2::uuid[], $3::int[]) AS h(id, attempt)
+  WHERE j.id = h.id AND j.attempt = h.attempt AND j.locked_by = $1 AND j.status = 'running'
+  RETURNING j.id`;
+
+/** Running jobs whose heartbeat is older than the grace: their worker is gone (or frozen). */
+const SWEEP = `
+  WITH stale AS (
+    SELECT id FROM queue_jobs WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => $1)
+    FOR UPDATE SKIP LOCKED
+  ), swept AS (
+    UPDATE queue_jobs j SET
+      status = CASE WHEN j.attempt < j.max_attempts THEN 'queued' ELSE 'failed' END,
+      available_at = CASE WHEN j.attempt < j.max_attempts THEN now() + ${BACKOFF} ELSE j.available_at END,
+      completed_at = CASE WHEN j.attempt < j.max_attempts THEN NULL ELSE now() END,
+      error = format('Worker %s lost the job: no heartbeat for over %s s during attempt %s of %s', j.locked_by, $1, j.attempt, j.max_attempts)
+        || CASE WHEN j.attempt < j.max_attempts THEN '; retrying'
+           ELSE '; attempt budget exhausted, so it was not re-executed. Requeue it (POST /queue/jobs/{job_id}/requeue) to grant one more attempt' END,
+      locked_by = NULL, locked_at = NULL, heartbeat_at = NULL, updated_at = now()
+    FROM stale WHERE j.id = stale.id
+    RETURNING j.id, j.status, j.error
+  ), counted AS (
+    INSERT INTO queue_job_outcome_counters (outcome, total) SELECT 'lost', count(*) FROM swept HAVING count(*) > 0
+    ON CONFLICT (outcome) DO UPDATE SET total = queue_job_outcome_counters.total + EXCLUDED.total
+  )
+  SELECT id, status, error FROM swept`;
+
+/** Gives jobs back at shutdown with their attempt refunded (max_attempts raised), so nothing is lost. */
+const RELEASE = `
+  WITH released AS (
+    UPDATE queue_jobs j SET status = 'queued', max_attempts = j.max_attempts + 1, available_at = now(),
+      error = format('Released by worker %s at shutdown during attempt %s before it finished; the attempt was given back', $1, j.attempt),
+      locked_by = NULL, locked_at = NULL, heartbeat_at = NULL, updated_at = now()
+    FROM unnest($2::uuid[], $3::int[]) AS r(id, attempt)
+    WHERE j.id = r.id AND j.attempt = r.attempt AND j.locked_by = $1 AND j.status = 'running'
+    RETURNING j.id
+  )
+  SELECT id, pg_notify('${JOBS_READY_CHANNEL}', '') IS NULL AS notified FROM released`;
+
+/** Terminal jobs past retention (completed_at >= created_at, so the (status, created_at) index narrows the scan). */
+const DELETE_EXPIRED = `
+  DELETE FROM queue_jobs WHERE id IN (
+    SELECT id FROM queue_jobs
+    WHERE status IN ('completed', 'failed', 'cancelled') AND created_at < now() - make_interval(secs => $1)
+      AND completed_at < now() - make_interval(secs => $1)
+    LIMIT 1000)`;
+
+const INTENT_LIVE = `SELECT EXISTS (SELECT 1 FROM queue_cancellation_intents WHERE run_id = $1 AND requested_at > now() - make_interval(secs => $2)) AS live`;
+
+const DELETE_STALE_INTENTS = `DELETE FROM queue_cancellation_intents WHERE requested_at < now() - make_interval(secs => $1)`;
+
+/**
+ * Every statement a worker runs about jobs, each a single SQL statement (named, so PostgreSQL
+ * plans it once per connection). Writes are fenced by (id, attempt, locked_by).
+ */
+export class JobStore {
+  constructor(
+    private readonly pool: Pool,
+    readonly workerId: string,
+  ) {}
+
+  async claim(limit: number, jobTypes: string[], cancelIntentTtlSeconds: number): Promise<ClaimedJob[]> {
+    const { rows } = await this.pool.query<ClaimRow>({ name: 'queue_claim', text: CLAIM, values: [this.workerId, limit, jobTypes, cancelIntentTtlSeconds] });
+    return rows.map((row) => ({
+      id: row.id,
+      jobType: row.job_type,
+      componentType: row.component_type,
+      componentId: row.component_id,
+      sessionId: row.session_id,
+      userId: row.user_id,
+      payload: row.payload,
+      attempt: row.attempt,
+      maxAttempts: row.max_attempts,
+      cancelRequested: row.cancel_requested,
+    }));
+  }
+
+  /** Records many outcomes in one statement; returns the states written (fence-rejected attempts are absent). */
+  async finish(attempts: readonly FinishedAttempt[], client: ClientBase | Pool = this.pool): Promise<RecordedState[]> {
+    const values = [
+      this.workerId,
+      attempts.map((attempt) => attempt.id),
+      attempts.map((attempt) => attempt.attempt),
+      attempts.map((attempt) => attempt.outcome),
+      attempts.map((attempt) => attempt.error),
+    ];
+    return (await client.query<RecordedState>({ name: 'queue_finish', text: FINISH, values })).rows;
+  }
+
+  /** Renews the lock of the jobs still held; returns the ids this worker still holds. */
+  async heartbeat(jobs: readonly HeldJob[]): Promise<Set<string>> {
+    const values = [this.workerId, jobs.map((job) => job.id), jobs.map((job) => job.attempt)];
+    const { rows } = await this.pool.query<{ id: string }>({ name: 'queue_heartbeat', text: HEARTBEAT, values });
+    return new Set(rows.map((row) => row.id));
+  }
+
+  async sweep(lockGraceSeconds: number): Promise<{ id: string; status: JobStatus; error: string }[]> {
+    return (await this.pool.query({ name: 'queue_sweep', text: SWEEP, values: [lockGraceSeconds] })).rows;
+  }
+
+  async release(jobs: readonly HeldJob[]): Promise<string[]> {
+    const values = [this.workerId, jobs.map((job) => job.id), jobs.map((job) => job.attempt)];
+    const { rows } = await this.pool.query<{ id: string }>({ name: 'queue_release', text: RELEASE, values });
+    return rows.map((row) => row.id);
+  }
+
+  async cancellationRequested(id: string, cancelIntentTtlSeconds: number): Promise<boolean> {
+    const { rows } = await this.pool.query<{ live: boolean }>({ name: 'queue_intent_live', text: INTENT_LIVE, values: [id, cancelIntentTtlSeconds] });
+    return rows[0].live;
+  }
+
+  async deleteExpired(retentionSeconds: number, cancelIntentTtlSeconds: number): Promise<number> {
+    const jobs = await this.pool.query({ name: 'queue_delete_expired', text: DELETE_EXPIRED, values: [retentionSeconds] });
+    await this.pool.query({ name: 'queue_delete_stale_intents', text: DELETE_STALE_INTENTS, values: [cancelIntentTtlSeconds] });
+    return jobs.rowCount ?? 0;
+  }
+}

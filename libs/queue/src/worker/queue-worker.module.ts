@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+
+import { QueueWorkerService } from './queue-worker.service';
+
+/** The worker app's job loop; the handlers come from the modules imported beside it (@HandlesJobs). */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [QueueWorkerService],
+})
+export class QueueWorkerModule {}

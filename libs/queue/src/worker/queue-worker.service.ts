@@ -1,0 +1,86 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+
+import { BeforeApplicationShutdown, Injectable, OnApplicationBootstrap } from '@nestjs/common';
+import { DiscoveryService } from '@nestjs/core';
+import { Client, Pool } from 'pg';
+
+import { Env } from '@app/config';
+import { createLogger } from '@app/logging';
+
+import { JOB_TYPES } from '../job-status';
+import { JOB_HANDLER, JobHandler } from './job-handler';
+import { QueueWorker } from './queue-worker';
+
+/** `host:pid:random`: unique per process, and readable in `locked_by`. */
+function newWorkerId(): string {
+  return `${hostname().slice(0, 80)}:${process.pid}:${randomBytes(3).toString('hex')}`;
+}
+
+/**
+ * Runs the queue worker inside the worker app: finds the @HandlesJobs providers (boot fails
+ * when a job type has none or two), starts claiming at bootstrap, and drains on shutdown
+ * within WORKER_SHUTDOWN_TIMEOUT_SECONDS.
+ */
+@Injectable()
+export class QueueWorkerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private worker: QueueWorker | null = null;
+  private pool: Pool | null = null;
+
+  constructor(
+    private readonly env: Env,
+    private readonly discovery: DiscoveryService,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const handlers = this.findHandlers();
+    const logger = createLogger(this.env.LOG_LEVEL, 'worker');
+    if (!this.env.QUEUE_ENABLED) {
+      logger.info('QUEUE_ENABLED=false: this worker claims no jobs');
+      return;
+    }
+    const connectionString = this.env.databaseUrl;
+    this.pool = new Pool({ connectionString, max: this.env.WORKER_CONCURRENCY + 2 });
+    this.worker = new QueueWorker({
+      pool: this.pool,
+      connectListener: async () => {
+        const client = new Client({ connectionString });
+        await client.connect();
+        return client;
+      },
+      workerId: newWorkerId(),
+      handlers,
+      concurrency: this.env.WORKER_CONCURRENCY,
+      pollIntervalMs: this.env.QUEUE_POLL_INTERVAL_MS,
+      lockGraceSeconds: this.env.QUEUE_LOCK_GRACE_SECONDS,
+      cancelIntentTtlSeconds: this.env.QUEUE_CANCEL_INTENT_TTL_SECONDS,
+      retentionSeconds: this.env.QUEUE_RETENTION_SECONDS,
+      logger,
+    });
+    await this.worker.start();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.worker?.stop(this.env.WORKER_SHUTDOWN_TIMEOUT_SECONDS * 1000);
+    await this.pool?.end();
+  }
+
+  private findHandlers(): Map<string, JobHandler> {
+    const handlers = new Map<string, JobHandler>();
+    for (const wrapper of this.discovery.getProviders()) {
+      const jobType = wrapper.metatype ? Reflect.getMetadata(JOB_HANDLER, wrapper.metatype) : undefined;
+      if (typeof jobType !== 'string') {
+        continue;
+      }
+      if (handlers.has(jobType)) {
+        throw new Error(`Job type '${jobType}' has two handlers`);
+      }
+      handlers.set(jobType, wrapper.instance as JobHandler);
+    }
+    const missing = JOB_TYPES.filter((jobType) => !handlers.has(jobType));
+    if (missing.length > 0) {
+      throw new Error(`No handler for job type(s): ${missing.join(', ')}`);
+    }
+    return handlers;
+  }
+}

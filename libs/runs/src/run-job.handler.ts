@@ -1,0 +1,33 @@
+import { Injectable } from '@nestjs/common';
+
+import { ClaimedJob, HandlesJobs, JobContext, JobHandler, JobResult, RUN_JOB_TYPE } from '@app/queue';
+
+import { ComponentKind } from './component';
+import { ComponentRegistry } from './component.registry';
+import { RunRepository } from './run.repository';
+import { RunExecutor } from './run-executor';
+
+/** Executes a background run on a worker; the run's row is written with the job's outcome, under the job's fence. */
+@Injectable()
+@HandlesJobs(RUN_JOB_TYPE)
+export class RunJobHandler implements JobHandler {
+  constructor(
+    private readonly registry: ComponentRegistry,
+    private readonly executor: RunExecutor,
+    private readonly runs: RunRepository,
+  ) {}
+
+  async handle(job: ClaimedJob, context: JobContext): Promise<JobResult> {
+    const component = this.registry.get(job.componentType as ComponentKind, job.componentId);
+    const outcome = await this.executor.execute(
+      component,
+      { id: job.id, sessionId: job.sessionId, userId: job.userId, message: String(job.payload.message ?? '') },
+      { checkpoint: context.checkpoint },
+    );
+    return {
+      outcome: outcome.status === 'completed' || outcome.status === 'cancelled' || outcome.status === 'paused' ? outcome.status : 'failed',
+      error: outcome.error,
+      record: (tx) => this.runs.recordInQueueTransaction(tx, job.id, outcome),
+    };
+  }
+}
