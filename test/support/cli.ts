@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 
 import { createTestDatabase } from './database';
 import { ROOT_KEY } from './principals';
-import { RunningApi, RunningProcess, spawnNode, startApi, waitFor } from './processes';
+import { RunningApi, RunningProcess, startApi, startWorker } from './processes';
 
 export const SVC_BIN = resolve('bin/svc.js');
 
@@ -84,13 +84,7 @@ export interface LiveService {
 export async function startService(env: Record<string, string> = { OS_SECURITY_KEY: ROOT_KEY }): Promise<LiveService> {
   const databaseUrl = await createTestDatabase();
   const api = await startApi({ DATABASE_URL: databaseUrl, ...env });
-  const worker = spawnNode('dist/apps/worker/src/main.js', { DATABASE_URL: databaseUrl, PUBLIC_URL: api.url, LOG_LEVEL: 'info', ...env });
-  await Promise.race([
-    waitFor(async () => worker.output().includes('worker ready'), 30_000, 'the worker to start'),
-    worker.exited.then((code) => {
-      throw new Error(`worker exited with ${code}:\n${worker.output()}`);
-    }),
-  ]);
+  const worker = await startWorker({ DATABASE_URL: databaseUrl, PUBLIC_URL: api.url, ...env });
   return {
     api,
     worker,
