@@ -5,7 +5,7 @@ import { createTestDatabase } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { callTool, connectMcp } from '../../../test/support/mcp';
 import { mintAccount, MintedAccount, ROOT_KEY } from '../../../test/support/principals';
-import { RunningApi, startApi } from '../../../test/support/processes';
+import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../../../test/support/processes';
 
 describe('MCP queue tools (admins only, no worker running so jobs stay put)', () => {
   let api: RunningApi;
@@ -70,6 +70,34 @@ describe('MCP queue tools on a replica with the queue disabled', () => {
       expect((await callTool(runner, 'list_queue_jobs')).text).toBe('403: Insufficient permissions. Required scope(s): platform:admin');
     } finally {
       await Promise.all([admin.close(), runner.close()]);
+    }
+  });
+});
+
+describe('MCP background run completed by a real worker', () => {
+  let api: RunningApi;
+  let worker: RunningProcess;
+  beforeAll(async () => {
+    const env = { DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' };
+    api = await startApi({ ...env, MCP_ENABLED: 'true' });
+    worker = await startWorker(env);
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await api?.stop();
+  });
+
+  it('queues run_agent with background=true and get_agent_run reports the worker’s result', async () => {
+    const client = await connectMcp(api.url, (await mintAccount(api.url, ROOT_KEY)).token);
+    try {
+      const queued = await callTool(client, 'run_agent', { agent_id: 'echo-agent', message: 'done by the worker', background: true });
+      // An idle worker woken by NOTIFY may claim the job before the answer is read back.
+      expect(queued.structured).toEqual({ run_id: expect.any(String), session_id: expect.any(String), status: expect.stringMatching(/^(queued|running|completed)$/) });
+      const ref = { agent_id: 'echo-agent', run_id: queued.structured.run_id };
+      await waitFor(async () => (await callTool(client, 'get_agent_run', ref)).structured.status === 'completed', 30_000, 'the worker to complete the run');
+      expect((await callTool(client, 'get_agent_run', ref)).structured).toMatchObject({ status: 'completed', content: 'done by the worker', background: true });
+    } finally {
+      await client.close();
     }
   });
 });
