@@ -1,9 +1,14 @@
 import { createServer, Server, Socket } from 'node:net';
 
-/** A loopback TCP proxy a test can cut, to make a real dependency unreachable mid-run. */
+/**
+ * A TCP proxy a test can cut, to make a real dependency unreachable mid-run. It listens on loopback
+ * unless told otherwise (a non-loopback address makes a local service look remote), and keeps every
+ * byte clients sent so a test can assert what went over the wire.
+ */
 export class TcpProxy {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
+  private sent = '';
   private stalled = false;
 
   constructor(
@@ -11,9 +16,18 @@ export class TcpProxy {
     private readonly targetPort: number,
   ) {}
 
-  /** Listens on `port` (a free one when 0), so a cut proxy can come back on the same address. */
-  async listen(port = 0): Promise<number> {
+  /** Everything clients sent through the proxy so far. */
+  received(): string {
+    return this.sent;
+  }
+
+  /**
+   * Listens on `port` (a free one when 0), so a cut proxy can come back on the same address; on
+   * loopback unless another `host` is given.
+   */
+  async listen(port = 0, host = '127.0.0.1'): Promise<number> {
     this.server = createServer((client) => {
+      client.on('data', (chunk: Buffer) => (this.sent += chunk.toString('latin1')));
       if (this.stalled) {
         this.track(client);
         return;
@@ -24,7 +38,7 @@ export class TcpProxy {
       this.track(upstream);
       client.pipe(upstream).pipe(client);
     });
-    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => this.server!.listen(port, host, resolve));
     return (this.server.address() as { port: number }).port;
   }
 

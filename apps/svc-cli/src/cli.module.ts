@@ -1,5 +1,28 @@
 import { Module } from '@nestjs/common';
 
+import { ConnectCommand } from './commands/connect.command';
+import { CreateCommand } from './commands/create.command';
+import { DisconnectCommand } from './commands/disconnect.command';
+import { DownCommand, RestartCommand, UpCommand } from './commands/lifecycle.command';
+import { StatusCommand } from './commands/status.command';
+import { TokensCommand, TokensCreateCommand, TokensListCommand, TokensRevokeCommand } from './commands/tokens.command';
+import { UsageErrors } from './usage-errors';
+
 /** The svc CLI's commands; each lives in commands/<name>.command.ts. */
-@Module({ providers: [] })
+@Module({
+  providers: [
+    CreateCommand,
+    ConnectCommand,
+    DisconnectCommand,
+    StatusCommand,
+    UpCommand,
+    DownCommand,
+    RestartCommand,
+    TokensCommand,
+    TokensCreateCommand,
+    TokensListCommand,
+    TokensRevokeCommand,
+    UsageErrors,
+  ],
+})
 export class CliModule {}

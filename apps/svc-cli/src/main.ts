@@ -1,9 +1,12 @@
-import { SERVICE_VERSION } from '@app/config';
+import { SERVICE_VERSION } from '@app/version';
 
 import { CATALOG } from './catalog';
 
+/** The spec's two-letter short flag for --dry-run; commander only knows one-letter short flags. */
+const DRY_RUN_SHORT = '-dr';
+
 async function main(argv: string[]): Promise<void> {
-  // The two answers that need no command module are given before Nest boots.
+  // The two answers that need no command module are given before anything else loads.
   if (argv.length === 0) {
     process.stdout.write(`${CATALOG}\n`);
     return;
@@ -12,20 +15,24 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${SERVICE_VERSION}\n`);
     return;
   }
+  process.argv = [process.argv[0], process.argv[1], ...argv.map((arg) => (arg === DRY_RUN_SHORT ? '--dry-run' : arg))];
   await import('reflect-metadata');
   const { CommandFactory } = await import('nest-commander');
   const { CliModule } = await import('./cli.module.js');
   await CommandFactory.run(CliModule, {
     logger: false,
-    errorHandler: (error) => {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(2);
-    },
+    cliName: 'svc',
+    version: SERVICE_VERSION,
     serviceErrorHandler: (error) => {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(1);
+      process.stderr.write(`Error: ${error.message}\n`);
+      process.exitCode = 1;
     },
   });
+  // Keep-alive sockets and prompt handles must not hold the process open once the command is done.
+  process.exit(process.exitCode ?? 0);
 }
 
-void main(process.argv.slice(2));
+main(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`Error: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -9,6 +9,7 @@ import { McpToolErrors } from './mcp-tool-errors';
 import { ProtectedResourceController } from './protected-resource.controller';
 import { AgentRunTools, TeamRunTools, WorkflowRunTools } from './tools/component-runs.tools';
 import { DiscoveryTools } from './tools/discovery.tools';
+import { QueueTools } from './tools/queue.tools';
 import { ScheduleTools } from './tools/schedules.tools';
 import { ServiceAccountTools } from './tools/service-accounts.tools';
 import { SessionTools } from './tools/sessions.tools';
@@ -23,6 +24,6 @@ export function mcpWiring(env: Env): Wiring {
   return {
     imports: [McpModule.forRoot({ errorRenderer: McpToolErrors })],
     controllers: [McpController, ProtectedResourceController],
-    providers: [McpArguments, DiscoveryTools, ServiceAccountTools, AgentRunTools, TeamRunTools, WorkflowRunTools, SessionTools, ScheduleTools],
+    providers: [McpArguments, DiscoveryTools, ServiceAccountTools, AgentRunTools, TeamRunTools, WorkflowRunTools, SessionTools, ScheduleTools, QueueTools],
   };
 }

@@ -1,0 +1,68 @@
+import { Injectable } from '@nestjs/common';
+import { z } from 'zod';
+
+import { McpTool, McpToolset } from '@app/mcp';
+import { Page } from '@app/pagination';
+import { JOB_STATUSES, JobDto, ListJobsQuery, QueueAdminService, QueueEnabledGuard, QueueStatsDto, RequeueQuery } from '@app/queue';
+
+import { McpArguments } from '../mcp-arguments';
+
+const jobId = z.string().describe('Job id (the run_id of the background run)');
+
+/**
+ * Operator tools for the durable queue. Like the REST routes: platform:admin first (the mirrored
+ * routes' scope), then 503 when this replica's queue is disabled (the same QueueEnabledGuard).
+ */
+@McpToolset()
+@Injectable()
+export class QueueTools {
+  constructor(
+    private readonly queue: QueueAdminService,
+    private readonly queueEnabled: QueueEnabledGuard,
+    private readonly args: McpArguments,
+  ) {}
+
+  @McpTool({
+    name: 'list_queue_jobs',
+    mirrors: 'GET /queue/jobs',
+    description: 'List queue jobs (admins). status ["failed"] is the dead-letter list; ["failed", "cancelled"] the requeueable set.',
+    input: z.object({
+      status: z.array(z.enum(JOB_STATUSES)).optional().describe('Statuses to match (any of them)'),
+      limit: z.number().int().min(1).optional().describe('Page size, 1 to 1000 (default 20)'),
+      page: z.number().int().min(1).optional().describe('Page number, 1 or more'),
+      sort_by: z.string().optional().describe('created_at (default), updated_at, completed_at, status, attempt, component_type, component_id or user_id'),
+      sort_order: z.enum(['asc', 'desc']).optional(),
+    }),
+    annotations: { readOnlyHint: true },
+  })
+  async list(_principal: unknown, args: Record<string, unknown>): Promise<Page<JobDto>> {
+    this.queueEnabled.canActivate();
+    return this.queue.list(await this.args.as(ListJobsQuery, args));
+  }
+
+  @McpTool({ name: 'get_queue_job', mirrors: 'GET /queue/jobs/:job_id', description: 'One queue job (admins).', input: z.object({ job_id: jobId }), annotations: { readOnlyHint: true } })
+  get(_principal: unknown, args: Record<string, unknown>): Promise<JobDto> {
+    this.queueEnabled.canActivate();
+    return this.queue.get(String(args.job_id));
+  }
+
+  @McpTool({
+    name: 'requeue_queue_job',
+    mirrors: 'POST /queue/jobs/:job_id/requeue',
+    description:
+      'Requeue a failed or cancelled job for one more execution (admins; max_attempts + 1). force=true for a job that failed within the lock grace ' +
+      'period (its worker may still run); clear_cancellation=true for a cancelled job whose cancellation is still live.',
+    input: z.object({ job_id: jobId, force: z.boolean().optional(), clear_cancellation: z.boolean().optional() }),
+  })
+  async requeue(_principal: unknown, args: Record<string, unknown>): Promise<JobDto> {
+    this.queueEnabled.canActivate();
+    const { job_id, ...options } = args;
+    return this.queue.requeue(String(job_id), await this.args.as(RequeueQuery, options));
+  }
+
+  @McpTool({ name: 'get_queue_stats', mirrors: 'GET /queue/stats', description: 'Job counts by status and the age of the oldest queued job (admins).', annotations: { readOnlyHint: true } })
+  stats(): Promise<QueueStatsDto> {
+    this.queueEnabled.canActivate();
+    return this.queue.stats();
+  }
+}

@@ -1,0 +1,449 @@
+import { Command, Option } from 'nest-commander';
+
+import { CliError, Terminal } from '@app/cli-terminal';
+import {
+  chatAppSetupSteps,
+  chatAppUnreachableNote,
+  ChatAppClientId,
+  clientContext,
+  ClientAdapter,
+  ClientId,
+  createAdapters,
+  IN_PLACE_CLIENTS,
+  InPlaceClientId,
+  isChatApp,
+  npxNote,
+  parseClientList,
+  CHAT_APP_CLIENTS,
+} from '@app/client-adapters';
+import {
+  Candidate,
+  confirmDiscoveredUrl,
+  discoverInteractively,
+  isCloudReachable,
+  mcpUrlOf,
+  McpVerification,
+  MintedServiceAccount,
+  NameConflictError,
+  oauthEnabled,
+  readCliEnv,
+  refusePlaintextCredential,
+  resolveAdminCredential,
+  ServiceAccount,
+  ServiceAccountsApi,
+  ServiceDescriptor,
+  verifyMcp,
+} from '@app/svc-client';
+
+import { connectExitCode, harvestClientUrls } from '../connections';
+import { collect, ServiceOptions } from '../options';
+import { parseExpires, privilegedScopes } from '../scopes';
+import { serverNameFor } from '../server-name';
+import { announce } from '../service-target';
+import { SvcCommand } from '../svc-command';
+
+interface ConnectOptions extends ServiceOptions {
+  clients?: string;
+  name?: string;
+  scopes?: string[];
+  expires?: string;
+  privileged?: boolean;
+  pat?: boolean;
+  serverName?: string;
+  project?: boolean;
+  rotate?: boolean;
+  skipExisting?: boolean;
+}
+
+export interface ConnectResult {
+  client: ClientId;
+  status: 'connected' | 'already-connected' | 'needs-login' | 'skipped' | 'failed' | 'manual';
+  error: string | null;
+  location?: string;
+  account?: ServiceAccount | null;
+  verify?: McpVerification | null;
+  url?: string;
+  instructions?: string[];
+  note?: string;
+  rotated?: boolean;
+  replaced_url?: string;
+  replaced_token_entry?: boolean;
+  auto?: boolean;
+}
+
+/** A service account and its token, or why a client gets none. */
+type TokenOutcome = { account: MintedServiceAccount; rotated: boolean } | { status: 'skipped' | 'failed'; error: string };
+
+const UNAUTHENTICATED_MCP_WARNING =
+  'This service accepts unauthenticated MCP requests although it enforces authentication elsewhere: anyone who can reach /mcp can use its tools. Tokens were still minted and configured; upgrade or reconfigure the service to require them on /mcp.';
+
+/** The spec's field order: client, status, error, then where and what, then the optional extras. */
+const RESULT_ORDER = ['client', 'status', 'error', 'location', 'account', 'verify', 'url', 'instructions'];
+
+function inSpecOrder(result: ConnectResult): ConnectResult {
+  const entries = Object.entries(result).sort(([a], [b]) => rank(a) - rank(b));
+  return Object.fromEntries(entries) as unknown as ConnectResult;
+}
+
+function rank(key: string): number {
+  const index = RESULT_ORDER.indexOf(key);
+  return index < 0 ? RESULT_ORDER.length : index;
+}
+
+function publicAccount(account: MintedServiceAccount | ServiceAccount): ServiceAccount {
+  const { token: _token, ...rest } = account as MintedServiceAccount;
+  return rest;
+}
+
+/** One `svc connect` run: the service, how entries are written, and the accounts minted on the way. */
+class Connection {
+  readonly mcpUrl: string;
+  readonly oauthMode: boolean;
+  private api: ServiceAccountsApi | null = null;
+  private shared: TokenOutcome | null = null;
+
+  constructor(
+    readonly descriptor: ServiceDescriptor,
+    readonly serverName: string,
+    private readonly options: ConnectOptions,
+    private readonly terminal: Terminal,
+  ) {
+    this.mcpUrl = mcpUrlOf(descriptor.url, descriptor.mcp.path);
+    this.oauthMode = oauthEnabled(descriptor) && !options.pat;
+  }
+
+  /** Entries carry minted tokens unless /mcp signs in with OAuth or the service has no auth at all. */
+  get minting(): boolean {
+    return !this.oauthMode && (this.descriptor.auth_mode !== 'none' || Boolean(this.options.pat));
+  }
+
+  async prepareMinting(): Promise<void> {
+    refusePlaintextCredential(this.descriptor.url, Boolean(this.options.allowHttp), 'the admin credential and minted tokens');
+    const credential = await resolveAdminCredential(this.descriptor, readCliEnv(), this.terminal);
+    this.api = new ServiceAccountsApi(this.descriptor.url, credential);
+  }
+
+  async connect(adapter: ClientAdapter, sharedCandidates: ClientAdapter[]): Promise<ConnectResult> {
+    const location = adapter.location(Boolean(this.options.project));
+    const base = { client: adapter.id, location, account: null, verify: null } as const;
+    try {
+      const existing = adapter.resolve(this.serverName);
+      let replacedUrl: string | undefined;
+      if (existing && existing.url === this.mcpUrl && !this.options.rotate && (!this.minting || existing.token)) {
+        if (existing.token) {
+          refusePlaintextCredential(this.descriptor.url, Boolean(this.options.allowHttp), 'a stored token');
+        }
+        const verify = await this.verify(adapter, existing.token);
+        if (verify.ok || (this.oauthMode && !existing.token && verify.oauth_challenge)) {
+          const account = this.minting && this.api ? await this.api.findActive(this.accountName(adapter)) : null;
+          return { ...base, status: 'already-connected', error: null, location: existing.location, account, verify };
+        }
+        if (this.options.skipExisting) {
+          return { ...base, status: 'skipped', error: 'Existing entry no longer verifies; re-run without --skip-existing to rotate.' };
+        }
+      } else if (existing && existing.url !== this.mcpUrl) {
+        if (this.options.skipExisting) {
+          return { ...base, status: 'skipped', error: `Existing entry points at ${existing.url}; left untouched.` };
+        }
+        replacedUrl = existing.url;
+      }
+
+      let account: MintedServiceAccount | null = null;
+      let rotated = false;
+      if (this.minting) {
+        const outcome = this.options.name ? await this.sharedAccount(sharedCandidates) : await this.mintFor(this.accountName(adapter));
+        if ('status' in outcome) {
+          return { ...base, status: outcome.status, error: outcome.error };
+        }
+        account = outcome.account;
+        rotated = outcome.rotated;
+      }
+      const token = account?.token ?? null;
+      const written = adapter.write(this.serverName, this.mcpUrl, token, Boolean(this.options.project));
+      const readBack = adapter.resolve(this.serverName);
+      if (!readBack || readBack.url !== this.mcpUrl || readBack.token !== token) {
+        const found = readBack ? `${readBack.location} -> ${readBack.url}` : 'nothing';
+        return {
+          ...base,
+          status: 'failed',
+          account: account && publicAccount(account),
+          error: `The config write did not take effect for '${this.serverName}' (found: ${found}). Another entry may shadow it; remove the stale entry and re-run.`,
+        };
+      }
+      const verify = await this.verify(adapter, token);
+      const notes = [written.note, adapter.id === 'desktop-app-a' ? npxNote(clientContext()) : null].filter(Boolean);
+      const extras = {
+        ...(notes.length ? { note: notes.join(' ') } : {}),
+        ...(rotated || (existing?.token && token && existing.token !== token) ? { rotated: true } : {}),
+        ...(replacedUrl ? { replaced_url: replacedUrl } : {}),
+        ...(this.oauthMode && existing?.token ? { replaced_token_entry: true } : {}),
+      };
+      const result = { ...base, location: written.location, account: account && publicAccount(account), verify, ...extras };
+      if (verify.ok) {
+        return { ...result, status: 'connected', error: null };
+      }
+      if (this.oauthMode && verify.oauth_challenge) {
+        return { ...result, status: 'needs-login', error: null, instructions: adapter.loginInstructions(this.serverName) };
+      }
+      return { ...result, status: 'failed', error: `MCP verification failed: ${verify.error ?? `HTTP ${verify.status_code}`}` };
+    } catch (error) {
+      return { ...base, status: 'failed', error: error instanceof Error ? error.message : String(error) };
+    }
+  }
+
+  manual(client: ChatAppClientId, auto: boolean): ConnectResult {
+    const reachable = isCloudReachable(this.mcpUrl);
+    return {
+      client,
+      status: 'manual',
+      error: null,
+      url: this.mcpUrl,
+      instructions: chatAppSetupSteps(client, oauthEnabled(this.descriptor)),
+      ...(reachable ? {} : { note: chatAppUnreachableNote(client, this.mcpUrl) }),
+      ...(auto ? { auto: true } : {}),
+    };
+  }
+
+  /** Verifies an unauthenticated handshake fails where auth is enforced; the warning when it does not. */
+  async unauthenticatedMcpWarning(): Promise<string | null> {
+    if (this.descriptor.auth_mode === 'none' || this.oauthMode) {
+      return null;
+    }
+    const anonymous = await verifyMcp(this.mcpUrl, null);
+    return anonymous.ok ? UNAUTHENTICATED_MCP_WARNING : null;
+  }
+
+  private accountName(adapter: ClientAdapter): string {
+    return this.options.name ?? adapter.id;
+  }
+
+  private async verify(adapter: ClientAdapter, token: string | null): Promise<McpVerification> {
+    const progress = this.terminal.progress(`Verifying ${adapter.displayName} over MCP`);
+    const verify = await verifyMcp(this.mcpUrl, token);
+    if (verify.ok) {
+      progress.succeed(`Verified ${adapter.displayName}: ${verify.tools} tools`);
+    } else {
+      progress.fail(`${adapter.displayName}: ${verify.oauth_challenge ? 'sign-in pending' : 'verification failed'}`);
+    }
+    return verify;
+  }
+
+  /** --name: one account for every client, minted once (a verified token already stored is reused). */
+  private async sharedAccount(candidates: ClientAdapter[]): Promise<TokenOutcome> {
+    if (!this.shared) {
+      for (const adapter of candidates) {
+        const entry = adapter.resolve(this.serverName);
+        if (!this.options.rotate && entry?.token && entry.url === this.mcpUrl && (await verifyMcp(this.mcpUrl, entry.token)).ok) {
+          const account = await this.api!.findActive(this.options.name!);
+          if (account) {
+            this.shared = { account: { ...account, token: entry.token }, rotated: false };
+            return this.shared;
+          }
+        }
+      }
+      this.shared = await this.mintFor(this.options.name!);
+    }
+    return this.shared;
+  }
+
+  private async mintFor(name: string): Promise<TokenOutcome> {
+    const api = this.api!;
+    const request = {
+      name,
+      scopes: this.options.scopes,
+      expiresInDays: this.options.expires === undefined ? undefined : parseExpires(this.options.expires),
+      privileged: this.options.privileged,
+    };
+    const progress = this.terminal.progress(`Minting service account '${name}'`);
+    try {
+      const account = await api.mint(request);
+      progress.succeed(`Minted service account '${name}'`);
+      return { account, rotated: false };
+    } catch (error) {
+      if (!(error instanceof NameConflictError)) {
+        progress.fail();
+        throw error;
+      }
+      progress.fail(`Service account '${name}' already exists`);
+    }
+    if (this.options.skipExisting) {
+      return { status: 'skipped', error: 'Service account exists; kept untouched.' };
+    }
+    let rotate = Boolean(this.options.rotate);
+    if (!rotate && this.terminal.interactive) {
+      rotate = await this.terminal.confirm(`Service account '${name}' already exists. Revoke and re-mint it?`, false);
+      if (!rotate) {
+        return { status: 'skipped', error: 'Service account exists; kept untouched.' };
+      }
+    }
+    if (!rotate) {
+      return {
+        status: 'failed',
+        error: `A service account named '${name}' already exists. Re-run with --rotate to revoke and re-mint it, or --skip-existing to leave it untouched.`,
+      };
+    }
+    const active = await api.findActive(name);
+    if (active) {
+      await api.revoke(active);
+    }
+    const account = await api.mint(request);
+    this.terminal.note(`Rotated service account '${name}': the old token no longer works.`);
+    return { account, rotated: true };
+  }
+}
+
+@Command({ name: 'connect', description: 'Connect coding tools to the service over MCP' })
+export class ConnectCommand extends SvcCommand<ConnectOptions> {
+  protected async execute(_params: string[], options: ConnectOptions, terminal: Terminal): Promise<number> {
+    if (options.expires !== undefined) {
+      parseExpires(options.expires);
+    }
+    if (options.serverName !== undefined) {
+      serverNameFor(options.serverName, null);
+    }
+    const privileged = privilegedScopes(options.scopes ?? []);
+    if (privileged.length && !options.privileged) {
+      throw new CliError(`Privileged scope(s) need --privileged: ${privileged.join(', ')}`, 'Privileged tokens must be deliberate: pass --privileged.');
+    }
+    const explicitClients = options.clients === undefined ? null : parseClientList(options.clients);
+    const context = clientContext();
+    const adapters = createAdapters(context);
+    const env = readCliEnv();
+    const fromConfigs: Candidate[] = harvestClientUrls(Object.values(adapters));
+    const descriptor = await discoverInteractively({ flagUrl: options.url, env, cwd: context.cwd }, fromConfigs, terminal);
+    announce(descriptor, terminal);
+    await confirmDiscoveredUrl(descriptor, Boolean(options.yes), terminal);
+    if (!descriptor.mcp.enabled) {
+      throw new CliError(`MCP is not enabled on the service at ${descriptor.url}.`, 'Start the service with MCP_ENABLED=true, then re-run svc connect.');
+    }
+    const connection = new Connection(descriptor, serverNameFor(options.serverName, descriptor.name), options, terminal);
+    if (connection.oauthMode && (options.name || options.scopes || options.expires || options.privileged)) {
+      throw new CliError('/mcp on this service signs in with OAuth: --name, --scopes, --expires and --privileged apply to minted tokens only.', 'Add --pat to mint tokens anyway.');
+    }
+
+    let selected: ClientId[];
+    const autoChatApps: ChatAppClientId[] = [];
+    if (explicitClients) {
+      selected = explicitClients;
+    } else {
+      selected = IN_PLACE_CLIENTS.filter((id) => adapters[id].detect());
+      if ((descriptor.auth_mode === 'none' || oauthEnabled(descriptor)) && isCloudReachable(connection.mcpUrl)) {
+        autoChatApps.push(...CHAT_APP_CLIENTS);
+      }
+      if (selected.length === 0 && autoChatApps.length === 0) {
+        throw new CliError('No supported clients detected on this machine.', `Pass --clients with any of: ${[...IN_PLACE_CLIENTS, ...CHAT_APP_CLIENTS].join(', ')}.`);
+      }
+    }
+    const inPlace = selected.filter((id): id is InPlaceClientId => !isChatApp(id)).map((id) => adapters[id]);
+    if (inPlace.length && connection.minting) {
+      await connection.prepareMinting();
+    } else if (inPlace.length && descriptor.auth_mode === 'none' && !connection.oauthMode) {
+      terminal.note('Authorization is disabled on this service; connecting without credentials.');
+    }
+    const warning = inPlace.length ? await connection.unauthenticatedMcpWarning() : null;
+
+    const results: ConnectResult[] = [];
+    for (const client of selected) {
+      results.push(inSpecOrder(isChatApp(client) ? connection.manual(client, false) : await connection.connect(adapters[client], inPlace)));
+    }
+    results.push(...autoChatApps.map((client) => inSpecOrder(connection.manual(client, true))));
+    const exitCode = connectExitCode(results, ['connected', 'already-connected', 'needs-login', 'manual']);
+    terminal.document({ os: descriptor, server_name: connection.serverName, results, warning, exit_code: exitCode });
+    this.report(results, warning, connection, terminal);
+    return exitCode;
+  }
+
+  private report(results: ConnectResult[], warning: string | null, connection: Connection, terminal: Terminal): void {
+    const { color } = terminal;
+    terminal.line(`MCP server '${connection.serverName}' at ${connection.mcpUrl}`);
+    for (const result of results) {
+      const mark = ['connected', 'already-connected', 'needs-login', 'manual'].includes(result.status) ? color.green('✓') : color.red('✗');
+      terminal.line(`${mark} ${result.client}: ${result.status}${result.location ? ` (${result.location})` : ''}${result.verify?.ok ? `, ${result.verify.tools} tools` : ''}`);
+      for (const line of [result.error, result.note, ...(result.instructions ?? []), result.url ? `MCP URL: ${result.url}` : null]) {
+        if (line) {
+          terminal.line(`    ${line}`);
+        }
+      }
+    }
+    if (results.some((result) => result.status === 'connected')) {
+      terminal.line('Restart the connected apps to load the new entry.');
+    }
+    const accounts = [...new Set(results.map((result) => result.account?.name).filter(Boolean))];
+    if (accounts.length) {
+      terminal.line(`Revoke any time with: svc tokens revoke <name> --url ${connection.descriptor.url}  (${accounts.join(', ')})`);
+    }
+    if (warning) {
+      terminal.warn(warning);
+    }
+  }
+
+  @Option({ flags: '--url <url>', description: 'Base URL of the service (default: discovered)' })
+  parseUrl(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--clients <list>', description: 'Comma-separated client identifiers (default: detected)' })
+  parseClients(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--name <name>', description: 'One shared service account with this name (default: one per client)' })
+  parseName(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '-s, --scopes <scope>', description: "Scope to grant (repeatable; default: the server's run and read scopes)" })
+  parseScopes(value: string, previous?: string[]): string[] {
+    return collect(value, previous);
+  }
+
+  @Option({ flags: '--expires <days>', description: "Expiry: days ('90d', '30') or 'never' (default 90d)" })
+  parseExpires(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--privileged', description: 'Allow write, delete, admin and service_accounts scopes' })
+  parsePrivileged(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--pat', description: 'Mint tokens even when /mcp is OAuth-protected' })
+  parsePat(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--server-name <name>', description: "Entry name (default: derived from the service name, fallback 'agentos')" })
+  parseServerName(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--project', description: 'Write project-scoped configs instead of user-level ones' })
+  parseProject(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--rotate', description: 'Rewrite existing entries without asking (revoke and re-mint)' })
+  parseRotate(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--skip-existing', description: 'Never touch existing accounts or entries' })
+  parseSkipExisting(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--allow-http', description: 'Permit credentials over plaintext HTTP to a non-loopback host' })
+  parseAllowHttp(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '-y, --yes', description: 'Trust a remote SERVICE_URL from a .env file without prompting' })
+  parseYes(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--json', description: 'Print one JSON document' })
+  parseJson(): boolean {
+    return true;
+  }
+}

@@ -1,0 +1,203 @@
+import { Command, Option } from 'nest-commander';
+
+import { CliError, Terminal } from '@app/cli-terminal';
+import { chatAppRemovalSteps, clientContext, ClientId, createAdapters, IN_PLACE_CLIENTS, isChatApp, parseClientList } from '@app/client-adapters';
+import {
+  candidateGroups,
+  confirmDiscoveredUrl,
+  discoverInteractively,
+  readCliEnv,
+  refusePlaintextCredential,
+  resolveAdminCredential,
+  ServiceAccountsApi,
+  ServiceDescriptor,
+  urlBelongsTo,
+} from '@app/svc-client';
+
+import { connectExitCode, harvestClientUrls } from '../connections';
+import { ServiceOptions } from '../options';
+import { serverNameFor } from '../server-name';
+import { announce } from '../service-target';
+import { SvcCommand } from '../svc-command';
+
+interface DisconnectOptions extends ServiceOptions {
+  clients?: string;
+  serverName?: string;
+  name?: string;
+  revoke?: boolean;
+}
+
+interface DisconnectResult {
+  client: ClientId;
+  status: 'removed' | 'not-found' | 'failed' | 'manual';
+  error: string | null;
+  removed: string[];
+  location: string | null;
+  instructions?: string[];
+}
+
+interface Revocation {
+  account: string;
+  status: 'revoked' | 'not-found' | 'failed';
+  error: string | null;
+}
+
+/**
+ * Removes MCP entries, offline by default: without --server-name only entries pointing at the target
+ * service go; entries for other servers are never touched. --revoke also revokes the matching accounts.
+ */
+@Command({ name: 'disconnect', description: 'Remove MCP entries from client configs' })
+export class DisconnectCommand extends SvcCommand<DisconnectOptions> {
+  protected async execute(_params: string[], options: DisconnectOptions, terminal: Terminal): Promise<number> {
+    if (options.serverName !== undefined) {
+      serverNameFor(options.serverName, null);
+    }
+    const context = clientContext();
+    const adapters = createAdapters(context);
+    const selected: ClientId[] = options.clients === undefined ? IN_PLACE_CLIENTS.filter((id) => adapters[id].detect()) : parseClientList(options.clients);
+    const env = readCliEnv();
+    const request = { flagUrl: options.url, env, cwd: context.cwd };
+
+    let descriptor: ServiceDescriptor | null = null;
+    if (options.revoke || options.serverName === undefined) {
+      try {
+        descriptor = await discoverInteractively(request, harvestClientUrls(Object.values(adapters)), terminal);
+        announce(descriptor, terminal);
+      } catch (error) {
+        if (options.revoke) {
+          throw error;
+        }
+      }
+    }
+    // Offline: every URL discovery would have tried is a target.
+    const targetUrls = descriptor ? [descriptor.url] : candidateGroups(request).flat().map((candidate) => candidate.url);
+    if (!descriptor && options.serverName === undefined) {
+      terminal.note(`No running service answered; removing entries that point at ${targetUrls.join(', ')}.`);
+    }
+
+    let api: ServiceAccountsApi | null = null;
+    if (options.revoke && descriptor) {
+      await confirmDiscoveredUrl(descriptor, Boolean(options.yes), terminal);
+      if (descriptor.auth_mode !== 'none') {
+        refusePlaintextCredential(descriptor.url, Boolean(options.allowHttp), 'the admin credential');
+      }
+      api = new ServiceAccountsApi(descriptor.url, await resolveAdminCredential(descriptor, env, terminal));
+    }
+
+    const results: DisconnectResult[] = selected.map((client) => {
+      if (isChatApp(client)) {
+        return { client, status: 'manual', error: null, removed: [], location: null, instructions: chatAppRemovalSteps(client) };
+      }
+      const adapter = adapters[client];
+      try {
+        const matching = adapter
+          .entries()
+          .filter((entry) => (options.serverName !== undefined ? entry.name === options.serverName : targetUrls.some((url) => urlBelongsTo(entry.url, url))));
+        const removed: string[] = [];
+        const locations: string[] = [];
+        for (const entry of matching) {
+          if (adapter.remove(entry.name, entry.location)) {
+            removed.push(entry.name);
+            locations.push(entry.location);
+          }
+        }
+        return removed.length
+          ? { client, status: 'removed', error: null, removed: [...new Set(removed)], location: [...new Set(locations)].join(', ') }
+          : { client, status: 'not-found', error: null, removed: [], location: null };
+      } catch (error) {
+        return { client, status: 'failed', error: error instanceof Error ? error.message : String(error), removed: [], location: null };
+      }
+    });
+
+    const revocations: Revocation[] = [];
+    if (api) {
+      const names = options.name ? [options.name] : selected.filter((client) => !isChatApp(client));
+      for (const account of names) {
+        revocations.push(await revoke(api, account));
+      }
+    }
+    let exitCode = connectExitCode(results, ['removed', 'not-found', 'manual']);
+    if (exitCode === 0 && revocations.some((revocation) => revocation.status === 'failed')) {
+      exitCode = 3;
+    }
+    terminal.document({
+      os: descriptor,
+      server_name: options.serverName ?? null,
+      target_urls: options.serverName !== undefined ? [] : targetUrls,
+      results,
+      revocations,
+      exit_code: exitCode,
+    });
+    this.report(results, revocations, Boolean(options.revoke), terminal);
+    return exitCode;
+  }
+
+  private report(results: DisconnectResult[], revocations: Revocation[], revoked: boolean, terminal: Terminal): void {
+    for (const result of results) {
+      const detail = result.status === 'removed' ? ` ${result.removed.join(', ')} from ${result.location}` : result.error ? ` ${result.error}` : '';
+      terminal.line(`${result.client}: ${result.status}${detail}`);
+      for (const line of result.instructions ?? []) {
+        terminal.line(`    ${line}`);
+      }
+    }
+    for (const revocation of revocations) {
+      terminal.line(`account ${revocation.account}: ${revocation.status}${revocation.error ? ` (${revocation.error})` : ''}`);
+    }
+    if (!revoked && results.some((result) => result.status === 'removed')) {
+      terminal.note('Tokens of removed entries stay valid until revoked: svc tokens revoke <name>, or re-run with --revoke.');
+    }
+  }
+
+  @Option({ flags: '--url <url>', description: 'Base URL of the service (default: discovered)' })
+  parseUrl(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--clients <list>', description: 'Comma-separated client identifiers (default: detected)' })
+  parseClients(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--server-name <name>', description: 'Remove exactly this entry (default: every entry for the target)' })
+  parseServerName(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--name <name>', description: 'With --revoke: the shared account name used at connect' })
+  parseName(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--revoke', description: 'Also revoke the matching service accounts' })
+  parseRevoke(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--allow-http', description: 'Permit credentials over plaintext HTTP to a non-loopback host' })
+  parseAllowHttp(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '-y, --yes', description: 'Trust a remote SERVICE_URL from a .env file without prompting' })
+  parseYes(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--json', description: 'Print one JSON document' })
+  parseJson(): boolean {
+    return true;
+  }
+}
+
+async function revoke(api: ServiceAccountsApi, name: string): Promise<Revocation> {
+  try {
+    const account = await api.findActive(name);
+    if (!account) {
+      return { account: name, status: 'not-found', error: null };
+    }
+    await api.revoke(account);
+    return { account: name, status: 'revoked', error: null };
+  } catch (error) {
+    return { account: name, status: 'failed', error: error instanceof CliError || error instanceof Error ? error.message : String(error) };
+  }
+}

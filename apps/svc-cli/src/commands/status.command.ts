@@ -1,0 +1,56 @@
+import { Command, Option } from 'nest-commander';
+
+import { Terminal } from '@app/cli-terminal';
+import { clientContext, createAdapters } from '@app/client-adapters';
+import { discoverOne, mcpUrlOf, readCliEnv, urlBelongsTo } from '@app/svc-client';
+
+import { ServiceOptions } from '../options';
+import { serverNameFor } from '../server-name';
+import { announce } from '../service-target';
+import { SvcCommand } from '../svc-command';
+
+interface StatusOptions extends ServiceOptions {
+  serverName?: string;
+}
+
+/** The service found, and for each in-place client whether it is installed and has this service's entry. */
+@Command({ name: 'status', description: 'Show the service and which clients are configured' })
+export class StatusCommand extends SvcCommand<StatusOptions> {
+  protected async execute(_params: string[], options: StatusOptions, terminal: Terminal): Promise<number> {
+    const descriptor = await discoverOne({ flagUrl: options.url, env: readCliEnv(), cwd: process.cwd() });
+    announce(descriptor, terminal);
+    const serverName = serverNameFor(options.serverName, descriptor.name);
+    const mcpUrl = mcpUrlOf(descriptor.url, descriptor.mcp.path);
+    const clients = Object.values(createAdapters(clientContext())).map((adapter) => {
+      const entry = adapter.resolve(serverName);
+      const configured = entry !== null && urlBelongsTo(entry.url, descriptor.url);
+      return { client: adapter.id, detected: adapter.detect(), configured, location: configured ? entry.location : null };
+    });
+    terminal.document({ os: descriptor, clients });
+    const { color } = terminal;
+    terminal.line(`${color.bold(descriptor.name ?? 'Service')} ${descriptor.version ?? ''} at ${descriptor.url}`);
+    terminal.line(`  auth mode: ${descriptor.auth_mode}`);
+    terminal.line(`  MCP:       ${descriptor.mcp.enabled ? `${mcpUrl}${descriptor.mcp.oauth ? ' (OAuth)' : ''}` : 'not enabled'}`);
+    terminal.line(`Clients (entry '${serverName}'):`);
+    for (const client of clients) {
+      const state = client.configured ? color.green(`configured in ${client.location}`) : client.detected ? 'detected, not configured' : color.dim('not detected');
+      terminal.line(`  ${client.client.padEnd(14)} ${state}`);
+    }
+    return 0;
+  }
+
+  @Option({ flags: '--url <url>', description: 'Base URL of the service (default: discovered)' })
+  parseUrl(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--server-name <name>', description: 'MCP entry name (default: derived from the service name)' })
+  parseServerName(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--json', description: 'Print one JSON document' })
+  parseJson(): boolean {
+    return true;
+  }
+}

@@ -1,0 +1,225 @@
+import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
+
+import { CliError, sanitize, Terminal } from '@app/cli-terminal';
+import {
+  DEFAULT_SCOPES,
+  readCliEnv,
+  refusePlaintextCredential,
+  resolveAdminCredential,
+  ServiceAccount,
+  ServiceAccountsApi,
+  ServiceDescriptor,
+  NameConflictError,
+} from '@app/svc-client';
+
+import { collect, ServiceOptions } from '../options';
+import { parseExpires, privilegedScopes } from '../scopes';
+import { targetService } from '../service-target';
+import { SvcCommand } from '../svc-command';
+
+/** `<name>`: a lowercase slug of a-z, 0-9, '-', '_', starting with a letter or digit, at most 63. */
+export const ACCOUNT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+export function formatTime(epoch: number | null): string {
+  return epoch === null ? '-' : `${new Date(epoch * 1000).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+/** The service-accounts API with the admin credential, after the plaintext-HTTP check. */
+async function accountsApi(descriptor: ServiceDescriptor, options: ServiceOptions, terminal: Terminal, what: string, alwaysSecret: boolean): Promise<ServiceAccountsApi> {
+  const env = readCliEnv();
+  if (alwaysSecret || env.adminToken || env.securityKey || descriptor.auth_mode !== 'none') {
+    refusePlaintextCredential(descriptor.url, Boolean(options.allowHttp), what);
+  }
+  return new ServiceAccountsApi(descriptor.url, await resolveAdminCredential(descriptor, env, terminal));
+}
+
+interface CreateOptions extends ServiceOptions {
+  scopes?: string[];
+  expires?: string;
+  privileged?: boolean;
+}
+
+@SubCommand({ name: 'create', arguments: '<name>', description: 'Mint a service-account token (shown once)' })
+export class TokensCreateCommand extends SvcCommand<CreateOptions> {
+  protected async execute([name]: string[], options: CreateOptions, terminal: Terminal): Promise<number> {
+    if (!ACCOUNT_NAME.test(name)) {
+      throw new CliError(`Invalid service account name '${name}'.`, "Use a lowercase slug of a-z, 0-9, '-' and '_', starting with a letter or digit, at most 63 characters.");
+    }
+    const expiresInDays = parseExpires(options.expires ?? '90d');
+    const privileged = privilegedScopes(options.scopes ?? []);
+    if (privileged.length && !options.privileged) {
+      throw new CliError(`Privileged scope(s) need --privileged: ${privileged.join(', ')}`, 'Privileged tokens must be deliberate: pass --privileged.');
+    }
+    const descriptor = await targetService(options, readCliEnv(), terminal);
+    const api = await accountsApi(descriptor, options, terminal, 'the admin credential and the new token', true);
+    const progress = terminal.progress(`Minting service account '${name}'`);
+    let account;
+    try {
+      account = await api.mint({ name, scopes: options.scopes, expiresInDays, privileged: options.privileged });
+    } catch (error) {
+      progress.fail();
+      if (error instanceof NameConflictError) {
+        throw new CliError(error.message, `Revoke it first (svc tokens revoke ${name}) or pick a different name.`);
+      }
+      throw error;
+    }
+    progress.succeed(`Minted service account '${name}'`);
+    terminal.document(account);
+    terminal.line(`Principal: ${account.principal}`);
+    terminal.line(`Scopes:    ${account.scopes.join(', ')}`);
+    terminal.line(`Expires:   ${account.expires_at === null ? 'never' : formatTime(account.expires_at)}`);
+    terminal.line('');
+    terminal.line(terminal.color.bold('Token (shown once; store it now):'));
+    terminal.line(account.token);
+    return 0;
+  }
+
+  @Option({ flags: '-s, --scopes <scope>', description: `Scope to grant (repeatable; default: ${DEFAULT_SCOPES.join(', ')})` })
+  parseScopes(value: string, previous?: string[]): string[] {
+    return collect(value, previous);
+  }
+
+  @Option({ flags: '--expires <days>', description: "Expiry: days ('90d', '30') or 'never' (default 90d)" })
+  parseExpires(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--privileged', description: 'Allow write, delete, admin and service_accounts scopes' })
+  parsePrivileged(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--url <url>', description: 'Base URL of the service (default: discovered)' })
+  parseUrl(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--allow-http', description: 'Permit credentials over plaintext HTTP to a non-loopback host' })
+  parseAllowHttp(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '-y, --yes', description: 'Trust a remote SERVICE_URL from a .env file without prompting' })
+  parseYes(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--json', description: 'Print one JSON document' })
+  parseJson(): boolean {
+    return true;
+  }
+}
+
+@SubCommand({ name: 'list', description: 'List service accounts, including revoked ones' })
+export class TokensListCommand extends SvcCommand<ServiceOptions> {
+  protected async execute(_params: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
+    const descriptor = await targetService(options, readCliEnv(), terminal);
+    const api = await accountsApi(descriptor, options, terminal, 'the admin credential', false);
+    const accounts = await api.list();
+    terminal.document({ service_accounts: accounts });
+    if (!terminal.json) {
+      printTable(accounts, terminal);
+    }
+    return 0;
+  }
+
+  @Option({ flags: '--url <url>', description: 'Base URL of the service (default: discovered)' })
+  parseUrl(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--allow-http', description: 'Permit credentials over plaintext HTTP to a non-loopback host' })
+  parseAllowHttp(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '-y, --yes', description: 'Trust a remote SERVICE_URL from a .env file without prompting' })
+  parseYes(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--json', description: 'Print one JSON document' })
+  parseJson(): boolean {
+    return true;
+  }
+}
+
+function printTable(accounts: ServiceAccount[], terminal: Terminal): void {
+  if (accounts.length === 0) {
+    terminal.line('No service accounts.');
+    return;
+  }
+  const rows = accounts.map((account) => [
+    sanitize(account.name),
+    `${account.token_prefix}…`,
+    account.scopes.join(','),
+    account.expires_at === null ? 'never' : formatTime(account.expires_at),
+    formatTime(account.last_used_at),
+    account.revoked_at === null ? 'active' : 'revoked',
+  ]);
+  const header = ['Name', 'Token', 'Scopes', 'Expires', 'Last used', 'Status'];
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
+  const format = (cells: string[]): string => cells.map((cell, column) => cell.padEnd(widths[column])).join('  ').trimEnd();
+  terminal.line(terminal.color.bold(format(header)));
+  for (const row of rows) {
+    terminal.line(format(row));
+  }
+}
+
+interface RevokeOptions extends ServiceOptions {}
+
+@SubCommand({ name: 'revoke', arguments: '<name>', description: 'Revoke a service account (irreversible)' })
+export class TokensRevokeCommand extends SvcCommand<RevokeOptions> {
+  protected async execute([name]: string[], options: RevokeOptions, terminal: Terminal): Promise<number> {
+    const descriptor = await targetService(options, readCliEnv(), terminal);
+    const api = await accountsApi(descriptor, options, terminal, 'the admin credential', false);
+    const account = await api.findActive(name);
+    if (!account) {
+      throw new CliError(`No service account named '${name}' found.`, 'List them with: svc tokens list');
+    }
+    if (terminal.interactive && !options.yes) {
+      const confirmed = await terminal.confirm(`Revoke service account '${name}'? Its tokens stop working on their next request.`, false);
+      if (!confirmed) {
+        terminal.line('Aborted; no changes made.');
+        return 0;
+      }
+    }
+    const revoked = await api.revoke(account);
+    terminal.document({ revoked });
+    terminal.line(`Revoked service account '${name}' (${revoked.principal}).`);
+    return 0;
+  }
+
+  @Option({ flags: '--url <url>', description: 'Base URL of the service (default: discovered)' })
+  parseUrl(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--allow-http', description: 'Permit credentials over plaintext HTTP to a non-loopback host' })
+  parseAllowHttp(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '-y, --yes', description: 'Skip the confirmation; trust a remote SERVICE_URL from a .env file' })
+  parseYes(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--json', description: 'Print one JSON document' })
+  parseJson(): boolean {
+    return true;
+  }
+}
+
+@Command({
+  name: 'tokens',
+  description: 'Manage service-account tokens',
+  subCommands: [TokensCreateCommand, TokensListCommand, TokensRevokeCommand],
+})
+export class TokensCommand extends CommandRunner {
+  async run(): Promise<void> {
+    // `svc tokens` without a subcommand is a usage error.
+    this.command.outputHelp({ error: true });
+    process.exitCode = 2;
+  }
+}

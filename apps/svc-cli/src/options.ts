@@ -1,0 +1,30 @@
+/** Option parsers shared by the commands (commander hands each value to its @Option method). */
+
+/** A repeatable option: every occurrence is kept, in order. */
+export function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+export interface JsonOptions {
+  json?: boolean;
+}
+
+/** Options of every command that talks to the service. */
+export interface ServiceOptions extends JsonOptions {
+  url?: string;
+  allowHttp?: boolean;
+  yes?: boolean;
+}
+
+/** Thrown by an option parser: commander reports it as a usage error naming the option (exit 2). */
+export class InvalidOptionValue extends Error {
+  readonly code = 'commander.invalidArgument';
+}
+
+/** An option value that must be one of a fixed list. */
+export function oneOf<T extends string>(value: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw new InvalidOptionValue(`Allowed values: ${allowed.join(', ')}.`);
+  }
+  return value as T;
+}

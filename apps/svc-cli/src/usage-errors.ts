@@ -1,0 +1,27 @@
+import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
+import { InjectCommander } from 'nest-commander';
+
+interface CommanderCommand {
+  commands: readonly CommanderCommand[];
+  exitOverride(handler: (error: { exitCode: number }) => never): unknown;
+  allowExcessArguments(allow: boolean): unknown;
+}
+
+/**
+ * Usage and parse errors exit 2 on stderr with no JSON (help exits 0), on every command and
+ * subcommand; nest-commander's own errorHandler reaches the root command only. Extra positional
+ * arguments are usage errors too (commander 11 ignores them by default).
+ */
+@Injectable()
+export class UsageErrors implements OnApplicationBootstrap {
+  constructor(@InjectCommander() private readonly root: CommanderCommand) {}
+
+  onApplicationBootstrap(): void {
+    const override = (command: CommanderCommand): void => {
+      command.exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2));
+      command.allowExcessArguments(false);
+      command.commands.forEach(override);
+    };
+    override(this.root);
+  }
+}

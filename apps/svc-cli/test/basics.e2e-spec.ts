@@ -1,0 +1,46 @@
+import { readFileSync } from 'node:fs';
+
+import { describe, expect, it } from 'vitest';
+
+import { cliSandbox, runCli } from '../../../test/support/cli';
+
+const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string; bin: Record<string, string> };
+
+describe('svc entry points', () => {
+  const sandbox = cliSandbox();
+
+  it('bare svc prints the command catalog and exits 0', async () => {
+    const run = await runCli([], sandbox);
+    expect(run.code).toBe(0);
+    for (const command of ['create', 'connect', 'disconnect', 'status', 'up', 'down', 'restart', 'tokens create', 'tokens list', 'tokens revoke']) {
+      expect(run.stdout).toContain(`  ${command}`);
+    }
+    expect(run.stderr).toBe('');
+  });
+
+  it('--version prints the package version', async () => {
+    const run = await runCli(['--version'], sandbox);
+    expect(run).toMatchObject({ code: 0, stdout: `${pkg.version}\n`, stderr: '' });
+  });
+
+  it('svc and svcctl are the same app', () => {
+    expect(pkg.bin).toEqual({ svc: 'bin/svc.js', svcctl: 'bin/svc.js' });
+  });
+
+  it('--help of a command exits 0 and lists its flags', async () => {
+    const run = await runCli(['connect', '--help'], sandbox);
+    expect(run.code).toBe(0);
+    for (const flag of ['--url', '--clients', '--name', '-s, --scopes', '--expires', '--privileged', '--pat', '--server-name', '--project', '--rotate', '--skip-existing', '--allow-http', '-y, --yes', '--json']) {
+      expect(run.stdout).toContain(flag);
+    }
+  });
+
+  it('unknown commands, unknown options and missing values exit 2 on stderr without JSON', async () => {
+    for (const args of [['launch'], ['status', '--verbose', '--json'], ['connect', '--clients'], ['disconnect', '--url'], ['create', 'a', 'b', '--json']]) {
+      const run = await runCli(args, sandbox);
+      expect(run.code, `${args.join(' ')}\n${run.stderr}`).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(/error/i);
+    }
+  });
+});

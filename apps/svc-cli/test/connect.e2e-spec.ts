@@ -1,0 +1,359 @@
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest, Server } from 'node:http';
+import { join } from 'node:path';
+
+import { parse as parseToml } from 'smol-toml';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+
+import { cliSandbox, CliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
+import { AuthorizationServer } from '../../../test/support/authorization-server';
+import { query } from '../../../test/support/database';
+import { call } from '../../../test/support/http';
+import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
+
+const ALL_IN_PLACE = 'code-agent-a,desktop-app-a,code-agent-b,editor-c';
+const RESULT_KEYS = ['account', 'client', 'error', 'location', 'status', 'verify'];
+const ACCOUNT_KEYS = ['created_at', 'expires_at', 'id', 'last_used_at', 'name', 'principal', 'revoked_at', 'scopes', 'token_prefix'];
+
+const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8'));
+const mode = (path: string) => statSync(path).mode & 0o777;
+
+function configPaths(sandbox: CliSandbox) {
+  return {
+    claude: join(sandbox.home, '.claude.json'),
+    desktop: join(sandbox.home, '.config', 'Claude', 'claude_desktop_config.json'),
+    codex: join(sandbox.home, '.codex', 'config.toml'),
+    cursor: join(sandbox.home, '.cursor', 'mcp.json'),
+  };
+}
+
+/** The token each configured client's real config holds for `name`, read back with real parsers. */
+function storedTokens(sandbox: CliSandbox, name = 'platform-service'): Record<string, string> {
+  const files = configPaths(sandbox);
+  const bearer = (header: string) => /^Bearer (.+)$/.exec(header)![1];
+  const readers: Record<string, [string, () => string]> = {
+    'code-agent-a': [files.claude, () => bearer(readJson(files.claude).mcpServers[name].headers.Authorization)],
+    'desktop-app-a': [files.desktop, () => bearer(readJson(files.desktop).mcpServers[name].env.SVC_AUTH_HEADER)],
+    'code-agent-b': [files.codex, () => bearer((parseToml(readFileSync(files.codex, 'utf8')) as any).mcp_servers[name].http_headers.Authorization)],
+    'editor-c': [files.cursor, () => bearer(readJson(files.cursor).mcpServers[name].headers.Authorization)],
+  };
+  return Object.fromEntries(Object.entries(readers).filter(([, [file]]) => existsSync(file)).map(([client, [, read]]) => [client, read()]));
+}
+
+async function activeAccounts(databaseUrl: string): Promise<string[]> {
+  return (await query<{ name: string }>(databaseUrl, 'SELECT name FROM service_accounts WHERE revoked_at IS NULL ORDER BY name')).map((row) => row.name);
+}
+
+describe('svc connect against a live api with MCP (security_key mode)', () => {
+  let service: LiveService;
+  let sandbox: CliSandbox;
+  let mcpUrl: string;
+  const env = () => ({ SERVICE_URL: service.api.url, OS_SECURITY_KEY: ROOT_KEY });
+
+  beforeAll(async () => {
+    service = await startService({ OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true' });
+    mcpUrl = `${service.api.url}/mcp`;
+  });
+  afterAll(() => service?.stop());
+  beforeEach(async () => {
+    sandbox = cliSandbox();
+    await query(service.databaseUrl, 'UPDATE service_accounts SET revoked_at = now() WHERE revoked_at IS NULL');
+  });
+
+  it('mints one account per client, writes each real config, reads it back and verifies over MCP', async () => {
+    const files = configPaths(sandbox);
+    // Existing settings and other servers in every file must survive.
+    mkdirSync(join(sandbox.home, '.codex'));
+    writeFileSync(files.codex, '# keep me\nmodel = "gpt-5"\n\n[mcp_servers.docs]\nurl = "https://docs.example.com/mcp"\n');
+    writeFileSync(files.claude, JSON.stringify({ theme: 'dark', mcpServers: { docs: { type: 'http', url: 'https://docs.example.com/mcp' } } }));
+
+    const run = await runCli(['connect', '--clients', ALL_IN_PLACE, '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    const document = run.json();
+    expect(Object.keys(document).sort()).toEqual(['exit_code', 'os', 'results', 'server_name', 'warning']);
+    expect(document).toMatchObject({ server_name: 'platform-service', warning: null, exit_code: 0 });
+    expect(document.os).toMatchObject({ url: service.api.url, mcp: { enabled: true, path: '/mcp', oauth: null }, auth_mode: 'security_key', url_source: 'env' });
+    expect(document.results.map((result: { client: string; status: string }) => [result.client, result.status])).toEqual([
+      ['code-agent-a', 'connected'],
+      ['desktop-app-a', 'connected'],
+      ['code-agent-b', 'connected'],
+      ['editor-c', 'connected'],
+    ]);
+    for (const result of document.results) {
+      expect(Object.keys(result).sort()).toEqual(RESULT_KEYS);
+      expect(result.error).toBeNull();
+      expect(result.verify).toEqual({ ok: true, tools: expect.any(Number), status_code: 200, error: null, oauth_challenge: false });
+      expect(result.verify.tools).toBeGreaterThan(0);
+      expect(Object.keys(result.account).sort()).toEqual(ACCOUNT_KEYS);
+      expect(result.account).toMatchObject({ name: result.client, principal: `sa:${result.client}`, scopes: ['agents:run', 'teams:run', 'workflows:run', 'sessions:read', 'config:read'] });
+    }
+    expect(document.results.map((result: { location: string }) => result.location)).toEqual([files.claude, files.desktop, files.codex, files.cursor]);
+
+    const claude = readJson(files.claude);
+    expect(claude.theme).toBe('dark');
+    expect(claude.mcpServers.docs).toEqual({ type: 'http', url: 'https://docs.example.com/mcp' });
+    expect(claude.mcpServers['platform-service']).toEqual({ type: 'http', url: mcpUrl, headers: { Authorization: expect.stringMatching(/^Bearer svc_pat_/) } });
+    const desktop = readJson(files.desktop).mcpServers['platform-service'];
+    expect(desktop).toEqual({
+      command: 'npx',
+      args: ['-y', 'mcp-remote', mcpUrl, '--header', 'Authorization:${SVC_AUTH_HEADER}'],
+      env: { SVC_AUTH_HEADER: expect.stringMatching(/^Bearer svc_pat_/) },
+    });
+    expect(desktop.args.join(' ')).not.toContain('svc_pat_');
+    const codexText = readFileSync(files.codex, 'utf8');
+    expect(codexText.startsWith('# keep me\nmodel = "gpt-5"\n')).toBe(true);
+    const codex = parseToml(codexText) as any;
+    expect(codex.model).toBe('gpt-5');
+    expect(codex.mcp_servers.docs).toEqual({ url: 'https://docs.example.com/mcp' });
+    expect(codex.mcp_servers['platform-service']).toEqual({ url: mcpUrl, http_headers: { Authorization: expect.stringMatching(/^Bearer svc_pat_/) } });
+    expect(readJson(files.cursor).mcpServers['platform-service']).toEqual({ url: mcpUrl, headers: { Authorization: expect.stringMatching(/^Bearer svc_pat_/) } });
+    for (const file of Object.values(files)) {
+      expect(mode(file), file).toBe(0o600);
+    }
+    // Every stored token is a real, distinct token of its client's account.
+    const tokens = storedTokens(sandbox);
+    expect(new Set(Object.values(tokens)).size).toBe(4);
+    for (const token of Object.values(tokens)) {
+      expect(run.stdout + run.stderr).not.toContain(token);
+    }
+    for (const [client, token] of Object.entries(tokens)) {
+      expect((await call(service.api.url, 'GET', '/config', { token })).body.principal).toBe(`sa:${client}`);
+    }
+  });
+
+  it('a second run finds every client already connected and mints nothing', async () => {
+    expect((await runCli(['connect', '--clients', ALL_IN_PLACE, '--json'], sandbox, { env: env(), timeoutMs: 60_000 })).code).toBe(0);
+    const before = storedTokens(sandbox);
+    const accounts = await activeAccounts(service.databaseUrl);
+    const run = await runCli(['connect', '--clients', ALL_IN_PLACE, '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
+    expect(run.code).toBe(0);
+    expect(run.json().results.map((result: { status: string }) => result.status)).toEqual(['already-connected', 'already-connected', 'already-connected', 'already-connected']);
+    expect(run.json().results[0].account.name).toBe('code-agent-a');
+    expect(storedTokens(sandbox)).toEqual(before);
+    expect(await activeAccounts(service.databaseUrl)).toEqual(accounts);
+  });
+
+  it('--rotate revokes and re-mints: the old tokens stop working', async () => {
+    await runCli(['connect', '--clients', 'code-agent-b,editor-c', '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
+    const before = storedTokens(sandbox);
+    const run = await runCli(['connect', '--clients', 'code-agent-b,editor-c', '--rotate', '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
+    expect(run.code).toBe(0);
+    for (const result of run.json().results) {
+      expect(result).toMatchObject({ status: 'connected', rotated: true });
+    }
+    const after = storedTokens(sandbox);
+    for (const client of ['code-agent-b', 'editor-c']) {
+      expect(after[client]).not.toBe(before[client]);
+      expect((await call(service.api.url, 'GET', '/config', { token: before[client] })).status).toBe(401);
+      expect((await call(service.api.url, 'GET', '/config', { token: after[client] })).status).toBe(200);
+    }
+  });
+
+  it('an existing account is never touched with --skip-existing, and is a failure without --rotate off a TTY', async () => {
+    const existing = await mintAccount(service.api.url, ROOT_KEY, { name: 'editor-c' });
+    const skipped = await runCli(['connect', '--clients', 'editor-c', '--skip-existing', '--json'], sandbox, { env: env() });
+    expect(skipped.code).toBe(1);
+    expect(skipped.json().results).toEqual([expect.objectContaining({ client: 'editor-c', status: 'skipped', error: 'Service account exists; kept untouched.' })]);
+    const failed = await runCli(['connect', '--clients', 'editor-c,code-agent-b', '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
+    expect(failed.code).toBe(3);
+    expect(failed.json().exit_code).toBe(3);
+    const [editor, codex] = failed.json().results;
+    expect(editor).toMatchObject({ status: 'failed', error: expect.stringContaining('Re-run with --rotate to revoke and re-mint it, or --skip-existing to leave it untouched.') });
+    expect(codex.status).toBe('connected');
+    expect((await call(service.api.url, 'GET', '/config', { token: existing.token })).status).toBe(200);
+  });
+
+  it('an entry pointing at another server is replaced (replaced_url), or kept with --skip-existing', async () => {
+    const files = configPaths(sandbox);
+    mkdirSync(join(sandbox.home, '.cursor'));
+    writeFileSync(files.cursor, JSON.stringify({ mcpServers: { 'platform-service': { url: 'https://old.example.com/mcp' } } }));
+    const kept = await runCli(['connect', '--clients', 'editor-c', '--skip-existing', '--json'], sandbox, { env: env() });
+    expect(kept.json().results[0]).toMatchObject({ status: 'skipped', error: 'Existing entry points at https://old.example.com/mcp; left untouched.' });
+    expect(readJson(files.cursor).mcpServers['platform-service'].url).toBe('https://old.example.com/mcp');
+    const replaced = await runCli(['connect', '--clients', 'editor-c', '--json'], sandbox, { env: env() });
+    expect(replaced.json().results[0]).toMatchObject({ status: 'connected', replaced_url: 'https://old.example.com/mcp' });
+    expect(readJson(files.cursor).mcpServers['platform-service'].url).toBe(mcpUrl);
+  });
+
+  it('--project writes <cwd>/.mcp.json and <cwd>/.cursor/mcp.json with a note, mode 0600', async () => {
+    const run = await runCli(['connect', '--clients', 'code-agent-a,editor-c', '--project', '--server-name', 'team_platform', '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
+    expect(run.code).toBe(0);
+    const [agent, editor] = run.json().results;
+    expect(agent).toMatchObject({ status: 'connected', location: join(sandbox.cwd, '.mcp.json'), note: expect.stringContaining('version control') });
+    expect(editor).toMatchObject({ status: 'connected', location: join(sandbox.cwd, '.cursor', 'mcp.json'), note: expect.stringContaining('version control') });
+    expect(readJson(join(sandbox.cwd, '.mcp.json')).mcpServers.team_platform.url).toBe(mcpUrl);
+    expect(mode(join(sandbox.cwd, '.mcp.json'))).toBe(0o600);
+    expect(mode(join(sandbox.cwd, '.cursor', 'mcp.json'))).toBe(0o600);
+    expect(run.json().server_name).toBe('team_platform');
+  });
+
+  it('--name shares one account; --scopes, --privileged and --expires shape it', async () => {
+    const run = await runCli(
+      ['connect', '--clients', 'code-agent-b,editor-c', '--name', 'my-laptop', '-s', 'config:read', '-s', 'sessions:write', '--privileged', '--expires', '7d', '--json'],
+      sandbox,
+      { env: env(), timeoutMs: 60_000 },
+    );
+    expect(run.code).toBe(0);
+    const [codex, editor] = run.json().results;
+    expect(codex.account).toEqual(editor.account);
+    expect(codex.account).toMatchObject({ name: 'my-laptop', scopes: ['config:read', 'sessions:write'] });
+    expect(codex.account.expires_at - codex.account.created_at).toBe(7 * 86_400);
+    const tokens = storedTokens(sandbox);
+    expect(tokens['code-agent-b']).toBe(tokens['editor-c']);
+    const unprivileged = await runCli(['connect', '--clients', 'editor-c', '-s', 'sessions:write', '--json'], sandbox, { env: env() });
+    expect(unprivileged.code).toBe(1);
+    expect(unprivileged.json().error).toBe('Privileged scope(s) need --privileged: sessions:write');
+  });
+
+  it('a symlinked config is refused and nothing is written through it', async () => {
+    const files = configPaths(sandbox);
+    mkdirSync(join(sandbox.home, '.cursor'));
+    const target = join(sandbox.home, 'innocent.json');
+    writeFileSync(target, '{}');
+    symlinkSync(target, files.cursor);
+    const run = await runCli(['connect', '--clients', 'editor-c', '--json'], sandbox, { env: env() });
+    expect(run.code).toBe(1);
+    expect(run.json().results[0]).toMatchObject({ status: 'failed', error: `Refusing to write ${files.cursor}: it is a symbolic link.` });
+    expect(readFileSync(target, 'utf8')).toBe('{}');
+  });
+
+  it('connects the detected clients by default; none detected is an error', async () => {
+    mkdirSync(join(sandbox.home, '.cursor'));
+    mkdirSync(join(sandbox.home, '.codex'));
+    const run = await runCli(['connect', '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
+    expect(run.code).toBe(0);
+    expect(run.json().results.map((result: { client: string }) => result.client)).toEqual(['code-agent-b', 'editor-c']);
+    const none = await runCli(['connect', '--json'], cliSandbox(), { env: env() });
+    expect(none.code).toBe(1);
+    expect(none.json()).toEqual({ error: 'No supported clients detected on this machine.', hint: expect.stringContaining('--clients') });
+  });
+
+  it('chat apps get manual steps and the MCP URL, with a note when the service is not public', async () => {
+    const run = await runCli(['connect', '--clients', 'chatgpt,claude-ai', '--json'], sandbox, { env: env() });
+    expect(run.code).toBe(0);
+    const [chatA, chatB] = run.json().results;
+    expect(chatA).toEqual({ client: 'chat-app-a', status: 'manual', error: null, url: mcpUrl, instructions: expect.any(Array), note: expect.stringContaining('cannot reach a local service') });
+    expect(chatA.instructions).toHaveLength(3);
+    expect(chatB.client).toBe('chat-app-b');
+  });
+
+  it('usage-level mistakes: unknown client, bad --server-name, bad --expires exit 1; no credential off a TTY exits 1', async () => {
+    for (const [args, error] of [
+      [['--clients', 'vim'], 'Unknown client: vim'],
+      [['--clients', 'cursor', '--server-name', 'bad name'], "Invalid --server-name 'bad name'."],
+      [['--clients', 'cursor', '--expires', 'forever'], 'Invalid --expires value: forever'],
+    ] as const) {
+      const run = await runCli(['connect', ...args, '--json'], sandbox, { env: env() });
+      expect(run.code).toBe(1);
+      expect(run.json().error).toBe(error);
+    }
+    const anonymous = await runCli(['connect', '--clients', 'cursor', '--json'], sandbox, { env: { SERVICE_URL: service.api.url } });
+    expect(anonymous.code).toBe(1);
+    expect(anonymous.json().error).toBe('This service requires an admin credential (auth mode: security_key).');
+  });
+});
+
+describe('svc connect: MCP off, OAuth-protected /mcp, and unauthenticated MCP', () => {
+  let sandbox: CliSandbox;
+  beforeEach(() => {
+    sandbox = cliSandbox();
+  });
+
+  it('refuses when the service does not serve MCP', async () => {
+    const service = await startService({ OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'false' });
+    try {
+      const run = await runCli(['connect', '--clients', 'cursor', '--json'], sandbox, { env: { SERVICE_URL: service.api.url, OS_SECURITY_KEY: ROOT_KEY } });
+      expect(run.code).toBe(1);
+      expect(run.json()).toEqual({ error: `MCP is not enabled on the service at ${service.api.url}.`, hint: expect.stringContaining('MCP_ENABLED=true') });
+    } finally {
+      await service.stop();
+    }
+  });
+
+  describe('OAuth-protected /mcp', () => {
+    let service: LiveService;
+    let authServer: AuthorizationServer;
+    beforeAll(async () => {
+      authServer = await new AuthorizationServer().start();
+      service = await startService({ OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true', MCP_OAUTH_ISSUER: authServer.issuer, MCP_OAUTH_JWKS_URL: authServer.jwksUrl });
+    });
+    afterAll(async () => {
+      await service?.stop();
+      await authServer?.stop();
+    });
+
+    it('writes entries without tokens, mints nothing, and reports needs-login with instructions', async () => {
+      const run = await runCli(['connect', '--clients', 'code-agent-a,code-agent-b', '--json'], sandbox, { env: { SERVICE_URL: service.api.url } });
+      expect(run.code, run.stdout).toBe(0);
+      expect(run.json().os.mcp.oauth).toEqual({ authorization_servers: [authServer.issuer], resource: expect.any(String) });
+      const [agent, codex] = run.json().results;
+      expect(agent).toMatchObject({ status: 'needs-login', account: null, instructions: ['Run: claude mcp login platform-service  (or /mcp -> Authenticate inside a session)'] });
+      expect(agent.verify).toMatchObject({ ok: false, status_code: 401, oauth_challenge: true });
+      expect(codex).toMatchObject({ status: 'needs-login', instructions: ['Run: codex mcp login platform-service'] });
+      expect(readJson(join(sandbox.home, '.claude.json')).mcpServers['platform-service']).toEqual({ type: 'http', url: `${service.api.url}/mcp` });
+      expect((parseToml(readFileSync(join(sandbox.home, '.codex', 'config.toml'), 'utf8')) as any).mcp_servers['platform-service']).toEqual({ url: `${service.api.url}/mcp` });
+      expect(await activeAccounts(service.databaseUrl)).toEqual([]);
+      const again = await runCli(['connect', '--clients', 'code-agent-a', '--json'], sandbox, { env: { SERVICE_URL: service.api.url } });
+      expect(again.json().results[0].status).toBe('already-connected');
+    });
+
+    it('--pat mints tokens anyway; token options without --pat are an error', async () => {
+      const refused = await runCli(['connect', '--clients', 'cursor', '--name', 'x', '--json'], sandbox, { env: { SERVICE_URL: service.api.url, OS_SECURITY_KEY: ROOT_KEY } });
+      expect(refused.code).toBe(1);
+      expect(refused.json().hint).toBe('Add --pat to mint tokens anyway.');
+      const run = await runCli(['connect', '--clients', 'cursor', '--pat', '--json'], sandbox, { env: { SERVICE_URL: service.api.url, OS_SECURITY_KEY: ROOT_KEY } });
+      expect(run.code).toBe(0);
+      expect(run.json().results[0]).toMatchObject({ status: 'connected', account: { name: 'editor-c' } });
+      expect(readJson(join(sandbox.home, '.cursor', 'mcp.json')).mcpServers['platform-service'].headers.Authorization).toMatch(/^Bearer svc_pat_/);
+    });
+  });
+
+  describe('a service that enforces auth on REST but accepts unauthenticated MCP', () => {
+    let service: LiveService;
+    let front: Server;
+    let frontUrl: string;
+    beforeAll(async () => {
+      service = await startService({ OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true' });
+      const upstream = new URL(service.api.url);
+      // Models a server from before token enforcement on /mcp: anonymous MCP requests are served.
+      front = createServer((incoming, outgoing) => {
+        const headers = { ...incoming.headers, host: upstream.host };
+        if (incoming.url?.startsWith('/mcp') && !headers.authorization) {
+          headers.authorization = `Bearer ${ROOT_KEY}`;
+        }
+        const proxied = httpRequest({ host: upstream.hostname, port: upstream.port, path: incoming.url, method: incoming.method, headers }, (response) => {
+          outgoing.writeHead(response.statusCode ?? 502, response.headers);
+          response.pipe(outgoing);
+        });
+        incoming.pipe(proxied);
+      });
+      await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
+      frontUrl = `http://127.0.0.1:${(front.address() as { port: number }).port}`;
+    });
+    afterAll(async () => {
+      await new Promise((resolve) => front?.close(resolve));
+      await service?.stop();
+    });
+
+    it('still connects with minted tokens and sets the warning', async () => {
+      const run = await runCli(['connect', '--clients', 'cursor', '--json'], sandbox, { env: { SERVICE_URL: frontUrl, OS_SECURITY_KEY: ROOT_KEY } });
+      expect(run.code).toBe(0);
+      expect(run.json().warning).toMatch(/accepts unauthenticated MCP requests/);
+      expect(run.json().results[0].status).toBe('connected');
+      rmSync(join(sandbox.home, '.cursor'), { recursive: true });
+    });
+  });
+
+  it('on a service without auth, entries carry no token and still verify', async () => {
+    const service = await startService({ MCP_ENABLED: 'true' });
+    try {
+      const run = await runCli(['connect', '--clients', 'editor-c', '--json'], sandbox, { env: { SERVICE_URL: service.api.url } });
+      expect(run.code).toBe(0);
+      expect(run.json().results[0]).toMatchObject({ status: 'connected', account: null, verify: { ok: true } });
+      expect(readJson(join(sandbox.home, '.cursor', 'mcp.json')).mcpServers['platform-service']).toEqual({ url: `${service.api.url}/mcp` });
+      expect(run.json().warning).toBeNull();
+    } finally {
+      await service.stop();
+    }
+  });
+});

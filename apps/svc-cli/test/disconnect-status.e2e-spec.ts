@@ -1,0 +1,236 @@
+import { chmodSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { parse as parseToml } from 'smol-toml';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+
+import { freePort } from '../../../scripts/embedded-postgres.mjs';
+import { cliSandbox, CliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
+import { call } from '../../../test/support/http';
+import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
+
+const OTHER_MCP = 'https://other.example.com/mcp';
+
+interface Configs {
+  claude: string;
+  project: string;
+  desktop: string;
+  codex: string;
+  cursor: string;
+}
+
+/** Each client's real config file, holding an entry for the target, one for another server, and unrelated settings. */
+function writeConfigs(sandbox: CliSandbox, targetMcp: string): Configs {
+  const files: Configs = {
+    claude: join(sandbox.home, '.claude.json'),
+    project: join(sandbox.cwd, '.mcp.json'),
+    desktop: join(sandbox.home, '.config', 'Claude', 'claude_desktop_config.json'),
+    codex: join(sandbox.home, '.codex', 'config.toml'),
+    cursor: join(sandbox.home, '.cursor', 'mcp.json'),
+  };
+  for (const path of Object.values(files)) {
+    mkdirSync(join(path, '..'), { recursive: true });
+  }
+  writeFileSync(
+    files.claude,
+    JSON.stringify({
+      numStartups: 7,
+      theme: 'dark',
+      mcpServers: { 'platform-service': { type: 'http', url: targetMcp, headers: { Authorization: 'Bearer svc_pat_old' } }, other: { type: 'http', url: OTHER_MCP } },
+      projects: { [sandbox.cwd]: { allowedTools: ['x'], mcpServers: { 'local-copy': { type: 'http', url: targetMcp } } } },
+    }),
+  );
+  chmodSync(files.claude, 0o600);
+  writeFileSync(files.project, JSON.stringify({ mcpServers: { 'team-server': { type: 'http', url: targetMcp }, other: { type: 'http', url: OTHER_MCP } } }));
+  writeFileSync(
+    files.desktop,
+    JSON.stringify({
+      globalShortcut: 'Ctrl+Space',
+      mcpServers: {
+        'platform-service': { command: 'npx', args: ['-y', 'mcp-remote', targetMcp, '--header', 'Authorization:${SVC_AUTH_HEADER}'], env: { SVC_AUTH_HEADER: 'Bearer svc_pat_old' } },
+        files: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/tmp'] },
+      },
+    }),
+  );
+  writeFileSync(
+    files.codex,
+    [
+      '# my codex settings',
+      'model = "gpt-5"',
+      '',
+      '[mcp_servers.other]',
+      `url = "${OTHER_MCP}"`,
+      '',
+      '# the platform service',
+      '[mcp_servers.platform-service]',
+      `url = "${targetMcp}"`,
+      'http_headers = { "Authorization" = "Bearer svc_pat_old" }',
+      '',
+      '[profiles.fast]',
+      'model = "gpt-5-mini"',
+      '',
+    ].join('\n'),
+  );
+  writeFileSync(files.cursor, JSON.stringify({ mcpServers: { 'platform-service': { url: targetMcp }, other: { url: OTHER_MCP } } }));
+  return files;
+}
+
+const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8'));
+
+describe('svc disconnect and status (offline entry removal, other entries untouched)', () => {
+  let service: LiveService;
+  let sandbox: CliSandbox;
+  let targetMcp: string;
+  const asAdmin = () => ({ OS_SECURITY_KEY: ROOT_KEY });
+
+  beforeAll(async () => {
+    service = await startService({ OS_SECURITY_KEY: ROOT_KEY });
+    targetMcp = `${service.api.url}/mcp`;
+  });
+  afterAll(() => service?.stop());
+  beforeEach(() => {
+    sandbox = cliSandbox();
+  });
+
+  it('status reports each client as detected and configured from its real config file', async () => {
+    const files = writeConfigs(sandbox, targetMcp);
+    const run = await runCli(['status', '--url', service.api.url, '--json'], sandbox);
+    expect(run.code).toBe(0);
+    expect(run.json().clients).toEqual([
+      { client: 'code-agent-a', detected: true, configured: true, location: files.claude },
+      { client: 'desktop-app-a', detected: true, configured: true, location: files.desktop },
+      { client: 'code-agent-b', detected: true, configured: true, location: files.codex },
+      { client: 'editor-c', detected: true, configured: true, location: files.cursor },
+    ]);
+    const other = await runCli(['status', '--url', service.api.url, '--server-name', 'other', '--json'], sandbox);
+    // "other" exists but points at another server: not configured for this one.
+    expect(other.json().clients.every((client: { configured: boolean }) => !client.configured)).toBe(true);
+    const empty = await runCli(['status', '--url', service.api.url, '--json'], cliSandbox());
+    expect(empty.json().clients.every((client: { detected: boolean; configured: boolean }) => !client.detected && !client.configured)).toBe(true);
+  });
+
+  it('removes every entry pointing at the target, in every scope, and nothing else', async () => {
+    const files = writeConfigs(sandbox, targetMcp);
+    const run = await runCli(['disconnect', '--url', service.api.url, '--json'], sandbox);
+    expect(run.code).toBe(0);
+    const document = run.json();
+    expect(Object.keys(document).sort()).toEqual(['exit_code', 'os', 'results', 'revocations', 'server_name', 'target_urls']);
+    expect(document).toMatchObject({ server_name: null, target_urls: [service.api.url], revocations: [], exit_code: 0 });
+    expect(document.os.url).toBe(service.api.url);
+    expect(document.results).toEqual([
+      { client: 'code-agent-a', status: 'removed', error: null, removed: ['local-copy', 'team-server', 'platform-service'], location: `${files.claude}, ${files.project}` },
+      { client: 'desktop-app-a', status: 'removed', error: null, removed: ['platform-service'], location: files.desktop },
+      { client: 'code-agent-b', status: 'removed', error: null, removed: ['platform-service'], location: files.codex },
+      { client: 'editor-c', status: 'removed', error: null, removed: ['platform-service'], location: files.cursor },
+    ]);
+
+    const claude = readJson(files.claude);
+    expect(claude).toEqual({ numStartups: 7, theme: 'dark', mcpServers: { other: { type: 'http', url: OTHER_MCP } }, projects: { [sandbox.cwd]: { allowedTools: ['x'], mcpServers: {} } } });
+    expect(statSync(files.claude).mode & 0o777).toBe(0o600);
+    expect(readJson(files.project)).toEqual({ mcpServers: { other: { type: 'http', url: OTHER_MCP } } });
+    expect(readJson(files.desktop)).toEqual({ globalShortcut: 'Ctrl+Space', mcpServers: { files: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/tmp'] } } });
+    expect(readJson(files.cursor)).toEqual({ mcpServers: { other: { url: OTHER_MCP } } });
+    const codexText = readFileSync(files.codex, 'utf8');
+    expect(parseToml(codexText)).toEqual({ model: 'gpt-5', mcp_servers: { other: { url: OTHER_MCP } }, profiles: { fast: { model: 'gpt-5-mini' } } });
+    expect(codexText).toContain('# my codex settings');
+
+    const again = await runCli(['disconnect', '--url', service.api.url, '--json'], sandbox);
+    expect(again.code).toBe(0);
+    expect(again.json().results.map((result: { status: string }) => result.status)).toEqual(['not-found', 'not-found', 'not-found', 'not-found']);
+  });
+
+  it('--server-name removes exactly that entry, whatever it points at', async () => {
+    const files = writeConfigs(sandbox, targetMcp);
+    const run = await runCli(['disconnect', '--server-name', 'other', '--clients', 'code-agent-b,cursor', '--json'], sandbox);
+    expect(run.code).toBe(0);
+    expect(run.json()).toMatchObject({ os: null, server_name: 'other', target_urls: [] });
+    expect(run.json().results.map((result: { client: string; removed: string[] }) => [result.client, result.removed])).toEqual([
+      ['code-agent-b', ['other']],
+      ['editor-c', ['other']],
+    ]);
+    expect(parseToml(readFileSync(files.codex, 'utf8')).mcp_servers).toEqual({ 'platform-service': { url: targetMcp, http_headers: { Authorization: 'Bearer svc_pat_old' } } });
+    expect(readJson(files.cursor).mcpServers).toEqual({ 'platform-service': { url: targetMcp } });
+    // Not selected: untouched.
+    expect(readJson(files.claude).mcpServers.other).toEqual({ type: 'http', url: OTHER_MCP });
+  });
+
+  it('offline, targets every URL discovery would have tried', async () => {
+    const dead = `http://127.0.0.1:${await freePort()}`;
+    writeFileSync(join(sandbox.cwd, '.env'), `SERVICE_URL=${dead}\n`);
+    const files = writeConfigs(sandbox, `${dead}/mcp`);
+    const run = await runCli(['disconnect', '--clients', 'editor-c', '--json'], sandbox);
+    expect(run.code).toBe(0);
+    expect(run.json()).toMatchObject({
+      os: null,
+      target_urls: [dead, 'http://localhost:7777', 'http://localhost:7778', 'http://localhost:7779', 'http://localhost:8000'],
+      results: [{ client: 'editor-c', status: 'removed', removed: ['platform-service'] }],
+    });
+    expect(readJson(files.cursor).mcpServers).toEqual({ other: { url: OTHER_MCP } });
+  });
+
+  it('refuses to write through a symlinked config; a partial result exits 3, a total failure 1', async () => {
+    const files = writeConfigs(sandbox, targetMcp);
+    const real = join(sandbox.home, 'elsewhere.json');
+    writeFileSync(real, readFileSync(files.cursor));
+    const { rmSync } = await import('node:fs');
+    rmSync(files.cursor);
+    symlinkSync(real, files.cursor);
+    const partial = await runCli(['disconnect', '--url', service.api.url, '--clients', 'cursor,codex', '--json'], sandbox);
+    expect(partial.code).toBe(3);
+    const [editor, codex] = partial.json().results;
+    expect(editor).toMatchObject({ client: 'editor-c', status: 'failed', error: `Refusing to write ${files.cursor}: it is a symbolic link.` });
+    expect(codex).toMatchObject({ client: 'code-agent-b', status: 'removed' });
+    expect(partial.json().exit_code).toBe(3);
+    expect(readJson(real).mcpServers['platform-service']).toEqual({ url: targetMcp });
+
+    writeFileSync(files.desktop, '{ not json');
+    const total = await runCli(['disconnect', '--url', service.api.url, '--clients', 'cursor', '--json'], sandbox);
+    expect(total.code).toBe(1);
+    expect(total.json().exit_code).toBe(1);
+  });
+
+  it('chat apps get manual removal steps; unknown clients are an error (exit 1)', async () => {
+    const run = await runCli(['disconnect', '--url', service.api.url, '--clients', 'chat-app-a,claude.ai', '--json'], sandbox);
+    expect(run.code).toBe(0);
+    expect(run.json().results).toEqual([
+      { client: 'chat-app-a', status: 'manual', error: null, removed: [], location: null, instructions: ['Remove the connector in the ChatGPT UI: Settings -> Connectors.'] },
+      { client: 'chat-app-b', status: 'manual', error: null, removed: [], location: null, instructions: ['Remove the connector in the Claude UI: Settings -> Connectors.'] },
+    ]);
+    const unknown = await runCli(['disconnect', '--clients', 'notepad', '--json'], sandbox);
+    expect(unknown.code).toBe(1);
+    expect(unknown.json().error).toBe('Unknown client: notepad');
+  });
+
+  it('--revoke revokes the per-client accounts (or the --name one) with the admin credential', async () => {
+    writeConfigs(sandbox, targetMcp);
+    const codeAgent = await mintAccount(service.api.url, ROOT_KEY, { name: 'code-agent-a' });
+    const run = await runCli(['disconnect', '--url', service.api.url, '--clients', 'code-agent-a,editor-c', '--revoke', '--json'], sandbox, { env: asAdmin() });
+    expect(run.code).toBe(0);
+    expect(run.json().revocations).toEqual([
+      { account: 'code-agent-a', status: 'revoked', error: null },
+      { account: 'editor-c', status: 'not-found', error: null },
+    ]);
+    expect((await call(service.api.url, 'GET', '/config', { token: codeAgent.token })).status).toBe(401);
+
+    const shared = await mintAccount(service.api.url, ROOT_KEY, { name: 'shared-laptop' });
+    const named = await runCli(['disconnect', '--url', service.api.url, '--clients', 'codex', '--revoke', '--name', 'shared-laptop', '--json'], sandbox, { env: asAdmin() });
+    expect(named.json().revocations).toEqual([{ account: 'shared-laptop', status: 'revoked', error: null }]);
+    expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(401);
+  });
+
+  it('--revoke with a rejected credential still removes entries and exits 3', async () => {
+    const files = writeConfigs(sandbox, targetMcp);
+    await mintAccount(service.api.url, ROOT_KEY, { name: 'editor-c' });
+    const run = await runCli(['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--json'], sandbox, { env: { SVC_ADMIN_TOKEN: 'wrong' } });
+    expect(run.code).toBe(3);
+    expect(run.json().results[0].status).toBe('removed');
+    expect(run.json().revocations).toEqual([{ account: 'editor-c', status: 'failed', error: expect.stringMatching(/^The service rejected the admin credential/) }]);
+    expect(readJson(files.cursor).mcpServers).toEqual({ other: { url: OTHER_MCP } });
+  });
+
+  it('--revoke needs the service: an unreachable one is an error (exit 1)', async () => {
+    const run = await runCli(['disconnect', '--url', `http://127.0.0.1:${await freePort()}`, '--revoke', '--clients', 'cursor', '--json'], sandbox, { env: asAdmin() });
+    expect(run.code).toBe(1);
+    expect(run.json().error).toMatch(/^No running service found/);
+  });
+});

@@ -1,0 +1,198 @@
+import { writeFileSync } from 'node:fs';
+import { createServer, Server } from 'node:http';
+import { networkInterfaces } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+
+import { freePort } from '../../../scripts/embedded-postgres.mjs';
+import { cliSandbox, CliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
+import { query } from '../../../test/support/database';
+import { ROOT_KEY, uniqueName } from '../../../test/support/principals';
+import { TcpProxy } from '../../../test/support/tcp-proxy';
+
+const DESCRIPTOR_KEYS = ['auth_mode', 'discovered_via', 'mcp', 'name', 'os_id', 'url', 'url_source', 'url_source_file', 'version'];
+
+/** An address of this machine that is not loopback: a service reached through it counts as remote. */
+function remoteAddress(): string {
+  const address = Object.values(networkInterfaces())
+    .flat()
+    .find((item) => item?.family === 'IPv4' && !item.internal)?.address;
+  if (!address) {
+    throw new Error('this machine has no non-loopback IPv4 address to test the plaintext-HTTP refusal with');
+  }
+  return address;
+}
+
+describe('svc URL discovery and the credential gates', () => {
+  let service: LiveService;
+  let sandbox: CliSandbox;
+  let deadUrl: string;
+
+  beforeAll(async () => {
+    service = await startService({ OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'false' });
+    deadUrl = `http://127.0.0.1:${await freePort()}`;
+  });
+  afterAll(() => service?.stop());
+  beforeEach(() => {
+    sandbox = cliSandbox();
+  });
+
+  const status = (args: string[] = [], env: Record<string, string> = {}) => runCli(['status', '--json', ...args], sandbox, { env });
+
+  it('--url comes first and yields the full descriptor from /info', async () => {
+    const run = await status(['--url', `${service.api.url}/`], { SERVICE_URL: deadUrl });
+    expect(run.code).toBe(0);
+    const { os, clients } = run.json();
+    expect(Object.keys(os).sort()).toEqual(DESCRIPTOR_KEYS);
+    expect(os).toEqual({
+      url: service.api.url,
+      name: 'Platform Service',
+      os_id: 'platform-service',
+      version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      mcp: { enabled: false, path: null, oauth: null },
+      auth_mode: 'security_key',
+      discovered_via: 'info',
+      url_source: 'flag',
+      url_source_file: null,
+    });
+    expect(clients.map((client: { client: string }) => client.client)).toEqual(['code-agent-a', 'desktop-app-a', 'code-agent-b', 'editor-c']);
+  });
+
+  it('an explicit --url that does not answer is an error, never a fallback', async () => {
+    const run = await status(['--url', deadUrl], { SERVICE_URL: service.api.url });
+    expect(run.code).toBe(1);
+    expect(run.json()).toEqual({ error: `No running service found (tried: ${deadUrl} (from --url)).`, hint: expect.any(String) });
+  });
+
+  it('SERVICE_URL comes next and skips the env files', async () => {
+    writeFileSync(join(sandbox.cwd, '.env'), `SERVICE_URL=${deadUrl}\n`);
+    const run = await status([], { SERVICE_URL: service.api.url });
+    expect(run.code).toBe(0);
+    expect(run.json().os).toMatchObject({ url: service.api.url, url_source: 'env', url_source_file: null });
+  });
+
+  it('reads SERVICE_URL from .env.production before .env', async () => {
+    writeFileSync(join(sandbox.cwd, '.env.production'), `# deployed\nexport SERVICE_URL="${service.api.url}" # quoted\n`);
+    writeFileSync(join(sandbox.cwd, '.env'), `SERVICE_URL=${deadUrl}\n`);
+    const run = await status();
+    expect(run.json().os).toMatchObject({ url: service.api.url, url_source: 'env-file', url_source_file: '.env.production' });
+  });
+
+  it('falls back to .env, where the last assignment wins and inline comments are cut', async () => {
+    writeFileSync(join(sandbox.cwd, '.env'), `SERVICE_URL=${deadUrl}\nOTHER=1\nSERVICE_URL=${service.api.url}   # local api\n`);
+    const run = await status();
+    expect(run.json().os).toMatchObject({ url: service.api.url, url_source: 'env-file', url_source_file: '.env' });
+  });
+
+  it('an env-file URL that does not answer hides the localhost defaults in scripted runs', async () => {
+    writeFileSync(join(sandbox.cwd, '.env'), `SERVICE_URL=${deadUrl}\n`);
+    const run = await status();
+    expect(run.code).toBe(1);
+    expect(run.json().error).toBe(`No running service found (tried: ${deadUrl} (from SERVICE_URL in .env)).`);
+  });
+
+  it('without any URL it probes localhost 7777, 7778, 7779 and 8000 in order', async () => {
+    const run = await runCli(['tokens', 'list', '--json'], sandbox, { env: { OS_SECURITY_KEY: ROOT_KEY } });
+    if (run.code === 1) {
+      // Nothing runs on the default ports on this machine: the error names the four probes in order.
+      expect(run.json().error).toBe(
+        'No running service found (tried: http://localhost:7777 (from default), http://localhost:7778 (from default), http://localhost:7779 (from default), http://localhost:8000 (from default)).',
+      );
+    } else {
+      expect(run.json().service_accounts).toEqual(expect.any(Array));
+    }
+  });
+
+  it('rejects a URL that is not http(s) with exit 1', async () => {
+    const run = await status(['--url', 'ftp://example.com']);
+    expect(run.code).toBe(1);
+    expect(run.json().error).toBe('Invalid service URL: ftp://example.com (from --url)');
+  });
+
+  describe('a service that looks remote (reached through a non-loopback address)', () => {
+    let proxy: TcpProxy;
+    let remoteUrl: string;
+
+    beforeEach(async () => {
+      const api = new URL(service.api.url);
+      proxy = new TcpProxy(api.hostname, Number(api.port));
+      remoteUrl = `http://${remoteAddress()}:${await proxy.listen(0, remoteAddress())}`;
+    });
+
+    it('refuses to send the admin credential over plaintext HTTP before any request carries it', async () => {
+      const name = uniqueName('remote');
+      for (const args of [['tokens', 'list'], ['tokens', 'create', name], ['tokens', 'revoke', name, '--yes']]) {
+        const run = await runCli([...args, '--url', remoteUrl, '--json'], sandbox, { env: { OS_SECURITY_KEY: ROOT_KEY } });
+        expect(run.code).toBe(1);
+        expect(run.json()).toEqual({
+          error: expect.stringMatching(new RegExp(`^Refusing to send the admin credential.* to ${remoteUrl} over plaintext HTTP\\.$`)),
+          hint: expect.stringContaining('--allow-http'),
+        });
+      }
+      expect(proxy.received()).toContain('GET /health');
+      expect(proxy.received().toLowerCase()).not.toContain('authorization');
+      expect(proxy.received()).not.toContain(ROOT_KEY);
+      expect(await query(service.databaseUrl, 'SELECT 1 FROM service_accounts WHERE name = $1', [name])).toHaveLength(0);
+      await proxy.cut();
+    });
+
+    it('sends it with --allow-http', async () => {
+      const run = await runCli(['tokens', 'create', uniqueName('remote'), '--url', remoteUrl, '--allow-http', '--json'], sandbox, { env: { OS_SECURITY_KEY: ROOT_KEY } });
+      expect(run.code).toBe(0);
+      expect(run.json().token).toMatch(/^svc_pat_/);
+      expect(proxy.received().toLowerCase()).toContain('authorization: bearer');
+      await proxy.cut();
+    });
+
+    it('trusts a remote SERVICE_URL from a .env file only with --yes', async () => {
+      writeFileSync(join(sandbox.cwd, '.env'), `SERVICE_URL=${remoteUrl}\n`);
+      const env = { OS_SECURITY_KEY: ROOT_KEY };
+      const untrusted = await runCli(['tokens', 'list', '--json'], sandbox, { env });
+      expect(untrusted.code).toBe(1);
+      expect(untrusted.json()).toEqual({ error: `The URL in .env points to a remote host (${remoteUrl}).`, hint: 'Pass --url to target it explicitly, or --yes to trust it.' });
+      const trusted = await runCli(['tokens', 'list', '--yes', '--json'], sandbox, { env });
+      expect(trusted.json().error).toMatch(/^Refusing to send the admin credential/);
+      const allowed = await runCli(['tokens', 'list', '--yes', '--allow-http', '--json'], sandbox, { env });
+      expect(allowed.code).toBe(0);
+      expect(allowed.json().service_accounts).toEqual(expect.any(Array));
+      await proxy.cut();
+    });
+  });
+
+  describe('an older server without structured discovery fields', () => {
+    let legacy: Server;
+    let legacyUrl: string;
+
+    beforeAll(async () => {
+      // Answers like a server from before /info carried mcp and auth_mode: discovery falls back to probes.
+      legacy = createServer((request, response) => {
+        const reply = (status: number, body: unknown) => response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+        if (request.url === '/health') return reply(200, { status: 'ok' });
+        if (request.url === '/info') return reply(200, { name: 'Legacy OS', os_id: 'legacy' });
+        if (request.url === '/mcp') return reply(401, { detail: 'Authorization header required' });
+        if (request.url === '/config') return reply(401, { detail: 'Authorization header required' });
+        return reply(404, { detail: 'Not Found' });
+      });
+      await new Promise<void>((resolve) => legacy.listen(0, '127.0.0.1', resolve));
+      legacyUrl = `http://127.0.0.1:${(legacy.address() as { port: number }).port}`;
+    });
+    afterAll(() => new Promise((resolve) => legacy.close(resolve)));
+
+    it('infers MCP from POST /mcp and the auth mode from an unauthenticated GET /config', async () => {
+      const run = await status(['--url', legacyUrl]);
+      expect(run.code).toBe(0);
+      expect(run.json().os).toEqual({
+        url: legacyUrl,
+        name: 'Legacy OS',
+        os_id: 'legacy',
+        version: null,
+        mcp: { enabled: true, path: '/mcp', oauth: null },
+        auth_mode: 'security_key',
+        discovered_via: 'probe',
+        url_source: 'flag',
+        url_source_file: null,
+      });
+    });
+  });
+});

@@ -1,0 +1,116 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+
+import { cliSandbox, LiveService, SVC_BIN, startService } from '../../../test/support/cli';
+import { call } from '../../../test/support/http';
+import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
+import { TmuxSession } from '../../../test/support/tmux';
+
+describe('svc at a real terminal (tmux)', () => {
+  let service: LiveService;
+  let session: TmuxSession | null = null;
+
+  beforeAll(async () => {
+    service = await startService({ OS_SECURITY_KEY: ROOT_KEY });
+  });
+  afterAll(() => service?.stop());
+  afterEach(() => {
+    session?.kill();
+    session = null;
+  });
+
+  const terminalEnv = (home: string, extra: Record<string, string> = {}) => ({ PATH: process.env.PATH ?? '', HOME: home, TERM: 'xterm-256color', ...extra });
+
+  it('tokens revoke asks first: No keeps the account, Yes revokes it', async () => {
+    const sandbox = cliSandbox();
+    const account = await mintAccount(service.api.url, ROOT_KEY);
+    const env = terminalEnv(sandbox.home, { SERVICE_URL: service.api.url, OS_SECURITY_KEY: ROOT_KEY });
+
+    session = TmuxSession.start([process.execPath, SVC_BIN, 'tokens', 'revoke', account.name], env, sandbox.cwd);
+    await session.waitForText(`Revoke service account '${account.name}'? Its tokens stop working on their next request.`);
+    session.type('n', 'Enter');
+    expect(await session.exitCode()).toBe(0);
+    expect(session.screen()).toContain('Aborted; no changes made.');
+    expect((await call(service.api.url, 'GET', '/config', { token: account.token })).status).toBe(200);
+    session.kill();
+
+    session = TmuxSession.start([process.execPath, SVC_BIN, 'tokens', 'revoke', account.name], env, sandbox.cwd);
+    await session.waitForText('Revoke service account');
+    session.type('y', 'Enter');
+    expect(await session.exitCode()).toBe(0);
+    expect(session.screen()).toContain(`Revoked service account '${account.name}'`);
+    expect((await call(service.api.url, 'GET', '/config', { token: account.token })).status).toBe(401);
+  });
+
+  it('connect asks before rotating an existing account; Yes revokes and re-mints it', async () => {
+    const sandbox = cliSandbox();
+    mkdirSync(join(sandbox.home, '.cursor'));
+    const mcpService = await startService({ OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true' });
+    try {
+      const old = await mintAccount(mcpService.api.url, ROOT_KEY, { name: 'editor-c' });
+      const env = terminalEnv(sandbox.home, { SERVICE_URL: mcpService.api.url, OS_SECURITY_KEY: ROOT_KEY });
+      session = TmuxSession.start([process.execPath, SVC_BIN, 'connect', '--clients', 'cursor'], env, sandbox.cwd);
+      await session.waitForText("Service account 'editor-c' already exists. Revoke and re-mint it?");
+      session.type('y', 'Enter');
+      expect(await session.exitCode(60_000)).toBe(0);
+      expect(session.screen()).toMatch(/editor-c: connected/);
+      expect((await call(mcpService.api.url, 'GET', '/config', { token: old.token })).status).toBe(401);
+      const stored = JSON.parse(readFileSync(join(sandbox.home, '.cursor', 'mcp.json'), 'utf8')).mcpServers['platform-service'];
+      expect((await call(mcpService.api.url, 'GET', '/config', { token: stored.headers.Authorization.slice('Bearer '.length) })).body.principal).toBe('sa:editor-c');
+    } finally {
+      await mcpService.stop();
+    }
+  });
+
+  it('prompts for the admin credential (hidden) when none is exported', async () => {
+    const sandbox = cliSandbox();
+    session = TmuxSession.start([process.execPath, SVC_BIN, 'tokens', 'list'], terminalEnv(sandbox.home, { SERVICE_URL: service.api.url, NO_COLOR: '1' }), sandbox.cwd);
+    await session.waitForText('Admin credential for this service');
+    session.type(ROOT_KEY, 'Enter');
+    expect(await session.exitCode()).toBe(0);
+    const screen = session.screen();
+    expect(screen).not.toContain(ROOT_KEY);
+    expect(screen).toMatch(/Name\s+Token\s+Scopes/);
+  });
+
+  it('create prompts for the template and the project name, then clones', async () => {
+    const sandbox = cliSandbox();
+    const repo = join(sandbox.home, 'templates', 'platform-fly');
+    mkdirSync(repo, { recursive: true });
+    writeFileSync(join(repo, 'fly.toml'), 'app = "demo"\n');
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: repo, stdio: 'pipe', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@e.x', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@e.x' } });
+    git('init', '-q', '-b', 'main');
+    git('add', '-A');
+    git('commit', '-q', '-m', 'template');
+    mkdirSync(join(sandbox.cwd, 'taken'));
+
+    session = TmuxSession.start([process.execPath, SVC_BIN, 'create'], terminalEnv(sandbox.home, { SVC_TEMPLATE_BASE_URL: `file://${join(sandbox.home, 'templates')}` }), sandbox.cwd);
+    await session.waitForText('Template');
+    // platform-fly is the fourth entry of the menu.
+    session.type('', 'Down', 'Down', 'Down', 'Enter');
+    await session.waitForText('Project name');
+    session.type('taken', 'Enter');
+    await session.waitForText('already exists');
+    session.type('', 'C-u');
+    session.type('my-fly-app', 'Enter');
+    expect(await session.exitCode()).toBe(0);
+    expect(readFileSync(join(sandbox.cwd, 'my-fly-app', 'fly.toml'), 'utf8')).toBe('app = "demo"\n');
+    expect(existsSync(join(sandbox.cwd, 'my-fly-app', '.git'))).toBe(false);
+  });
+
+  it('colours output on a terminal, and never with NO_COLOR', async () => {
+    const sandbox = cliSandbox();
+    session = TmuxSession.start([process.execPath, SVC_BIN, 'status', '--url', 'http://127.0.0.1:1'], terminalEnv(sandbox.home), sandbox.cwd);
+    expect(await session.exitCode()).toBe(1);
+    expect(session.screen(true)).toContain('\u001b[');
+    session.kill();
+    session = TmuxSession.start([process.execPath, SVC_BIN, 'status', '--url', 'http://127.0.0.1:1'], terminalEnv(sandbox.home, { NO_COLOR: '1' }), sandbox.cwd);
+    expect(await session.exitCode()).toBe(1);
+    const plain = session.screen(true);
+    expect(plain).toContain('Error: No running service found');
+    expect(plain).not.toContain('\u001b[');
+  });
+});

@@ -1,0 +1,163 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { cliSandbox, CliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
+import { query } from '../../../test/support/database';
+import { call } from '../../../test/support/http';
+import { mintAccount, ROOT_KEY, uniqueName } from '../../../test/support/principals';
+
+const DEFAULT_SCOPES = ['agents:run', 'teams:run', 'workflows:run', 'sessions:read', 'config:read'];
+const ACCOUNT_KEYS = ['created_at', 'expires_at', 'id', 'last_used_at', 'name', 'principal', 'revoked_at', 'scopes', 'token_prefix'];
+
+describe('svc tokens against a live api and worker (security_key mode)', () => {
+  let service: LiveService;
+  let sandbox: CliSandbox;
+  let asAdmin: Record<string, string>;
+
+  beforeAll(async () => {
+    service = await startService({ OS_SECURITY_KEY: ROOT_KEY });
+    sandbox = cliSandbox();
+    asAdmin = { SERVICE_URL: service.api.url, OS_SECURITY_KEY: ROOT_KEY };
+  });
+  afterAll(() => service?.stop());
+
+  it('create --json prints the account plus its token once, with the default scopes and 90 days', async () => {
+    const name = uniqueName('cli');
+    const run = await runCli(['tokens', 'create', name, '--json'], sandbox, { env: asAdmin });
+    expect(run.code).toBe(0);
+    const account = run.json();
+    expect(Object.keys(account).sort()).toEqual([...ACCOUNT_KEYS, 'token'].sort());
+    expect(account).toMatchObject({ name, principal: `sa:${name}`, scopes: DEFAULT_SCOPES, revoked_at: null, last_used_at: null });
+    expect(account.token).toMatch(/^svc_pat_[0-9A-Za-z]{40,44}$/);
+    expect(account.expires_at - account.created_at).toBe(90 * 86_400);
+    // The token works against the real api.
+    expect((await call(service.api.url, 'GET', '/config', { token: account.token })).status).toBe(200);
+  });
+
+  it('create passes repeated -s scopes, --expires and --privileged', async () => {
+    const name = uniqueName('cli');
+    const run = await runCli(['tokens', 'create', name, '-s', 'agents:run', '-s', 'sessions:write', '--expires', '30', '--privileged', '--json'], sandbox, { env: asAdmin });
+    expect(run.code).toBe(0);
+    const account = run.json();
+    expect(account.scopes).toEqual(['agents:run', 'sessions:write']);
+    expect(account.expires_at - account.created_at).toBe(30 * 86_400);
+    const never = (await runCli(['tokens', 'create', uniqueName('cli'), '--expires', 'never', '--json'], sandbox, { env: asAdmin })).json();
+    expect(never.expires_at).toBeNull();
+  });
+
+  it('refuses privileged scopes without --privileged before any request (exit 1)', async () => {
+    const name = uniqueName('cli');
+    const run = await runCli(['tokens', 'create', name, '-s', 'platform:admin', '--json'], sandbox, { env: asAdmin });
+    expect(run.code).toBe(1);
+    expect(run.json()).toEqual({ error: 'Privileged scope(s) need --privileged: platform:admin', hint: expect.any(String) });
+    expect(await query(service.databaseUrl, 'SELECT 1 FROM service_accounts WHERE name = $1', [name])).toHaveLength(0);
+  });
+
+  it('reports a name conflict as {error, hint} with exit 1', async () => {
+    const name = uniqueName('cli');
+    await mintAccount(service.api.url, ROOT_KEY, { name });
+    const run = await runCli(['tokens', 'create', name, '--json'], sandbox, { env: asAdmin });
+    expect(run.code).toBe(1);
+    expect(run.json()).toEqual({ error: `A service account named '${name}' already exists.`, hint: `Revoke it first (svc tokens revoke ${name}) or pick a different name.` });
+  });
+
+  it('validates the name, --expires and the server bounds with exit 1', async () => {
+    for (const [args, error] of [
+      [['tokens', 'create', 'Bad_Name'], "Invalid service account name 'Bad_Name'."],
+      [['tokens', 'create', `a${'b'.repeat(63)}`], `Invalid service account name 'a${'b'.repeat(63)}'.`],
+      [['tokens', 'create', 'ok-name', '--expires', '0'], 'Invalid --expires value: 0'],
+      [['tokens', 'create', 'ok-name', '--expires', 'soon'], 'Invalid --expires value: soon'],
+    ] as const) {
+      const run = await runCli([...args, '--json'], sandbox, { env: asAdmin });
+      expect(run.code).toBe(1);
+      expect(run.json().error).toBe(error);
+    }
+    const tooLong = await runCli(['tokens', 'create', uniqueName('cli'), '--expires', '4000d', '--json'], sandbox, { env: asAdmin });
+    expect(tooLong.code).toBe(1);
+    expect(tooLong.json().error).toMatch(/^Could not create service account '.*': .*\(at body\.expires_in_days\)/);
+  });
+
+  it('usage errors exit 2 on stderr with no JSON', async () => {
+    for (const args of [['tokens', 'create', '--json'], ['tokens', 'create', 'x', '--bogus', '--json'], ['tokens', 'frobnicate', '--json'], ['tokens'], ['tokens', 'create', 'x', '-s']]) {
+      const run = await runCli(args, sandbox, { env: asAdmin });
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).not.toBe('');
+    }
+  });
+
+  it('list --json returns every account including revoked ones, without tokens or hashes', async () => {
+    const kept = await mintAccount(service.api.url, ROOT_KEY);
+    const gone = await mintAccount(service.api.url, ROOT_KEY);
+    await call(service.api.url, 'DELETE', `/service-accounts/${gone.id}`, { token: ROOT_KEY });
+    const run = await runCli(['tokens', 'list', '--json'], sandbox, { env: asAdmin });
+    expect(run.code).toBe(0);
+    const { service_accounts: accounts } = run.json();
+    expect(Object.keys(run.json())).toEqual(['service_accounts']);
+    const byName = new Map(accounts.map((account: { name: string }) => [account.name, account]));
+    expect(byName.get(kept.name)).toMatchObject({ id: kept.id, revoked_at: null });
+    expect((byName.get(gone.name) as { revoked_at: number }).revoked_at).toEqual(expect.any(Number));
+    for (const account of accounts) {
+      expect(Object.keys(account).sort()).toEqual(ACCOUNT_KEYS);
+    }
+    expect(run.stdout).not.toContain(kept.token);
+  });
+
+  it('list pages through more than one page of accounts', async () => {
+    const total = (await query<{ count: string }>(service.databaseUrl, 'SELECT count(*) FROM service_accounts'))[0].count;
+    const missing = Math.max(0, 101 - Number(total));
+    await Promise.all(Array.from({ length: missing }, () => mintAccount(service.api.url, ROOT_KEY)));
+    const run = await runCli(['tokens', 'list', '--json'], sandbox, { env: asAdmin });
+    const count = (await query<{ count: string }>(service.databaseUrl, 'SELECT count(*) FROM service_accounts'))[0].count;
+    expect(run.json().service_accounts).toHaveLength(Number(count));
+    expect(Number(count)).toBeGreaterThan(100);
+  });
+
+  it('human list prints a table with prefixes, never tokens', async () => {
+    const account = await mintAccount(service.api.url, ROOT_KEY);
+    const run = await runCli(['tokens', 'list'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^Name\s+Token\s+Scopes\s+Expires\s+Last used\s+Status/);
+    expect(run.stdout).toContain(`${account.token_prefix}…`);
+    expect(run.stdout).not.toContain(account.token);
+    expect(run.stdout).not.toContain('\u001b[');
+  });
+
+  it('revoke --json revokes without a prompt off a TTY; the token stops working', async () => {
+    const account = await mintAccount(service.api.url, ROOT_KEY);
+    const run = await runCli(['tokens', 'revoke', account.name, '--json'], sandbox, { env: asAdmin });
+    expect(run.code).toBe(0);
+    const { revoked } = run.json();
+    expect(revoked).toMatchObject({ id: account.id, name: account.name, revoked_at: expect.any(Number) });
+    expect(Object.keys(revoked).sort()).toEqual(ACCOUNT_KEYS);
+    expect((await call(service.api.url, 'GET', '/config', { token: account.token })).status).toBe(401);
+  });
+
+  it('revoke of an unknown name exits 1 with an error', async () => {
+    const run = await runCli(['tokens', 'revoke', 'no-such-account', '--yes', '--json'], sandbox, { env: asAdmin });
+    expect(run.code).toBe(1);
+    expect(run.json()).toEqual({ error: "No service account named 'no-such-account' found.", hint: 'List them with: svc tokens list' });
+  });
+
+  it('takes SVC_ADMIN_TOKEN before OS_SECURITY_KEY', async () => {
+    const rejected = await runCli(['tokens', 'list', '--json'], sandbox, { env: { ...asAdmin, SVC_ADMIN_TOKEN: 'not-a-valid-credential' } });
+    expect(rejected.code).toBe(1);
+    expect(rejected.json().error).toMatch(/^The service rejected the admin credential/);
+    const admin = await mintAccount(service.api.url, ROOT_KEY, { scopes: ['platform:admin'], privileged: true });
+    const accepted = await runCli(['tokens', 'create', uniqueName('cli'), '--json'], sandbox, { env: { SERVICE_URL: service.api.url, SVC_ADMIN_TOKEN: admin.token, OS_SECURITY_KEY: 'wrong' } });
+    expect(accepted.code).toBe(0);
+  });
+
+  it('without a credential on an enforcing service, --json and non-TTY runs fail instead of prompting', async () => {
+    for (const args of [['tokens', 'list', '--json'], ['tokens', 'list']]) {
+      const run = await runCli(args, sandbox, { env: { SERVICE_URL: service.api.url } });
+      expect(run.code).toBe(1);
+      const message = 'This service requires an admin credential (auth mode: security_key).';
+      if (args.includes('--json')) {
+        expect(run.json()).toEqual({ error: message, hint: expect.stringContaining('SVC_ADMIN_TOKEN') });
+      } else {
+        expect(run.stdout).toBe('');
+        expect(run.stderr).toContain(message);
+      }
+    }
+  });
+});

@@ -1,0 +1,51 @@
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+
+import { CliError } from '@app/cli-terminal';
+
+import { runProcess } from './run-process';
+
+/** Searched in this order, in `./` then `./infra`. */
+export const COMPOSE_FILE_NAMES = ['docker-compose.yml', 'docker-compose.yaml', 'compose.yml', 'compose.yaml'] as const;
+export const COMPOSE_TIMEOUT_MS = 600_000;
+export const RESTART_PAUSE_MS = 2_000;
+
+export function findComposeFile(cwd: string, explicit?: string): string {
+  if (explicit !== undefined) {
+    const path = resolve(cwd, explicit);
+    if (!existsSync(path)) {
+      throw new CliError(`Compose file not found: ${path}`);
+    }
+    return path;
+  }
+  for (const dir of [cwd, join(cwd, 'infra')]) {
+    for (const name of COMPOSE_FILE_NAMES) {
+      if (existsSync(join(dir, name))) {
+        return join(dir, name);
+      }
+    }
+  }
+  throw new CliError(`No compose file found in ${cwd} or ${join(cwd, 'infra')}.`, 'Pass --file <compose file>, or run from the project directory.');
+}
+
+export type ComposeAction = 'up' | 'down';
+
+/** The full argv of one compose run. */
+export function composeCommand(composeFile: string, action: ComposeAction, options: { pull?: boolean; volumes?: boolean }): string[] {
+  const args = action === 'up' ? ['up', '-d', '--build', ...(options.pull ? ['--pull', 'always'] : [])] : ['down', ...(options.volumes ? ['--volumes'] : [])];
+  return ['docker', 'compose', '-f', composeFile, ...args];
+}
+
+/** Runs compose from the compose file's directory; a non-zero exit is an error naming the code. */
+export async function runCompose(command: string[], composeFile: string, capture: boolean): Promise<void> {
+  const [program, ...args] = command;
+  const outcome = await runProcess(program, args, {
+    cwd: dirname(composeFile),
+    timeoutMs: COMPOSE_TIMEOUT_MS,
+    capture,
+    missing: 'docker is required: install Docker (with the compose plugin) and re-run.',
+  });
+  if (outcome.code !== 0) {
+    throw new CliError(`docker compose exited with code ${outcome.code}${outcome.stderr ? `: ${outcome.stderr}` : ''}`);
+  }
+}

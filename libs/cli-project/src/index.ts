@@ -1,0 +1,2 @@
+export * from './compose';
+export * from './scaffold';

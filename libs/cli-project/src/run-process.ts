@@ -1,0 +1,36 @@
+import { spawn } from 'node:child_process';
+
+import { CliError } from '@app/cli-terminal';
+
+export interface ProcessOutcome {
+  code: number;
+  stderr: string;
+}
+
+/**
+ * Runs a program with an argv array (never a shell), killing it after the timeout. Output is captured
+ * (and stderr returned) when `capture`, else streamed to this terminal.
+ */
+export function runProcess(command: string, args: string[], options: { cwd?: string; timeoutMs: number; capture: boolean; missing: string }): Promise<ProcessOutcome> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      stdio: options.capture ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'inherit', 'inherit'],
+    });
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout?.resume();
+    const timer = setTimeout(() => {
+      child.kill('SIGTERM');
+      reject(new CliError(`${command} ${args[0] ?? ''} did not finish within ${options.timeoutMs / 1000} s and was stopped.`));
+    }, options.timeoutMs);
+    child.on('error', (error: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      reject(error.code === 'ENOENT' ? new CliError(options.missing) : new CliError(`Could not run ${command}: ${error.message}`));
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? (signal ? 128 : 1), stderr: stderr.trim() });
+    });
+  });
+}

@@ -1,0 +1,2 @@
+export * from './cli-error';
+export * from './terminal';

@@ -1,0 +1,136 @@
+import { createColors } from 'picocolors';
+
+import { CliError } from './cli-error';
+
+type Colors = ReturnType<typeof createColors>;
+
+export interface Progress {
+  succeed(text?: string): void;
+  fail(text?: string): void;
+}
+
+export interface Choice<T> {
+  name: string;
+  value: T;
+}
+
+/** Control characters in text that came from a server or a file are shown escaped, never interpreted. */
+export function sanitize(text: string): string {
+  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/**
+ * Everything a command says or asks: one JSON document in --json mode, otherwise human lines,
+ * colour only on a TTY without NO_COLOR, a spinner on a TTY, prompts only when stdin is a TTY.
+ */
+export class Terminal {
+  readonly color: Colors;
+  /** Prompts are allowed: not --json and stdin is a terminal. */
+  readonly interactive: boolean;
+  private readonly spinners: boolean;
+
+  constructor(readonly json: boolean) {
+    const noColor = process.env.NO_COLOR !== undefined;
+    this.color = createColors(!json && !noColor && Boolean(process.stdout.isTTY));
+    this.interactive = !json && Boolean(process.stdin.isTTY);
+    this.spinners = !json && Boolean(process.stderr.isTTY) && process.env.TERM !== 'dumb';
+  }
+
+  /** A human line on stdout (nothing in --json mode). */
+  line(text = ''): void {
+    if (!this.json) {
+      process.stdout.write(`${text}\n`);
+    }
+  }
+
+  /** A side note on stderr, so stdout stays the command's result (nothing in --json mode). */
+  note(text: string): void {
+    if (!this.json) {
+      process.stderr.write(`${this.color.dim(text)}\n`);
+    }
+  }
+
+  warn(text: string): void {
+    if (!this.json) {
+      process.stderr.write(`${this.color.yellow(`Warning: ${text}`)}\n`);
+    }
+  }
+
+  /** The command's JSON document (only in --json mode). */
+  document(value: unknown): void {
+    if (this.json) {
+      process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+    }
+  }
+
+  /** Reports a failure: `{error, hint?}` on stdout in --json mode, red text on stderr otherwise. */
+  failure(error: unknown): number {
+    const cliError = error instanceof CliError ? error : new CliError(error instanceof Error ? error.message : String(error));
+    if (this.json) {
+      this.document(cliError.hint ? { error: cliError.message, hint: cliError.hint } : { error: cliError.message });
+    } else {
+      process.stderr.write(`${this.color.red(`Error: ${sanitize(cliError.message)}`)}\n`);
+      if (cliError.hint) {
+        process.stderr.write(`${this.color.magenta(sanitize(cliError.hint))}\n`);
+      }
+    }
+    return cliError.exitCode;
+  }
+
+  /** A spinner on a terminal, one plain line elsewhere, nothing in --json mode. */
+  progress(text: string): Progress {
+    if (this.json) {
+      return { succeed: () => undefined, fail: () => undefined };
+    }
+    if (!this.spinners) {
+      process.stderr.write(`${text}...\n`);
+      return { succeed: () => undefined, fail: () => undefined };
+    }
+    // Loaded on first use: commands that never show progress do not pay for it.
+    const { createSpinner } = require('nanospinner') as typeof import('nanospinner');
+    const spinner = createSpinner(text, { stream: process.stderr }).start();
+    return {
+      succeed: (done) => void spinner.success({ text: done ?? text }),
+      fail: (failed) => void spinner.error({ text: failed ?? text }),
+    };
+  }
+
+  async confirm(message: string, defaultAnswer: boolean): Promise<boolean> {
+    const { confirm } = await this.prompts();
+    return this.ask(() => confirm({ message, default: defaultAnswer }));
+  }
+
+  async input(message: string, options: { default?: string; validate?: (value: string) => string | true } = {}): Promise<string> {
+    const { input } = await this.prompts();
+    return this.ask(() => input({ message, default: options.default, validate: options.validate }));
+  }
+
+  async secret(message: string): Promise<string> {
+    const { password } = await this.prompts();
+    return this.ask(() => password({ message, mask: '*' }));
+  }
+
+  async select<T>(message: string, choices: Choice<T>[]): Promise<T> {
+    const { select } = await this.prompts();
+    return this.ask(() => select<T>({ message, choices }));
+  }
+
+  private async prompts(): Promise<typeof import('@inquirer/prompts')> {
+    if (!this.interactive) {
+      throw new Error('A prompt was requested in a non-interactive run');
+    }
+    return import('@inquirer/prompts');
+  }
+
+  /** Ctrl-C at a prompt aborts the command without a stack trace. */
+  private async ask<T>(prompt: () => Promise<T>): Promise<T> {
+    try {
+      return await prompt();
+    } catch (error) {
+      if (error instanceof Error && error.name === 'ExitPromptError') {
+        throw new CliError('Aborted; no changes made.', undefined, 1);
+      }
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,47 @@
+/** In-place clients: svc writes their config files. */
+export const IN_PLACE_CLIENTS = ['code-agent-a', 'desktop-app-a', 'code-agent-b', 'editor-c'] as const;
+/** Chat apps reach MCP servers from their own cloud: svc prints manual steps for them. */
+export const CHAT_APP_CLIENTS = ['chat-app-a', 'chat-app-b'] as const;
+
+export type InPlaceClientId = (typeof IN_PLACE_CLIENTS)[number];
+export type ChatAppClientId = (typeof CHAT_APP_CLIENTS)[number];
+export type ClientId = InPlaceClientId | ChatAppClientId;
+
+export interface ClientContext {
+  home: string;
+  cwd: string;
+  platform: NodeJS.Platform;
+  env: NodeJS.ProcessEnv;
+}
+
+/** One MCP server entry found in a client config. */
+export interface McpEntry {
+  name: string;
+  url: string;
+  token: string | null;
+  /** The file holding it. */
+  location: string;
+}
+
+export interface WriteOutcome {
+  location: string;
+  note?: string;
+}
+
+export interface ClientAdapter {
+  readonly id: InPlaceClientId;
+  readonly displayName: string;
+  /** Whether the client is installed on this machine. */
+  detect(): boolean;
+  /** The file a write goes to (the user file for clients without a project scope). */
+  location(project: boolean): string;
+  /** The entry of that name as the client resolves it (the higher-precedence scope wins). */
+  resolve(name: string): McpEntry | null;
+  /** Every entry in every scope the client reads. */
+  entries(): McpEntry[];
+  write(name: string, url: string, token: string | null, project: boolean): WriteOutcome;
+  /** Removes the entry of that name from one file; false when it was not there. */
+  remove(name: string, location: string): boolean;
+  /** What the operator does to finish a pending OAuth sign-in. */
+  loginInstructions(name: string): string[];
+}

@@ -1,0 +1,135 @@
+import { CliError } from '@app/cli-terminal';
+
+import { ClientAdapter, InPlaceClientId, McpEntry, WriteOutcome } from './client-adapter';
+import { readJsonObject, writeFileAtomically } from './config-file';
+
+/** Where a JSON client keeps MCP servers: a file and the key path of its server map in it. */
+export interface JsonSource {
+  path: string;
+  keyPath: string[];
+}
+
+export interface JsonClientSpec {
+  id: InPlaceClientId;
+  displayName: string;
+  /** Every source the client reads, highest precedence first. */
+  sources: JsonSource[];
+  userSource: JsonSource;
+  /** Absent when the client has no project scope. */
+  projectSource?: JsonSource;
+  detect(): boolean;
+  encode(url: string, token: string | null): Record<string, unknown>;
+  decode(raw: unknown): { url: string; token: string | null } | null;
+  loginInstructions(name: string): string[];
+  /** Said when a token lands in a project-scoped file (often committed). */
+  projectTokenNote?: string;
+}
+
+export function bearerToken(header: unknown): string | null {
+  if (typeof header !== 'string') {
+    return null;
+  }
+  const match = /^\s*Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1] : null;
+}
+
+/** The Authorization header of a headers object, whatever its case. */
+export function authorizationHeader(headers: unknown): unknown {
+  if (!headers || typeof headers !== 'object') {
+    return undefined;
+  }
+  const key = Object.keys(headers).find((name) => name.toLowerCase() === 'authorization');
+  return key ? (headers as Record<string, unknown>)[key] : undefined;
+}
+
+function serverMap(document: Record<string, unknown> | null, keyPath: string[]): Record<string, unknown> | null {
+  let node: unknown = document;
+  for (const key of keyPath) {
+    if (!node || typeof node !== 'object' || Array.isArray(node)) {
+      return null;
+    }
+    node = (node as Record<string, unknown>)[key];
+  }
+  return node && typeof node === 'object' && !Array.isArray(node) ? (node as Record<string, unknown>) : null;
+}
+
+/**
+ * A client whose config is JSON with a map of MCP servers (`mcpServers`). Writes change only the one
+ * entry: every other key and server in the file is written back as it was read.
+ */
+export class JsonMcpClient implements ClientAdapter {
+  readonly id: InPlaceClientId;
+  readonly displayName: string;
+
+  constructor(private readonly spec: JsonClientSpec) {
+    this.id = spec.id;
+    this.displayName = spec.displayName;
+  }
+
+  detect(): boolean {
+    return this.spec.detect();
+  }
+
+  location(project: boolean): string {
+    return (project && this.spec.projectSource ? this.spec.projectSource : this.spec.userSource).path;
+  }
+
+  resolve(name: string): McpEntry | null {
+    return this.entries().find((entry) => entry.name === name) ?? null;
+  }
+
+  entries(): McpEntry[] {
+    const found: McpEntry[] = [];
+    for (const source of this.spec.sources) {
+      let document: Record<string, unknown> | null;
+      try {
+        document = readJsonObject(source.path);
+      } catch {
+        continue; // an unreadable file holds no entry the client could use either
+      }
+      for (const [name, raw] of Object.entries(serverMap(document, source.keyPath) ?? {})) {
+        const decoded = this.spec.decode(raw);
+        if (decoded) {
+          found.push({ name, ...decoded, location: source.path });
+        }
+      }
+    }
+    return found;
+  }
+
+  write(name: string, url: string, token: string | null, project: boolean): WriteOutcome {
+    const source = project && this.spec.projectSource ? this.spec.projectSource : this.spec.userSource;
+    const document = readJsonObject(source.path) ?? {};
+    let node: Record<string, unknown> = document;
+    for (const key of source.keyPath) {
+      const next = node[key] ?? {};
+      if (typeof next !== 'object' || next === null || Array.isArray(next)) {
+        throw new CliError(`Refusing to modify ${source.path}: "${source.keyPath.join('.')}" is not a JSON object.`, 'Fix or move the file, then re-run.');
+      }
+      node[key] = next;
+      node = next as Record<string, unknown>;
+    }
+    node[name] = this.spec.encode(url, token);
+    writeFileAtomically(source.path, `${JSON.stringify(document, null, 2)}\n`, { secret: token !== null });
+    const note = token !== null && source === this.spec.projectSource ? this.spec.projectTokenNote : undefined;
+    return { location: source.path, ...(note ? { note } : {}) };
+  }
+
+  remove(name: string, location: string): boolean {
+    let removed = false;
+    for (const source of this.spec.sources.filter((candidate) => candidate.path === location)) {
+      const document = readJsonObject(source.path);
+      const servers = serverMap(document, source.keyPath);
+      if (document && servers && name in servers) {
+        delete servers[name];
+        writeFileAtomically(source.path, `${JSON.stringify(document, null, 2)}\n`, { secret: false });
+        removed = true;
+      }
+    }
+    return removed;
+  }
+
+  loginInstructions(name: string): string[] {
+    return this.spec.loginInstructions(name);
+  }
+}

@@ -1,0 +1,30 @@
+/**
+ * The environment the svc CLI reads, in one place. The CLI does not load the server's env
+ * (libs/config): it runs on operators' machines where none of the server's variables exist.
+ */
+export interface CliEnv {
+  /** Base URL of the service when --url is absent. */
+  serviceUrl: string | null;
+  /** Admin credential, checked first. */
+  adminToken: string | null;
+  /** Admin credential fallback: the OS security key. */
+  securityKey: string | null;
+  /** Where `svc create` finds the template repositories `<base>/<template>`. */
+  templateBaseUrl: string;
+}
+
+export const DEFAULT_TEMPLATE_BASE_URL = 'https://github.com/platform-service-templates';
+
+function nonEmpty(value: string | undefined): string | null {
+  const trimmed = value?.trim();
+  return trimmed ? trimmed : null;
+}
+
+export function readCliEnv(env: NodeJS.ProcessEnv = process.env): CliEnv {
+  return {
+    serviceUrl: nonEmpty(env.SERVICE_URL),
+    adminToken: nonEmpty(env.SVC_ADMIN_TOKEN),
+    securityKey: nonEmpty(env.OS_SECURITY_KEY),
+    templateBaseUrl: (nonEmpty(env.SVC_TEMPLATE_BASE_URL) ?? DEFAULT_TEMPLATE_BASE_URL).replace(/\/+$/, ''),
+  };
+}

@@ -1,0 +1,198 @@
+import { CliError, Terminal } from '@app/cli-terminal';
+
+import { CliEnv } from './cli-env';
+import { serviceUrlFromEnvFiles } from './env-file';
+import { DISCOVERY_TIMEOUT_MS, httpRequest } from './http';
+import { isLoopbackUrl, normalizeBaseUrl } from './urls';
+
+export type UrlSource = 'flag' | 'env' | 'env-file' | 'client-config' | 'default';
+export type AuthMode = 'none' | 'security_key' | 'jwt' | 'unknown';
+
+export interface Candidate {
+  url: string;
+  source: UrlSource;
+  /** The env file name (env-file) or the clients whose configs named the URL (client-config). */
+  sourceFile: string | null;
+}
+
+export interface McpOAuth {
+  authorization_servers: string[] | null;
+  resource: string | null;
+}
+
+/** The spec's service descriptor, as printed under `os` in --json output. */
+export interface ServiceDescriptor {
+  url: string;
+  name: string | null;
+  os_id: string | null;
+  version: string | null;
+  mcp: { enabled: boolean; path: string | null; oauth: McpOAuth | null };
+  auth_mode: AuthMode;
+  discovered_via: 'info' | 'probe';
+  url_source: UrlSource;
+  url_source_file: string | null;
+}
+
+export const DEFAULT_PORTS = [7777, 7778, 7779, 8000] as const;
+export const DEFAULT_URLS = DEFAULT_PORTS.map((port) => `http://localhost:${port}`);
+
+export interface DiscoveryRequest {
+  flagUrl?: string;
+  env: CliEnv;
+  cwd: string;
+}
+
+export function describeSource(candidate: Candidate): string {
+  switch (candidate.source) {
+    case 'flag':
+      return '--url';
+    case 'env':
+      return 'SERVICE_URL';
+    case 'env-file':
+      return `SERVICE_URL in ${candidate.sourceFile}`;
+    case 'client-config':
+      return `client config (${candidate.sourceFile})`;
+    default:
+      return 'default';
+  }
+}
+
+/**
+ * Candidates grouped by priority: --url, else SERVICE_URL, else the env-file URL, then the localhost
+ * defaults. An explicit URL (flag or exported variable) is the only candidate.
+ */
+export function candidateGroups(request: DiscoveryRequest): Candidate[][] {
+  if (request.flagUrl !== undefined) {
+    return [[{ url: normalizeBaseUrl(request.flagUrl, '--url'), source: 'flag', sourceFile: null }]];
+  }
+  if (request.env.serviceUrl) {
+    return [[{ url: normalizeBaseUrl(request.env.serviceUrl, 'SERVICE_URL'), source: 'env', sourceFile: null }]];
+  }
+  const groups: Candidate[][] = [];
+  const fromFile = serviceUrlFromEnvFiles(request.cwd);
+  if (fromFile) {
+    groups.push([{ url: normalizeBaseUrl(fromFile.url, fromFile.file), source: 'env-file', sourceFile: fromFile.file }]);
+  }
+  groups.push(DEFAULT_URLS.map((url) => ({ url, source: 'default' as const, sourceFile: null })));
+  return groups;
+}
+
+function authModeFromConfigProbe(status: number, detail: unknown): AuthMode {
+  if (status === 200) {
+    return 'none';
+  }
+  if (status === 401) {
+    return typeof detail === 'string' && detail.toLowerCase().includes('required') ? 'security_key' : 'jwt';
+  }
+  return 'unknown';
+}
+
+/** GET /health then GET /info; servers without structured discovery are probed via POST /mcp and GET /config. */
+export async function probe(candidate: Candidate): Promise<ServiceDescriptor | null> {
+  const health = await httpRequest('GET', `${candidate.url}/health`, { timeoutMs: DISCOVERY_TIMEOUT_MS }).catch(() => null);
+  if (!health || health.status !== 200 || typeof health.body !== 'object' || health.body === null) {
+    return null;
+  }
+  const info = await httpRequest('GET', `${candidate.url}/info`, { timeoutMs: DISCOVERY_TIMEOUT_MS }).catch(() => null);
+  const body = info?.status === 200 && info.body && typeof info.body === 'object' ? info.body : {};
+  const base = {
+    url: candidate.url,
+    name: typeof body.name === 'string' ? body.name : null,
+    os_id: typeof body.os_id === 'string' ? body.os_id : null,
+    version: typeof body.version === 'string' ? body.version : null,
+    url_source: candidate.source,
+    url_source_file: candidate.sourceFile,
+  };
+  if (body.mcp && typeof body.mcp === 'object' && typeof body.auth_mode === 'string') {
+    const oauth = body.mcp.oauth && typeof body.mcp.oauth === 'object' ? (body.mcp.oauth as McpOAuth) : null;
+    const authMode = (['none', 'security_key', 'jwt'] as const).find((mode) => mode === body.auth_mode) ?? 'unknown';
+    return {
+      ...base,
+      mcp: { enabled: Boolean(body.mcp.enabled), path: typeof body.mcp.path === 'string' ? body.mcp.path : null, oauth },
+      auth_mode: authMode,
+      discovered_via: 'info',
+    };
+  }
+  const mcpProbe = await httpRequest('POST', `${candidate.url}/mcp`, {
+    json: { jsonrpc: '2.0', id: 0, method: 'ping' },
+    timeoutMs: DISCOVERY_TIMEOUT_MS,
+  }).catch(() => null);
+  const configProbe = await httpRequest('GET', `${candidate.url}/config`, { timeoutMs: DISCOVERY_TIMEOUT_MS }).catch(() => null);
+  const mcpEnabled = mcpProbe !== null && mcpProbe.status !== 404;
+  return {
+    ...base,
+    mcp: { enabled: mcpEnabled, path: mcpEnabled ? '/mcp' : null, oauth: null },
+    auth_mode: configProbe ? authModeFromConfigProbe(configProbe.status, configProbe.body?.detail) : 'unknown',
+    discovered_via: 'probe',
+  };
+}
+
+function nothingFound(tried: Candidate[]): CliError {
+  const list = tried.map((candidate) => `${candidate.url} (from ${describeSource(candidate)})`).join(', ');
+  return new CliError(`No running service found (tried: ${list}).`, 'Start it (npm start), or pass --url or set SERVICE_URL.');
+}
+
+/**
+ * One target, for scripts and for commands that need exactly one: only the highest-priority source is
+ * probed (an env-file URL hides the localhost defaults), and within it the first live candidate wins.
+ */
+export async function discoverOne(request: DiscoveryRequest): Promise<ServiceDescriptor> {
+  const [group] = candidateGroups(request);
+  for (const candidate of group) {
+    const found = await probe(candidate);
+    if (found) {
+      return found;
+    }
+  }
+  throw nothingFound(group);
+}
+
+/** Loopback aliases (localhost, 127.x, ::1, 0.0.0.0) on the same port are one service. */
+function sameService(a: string, b: string): boolean {
+  if (a === b) {
+    return true;
+  }
+  const [left, right] = [new URL(a), new URL(b)];
+  return isLoopbackUrl(a) && isLoopbackUrl(b) && left.port === right.port && left.pathname === right.pathname && left.protocol === right.protocol;
+}
+
+/**
+ * Interactive connect/disconnect: every candidate (env file, localhost defaults, URLs in existing client
+ * configs) is probed; when several answer the operator picks one. Explicit URLs are used as they are.
+ */
+export async function discoverInteractively(request: DiscoveryRequest, fromClientConfigs: Candidate[], terminal: Terminal): Promise<ServiceDescriptor> {
+  const groups = candidateGroups(request);
+  const explicit = groups[0][0].source === 'flag' || groups[0][0].source === 'env';
+  if (explicit || !terminal.interactive) {
+    return discoverOne(request);
+  }
+  const candidates: Candidate[] = [];
+  for (const candidate of [...groups.flat(), ...fromClientConfigs]) {
+    if (!candidates.some((known) => sameService(known.url, candidate.url))) {
+      candidates.push(candidate);
+    }
+  }
+  const found = (await Promise.all(candidates.map((candidate) => probe(candidate)))).filter((item): item is ServiceDescriptor => item !== null);
+  const envFileCandidate = candidates.find((candidate) => candidate.source === 'env-file');
+  if (envFileCandidate && !found.some((descriptor) => descriptor.url_source === 'env-file')) {
+    terminal.note(`Nothing answered at ${envFileCandidate.url} (${describeSource(envFileCandidate)}).`);
+  }
+  if (found.length === 0) {
+    throw nothingFound(candidates);
+  }
+  if (found.length === 1) {
+    return found[0];
+  }
+  return terminal.select(
+    'Several services answered. Which one?',
+    found.map((descriptor) => ({
+      name: `${descriptor.url}  ${descriptor.name ?? ''} (${describeSource({ url: descriptor.url, source: descriptor.url_source, sourceFile: descriptor.url_source_file })})`,
+      value: descriptor,
+    })),
+  );
+}
+
+/** True when /mcp is OAuth-protected: an oauth block naming at least one authorization server. */
+export function oauthEnabled(descriptor: ServiceDescriptor): boolean {
+  return Boolean(descriptor.mcp.oauth?.authorization_servers?.length);
+}

@@ -1,0 +1,60 @@
+import { CliError, Terminal } from '@app/cli-terminal';
+
+import { CliEnv } from './cli-env';
+import { ServiceDescriptor } from './discovery';
+import { isLoopbackUrl } from './urls';
+
+/**
+ * Credentials travel only over https or to this machine, unless --allow-http says otherwise.
+ * Called before the first request that carries a credential or returns a token.
+ */
+export function refusePlaintextCredential(url: string, allowHttp: boolean, what: string): void {
+  if (new URL(url).protocol === 'http:' && !isLoopbackUrl(url) && !allowHttp) {
+    throw new CliError(
+      `Refusing to send ${what} to ${url} over plaintext HTTP.`,
+      'Use an https:// URL, or pass --allow-http to send it over plaintext HTTP anyway.',
+    );
+  }
+}
+
+/**
+ * A remote URL that came from a file in the working directory (or an existing client config) is
+ * trusted only after a prompt or --yes: a checked-out repository must not redirect credentials.
+ */
+export async function confirmDiscoveredUrl(descriptor: ServiceDescriptor, yes: boolean, terminal: Terminal): Promise<void> {
+  const fromFile = descriptor.url_source === 'env-file' || descriptor.url_source === 'client-config';
+  if (!fromFile || isLoopbackUrl(descriptor.url) || yes) {
+    return;
+  }
+  const where = descriptor.url_source === 'env-file' ? descriptor.url_source_file : `client configs (${descriptor.url_source_file})`;
+  if (!terminal.interactive) {
+    throw new CliError(`The URL in ${where} points to a remote host (${descriptor.url}).`, 'Pass --url to target it explicitly, or --yes to trust it.');
+  }
+  if (!(await terminal.confirm(`Trust SERVICE_URL=${descriptor.url} (from ${where})?`, true))) {
+    throw new CliError('Aborted; no changes made.', 'Pass --url to choose the service explicitly.');
+  }
+}
+
+/**
+ * The admin credential: SVC_ADMIN_TOKEN, else OS_SECURITY_KEY, else (when the service enforces
+ * authorization) a hidden prompt on a terminal or an error in --json and non-TTY runs.
+ */
+export async function resolveAdminCredential(descriptor: ServiceDescriptor, env: CliEnv, terminal: Terminal): Promise<string | null> {
+  const exported = env.adminToken ?? env.securityKey;
+  if (exported) {
+    return exported;
+  }
+  if (descriptor.auth_mode === 'none') {
+    return null;
+  }
+  const hint = 'Set SVC_ADMIN_TOKEN (a token with service_accounts scopes or platform:admin) or OS_SECURITY_KEY.';
+  if (!terminal.interactive) {
+    throw new CliError(`This service requires an admin credential (auth mode: ${descriptor.auth_mode}).`, hint);
+  }
+  terminal.note(hint);
+  const entered = (await terminal.secret('Admin credential for this service')).trim();
+  if (!entered) {
+    throw new CliError('No admin credential given.', hint);
+  }
+  return entered;
+}

@@ -1,0 +1,46 @@
+import { SERVICE_VERSION } from '@app/version';
+
+export interface McpVerification {
+  ok: boolean;
+  /** Number of tools tools/list returned. */
+  tools: number;
+  /** HTTP status of the last MCP response seen (0 when nothing answered). */
+  status_code: number;
+  error: string | null;
+  /** The server answered 401 with a WWW-Authenticate challenge: an OAuth sign-in is pending. */
+  oauth_challenge: boolean;
+}
+
+export const MCP_VERIFY_TIMEOUT_MS = 15_000;
+
+/**
+ * A real MCP handshake through the official SDK client: initialize, notifications/initialized,
+ * tools/list over Streamable HTTP, with the bearer token a client config holds (or none).
+ */
+export async function verifyMcp(mcpUrl: string, token: string | null): Promise<McpVerification> {
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  let statusCode = 0;
+  let challenge = false;
+  const recordingFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const response = await fetch(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(MCP_VERIFY_TIMEOUT_MS) });
+    statusCode = response.status;
+    challenge = response.status === 401 && response.headers.has('www-authenticate');
+    return response;
+  };
+  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), {
+    fetch: recordingFetch,
+    requestInit: token ? { headers: { authorization: `Bearer ${token}` } } : undefined,
+  });
+  const client = new Client({ name: 'svc', version: SERVICE_VERSION });
+  try {
+    await client.connect(transport, { timeout: MCP_VERIFY_TIMEOUT_MS });
+    const { tools } = await client.listTools(undefined, { timeout: MCP_VERIFY_TIMEOUT_MS });
+    return { ok: true, tools: tools.length, status_code: statusCode, error: null, oauth_challenge: false };
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return { ok: false, tools: 0, status_code: statusCode, error: message, oauth_challenge: challenge };
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+}
