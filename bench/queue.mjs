@@ -46,7 +46,7 @@ function startWorker(url, name) {
 }
 
 async function drainUntilEmpty(system, db) {
-  while ((await system.pending(db)) > 0) {
+  while (await system.pending(db)) {
     await sleep(50);
   }
   return Date.now();
