@@ -10,9 +10,9 @@ export type JobPayload = Record<string, string | number | boolean | null>;
 @Index('IDX_queue_jobs_claimable', ['availableAt', 'createdAt'], { where: `"status" = 'queued'` })
 // The sweeper: running jobs by heartbeat age.
 @Index('IDX_queue_jobs_running_heartbeat', ['heartbeatAt'], { where: `"status" = 'running'` })
-// The admin list: by status (dead-letter list) and by creation time.
-@Index('IDX_queue_jobs_status_created', ['status', 'createdAt'])
-@Index('IDX_queue_jobs_created', ['createdAt'])
+// The statuses that wait for an operator: the dead-letter list (failed, cancelled) and paused jobs.
+// No wider list index: each one is written again at every claim and outcome (migration 1764200000001).
+@Index('IDX_queue_jobs_dead_letter', ['status', 'createdAt'], { where: `"status" IN ('failed', 'cancelled', 'paused')` })
 // Idempotency keys are unique per caller, anonymous callers (NULL user) included: the migration
 // creates it NULLS NOT DISTINCT, which TypeORM cannot express, so it is not synchronised from here.
 @Index('UQ_queue_jobs_idempotency', { synchronize: false })
