@@ -42,10 +42,13 @@ const BACKOFF = `make_interval(secs => least(60, power(2, greatest(j.attempt, 1)
 /**
  * Oldest claimable first; SKIP LOCKED lets any number of workers claim side by side, and
  * `attempt < max_attempts` makes re-execution beyond the budget impossible whatever the state.
+ * The rows locked by `next` are updated through their tuple ids (a direct heap fetch, no
+ * primary-key lookup): a locked row cannot move before the UPDATE in the same statement, and a
+ * row that changed between the snapshot and the lock is simply not claimed this time.
  */
 const CLAIM = `
   WITH next AS (
-    SELECT id FROM queue_jobs
+    SELECT ctid FROM queue_jobs
     WHERE status = 'queued' AND available_at <= now() AND attempt < max_attempts AND job_type = ANY($3::varchar[])
     ORDER BY available_at, created_at
     LIMIT $2
@@ -53,7 +56,7 @@ const CLAIM = `
   )
   UPDATE queue_jobs j
   SET status = 'running', attempt = j.attempt + 1, locked_by = $1, locked_at = now(), heartbeat_at = now(), updated_at = now()
-  WHERE j.id = ANY (ARRAY (SELECT id FROM next))
+  WHERE j.ctid = ANY (ARRAY (SELECT ctid FROM next))
   RETURNING j.id, j.job_type, j.component_type, j.component_id, j.session_id, j.user_id, j.payload, j.attempt, j.max_attempts,
     EXISTS (SELECT 1 FROM queue_cancellation_intents c WHERE c.run_id = j.id AND c.requested_at > now() - make_interval(secs => $4)) AS cancel_requested`;
 
