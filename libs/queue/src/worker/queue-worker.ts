@@ -4,7 +4,7 @@ import type { Client, Pool } from 'pg';
 import type { Logger } from 'pino';
 
 import { JOBS_READY_CHANNEL } from '../notify';
-import { ClaimedJob, JobHandler, JobResult, JobStopped } from './job-handler';
+import { ClaimedJob, JobContext, JobHandler, JobResult, JobStopped } from './job-handler';
 import { FinishedAttempt, JobStore } from './job-store';
 
 export interface QueueWorkerOptions {
@@ -27,10 +27,33 @@ export interface QueueWorkerOptions {
   logger: Logger;
 }
 
-interface Execution {
-  job: ClaimedJob;
-  controller: AbortController;
-  done: Promise<void>;
+/** One running attempt. Its AbortSignal is made on first use: most handlers only call checkpoint(). */
+class Execution {
+  done: Promise<void> = Promise.resolve();
+  private stopReason: string | null = null;
+  private controller: AbortController | null = null;
+
+  constructor(readonly job: ClaimedJob) {}
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.stopReason !== null) {
+        this.controller.abort(this.stopReason);
+      }
+    }
+    return this.controller.signal;
+  }
+
+  /** Why the attempt must stop (lost lock, shutdown), or null while it may go on. */
+  get stopped(): string | null {
+    return this.stopReason;
+  }
+
+  stop(reason: string): void {
+    this.stopReason ??= reason;
+    this.controller?.abort(reason);
+  }
 }
 
 const RETENTION_INTERVAL_MS = 10 * 60_000;
@@ -126,36 +149,34 @@ export class QueueWorker {
   }
 
   private begin(job: ClaimedJob): void {
-    const controller = new AbortController();
+    const execution = new Execution(job);
     this.log.info({ job_id: job.id, job_type: job.jobType, attempt: job.attempt, max_attempts: job.maxAttempts, status: 'running' }, 'job running');
-    const done = this.execute(job, controller.signal).then((result) => {
-      // The slot frees when the handler returns; the outcome is written alongside the next claim.
-      this.executions.delete(job.id);
-      this.startBuffered();
-      this.wakeUp();
-      const recording = this.record(job, result)
-        .catch((error: unknown) => this.log.error({ err: error, job_id: job.id }, 'recording the outcome failed; the sweeper will settle the job'))
-        .finally(() => this.recordings.delete(recording));
-      this.recordings.add(recording);
-    });
-    this.executions.set(job.id, { job, controller, done });
+    execution.done = this.execute(execution).then((result) => this.settle(execution, result));
+    this.executions.set(job.id, execution);
   }
 
-  private async execute(job: ClaimedJob, signal: AbortSignal): Promise<JobResult> {
+  private async execute(execution: Execution): Promise<JobResult> {
+    const { job } = execution;
     if (job.cancelRequested) {
       // The claim saw a live cancellation intent: that is the attempt's first checkpoint.
       return { outcome: 'cancelled', error: 'Run was cancelled' };
     }
     const checkpoint = async (): Promise<void> => {
-      if (signal.aborted) {
-        throw new JobStopped(String(signal.reason));
+      if (execution.stopped !== null) {
+        throw new JobStopped(execution.stopped);
       }
       if (await this.store.cancellationRequested(job.id, this.options.cancelIntentTtlSeconds)) {
         throw new JobStopped('Run was cancelled');
       }
     };
+    const context: JobContext = {
+      get signal() {
+        return execution.signal;
+      },
+      checkpoint,
+    };
     try {
-      return await this.options.handlers.get(job.jobType)!.handle(job, { signal, checkpoint });
+      return await this.options.handlers.get(job.jobType)!.handle(job, context);
     } catch (error) {
       if (error instanceof JobStopped) {
         return { outcome: 'cancelled', error: error.message };
@@ -164,20 +185,33 @@ export class QueueWorker {
     }
   }
 
-  /** Outcomes without extra writes are batched; one with a `record` step gets its own fenced transaction. */
-  private async record(job: ClaimedJob, result: JobResult): Promise<void> {
+  /**
+   * The slot frees as soon as the handler returns. Outcomes without extra writes join the next
+   * batched write; one with a `record` step gets its own fenced transaction.
+   */
+  private settle({ job }: Execution, result: JobResult): void {
+    this.executions.delete(job.id);
+    this.startBuffered();
+    this.wakeUp();
     const attempt: FinishedAttempt = { id: job.id, attempt: job.attempt, outcome: result.outcome, error: result.error ?? null };
     if (!result.record) {
       this.outcomes.push(attempt);
-      await this.flush();
+      void this.flush();
       return;
     }
+    const recording = this.recordWith(attempt, result.record)
+      .catch((error: unknown) => this.log.error({ err: error, job_id: job.id }, 'recording the outcome failed; the sweeper will settle the job'))
+      .finally(() => this.recordings.delete(recording));
+    this.recordings.add(recording);
+  }
+
+  private async recordWith(attempt: FinishedAttempt, record: NonNullable<JobResult['record']>): Promise<void> {
     const client = await this.options.pool.connect();
     try {
       await client.query('BEGIN');
       const written = await this.store.finish([attempt], client);
       if (written.length > 0) {
-        await result.record(client);
+        await record(client);
       }
       await client.query('COMMIT');
       this.logWritten([attempt], written);
@@ -240,10 +274,11 @@ export class QueueWorker {
     }
     try {
       const still = await this.store.heartbeat(held);
-      for (const { job, controller } of running) {
-        if (!still.has(job.id) && this.executions.get(job.id)?.job === job) {
+      for (const execution of running) {
+        const { job } = execution;
+        if (!still.has(job.id) && this.executions.get(job.id) === execution) {
           this.log.warn({ job_id: job.id, attempt: job.attempt }, 'job lost: its lock was swept or requeued; stopping it at the next checkpoint');
-          controller.abort('Worker lost the job (swept or requeued)');
+          execution.stop('Worker lost the job (swept or requeued)');
         }
       }
       const lostAhead = this.buffer.filter((job) => !still.has(job.id) && held.includes(job));
@@ -294,8 +329,9 @@ export class QueueWorker {
     const unfinished = [...this.executions.values()];
     try {
       const released = new Set(await this.store.release(unfinished.map(({ job }) => job)));
-      for (const { job, controller } of unfinished) {
-        controller.abort('Worker is shutting down');
+      for (const execution of unfinished) {
+        const { job } = execution;
+        execution.stop('Worker is shutting down');
         if (released.has(job.id)) {
           this.log.info({ job_id: job.id, attempt: job.attempt, status: 'queued' }, 'job released at shutdown; its attempt was given back');
         }
