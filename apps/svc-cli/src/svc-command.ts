@@ -1,8 +1,11 @@
-import { CommandRunner } from 'nest-commander';
+import { CommandRunner, Option } from 'nest-commander';
 
 import { Terminal } from '@app/cli-terminal';
 
-import { JsonOptions } from './options';
+import { JsonOptions, ServiceOptions } from './options';
+
+// Options declared here are inherited: nest-commander reads @Option methods along the prototype
+// chain, and a subclass method of the same name (a different description) replaces them.
 
 /**
  * Every svc command: runs its work with a Terminal for the --json flag and turns any failure into the
@@ -20,4 +23,30 @@ export abstract class SvcCommand<Options extends JsonOptions> extends CommandRun
 
   /** Does the work and returns the exit code. */
   protected abstract execute(params: string[], options: Options, terminal: Terminal): Promise<number>;
+
+  @Option({ flags: '--json', description: 'Print one JSON document' })
+  parseJson(): boolean {
+    return true;
+  }
+}
+
+/** A command that reaches a running service: found by discovery unless --url names it. */
+export abstract class ServiceCommand<Options extends ServiceOptions> extends SvcCommand<Options> {
+  @Option({ flags: '--url <url>', description: 'Base URL of the service (default: discovered)' })
+  parseUrl(value: string): string {
+    return value;
+  }
+}
+
+/** A command that sends credentials to the service: the plaintext-HTTP guard and the .env trust prompt apply. */
+export abstract class CredentialedCommand<Options extends ServiceOptions> extends ServiceCommand<Options> {
+  @Option({ flags: '--allow-http', description: 'Permit credentials over plaintext HTTP to a non-loopback host' })
+  parseAllowHttp(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '-y, --yes', description: 'Trust a remote SERVICE_URL from a .env file without prompting' })
+  parseYes(): boolean {
+    return true;
+  }
 }

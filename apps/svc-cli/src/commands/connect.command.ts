@@ -40,7 +40,7 @@ import { collect, ServiceOptions } from '../options';
 import { parseExpires, privilegedScopes } from '../scopes';
 import { serverNameFor } from '../server-name';
 import { announce } from '../service-target';
-import { SvcCommand } from '../svc-command';
+import { CredentialedCommand } from '../svc-command';
 
 interface ConnectOptions extends ServiceOptions {
   clients?: string;
@@ -293,7 +293,7 @@ class Connection {
 }
 
 @Command({ name: 'connect', description: 'Connect coding tools to the service over MCP' })
-export class ConnectCommand extends SvcCommand<ConnectOptions> {
+export class ConnectCommand extends CredentialedCommand<ConnectOptions> {
   protected async execute(_params: string[], options: ConnectOptions, terminal: Terminal): Promise<number> {
     if (options.expires !== undefined) {
       parseExpires(options.expires);
@@ -377,11 +377,6 @@ export class ConnectCommand extends SvcCommand<ConnectOptions> {
     }
   }
 
-  @Option({ flags: '--url <url>', description: 'Base URL of the service (default: discovered)' })
-  parseUrl(value: string): string {
-    return value;
-  }
-
   @Option({ flags: '--clients <list>', description: 'Comma-separated client identifiers (default: detected)' })
   parseClients(value: string): string {
     return value;
@@ -429,21 +424,6 @@ export class ConnectCommand extends SvcCommand<ConnectOptions> {
 
   @Option({ flags: '--skip-existing', description: 'Never touch existing accounts or entries' })
   parseSkipExisting(): boolean {
-    return true;
-  }
-
-  @Option({ flags: '--allow-http', description: 'Permit credentials over plaintext HTTP to a non-loopback host' })
-  parseAllowHttp(): boolean {
-    return true;
-  }
-
-  @Option({ flags: '-y, --yes', description: 'Trust a remote SERVICE_URL from a .env file without prompting' })
-  parseYes(): boolean {
-    return true;
-  }
-
-  @Option({ flags: '--json', description: 'Print one JSON document' })
-  parseJson(): boolean {
     return true;
   }
 }

@@ -63,9 +63,4 @@ export class CreateCommand extends SvcCommand<CreateOptions> {
   parseUrl(value: string): string {
     return value;
   }
-
-  @Option({ flags: '--json', description: 'Print one JSON document' })
-  parseJson(): boolean {
-    return true;
-  }
 }

@@ -18,7 +18,7 @@ import { connectExitCode, harvestClientUrls } from '../connections';
 import { ServiceOptions } from '../options';
 import { serverNameFor } from '../server-name';
 import { announce } from '../service-target';
-import { SvcCommand } from '../svc-command';
+import { CredentialedCommand } from '../svc-command';
 
 interface DisconnectOptions extends ServiceOptions {
   clients?: string;
@@ -47,7 +47,7 @@ interface Revocation {
  * service go; entries for other servers are never touched. --revoke also revokes the matching accounts.
  */
 @Command({ name: 'disconnect', description: 'Remove MCP entries from client configs' })
-export class DisconnectCommand extends SvcCommand<DisconnectOptions> {
+export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
   protected async execute(_params: string[], options: DisconnectOptions, terminal: Terminal): Promise<number> {
     if (options.serverName !== undefined) {
       serverNameFor(options.serverName, null);
@@ -148,11 +148,6 @@ export class DisconnectCommand extends SvcCommand<DisconnectOptions> {
     }
   }
 
-  @Option({ flags: '--url <url>', description: 'Base URL of the service (default: discovered)' })
-  parseUrl(value: string): string {
-    return value;
-  }
-
   @Option({ flags: '--clients <list>', description: 'Comma-separated client identifiers (default: detected)' })
   parseClients(value: string): string {
     return value;
@@ -170,21 +165,6 @@ export class DisconnectCommand extends SvcCommand<DisconnectOptions> {
 
   @Option({ flags: '--revoke', description: 'Also revoke the matching service accounts' })
   parseRevoke(): boolean {
-    return true;
-  }
-
-  @Option({ flags: '--allow-http', description: 'Permit credentials over plaintext HTTP to a non-loopback host' })
-  parseAllowHttp(): boolean {
-    return true;
-  }
-
-  @Option({ flags: '-y, --yes', description: 'Trust a remote SERVICE_URL from a .env file without prompting' })
-  parseYes(): boolean {
-    return true;
-  }
-
-  @Option({ flags: '--json', description: 'Print one JSON document' })
-  parseJson(): boolean {
     return true;
   }
 }

@@ -43,11 +43,6 @@ abstract class LifecycleCommand extends SvcCommand<LifecycleOptions> {
   parseDryRun(): boolean {
     return true;
   }
-
-  @Option({ flags: '--json', description: 'Print one JSON document' })
-  parseJson(): boolean {
-    return true;
-  }
 }
 
 @Command({ name: 'up', description: 'Start the compose deployment (docker compose up -d --build)' })

@@ -7,7 +7,7 @@ import { discoverOne, mcpUrlOf, readCliEnv, urlBelongsTo } from '@app/svc-client
 import { ServiceOptions } from '../options';
 import { serverNameFor } from '../server-name';
 import { announce } from '../service-target';
-import { SvcCommand } from '../svc-command';
+import { ServiceCommand } from '../svc-command';
 
 interface StatusOptions extends ServiceOptions {
   serverName?: string;
@@ -15,7 +15,7 @@ interface StatusOptions extends ServiceOptions {
 
 /** The service found, and for each in-place client whether it is installed and has this service's entry. */
 @Command({ name: 'status', description: 'Show the service and which clients are configured' })
-export class StatusCommand extends SvcCommand<StatusOptions> {
+export class StatusCommand extends ServiceCommand<StatusOptions> {
   protected async execute(_params: string[], options: StatusOptions, terminal: Terminal): Promise<number> {
     const descriptor = await discoverOne({ flagUrl: options.url, env: readCliEnv(), cwd: process.cwd() });
     announce(descriptor, terminal);
@@ -39,18 +39,8 @@ export class StatusCommand extends SvcCommand<StatusOptions> {
     return 0;
   }
 
-  @Option({ flags: '--url <url>', description: 'Base URL of the service (default: discovered)' })
-  parseUrl(value: string): string {
-    return value;
-  }
-
   @Option({ flags: '--server-name <name>', description: 'MCP entry name (default: derived from the service name)' })
   parseServerName(value: string): string {
     return value;
-  }
-
-  @Option({ flags: '--json', description: 'Print one JSON document' })
-  parseJson(): boolean {
-    return true;
   }
 }

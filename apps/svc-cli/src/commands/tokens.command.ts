@@ -15,7 +15,7 @@ import {
 import { collect, ServiceOptions } from '../options';
 import { parseExpires, privilegedScopes } from '../scopes';
 import { targetService } from '../service-target';
-import { SvcCommand } from '../svc-command';
+import { CredentialedCommand } from '../svc-command';
 
 /** `<name>`: a lowercase slug of a-z, 0-9, '-', '_', starting with a letter or digit, at most 63. */
 export const ACCOUNT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
@@ -40,7 +40,7 @@ interface CreateOptions extends ServiceOptions {
 }
 
 @SubCommand({ name: 'create', arguments: '<name>', description: 'Mint a service-account token (shown once)' })
-export class TokensCreateCommand extends SvcCommand<CreateOptions> {
+export class TokensCreateCommand extends CredentialedCommand<CreateOptions> {
   protected async execute([name]: string[], options: CreateOptions, terminal: Terminal): Promise<number> {
     if (!ACCOUNT_NAME.test(name)) {
       throw new CliError(`Invalid service account name '${name}'.`, "Use a lowercase slug of a-z, 0-9, '-' and '_', starting with a letter or digit, at most 63 characters.");
@@ -88,30 +88,10 @@ export class TokensCreateCommand extends SvcCommand<CreateOptions> {
   parsePrivileged(): boolean {
     return true;
   }
-
-  @Option({ flags: '--url <url>', description: 'Base URL of the service (default: discovered)' })
-  parseUrl(value: string): string {
-    return value;
-  }
-
-  @Option({ flags: '--allow-http', description: 'Permit credentials over plaintext HTTP to a non-loopback host' })
-  parseAllowHttp(): boolean {
-    return true;
-  }
-
-  @Option({ flags: '-y, --yes', description: 'Trust a remote SERVICE_URL from a .env file without prompting' })
-  parseYes(): boolean {
-    return true;
-  }
-
-  @Option({ flags: '--json', description: 'Print one JSON document' })
-  parseJson(): boolean {
-    return true;
-  }
 }
 
 @SubCommand({ name: 'list', description: 'List service accounts, including revoked ones' })
-export class TokensListCommand extends SvcCommand<ServiceOptions> {
+export class TokensListCommand extends CredentialedCommand<ServiceOptions> {
   protected async execute(_params: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
     const descriptor = await targetService(options, readCliEnv(), terminal);
     const api = await accountsApi(descriptor, options, terminal, 'the admin credential', false);
@@ -121,26 +101,6 @@ export class TokensListCommand extends SvcCommand<ServiceOptions> {
       printTable(accounts, terminal);
     }
     return 0;
-  }
-
-  @Option({ flags: '--url <url>', description: 'Base URL of the service (default: discovered)' })
-  parseUrl(value: string): string {
-    return value;
-  }
-
-  @Option({ flags: '--allow-http', description: 'Permit credentials over plaintext HTTP to a non-loopback host' })
-  parseAllowHttp(): boolean {
-    return true;
-  }
-
-  @Option({ flags: '-y, --yes', description: 'Trust a remote SERVICE_URL from a .env file without prompting' })
-  parseYes(): boolean {
-    return true;
-  }
-
-  @Option({ flags: '--json', description: 'Print one JSON document' })
-  parseJson(): boolean {
-    return true;
   }
 }
 
@@ -169,7 +129,7 @@ function printTable(accounts: ServiceAccount[], terminal: Terminal): void {
 interface RevokeOptions extends ServiceOptions {}
 
 @SubCommand({ name: 'revoke', arguments: '<name>', description: 'Revoke a service account (irreversible)' })
-export class TokensRevokeCommand extends SvcCommand<RevokeOptions> {
+export class TokensRevokeCommand extends CredentialedCommand<RevokeOptions> {
   protected async execute([name]: string[], options: RevokeOptions, terminal: Terminal): Promise<number> {
     const descriptor = await targetService(options, readCliEnv(), terminal);
     const api = await accountsApi(descriptor, options, terminal, 'the admin credential', false);
@@ -190,23 +150,8 @@ export class TokensRevokeCommand extends SvcCommand<RevokeOptions> {
     return 0;
   }
 
-  @Option({ flags: '--url <url>', description: 'Base URL of the service (default: discovered)' })
-  parseUrl(value: string): string {
-    return value;
-  }
-
-  @Option({ flags: '--allow-http', description: 'Permit credentials over plaintext HTTP to a non-loopback host' })
-  parseAllowHttp(): boolean {
-    return true;
-  }
-
   @Option({ flags: '-y, --yes', description: 'Skip the confirmation; trust a remote SERVICE_URL from a .env file' })
-  parseYes(): boolean {
-    return true;
-  }
-
-  @Option({ flags: '--json', description: 'Print one JSON document' })
-  parseJson(): boolean {
+  override parseYes(): boolean {
     return true;
   }
 }
