@@ -150,8 +150,9 @@ const { enqueueJobs } = require('../dist/libs/queue/src/enqueue.js');
 /** A no-op job in our schema: every required column set, nothing else. */
 const ourJob = (payload) => ({ jobType: NOOP, componentType: 'agent', componentId: NOOP, sessionId: NOOP, userId: null, payload });
 
-const ours = {
-  name: 'platform queue',
+/** Our queue with `prefetch` jobs claimed ahead of a free slot (WORKER_PREFETCH in the worker app). */
+const platformQueue = (name, prefetch) => ({
+  name,
   async install() {
     // startDatabase() already applied our migrations.
   },
@@ -186,8 +187,7 @@ const ours = {
       workerId: `bench:${process.pid}:${randomUUID().slice(0, 6)}`,
       handlers: new Map([[NOOP, { handle: async (job) => (onJob(job.payload), { outcome: 'completed' }) }]]),
       concurrency,
-      // The counterpart of graphile's local queue of 500 (WORKER_PREFETCH in the worker app).
-      prefetch: 500,
+      prefetch,
       pollIntervalMs: 1000,
       lockGraceSeconds: 60,
       cancelIntentTtlSeconds: 86400,
@@ -200,6 +200,12 @@ const ours = {
       await pool.end();
     };
   },
-};
+});
 
-export const systems = { graphile, pgBoss, ours };
+export const systems = {
+  graphile,
+  pgBoss,
+  // prefetch 500 is the counterpart of graphile's local queue of 500; 0 is the worker app's default.
+  ours: platformQueue('platform queue (prefetch 500)', 500),
+  oursDefault: platformQueue('platform queue (prefetch 0, the default)', 0),
+};

@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline';
 import pg from 'pg';
 
 import { systems } from './queue-systems.mjs';
-import { machine, median, startApp, startDatabase } from './support.mjs';
+import { load, machine, median, startApp, startDatabase } from './support.mjs';
 
 const JOBS = Number(process.env.BENCH_QUEUE_JOBS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -122,6 +122,7 @@ async function endToEnd(url, db) {
 }
 
 export async function benchQueue() {
+  const loadAtStart = load();
   const database = await startDatabase();
   const db = new pg.Client({ connectionString: database.url });
   await db.connect();
@@ -159,10 +160,10 @@ export async function benchQueue() {
     await db.end();
     await database.stop();
   }
-  return report(entries, results, e2e);
+  return report(entries, results, e2e, loadAtStart);
 }
 
-function report(entries, results, e2e) {
+function report(entries, results, e2e, loadAtStart) {
   const baseline = results[entries.find((system) => system.name === 'graphile-worker').key];
   const rows = entries.map((system) => {
     const r = results[system.key];
@@ -174,7 +175,7 @@ function report(entries, results, e2e) {
   return [
     `## Queue (\`node bench/run.mjs queue\`)`,
     '',
-    `Machine: ${machine()}.`,
+    `Machine: ${machine()}; load average (1/5/15 min) ${loadAtStart} at the start, ${load()} at the end.`,
     '',
     `${JOBS} no-op jobs enqueued in bulk, then drained by 1 and by 2 worker processes at concurrency ${CONCURRENCY}; latency: ${LATENCY_JOBS} single jobs ${LATENCY_GAP_MS} ms apart into an idle worker (enqueue to handler start). Medians of ${ROUNDS} rounds, systems alternating. Ratios are against graphile-worker in the same run.`,
     '',

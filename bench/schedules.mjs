@@ -4,11 +4,10 @@
 // database: due → fired (slot time to the worker starting the call) p50/p99/max, fires/s from the first start to
 // the last completion, and a check that every schedule fired exactly once.
 import { spawn } from 'node:child_process';
-import { loadavg } from 'node:os';
 
 import pg from 'pg';
 
-import { cpuMillis, machine, startApp, startDatabase } from './support.mjs';
+import { cpuMillis, load, machine, startApp, startDatabase } from './support.mjs';
 
 const SCHEDULES = Number(process.env.BENCH_SCHEDULES ?? 1000);
 const ROOT_KEY = 'bench-os-security-key-000000000001';
@@ -110,7 +109,7 @@ export async function benchSchedules() {
     const lines = [
       `## Schedules (\`node bench/run.mjs schedules\`)`,
       '',
-      `Machine: ${machine()}; load average ${loadavg().map((load) => load.toFixed(1)).join(' / ')} (1/5/15 min) at the end of the run.`,
+      `Machine: ${machine()}; load average ${load()} (1/5/15 min) at the end of the run.`,
       '',
       `${SCHEDULES} schedules due at the same minute boundary; each fire is GET /health on the api over loopback with the`,
       'schedule credential. Tick 1000 ms, 20 concurrent fires per worker (the defaults). due → fired = slot time to the',

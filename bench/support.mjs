@@ -1,7 +1,7 @@
 // Shared bench plumbing: a throwaway embedded PostgreSQL, migrations, and the built apps as child processes.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 
 import { freePort, startEmbeddedPostgres } from '../scripts/embedded-postgres.mjs';
@@ -48,6 +48,11 @@ export async function startApp(script, env, { portVariable = 'PORT', healthPath 
 
 export function machine() {
   return `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`;
+}
+
+/** `1.2 / 0.8 / 0.5`: the 1, 5 and 15 minute load averages now, so a result says how busy its machine was. */
+export function load() {
+  return loadavg().map((value) => value.toFixed(1)).join(' / ');
 }
 
 export function median(values) {
