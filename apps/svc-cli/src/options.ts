@@ -16,6 +16,13 @@ export interface ServiceOptions extends JsonOptions {
   yes?: boolean;
 }
 
+/** Options of every command that mints service-account tokens. */
+export interface MintOptions extends ServiceOptions {
+  scopes?: string[];
+  expires?: string;
+  privileged?: boolean;
+}
+
 /** Thrown by an option parser: commander reports it as a usage error naming the option (exit 2). */
 export class InvalidOptionValue extends Error {
   readonly code = 'commander.invalidArgument';

@@ -1,8 +1,9 @@
 import { CommandRunner, Option } from 'nest-commander';
 
 import { Terminal } from '@app/cli-terminal';
+import { DEFAULT_SCOPES } from '@app/svc-client';
 
-import { JsonOptions, ServiceOptions } from './options';
+import { collect, JsonOptions, MintOptions, ServiceOptions } from './options';
 
 // Options declared here are inherited: nest-commander reads @Option methods along the prototype
 // chain, and a subclass method of the same name (a different description) replaces them.
@@ -47,6 +48,24 @@ export abstract class CredentialedCommand<Options extends ServiceOptions> extend
 
   @Option({ flags: '-y, --yes', description: 'Trust a remote SERVICE_URL from a .env file without prompting' })
   parseYes(): boolean {
+    return true;
+  }
+}
+
+/** A command that mints service-account tokens: what they may do, and for how long. */
+export abstract class MintingCommand<Options extends MintOptions> extends CredentialedCommand<Options> {
+  @Option({ flags: '-s, --scopes <scope>', description: `Scope to grant (repeatable; default: ${DEFAULT_SCOPES.join(', ')})` })
+  parseScopes(value: string, previous?: string[]): string[] {
+    return collect(value, previous);
+  }
+
+  @Option({ flags: '--expires <days>', description: "Expiry: days ('90d', '30') or 'never' (default 90d)" })
+  parseExpires(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--privileged', description: 'Allow write, delete, admin and service_accounts scopes' })
+  parsePrivileged(): boolean {
     return true;
   }
 }

@@ -36,18 +36,15 @@ import {
 } from '@app/svc-client';
 
 import { connectExitCode, harvestClientUrls } from '../connections';
-import { collect, ServiceOptions } from '../options';
+import { collect, MintOptions } from '../options';
 import { parseExpires, privilegedScopes } from '../scopes';
 import { serverNameFor } from '../server-name';
 import { announce } from '../service-target';
-import { CredentialedCommand } from '../svc-command';
+import { MintingCommand } from '../svc-command';
 
-interface ConnectOptions extends ServiceOptions {
+interface ConnectOptions extends MintOptions {
   clients?: string;
   name?: string;
-  scopes?: string[];
-  expires?: string;
-  privileged?: boolean;
   pat?: boolean;
   serverName?: string;
   project?: boolean;
@@ -293,7 +290,7 @@ class Connection {
 }
 
 @Command({ name: 'connect', description: 'Connect coding tools to the service over MCP' })
-export class ConnectCommand extends CredentialedCommand<ConnectOptions> {
+export class ConnectCommand extends MintingCommand<ConnectOptions> {
   protected async execute(_params: string[], options: ConnectOptions, terminal: Terminal): Promise<number> {
     if (options.expires !== undefined) {
       parseExpires(options.expires);
@@ -388,18 +385,8 @@ export class ConnectCommand extends CredentialedCommand<ConnectOptions> {
   }
 
   @Option({ flags: '-s, --scopes <scope>', description: "Scope to grant (repeatable; default: the server's run and read scopes)" })
-  parseScopes(value: string, previous?: string[]): string[] {
+  override parseScopes(value: string, previous?: string[]): string[] {
     return collect(value, previous);
-  }
-
-  @Option({ flags: '--expires <days>', description: "Expiry: days ('90d', '30') or 'never' (default 90d)" })
-  parseExpires(value: string): string {
-    return value;
-  }
-
-  @Option({ flags: '--privileged', description: 'Allow write, delete, admin and service_accounts scopes' })
-  parsePrivileged(): boolean {
-    return true;
   }
 
   @Option({ flags: '--pat', description: 'Mint tokens even when /mcp is OAuth-protected' })

@@ -2,7 +2,6 @@ import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 
 import { CliError, sanitize, Terminal } from '@app/cli-terminal';
 import {
-  DEFAULT_SCOPES,
   readCliEnv,
   refusePlaintextCredential,
   resolveAdminCredential,
@@ -12,10 +11,10 @@ import {
   NameConflictError,
 } from '@app/svc-client';
 
-import { collect, ServiceOptions } from '../options';
+import { MintOptions, ServiceOptions } from '../options';
 import { parseExpires, privilegedScopes } from '../scopes';
 import { targetService } from '../service-target';
-import { CredentialedCommand } from '../svc-command';
+import { CredentialedCommand, MintingCommand } from '../svc-command';
 
 /** `<name>`: a lowercase slug of a-z, 0-9, '-', '_', starting with a letter or digit, at most 63. */
 export const ACCOUNT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
@@ -33,15 +32,9 @@ async function accountsApi(descriptor: ServiceDescriptor, options: ServiceOption
   return new ServiceAccountsApi(descriptor.url, await resolveAdminCredential(descriptor, env, terminal));
 }
 
-interface CreateOptions extends ServiceOptions {
-  scopes?: string[];
-  expires?: string;
-  privileged?: boolean;
-}
-
 @SubCommand({ name: 'create', arguments: '<name>', description: 'Mint a service-account token (shown once)' })
-export class TokensCreateCommand extends CredentialedCommand<CreateOptions> {
-  protected async execute([name]: string[], options: CreateOptions, terminal: Terminal): Promise<number> {
+export class TokensCreateCommand extends MintingCommand<MintOptions> {
+  protected async execute([name]: string[], options: MintOptions, terminal: Terminal): Promise<number> {
     if (!ACCOUNT_NAME.test(name)) {
       throw new CliError(`Invalid service account name '${name}'.`, "Use a lowercase slug of a-z, 0-9, '-' and '_', starting with a letter or digit, at most 63 characters.");
     }
@@ -72,21 +65,6 @@ export class TokensCreateCommand extends CredentialedCommand<CreateOptions> {
     terminal.line(terminal.color.bold('Token (shown once; store it now):'));
     terminal.line(account.token);
     return 0;
-  }
-
-  @Option({ flags: '-s, --scopes <scope>', description: `Scope to grant (repeatable; default: ${DEFAULT_SCOPES.join(', ')})` })
-  parseScopes(value: string, previous?: string[]): string[] {
-    return collect(value, previous);
-  }
-
-  @Option({ flags: '--expires <days>', description: "Expiry: days ('90d', '30') or 'never' (default 90d)" })
-  parseExpires(value: string): string {
-    return value;
-  }
-
-  @Option({ flags: '--privileged', description: 'Allow write, delete, admin and service_accounts scopes' })
-  parsePrivileged(): boolean {
-    return true;
   }
 }
 
