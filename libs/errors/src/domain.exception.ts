@@ -1,9 +1,10 @@
 /**
  * Base of every error a lib raises on purpose. Libs never throw HttpException:
  * they name what went wrong with a code, and apps/api maps codes to statuses.
+ * Each domain subclasses it with its own code enum, which types the inherited constructor.
  */
 export abstract class DomainException<Code extends string = string> extends Error {
-  protected constructor(
+  constructor(
     readonly code: Code,
     readonly detail: string,
   ) {

@@ -9,8 +9,4 @@ export enum RequestErrorCode {
 }
 
 /** Errors about the request as a whole rather than one domain's rules. */
-export class RequestException extends DomainException<RequestErrorCode> {
-  constructor(code: RequestErrorCode, detail: string) {
-    super(code, detail);
-  }
-}
+export class RequestException extends DomainException<RequestErrorCode> {}

@@ -8,10 +8,6 @@ export enum QueueErrorCode {
 }
 
 export class QueueException extends DomainException<QueueErrorCode> {
-  constructor(code: QueueErrorCode, detail: string) {
-    super(code, detail);
-  }
-
   static disabled(): QueueException {
     return new QueueException(QueueErrorCode.Disabled, 'Durable job queue is not enabled on this replica');
   }

@@ -9,8 +9,4 @@ export enum RunErrorCode {
   QueueDisabled = 'run.queue_disabled',
 }
 
-export class RunException extends DomainException<RunErrorCode> {
-  constructor(code: RunErrorCode, detail: string) {
-    super(code, detail);
-  }
-}
+export class RunException extends DomainException<RunErrorCode> {}

@@ -7,8 +7,4 @@ export enum ScheduleErrorCode {
   Disabled = 'schedule.disabled',
 }
 
-export class ScheduleException extends DomainException<ScheduleErrorCode> {
-  constructor(code: ScheduleErrorCode, detail: string) {
-    super(code, detail);
-  }
-}
+export class ScheduleException extends DomainException<ScheduleErrorCode> {}

@@ -10,8 +10,4 @@ export enum ServiceAccountErrorCode {
   CredentialRequired = 'service_account.credential_required',
 }
 
-export class ServiceAccountException extends DomainException<ServiceAccountErrorCode> {
-  constructor(code: ServiceAccountErrorCode, detail: string) {
-    super(code, detail);
-  }
-}
+export class ServiceAccountException extends DomainException<ServiceAccountErrorCode> {}
