@@ -88,7 +88,12 @@ export class RunsService {
       throw new RunException(RunErrorCode.QueueDisabled, 'Background runs need the durable job queue, which is not enabled on this replica');
     }
     const component = this.registry.get(kind, componentId);
-    const { run } = await this.create(caller, component, request, true);
+    const { run, created } = await this.create(caller, component, request, true);
+    if (created) {
+      // Just committed as queued: answered as such even if a worker, woken by NOTIFY, has already claimed it.
+      return { run_id: run.id, session_id: run.sessionId, status: 'queued' };
+    }
+    // A repeated idempotency key: the earlier run as it stands now.
     const stored = await this.get(caller, kind, componentId, run.id);
     return { run_id: stored.run_id, session_id: stored.session_id, status: stored.status };
   }
