@@ -1,4 +1,5 @@
 import { createServer, Server, Socket } from 'node:net';
+import { networkInterfaces } from 'node:os';
 
 /**
  * A TCP proxy a test can cut, to make a real dependency unreachable mid-run. It listens on loopback
@@ -68,4 +69,23 @@ export class TcpProxy {
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     this.server = null;
   }
+}
+
+/** An address of this machine that is not loopback: a service reached through it counts as remote. */
+export function remoteAddress(): string {
+  const address = Object.values(networkInterfaces())
+    .flat()
+    .find((item) => item?.family === 'IPv4' && !item.internal)?.address;
+  if (!address) {
+    throw new Error('this machine has no non-loopback IPv4 address to make a local service look remote');
+  }
+  return address;
+}
+
+/** A proxy to `targetUrl` on a non-loopback address, and the URL it answers on. */
+export async function remoteProxy(targetUrl: string): Promise<{ proxy: TcpProxy; url: string }> {
+  const target = new URL(targetUrl);
+  const proxy = new TcpProxy(target.hostname, Number(target.port));
+  const host = remoteAddress();
+  return { proxy, url: `http://${host}:${await proxy.listen(0, host)}` };
 }

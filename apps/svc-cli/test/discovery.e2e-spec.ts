@@ -1,6 +1,5 @@
 import { writeFileSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
-import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -9,20 +8,9 @@ import { freePort } from '../../../scripts/embedded-postgres.mjs';
 import { cliSandbox, CliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
 import { query } from '../../../test/support/database';
 import { ROOT_KEY, uniqueName } from '../../../test/support/principals';
-import { TcpProxy } from '../../../test/support/tcp-proxy';
+import { remoteProxy, TcpProxy } from '../../../test/support/tcp-proxy';
 
 const DESCRIPTOR_KEYS = ['auth_mode', 'discovered_via', 'mcp', 'name', 'os_id', 'url', 'url_source', 'url_source_file', 'version'];
-
-/** An address of this machine that is not loopback: a service reached through it counts as remote. */
-function remoteAddress(): string {
-  const address = Object.values(networkInterfaces())
-    .flat()
-    .find((item) => item?.family === 'IPv4' && !item.internal)?.address;
-  if (!address) {
-    throw new Error('this machine has no non-loopback IPv4 address to test the plaintext-HTTP refusal with');
-  }
-  return address;
-}
 
 describe('svc URL discovery and the credential gates', () => {
   let service: LiveService;
@@ -115,9 +103,7 @@ describe('svc URL discovery and the credential gates', () => {
     let remoteUrl: string;
 
     beforeEach(async () => {
-      const api = new URL(service.api.url);
-      proxy = new TcpProxy(api.hostname, Number(api.port));
-      remoteUrl = `http://${remoteAddress()}:${await proxy.listen(0, remoteAddress())}`;
+      ({ proxy, url: remoteUrl } = await remoteProxy(service.api.url));
     });
 
     it('refuses to send the admin credential over plaintext HTTP before any request carries it', async () => {

@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cliSandbox, LiveService, SVC_BIN, startService } from '../../../test/support/cli';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
+import { remoteProxy } from '../../../test/support/tcp-proxy';
 import { TmuxSession } from '../../../test/support/tmux';
 
 describe('svc at a real terminal (tmux)', () => {
@@ -74,6 +75,66 @@ describe('svc at a real terminal (tmux)', () => {
     const screen = session.screen();
     expect(screen).not.toContain(ROOT_KEY);
     expect(screen).toMatch(/Name\s+Token\s+Scopes/);
+  });
+
+  it('asks before trusting a remote SERVICE_URL from a .env file: No sends nothing, Yes goes on', async () => {
+    const sandbox = cliSandbox();
+    const { proxy, url: remoteUrl } = await remoteProxy(service.api.url);
+    try {
+      writeFileSync(join(sandbox.cwd, '.env'), `SERVICE_URL=${remoteUrl}\n`);
+      const argv = [process.execPath, SVC_BIN, 'tokens', 'list', '--allow-http'];
+      const env = terminalEnv(sandbox.home, { OS_SECURITY_KEY: ROOT_KEY, NO_COLOR: '1' });
+
+      session = TmuxSession.start(argv, env, sandbox.cwd);
+      await session.waitForText(`Trust SERVICE_URL=${remoteUrl} (from .env)?`);
+      session.type('n', 'Enter');
+      expect(await session.exitCode()).toBe(1);
+      expect(session.screen()).toContain('Aborted; no changes made.');
+      // Discovery probed the URL; the credential never went there.
+      expect(proxy.received()).toContain('GET /health');
+      expect(proxy.received()).not.toContain(ROOT_KEY);
+      session.kill();
+
+      session = TmuxSession.start(argv, env, sandbox.cwd);
+      await session.waitForText('Trust SERVICE_URL=');
+      session.type('y', 'Enter');
+      expect(await session.exitCode()).toBe(0);
+      expect(session.screen()).toMatch(/Name\s+Token\s+Scopes|No service accounts\./);
+      expect(proxy.received()).toContain(`Bearer ${ROOT_KEY}`);
+    } finally {
+      await proxy.cut();
+    }
+  });
+
+  it('connect asks which service when several answer, and connects the one chosen', async () => {
+    const sandbox = cliSandbox();
+    mkdirSync(join(sandbox.home, '.cursor'));
+    const chosen = await startService({ OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true' });
+    try {
+      // Two candidates answer: the .env file's service, and the one an existing Cursor entry points at.
+      writeFileSync(join(sandbox.cwd, '.env'), `SERVICE_URL=${service.api.url}\n`);
+      const cursorConfig = join(sandbox.home, '.cursor', 'mcp.json');
+      writeFileSync(cursorConfig, JSON.stringify({ mcpServers: { elsewhere: { url: `${chosen.api.url}/mcp` } } }));
+      session = TmuxSession.start([process.execPath, SVC_BIN, 'connect', '--clients', 'cursor'], terminalEnv(sandbox.home, { OS_SECURITY_KEY: ROOT_KEY, NO_COLOR: '1' }), sandbox.cwd);
+      await session.waitForText('Several services answered. Which one?');
+      const activeLine = () => session!.screen().split('\n').find((line) => line.includes('❯')) ?? '';
+      for (let moves = 0; !activeLine().includes(chosen.api.url) && moves < 6; moves++) {
+        session.type('', 'Down');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      expect(activeLine()).toContain(chosen.api.url);
+      session.type('', 'Enter');
+      expect(await session.exitCode(60_000)).toBe(0);
+
+      const servers = JSON.parse(readFileSync(cursorConfig, 'utf8')).mcpServers;
+      expect(servers.elsewhere).toEqual({ url: `${chosen.api.url}/mcp` });
+      expect(servers['platform-service'].url).toBe(`${chosen.api.url}/mcp`);
+      const token = servers['platform-service'].headers.Authorization.slice('Bearer '.length);
+      expect((await call(chosen.api.url, 'GET', '/config', { token })).status).toBe(200);
+      expect((await call(service.api.url, 'GET', '/config', { token })).status).toBe(401);
+    } finally {
+      await chosen.stop();
+    }
   });
 
   it('create prompts for the template and the project name, then clones', async () => {
