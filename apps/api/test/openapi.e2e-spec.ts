@@ -4,13 +4,15 @@ import { createTestDatabase } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { RunningApi, startApi } from '../../../test/support/processes';
 
-const PUBLIC_OPERATIONS = ['GET /health', 'GET /info', 'GET /readyz'];
+const PUBLIC_OPERATIONS = ['GET /health', 'GET /info', 'GET /readyz', 'GET /.well-known/oauth-protected-resource', 'GET /.well-known/oauth-protected-resource/mcp'];
+// /mcp authenticates its caller, then checks each tool call against the scope of the REST route the tool mirrors.
+const PER_TOOL_SCOPE = 'POST /mcp';
 
 describe('OpenAPI document and Swagger UI', () => {
   let api: RunningApi;
   let document: any;
   beforeAll(async () => {
-    api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: 'x'.repeat(24) });
+    api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: 'x'.repeat(24), MCP_ENABLED: 'true' });
     document = (await call(api.url, 'GET', '/openapi.json')).body;
   });
   afterAll(() => api?.stop());
@@ -26,12 +28,18 @@ describe('OpenAPI document and Swagger UI', () => {
       Object.entries(methods as Record<string, any>).map(([method, operation]) => ({ key: `${method.toUpperCase()} ${path}`, operation })),
     );
     expect(operations.length).toBeGreaterThanOrEqual(6);
+    expect(operations.map(({ key }) => key)).toContain(PER_TOOL_SCOPE);
     for (const { key, operation } of operations) {
       if (PUBLIC_OPERATIONS.includes(key)) {
         expect(operation['x-required-scope'], key).toBeUndefined();
         continue;
       }
-      expect(operation['x-required-scope'], key).toMatch(/^([a-z_]+:)+[a-z_]+$/);
+      if (key === PER_TOOL_SCOPE) {
+        expect(operation['x-required-scope'], key).toContain('per tool');
+        expect(Object.keys(operation.responses).sort(), key).toEqual(['200', '202', '401', '403']);
+      } else {
+        expect(operation['x-required-scope'], key).toMatch(/^([a-z_]+:)+[a-z_]+$/);
+      }
       expect(operation.security, key).toContainEqual({ bearer: [] });
       expect(operation.responses['401'], key).toBeDefined();
       expect(operation.responses['403'], key).toBeDefined();

@@ -1,10 +1,20 @@
-import { Controller, Delete, Get, Post, Req, Res } from '@nestjs/common';
-import { ApiExcludeEndpoint, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Controller, Delete, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
+import {
+  ApiAcceptedResponse,
+  ApiBearerAuth,
+  ApiExcludeEndpoint,
+  ApiExtension,
+  ApiForbiddenResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  ApiUnauthorizedResponse,
+} from '@nestjs/swagger';
 import { FastifyReply, FastifyRequest } from 'fastify';
 
 import { Authenticator, Public } from '@app/auth';
 import { Env } from '@app/config';
-import { RequestErrorCode, RequestException } from '@app/errors';
+import { ErrorBodyDto, RequestErrorCode, RequestException } from '@app/errors';
 import { isAllowedOrigin, McpEndpoint } from '@app/mcp';
 
 /**
@@ -23,7 +33,14 @@ export class McpController {
 
   @Post()
   @Public()
+  @HttpCode(200)
   @ApiOperation({ summary: 'MCP JSON-RPC (initialize, tools/list, tools/call); tool calls need the scope of the REST route they mirror' })
+  @ApiBearerAuth('bearer')
+  @ApiExtension('x-required-scope', 'per tool: the scope of the REST route it mirrors')
+  @ApiOkResponse({ description: 'The JSON-RPC response, as application/json or a text/event-stream; a refused tool call is a result with isError' })
+  @ApiAcceptedResponse({ description: 'A notification or response from the client, accepted (no body)' })
+  @ApiUnauthorizedResponse({ description: 'Missing or invalid credential (with a WWW-Authenticate challenge when /mcp is OAuth-protected)', type: ErrorBodyDto })
+  @ApiForbiddenResponse({ description: 'Browser Origin not allowed', type: ErrorBodyDto })
   async post(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (!isAllowedOrigin(request.headers.origin, this.env.publicUrl)) {
       throw new RequestException(RequestErrorCode.Forbidden, 'Origin not allowed');
