@@ -104,11 +104,9 @@ function printTable(accounts: ServiceAccount[], terminal: Terminal): void {
   }
 }
 
-interface RevokeOptions extends ServiceOptions {}
-
 @SubCommand({ name: 'revoke', arguments: '<name>', description: 'Revoke a service account (irreversible)' })
-export class TokensRevokeCommand extends CredentialedCommand<RevokeOptions> {
-  protected async execute([name]: string[], options: RevokeOptions, terminal: Terminal): Promise<number> {
+export class TokensRevokeCommand extends CredentialedCommand<ServiceOptions> {
+  protected async execute([name]: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
     const descriptor = await targetService(options, readCliEnv(), terminal);
     const api = await accountsApi(descriptor, options, terminal, 'the admin credential', false);
     const account = await api.findActive(name);
