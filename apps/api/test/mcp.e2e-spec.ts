@@ -6,7 +6,7 @@ import { createTestDatabase } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { callTool, connectMcp, INITIALIZE_REQUEST, MCP_HEADERS } from '../../../test/support/mcp';
 import { JWT_SECRET, mintAccount, ROOT_KEY, signJwt } from '../../../test/support/principals';
-import { RunningApi, startApi } from '../../../test/support/processes';
+import { RunningApi, startApi, startWorker, waitFor } from '../../../test/support/processes';
 
 describe('MCP off (the default)', () => {
   let api: RunningApi;
@@ -148,10 +148,12 @@ describe('MCP as an OAuth-protected resource', () => {
   let api: RunningApi;
   let authServer: AuthorizationServer;
   let resource: string;
+  let databaseUrl: string;
   beforeAll(async () => {
     authServer = await new AuthorizationServer().start();
+    databaseUrl = await createTestDatabase();
     api = await startApi({
-      DATABASE_URL: await createTestDatabase(),
+      DATABASE_URL: databaseUrl,
       OS_SECURITY_KEY: ROOT_KEY,
       MCP_ENABLED: 'true',
       MCP_OAUTH_ISSUER: authServer.issuer,
@@ -207,6 +209,32 @@ describe('MCP as an OAuth-protected resource', () => {
       const response = await call(api.url, 'POST', '/mcp', { json: INITIALIZE_REQUEST, headers: MCP_HEADERS, token });
       expect(response.status).toBe(401);
       expect(response.headers.get('www-authenticate')).toBe(`Bearer error="invalid_token", resource_metadata="${api.url}/.well-known/oauth-protected-resource/mcp"`);
+    }
+  });
+
+  it("fires a schedule an OAuth caller created, with that caller's rights", async () => {
+    const token = await authServer.accessToken({ sub: 'dana@example.com', audience: resource, scope: 'schedules:write config:read' });
+    const client = await connectMcp(api.url, token);
+    let scheduleId: string;
+    try {
+      const created = await callTool(client, 'create_schedule', { name: 'dana-config', cron_expr: '0 0 1 1 *', endpoint: '/config', method: 'GET' });
+      expect(created.structured).toMatchObject({ user_id: 'dana@example.com' });
+      scheduleId = created.structured.id;
+    } finally {
+      await client.close();
+    }
+    const worker = await startWorker({ DATABASE_URL: databaseUrl, PUBLIC_URL: api.url, SCHEDULE_TICK_INTERVAL_MS: '200', OS_SECURITY_KEY: ROOT_KEY });
+    try {
+      expect((await call(api.url, 'POST', `/schedules/${scheduleId}/trigger`, { token: ROOT_KEY })).status).toBe(202);
+      let fire: { status: string; status_code: number | null; error: string | null } | undefined;
+      await waitFor(
+        async () => ['success', 'failed'].includes((fire = (await call(api.url, 'GET', `/schedules/${scheduleId}/runs`, { token: ROOT_KEY })).body.data[0])?.status ?? ''),
+        20_000,
+        'the fire to finish',
+      );
+      expect(fire).toMatchObject({ status: 'success', status_code: 200, error: null });
+    } finally {
+      await worker.stop();
     }
   });
 

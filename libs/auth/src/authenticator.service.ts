@@ -3,6 +3,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 
 import { mayUse, Principal, SERVICE_ACCOUNT_PREFIX, serviceAccountPrincipal } from '@app/access';
+import { assertUnreachable } from '@app/errors';
 import { Env } from '@app/config';
 import { SCHEDULE_CREDENTIAL_PREFIX, ScheduleCreator, ScheduleCredentials } from '@app/schedules';
 import { ServiceAccountsService, ServiceAccountVerifier, TOKEN_PREFIX, Verification } from '@app/service-accounts';
@@ -20,6 +21,19 @@ export interface Credentials {
 
 const ANONYMOUS: Principal = { kind: 'anonymous', userId: null, scopes: [], scopesEnforced: false, selfScoped: false };
 const ROOT: Principal = { kind: 'security_key', userId: null, scopes: [], scopesEnforced: false, selfScoped: false };
+
+// The principal of each credential kind, whether the credential is presented now or recorded by a
+// schedule's creator: a schedule's fire carries exactly the rights its creator had.
+
+function serviceAccountCaller(userId: string, scopes: string[], serviceAccountId: string | undefined): Principal {
+  // Rule 13: token scopes are stored data, enforced in every auth mode. Rule 11: service accounts always self-scope.
+  return { kind: 'service_account', userId, scopes, scopesEnforced: true, selfScoped: true, serviceAccountId };
+}
+
+/** The authorization server's access tokens: delegated to a client app, so always scoped and self-scoped. */
+function oauthCaller(userId: string, scopes: string[]): Principal {
+  return { kind: 'oauth', userId, scopes, scopesEnforced: true, selfScoped: true };
+}
 
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
@@ -147,16 +161,7 @@ export class Authenticator {
   private fromServiceAccount(verification: Verification): Principal {
     switch (verification.outcome) {
       case 'ok':
-        return {
-          kind: 'service_account',
-          userId: serviceAccountPrincipal(verification.account.name),
-          scopes: verification.account.scopes,
-          // Rule 13: token scopes are stored data, enforced in every auth mode.
-          scopesEnforced: true,
-          // Rule 11: service accounts always self-scope.
-          selfScoped: true,
-          serviceAccountId: verification.account.id,
-        };
+        return serviceAccountCaller(serviceAccountPrincipal(verification.account.name), verification.account.scopes, verification.account.id);
       case 'invalid':
         return this.anonymousOr('Invalid or expired service account token');
       case 'throttled':
@@ -180,10 +185,15 @@ export class Authenticator {
         if (standing.state !== 'active') {
           throw new AuthException(AuthErrorCode.Unauthenticated, `The schedule's service account is ${standing.state}`);
         }
-        return { kind: 'service_account', userId: creator.userId, scopes: creator.scopes, scopesEnforced: true, selfScoped: true, serviceAccountId: creator.serviceAccountId ?? undefined };
+        return serviceAccountCaller(creator.userId ?? '', creator.scopes, creator.serviceAccountId ?? undefined);
       }
       case 'jwt':
-        return { kind: 'jwt', userId: creator.userId, scopes: creator.scopes, scopesEnforced: this.env.jwtScopesEnforced, selfScoped: this.env.USER_ISOLATION };
+        return this.jwtCaller(creator.userId ?? '', creator.scopes);
+      case 'oauth':
+        if (this.mcpOAuth.configured) {
+          return oauthCaller(creator.userId ?? '', creator.scopes);
+        }
+        break;
       case 'security_key':
         if (this.securityKey) {
           return ROOT;
@@ -194,6 +204,8 @@ export class Authenticator {
           return ANONYMOUS;
         }
         break;
+      default:
+        assertUnreachable(creator.kind);
     }
     throw new AuthException(AuthErrorCode.Unauthenticated, "The schedule's creator used a credential this instance no longer accepts");
   }
@@ -205,13 +217,7 @@ export class Authenticator {
         // Rule 10: `sa:` identities come from service-account tokens only.
         throw new JwtRejected('Invalid token subject');
       }
-      return {
-        kind: 'jwt',
-        userId: identity.sub,
-        scopes: identity.scopes,
-        scopesEnforced: this.env.jwtScopesEnforced,
-        selfScoped: this.env.USER_ISOLATION,
-      };
+      return this.jwtCaller(identity.sub, identity.scopes);
     } catch (error) {
       if (error instanceof JwtRejected) {
         throw new AuthException(AuthErrorCode.Unauthenticated, error.message);
@@ -225,7 +231,11 @@ export class Authenticator {
     if (identity.sub.startsWith(SERVICE_ACCOUNT_PREFIX)) {
       throw new AuthException(AuthErrorCode.Unauthenticated, 'Invalid token subject');
     }
-    return { kind: 'oauth', userId: identity.sub, scopes: identity.scopes, scopesEnforced: true, selfScoped: true };
+    return oauthCaller(identity.sub, identity.scopes);
+  }
+
+  private jwtCaller(userId: string, scopes: string[]): Principal {
+    return { kind: 'jwt', userId, scopes, scopesEnforced: this.env.jwtScopesEnforced, selfScoped: this.env.USER_ISOLATION };
   }
 
   /** A token another verifier may still accept: null; anything but a rejection propagates. */
