@@ -123,6 +123,27 @@ describe('svc URL discovery and the credential gates', () => {
       await proxy.cut();
     });
 
+    it('refuses to send an exported admin credential to a remote service even when it runs without auth', async () => {
+      const open = await startService({ MCP_ENABLED: 'false' });
+      const { proxy: openProxy, url: openUrl } = await remoteProxy(open.api.url);
+      try {
+        const env = { SVC_ADMIN_TOKEN: 'svc_pat_exported-admin-token' };
+        for (const args of [['disconnect', '--revoke', '--clients', 'cursor'], ['tokens', 'list']]) {
+          const run = await runCli([...args, '--url', openUrl, '--json'], sandbox, { env });
+          expect(run.code, run.stdout).toBe(1);
+          expect(run.json().error).toMatch(new RegExp(`^Refusing to send the admin credential to ${openUrl} over plaintext HTTP\\.$`));
+        }
+        expect(openProxy.received()).toContain('GET /health');
+        expect(openProxy.received().toLowerCase()).not.toContain('authorization');
+        const allowed = await runCli(['disconnect', '--revoke', '--clients', 'cursor', '--url', openUrl, '--allow-http', '--json'], sandbox, { env });
+        expect(allowed.json().revocations).toEqual([{ account: 'editor-c', status: 'not-found', error: null }]);
+        expect(openProxy.received()).toContain('Bearer svc_pat_exported-admin-token');
+      } finally {
+        await openProxy.cut();
+        await open.stop();
+      }
+    });
+
     it('sends it with --allow-http', async () => {
       const run = await runCli(['tokens', 'create', uniqueName('remote'), '--url', remoteUrl, '--allow-http', '--json'], sandbox, { env: { OS_SECURITY_KEY: ROOT_KEY } });
       expect(run.code).toBe(0);

@@ -37,15 +37,17 @@ export async function confirmDiscoveredUrl(descriptor: ServiceDescriptor, yes: b
 
 /**
  * The admin credential: SVC_ADMIN_TOKEN, else OS_SECURITY_KEY, else (when the service enforces
- * authorization) a hidden prompt on a terminal or an error in --json and non-TTY runs.
+ * authorization) a hidden prompt on a terminal or an error in --json and non-TTY runs. Whenever
+ * there is one to send, the plaintext-HTTP gate applies first (before anyone types a secret).
  */
-export async function resolveAdminCredential(descriptor: ServiceDescriptor, env: CliEnv, terminal: Terminal): Promise<string | null> {
+export async function resolveAdminCredential(descriptor: ServiceDescriptor, env: CliEnv, terminal: Terminal, allowHttp: boolean): Promise<string | null> {
   const exported = env.adminToken ?? env.securityKey;
+  if (!exported && descriptor.auth_mode === 'none') {
+    return null;
+  }
+  refusePlaintextCredential(descriptor.url, allowHttp, 'the admin credential');
   if (exported) {
     return exported;
-  }
-  if (descriptor.auth_mode === 'none') {
-    return null;
   }
   const hint = 'Set SVC_ADMIN_TOKEN (a token with service_accounts scopes or platform:admin) or OS_SECURITY_KEY.';
   if (!terminal.interactive) {

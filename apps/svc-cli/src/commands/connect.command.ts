@@ -116,7 +116,7 @@ class Connection {
 
   async prepareMinting(): Promise<void> {
     refusePlaintextCredential(this.descriptor.url, Boolean(this.options.allowHttp), 'the admin credential and minted tokens');
-    const credential = await resolveAdminCredential(this.descriptor, readCliEnv(), this.terminal);
+    const credential = await resolveAdminCredential(this.descriptor, readCliEnv(), this.terminal, Boolean(this.options.allowHttp));
     this.api = new ServiceAccountsApi(this.descriptor.url, credential);
   }
 

@@ -7,7 +7,6 @@ import {
   confirmDiscoveredUrl,
   discoverInteractively,
   readCliEnv,
-  refusePlaintextCredential,
   resolveAdminCredential,
   ServiceAccountsApi,
   ServiceDescriptor,
@@ -78,10 +77,7 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
     let api: ServiceAccountsApi | null = null;
     if (options.revoke && descriptor) {
       await confirmDiscoveredUrl(descriptor, Boolean(options.yes), terminal);
-      if (descriptor.auth_mode !== 'none') {
-        refusePlaintextCredential(descriptor.url, Boolean(options.allowHttp), 'the admin credential');
-      }
-      api = new ServiceAccountsApi(descriptor.url, await resolveAdminCredential(descriptor, env, terminal));
+      api = new ServiceAccountsApi(descriptor.url, await resolveAdminCredential(descriptor, env, terminal, Boolean(options.allowHttp)));
     }
 
     const results: DisconnectResult[] = selected.map((client) => {

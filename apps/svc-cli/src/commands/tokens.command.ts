@@ -23,13 +23,9 @@ export function formatTime(epoch: number | null): string {
   return epoch === null ? '-' : `${new Date(epoch * 1000).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
-/** The service-accounts API with the admin credential, after the plaintext-HTTP check. */
-async function accountsApi(descriptor: ServiceDescriptor, options: ServiceOptions, terminal: Terminal, what: string, alwaysSecret: boolean): Promise<ServiceAccountsApi> {
-  const env = readCliEnv();
-  if (alwaysSecret || env.adminToken || env.securityKey || descriptor.auth_mode !== 'none') {
-    refusePlaintextCredential(descriptor.url, Boolean(options.allowHttp), what);
-  }
-  return new ServiceAccountsApi(descriptor.url, await resolveAdminCredential(descriptor, env, terminal));
+/** The service-accounts API with the admin credential (resolving it applies the plaintext-HTTP gate). */
+async function accountsApi(descriptor: ServiceDescriptor, options: ServiceOptions, terminal: Terminal): Promise<ServiceAccountsApi> {
+  return new ServiceAccountsApi(descriptor.url, await resolveAdminCredential(descriptor, readCliEnv(), terminal, Boolean(options.allowHttp)));
 }
 
 @SubCommand({ name: 'create', arguments: '<name>', description: 'Mint a service-account token (shown once)' })
@@ -44,7 +40,9 @@ export class TokensCreateCommand extends MintingCommand<MintOptions> {
       throw new CliError(`Privileged scope(s) need --privileged: ${privileged.join(', ')}`, 'Privileged tokens must be deliberate: pass --privileged.');
     }
     const descriptor = await targetService(options, readCliEnv(), terminal);
-    const api = await accountsApi(descriptor, options, terminal, 'the admin credential and the new token', true);
+    // The new token travels back over this connection even on an instance without auth.
+    refusePlaintextCredential(descriptor.url, Boolean(options.allowHttp), 'the admin credential and the new token');
+    const api = await accountsApi(descriptor, options, terminal);
     const progress = terminal.progress(`Minting service account '${name}'`);
     let account;
     try {
@@ -72,7 +70,7 @@ export class TokensCreateCommand extends MintingCommand<MintOptions> {
 export class TokensListCommand extends CredentialedCommand<ServiceOptions> {
   protected async execute(_params: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
     const descriptor = await targetService(options, readCliEnv(), terminal);
-    const api = await accountsApi(descriptor, options, terminal, 'the admin credential', false);
+    const api = await accountsApi(descriptor, options, terminal);
     const accounts = await api.list();
     terminal.document({ service_accounts: accounts });
     if (!terminal.json) {
@@ -108,7 +106,7 @@ function printTable(accounts: ServiceAccount[], terminal: Terminal): void {
 export class TokensRevokeCommand extends CredentialedCommand<ServiceOptions> {
   protected async execute([name]: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
     const descriptor = await targetService(options, readCliEnv(), terminal);
-    const api = await accountsApi(descriptor, options, terminal, 'the admin credential', false);
+    const api = await accountsApi(descriptor, options, terminal);
     const account = await api.findActive(name);
     if (!account) {
       throw new CliError(`No service account named '${name}' found.`, 'List them with: svc tokens list');
