@@ -227,4 +227,24 @@ describe('worker', () => {
     expect(perWorker.every((count) => count > 0)).toBe(true);
     await Promise.all(pair.map((process) => process.stop()));
   }, 240_000);
+
+  it('retention deletes a finished job and its run keeps the state the job ended in (here: swept after kill -9)', async () => {
+    const id = await post('sleep-agent', '30');
+    const crashed = await worker();
+    await expect.poll(async () => (await job(id)).status, { timeout: 20_000 }).toBe('running');
+    await crashed.stop('SIGKILL');
+    // The sweeper of another worker fails it (max_attempts 1); the run row itself was never written.
+    const sweeper = await worker();
+    await expect.poll(async () => (await job(id)).status, { timeout: 20_000 }).toBe('failed');
+    await sweeper.stop();
+    const beforeExpiry = (await call(api.url, 'GET', `/agents/sleep-agent/runs/${id}`, { token: ROOT_KEY })).body;
+    expect(beforeExpiry).toMatchObject({ status: 'failed', error: expect.stringContaining('lost the job') });
+    await sleep(1100);
+
+    const cleaner = await worker({ QUEUE_RETENTION_SECONDS: '1' });
+    await expect.poll(async () => (await job(id)) === undefined, { timeout: 20_000 }).toBe(true);
+    const afterExpiry = await call(api.url, 'GET', `/agents/sleep-agent/runs/${id}`, { token: ROOT_KEY });
+    expect(afterExpiry.body).toEqual({ ...beforeExpiry, updated_at: expect.any(Number) });
+    await cleaner.stop();
+  }, 90_000);
 });

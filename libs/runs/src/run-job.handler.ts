@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 
-import { ClaimedJob, HandlesJobs, JobContext, JobHandler, JobResult, RUN_JOB_TYPE } from '@app/queue';
+import type { ClientBase } from 'pg';
+
+import { ClaimedJob, ExpiredJob, HandlesJobs, JobContext, JobHandler, JobResult, RUN_JOB_TYPE } from '@app/queue';
 
 import { ComponentKind } from './component';
 import { ComponentRegistry } from './component.registry';
@@ -29,5 +31,10 @@ export class RunJobHandler implements JobHandler {
       error: outcome.error,
       record: (tx) => this.runs.recordInQueueTransaction(tx, job.id, outcome),
     };
+  }
+
+  /** A run whose job ended without the handler writing it (swept, cancelled at claim) keeps the job's final state. */
+  expire(tx: ClientBase, jobs: readonly ExpiredJob[]): Promise<void> {
+    return this.runs.settleFromExpiredJobs(tx, jobs);
   }
 }

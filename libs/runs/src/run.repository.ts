@@ -5,7 +5,7 @@ import { EntityManager, IsNull, Repository, SelectQueryBuilder } from 'typeorm';
 
 import { DataScope } from '@app/access';
 import { PageRequest } from '@app/pagination';
-import { QueueJobEntity } from '@app/queue';
+import { ExpiredJob, QueueJobEntity } from '@app/queue';
 
 import { ComponentKind } from './component';
 import { RunEntity } from './run.entity';
@@ -69,6 +69,17 @@ export class RunRepository {
                completed_at = CASE WHEN $2::varchar IN ('completed', 'failed', 'cancelled') THEN now() ELSE NULL END
              WHERE id = $1`,
       values: [id, outcome.status, outcome.content, outcome.error],
+    });
+  }
+
+  /** The final state of background runs whose jobs are being deleted past retention, in that transaction. */
+  async settleFromExpiredJobs(tx: ClientBase, jobs: readonly ExpiredJob[]): Promise<void> {
+    await tx.query({
+      text: `UPDATE runs r SET status = e.status, error = e.error, completed_at = e.completed_at, updated_at = now()
+             FROM unnest($1::uuid[], $2::varchar[], $3::text[], $4::timestamptz[]) AS e(id, status, error, completed_at)
+             WHERE r.id = ANY ($1::uuid[]) AND r.id = e.id
+               AND (r.status, r.error, r.completed_at) IS DISTINCT FROM (e.status, e.error, e.completed_at)`,
+      values: [jobs.map((job) => job.id), jobs.map((job) => job.status), jobs.map((job) => job.error), jobs.map((job) => job.completedAt)],
     });
   }
 

@@ -38,9 +38,22 @@ export interface JobResult {
   record?: (tx: ClientBase) => Promise<void>;
 }
 
+/** A terminal job deleted past QUEUE_RETENTION_SECONDS, with the state it ended in. */
+export interface ExpiredJob {
+  id: string;
+  status: 'completed' | 'failed' | 'cancelled';
+  error: string | null;
+  completedAt: Date | null;
+}
+
 /** Runs one job type. Boot fails when a job type has no handler or two. */
 export interface JobHandler {
   handle(job: ClaimedJob, context: JobContext): Promise<JobResult>;
+  /**
+   * Jobs of this type being deleted past retention, inside the deleting transaction: the place to
+   * keep their final state in the handler's own records, since the job was its authority until now.
+   */
+  expire?(tx: ClientBase, jobs: readonly ExpiredJob[]): Promise<void>;
 }
 
 /** Thrown by JobContext.checkpoint. */

@@ -3,7 +3,7 @@ import type { ClientBase, Pool } from 'pg';
 import { JobPayload } from '../job.entity';
 import { JobStatus } from '../job-status';
 import { JOBS_READY_CHANNEL } from '../notify';
-import { ClaimedJob, JobOutcome } from './job-handler';
+import { ClaimedJob, ExpiredJob, JobOutcome } from './job-handler';
 
 /** One finished attempt, fenced by (id, attempt) and the worker that holds it. */
 export interface FinishedAttempt {
@@ -16,6 +16,14 @@ export interface FinishedAttempt {
 export interface RecordedState {
   id: string;
   status: JobStatus;
+}
+
+export interface ExpiredRow {
+  id: string;
+  job_type: string;
+  status: ExpiredJob['status'];
+  error: string | null;
+  completed_at: Date | null;
 }
 
 export interface HeldJob {
@@ -124,13 +132,16 @@ const RELEASE = `
   )
   SELECT id, pg_notify('${JOBS_READY_CHANNEL}', '') IS NULL AS notified FROM released`;
 
-/** Terminal jobs past retention (completed_at >= created_at, so the (status, created_at) index narrows the scan). */
+/** One batch of terminal jobs past retention, with the state each ended in. */
 const DELETE_EXPIRED = `
   DELETE FROM queue_jobs WHERE id IN (
     SELECT id FROM queue_jobs
-    WHERE status IN ('completed', 'failed', 'cancelled') AND created_at < now() - make_interval(secs => $1)
-      AND completed_at < now() - make_interval(secs => $1)
-    LIMIT 1000)`;
+    WHERE status IN ('completed', 'failed', 'cancelled') AND completed_at < now() - make_interval(secs => $1)
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED)
+  RETURNING id, job_type, status, error, completed_at`;
+
+const EXPIRY_BATCH = 1000;
 
 const INTENT_LIVE = `SELECT EXISTS (SELECT 1 FROM queue_cancellation_intents WHERE run_id = $1 AND requested_at > now() - make_interval(secs => $2)) AS live`;
 
@@ -200,9 +211,34 @@ export class JobStore {
     return rows[0].live;
   }
 
-  async deleteExpired(retentionSeconds: number, cancelIntentTtlSeconds: number): Promise<number> {
-    const jobs = await this.pool.query({ name: 'queue_delete_expired', text: DELETE_EXPIRED, values: [retentionSeconds] });
+  /**
+   * Deletes terminal jobs past retention, a batch per transaction until none is left; `settle`
+   * gets each batch inside its transaction (the job types' expire hooks). Returns how many went.
+   */
+  async deleteExpired(retentionSeconds: number, cancelIntentTtlSeconds: number, settle: (tx: ClientBase, jobs: ExpiredRow[]) => Promise<void>): Promise<number> {
+    let deleted = 0;
+    let batch: number;
+    do {
+      batch = await this.deleteExpiredBatch(retentionSeconds, settle);
+      deleted += batch;
+    } while (batch === EXPIRY_BATCH);
     await this.pool.query({ name: 'queue_delete_stale_intents', text: DELETE_STALE_INTENTS, values: [cancelIntentTtlSeconds] });
-    return jobs.rowCount ?? 0;
+    return deleted;
+  }
+
+  private async deleteExpiredBatch(retentionSeconds: number, settle: (tx: ClientBase, jobs: ExpiredRow[]) => Promise<void>): Promise<number> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const { rows } = await client.query<ExpiredRow>({ text: DELETE_EXPIRED, values: [retentionSeconds, EXPIRY_BATCH] });
+      await settle(client, rows);
+      await client.query('COMMIT');
+      return rows.length;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
   }
 }

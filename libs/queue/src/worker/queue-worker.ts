@@ -1,11 +1,11 @@
 import { setImmediate as setImmediatePromise, setTimeout as sleep } from 'node:timers/promises';
 
-import type { Client, Pool } from 'pg';
+import type { Client, ClientBase, Pool } from 'pg';
 import type { Logger } from 'pino';
 
 import { JOBS_READY_CHANNEL } from '../notify';
 import { ClaimedJob, JobContext, JobHandler, JobResult, JobStopped } from './job-handler';
-import { FinishedAttempt, JobStore } from './job-store';
+import { ExpiredRow, FinishedAttempt, JobStore } from './job-store';
 
 export interface QueueWorkerOptions {
   pool: Pool;
@@ -92,6 +92,8 @@ export class QueueWorker {
     this.timers.push(setInterval(() => void this.heartbeat(), lockPeriodMs));
     this.timers.push(setInterval(() => void this.sweep(), lockPeriodMs));
     if (this.options.retentionSeconds > 0) {
+      // At start too: a worker redeployed more often than the interval would otherwise never clean up.
+      void this.deleteExpired();
       this.timers.push(setInterval(() => void this.deleteExpired(), RETENTION_INTERVAL_MS));
     }
     this.loop = this.claimLoop();
@@ -300,12 +302,22 @@ export class QueueWorker {
 
   private async deleteExpired(): Promise<void> {
     try {
-      const deleted = await this.store.deleteExpired(this.options.retentionSeconds, this.options.cancelIntentTtlSeconds);
+      const deleted = await this.store.deleteExpired(this.options.retentionSeconds, this.options.cancelIntentTtlSeconds, (tx, rows) => this.expire(tx, rows));
       if (deleted > 0) {
         this.log.info({ deleted }, 'deleted terminal jobs past retention');
       }
     } catch (error) {
       this.log.error({ err: error }, 'retention cleanup failed');
+    }
+  }
+
+  /** Hands each job type's expired jobs to its handler's expire hook, in the deleting transaction. */
+  private async expire(tx: ClientBase, rows: readonly ExpiredRow[]): Promise<void> {
+    for (const [jobType, handler] of this.options.handlers) {
+      const jobs = rows.filter((row) => row.job_type === jobType).map((row) => ({ id: row.id, status: row.status, error: row.error, completedAt: row.completed_at }));
+      if (handler.expire && jobs.length > 0) {
+        await handler.expire(tx, jobs);
+      }
     }
   }
 
