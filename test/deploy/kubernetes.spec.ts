@@ -83,7 +83,13 @@ describe('deploy/kubernetes', () => {
     for (const workload of [api, worker, migrate]) {
       expect(() => loadEnv({ ...config.data, ...secrets, ...envOf(workload) }), workload.metadata.name).not.toThrow();
     }
-    expect(loadEnv({ ...config.data, ...secrets, ...envOf(api) })).toMatchObject({ HOST: '0.0.0.0', PORT: 7777, MCP_ENABLED: true, DB_MIGRATE: false });
+    const apiEnv = loadEnv({ ...config.data, ...secrets, ...envOf(api) });
+    expect(apiEnv).toMatchObject({ HOST: '0.0.0.0', PORT: 7777, MCP_ENABLED: true, DB_MIGRATE: false });
+    // The api advertises its external address (Origin checks, OAuth audience), never its bind address.
+    expect(apiEnv.publicUrl).toMatch(/^https:\/\//);
+    expect(apiEnv.publicUrl).not.toContain('0.0.0.0');
+    // The worker calls the api through the in-cluster Service.
+    expect(loadEnv({ ...config.data, ...secrets, ...envOf(worker) }).publicUrl).toBe('http://platform-api:7777');
   });
 
   it('probes the api: ready on /readyz (database), alive on /health, on its named port', () => {
