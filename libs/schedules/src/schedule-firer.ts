@@ -1,3 +1,5 @@
+import { setTimeout as delay } from 'node:timers/promises';
+
 import { Injectable, Logger } from '@nestjs/common';
 
 import { Env } from '@app/config';
@@ -20,11 +22,9 @@ interface AttemptOutcome {
 const FOLLOW_FIRST_POLL_MS = 250;
 const FOLLOW_MAX_POLL_MS = 2000;
 
+/** Waits `ms`, or less when `signal` aborts first (timers/promises removes its abort listener either way). */
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
-  });
+  return delay(ms, undefined, { signal }).catch(() => undefined);
 }
 
 /**
