@@ -302,4 +302,25 @@ describe('schedule firing (real worker, real HTTP)', () => {
     expect(fire).toMatchObject({ status: 'failed', error: 'The worker shut down during this attempt' });
     expect(fire.attempts).toHaveLength(1);
   });
+
+  it('on SIGTERM, schedule fires and queue jobs drain side by side within one shutdown deadline', async () => {
+    await worker.stop();
+    const draining = await startWorker({ ...workerEnv(), WORKER_SHUTDOWN_TIMEOUT_SECONDS: '3' });
+    const created = await createSchedule({ endpoint: '/health', timeout_seconds: 60 });
+    proxy.stall(true);
+    try {
+      const runId = (await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: ROOT_KEY, json: { message: '30', background: true } })).body.run_id;
+      await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
+      const jobStatus = async () => (await query<{ status: string }>(databaseUrl, 'SELECT status FROM queue_jobs WHERE id = $1', [runId]))[0].status;
+      await waitFor(async () => (await fires(created.id))[0]?.status === 'running' && (await jobStatus()) === 'running', 10_000, 'the fire and the job to start');
+      const stoppedAt = Date.now();
+      expect(await draining.stop()).toBe(0);
+      // One 3 s deadline for both: draining them one after the other took 6 s and more.
+      expect(Date.now() - stoppedAt).toBeLessThan(5800);
+      expect(await jobStatus()).toBe('queued');
+    } finally {
+      proxy.stall(false);
+    }
+    expect((await fires(created.id))[0]).toMatchObject({ status: 'failed', error: 'The worker shut down during this attempt' });
+  });
 });

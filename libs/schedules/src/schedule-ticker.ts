@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 
-import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 
 import { Env } from '@app/config';
@@ -18,7 +18,7 @@ const QUEUE_BATCH = 500;
  * SCHEDULE_CONCURRENCY queued fires; a finished fire makes room for the next at once.
  */
 @Injectable()
-export class ScheduleTicker implements OnApplicationBootstrap, OnApplicationShutdown {
+export class ScheduleTicker implements OnApplicationBootstrap, OnModuleDestroy, BeforeApplicationShutdown {
   private readonly logger = new Logger(ScheduleTicker.name);
   readonly workerId = `${hostname().slice(0, 40)}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private readonly inFlight = new Set<Promise<void>>();
@@ -27,6 +27,7 @@ export class ScheduleTicker implements OnApplicationBootstrap, OnApplicationShut
   private filling = false;
   private refill = false;
   private stopping = false;
+  private deadline = 0;
 
   constructor(
     private readonly env: Env,
@@ -40,15 +41,20 @@ export class ScheduleTicker implements OnApplicationBootstrap, OnApplicationShut
     void this.tick();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Shutdown starts for every module at once: no new claims, and the queue's drain runs alongside this one. */
+  onModuleDestroy(): void {
     this.stopping = true;
+    this.deadline = Date.now() + this.env.WORKER_SHUTDOWN_TIMEOUT_SECONDS * 1000;
     // @nestjs/schedule may have cleared its timers already during shutdown.
     if (this.registry.doesExist('interval', TIMER)) {
       this.registry.deleteInterval(TIMER);
     }
+  }
+
+  /** Fires get until the shutdown deadline to finish (before the database goes); what is left is cut and recorded as failed. */
+  async beforeApplicationShutdown(): Promise<void> {
     const settled = Promise.allSettled([...this.inFlight]);
-    // Fires get the worker's shutdown deadline to finish; what is left is cut and recorded as failed.
-    const graceOver = new Promise((resolve) => setTimeout(resolve, this.env.WORKER_SHUTDOWN_TIMEOUT_SECONDS * 1000).unref());
+    const graceOver = new Promise((resolve) => setTimeout(resolve, Math.max(0, this.deadline - Date.now())).unref());
     if ((await Promise.race([settled.then(() => 'done'), graceOver])) !== 'done') {
       this.shutdown.abort();
       await settled;
