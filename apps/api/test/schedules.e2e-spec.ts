@@ -1,3 +1,5 @@
+import { createHmac } from 'node:crypto';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestDatabase, query } from '../../../test/support/database';
@@ -300,15 +302,25 @@ describe('schedules api (security_key mode)', () => {
       expect((await createOk({ user_id: 'alice' })).user_id).toBe('alice');
     });
 
-    it('never accepts a forged or expired schedule credential', async () => {
+    it('accepts a validly signed schedule credential, and never a forged or expired one, or one for a disabled schedule', async () => {
       const schedule = await createOk();
-      const expired = `svc_sch_${schedule.id}.${Math.floor(Date.now() / 1000) - 1}.${'A'.repeat(43)}`;
       const forged = `svc_sch_${schedule.id}.${NEW_YEAR_2100}.${'A'.repeat(43)}`;
-      for (const token of [expired, forged, 'svc_sch_garbage']) {
+      const refused = async (token: string) => {
         const response = await call(api.url, 'GET', '/config', { token });
         expectErrorBody(response, 401);
         expect(response.body.detail).toBe('Invalid or expired schedule credential, or the schedule is disabled');
-      }
+      };
+      // The first credential checked makes the api generate its signing key (none is configured here).
+      await refused(forged);
+      await refused('svc_sch_garbage');
+      const [{ value: key }] = await query<{ value: string }>(databaseUrl, `SELECT value FROM internal_secrets WHERE name = 'internal_service_token'`);
+      const signed = (scheduleId: string, expiresAt: number) =>
+        `svc_sch_${scheduleId}.${expiresAt}.${createHmac('sha256', key).update(`${scheduleId}.${expiresAt}`).digest('base64url')}`;
+
+      expect((await call(api.url, 'GET', '/config', { token: signed(schedule.id, NEW_YEAR_2100) })).status).toBe(200);
+      await refused(signed(schedule.id, Math.floor(Date.now() / 1000) - 1));
+      await call(api.url, 'PATCH', `/schedules/${schedule.id}`, { token: ROOT_KEY, json: { enabled: false } });
+      await refused(signed(schedule.id, NEW_YEAR_2100));
     });
   });
 });
