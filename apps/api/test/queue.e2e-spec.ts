@@ -63,11 +63,13 @@ describe('queue operations (jwt mode with the security key as root)', () => {
     });
 
     it('defaults to limit 20, newest first, and ignores an unknown sort_by', async () => {
+      const ids = async (query: string) => (await call(api.url, 'GET', `/queue/jobs${query}`, { token: ROOT_KEY })).body.data.map((j: { id: string }) => j.id);
       const response = await call(api.url, 'GET', '/queue/jobs?sort_by=no_such_field', { token: ROOT_KEY });
       expect(response.status).toBe(200);
       expect(response.body.meta.limit).toBe(20);
-      const created = response.body.data.map((j: { created_at: number }) => j.created_at);
-      expect(created).toEqual([...created].sort((a, b) => b - a));
+      const oldestFirst = await ids('?sort_by=created_at&sort_order=asc');
+      expect(oldestFirst.length).toBeGreaterThan(1);
+      expect(response.body.data.map((j: { id: string }) => j.id)).toEqual([...oldestFirst].reverse());
     });
 
     it('filters by a repeatable status', async () => {
@@ -78,6 +80,9 @@ describe('queue operations (jwt mode with the security key as root)', () => {
       const both = await call(api.url, 'GET', '/queue/jobs?status=cancelled&status=queued&limit=1000', { token: ROOT_KEY });
       expect(both.body.meta.total_count).toBe(4);
       expect(new Set(both.body.data.map((j: { status: string }) => j.status))).toEqual(new Set(['queued', 'cancelled']));
+      // Any allowed sort_by orders the page by that field.
+      const byStatus = await call(api.url, 'GET', '/queue/jobs?status=cancelled&status=queued&sort_by=status&sort_order=desc&limit=1000', { token: ROOT_KEY });
+      expect(byStatus.body.data.map((j: { status: string }) => j.status)).toEqual(['queued', 'queued', 'queued', 'cancelled']);
     });
 
     it('answers one job and the stats', async () => {
