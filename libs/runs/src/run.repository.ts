@@ -52,10 +52,6 @@ export class RunRepository {
       .getManyAndCount();
   }
 
-  async markRunning(id: string): Promise<void> {
-    await this.rows.update({ id }, { status: 'running', updatedAt: () => 'now()' });
-  }
-
   /** Records a synchronous run's outcome. */
   async finish(id: string, outcome: RunOutcome): Promise<void> {
     await this.rows.update({ id }, { ...outcome, completedAt: () => 'now()', updatedAt: () => 'now()' });

@@ -7,6 +7,7 @@ import { DataSource, EntityManager } from 'typeorm';
 
 import { attributedUser, DataScope, Principal } from '@app/access';
 import { Env } from '@app/config';
+import { toEpoch } from '@app/database';
 import { isUniqueViolation } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
 import { CancellationIntents, JobProducer, TERMINAL_STATUSES } from '@app/queue';
@@ -72,7 +73,7 @@ export class RunsService {
   async stream(caller: Principal, kind: ComponentKind, componentId: string, request: RunRequest, send: (event: RunEvent) => void): Promise<void> {
     const component = this.registry.get(kind, componentId);
     const { run, created } = await this.create(caller, component, request, false);
-    send({ event: 'RunStarted', data: { run_id: run.id, session_id: run.sessionId, component_type: kind, component_id: componentId, created_at: toSeconds(run.createdAt) } });
+    send({ event: 'RunStarted', data: { run_id: run.id, session_id: run.sessionId, component_type: kind, component_id: componentId, created_at: toEpoch(run.createdAt) } });
     if (created) {
       const outcome = await this.executor.execute(component, toInput(run), { onDelta: (content) => send({ event: 'RunContent', data: { run_id: run.id, content } }) });
       await this.runs.finish(run.id, outcome);
@@ -119,7 +120,7 @@ export class RunsService {
     await this.dataSource.transaction(async (manager) => {
       if (!current.background) {
         await this.intents.record(manager, runId, caller.userId);
-      } else if ((await this.producer.cancel(manager, runId, caller.userId)) === 'cancelled') {
+      } else if (await this.producer.cancel(manager, runId, caller.userId)) {
         await manager.update(RunEntity, { id: runId }, { status: 'cancelled', completedAt: () => 'now()', updatedAt: () => 'now()' });
       }
     });
@@ -227,10 +228,6 @@ function newRun(component: Component, request: RunRequest, userId: string | null
 
 function toInput(run: RunEntity): { id: string; sessionId: string; userId: string | null; message: string } {
   return { id: run.id, sessionId: run.sessionId, userId: run.userId, message: run.message };
-}
-
-function toSeconds(date: Date): number {
-  return Math.floor(date.getTime() / 1000);
 }
 
 function toComponentDto(component: Component): ComponentDto {
