@@ -16,7 +16,6 @@ const CREDENTIAL = /^svc_sch_([0-9a-f-]{36})\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/;
 
 /** Whose rights a fire carries: the schedule's creator, as recorded when it was created. */
 export interface ScheduleCreator {
-  scheduleId: string;
   kind: CredentialKind;
   userId: string | null;
   scopes: string[];
@@ -59,7 +58,6 @@ export class ScheduleCredentials {
       return null;
     }
     return {
-      scheduleId: schedule.id,
       kind: schedule.creatorKind,
       userId: schedule.creatorId,
       scopes: schedule.creatorScopes,

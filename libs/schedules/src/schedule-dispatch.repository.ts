@@ -38,7 +38,8 @@ interface DueRow {
 function nextSlots(due: DueRow[]): (Date | null)[] {
   const computed = new Map<string, Date | null>();
   return due.map((row) => {
-    const from = new Date(Math.max(Date.now(), row.db_now.getTime(), row.next_run_at.getTime()));
+    // Due rows have next_run_at <= db_now, so the slot is the first one after whichever clock is ahead.
+    const from = new Date(Math.max(Date.now(), row.db_now.getTime()));
     const key = `${row.cron_expr}\u0000${row.timezone}\u0000${Math.floor(from.getTime() / 1000)}`;
     if (!computed.has(key)) {
       computed.set(key, nextRunAt(row.cron_expr, row.timezone, from));
