@@ -63,7 +63,7 @@ export class Terminal {
     }
   }
 
-  /** Reports a failure: `{error, hint?}` on stdout in --json mode, red text on stderr otherwise. */
+  /** Reports a failure (`{error, hint?}` on stdout in --json mode, red text on stderr otherwise); returns exit code 1. */
   failure(error: unknown): number {
     const cliError = error instanceof CliError ? error : new CliError(error instanceof Error ? error.message : String(error));
     if (this.json) {
@@ -74,7 +74,7 @@ export class Terminal {
         process.stderr.write(`${this.color.magenta(sanitize(cliError.hint))}\n`);
       }
     }
-    return cliError.exitCode;
+    return 1;
   }
 
   /** A spinner on a terminal, one plain line elsewhere, nothing in --json mode. */
@@ -128,7 +128,7 @@ export class Terminal {
       return await prompt();
     } catch (error) {
       if (error instanceof Error && error.name === 'ExitPromptError') {
-        throw new CliError('Aborted; no changes made.', undefined, 1);
+        throw new CliError('Aborted; no changes made.');
       }
       throw error;
     }

@@ -1,6 +1,6 @@
 import { Command, Option } from 'nest-commander';
 
-import { CliError, Terminal } from '@app/cli-terminal';
+import { Terminal } from '@app/cli-terminal';
 import { chatAppRemovalSteps, clientContext, ClientId, createAdapters, IN_PLACE_CLIENTS, isChatApp, parseClientList } from '@app/client-adapters';
 import {
   candidateGroups,
@@ -174,6 +174,6 @@ async function revoke(api: ServiceAccountsApi, name: string): Promise<Revocation
     await api.revoke(account);
     return { account: name, status: 'revoked', error: null };
   } catch (error) {
-    return { account: name, status: 'failed', error: error instanceof CliError || error instanceof Error ? error.message : String(error) };
+    return { account: name, status: 'failed', error: error instanceof Error ? error.message : String(error) };
   }
 }
