@@ -171,6 +171,17 @@ describe('runs and sessions (security_key mode, demo components)', () => {
       expect(expectValidationBody(tooLong)).toEqual([['header', 'idempotency-key']]);
     });
 
+    it('answers concurrent requests with the same Idempotency-Key with one run and one job', async () => {
+      const key = `race-${Date.now()}`;
+      const responses = await Promise.all(
+        Array.from({ length: 8 }, () => call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, headers: { 'idempotency-key': key }, json: { message: 'once', background: true } })),
+      );
+      expect(responses.map((response) => response.status)).toEqual(Array(8).fill(202));
+      expect(new Set(responses.map((response) => response.body.run_id)).size).toBe(1);
+      expect(await query(databaseUrl, 'SELECT id FROM runs WHERE idempotency_key = $1', [key])).toHaveLength(1);
+      expect(await query(databaseUrl, 'SELECT id FROM queue_jobs WHERE idempotency_key = $1', [key])).toHaveLength(1);
+    });
+
     it('refuses stream=true together with background=true', async () => {
       expectErrorBody(await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message: 'x', stream: 'true', background: 'true' }) }), 400);
     });

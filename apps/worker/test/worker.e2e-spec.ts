@@ -195,6 +195,24 @@ describe('worker', () => {
     await next.stop();
   });
 
+  it('SIGTERM with jobs claimed ahead (WORKER_PREFETCH): those never started go back with their attempt given back, nothing is lost', async () => {
+    const ids = [await post('sleep-agent', '30'), await post('sleep-agent', '30'), await post('sleep-agent', '30'), await post('sleep-agent', '30')];
+    const draining = await worker({ WORKER_CONCURRENCY: '1', WORKER_PREFETCH: '3', WORKER_SHUTDOWN_TIMEOUT_SECONDS: '1' });
+    // One claim takes all four: one runs, three wait in the worker's buffer, all locked by it.
+    await expect.poll(async () => (await Promise.all(ids.map(job))).every((row) => row.status === 'running')).toBe(true);
+    expect(await draining.stop('SIGTERM')).toBe(0);
+    for (const id of ids) {
+      const released = await job(id);
+      expect(released).toMatchObject({ status: 'queued', attempt: 1, max_attempts: 2, locked_by: null });
+      expect(released.error).toMatch(/^Released by worker .* at shutdown/);
+    }
+    const lines = logLines(draining).filter((line) => ids.includes(line.job_id!));
+    expect(lines.filter((line) => line.msg === 'job running')).toHaveLength(1);
+    expect(lines.filter((line) => line.msg === 'job released at shutdown; its attempt was given back')).toHaveLength(4);
+    // Thirty-second jobs would only slow the tests below.
+    await query(databaseUrl, `UPDATE queue_jobs SET status = 'cancelled', completed_at = now() WHERE id = ANY($1)`, [ids]);
+  });
+
   it('two worker processes and 2,000 jobs: every attempt executed exactly once', async () => {
     const pair = [await worker(), await worker()];
     const ids: string[] = [];
