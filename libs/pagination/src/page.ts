@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsIn } from 'class-validator';
+import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 
 import { IntField, Optional } from '@app/validation';
 
@@ -84,4 +85,23 @@ export function toPage<T>(request: { page: number; limit: number }, rows: T[], t
       search_time_ms: Math.round(performance.now() - startedAt),
     },
   };
+}
+
+/**
+ * One page of `query`'s rows and the total count, ordered by `sortColumn` in the request's order
+ * with `idColumn` as the tie-breaker, so pages never overlap. NULLs sort as PostgreSQL sorts them
+ * (last ascending, first descending) unless `nullsLast` keeps them last both ways.
+ */
+export function fetchPage<T extends ObjectLiteral>(
+  query: SelectQueryBuilder<T>,
+  request: PageRequest<string>,
+  columns: { sort: string; id: string; nullsLast?: boolean },
+): Promise<[T[], number]> {
+  const ascending = request.sortOrder === 'asc';
+  return query
+    .orderBy(columns.sort, ascending ? 'ASC' : 'DESC', ascending || columns.nullsLast ? 'NULLS LAST' : 'NULLS FIRST')
+    .addOrderBy(columns.id, 'ASC')
+    .skip(request.offset)
+    .take(request.limit)
+    .getManyAndCount();
 }

@@ -4,7 +4,7 @@ import { isUUID } from 'class-validator';
 import { EntityManager, Repository } from 'typeorm';
 
 import { toEpoch } from '@app/database';
-import { Page, toPage } from '@app/pagination';
+import { fetchPage, Page, toPage } from '@app/pagination';
 import { Env } from '@app/config';
 
 import { CancellationIntents } from './cancellation-intents';
@@ -41,12 +41,7 @@ export class QueueAdminService {
     if (query.status?.length) {
       builder.where('job.status IN (:...statuses)', { statuses: [...new Set(query.status)] });
     }
-    const [rows, total] = await builder
-      .orderBy(SORT_COLUMNS[request.sortBy], request.sortOrder === 'asc' ? 'ASC' : 'DESC', request.sortOrder === 'asc' ? 'NULLS LAST' : 'NULLS FIRST')
-      .addOrderBy('job.id', 'ASC')
-      .skip(request.offset)
-      .take(request.limit)
-      .getManyAndCount();
+    const [rows, total] = await fetchPage(builder, request, { sort: SORT_COLUMNS[request.sortBy], id: 'job.id' });
     return toPage(request, rows.map(toJobDto), total, startedAt);
   }
 

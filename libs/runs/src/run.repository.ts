@@ -4,7 +4,7 @@ import type { ClientBase } from 'pg';
 import { EntityManager, IsNull, Repository, SelectQueryBuilder } from 'typeorm';
 
 import { DataScope } from '@app/access';
-import { PageRequest } from '@app/pagination';
+import { fetchPage, PageRequest } from '@app/pagination';
 import { ExpiredJob, QueueJobEntity } from '@app/queue';
 
 import { ComponentKind } from './component';
@@ -43,13 +43,7 @@ export class RunRepository {
   }
 
   pageBySession(scope: DataScope, sessionId: string, request: PageRequest<SessionRunSortField>): Promise<[RunEntity[], number]> {
-    return this.withJob(scope)
-      .andWhere('run.session_id = :sessionId', { sessionId })
-      .orderBy('run.created_at', request.sortOrder === 'asc' ? 'ASC' : 'DESC')
-      .addOrderBy('run.id', 'ASC')
-      .skip(request.offset)
-      .take(request.limit)
-      .getManyAndCount();
+    return fetchPage(this.withJob(scope).andWhere('run.session_id = :sessionId', { sessionId }), request, { sort: 'run.created_at', id: 'run.id' });
   }
 
   /** Records a synchronous run's outcome. */

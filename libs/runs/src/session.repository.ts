@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, Repository } from 'typeorm';
 
 import { DataScope } from '@app/access';
-import { PageRequest } from '@app/pagination';
+import { fetchPage, PageRequest } from '@app/pagination';
 
 import { SessionSortField } from './session.dto';
 import { SessionEntity } from './session.entity';
@@ -35,13 +35,6 @@ export class SessionRepository {
 
   page(scope: DataScope, request: PageRequest<SessionSortField>): Promise<[SessionEntity[], number]> {
     const owner = scope.where('session.user_id');
-    return this.rows
-      .createQueryBuilder('session')
-      .where(owner.sql, owner.params)
-      .orderBy(SORT_COLUMNS[request.sortBy], request.sortOrder === 'asc' ? 'ASC' : 'DESC')
-      .addOrderBy('session.id', 'ASC')
-      .skip(request.offset)
-      .take(request.limit)
-      .getManyAndCount();
+    return fetchPage(this.rows.createQueryBuilder('session').where(owner.sql, owner.params), request, { sort: SORT_COLUMNS[request.sortBy], id: 'session.id' });
   }
 }

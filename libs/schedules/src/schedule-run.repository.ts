@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 
-import { PageRequest } from '@app/pagination';
+import { fetchPage, PageRequest } from '@app/pagination';
 
 import { ScheduleRunEntity } from './schedule-run.entity';
 import { ScheduleRunSortField } from './schedule-sorting';
@@ -27,13 +27,7 @@ export class ScheduleRunRepository {
   }
 
   pageOfSchedule(scheduleId: string, request: PageRequest<ScheduleRunSortField>): Promise<[ScheduleRunEntity[], number]> {
-    return this.rows
-      .createQueryBuilder('run')
-      .where('run.schedule_id = :scheduleId', { scheduleId })
-      .orderBy(SORT_COLUMNS[request.sortBy], request.sortOrder === 'asc' ? 'ASC' : 'DESC', 'NULLS LAST')
-      .addOrderBy('run.id', 'ASC')
-      .offset(request.offset)
-      .limit(request.limit)
-      .getManyAndCount();
+    const query = this.rows.createQueryBuilder('run').where('run.schedule_id = :scheduleId', { scheduleId });
+    return fetchPage(query, request, { sort: SORT_COLUMNS[request.sortBy], id: 'run.id', nullsLast: true });
   }
 }

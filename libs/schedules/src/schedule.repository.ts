@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 
 import { DataScope } from '@app/access';
-import { PageRequest } from '@app/pagination';
+import { fetchPage, PageRequest } from '@app/pagination';
 
 import { ScheduleEntity } from './schedule.entity';
 import { ScheduleSortField } from './schedule-sorting';
@@ -64,11 +64,6 @@ export class ScheduleRepository {
     if (filters.managed_by !== undefined) {
       query.andWhere('schedule.managed_by = :managedBy', { managedBy: filters.managed_by });
     }
-    return query
-      .orderBy(SORT_COLUMNS[request.sortBy], request.sortOrder === 'asc' ? 'ASC' : 'DESC', 'NULLS LAST')
-      .addOrderBy('schedule.id', 'ASC')
-      .offset(request.offset)
-      .limit(request.limit)
-      .getManyAndCount();
+    return fetchPage(query, request, { sort: SORT_COLUMNS[request.sortBy], id: 'schedule.id', nullsLast: true });
   }
 }

@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 
 import { DataScope } from '@app/access';
-import { PageRequest } from '@app/pagination';
+import { fetchPage, PageRequest } from '@app/pagination';
 
 import { ServiceAccountEntity } from './service-account.entity';
 
@@ -43,12 +43,7 @@ export class ServiceAccountRepository {
     if (!includeRevoked) {
       query.andWhere('account.revoked_at IS NULL');
     }
-    return query
-      .orderBy(`account.${SORT_PROPERTIES[request.sortBy]}`, request.sortOrder === 'asc' ? 'ASC' : 'DESC')
-      .addOrderBy('account.id', 'ASC')
-      .offset(request.offset)
-      .limit(request.limit)
-      .getManyAndCount();
+    return fetchPage(query, request, { sort: `account.${SORT_PROPERTIES[request.sortBy]}`, id: 'account.id' });
   }
 
   /** Sets revoked_at once; a second revoke keeps the first timestamp. */
