@@ -1,3 +1,4 @@
+import { isPrivilegedScope } from '@app/access';
 import { CliError } from '@app/cli-terminal';
 
 /**
@@ -17,11 +18,10 @@ export function parseExpires(value: string): number | null {
   return days;
 }
 
-/** Scopes that need --privileged: any write or delete action, the admin scope, any service_accounts scope. */
-export function privilegedScopes(scopes: string[]): string[] {
-  return scopes.filter((scope) => {
-    const parts = scope.split(':');
-    const action = parts[parts.length - 1];
-    return scope === 'platform:admin' || parts[0] === 'service_accounts' || action === 'write' || action === 'delete';
-  });
+/** Privileged scopes (the server's rule: write, delete, admin, service_accounts) must be asked for with --privileged. */
+export function requirePrivilegedFlag(scopes: readonly string[], privileged: boolean | undefined): void {
+  const needing = scopes.filter(isPrivilegedScope);
+  if (needing.length && !privileged) {
+    throw new CliError(`Privileged scope(s) need --privileged: ${needing.join(', ')}`, 'Privileged tokens must be deliberate: pass --privileged.');
+  }
 }

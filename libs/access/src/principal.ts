@@ -19,6 +19,9 @@ export interface Principal {
 
 export const SERVICE_ACCOUNT_PREFIX = 'sa:';
 
+/** A service account's name: a lowercase slug of a-z, 0-9, '-' and '_', starting with a letter or digit, at most 63. */
+export const SERVICE_ACCOUNT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
 export function serviceAccountPrincipal(name: string): string {
   return `${SERVICE_ACCOUNT_PREFIX}${name}`;
 }

@@ -2,13 +2,12 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsIn, IsString, IsUUID, MaxLength, ValidateNested } from 'class-validator';
 
-import { DEFAULT_SCOPES } from '@app/access';
+import { DEFAULT_SCOPES, SERVICE_ACCOUNT_NAME } from '@app/access';
 import { PageMeta, PageQuery } from '@app/pagination';
 import { BoolField, IntField, Optional, StringField } from '@app/validation';
 
 import { SERVICE_ACCOUNT_SORT_FIELDS } from './service-account.repository';
 
-export const SERVICE_ACCOUNT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 export const DEFAULT_EXPIRY_DAYS = 90;
 export const MAX_EXPIRY_DAYS = 3650;
 

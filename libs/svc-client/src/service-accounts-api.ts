@@ -27,7 +27,6 @@ export interface MintRequest {
   privileged?: boolean;
 }
 
-export const DEFAULT_SCOPES = ['agents:run', 'teams:run', 'workflows:run', 'sessions:read', 'config:read'];
 
 /** An active account of that name exists (409). */
 export class NameConflictError extends CliError {}

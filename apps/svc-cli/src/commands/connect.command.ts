@@ -37,7 +37,7 @@ import {
 
 import { connectExitCode, harvestClientUrls } from '../connections';
 import { collect, MintOptions } from '../options';
-import { parseExpires, privilegedScopes } from '../scopes';
+import { parseExpires, requirePrivilegedFlag } from '../scopes';
 import { serverNameFor } from '../server-name';
 import { announce } from '../service-target';
 import { MintingCommand } from '../svc-command';
@@ -298,10 +298,7 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
     if (options.serverName !== undefined) {
       serverNameFor(options.serverName, null);
     }
-    const privileged = privilegedScopes(options.scopes ?? []);
-    if (privileged.length && !options.privileged) {
-      throw new CliError(`Privileged scope(s) need --privileged: ${privileged.join(', ')}`, 'Privileged tokens must be deliberate: pass --privileged.');
-    }
+    requirePrivilegedFlag(options.scopes ?? [], options.privileged);
     const explicitClients = options.clients === undefined ? null : parseClientList(options.clients);
     const context = clientContext();
     const adapters = createAdapters(context);

@@ -1,5 +1,6 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 
+import { SERVICE_ACCOUNT_NAME } from '@app/access';
 import { CliError, sanitize, Terminal } from '@app/cli-terminal';
 import {
   readCliEnv,
@@ -12,12 +13,10 @@ import {
 } from '@app/svc-client';
 
 import { MintOptions, ServiceOptions } from '../options';
-import { parseExpires, privilegedScopes } from '../scopes';
+import { parseExpires, requirePrivilegedFlag } from '../scopes';
 import { targetService } from '../service-target';
 import { CredentialedCommand, MintingCommand } from '../svc-command';
 
-/** `<name>`: a lowercase slug of a-z, 0-9, '-', '_', starting with a letter or digit, at most 63. */
-export const ACCOUNT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 export function formatTime(epoch: number | null): string {
   return epoch === null ? '-' : `${new Date(epoch * 1000).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
@@ -31,14 +30,11 @@ async function accountsApi(descriptor: ServiceDescriptor, options: ServiceOption
 @SubCommand({ name: 'create', arguments: '<name>', description: 'Mint a service-account token (shown once)' })
 export class TokensCreateCommand extends MintingCommand<MintOptions> {
   protected async execute([name]: string[], options: MintOptions, terminal: Terminal): Promise<number> {
-    if (!ACCOUNT_NAME.test(name)) {
+    if (!SERVICE_ACCOUNT_NAME.test(name)) {
       throw new CliError(`Invalid service account name '${name}'.`, "Use a lowercase slug of a-z, 0-9, '-' and '_', starting with a letter or digit, at most 63 characters.");
     }
     const expiresInDays = parseExpires(options.expires ?? '90d');
-    const privileged = privilegedScopes(options.scopes ?? []);
-    if (privileged.length && !options.privileged) {
-      throw new CliError(`Privileged scope(s) need --privileged: ${privileged.join(', ')}`, 'Privileged tokens must be deliberate: pass --privileged.');
-    }
+    requirePrivilegedFlag(options.scopes ?? [], options.privileged);
     const descriptor = await targetService(options, readCliEnv(), terminal);
     // The new token travels back over this connection even on an instance without auth.
     refusePlaintextCredential(descriptor.url, Boolean(options.allowHttp), 'the admin credential and the new token');
