@@ -3,8 +3,6 @@
 // real HTTP call from the worker to the api (GET /health with the schedule's credential). Reported from the
 // database: due → fired (slot time to the worker starting the call) p50/p99/max, fires/s from the first start to
 // the last completion, and a check that every schedule fired exactly once.
-import { spawn } from 'node:child_process';
-
 import pg from 'pg';
 
 import { cpuMillis, load, machine, startApp, startDatabase } from './support.mjs';
@@ -12,15 +10,6 @@ import { cpuMillis, load, machine, startApp, startDatabase } from './support.mjs
 const SCHEDULES = Number(process.env.BENCH_SCHEDULES ?? 1000);
 const ROOT_KEY = 'bench-os-security-key-000000000001';
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function startWorker(url, publicUrl) {
-  const child = spawn(process.execPath, ['dist/apps/worker/src/main.js'], {
-    env: { PATH: process.env.PATH, DATABASE_URL: url, PUBLIC_URL: publicUrl, OS_SECURITY_KEY: ROOT_KEY, LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const ready = new Promise((resolve) => child.stdout.on('data', (chunk) => chunk.toString().includes('worker ready') && resolve()));
-  return { pid: child.pid, ready, stop: () => new Promise((done) => (child.once('exit', done), child.kill('SIGTERM'))) };
-}
 
 async function createSchedules(apiUrl) {
   for (let i = 0; i < SCHEDULES; i += 50) {
@@ -63,10 +52,12 @@ async function round(db, url, api, workerCount) {
   // A minute boundary at least 20 s away, so the workers have booted before it.
   const due = new Date(Math.ceil((Date.now() + 20_000) / 60_000) * 60_000);
   await db.query(`UPDATE schedules SET next_run_at = $1 WHERE name LIKE 'bench-%'`, [due]);
-  const workers = Array.from({ length: workerCount }, () => startWorker(url, apiUrl));
-  await Promise.all(workers.map((worker) => worker.ready));
+  const workerEnv = { DATABASE_URL: url, PUBLIC_URL: apiUrl, OS_SECURITY_KEY: ROOT_KEY };
+  const workers = await Promise.all(
+    Array.from({ length: workerCount }, () => startApp('dist/apps/worker/src/main.js', workerEnv, { portVariable: 'WORKER_HEALTH_PORT', healthPath: '/readyz' })),
+  );
   await warmUp(db, apiUrl, workerCount);
-  const cpuBefore = { api: cpuMillis(api.child.pid), workers: workers.map((worker) => cpuMillis(worker.pid)) };
+  const cpuBefore = { api: cpuMillis(api.child.pid), workers: workers.map((worker) => cpuMillis(worker.child.pid)) };
   let finished = 0;
   while (finished < SCHEDULES) {
     await sleep(200);
@@ -74,7 +65,7 @@ async function round(db, url, api, workerCount) {
   }
   const cpu = {
     api: cpuMillis(api.child.pid) - cpuBefore.api,
-    workers: workers.reduce((sum, worker, i) => sum + cpuMillis(worker.pid) - cpuBefore.workers[i], 0),
+    workers: workers.reduce((sum, worker, i) => sum + cpuMillis(worker.child.pid) - cpuBefore.workers[i], 0),
   };
   await Promise.all(workers.map((worker) => worker.stop()));
   const { rows } = await db.query(
