@@ -136,6 +136,17 @@ describe('MCP run, session, component and schedule tools', () => {
       expect(await callTool(mine, 'update_schedule', { schedule_id: id, timeout_seconds: 0 })).toMatchObject({ isError: true, text: expect.stringMatching(/^422: Invalid arguments: timeout_seconds: /) });
       expect((await callTool(mine, 'get_schedule', { schedule_id: id })).structured).toEqual((await call(api.url, 'GET', `/schedules/${id}`, { token: scheduler.token })).body);
       expect((await callTool(mine, 'list_schedules', {})).structured.data.map((row: { id: string }) => row.id)).toContain(id);
+      // The list tools take the REST route's sort_by and bounds, and their schemas say so.
+      const listSchedules = (await mine.listTools()).tools.find((tool) => tool.name === 'list_schedules')!;
+      const properties = listSchedules.inputSchema.properties as Record<string, { description?: string }>;
+      expect(Object.keys(properties).sort()).toEqual(['enabled', 'limit', 'page', 'sort_by', 'sort_order']);
+      expect(properties.sort_by.description).toBe('created_at, updated_at, name, next_run_at (default created_at); unknown fields are ignored');
+      expect(properties.limit.description).toBe('Page size, 1 to 1000 (default 20)');
+      // Named to sort after the first one, though created after it (the default order puts it first).
+      const second = await callTool(mine, 'create_schedule', { name: `z-${uniqueName('last-by-name')}`, cron_expr: '0 0 1 1 *', endpoint: '/health' });
+      const byName = await callTool(mine, 'list_schedules', { sort_by: 'name', sort_order: 'asc' });
+      expect(byName.structured.data.map((row: { id: string }) => row.id)).toEqual([id, second.structured.id]);
+      expect(await callTool(mine, 'list_schedules', { limit: 1001 })).toMatchObject({ isError: true, text: expect.stringMatching(/^422: Invalid arguments: limit: /) });
 
       expect((await callTool(theirs, 'get_schedule', { schedule_id: id })).text).toMatch(/^404: /);
       expect((await callTool(theirs, 'list_schedules', {})).structured.data).toEqual([]);

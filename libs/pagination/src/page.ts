@@ -49,6 +49,9 @@ export interface PageQueryShape {
 export function PageQuery<SortField extends string>(options: PageQueryOptions<SortField>) {
   const defaultLimit = options.defaultLimit ?? 20;
   class PageQueryDto implements PageQueryShape {
+    /** The options this query was built with, for other surfaces (MCP tool schemas) to describe the same bounds. */
+    static readonly pageOptions: Required<PageQueryOptions<SortField>> = { ...options, defaultLimit };
+
     @IntField({ optional: true, fromString: true, min: 1, max: options.maxLimit, default: defaultLimit, description: `Page size, 1 to ${options.maxLimit}` })
     limit: number = defaultLimit;
 

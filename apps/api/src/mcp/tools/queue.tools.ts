@@ -5,7 +5,7 @@ import { McpTool, McpToolset } from '@app/mcp';
 import { Page } from '@app/pagination';
 import { JOB_STATUSES, JobDto, ListJobsQuery, QueueAdminService, QueueEnabledGuard, QueueStatsDto, RequeueQuery } from '@app/queue';
 
-import { McpArguments } from '../mcp-arguments';
+import { McpArguments, pageArguments } from '../mcp-arguments';
 
 const jobId = z.string().describe('Job id (the run_id of the background run)');
 
@@ -28,10 +28,7 @@ export class QueueTools {
     description: 'List queue jobs (admins). status ["failed"] is the dead-letter list; ["failed", "cancelled"] the requeueable set.',
     input: z.object({
       status: z.array(z.enum(JOB_STATUSES)).optional().describe('Statuses to match (any of them)'),
-      limit: z.number().int().min(1).optional().describe('Page size, 1 to 1000 (default 20)'),
-      page: z.number().int().min(1).optional().describe('Page number, 1 or more'),
-      sort_by: z.string().optional().describe('created_at (default), updated_at, completed_at, status, attempt, component_type, component_id or user_id'),
-      sort_order: z.enum(['asc', 'desc']).optional(),
+      ...pageArguments(ListJobsQuery),
     }),
     annotations: { readOnlyHint: true },
   })

@@ -16,13 +16,8 @@ import {
   UpdateScheduleDto,
 } from '@app/schedules';
 
-import { McpArguments } from '../mcp-arguments';
+import { McpArguments, pageArguments } from '../mcp-arguments';
 
-const page = {
-  limit: z.number().int().min(1).optional().describe('Page size, 1 to 1000 (default 20)'),
-  page: z.number().int().min(1).optional().describe('Page number, 1 or more'),
-  sort_order: z.enum(['asc', 'desc']).optional(),
-};
 const scheduleId = z.string().describe('Schedule id (UUID)');
 const fields = {
   description: z.string().nullable().optional().describe('Free text, max 1024 characters'),
@@ -48,7 +43,7 @@ export class ScheduleTools {
     name: 'list_schedules',
     mirrors: 'GET /schedules',
     description: 'List schedules, optionally only enabled or disabled ones.',
-    input: z.object({ ...page, enabled: z.boolean().optional() }),
+    input: z.object({ ...pageArguments(ListSchedulesQuery), enabled: z.boolean().optional() }),
     annotations: { readOnlyHint: true },
   })
   async list(principal: Principal, args: Record<string, unknown>): Promise<Page<ScheduleDto>> {
@@ -114,7 +109,7 @@ export class ScheduleTools {
     name: 'list_schedule_runs',
     mirrors: 'GET /schedules/:schedule_id/runs',
     description: 'History of a schedule’s fires, each with its attempts.',
-    input: z.object({ schedule_id: scheduleId, ...page }),
+    input: z.object({ schedule_id: scheduleId, ...pageArguments(ListScheduleRunsQuery) }),
     annotations: { readOnlyHint: true },
   })
   async runs(principal: Principal, args: Record<string, unknown>): Promise<ScheduleRunPageDto> {

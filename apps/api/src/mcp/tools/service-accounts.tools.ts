@@ -5,14 +5,8 @@ import { Principal } from '@app/access';
 import { McpTool, McpToolset } from '@app/mcp';
 import { ListServiceAccountsQuery, ServiceAccountDto, ServiceAccountIdParams, ServiceAccountPageDto, ServiceAccountsService } from '@app/service-accounts';
 
-import { McpArguments } from '../mcp-arguments';
+import { McpArguments, pageArguments } from '../mcp-arguments';
 
-const pageArguments = {
-  limit: z.number().int().min(1).optional().describe('Page size, 1 to 100 (default 20)'),
-  page: z.number().int().min(1).optional().describe('Page number, 1 or more'),
-  sort_by: z.string().optional().describe('created_at, name, expires_at or last_used_at'),
-  sort_order: z.enum(['asc', 'desc']).optional(),
-};
 
 /**
  * Listing and revoking only: minting is left to REST and `svc tokens`, because a tool result would
@@ -30,7 +24,7 @@ export class ServiceAccountTools {
     name: 'list_service_accounts',
     mirrors: 'GET /service-accounts',
     description: 'List service accounts (metadata and token prefix only, never tokens).',
-    input: z.object({ ...pageArguments, include_revoked: z.boolean().optional().describe('Include revoked accounts (default true)') }),
+    input: z.object({ ...pageArguments(ListServiceAccountsQuery), include_revoked: z.boolean().optional().describe('Include revoked accounts (default true)') }),
     annotations: { readOnlyHint: true },
   })
   async list(principal: Principal, args: Record<string, unknown>): Promise<ServiceAccountPageDto> {

@@ -5,13 +5,8 @@ import { Principal } from '@app/access';
 import { McpTool, McpToolset } from '@app/mcp';
 import { ListSessionRunsQuery, ListSessionsQuery, RunPageDto, SessionDto, SessionIdParams, SessionPageDto, SessionsService } from '@app/runs';
 
-import { McpArguments } from '../mcp-arguments';
+import { McpArguments, pageArguments } from '../mcp-arguments';
 
-const page = {
-  limit: z.number().int().min(1).optional().describe('Page size, 1 to 100 (default 20)'),
-  page: z.number().int().min(1).optional().describe('Page number, 1 or more'),
-  sort_order: z.enum(['asc', 'desc']).optional(),
-};
 const sessionId = z.string().describe('Session id');
 
 /** Read-only, like the session tools of comparable services: a model reviews history, it does not rewrite it. */
@@ -27,7 +22,7 @@ export class SessionTools {
     name: 'list_sessions',
     mirrors: 'GET /sessions',
     description: "The caller's sessions, newest first.",
-    input: z.object({ ...page, sort_by: z.enum(['created_at', 'updated_at']).optional() }),
+    input: z.object(pageArguments(ListSessionsQuery)),
     annotations: { readOnlyHint: true },
   })
   async list(principal: Principal, args: Record<string, unknown>): Promise<SessionPageDto> {
@@ -44,7 +39,7 @@ export class SessionTools {
     name: 'list_session_runs',
     mirrors: 'GET /sessions/:session_id/runs',
     description: "A session's runs (message, status, content).",
-    input: z.object({ session_id: sessionId, ...page }),
+    input: z.object({ session_id: sessionId, ...pageArguments(ListSessionRunsQuery) }),
     annotations: { readOnlyHint: true },
   })
   async runs(principal: Principal, args: Record<string, unknown>): Promise<RunPageDto> {
