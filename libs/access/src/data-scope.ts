@@ -1,4 +1,6 @@
-import { isAdmin, Principal } from './principal';
+import { RequestErrorCode, RequestException } from '@app/errors';
+
+import { isAdmin, Principal, SERVICE_ACCOUNT_PREFIX } from './principal';
 
 /**
  * Self-scoping lives here and only here: which rows a caller may read and write.
@@ -41,15 +43,24 @@ export class DataScope {
 }
 
 /**
- * The user a new row is attributed to: the caller's own identity when it has one;
- * `requested` (a `user_id` parameter) only for callers without an identity of their own.
+ * The user a new row (run, session, schedule) is attributed to. A `user_id` parameter is honoured
+ * only for callers without an identity of their own (the security key; anonymous on an open
+ * instance) and for JWT admins; everyone else's rows are their own, whatever `user_id` says.
+ * A service account always acts as `sa:<name>`, and only an admin may name an `sa:` principal.
  */
 export function attributedUser(principal: Principal, requested?: string | null): string | null {
-  if (principal.kind === 'service_account') {
+  if (requested === undefined || requested === null || requested === principal.userId) {
     return principal.userId;
   }
-  if (principal.selfScoped) {
+  const mayNameAnother = principal.kind === 'security_key' || principal.kind === 'anonymous' || (principal.kind === 'jwt' && isAdmin(principal));
+  if (!mayNameAnother) {
     return principal.userId;
   }
-  return requested ?? principal.userId;
+  if (requested.startsWith(SERVICE_ACCOUNT_PREFIX) && !isAdmin(principal)) {
+    throw new RequestException(
+      RequestErrorCode.Forbidden,
+      `Only platform:admin or the OS security key may act for a service account (user_id '${requested}')`,
+    );
+  }
+  return requested;
 }

@@ -141,7 +141,7 @@ export class RunsService {
     }
     const run = newRun(component, request, userId, key, background);
     try {
-      await this.dataSource.transaction((manager) => this.store(manager, caller, run, request.session_id === undefined));
+      await this.dataSource.transaction((manager) => this.store(manager, run, request.session_id === undefined));
     } catch (error) {
       if (key !== null && isUniqueViolation(error, RUN_IDEMPOTENCY_CONSTRAINT)) {
         // A concurrent request with the same key won the race: answer with its run.
@@ -152,7 +152,7 @@ export class RunsService {
     return { run, created: true };
   }
 
-  private async store(manager: EntityManager, caller: Principal, run: RunEntity, newSession: boolean): Promise<void> {
+  private async store(manager: EntityManager, run: RunEntity, newSession: boolean): Promise<void> {
     const session = Object.assign(new SessionEntity(), {
       id: run.sessionId,
       componentType: run.componentType,
@@ -161,7 +161,7 @@ export class RunsService {
     });
     if (newSession) {
       await this.sessions.insert(manager, session);
-    } else if (!(await this.sessions.upsert(manager, DataScope.of(caller), session))) {
+    } else if (!(await this.sessions.upsert(manager, session))) {
       throw new RunException(RunErrorCode.SessionNotFound, `Session '${run.sessionId}' not found`);
     }
     await this.runs.insert(manager, run);

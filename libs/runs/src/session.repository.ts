@@ -14,8 +14,8 @@ const SORT_COLUMNS: Record<SessionSortField, string> = { created_at: 'session.cr
 export class SessionRepository {
   constructor(@InjectRepository(SessionEntity) private readonly rows: Repository<SessionEntity>) {}
 
-  async findById(scope: DataScope, id: string, manager: EntityManager = this.rows.manager): Promise<SessionEntity | null> {
-    const session = await manager.findOneBy(SessionEntity, { id });
+  async findById(scope: DataScope, id: string): Promise<SessionEntity | null> {
+    const session = await this.rows.findOneBy({ id });
     return session && scope.includes(session.userId) ? session : null;
   }
 
@@ -23,10 +23,14 @@ export class SessionRepository {
     await manager.insert(SessionEntity, session);
   }
 
-  /** Creates the session, or marks an existing one as just used. Returns false when the id is someone else's session. */
-  async upsert(manager: EntityManager, scope: DataScope, session: SessionEntity): Promise<boolean> {
+  /**
+   * Creates the session, or marks an existing one as just used. Returns false when the id is a session
+   * of another user: a run only ever joins a session of the user it is attributed to.
+   */
+  async upsert(manager: EntityManager, session: SessionEntity): Promise<boolean> {
     await manager.createQueryBuilder().insert().into(SessionEntity).values(session).orIgnore().execute();
-    if (!(await this.findById(scope, session.id, manager))) {
+    const stored = await manager.findOneBy(SessionEntity, { id: session.id });
+    if (stored?.userId !== session.userId) {
       return false;
     }
     await manager.update(SessionEntity, { id: session.id }, { updatedAt: () => 'now()' });
