@@ -1,6 +1,6 @@
 import { createPublicKey, KeyObject } from 'node:crypto';
 
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { createRemoteJWKSet, errors, JWTPayload, JWTVerifyGetKey, jwtVerify } from 'jose';
 
 import { Env } from '@app/config';
@@ -44,7 +44,8 @@ abstract class SignedTokenVerifier {
       throw new JwtRejected('JWT verification is not configured');
     }
     try {
-      const { payload } = await jwtVerify(token, this.key as Uint8Array, { ...this.expected, clockTolerance: 10 });
+      // A token without an expiry would be good forever once leaked: `exp` is required.
+      const { payload } = await jwtVerify(token, this.key as Uint8Array, { ...this.expected, clockTolerance: 10, requiredClaims: ['exp'] });
       if (typeof payload.sub !== 'string' || payload.sub === '') {
         throw new JwtRejected('Invalid token: missing sub claim');
       }
@@ -55,6 +56,9 @@ abstract class SignedTokenVerifier {
       }
       if (error instanceof errors.JWTExpired) {
         throw new JwtRejected('Token has expired');
+      }
+      if (error instanceof errors.JWTClaimValidationFailed && error.claim === 'exp' && error.reason === 'missing') {
+        throw new JwtRejected('Token has no exp claim: tokens without an expiry are refused');
       }
       throw new JwtRejected(`Invalid token: ${error instanceof errors.JOSEError ? error.code : 'malformed'}`);
     }
@@ -76,6 +80,11 @@ function restKey(env: Env): VerificationKey | null {
 export class JwtVerifier extends SignedTokenVerifier {
   constructor(env: Env) {
     super(restKey(env), { issuer: env.JWT_ISSUER, audience: env.JWT_AUDIENCE });
+    if (env.JWT_JWKS_URL && !env.JWT_AUDIENCE) {
+      new Logger(JwtVerifier.name).warn(
+        'JWT_JWKS_URL is set without JWT_AUDIENCE: any token its key set signs is accepted here, including tokens issued for other services. Set JWT_AUDIENCE to this service\'s audience.',
+      );
+    }
   }
 }
 

@@ -9,10 +9,13 @@ import {
   Max,
   Min,
   MinLength,
+  ValidateBy,
   ValidateIf,
   validateSync,
   ValidationError,
 } from 'class-validator';
+
+import { isLoopbackHost } from './loopback';
 
 const TRUE_WORDS = ['true', '1', 'yes', 'on'];
 const FALSE_WORDS = ['false', '0', 'no', 'off'];
@@ -50,6 +53,30 @@ function IsEnvInt(min: number, max = Number.MAX_SAFE_INTEGER): PropertyDecorator
     Min(min, { message: `must be a whole number from ${min} to ${max}` })(target, key);
     Max(max, { message: `must be a whole number from ${min} to ${max}` })(target, key);
   };
+}
+
+/**
+ * A URL signing keys are fetched from: https, or http only to a loopback address (a key server on
+ * the same machine). Keys fetched over plain HTTP from elsewhere could be swapped in transit.
+ */
+function IsKeySetUrl(required = ''): PropertyDecorator {
+  return ValidateBy({
+    name: 'isKeySetUrl',
+    validator: {
+      validate: (value: unknown) => {
+        if (typeof value !== 'string') {
+          return false;
+        }
+        try {
+          const url = new URL(value);
+          return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
+        } catch {
+          return false;
+        }
+      },
+      defaultMessage: () => `must be an https URL (http only for a loopback host such as 127.0.0.1 or localhost)${required}`,
+    },
+  });
 }
 
 /** Where the api serves MCP when MCP_ENABLED is on. */
@@ -97,7 +124,7 @@ export class Env {
   JWT_PUBLIC_KEY?: string;
 
   @IsOptional()
-  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] }, { message: 'must be an http(s) URL' })
+  @IsKeySetUrl()
   JWT_JWKS_URL?: string;
 
   @IsOptional()
@@ -162,7 +189,7 @@ export class Env {
   MCP_OAUTH_ISSUER?: string;
 
   @ValidateIf((env: Env) => env.MCP_OAUTH_ISSUER !== undefined || env.MCP_OAUTH_JWKS_URL !== undefined)
-  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] }, { message: 'must be an http(s) URL (required with MCP_OAUTH_ISSUER)' })
+  @IsKeySetUrl(' (required with MCP_OAUTH_ISSUER)')
   MCP_OAUTH_JWKS_URL?: string;
 
   /** Expected `aud` of OAuth access tokens; defaults to the /mcp resource URL (RFC 8707). */

@@ -1,0 +1,63 @@
+import { SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase } from '../support/database';
+import { expectErrorBody } from '../support/error-bodies';
+import { call } from '../support/http';
+import { JWT_SECRET, signJwt } from '../support/principals';
+import { RunningApi, spawnNode, startApi } from '../support/processes';
+
+/** Threat model, JWTs: a token must expire, and the keys that verify tokens must not be swappable in transit. */
+describe('security: JWT verification', () => {
+  let api: RunningApi;
+  let databaseUrl: string;
+
+  beforeAll(async () => {
+    databaseUrl = await createTestDatabase();
+    api = await startApi({ DATABASE_URL: databaseUrl, JWT_SECRET });
+  });
+  afterAll(() => api?.stop());
+
+  it('a JWT without an exp claim is refused, however valid its signature', async () => {
+    const forever = await new SignJWT({ sub: 'alice', scopes: ['config:read'] }).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().sign(new TextEncoder().encode(JWT_SECRET));
+    const refused = await call(api.url, 'GET', '/config', { token: forever });
+    expectErrorBody(refused, 401);
+    expect(refused.body.detail).toMatch(/exp/);
+    // Positive control: the same claims with an expiry pass.
+    expect((await call(api.url, 'GET', '/config', { token: await signJwt({ sub: 'alice', scopes: ['config:read'] }) })).status).toBe(200);
+  });
+
+  async function bootFailure(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+    const process = spawnNode('dist/apps/api/src/main.js', { HOST: '127.0.0.1', PORT: '0', DATABASE_URL: databaseUrl, ...env });
+    const code = await Promise.race([process.exited, new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), 30_000))]);
+    await process.stop('SIGKILL');
+    return { code: code === 'running' ? null : code, output: process.output() };
+  }
+
+  it.each([
+    ['JWT_JWKS_URL', {}],
+    ['MCP_OAUTH_JWKS_URL', { MCP_ENABLED: 'true', MCP_OAUTH_ISSUER: 'https://auth.example' }],
+  ])('a %s over plain HTTP to another host stops boot: signing keys could be swapped in transit', async (variable, extra) => {
+    for (const url of ['http://keys.example/jwks.json', 'http://127.evil.example/jwks.json', 'http://localhost.evil.example/jwks.json']) {
+      const { code, output } = await bootFailure({ ...extra, [variable]: url });
+      expect(code, output).toBe(1);
+      expect(output).toContain(`${variable}=`);
+      expect(output).toMatch(/must be an https URL/);
+    }
+  });
+
+  it('a JWKS URL on loopback over HTTP boots, and without JWT_AUDIENCE the boot warns', async () => {
+    const local = await startApi({ DATABASE_URL: databaseUrl, JWT_JWKS_URL: 'http://127.0.0.1:9/jwks.json' });
+    try {
+      expect(local.output()).toMatch(/JWT_JWKS_URL is set without JWT_AUDIENCE/);
+    } finally {
+      await local.stop();
+    }
+    const withAudience = await startApi({ DATABASE_URL: databaseUrl, JWT_JWKS_URL: 'https://keys.example/jwks.json', JWT_AUDIENCE: 'platform' });
+    try {
+      expect(withAudience.output()).not.toMatch(/without JWT_AUDIENCE/);
+    } finally {
+      await withAudience.stop();
+    }
+  });
+});
