@@ -302,22 +302,24 @@ describe('schedules api (security_key mode)', () => {
       expect((await createOk({ user_id: 'alice' })).user_id).toBe('alice');
     });
 
-    it('accepts a validly signed schedule credential, and never a forged or expired one, or one for a disabled schedule', async () => {
-      const schedule = await createOk();
+    it('accepts a validly signed schedule credential for its own call, and never a forged or expired one, one for another call, or one for a disabled schedule', async () => {
+      const schedule = await createOk({ endpoint: '/config' });
       const forged = `svc_sch_${schedule.id}.${NEW_YEAR_2100}.${'A'.repeat(43)}`;
-      const refused = async (token: string) => {
-        const response = await call(api.url, 'GET', '/config', { token });
+      const refused = async (token: string, path = '/config') => {
+        const response = await call(api.url, 'GET', path, { token });
         expectErrorBody(response, 401);
-        expect(response.body.detail).toBe('Invalid or expired schedule credential, or the schedule is disabled');
+        expect(response.body.detail).toBe('Invalid or expired schedule credential, not issued for this call, or the schedule is disabled');
       };
       // The first credential checked makes the api generate its signing key (none is configured here).
       await refused(forged);
       await refused('svc_sch_garbage');
       const [{ value: key }] = await query<{ value: string }>(databaseUrl, `SELECT value FROM internal_secrets WHERE name = 'internal_service_token'`);
-      const signed = (scheduleId: string, expiresAt: number) =>
-        `svc_sch_${scheduleId}.${expiresAt}.${createHmac('sha256', key).update(`${scheduleId}.${expiresAt}`).digest('base64url')}`;
+      const signed = (scheduleId: string, expiresAt: number, call = 'GET /config') =>
+        `svc_sch_${scheduleId}.${expiresAt}.${createHmac('sha256', key).update(`${scheduleId}.${expiresAt}.${call}`).digest('base64url')}`;
 
       expect((await call(api.url, 'GET', '/config', { token: signed(schedule.id, NEW_YEAR_2100) })).status).toBe(200);
+      await refused(signed(schedule.id, NEW_YEAR_2100), '/service-accounts');
+      await refused(signed(schedule.id, NEW_YEAR_2100, 'GET /service-accounts'), '/service-accounts');
       await refused(signed(schedule.id, Math.floor(Date.now() / 1000) - 1));
       await call(api.url, 'PATCH', `/schedules/${schedule.id}`, { token: ROOT_KEY, json: { enabled: false } });
       await refused(signed(schedule.id, NEW_YEAR_2100));

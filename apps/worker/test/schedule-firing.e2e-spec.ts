@@ -148,27 +148,30 @@ describe('schedule firing (real worker, real HTTP)', () => {
     expect(new Set(fire.attempts.map((attempt) => attempt.run_id)).size).toBe(2);
   });
 
-  it('fires with the rights of the creating service account, never more', async () => {
+  it('fires with the rights of the owning service account as they are now, never more', async () => {
     const runner = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'config:read', 'schedules:write', 'schedules:read'], privileged: true });
+    // A call the owner may not make is refused when the schedule is written, not when it fires.
+    const refusedAtCreate = await call(api.url, 'POST', '/schedules', { token: runner.token, json: { name: uniqueName('fire'), cron_expr: YEARLY, method: 'GET', endpoint: '/service-accounts' } });
+    expect(refusedAtCreate.status).toBe(403);
+    expect(refusedAtCreate.body.detail).toContain('service_accounts:read');
     const allowed = await createSchedule({ endpoint: '/config' }, runner.token);
-    const refused = await createSchedule({ endpoint: '/service-accounts', max_retries: 3, retry_delay_seconds: 1 }, runner.token);
-    await makeDue([allowed.id, refused.id]);
+    await makeDue([allowed.id]);
     expect(await finishedFire(allowed.id)).toMatchObject({ status: 'success', status_code: 200 });
-    const fire = await finishedFire(refused.id);
+    // The account loses config:read: the next fire is refused (not retried) and the schedule disabled.
+    await query(databaseUrl, `UPDATE service_accounts SET scopes = ARRAY['agents:run', 'schedules:write', 'schedules:read'] WHERE id = $1`, [runner.id]);
+    await makeDue([allowed.id]);
+    const fire = await finishedFire(allowed.id, 2);
     expect(fire).toMatchObject({ status: 'failed', status_code: 403 });
-    expect(fire.error).toContain('service_accounts:read');
-    // A 403 is an answer, not a glitch: it is not retried.
+    expect(fire.error).toContain('config:read');
     expect(fire.attempts).toHaveLength(1);
+    expect(await schedule(allowed.id)).toMatchObject({ enabled: false, disabled_reason: 'owner_lacks_scope:config:read' });
   });
 
-  it('refuses, when it fires, a schedule an agents:run token pointed at /queue/jobs', async () => {
+  it('refuses a schedule an agents:run token points at /queue/jobs, and fires the same schedule made with the security key', async () => {
     const runner = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'schedules:write'], privileged: true });
-    const created = await createSchedule({ endpoint: '/queue/jobs' }, runner.token);
-    await makeDue([created.id]);
-    const fire = await finishedFire(created.id);
-    expect(fire).toMatchObject({ status: 'failed', status_code: 403 });
-    expect(fire.attempts).toHaveLength(1);
-    // The same schedule created with the security key reaches the queue: the refusal was the creator's rights.
+    const refused = await call(api.url, 'POST', '/schedules', { token: runner.token, json: { name: uniqueName('fire'), cron_expr: YEARLY, method: 'GET', endpoint: '/queue/jobs' } });
+    expect(refused.status).toBe(403);
+    expect(refused.body.detail).toContain('platform:admin');
     const root = await createSchedule({ endpoint: '/queue/jobs' });
     await makeDue([root.id]);
     expect(await finishedFire(root.id)).toMatchObject({ status: 'success', status_code: 200 });
@@ -182,7 +185,7 @@ describe('schedule firing (real worker, real HTTP)', () => {
     const fire = await finishedFire(created.id);
     expect(fire).toMatchObject({ status: 'failed', attempts: [], status_code: null });
     expect(fire.error).toContain('revoked');
-    expect(await schedule(created.id)).toMatchObject({ enabled: false, next_run_at: null, disabled_reason: `creator_revoked:sa:${creator.name}` });
+    expect(await schedule(created.id)).toMatchObject({ enabled: false, next_run_at: null, disabled_reason: `owner_revoked:sa:${creator.name}` });
     expect((await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY })).status).toBe(409);
   });
 
@@ -192,7 +195,7 @@ describe('schedule firing (real worker, real HTTP)', () => {
     await query(databaseUrl, `UPDATE service_accounts SET expires_at = now() - interval '1 second' WHERE id = $1`, [creator.id]);
     await makeDue([created.id]);
     expect(await finishedFire(created.id)).toMatchObject({ status: 'failed', attempts: [] });
-    expect(await schedule(created.id)).toMatchObject({ enabled: false, disabled_reason: `creator_expired:sa:${creator.name}` });
+    expect(await schedule(created.id)).toMatchObject({ enabled: false, disabled_reason: `owner_expired:sa:${creator.name}` });
   });
 
   it('never fires a disabled schedule, even when its slot has passed', async () => {

@@ -15,6 +15,8 @@ export interface Principal {
   /** True when reads and writes are confined to `userId` (service accounts always; JWT users under USER_ISOLATION). */
   readonly selfScoped: boolean;
   readonly serviceAccountId?: string;
+  /** Set when the caller is a schedule's fire acting for the schedule's owner. */
+  readonly scheduleId?: string;
 }
 
 export const SERVICE_ACCOUNT_PREFIX = 'sa:';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { covers, forComponent, isPrivilegedScope, isValidScope, parseScope } from './scope';
+import { covers, forComponent, intersectScopes, isPrivilegedScope, isValidScope, parseScope } from './scope';
 
 describe('scope language', () => {
   it('parses two- and three-part scopes of the catalogue', () => {
@@ -44,5 +44,13 @@ describe('scope language', () => {
 
   it('narrows a route scope to a component', () => {
     expect(forComponent('agents:run', 'echo-agent')).toBe('agents:echo-agent:run');
+  });
+
+  it('intersects two grants down to what both allow', () => {
+    expect(intersectScopes(['agents:run', 'config:read'], ['agents:echo-agent:run', 'sessions:read'])).toEqual(['agents:echo-agent:run']);
+    expect(intersectScopes(['platform:admin'], ['config:read'])).toEqual(['config:read']);
+    expect(intersectScopes(['config:read'], ['platform:admin'])).toEqual(['config:read']);
+    expect(intersectScopes(['agents:a:run'], ['agents:b:run'])).toEqual([]);
+    expect(intersectScopes(['schedules:write'], [])).toEqual([]);
   });
 });

@@ -65,6 +65,23 @@ export function covers(held: readonly string[], required: string): boolean {
   return parsed !== null && held.some((scope) => grants(scope, parsed));
 }
 
+/** The narrower of two scopes when one covers the other; null when they grant nothing in common. */
+function meet(a: string, b: string): string | null {
+  if (covers([a], b)) {
+    return b;
+  }
+  return covers([b], a) ? a : null;
+}
+
+/**
+ * What both scope lists grant: a scope is in the result only if each list covers it.
+ * `['agents:run']` with `['agents:echo-agent:run', 'config:read']` gives `['agents:echo-agent:run']`.
+ */
+export function intersectScopes(a: readonly string[], b: readonly string[]): string[] {
+  const both = a.flatMap((held) => b.map((other) => meet(held, other)).filter((scope): scope is string => scope !== null));
+  return [...new Set(both)];
+}
+
 /** Narrows a route's scope to one component: (`agents:run`, `echo-agent`) gives `agents:echo-agent:run`. */
 export function forComponent(scope: string, componentId: string): string {
   const parsed = parseScope(scope);

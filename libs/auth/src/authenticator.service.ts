@@ -2,10 +2,10 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 
 import { Injectable } from '@nestjs/common';
 
-import { mayUse, Principal, SERVICE_ACCOUNT_PREFIX, serviceAccountPrincipal } from '@app/access';
+import { intersectScopes, mayUse, Principal, SERVICE_ACCOUNT_PREFIX, serviceAccountPrincipal } from '@app/access';
 import { assertUnreachable } from '@app/errors';
 import { Env } from '@app/config';
-import { SCHEDULE_CREDENTIAL_PREFIX, ScheduleCreator, ScheduleCredentials } from '@app/schedules';
+import { SCHEDULE_CREDENTIAL_PREFIX, ScheduleCall, ScheduleCredentials, ScheduleOwner } from '@app/schedules';
 import { ServiceAccountsService, ServiceAccountVerifier, TOKEN_PREFIX, Verification } from '@app/service-accounts';
 
 import { AuthErrorCode, AuthException } from './auth.exception';
@@ -17,17 +17,24 @@ export interface Credentials {
   authorization?: string;
   /** The client address, which the failed-lookup limiter counts by. */
   clientKey: string;
+  /** The request's method and URL: a schedule's credential is good for one call only. */
+  call: ScheduleCall;
 }
 
 const ANONYMOUS: Principal = { kind: 'anonymous', userId: null, scopes: [], scopesEnforced: false, selfScoped: false };
 const ROOT: Principal = { kind: 'security_key', userId: null, scopes: [], scopesEnforced: false, selfScoped: false };
 
-// The principal of each credential kind, whether the credential is presented now or recorded by a
-// schedule's creator: a schedule's fire carries exactly the rights its creator had.
+// The principal of each credential kind, whether the credential is presented now or recorded as a
+// schedule's owner: a schedule's fire carries the rights its owner had, never more.
 
 function serviceAccountCaller(userId: string, scopes: string[], serviceAccountId: string | undefined): Principal {
   // Rule 13: token scopes are stored data, enforced in every auth mode. Rule 11: service accounts always self-scope.
   return { kind: 'service_account', userId, scopes, scopesEnforced: true, selfScoped: true, serviceAccountId };
+}
+
+/** A schedule's fire: its owner's principal, marked so that schedules cannot change schedules. */
+function forSchedule(owner: Principal, scheduleId: string): Principal {
+  return { ...owner, scheduleId };
 }
 
 /** The authorization server's access tokens: delegated to a client app, so always scoped and self-scoped. */
@@ -73,7 +80,15 @@ export class Authenticator {
   /** Identifies the caller, then checks `requiredScope` (already narrowed to a component id where the route has one). */
   async authenticate(credentials: Credentials, requiredScope: string): Promise<Principal> {
     const principal = await this.identify(credentials);
-    this.authorize(principal, requiredScope);
+    try {
+      this.authorize(principal, requiredScope);
+    } catch (error) {
+      if (principal.scheduleId) {
+        // The owner held this scope when the schedule was last written, and no longer does.
+        await this.scheduleCredentials.disable(principal.scheduleId, `owner_lacks_scope:${requiredScope}`);
+      }
+      throw error;
+    }
     return principal;
   }
 
@@ -89,7 +104,7 @@ export class Authenticator {
       return this.anonymousOr(this.missingCredentialDetail());
     }
     if (token.startsWith(SCHEDULE_CREDENTIAL_PREFIX)) {
-      return this.fromSchedule(await this.scheduleCredentials.resolve(token));
+      return this.fromSchedule(await this.scheduleCredentials.resolve(token, credentials.call));
     }
     if (token.startsWith(TOKEN_PREFIX)) {
       return this.fromServiceAccount(await this.serviceAccounts.verify(token, credentials.clientKey));
@@ -172,42 +187,44 @@ export class Authenticator {
   }
 
   /**
-   * A schedule's fire carries its creator's rights, never more: a refusal is always a 401,
-   * even on an open instance, where falling back to anonymous could grant more than the creator had.
+   * A schedule's fire carries its owner's rights as recorded, narrowed to what the service knows
+   * the owner holds now (a service account's current scopes). A refusal is always a 401, even on an
+   * open instance, where falling back to anonymous could grant more than the owner had.
    */
-  private async fromSchedule(creator: ScheduleCreator | null): Promise<Principal> {
-    if (!creator) {
-      throw new AuthException(AuthErrorCode.Unauthenticated, 'Invalid or expired schedule credential, or the schedule is disabled');
+  private async fromSchedule(owner: ScheduleOwner | null): Promise<Principal> {
+    if (!owner) {
+      throw new AuthException(AuthErrorCode.Unauthenticated, 'Invalid or expired schedule credential, not issued for this call, or the schedule is disabled');
     }
-    switch (creator.kind) {
+    switch (owner.kind) {
       case 'service_account': {
-        const standing = await this.accounts.standing(creator.serviceAccountId ?? '');
+        const standing = await this.accounts.standing(owner.serviceAccountId ?? '');
         if (standing.state !== 'active') {
           throw new AuthException(AuthErrorCode.Unauthenticated, `The schedule's service account is ${standing.state}`);
         }
-        return serviceAccountCaller(creator.userId ?? '', creator.scopes, creator.serviceAccountId ?? undefined);
+        const scopes = intersectScopes(owner.scopes, standing.scopes);
+        return forSchedule(serviceAccountCaller(owner.userId ?? '', scopes, owner.serviceAccountId ?? undefined), owner.scheduleId);
       }
       case 'jwt':
-        return this.jwtCaller(creator.userId ?? '', creator.scopes);
+        return forSchedule(this.jwtCaller(owner.userId ?? '', owner.scopes), owner.scheduleId);
       case 'oauth':
         if (this.mcpOAuth.configured) {
-          return oauthCaller(creator.userId ?? '', creator.scopes);
+          return forSchedule(oauthCaller(owner.userId ?? '', owner.scopes), owner.scheduleId);
         }
         break;
       case 'security_key':
         if (this.securityKey) {
-          return ROOT;
+          return forSchedule(ROOT, owner.scheduleId);
         }
         break;
       case 'anonymous':
         if (this.mode === 'none') {
-          return ANONYMOUS;
+          return forSchedule(ANONYMOUS, owner.scheduleId);
         }
         break;
       default:
-        assertUnreachable(creator.kind);
+        assertUnreachable(owner.kind);
     }
-    throw new AuthException(AuthErrorCode.Unauthenticated, "The schedule's creator used a credential this instance no longer accepts");
+    throw new AuthException(AuthErrorCode.Unauthenticated, "The schedule's owner used a credential this instance no longer accepts");
   }
 
   private async fromJwt(token: string): Promise<Principal> {

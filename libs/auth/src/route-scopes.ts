@@ -1,25 +1,73 @@
 import { Injectable, RequestMethod } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import FindMyWay, { HTTPMethod } from 'find-my-way';
 
-import { ROUTE_SCOPE, RouteScope } from '@app/auth';
+import { EndpointRoute, EndpointScopes, normalizedEndpoint } from '@app/schedules';
+
+import { PUBLIC_ROUTE, requiredScope, ROUTE_SCOPE, RouteScope } from './scopes.decorator';
 
 function joinPath(...parts: (string | string[] | undefined)[]): string {
   const segments = parts.flatMap((part) => (Array.isArray(part) ? part.slice(0, 1) : [part ?? '']));
   return `/${segments.join('/')}`.replace(/\/+/g, '/').replace(/(.)\/$/, '$1');
 }
 
-/** The scope every REST route declares with @RequireScope, keyed `METHOD /path` (Nest's `:param` syntax). */
+interface DeclaredRoute {
+  method: string;
+  path: string;
+  /** Null for a @Public route. */
+  rule: RouteScope | null;
+}
+
+/**
+ * The app's routes and the scope each declares (@RequireScope or @Public), read from the
+ * controllers' metadata. MCP tools bind to them at boot; schedules ask which route, and so
+ * which scope, a call will reach, matched with the router Fastify itself uses.
+ */
 @Injectable()
-export class RestRouteScopes {
+export class RouteScopes extends EndpointScopes {
+  private router: FindMyWay.Instance<FindMyWay.HTTPVersion.V1> | null = null;
+
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly reflector: Reflector,
-  ) {}
+  ) {
+    super();
+  }
 
+  /** The scope of every route declaring @RequireScope, keyed `METHOD /path` (Nest's `:param` syntax). */
   collect(): Map<string, RouteScope> {
-    const routes = new Map<string, RouteScope>();
+    return new Map(this.declared().flatMap(({ method, path, rule }) => (rule ? [[`${method} ${path}`, rule] as const] : [])));
+  }
+
+  routeOf(method: string, endpoint: string): EndpointRoute | null {
+    const pathname = normalizedEndpoint(endpoint).split('?')[0];
+    const found = this.matcher().find(method.toUpperCase() as HTTPMethod, pathname);
+    if (!found) {
+      return null;
+    }
+    const route = found.store as DeclaredRoute;
+    return { route: `${route.method} ${route.path}`, scope: route.rule ? requiredScope(route.rule, found.params) : null };
+  }
+
+  private matcher(): FindMyWay.Instance<FindMyWay.HTTPVersion.V1> {
+    if (!this.router) {
+      const router = FindMyWay();
+      for (const route of this.declared()) {
+        if (route.method === 'ALL') {
+          router.all(route.path, () => undefined, route);
+        } else {
+          router.on(route.method as HTTPMethod, route.path, () => undefined, route);
+        }
+      }
+      this.router = router;
+    }
+    return this.router;
+  }
+
+  private declared(): DeclaredRoute[] {
+    const routes: DeclaredRoute[] = [];
     for (const wrapper of this.discovery.getControllers()) {
       const controller = wrapper.metatype as (new (...args: never[]) => object) | undefined;
       if (!controller) {
@@ -29,9 +77,14 @@ export class RestRouteScopes {
       for (const name of this.scanner.getAllMethodNames(controller.prototype)) {
         const handler = (controller.prototype as Record<string, unknown>)[name] as () => unknown;
         const method = this.reflector.get<RequestMethod | undefined>(METHOD_METADATA, handler);
-        const scope = this.reflector.getAllAndOverride<RouteScope | undefined>(ROUTE_SCOPE, [handler, controller]);
-        if (method !== undefined && scope) {
-          routes.set(`${RequestMethod[method]} ${joinPath(base, this.reflector.get<string | string[]>(PATH_METADATA, handler))}`, scope);
+        if (method === undefined) {
+          continue;
+        }
+        const rule = this.reflector.getAllAndOverride<RouteScope | undefined>(ROUTE_SCOPE, [handler, controller]);
+        const isPublic = this.reflector.getAllAndOverride<boolean | undefined>(PUBLIC_ROUTE, [handler, controller]);
+        if (rule || isPublic) {
+          const path = joinPath(base, this.reflector.get<string | string[]>(PATH_METADATA, handler));
+          routes.push({ method: RequestMethod[method], path, rule: rule ?? null });
         }
       }
     }

@@ -28,7 +28,7 @@ export class ScopeGuard implements CanActivate {
     }
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
     request.principal = await this.authenticator.authenticate(
-      { authorization: request.headers.authorization, clientKey: request.ip },
+      { authorization: request.headers.authorization, clientKey: request.ip, call: { method: request.method, url: request.url } },
       requiredScope(rule, request.params as Record<string, unknown>),
     );
     return true;

@@ -7,11 +7,10 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
 import { Principal } from '@app/access';
-import { RequireScope } from '@app/auth';
+import { RequireScope, RouteScopes } from '@app/auth';
 
 import { McpTool, McpToolset } from './mcp-tool.decorator';
 import { McpToolRegistry } from './mcp-tool.registry';
-import { RestRouteScopes } from './rest-routes';
 
 @Controller('agents')
 class AgentsController {
@@ -46,7 +45,7 @@ class UnnarrowedTools {
 }
 
 async function registryWith(toolset: Type): Promise<McpToolRegistry> {
-  @Module({ imports: [DiscoveryModule], controllers: [AgentsController], providers: [toolset, RestRouteScopes, McpToolRegistry] })
+  @Module({ imports: [DiscoveryModule], controllers: [AgentsController], providers: [toolset, RouteScopes, McpToolRegistry] })
   class TestModule {}
   const module = await Test.createTestingModule({ imports: [TestModule] }).compile();
   await module.init();

@@ -2,10 +2,9 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { z } from 'zod';
 
-import { RouteScope } from '@app/auth';
+import { RouteScope, RouteScopes } from '@app/auth';
 
 import { MCP_TOOL, McpToolHandler, McpToolOptions, McpToolset } from './mcp-tool.decorator';
-import { RestRouteScopes } from './rest-routes';
 
 /** A declared tool with the scope rule of the route it mirrors, resolved once at boot. */
 export interface RegisteredMcpTool extends McpToolOptions {
@@ -26,7 +25,7 @@ export class McpToolRegistry implements OnModuleInit {
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly reflector: Reflector,
-    private readonly routes: RestRouteScopes,
+    private readonly routes: RouteScopes,
   ) {}
 
   get tools(): readonly RegisteredMcpTool[] {

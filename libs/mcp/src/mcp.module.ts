@@ -3,7 +3,6 @@ import { DiscoveryModule } from '@nestjs/core';
 
 import { MCP_ERROR_RENDERER, McpEndpoint, McpErrorRenderer } from './mcp-endpoint';
 import { McpToolRegistry } from './mcp-tool.registry';
-import { RestRouteScopes } from './rest-routes';
 
 export interface McpModuleOptions {
   /** How the app words errors (the same renderer as its HTTP error filter). */
@@ -17,7 +16,7 @@ export class McpModule {
     return {
       module: McpModule,
       imports: [DiscoveryModule],
-      providers: [RestRouteScopes, McpToolRegistry, McpEndpoint, { provide: MCP_ERROR_RENDERER, useClass: options.errorRenderer }],
+      providers: [McpToolRegistry, McpEndpoint, { provide: MCP_ERROR_RENDERER, useClass: options.errorRenderer }],
       exports: [McpEndpoint, McpToolRegistry],
     };
   }

@@ -3,6 +3,7 @@ export * from './schedule.dto';
 export * from './schedule.exception';
 export * from './schedule-credentials';
 export * from './schedule-credentials.module';
+export * from './schedule-endpoint';
 export * from './schedule-target';
 export * from './schedules.module';
 export * from './schedules.service';

@@ -2,20 +2,30 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
+import { isUUID } from 'class-validator';
 import { Repository } from 'typeorm';
 
 import { CredentialKind } from '@app/access';
 import { Env } from '@app/config';
 
 import { InternalSecretEntity } from './internal-secret.entity';
+import { normalizedEndpoint } from './schedule-endpoint';
 import { ScheduleEntity } from './schedule.entity';
+import { runPath, TargetType } from './schedule-target';
 
 export const SCHEDULE_CREDENTIAL_PREFIX = 'svc_sch_';
 const SECRET_NAME = 'internal_service_token';
 const CREDENTIAL = /^svc_sch_([0-9a-f-]{36})\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/;
 
-/** Whose rights a fire carries: the schedule's creator, as recorded when it was created. */
-export interface ScheduleCreator {
+/** One HTTP call as the api receives it: the method and the path with its query. */
+export interface ScheduleCall {
+  method: string;
+  url: string;
+}
+
+/** Whose rights a fire carries: the schedule's owner, as recorded at its last create or PATCH. */
+export interface ScheduleOwner {
+  scheduleId: string;
   kind: CredentialKind;
   userId: string | null;
   scopes: string[];
@@ -23,10 +33,11 @@ export interface ScheduleCreator {
 }
 
 /**
- * The worker's internal credential: `svc_sch_<schedule id>.<expiry>.<HMAC>`, keyed by
- * INTERNAL_SERVICE_TOKEN (or a secret generated once and kept in the database, so every
- * replica agrees). It names one schedule and expires with the fire, so the api can apply
- * exactly that schedule's creator's rights and nothing the raw secret would grant.
+ * The worker's credential for one call of a fire: `svc_sch_<schedule id>.<expiry>.<HMAC>`, keyed by
+ * INTERNAL_SERVICE_TOKEN (or a secret generated once and kept in the database, so every replica
+ * agrees). The HMAC covers the call's method and URL, so the credential is good for that call only:
+ * the schedule's own method and endpoint, or reading the run that call started. Presented anywhere
+ * else it does not verify.
  */
 @Injectable()
 export class ScheduleCredentials {
@@ -38,34 +49,41 @@ export class ScheduleCredentials {
     @InjectRepository(ScheduleEntity) private readonly schedules: Repository<ScheduleEntity>,
   ) {}
 
-  async mint(scheduleId: string, validForSeconds: number): Promise<string> {
+  async mint(scheduleId: string, validForSeconds: number, call: ScheduleCall): Promise<string> {
     const expiresAt = Math.floor(Date.now() / 1000) + validForSeconds;
-    return `${SCHEDULE_CREDENTIAL_PREFIX}${scheduleId}.${expiresAt}.${await this.mac(`${scheduleId}.${expiresAt}`)}`;
+    return `${SCHEDULE_CREDENTIAL_PREFIX}${scheduleId}.${expiresAt}.${await this.mac(scheduleId, expiresAt, call)}`;
   }
 
-  /** The creator of the enabled schedule a valid, unexpired credential names; null otherwise. */
-  async resolve(credential: string): Promise<ScheduleCreator | null> {
+  /** The owner of the enabled schedule a valid, unexpired credential names, if it was minted for exactly `call`; null otherwise. */
+  async resolve(credential: string, call: ScheduleCall): Promise<ScheduleOwner | null> {
     const match = CREDENTIAL.exec(credential);
     if (!match || Number(match[2]) * 1000 <= Date.now()) {
       return null;
     }
-    const expected = Buffer.from(await this.mac(`${match[1]}.${match[2]}`));
+    const expected = Buffer.from(await this.mac(match[1], Number(match[2]), call));
     if (!timingSafeEqual(expected, Buffer.from(match[3]))) {
       return null;
     }
     const schedule = await this.schedules.findOneBy({ id: match[1] });
-    if (!schedule?.enabled) {
+    if (!schedule?.enabled || !isCallOf(schedule, call)) {
       return null;
     }
     return {
-      kind: schedule.creatorKind,
-      userId: schedule.creatorId,
-      scopes: schedule.creatorScopes,
-      serviceAccountId: schedule.creatorServiceAccountId,
+      scheduleId: schedule.id,
+      kind: schedule.ownerKind,
+      userId: schedule.ownerId,
+      scopes: schedule.ownerScopes,
+      serviceAccountId: schedule.ownerServiceAccountId,
     };
   }
 
-  private async mac(message: string): Promise<string> {
+  /** Stops a schedule whose owner can no longer make its call; re-enabling it is an owner's or an admin's decision. */
+  async disable(scheduleId: string, reason: string): Promise<void> {
+    await this.schedules.update({ id: scheduleId, enabled: true }, { enabled: false, nextRunAt: null, disabledReason: reason, updatedAt: new Date() });
+  }
+
+  private async mac(scheduleId: string, expiresAt: number, call: ScheduleCall): Promise<string> {
+    const message = `${scheduleId}.${expiresAt}.${call.method.toUpperCase()} ${call.url}`;
     return createHmac('sha256', await this.key()).update(message).digest('base64url');
   }
 
@@ -91,4 +109,16 @@ export class ScheduleCredentials {
     const row = await this.secrets.findOneByOrFail({ name: SECRET_NAME });
     return Buffer.from(row.value);
   }
+}
+
+/** The calls a fire of `schedule` makes: its own method and endpoint, and, for a targeted schedule, reading the run it started. */
+function isCallOf(schedule: ScheduleEntity, call: ScheduleCall): boolean {
+  if (call.method.toUpperCase() === schedule.method && call.url === normalizedEndpoint(schedule.endpoint)) {
+    return true;
+  }
+  if (call.method.toUpperCase() !== 'GET' || !schedule.targetType || !schedule.targetId) {
+    return false;
+  }
+  const runs = runPath({ type: schedule.targetType as TargetType, id: schedule.targetId }, '');
+  return call.url.startsWith(runs) && isUUID(call.url.slice(runs.length));
 }

@@ -17,7 +17,7 @@ export interface ClaimedFire {
   maxRetries: number;
   retryDelaySeconds: number;
   enabled: boolean;
-  creatorServiceAccountId: string | null;
+  ownerServiceAccountId: string | null;
   targetType: string | null;
   targetId: string | null;
 }
@@ -103,7 +103,7 @@ export class ScheduleDispatchRepository {
        FROM picked, schedules s
        WHERE r.id = picked.id AND s.id = r.schedule_id
        RETURNING r.id AS run_id, s.id AS schedule_id, s.method, s.endpoint, s.payload, s.timeout_seconds, s.max_retries,
-                 s.retry_delay_seconds, s.enabled, s.creator_service_account_id, s.target_type, s.target_id`,
+                 s.retry_delay_seconds, s.enabled, s.owner_service_account_id, s.target_type, s.target_id`,
       [workerId, limit],
     );
     return rows.map((row) => ({
@@ -116,7 +116,7 @@ export class ScheduleDispatchRepository {
       maxRetries: row.max_retries as number,
       retryDelaySeconds: row.retry_delay_seconds as number,
       enabled: row.enabled as boolean,
-      creatorServiceAccountId: row.creator_service_account_id as string | null,
+      ownerServiceAccountId: row.owner_service_account_id as string | null,
       targetType: row.target_type as string | null,
       targetId: row.target_id as string | null,
     }));

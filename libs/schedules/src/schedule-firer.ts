@@ -47,7 +47,7 @@ export class ScheduleFirer {
     if (!fire.enabled) {
       return this.dispatch.finish(fire.runId, workerId, 'skipped', 'The schedule was disabled before this fire started');
     }
-    if (!(await this.creatorStillValid(fire, workerId))) {
+    if (!(await this.ownerStillValid(fire, workerId))) {
       return;
     }
     for (let attempt = 1; ; attempt += 1) {
@@ -61,16 +61,16 @@ export class ScheduleFirer {
     }
   }
 
-  /** A schedule whose service account is revoked or expired is disabled, and this fire makes no call. */
-  private async creatorStillValid(fire: ClaimedFire, workerId: string): Promise<boolean> {
-    if (!fire.creatorServiceAccountId) {
+  /** A schedule whose owning service account is revoked or expired is disabled, and this fire makes no call. */
+  private async ownerStillValid(fire: ClaimedFire, workerId: string): Promise<boolean> {
+    if (!fire.ownerServiceAccountId) {
       return true;
     }
-    const standing = await this.accounts.standing(fire.creatorServiceAccountId);
+    const standing = await this.accounts.standing(fire.ownerServiceAccountId);
     if (standing.state === 'active') {
       return true;
     }
-    const reason = `creator_${standing.state}:${standing.principal ?? fire.creatorServiceAccountId}`;
+    const reason = `owner_${standing.state}:${standing.principal ?? fire.ownerServiceAccountId}`;
     await this.dispatch.disable(fire.scheduleId, reason);
     await this.dispatch.finish(fire.runId, workerId, 'failed', `Not fired: the schedule's service account is ${standing.state}; the schedule is disabled (${reason})`);
     this.logger.warn(`Schedule ${fire.scheduleId} disabled: ${reason}`);
@@ -94,12 +94,21 @@ export class ScheduleFirer {
     return { outcome, record };
   }
 
+  /** The URL of a call to this service, with a credential good for exactly that call. */
+  private async signed(fire: ClaimedFire, method: string, path: string): Promise<{ url: URL; authorization: string }> {
+    const url = new URL(`${this.env.publicUrl}${path}`);
+    // The api sees the path below PUBLIC_URL's own (a proxy in front strips that prefix).
+    const prefix = new URL(this.env.publicUrl).pathname.replace(/\/$/, '');
+    const credential = await this.credentials.mint(fire.scheduleId, fire.timeoutSeconds + 60, { method, url: `${url.pathname.slice(prefix.length)}${url.search}` });
+    return { url, authorization: `Bearer ${credential}` };
+  }
+
   private async call(fire: ClaimedFire, signal: AbortSignal): Promise<AttemptOutcome> {
-    const credential = await this.credentials.mint(fire.scheduleId, fire.timeoutSeconds + 60);
+    const { url, authorization } = await this.signed(fire, fire.method, fire.endpoint);
     const { body, headers } = requestBody(fire.method, fire.payload);
-    const response = await fetch(`${this.env.publicUrl}${fire.endpoint}`, {
+    const response = await fetch(url, {
       method: fire.method,
-      headers: { ...headers, authorization: `Bearer ${credential}`, 'x-request-id': `schedule-run-${fire.runId}` },
+      headers: { ...headers, authorization, 'x-request-id': `schedule-run-${fire.runId}` },
       body,
       signal,
     });
@@ -111,12 +120,12 @@ export class ScheduleFirer {
     if (!run) {
       return { ok: true, retryable: false, statusCode: response.status, error: null, run: null };
     }
-    return this.follow(fire, run, credential, response.status, text, signal);
+    return this.follow(fire, run, response.status, text, signal);
   }
 
   /** Polls the run the endpoint started until it ends; a run that ends other than completed fails the attempt. */
-  private async follow(fire: ClaimedFire, run: StartedRun, credential: string, statusCode: number, body: string, signal: AbortSignal): Promise<AttemptOutcome> {
-    const url = `${this.env.publicUrl}${runPath({ type: fire.targetType as TargetType, id: fire.targetId! }, run.runId)}`;
+  private async follow(fire: ClaimedFire, run: StartedRun, statusCode: number, body: string, signal: AbortSignal): Promise<AttemptOutcome> {
+    const { url, authorization } = await this.signed(fire, 'GET', runPath({ type: fire.targetType as TargetType, id: fire.targetId! }, run.runId));
     let current = run;
     let delay = FOLLOW_FIRST_POLL_MS;
     try {
@@ -124,7 +133,7 @@ export class ScheduleFirer {
         await sleep(delay, signal);
         signal.throwIfAborted();
         delay = Math.min(delay * 1.5, FOLLOW_MAX_POLL_MS);
-        const response = await fetch(url, { headers: { authorization: `Bearer ${credential}` }, signal });
+        const response = await fetch(url, { headers: { authorization }, signal });
         body = await response.text();
         if (response.status >= 400 && !isRetryableStatus(response.status)) {
           return { ok: false, retryable: false, statusCode: response.status, error: `Could not follow run ${run.runId}: HTTP ${response.status}: ${clip(body)}`, run: current };

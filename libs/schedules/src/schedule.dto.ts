@@ -88,7 +88,7 @@ export class ScheduleDto {
   @ApiProperty({ type: 'string', nullable: true, enum: TARGET_TYPES, description: 'Kind of component a run endpoint targets; null for other endpoints' })
   target_type!: string | null;
   @ApiProperty({ type: 'string', nullable: true, description: 'Id of the component a run endpoint targets' }) target_id!: string | null;
-  @ApiProperty({ type: 'string', nullable: true, description: 'Why the service disabled the schedule, e.g. `creator_revoked:sa:ci`' })
+  @ApiProperty({ type: 'string', nullable: true, description: 'Why the service disabled the schedule, e.g. `owner_revoked:sa:ci` or `owner_lacks_scope:config:read`' })
   disabled_reason!: string | null;
   @ApiProperty({ type: 'integer' }) created_at!: number;
   @ApiProperty({ type: 'integer' }) updated_at!: number;

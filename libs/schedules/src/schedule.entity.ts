@@ -43,7 +43,7 @@ export class ScheduleEntity {
   @Column({ type: 'boolean' })
   enabled!: boolean;
 
-  /** The owner, for self-scoping: the creator's principal, or a user_id the security key named. */
+  /** Who the schedule belongs to, for self-scoping: its creator's principal, or a user_id an admin named. */
   @Column({ name: 'user_id', type: 'varchar', length: 255, nullable: true })
   userId!: string | null;
 
@@ -69,20 +69,23 @@ export class ScheduleEntity {
   @Column({ name: 'disabled_reason', type: 'varchar', length: 255, nullable: true })
   disabledReason!: string | null;
 
-  /** The credential the creator used: a fire runs with exactly these rights. */
-  @Column({ name: 'creator_kind', type: 'varchar', length: 16 })
-  creatorKind!: CredentialKind;
+  /**
+   * The owner: whoever created the schedule or changed it last. Every fire acts with the owner's
+   * credential kind and scopes as recorded then, narrowed at fire time to what the owner still holds.
+   */
+  @Column({ name: 'owner_kind', type: 'varchar', length: 16 })
+  ownerKind!: CredentialKind;
 
-  /** The creator's principal (JWT sub or `sa:<name>`); null for the security key and anonymous callers. */
-  @Column({ name: 'creator_id', type: 'varchar', length: 255, nullable: true })
-  creatorId!: string | null;
+  /** The owner's principal (JWT sub or `sa:<name>`); null for the security key and anonymous callers. */
+  @Column({ name: 'owner_id', type: 'varchar', length: 255, nullable: true })
+  ownerId!: string | null;
 
-  @Column({ name: 'creator_scopes', type: 'text', array: true })
-  creatorScopes!: string[];
+  @Column({ name: 'owner_scopes', type: 'text', array: true })
+  ownerScopes!: string[];
 
-  /** Set when a service account created the schedule: its revocation or expiry disables the schedule. */
-  @Column({ name: 'creator_service_account_id', type: 'uuid', nullable: true })
-  creatorServiceAccountId!: string | null;
+  /** Set when the owner is a service account: its revocation or expiry disables the schedule. */
+  @Column({ name: 'owner_service_account_id', type: 'uuid', nullable: true })
+  ownerServiceAccountId!: string | null;
 
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt!: Date;

@@ -5,6 +5,7 @@ export enum ScheduleErrorCode {
   RunNotFound = 'schedule.run_not_found',
   NameTaken = 'schedule.name_taken',
   Disabled = 'schedule.disabled',
+  Forbidden = 'schedule.forbidden',
 }
 
 export class ScheduleException extends DomainException<ScheduleErrorCode> {}

@@ -2,14 +2,16 @@ import { randomUUID } from 'node:crypto';
 
 import { Injectable } from '@nestjs/common';
 
-import { attributedUser, DataScope, Principal } from '@app/access';
+import { ADMIN_SCOPE, attributedUser, DataScope, mayUse, Principal } from '@app/access';
 import { isUniqueViolation } from '@app/database';
+import { ValidationFailedException } from '@app/errors';
 import { Page, toPage } from '@app/pagination';
 
 import { nextRunAt } from './cron';
 import { CreateScheduleDto, ListScheduleRunsQuery, ListSchedulesQuery, ScheduleDto, ScheduleRunDto, UpdateScheduleDto } from './schedule.dto';
 import { ScheduleEntity } from './schedule.entity';
 import { ScheduleErrorCode as Code, ScheduleException } from './schedule.exception';
+import { EndpointScopes, normalizedEndpoint } from './schedule-endpoint';
 import { toScheduleDto, toScheduleRunDto } from './schedule.mapper';
 import { NAME_CONSTRAINTS, ScheduleRepository } from './schedule.repository';
 import { ScheduleRunEntity } from './schedule-run.entity';
@@ -36,14 +38,18 @@ export class SchedulesService {
   constructor(
     private readonly schedules: ScheduleRepository,
     private readonly runs: ScheduleRunRepository,
+    private readonly endpoints: EndpointScopes,
   ) {}
 
   async create(caller: Principal, request: CreateScheduleDto): Promise<ScheduleDto> {
+    refuseScheduleFires(caller);
+    const method = request.method ?? 'POST';
+    this.assertMayCall(caller, method, request.endpoint);
     const now = new Date();
     const schedule = Object.assign(new ScheduleEntity(), {
       id: randomUUID(),
       name: request.name,
-      method: request.method ?? 'POST',
+      method,
       endpoint: request.endpoint,
       cronExpr: request.cron_expr,
       timezone: request.timezone ?? 'UTC',
@@ -56,11 +62,7 @@ export class SchedulesService {
       payload: request.payload ?? null,
       managedBy: request.managed_by ?? null,
       disabledReason: null,
-      // The rights every fire will carry: the creator's, as they are now, never more.
-      creatorKind: caller.kind,
-      creatorId: caller.userId,
-      creatorScopes: [...caller.scopes],
-      creatorServiceAccountId: caller.serviceAccountId ?? null,
+      ...ownedBy(caller),
       createdAt: now,
       updatedAt: now,
     });
@@ -86,7 +88,7 @@ export class SchedulesService {
    * is never overwritten with a stale slot.
    */
   async update(caller: Principal, id: string, request: UpdateScheduleDto): Promise<ScheduleDto> {
-    const schedule = await this.find(caller, id);
+    const schedule = await this.findToChange(caller, id);
     const changes: Partial<ScheduleEntity> = {};
     for (const [field, property] of Object.entries(UPDATABLE)) {
       const value = request[field as keyof typeof UPDATABLE];
@@ -101,6 +103,9 @@ export class SchedulesService {
       // Re-enabling is the operator's answer to whatever made the service disable it.
       changes.disabledReason = null;
     }
+    // Whoever changes a schedule owns it from now on: its fires act with this caller's rights.
+    this.assertMayCall(caller, changes.method ?? schedule.method, changes.endpoint ?? schedule.endpoint);
+    Object.assign(changes, ownedBy(caller));
     const updated = Object.assign(new ScheduleEntity(), schedule, changes, { updatedAt: new Date() });
     const rearm = request.cron_expr !== undefined || request.timezone !== undefined || request.enabled !== undefined;
     this.derive(updated, updated.updatedAt, rearm);
@@ -113,14 +118,15 @@ export class SchedulesService {
   }
 
   async remove(caller: Principal, id: string): Promise<void> {
+    await this.findToChange(caller, id);
     if (!(await this.schedules.delete(DataScope.of(caller), id))) {
       throw this.notFound(id);
     }
   }
 
-  /** Queues a fire now; a worker runs it like a cron tick (with the creator's rights) and next_run_at is untouched. */
+  /** Queues a fire now; a worker runs it like a cron tick (with the owner's rights) and next_run_at is untouched. */
   async trigger(caller: Principal, id: string): Promise<ScheduleRunDto> {
-    const schedule = await this.find(caller, id);
+    const schedule = await this.findToChange(caller, id);
     if (!schedule.enabled) {
       throw new ScheduleException(Code.Disabled, `Schedule '${id}' is disabled${schedule.disabledReason ? ` (${schedule.disabledReason})` : ''}; enable it first`);
     }
@@ -180,6 +186,39 @@ export class SchedulesService {
     return schedule;
   }
 
+  /** A schedule the caller may change, delete or trigger: its own, or any for an admin. */
+  private async findToChange(caller: Principal, id: string): Promise<ScheduleEntity> {
+    refuseScheduleFires(caller);
+    const schedule = await this.find(caller, id);
+    if (!isOwner(caller, schedule) && !mayUse(caller, ADMIN_SCOPE)) {
+      throw new ScheduleException(
+        Code.Forbidden,
+        `Schedule '${id}' belongs to another principal: changing, deleting or triggering it requires ${ADMIN_SCOPE}`,
+      );
+    }
+    return schedule;
+  }
+
+  /**
+   * A schedule may only make a call its owner could make now, and never one to the schedule routes
+   * (no loops, no way around the owner check). A call no route answers needs no scope: it fails
+   * with 404 when it fires.
+   */
+  private assertMayCall(caller: Principal, method: string, endpoint: string): void {
+    if (isScheduleRoute(endpoint)) {
+      throw new ValidationFailedException([
+        { loc: ['body', 'endpoint'], msg: 'A schedule cannot call the schedule routes (/schedules...)', type: 'schedule_route', input: endpoint, ctx: {} },
+      ]);
+    }
+    const scope = this.endpoints.routeOf(method, endpoint)?.scope;
+    if (scope && !mayUse(caller, scope)) {
+      throw new ScheduleException(
+        Code.Forbidden,
+        `The schedule would call ${method} ${endpoint}, which you may not call. Insufficient permissions. Required scope(s): ${scope}`,
+      );
+    }
+  }
+
   private notFound(id: string): ScheduleException {
     return new ScheduleException(Code.NotFound, `Schedule '${id}' not found`);
   }
@@ -194,4 +233,31 @@ export class SchedulesService {
       throw error;
     }
   }
+}
+
+/** The owner columns for `caller`: its credential kind, identity and scopes as they are now. */
+function ownedBy(caller: Principal): Pick<ScheduleEntity, 'ownerKind' | 'ownerId' | 'ownerScopes' | 'ownerServiceAccountId'> {
+  return { ownerKind: caller.kind, ownerId: caller.userId, ownerScopes: [...caller.scopes], ownerServiceAccountId: caller.serviceAccountId ?? null };
+}
+
+function isOwner(caller: Principal, schedule: ScheduleEntity): boolean {
+  return caller.kind === schedule.ownerKind && caller.userId === schedule.ownerId && (caller.serviceAccountId ?? null) === schedule.ownerServiceAccountId;
+}
+
+/** A schedule's fire never writes schedules, whatever its owner may do (a schedule targeting POST /mcp, say). */
+function refuseScheduleFires(caller: Principal): void {
+  if (caller.scheduleId) {
+    throw new ScheduleException(Code.Forbidden, 'A schedule cannot create, change, delete or trigger schedules');
+  }
+}
+
+/** `/schedules` and everything below it, however the path is spelled (`//schedules`, `/x/../schedules`, `%73chedules`). */
+function isScheduleRoute(endpoint: string): boolean {
+  let path = normalizedEndpoint(endpoint).split('?')[0];
+  try {
+    path = decodeURIComponent(path);
+  } catch {
+    // A malformed escape reaches no route; judge the path as written.
+  }
+  return /^\/+schedules(\/|$)/i.test(path);
 }

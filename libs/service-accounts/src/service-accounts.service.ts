@@ -18,6 +18,8 @@ const DAY_MS = 86_400_000;
 export interface AccountStanding {
   state: 'active' | 'revoked' | 'expired' | 'missing';
   principal: string | null;
+  /** The account's scopes as they are now (empty when it is missing). */
+  scopes: string[];
 }
 const MINT_SCOPE = 'service_accounts:write';
 
@@ -72,16 +74,17 @@ export class ServiceAccountsService {
   async standing(id: string): Promise<AccountStanding> {
     const account = await this.accounts.findById(DataScope.all(), id);
     if (!account) {
-      return { state: 'missing', principal: null };
+      return { state: 'missing', principal: null, scopes: [] };
     }
     const principal = serviceAccountPrincipal(account.name);
+    const { scopes } = account;
     if (account.revokedAt) {
-      return { state: 'revoked', principal };
+      return { state: 'revoked', principal, scopes };
     }
     if (account.expiresAt && account.expiresAt.getTime() <= Date.now()) {
-      return { state: 'expired', principal };
+      return { state: 'expired', principal, scopes };
     }
-    return { state: 'active', principal };
+    return { state: 'active', principal, scopes };
   }
 
   /** Rules 3, 7 and 8 of the spec's Authentication section, in that order of precedence. */

@@ -32,6 +32,7 @@ export function statusOf(code: DomainErrorCode): HttpStatus {
     case AuthErrorCode.Forbidden:
     case ServiceAccountErrorCode.CannotGrant:
     case ServiceAccountErrorCode.CannotRevoke:
+    case ScheduleErrorCode.Forbidden:
       return HttpStatus.FORBIDDEN;
     case RequestErrorCode.NotFound:
     case ServiceAccountErrorCode.NotFound:

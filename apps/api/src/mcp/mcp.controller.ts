@@ -45,7 +45,11 @@ export class McpController {
     if (!isAllowedOrigin(request.headers.origin, this.env.publicUrl)) {
       throw new RequestException(RequestErrorCode.Forbidden, 'Origin not allowed');
     }
-    const principal = await this.authenticator.identifyForMcp({ authorization: request.headers.authorization, clientKey: request.ip });
+    const principal = await this.authenticator.identifyForMcp({
+      authorization: request.headers.authorization,
+      clientKey: request.ip,
+      call: { method: request.method, url: request.url },
+    });
     reply.raw.setHeader('x-request-id', request.id);
     // The SDK transport writes the response itself (JSON or an SSE stream).
     reply.hijack();

@@ -30,7 +30,7 @@ const fields = {
   enabled: z.boolean().optional(),
 };
 
-/** Schedules call an endpoint of this service on a cron expression, with the rights of their creator. */
+/** Schedules call an endpoint of this service on a cron expression, with the rights of their owner (whoever created or last changed them). */
 @McpToolset()
 @Injectable()
 export class ScheduleTools {
@@ -58,7 +58,7 @@ export class ScheduleTools {
   @McpTool({
     name: 'create_schedule',
     mirrors: 'POST /schedules',
-    description: 'Create a schedule that calls an endpoint of this service (e.g. /agents/echo-agent/runs) on a cron expression.',
+    description: 'Create a schedule that calls an endpoint of this service (e.g. /agents/echo-agent/runs) on a cron expression. You must hold the scope that endpoint requires; the schedule fires with your rights. /schedules endpoints are refused.',
     input: z.object({
       name: z.string().describe('Unique among your schedules, max 255 characters'),
       cron_expr: z.string().describe('Five-field cron expression, e.g. "0 9 * * 1-5"'),
@@ -73,7 +73,7 @@ export class ScheduleTools {
   @McpTool({
     name: 'update_schedule',
     mirrors: 'PATCH /schedules/:schedule_id',
-    description: 'Update a schedule; fields left out are untouched. enabled=false pauses it.',
+    description: 'Update a schedule; fields left out are untouched. enabled=false pauses it. You become its owner: it fires with your rights. Another principal\'s schedule needs platform:admin.',
     input: z.object({ schedule_id: scheduleId, name: z.string().optional(), cron_expr: z.string().optional(), endpoint: z.string().optional(), ...fields }),
   })
   async update(principal: Principal, args: Record<string, unknown>): Promise<ScheduleDto> {

@@ -1,0 +1,26 @@
+/** The route a schedule's call reaches, as the api declares it. */
+export interface EndpointRoute {
+  /** `METHOD /path` in the router's `:param` syntax, e.g. `POST /agents/:agent_id/runs`. */
+  route: string;
+  /** The scope the call needs, narrowed to the component its path names; null for a public route. */
+  scope: string | null;
+}
+
+/**
+ * What the api knows of its own routes, so a schedule can be checked against the call it will make.
+ * The auth module provides it; the schedules module only asks.
+ */
+export abstract class EndpointScopes {
+  /** The route that answers `method endpoint` on this service, or null when none does. */
+  abstract routeOf(method: string, endpoint: string): EndpointRoute | null;
+}
+
+/**
+ * A schedule's endpoint as the api will receive it: path and query after URL normalisation
+ * (dot segments resolved, unsafe characters percent-encoded), exactly what `fetch` sends.
+ */
+export function normalizedEndpoint(endpoint: string): string {
+  // Appended to a base as the worker does, never resolved against it: `//host/x` stays a path.
+  const url = new URL(`http://service.invalid${endpoint}`);
+  return `${url.pathname}${url.search}`;
+}

@@ -1,0 +1,212 @@
+import { createHmac } from 'node:crypto';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase, query } from '../support/database';
+import { expectErrorBody, expectValidationBody } from '../support/error-bodies';
+import { call } from '../support/http';
+import { callTool, connectMcp, INITIALIZE_REQUEST, MCP_HEADERS } from '../support/mcp';
+import { JWT_SECRET, mintAccount, ROOT_KEY, signJwt, uniqueName } from '../support/principals';
+import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../support/processes';
+import { TcpProxy } from '../support/tcp-proxy';
+
+/** A slot that never comes on its own during a test: fires happen only when a test triggers one. */
+const YEARLY = '0 0 1 1 *';
+const FINAL = ['success', 'failed', 'skipped'];
+
+const expiresAtOf = (seconds: number) => Math.floor(Date.now() / 1000) + seconds;
+
+/**
+ * Threat model, schedules: a schedule is a stored credential that acts later. Whoever may write
+ * schedules must not borrow the rights of whoever wrote one before, a fire's credential must open
+ * exactly its own call, and a schedule must never act with more than its owner holds now.
+ */
+describe('security: schedule authority (real api, real worker, JWT and security key)', () => {
+  let api: RunningApi;
+  let worker: RunningProcess;
+  let proxy: TcpProxy;
+  let databaseUrl: string;
+
+  beforeAll(async () => {
+    databaseUrl = await createTestDatabase();
+    api = await startApi({
+      DATABASE_URL: databaseUrl,
+      OS_SECURITY_KEY: ROOT_KEY,
+      JWT_SECRET,
+      DEMO_COMPONENTS: 'true',
+      MCP_ENABLED: 'true',
+      SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '0',
+    });
+    // The worker reaches the api through a proxy that keeps every byte it sent: what an eavesdropper sees.
+    proxy = new TcpProxy('127.0.0.1', Number(new URL(api.url).port));
+    const proxyUrl = `http://127.0.0.1:${await proxy.listen()}`;
+    worker = await startWorker({ DATABASE_URL: databaseUrl, PUBLIC_URL: proxyUrl, SCHEDULE_TICK_INTERVAL_MS: '200', DEMO_COMPONENTS: 'true' });
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await proxy?.cut();
+    await api?.stop();
+  });
+
+  const createAs = (token: string, json: Record<string, unknown>) =>
+    call(api.url, 'POST', '/schedules', { token, json: { name: uniqueName('sec'), cron_expr: YEARLY, method: 'GET', ...json } });
+
+  async function createOk(token: string, json: Record<string, unknown>): Promise<{ id: string }> {
+    const response = await createAs(token, json);
+    expect(response.status, response.text).toBe(201);
+    return response.body;
+  }
+
+  async function triggeredFire(scheduleId: string): Promise<{ status: string; status_code: number | null; error: string | null; attempts: unknown[] }> {
+    const before = (await call(api.url, 'GET', `/schedules/${scheduleId}/runs?limit=100`, { token: ROOT_KEY })).body.data.length;
+    expect((await call(api.url, 'POST', `/schedules/${scheduleId}/trigger`, { token: ROOT_KEY })).status).toBe(202);
+    let fires: { status: string }[] = [];
+    await waitFor(
+      async () => {
+        fires = (await call(api.url, 'GET', `/schedules/${scheduleId}/runs?limit=100&sort_order=asc`, { token: ROOT_KEY })).body.data;
+        return fires.length > before && FINAL.includes(fires[fires.length - 1].status);
+      },
+      20_000,
+      `a fire of ${scheduleId}`,
+    );
+    return fires[fires.length - 1] as never;
+  }
+
+  const schedule = async (id: string) => (await call(api.url, 'GET', `/schedules/${id}`, { token: ROOT_KEY })).body;
+
+  it('a schedules:write user cannot repoint the security key’s schedule at DELETE /service-accounts/{id}', async () => {
+    const victim = await mintAccount(api.url, ROOT_KEY);
+    const keySchedule = await createOk(ROOT_KEY, { endpoint: '/health' });
+    const mallory = await signJwt({ sub: 'mallory', scopes: ['schedules:read', 'schedules:write', 'schedules:delete'] });
+
+    // Mallory can see it (user isolation is off), but changing, triggering or deleting another principal's schedule needs the admin scope.
+    expect((await call(api.url, 'GET', `/schedules/${keySchedule.id}`, { token: mallory })).status).toBe(200);
+    const patched = await call(api.url, 'PATCH', `/schedules/${keySchedule.id}`, { token: mallory, json: { method: 'DELETE', endpoint: `/service-accounts/${victim.id}` } });
+    expectErrorBody(patched, 403);
+    expect(patched.body.detail).toContain('platform:admin');
+    expectErrorBody(await call(api.url, 'POST', `/schedules/${keySchedule.id}/trigger`, { token: mallory }), 403);
+    expectErrorBody(await call(api.url, 'DELETE', `/schedules/${keySchedule.id}`, { token: mallory }), 403);
+    // Her own schedule aimed at the account is refused too: she may not make that call herself.
+    const own = await createAs(mallory, { method: 'DELETE', endpoint: `/service-accounts/${victim.id}` });
+    expectErrorBody(own, 403);
+    expect(own.body.detail).toContain('service_accounts:write');
+
+    expect(await schedule(keySchedule.id)).toMatchObject({ method: 'GET', endpoint: '/health' });
+    expect((await call(api.url, 'GET', '/config', { token: victim.token })).status).toBe(200);
+    // Positive control: an admin may change it (and then owns it).
+    const admin = await signJwt({ sub: 'root-admin', scopes: ['platform:admin'] });
+    expect((await call(api.url, 'PATCH', `/schedules/${keySchedule.id}`, { token: admin, json: { description: 'checked' } })).status).toBe(200);
+  });
+
+  it('a fire’s credential captured in transit opens no route but its own call', async () => {
+    const victim = await mintAccount(api.url, ROOT_KEY);
+    const created = await createOk(ROOT_KEY, { endpoint: '/config' });
+    expect(await triggeredFire(created.id)).toMatchObject({ status: 'success', status_code: 200 });
+    const captured = [...proxy.received().matchAll(/authorization: Bearer (svc_sch_\S+)/gi)].map((match) => match[1]);
+    const credential = captured.find((token) => token.startsWith(`svc_sch_${created.id}.`));
+    expect(credential, 'the worker sent a schedule credential over the wire').toBeDefined();
+
+    // Replayed on its own call it still works (within its expiry): the refusals below are about the call.
+    expect((await call(api.url, 'GET', '/config', { token: credential })).status).toBe(200);
+    for (const [method, path] of [
+      ['GET', '/service-accounts'],
+      ['DELETE', `/service-accounts/${victim.id}`],
+      ['GET', '/config?other=1'],
+      ['POST', '/schedules'],
+      ['GET', '/queue/jobs'],
+    ]) {
+      const response = await call(api.url, method, path, { token: credential, json: method === 'POST' ? {} : undefined });
+      expectErrorBody(response, 401);
+    }
+    const mcp = await call(api.url, 'POST', '/mcp', { token: credential, json: INITIALIZE_REQUEST, headers: MCP_HEADERS });
+    expectErrorBody(mcp, 401);
+    expect((await call(api.url, 'GET', '/config', { token: victim.token })).status).toBe(200);
+  });
+
+  it('a schedule acts with no more than its owning service account holds now', async () => {
+    const owner = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'schedules:write', 'schedules:read'], privileged: true });
+    const created = await createOk(owner.token, { method: 'POST', endpoint: '/agents/echo-agent/runs', payload: { message: 'tick' } });
+    expect(await triggeredFire(created.id)).toMatchObject({ status: 'success' });
+
+    await query(databaseUrl, `UPDATE service_accounts SET scopes = ARRAY['agents:sleep-agent:run', 'schedules:write', 'schedules:read'] WHERE id = $1`, [owner.id]);
+    const fire = await triggeredFire(created.id);
+    expect(fire).toMatchObject({ status: 'failed', status_code: 403 });
+    expect(await schedule(created.id)).toMatchObject({ enabled: false, next_run_at: null, disabled_reason: 'owner_lacks_scope:agents:echo-agent:run' });
+  });
+
+  it('whoever changes a schedule owns it: it fires with the new owner’s rights, and the old owner may no longer change it', async () => {
+    const owner = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read', 'schedules:write', 'schedules:read'], privileged: true });
+    const created = await createOk(owner.token, { endpoint: '/config' });
+    // Its owner cannot point it at a route it may not call...
+    expectErrorBody(await call(api.url, 'PATCH', `/schedules/${created.id}`, { token: owner.token, json: { endpoint: '/service-accounts' } }), 403);
+    // ...the security key can, and the schedule then acts with the key's rights.
+    expect((await call(api.url, 'PATCH', `/schedules/${created.id}`, { token: ROOT_KEY, json: { endpoint: '/service-accounts' } })).status).toBe(200);
+    expect(await triggeredFire(created.id)).toMatchObject({ status: 'success', status_code: 200 });
+    const taken = await call(api.url, 'PATCH', `/schedules/${created.id}`, { token: owner.token, json: { description: 'mine again?' } });
+    expectErrorBody(taken, 403);
+    expect(taken.body.detail).toContain('platform:admin');
+  });
+
+  it('a schedule cannot call the schedule routes, however the path is spelled', async () => {
+    const target = await createOk(ROOT_KEY, { endpoint: '/health' });
+    const spellings = ['/schedules', `/schedules/${target.id}/trigger`, `//schedules/${target.id}/trigger`, `/agents/../schedules/${target.id}/trigger`, `/%73chedules/${target.id}`, '/Schedules'];
+    for (const endpoint of spellings) {
+      expect(expectValidationBody(await createAs(ROOT_KEY, { method: 'POST', endpoint })), endpoint).toEqual([['body', 'endpoint']]);
+      expect(expectValidationBody(await call(api.url, 'PATCH', `/schedules/${target.id}`, { token: ROOT_KEY, json: { endpoint } })), endpoint).toEqual([['body', 'endpoint']]);
+    }
+    expect(await schedule(target.id)).toMatchObject({ endpoint: '/health' });
+  });
+
+  it('a schedule aimed at /mcp cannot use the schedule tools', async () => {
+    const victim = await createOk(ROOT_KEY, { endpoint: '/health' });
+    const viaMcp = await createOk(ROOT_KEY, { method: 'POST', endpoint: '/mcp' });
+    // Sign a fire credential for POST /mcp as the worker would (the key is the one the api generated).
+    // A well-formed credential makes the api generate its signing key if no fire has yet.
+    await call(api.url, 'GET', '/config', { token: `svc_sch_${viaMcp.id}.${expiresAtOf(300)}.${'A'.repeat(43)}` });
+    const [{ value: key }] = await query<{ value: string }>(databaseUrl, `SELECT value FROM internal_secrets WHERE name = 'internal_service_token'`);
+    const expiresAt = expiresAtOf(300);
+    const credential = `svc_sch_${viaMcp.id}.${expiresAt}.${createHmac('sha256', key).update(`${viaMcp.id}.${expiresAt}.POST /mcp`).digest('base64url')}`;
+
+    const client = await connectMcp(api.url, credential);
+    try {
+      // The fire holds the security key's rights, so reading works (positive control)...
+      expect((await callTool(client, 'get_schedule', { schedule_id: victim.id })).isError).toBe(false);
+      // ...but no schedule tool that writes.
+      for (const [tool, args] of [
+        ['trigger_schedule', { schedule_id: victim.id }],
+        ['update_schedule', { schedule_id: victim.id, endpoint: '/config' }],
+        ['delete_schedule', { schedule_id: victim.id }],
+        ['create_schedule', { name: uniqueName('loop'), cron_expr: YEARLY, endpoint: '/health', method: 'GET' }],
+      ] as const) {
+        const result = await callTool(client, tool, args);
+        expect(result.isError, tool).toBe(true);
+        expect(result.text, tool).toMatch(/^403: A schedule cannot create, change, delete or trigger schedules/);
+      }
+    } finally {
+      await client.close();
+    }
+    expect(await schedule(victim.id)).toMatchObject({ endpoint: '/health' });
+  });
+
+  it('the MCP schedule tools enforce the same owner and target rules as REST', async () => {
+    const keySchedule = await createOk(ROOT_KEY, { endpoint: '/health' });
+    const mallory = await signJwt({ sub: 'mallory-mcp', scopes: ['schedules:read', 'schedules:write'] });
+    const client = await connectMcp(api.url, mallory);
+    try {
+      const patched = await callTool(client, 'update_schedule', { schedule_id: keySchedule.id, endpoint: '/service-accounts' });
+      expect(patched).toMatchObject({ isError: true });
+      expect(patched.text).toMatch(/^403: .*platform:admin/);
+      expect((await callTool(client, 'trigger_schedule', { schedule_id: keySchedule.id })).text).toMatch(/^403: /);
+      const aimed = await callTool(client, 'create_schedule', { name: uniqueName('m'), cron_expr: YEARLY, method: 'GET', endpoint: '/service-accounts' });
+      expect(aimed.text).toMatch(/^403: .*service_accounts:read/);
+      const loop = await callTool(client, 'create_schedule', { name: uniqueName('m'), cron_expr: YEARLY, method: 'POST', endpoint: `/schedules/${keySchedule.id}/trigger` });
+      expect(loop).toMatchObject({ isError: true });
+      expect(loop.text).toMatch(/^422: /);
+      // Positive control: her own schedule on a public route is fine.
+      expect((await callTool(client, 'create_schedule', { name: uniqueName('m'), cron_expr: YEARLY, method: 'GET', endpoint: '/health' })).isError).toBe(false);
+    } finally {
+      await client.close();
+    }
+    expect(await schedule(keySchedule.id)).toMatchObject({ endpoint: '/health' });
+  });
+});

@@ -1,0 +1,64 @@
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+
+import { describe, expect, it } from 'vitest';
+
+import { createTestDatabase, query } from '../support/database';
+
+// Runs on the built code: takes the newest migration back, as a database of the previous release has it.
+const UNDO_LAST = `
+const { DataSource } = require('typeorm');
+const { dataSourceOptions } = require('./dist/libs/database/src/index.js');
+(async () => {
+  const ds = await new DataSource(dataSourceOptions(process.env.DATABASE_URL)).initialize();
+  await ds.undoLastMigration({ transaction: 'each' });
+  await ds.destroy();
+})().catch((error) => { console.error(error); process.exit(1); });
+`;
+
+describe('security: schedules stored before owners existed', () => {
+  it('keep exactly the rights they fired with: the creator becomes the owner, nothing is widened', async () => {
+    const databaseUrl = await createTestDatabase();
+    const env = { ...process.env, DATABASE_URL: databaseUrl };
+    execFileSync(process.execPath, ['-e', UNDO_LAST], { env, encoding: 'utf8' });
+    const [{ name: undone }] = await query<{ name: string }>(databaseUrl, `SELECT max(name) AS name FROM migrations`);
+    expect(undone).not.toBe('ScheduleOwners1764300000001');
+
+    const accountId = randomUUID();
+    const rows = [
+      { id: randomUUID(), kind: 'service_account', creator: 'sa:ci', scopes: ['config:read', 'schedules:write'], account: accountId, reason: 'creator_revoked:sa:ci' },
+      { id: randomUUID(), kind: 'jwt', creator: 'alice', scopes: ['agents:run'], account: null, reason: null },
+      { id: randomUUID(), kind: 'security_key', creator: null, scopes: [], account: null, reason: null },
+    ];
+    for (const row of rows) {
+      await query(
+        databaseUrl,
+        `INSERT INTO schedules (id, name, method, endpoint, cron_expr, timezone, timeout_seconds, max_retries, retry_delay_seconds, enabled,
+           user_id, creator_kind, creator_id, creator_scopes, creator_service_account_id, disabled_reason)
+         VALUES ($1::uuid, $1::text, 'GET', '/config', '0 0 1 1 *', 'UTC', 60, 0, 60, $6, $3, $2, $3, $4, $5, $7)`,
+        [row.id, row.kind, row.creator, row.scopes, row.account, row.reason === null, row.reason],
+      );
+    }
+
+    execFileSync(process.execPath, ['dist/libs/database/src/migrate.main.js'], { env, encoding: 'utf8' });
+    const migrated = await query<Record<string, unknown>>(
+      databaseUrl,
+      `SELECT id, owner_kind, owner_id, owner_scopes, owner_service_account_id, disabled_reason, enabled FROM schedules ORDER BY owner_kind`,
+    );
+    expect(migrated).toEqual(
+      expect.arrayContaining(
+        rows.map((row) =>
+          expect.objectContaining({
+            id: row.id,
+            owner_kind: row.kind,
+            owner_id: row.creator,
+            owner_scopes: row.scopes,
+            owner_service_account_id: row.account,
+            disabled_reason: row.reason?.replace('creator_', 'owner_') ?? null,
+          }),
+        ),
+      ),
+    );
+    expect(migrated).toHaveLength(rows.length);
+  });
+});
