@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { EnvError, loadEnv } from './env';
+import { isLoopbackHost } from './loopback';
 
 describe('loadEnv', () => {
   it('applies the documented defaults', () => {
@@ -32,12 +33,48 @@ describe('loadEnv', () => {
   });
 
   it('makes /mcp an OAuth-protected resource only with MCP on and an issuer, whose JWKS is then required', () => {
-    expect(() => loadEnv({ MCP_ENABLED: 'true', MCP_OAUTH_ISSUER: 'https://auth.example.com' })).toThrow(/MCP_OAUTH_JWKS_URL=undefined: must be an http\(s\) URL \(required with MCP_OAUTH_ISSUER\)/);
+    expect(() => loadEnv({ MCP_ENABLED: 'true', MCP_OAUTH_ISSUER: 'https://auth.example.com' })).toThrow(/MCP_OAUTH_JWKS_URL=undefined: must be an https URL .*\(required with MCP_OAUTH_ISSUER\)/);
     const oauth = { MCP_OAUTH_ISSUER: 'https://auth.example.com', MCP_OAUTH_JWKS_URL: 'https://auth.example.com/jwks', PUBLIC_URL: 'https://svc.example.com/' };
     expect(loadEnv(oauth).mcpOAuthConfigured).toBe(false);
     const env = loadEnv({ ...oauth, MCP_ENABLED: 'true' });
     expect(env.mcpOAuthConfigured).toBe(true);
     expect(env.mcpResourceUrl).toBe('https://svc.example.com/mcp');
     expect(env.mcpResourceMetadataUrl).toBe('https://svc.example.com/.well-known/oauth-protected-resource/mcp');
+  });
+
+  it.each([
+    ['https://keys.example/jwks.json', true],
+    ['http://127.0.0.1:8080/jwks.json', true],
+    ['http://localhost/jwks.json', true],
+    ['http://[::1]:9000/jwks.json', true],
+    ['http://keys.example/jwks.json', false],
+    ['http://127.evil.example/jwks.json', false],
+    ['http://localhost.evil.example/jwks.json', false],
+    ['ftp://keys.example/jwks.json', false],
+  ])('accepts JWT_JWKS_URL=%s: %s', (url, accepted) => {
+    const load = () => loadEnv({ JWT_JWKS_URL: url });
+    if (accepted) {
+      expect(load().JWT_JWKS_URL).toBe(url);
+    } else {
+      expect(load).toThrow(/JWT_JWKS_URL=.*must be an https URL/);
+    }
+  });
+});
+
+describe('isLoopbackHost', () => {
+  it.each([
+    ['localhost', true],
+    ['LOCALHOST', true],
+    ['localhost.', true],
+    ['127.0.0.1', true],
+    ['127.1.2.3', true],
+    ['[::1]', true],
+    ['127.evil.example', false],
+    ['localhost.evil.example', false],
+    ['evil.localhost', false],
+    ['128.0.0.1', false],
+    ['[::2]', false],
+  ])('%s is loopback: %s', (host, loopback) => {
+    expect(isLoopbackHost(host)).toBe(loopback);
   });
 });
