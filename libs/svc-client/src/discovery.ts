@@ -147,7 +147,7 @@ export async function discoverOne(request: DiscoveryRequest): Promise<ServiceDes
   throw nothingFound(group);
 }
 
-/** Loopback aliases (localhost, 127.x, ::1, 0.0.0.0) on the same port are one service. */
+/** Two loopback URLs (by isLoopbackUrl, e.g. localhost, 127.0.0.1, [::1]) on the same port and path are one service. */
 function sameService(a: string, b: string): boolean {
   if (a === b) {
     return true;
