@@ -1,6 +1,7 @@
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
 
 import { CliError } from '@app/cli-terminal';
+import { isLoopbackHost } from '@app/loopback';
 
 /** A base URL as the CLI keeps it: http(s), no trailing slash, no query or fragment. */
 export function normalizeBaseUrl(raw: string, from: string): string {
@@ -21,37 +22,13 @@ function bareHost(url: URL): string {
 }
 
 /**
- * Addresses whose traffic never leaves this machine: 127.0.0.0/8 and ::1, plus the unspecified
- * addresses 0.0.0.0 and ::, which the OS connects to this host or refuses (a server started with
- * HOST=0.0.0.0 is often addressed as http://0.0.0.0:7777); connecting to them cannot reach another
- * machine. Only these exact addresses: nothing else in 0.0.0.0/8.
- * BlockList also matches an IPv4-mapped IPv6 address (::ffff:127.0.0.1) against the IPv4 rules:
- * that is the IPv4 address itself, and the connection goes there.
- */
-const THIS_MACHINE = new BlockList();
-THIS_MACHINE.addSubnet('127.0.0.0', 8, 'ipv4');
-THIS_MACHINE.addAddress('::1', 'ipv6');
-THIS_MACHINE.addAddress('0.0.0.0', 'ipv4');
-THIS_MACHINE.addAddress('::', 'ipv6');
-
-/**
- * The one loopback rule of the CLI: whether a request to this URL stays on this machine, so that
- * a credential may go over plaintext http:// and a URL from a file needs no prompt. True only for an
- * IP literal in THIS_MACHINE or the name `localhost` (any case, optionally with the one trailing dot
- * of its fully qualified form). No other name counts, whatever it starts or ends with:
- * `127.attacker.example` and `evil.localhost` are names a resolver can point anywhere.
- *
- * The decision is made on the host as the WHATWG URL parser gives it, which is the host fetch then
- * connects to: it lower-cases names and rewrites every IPv4 spelling (`0x7f.1`, `2130706433`,
- * `0177.0.0.1`, `127.0.0.1.`) to dotted decimal, and IPv6 to its compressed form in brackets.
+ * Whether a request to this URL stays on this machine, so that a credential may go over plaintext
+ * http:// and a URL from a file needs no prompt: the one loopback rule, isLoopbackHost, applied to
+ * the host as the WHATWG URL parser gives it (`http://0x7f.1` is `127.0.0.1`; `127.evil.example` is
+ * a name and not loopback).
  */
 export function isLoopbackUrl(url: string): boolean {
-  const host = bareHost(new URL(url));
-  const family = isIP(host);
-  if (family !== 0) {
-    return THIS_MACHINE.check(host, family === 4 ? 'ipv4' : 'ipv6');
-  }
-  return host === 'localhost' || host === 'localhost.';
+  return isLoopbackHost(new URL(url).hostname);
 }
 
 /** Same origin, and the entry's path at or under the target's base path. */
