@@ -69,6 +69,8 @@ export async function runModelAgent(model: LanguageModel, options: ModelAgentOpt
     temperature: options.temperature,
     maxRetries: 0,
     abortSignal: AbortSignal.any([context.signal, timeout]),
+    // Errors arrive as stream parts and fail the run below; the SDK's default would print them to stderr.
+    onError: () => undefined,
   });
   let content = '';
   let usage: LanguageModelUsage | undefined;
