@@ -4,21 +4,12 @@ import { pathToFileURL } from 'node:url';
 
 import { BootError, Env } from '@app/config';
 
+import type { ComponentHelpers } from './authoring';
 import { Component, COMPONENT_KINDS } from './component';
 import { DEMO_COMPONENTS } from './demo-components';
 import { modelAgent } from './model-agent';
 
-/** What a components module's function receives: the platform's helpers, so the module needs no import path to the platform. */
-export interface ComponentHelpers {
-  modelAgent: typeof modelAgent;
-  defineComponent: typeof defineComponent;
-}
-
-/** The default export (or `components` export) of a COMPONENTS_MODULE file. */
-export type ComponentsModule = readonly Component[] | ((helpers: ComponentHelpers) => readonly Component[] | Promise<readonly Component[]>);
-
-/** Types a component in TypeScript (and checks its shape in an editor); returns it unchanged. */
-export function defineComponent<T extends Component>(component: T): T {
+function defineComponent<T extends Component>(component: T): T {
   return component;
 }
 

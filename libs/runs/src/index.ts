@@ -1,3 +1,4 @@
+export * from './authoring';
 export * from './component';
 export * from './component.registry';
 export * from './components-module';

@@ -3,7 +3,8 @@ import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 
 import { ModelUsage, RunCancelled, RunContext, Turn } from './component';
-import { modelAgent, ModelAgentOptions, runModelAgent } from './model-agent';
+import type { ModelAgentOptions } from './authoring';
+import { modelAgent, runModelAgent } from './model-agent';
 
 const OPTIONS: ModelAgentOptions = { id: 'a', instructions: 'Be brief.', model: 'mock-1', baseURL: 'http://127.0.0.1:1/v1', historyTurns: 2 };
 

@@ -1,28 +1,9 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { APICallError, LanguageModel, LanguageModelUsage, ModelMessage, streamText } from 'ai';
 
+import type { ModelAgentOptions } from './authoring';
 import { Component, RunCancelled, RunContext } from './component';
 
-/** An agent backed by an OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, LM Studio, llama.cpp server). */
-export interface ModelAgentOptions {
-  id: string;
-  name?: string;
-  description?: string;
-  /** The system prompt. */
-  instructions: string;
-  /** The provider's model name, e.g. `gpt-4o-mini` or `llama3.2`. */
-  model: string;
-  /** The API's base URL, up to `/v1` (e.g. `http://127.0.0.1:11434/v1` for Ollama). */
-  baseURL: string;
-  /** Name of the environment variable holding the API key; a key never sits in code. None: no key is sent. */
-  apiKeyEnv?: string;
-  maxOutputTokens?: number;
-  temperature?: number;
-  /** How many of the session's latest turns go before the message (default 10). */
-  historyTurns?: number;
-  /** One model call may take this long before the run fails (default 300). */
-  timeoutSeconds?: number;
-}
 
 const DEFAULT_HISTORY_TURNS = 10;
 const DEFAULT_TIMEOUT_SECONDS = 300;
