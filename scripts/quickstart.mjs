@@ -12,8 +12,9 @@ import { freePort, startEmbeddedPostgres } from './embedded-postgres.mjs';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const dataDir = resolve(process.env.PLATFORM_DATA_DIR ?? join(root, '.data'));
 // .data/ is traversable (0711) so the unprivileged postgres user can reach its cluster;
-// the key file itself is owner-only.
+// the key file and the database password file are owner-only.
 const keyFile = join(dataDir, 'os-security-key');
+const databasePasswordFile = join(dataDir, 'postgres-password');
 const port = process.env.PORT ?? '7777';
 const host = process.env.HOST ?? '127.0.0.1';
 
@@ -47,8 +48,8 @@ async function database() {
   const databaseDir = join(dataDir, 'postgres');
   const dbPort = Number(process.env.EMBEDDED_PG_PORT ?? (await freePort()));
   ensureDataDir();
-  say(`Starting embedded PostgreSQL (data in ${databaseDir}, port ${dbPort})`);
-  const db = await startEmbeddedPostgres({ databaseDir, port: dbPort, persistent: true });
+  say(`Starting embedded PostgreSQL (data in ${databaseDir}, 127.0.0.1:${dbPort}, user postgres, password in ${databasePasswordFile})`);
+  const db = await startEmbeddedPostgres({ databaseDir, port: dbPort, persistent: true, passwordFile: databasePasswordFile });
   return { url: db.url('postgres'), stop: () => db.stop() };
 }
 
