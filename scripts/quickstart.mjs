@@ -86,11 +86,15 @@ async function main() {
     MCP_ENABLED: process.env.MCP_ENABLED ?? 'true',
     DEMO_COMPONENTS: process.env.DEMO_COMPONENTS ?? 'true',
   };
-  execFileSync(process.execPath, [join(root, 'dist/libs/database/src/migrate.main.js')], { cwd: root, env, stdio: 'inherit' });
+  // Only the api checks credentials. The worker calls it with its own per-schedule credentials, and
+  // migrations need only the database: neither gets the root key.
+  const { OS_SECURITY_KEY: _rootKey, ...withoutKey } = env;
+  const envs = { api: env, worker: withoutKey };
+  execFileSync(process.execPath, [join(root, 'dist/libs/database/src/migrate.main.js')], { cwd: root, env: withoutKey, stdio: 'inherit' });
 
   let stopping = false;
   const children = ['api', 'worker'].map((app) => {
-    const child = spawn(process.execPath, [join(root, `dist/apps/${app}/src/main.js`)], { cwd: root, env, stdio: 'inherit' });
+    const child = spawn(process.execPath, [join(root, `dist/apps/${app}/src/main.js`)], { cwd: root, env: envs[app], stdio: 'inherit' });
     child.on('exit', (code, signal) => {
       if (!stopping) {
         say(`${app} exited (${signal ?? code}); stopping everything`);
