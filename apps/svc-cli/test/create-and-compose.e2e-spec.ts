@@ -204,6 +204,21 @@ describe('svc up, down, restart', () => {
     expect(run.json()).toEqual({ error: 'docker compose exited with code 17: compose says hi' });
   });
 
+  it('a docker without the Compose plugin gets a hint to install it, not docker’s own flag error', async () => {
+    writeFileSync(join(sandbox.cwd, 'compose.yaml'), '');
+    const bin = join(sandbox.home, 'plain-docker');
+    mkdirSync(bin);
+    // What docker says without the plugin: `compose` is not a command, so `-f` is read as its own flag.
+    writeFileSync(
+      join(bin, 'docker'),
+      `#!/bin/sh\nif [ "$2" = version ]; then echo "docker: 'compose' is not a docker command." >&2; else echo "unknown shorthand flag: 'f' in -f" >&2; fi\nexit 125\n`,
+    );
+    chmodSync(join(bin, 'docker'), 0o755);
+    const run = await runCli(['up', '--json'], sandbox, { env: { PATH: `${bin}:${process.env.PATH}` } });
+    expect(run.code).toBe(1);
+    expect(run.json()).toEqual({ error: expect.stringMatching(/Compose plugin is not/), hint: expect.stringMatching(/apt-get install docker-compose-plugin/) });
+  });
+
   it('missing compose files and a missing docker are errors, not crashes', async () => {
     const none = await runCli(['up', '--json'], sandbox, { env: { PATH: fakePath } });
     expect(none.code).toBe(1);
