@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   const env = loadEnv();
   // Fail at boot, naming the variable, rather than at the first query.
   void env.databaseUrl;
-  const logger = createLogger(env.LOG_LEVEL, 'worker');
+  const logger = createLogger(env, 'worker');
   const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(env, await deploymentComponents(env)), { logger: new PinoLoggerService(logger) });
   // Stays up until a signal even when no loop holds the event loop open (QUEUE_ENABLED=false).
   const keepAlive = setInterval(() => undefined, 60_000);
