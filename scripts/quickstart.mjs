@@ -12,8 +12,9 @@ import { freePort, startEmbeddedPostgres } from './embedded-postgres.mjs';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const dataDir = resolve(process.env.PLATFORM_DATA_DIR ?? join(root, '.data'));
 // .data/ is traversable (0711) so the unprivileged postgres user can reach its cluster;
-// the key file itself is owner-only.
+// the key file and the database password file are owner-only.
 const keyFile = join(dataDir, 'os-security-key');
+const databasePasswordFile = join(dataDir, 'postgres-password');
 const port = process.env.PORT ?? '7777';
 const host = process.env.HOST ?? '127.0.0.1';
 
@@ -47,8 +48,8 @@ async function database() {
   const databaseDir = join(dataDir, 'postgres');
   const dbPort = Number(process.env.EMBEDDED_PG_PORT ?? (await freePort()));
   ensureDataDir();
-  say(`Starting embedded PostgreSQL (data in ${databaseDir}, port ${dbPort})`);
-  const db = await startEmbeddedPostgres({ databaseDir, port: dbPort, persistent: true });
+  say(`Starting embedded PostgreSQL (data in ${databaseDir}, 127.0.0.1:${dbPort}, user postgres, password in ${databasePasswordFile})`);
+  const db = await startEmbeddedPostgres({ databaseDir, port: dbPort, persistent: true, passwordFile: databasePasswordFile });
   return { url: db.url('postgres'), stop: () => db.stop() };
 }
 
@@ -85,11 +86,15 @@ async function main() {
     MCP_ENABLED: process.env.MCP_ENABLED ?? 'true',
     DEMO_COMPONENTS: process.env.DEMO_COMPONENTS ?? 'true',
   };
-  execFileSync(process.execPath, [join(root, 'dist/libs/database/src/migrate.main.js')], { cwd: root, env, stdio: 'inherit' });
+  // Only the api checks credentials. The worker calls it with its own per-schedule credentials, and
+  // migrations need only the database: neither gets the root key.
+  const { OS_SECURITY_KEY: _rootKey, ...withoutKey } = env;
+  const envs = { api: env, worker: withoutKey };
+  execFileSync(process.execPath, [join(root, 'dist/libs/database/src/migrate.main.js')], { cwd: root, env: withoutKey, stdio: 'inherit' });
 
   let stopping = false;
   const children = ['api', 'worker'].map((app) => {
-    const child = spawn(process.execPath, [join(root, `dist/apps/${app}/src/main.js`)], { cwd: root, env, stdio: 'inherit' });
+    const child = spawn(process.execPath, [join(root, `dist/apps/${app}/src/main.js`)], { cwd: root, env: envs[app], stdio: 'inherit' });
     child.on('exit', (code, signal) => {
       if (!stopping) {
         say(`${app} exited (${signal ?? code}); stopping everything`);

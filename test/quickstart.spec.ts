@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -46,6 +46,13 @@ describe('npm start (scripts/quickstart.mjs)', () => {
       expect(quickstart.output()).toContain(`Docs:     ${url}/docs`);
       const started = descendants(quickstart.child.pid!);
       expect(started.length).toBeGreaterThanOrEqual(3); // api, worker, postgres (+ its workers)
+      // Only the api holds the root credential; the worker has its own per-schedule credentials.
+      const environOf = (app: string) => {
+        const pid = started.find((child) => readFileSync(`/proc/${child}/cmdline`, 'utf8').includes(`dist/apps/${app}/src/main.js`));
+        return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      };
+      expect(environOf('api').some((variable) => variable.startsWith('OS_SECURITY_KEY='))).toBe(true);
+      expect(environOf('worker').some((variable) => variable.startsWith('OS_SECURITY_KEY='))).toBe(false);
 
       expect(await quickstart.stop('SIGINT')).toBe(0);
       await waitFor(async () => started.every((pid) => !alive(pid)), 15_000, 'every child to exit');

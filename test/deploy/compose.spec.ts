@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 
 import { loadEnv } from '@app/config';
 
-import { readEnvFile, readYaml } from '../support/deploy-files';
+import { composeContainerEnv as containerEnv, readEnvFile, readYaml } from '../support/deploy-files';
 
 const COMPOSE_FILE = 'docker/compose.yaml';
 
@@ -18,30 +18,6 @@ function lint(path: string): { rule: string; message: string }[] {
   // dclint's declaration files use extensionless ESM imports, so under nodenext its result type is lost.
   const results: { messages: { rule: string; message: string }[] }[] = linter.lintFiles([path], false);
   return results.flatMap((result) => result.messages.map(({ rule, message }) => ({ rule, message })));
-}
-
-/** Compose's ${VAR}, ${VAR:-default} and ${VAR:?error} (empty counts as unset, as with `:`). */
-function interpolate(value: string, variables: Record<string, string>): string {
-  return value.replace(/\$\{([A-Z0-9_]+)(?::([-?])([^}]*))?\}/g, (_match, name: string, operator?: string, operand = '') => {
-    const set = variables[name];
-    if (set) {
-      return set;
-    }
-    if (operator === '?') {
-      throw new Error(`${name}: ${operand}`);
-    }
-    return operator === '-' ? operand : '';
-  });
-}
-
-/**
- * What an app container's process.env would be, given docker/.env: that file (its env_file),
- * then the service's `environment`, interpolated from the same file.
- */
-function containerEnv(service: { env_file: string; environment: Record<string, string> }, dotEnv: Record<string, string>): Record<string, string> {
-  expect(service.env_file).toBe('.env');
-  const environment = Object.entries(service.environment).map(([name, value]) => [name, interpolate(String(value), dotEnv)]);
-  return { ...dotEnv, ...Object.fromEntries(environment) };
 }
 
 describe('docker/compose.yaml', () => {
@@ -132,5 +108,7 @@ describe('docker/compose.yaml', () => {
     expect([worker.WORKER_HEALTH_PORT, worker.publicUrl]).toEqual([8081, 'http://api:7777']);
     expect(services.worker.healthcheck.test.join(' ')).toContain(`127.0.0.1:${worker.WORKER_HEALTH_PORT}/readyz`);
     expect(loadEnv(containerEnv(services.api, variables)).OS_SECURITY_KEY).toBe(variables.OS_SECURITY_KEY);
+    // The worker and the migration never get it: test/security/deploy-secrets.spec.ts.
+    expect(services.api.env_file).toBe('.env');
   });
 });

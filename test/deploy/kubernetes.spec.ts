@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { loadEnv } from '@app/config';
 import { DATABASE_PING_TIMEOUT_MS } from '@app/health';
 
-import { dockerStages, readYaml, readYamlDocuments } from '../support/deploy-files';
+import { dockerStages, kubernetesContainerEnv, readYaml, readYamlDocuments } from '../support/deploy-files';
 
 const DIRECTORY = 'deploy/kubernetes';
 
@@ -31,6 +31,11 @@ const migrate = find('Job', 'platform-migrate');
 const config = find('ConfigMap', 'platform-config');
 const containerOf = (workload: any) => workload.spec.template.spec.containers[0];
 const envOf = (workload: any) => Object.fromEntries((containerOf(workload).env ?? []).map((variable: any) => [variable.name, variable.value]));
+/** Stands in for the platform-secrets Secret the operator creates (README "Deploy"). */
+const secrets = { DATABASE_URL: 'postgresql://platform:secret@postgres:5432/platform', OS_SECURITY_KEY: 'k'.repeat(32) };
+/** The environment the kubelet gives a workload's container, with `secrets` as platform-secrets. */
+const podEnv = (workload: any) =>
+  kubernetesContainerEnv(containerOf(workload), { configMaps: { 'platform-config': config.data }, secrets: { 'platform-secrets': secrets } });
 
 describe('deploy/kubernetes', () => {
   it('lists every manifest of the directory in kustomization.yaml, and nothing else', () => {
@@ -74,22 +79,30 @@ describe('deploy/kubernetes', () => {
   it('leaves migrations to the Job: the shared config sets DB_MIGRATE=false for every pod', () => {
     expect(config.data.DB_MIGRATE).toBe('false');
     for (const workload of [api, worker, migrate]) {
-      expect(containerOf(workload).envFrom).toEqual([{ configMapRef: { name: 'platform-config' } }, { secretRef: { name: 'platform-secrets' } }]);
+      expect(containerOf(workload).envFrom[0], workload.metadata.name).toEqual({ configMapRef: { name: 'platform-config' } });
+      expect(podEnv(workload).DB_MIGRATE, workload.metadata.name).toBe('false');
+    }
+  });
+
+  it('gives the api all of platform-secrets; worker and Job only DATABASE_URL from it (see test/security/deploy-secrets.spec.ts)', () => {
+    expect(containerOf(api).envFrom).toEqual([{ configMapRef: { name: 'platform-config' } }, { secretRef: { name: 'platform-secrets' } }]);
+    for (const workload of [worker, migrate]) {
+      expect(containerOf(workload).envFrom, workload.metadata.name).toEqual([{ configMapRef: { name: 'platform-config' } }]);
+      expect(podEnv(workload).DATABASE_URL, workload.metadata.name).toBe(secrets.DATABASE_URL);
     }
   });
 
   it('gives each container an environment the service accepts (secrets stand in for platform-secrets)', () => {
-    const secrets = { DATABASE_URL: 'postgresql://platform:secret@postgres:5432/platform', OS_SECURITY_KEY: 'k'.repeat(32) };
     for (const workload of [api, worker, migrate]) {
-      expect(() => loadEnv({ ...config.data, ...secrets, ...envOf(workload) }), workload.metadata.name).not.toThrow();
+      expect(loadEnv(podEnv(workload)).databaseUrl, workload.metadata.name).toBe(secrets.DATABASE_URL);
     }
-    const apiEnv = loadEnv({ ...config.data, ...secrets, ...envOf(api) });
+    const apiEnv = loadEnv(podEnv(api));
     expect(apiEnv).toMatchObject({ HOST: '0.0.0.0', PORT: 7777, MCP_ENABLED: true, DB_MIGRATE: false });
     // The api advertises its external address (Origin checks, OAuth audience), never its bind address.
     expect(apiEnv.publicUrl).toMatch(/^https:\/\//);
     expect(apiEnv.publicUrl).not.toContain('0.0.0.0');
     // The worker calls the api through the in-cluster Service.
-    expect(loadEnv({ ...config.data, ...secrets, ...envOf(worker) }).publicUrl).toBe('http://platform-api:7777');
+    expect(loadEnv(podEnv(worker)).publicUrl).toBe('http://platform-api:7777');
   });
 
   it('probes the api: ready on /readyz (database), alive on /health, on its named port', () => {

@@ -6,7 +6,7 @@ import { ConfigModule, Env } from '@app/config';
 import { DatabaseModule } from '@app/database';
 import { HealthModule } from '@app/health';
 import { QueueModule } from '@app/queue';
-import { RunsModule } from '@app/runs';
+import { Component, RunsModule } from '@app/runs';
 import { SchedulesModule } from '@app/schedules';
 import { ServiceAccountsModule } from '@app/service-accounts';
 
@@ -26,7 +26,7 @@ import { ServiceAccountsController } from './service-accounts/service-accounts.c
 /** Wires the libs into the HTTP api; holds no rules of its own. */
 @Module({})
 export class ApiModule {
-  static forRoot(env: Env): DynamicModule {
+  static forRoot(env: Env, components: Component[] = []): DynamicModule {
     const mcp = mcpWiring(env);
     return {
       module: ApiModule,
@@ -36,7 +36,7 @@ export class ApiModule {
         AuthModule,
         ServiceAccountsModule,
         HealthModule,
-        RunsModule.forRoot(),
+        RunsModule.forRoot({ components }),
         QueueModule,
         SchedulesModule,
         ...mcp.imports,

@@ -7,6 +7,7 @@ import { FastifyError, FastifyReply, FastifyRequest, LogController } from 'fasti
 
 import { Env } from '@app/config';
 import { createLogger, loggerOptions, PinoLoggerService } from '@app/logging';
+import { Component } from '@app/runs';
 
 import { ApiModule } from './api.module';
 import { mountDocs } from './openapi';
@@ -15,7 +16,7 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 /** Builds the api (not yet listening): used by main.ts and nothing else needs to know how. */
-export async function createApiApp(env: Env): Promise<NestFastifyApplication> {
+export async function createApiApp(env: Env, components: Component[] = []): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
     logger: loggerOptions(env.LOG_LEVEL, 'api'),
     bodyLimit: BODY_LIMIT_BYTES,
@@ -30,7 +31,7 @@ export async function createApiApp(env: Env): Promise<NestFastifyApplication> {
       void reply.status(error.statusCode ?? 400).send({ detail: error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'Path parameter is too long' : 'Malformed URL' });
     },
   });
-  const app = await NestFactory.create<NestFastifyApplication>(ApiModule.forRoot(env), adapter, {
+  const app = await NestFactory.create<NestFastifyApplication>(ApiModule.forRoot(env, components), adapter, {
     logger: new PinoLoggerService(createLogger(env.LOG_LEVEL, 'api')),
   });
   const fastify = app.getHttpAdapter().getInstance();

@@ -2,8 +2,9 @@ import 'reflect-metadata';
 
 import { NestFactory } from '@nestjs/core';
 
-import { EnvError, loadEnv } from '@app/config';
+import { BootError, loadEnv } from '@app/config';
 import { createLogger, PinoLoggerService } from '@app/logging';
+import { deploymentComponents } from '@app/runs';
 
 import { WorkerModule } from './worker.module';
 
@@ -12,7 +13,7 @@ async function main(): Promise<void> {
   // Fail at boot, naming the variable, rather than at the first query.
   void env.databaseUrl;
   const logger = createLogger(env.LOG_LEVEL, 'worker');
-  const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(env), { logger: new PinoLoggerService(logger) });
+  const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(env, await deploymentComponents(env)), { logger: new PinoLoggerService(logger) });
   // Stays up until a signal even when no loop holds the event loop open (QUEUE_ENABLED=false).
   const keepAlive = setInterval(() => undefined, 60_000);
   // A clean stop (jobs drained or released) exits 0; a second signal during the drain is ignored.
@@ -38,6 +39,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error(error instanceof EnvError ? error.message : error);
+  console.error(error instanceof BootError ? error.message : error);
   process.exit(1);
 });

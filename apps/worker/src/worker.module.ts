@@ -4,7 +4,7 @@ import { ConfigModule, Env } from '@app/config';
 import { DatabaseModule } from '@app/database';
 import { HealthModule } from '@app/health';
 import { QueueWorkerModule } from '@app/queue';
-import { RunsModule } from '@app/runs';
+import { Component, RunsModule } from '@app/runs';
 import { SchedulesWorkerModule } from '@app/schedules';
 
 import { WorkerHealthServer } from './health-server';
@@ -12,10 +12,10 @@ import { WorkerHealthServer } from './health-server';
 /** Wires the libs the worker needs; no controllers, no HTTP api beyond the health probes. */
 @Module({})
 export class WorkerModule {
-  static forRoot(env: Env): DynamicModule {
+  static forRoot(env: Env, components: Component[] = []): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [ConfigModule.forRoot(env), DatabaseModule, HealthModule, RunsModule.forRoot(), QueueWorkerModule, SchedulesWorkerModule],
+      imports: [ConfigModule.forRoot(env), DatabaseModule, HealthModule, RunsModule.forRoot({ components }), QueueWorkerModule, SchedulesWorkerModule],
       providers: [WorkerHealthServer],
     };
   }

@@ -15,6 +15,7 @@ import {
   ValidationError,
 } from 'class-validator';
 
+import { BootError } from './boot-error';
 import { isLoopbackHost } from './loopback';
 
 const TRUE_WORDS = ['true', '1', 'yes', 'on'];
@@ -200,6 +201,11 @@ export class Env {
   @IsEnvBoolean()
   DEMO_COMPONENTS = false;
 
+  /** A deployment's own agents, teams and workflows: an ES module or CommonJS file (absolute, or relative to the working directory). */
+  @IsOptional()
+  @IsString()
+  COMPONENTS_MODULE?: string;
+
   @IsOptional()
   @IsString()
   @MinLength(32, { message: 'must be at least 32 characters' })
@@ -252,7 +258,7 @@ export class Env {
   }
 }
 
-export class EnvError extends Error {
+export class EnvError extends BootError {
   constructor(readonly problems: string[]) {
     super(`Invalid configuration:\n  ${problems.join('\n  ')}`);
   }

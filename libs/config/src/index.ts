@@ -1,3 +1,4 @@
+export * from './boot-error';
 export * from './config.module';
 export * from './env';
 export * from './loopback';

@@ -1,4 +1,4 @@
-import { Inject, Injectable, OnModuleInit, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleInit, Optional } from '@nestjs/common';
 
 import { Env } from '@app/config';
 
@@ -6,7 +6,7 @@ import { Component, ComponentKind } from './component';
 import { DEMO_COMPONENTS } from './demo-components';
 import { RunErrorCode, RunException } from './runs.exception';
 
-/** Injection token of the components a deployment adds (RunsModule.forRoot({ components })). */
+/** Injection token of the components a deployment adds (COMPONENTS_MODULE, through RunsModule.forRoot({ components })). */
 export const DEPLOYMENT_COMPONENTS = Symbol('DEPLOYMENT_COMPONENTS');
 
 /** Every agent, team and workflow this service can run, by kind and id. */
@@ -21,6 +21,10 @@ export class ComponentRegistry implements OnModuleInit {
 
   onModuleInit(): void {
     this.register(...(this.env.DEMO_COMPONENTS ? DEMO_COMPONENTS : []), ...this.deployment);
+    if (this.env.COMPONENTS_MODULE) {
+      const ids = this.deployment.map((component) => `${component.kind}/${component.id}`);
+      new Logger(ComponentRegistry.name).log(`Loaded ${ids.length} component(s) from ${this.env.COMPONENTS_MODULE}: ${ids.join(', ') || 'none'}`);
+    }
   }
 
   /** Boot fails on a duplicate id within a kind: a run must never reach the wrong component. */

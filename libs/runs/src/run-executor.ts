@@ -2,14 +2,16 @@ import { Injectable } from '@nestjs/common';
 
 import { CancellationIntents, JobStopped } from '@app/queue';
 
-import { Component, RunCancelled, RunContext } from './component';
-import { RunOutcome } from './run.repository';
+import { Component, ModelUsage, RunCancelled, RunContext } from './component';
+import { RunOutcome, RunRepository } from './run.repository';
 
 export interface RunInput {
   id: string;
   sessionId: string;
   userId: string | null;
   message: string;
+  /** False for a run that opened its session: there is no history to read. */
+  continuesSession: boolean;
 }
 
 export interface ExecutionOptions {
@@ -17,30 +19,50 @@ export interface ExecutionOptions {
   onDelta?: (delta: string) => void;
   /** The cancellation point to use instead of the intent check (a queue job's, which also knows when the worker lost the job). */
   checkpoint?: () => Promise<void>;
+  /** Aborted when the job is lost or its worker stops past its deadline (a queue job's); read only when the component reads ctx.signal. */
+  signal?: () => AbortSignal;
 }
+
+/** How often a run whose component holds `ctx.signal` checks whether it was cancelled meanwhile. */
+const CANCEL_POLL_MS = 500;
 
 /** Runs one component for one run and turns whatever happens into an outcome; never throws for a component's failure. */
 @Injectable()
 export class RunExecutor {
-  constructor(private readonly intents: CancellationIntents) {}
+  constructor(
+    private readonly intents: CancellationIntents,
+    private readonly runs: RunRepository,
+  ) {}
 
   async execute(component: Component, run: RunInput, options: ExecutionOptions = {}): Promise<RunOutcome> {
+    const history = run.continuesSession ? await this.runs.history(run.sessionId, run.id) : [];
+    const stop = new Stop(options.checkpoint ?? (() => this.checkpoint(run.id)), options.signal);
+    let usage: ModelUsage | null = null;
     const context: RunContext = {
       runId: run.id,
       sessionId: run.sessionId,
       userId: run.userId,
       message: run.message,
-      checkpoint: options.checkpoint ?? (() => this.checkpoint(run.id)),
+      history,
+      get signal() {
+        return stop.signal;
+      },
+      checkpoint: () => stop.checkpoint(),
       emit: (delta) => options.onDelta?.(delta),
+      recordUsage: (reported) => {
+        usage = reported;
+      },
     };
     try {
       const content = await component.run(context);
-      return { status: 'completed', content, error: null };
+      return { status: 'completed', content, error: null, usage };
     } catch (error) {
-      if (error instanceof RunCancelled || error instanceof JobStopped) {
-        return { status: 'cancelled', content: null, error: error.message };
+      if (error instanceof RunCancelled || error instanceof JobStopped || stop.stopped) {
+        return { status: 'cancelled', content: null, error: stop.reason ?? (error as Error).message, usage };
       }
-      return { status: 'failed', content: null, error: error instanceof Error ? error.message : String(error) };
+      return { status: 'failed', content: null, error: error instanceof Error ? error.message : String(error), usage };
+    } finally {
+      stop.dispose();
     }
   }
 
@@ -48,5 +70,64 @@ export class RunExecutor {
     if (await this.intents.isLive(runId)) {
       throw new RunCancelled('Run was cancelled');
     }
+  }
+}
+
+/**
+ * One run's cancellation: the checkpoint a component calls, and the AbortSignal it may hold. The
+ * signal (and the poll that notices a cancellation between checkpoints) exists only once read.
+ */
+class Stop {
+  private controller: AbortController | null = null;
+  private poll: NodeJS.Timeout | null = null;
+  reason: string | null = null;
+
+  constructor(
+    private readonly check: () => Promise<void>,
+    private readonly outer: (() => AbortSignal) | undefined,
+  ) {}
+
+  get stopped(): boolean {
+    return this.reason !== null;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.reason !== null) {
+        this.controller.abort(new RunCancelled(this.reason));
+      }
+      const outer = this.outer?.();
+      if (outer?.aborted) {
+        this.abort(new JobStopped(String(outer.reason)));
+      }
+      outer?.addEventListener('abort', () => this.abort(new JobStopped(String(outer.reason))), { once: true });
+      if (this.reason === null) {
+        this.poll = setInterval(() => void this.checkpoint().catch(() => undefined), CANCEL_POLL_MS);
+        this.poll.unref();
+      }
+    }
+    return this.controller.signal;
+  }
+
+  async checkpoint(): Promise<void> {
+    try {
+      await this.check();
+    } catch (error) {
+      this.abort(error as Error);
+      throw error;
+    }
+  }
+
+  dispose(): void {
+    if (this.poll) {
+      clearInterval(this.poll);
+    }
+  }
+
+  private abort(error: Error): void {
+    this.reason ??= error.message;
+    this.dispose();
+    this.controller?.abort(error);
   }
 }

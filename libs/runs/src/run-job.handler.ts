@@ -23,8 +23,14 @@ export class RunJobHandler implements JobHandler {
     const component = this.registry.get(job.componentType as ComponentKind, job.componentId);
     const outcome = await this.executor.execute(
       component,
-      { id: job.id, sessionId: job.sessionId, userId: job.userId, message: String(job.payload.message ?? '') },
-      { checkpoint: context.checkpoint },
+      {
+        id: job.id,
+        sessionId: job.sessionId,
+        userId: job.userId,
+        message: String(job.payload.message ?? ''),
+        continuesSession: job.payload.continues_session === true,
+      },
+      { checkpoint: context.checkpoint, signal: () => context.signal },
     );
     return {
       outcome: outcome.status === 'completed' || outcome.status === 'cancelled' || outcome.status === 'paused' ? outcome.status : 'failed',

@@ -40,6 +40,9 @@ export class RunDto {
   @ApiProperty({ type: 'string', nullable: true }) content!: string | null;
   @ApiProperty({ type: 'string', nullable: true }) error!: string | null;
   @ApiProperty({ description: 'Queued as a durable job (its id is run_id)' }) background!: boolean;
+  @ApiProperty({ type: 'string', nullable: true, description: 'The model a model-backed agent called' }) model!: string | null;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Prompt tokens the model reported' }) input_tokens!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Completion tokens the model reported' }) output_tokens!: number | null;
   @ApiProperty({ type: 'integer' }) created_at!: number;
   @ApiProperty({ type: 'integer' }) updated_at!: number;
   @ApiProperty({ type: 'integer', nullable: true }) completed_at!: number | null;

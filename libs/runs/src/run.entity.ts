@@ -41,6 +41,16 @@ export class RunEntity {
   @Column({ type: 'text', nullable: true })
   error!: string | null;
 
+  /** The model a model-backed component called, and what that cost (null for other components). */
+  @Column({ type: 'varchar', length: 255, nullable: true })
+  model!: string | null;
+
+  @Column({ name: 'input_tokens', type: 'integer', nullable: true })
+  inputTokens!: number | null;
+
+  @Column({ name: 'output_tokens', type: 'integer', nullable: true })
+  outputTokens!: number | null;
+
   @Column({ name: 'idempotency_key', type: 'varchar', length: 512, nullable: true })
   idempotencyKey!: string | null;
 

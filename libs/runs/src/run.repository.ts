@@ -7,7 +7,7 @@ import { DataScope } from '@app/access';
 import { fetchPage, PageRequest } from '@app/pagination';
 import { ExpiredJob, QueueJobEntity } from '@app/queue';
 
-import { ComponentKind } from './component';
+import { ComponentKind, ModelUsage, Turn } from './component';
 import { RunEntity } from './run.entity';
 import { RunStatus } from './run-status';
 import { SessionRunSortField } from './session.dto';
@@ -18,7 +18,12 @@ export interface RunOutcome {
   status: RunStatus;
   content: string | null;
   error: string | null;
+  /** What the run's model calls consumed, when a component reported it. */
+  usage?: ModelUsage | null;
 }
+
+/** Earlier turns a run sees: at most this many runs back, so a long session costs a bounded read. */
+const HISTORY_RUNS = 50;
 
 /** Every read takes the caller's DataScope first and joins the run's queue job, the authority on a background run's state. */
 @Injectable()
@@ -46,9 +51,27 @@ export class RunRepository {
     return fetchPage(this.withJob(scope).andWhere('run.session_id = :sessionId', { sessionId }), request, { sort: 'run.created_at', id: 'run.id' });
   }
 
+  /** The session's completed runs before `runId`, as turns, oldest first. */
+  async history(sessionId: string, runId: string): Promise<Turn[]> {
+    const rows: { message: string; content: string }[] = await this.rows.query(
+      `SELECT message, content FROM (
+         SELECT r.message, r.content, r.created_at FROM runs r, runs current
+         WHERE current.id = $2 AND r.session_id = $1 AND r.id <> $2 AND r.status = 'completed' AND r.content IS NOT NULL
+           AND r.created_at <= current.created_at
+         ORDER BY r.created_at DESC LIMIT ${HISTORY_RUNS}) earlier
+       ORDER BY created_at`,
+      [sessionId, runId],
+    );
+    return rows.flatMap((row) => [
+      { role: 'user' as const, content: row.message },
+      { role: 'assistant' as const, content: row.content },
+    ]);
+  }
+
   /** Records a synchronous run's outcome. */
   async finish(id: string, outcome: RunOutcome): Promise<void> {
-    await this.rows.update({ id }, { ...outcome, completedAt: () => 'now()', updatedAt: () => 'now()' });
+    const { usage, ...result } = outcome;
+    await this.rows.update({ id }, { ...result, ...usageColumns(usage), completedAt: () => 'now()', updatedAt: () => 'now()' });
   }
 
   /** A background run's outcome, written inside the queue's fenced transaction (see JobResult.record). */
@@ -56,9 +79,10 @@ export class RunRepository {
     await tx.query({
       name: 'runs_record_outcome',
       text: `UPDATE runs SET status = $2::varchar, content = $3, error = $4, updated_at = now(),
-               completed_at = CASE WHEN $2::varchar IN ('completed', 'failed', 'cancelled') THEN now() ELSE NULL END
+               completed_at = CASE WHEN $2::varchar IN ('completed', 'failed', 'cancelled') THEN now() ELSE NULL END,
+               model = $5, input_tokens = $6, output_tokens = $7
              WHERE id = $1`,
-      values: [id, outcome.status, outcome.content, outcome.error],
+      values: [id, outcome.status, outcome.content, outcome.error, outcome.usage?.model ?? null, outcome.usage?.inputTokens ?? null, outcome.usage?.outputTokens ?? null],
     });
   }
 
@@ -77,4 +101,8 @@ export class RunRepository {
     const owner = scope.where('run.user_id');
     return this.rows.createQueryBuilder('run').leftJoinAndMapOne('run.job', QueueJobEntity, 'job', 'job.id = run.id').where(owner.sql, owner.params);
   }
+}
+
+function usageColumns(usage: ModelUsage | null | undefined): Pick<RunEntity, 'model' | 'inputTokens' | 'outputTokens'> {
+  return { model: usage?.model ?? null, inputTokens: usage?.inputTokens ?? null, outputTokens: usage?.outputTokens ?? null };
 }

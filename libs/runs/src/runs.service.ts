@@ -17,7 +17,7 @@ import { ComponentRegistry } from './component.registry';
 import { AcceptedRunDto, ComponentDto, IDEMPOTENCY_KEY_MAX, RunDto, RunEvent, StartRunDto } from './run.dto';
 import { RunEntity } from './run.entity';
 import { RUN_IDEMPOTENCY_CONSTRAINT, RunRepository } from './run.repository';
-import { RunExecutor } from './run-executor';
+import { RunExecutor, RunInput } from './run-executor';
 import { toRunDto } from './run-mapper';
 import { RunErrorCode, RunException } from './runs.exception';
 import { SessionEntity } from './session.entity';
@@ -64,7 +64,7 @@ export class RunsService {
     const component = this.registry.get(kind, componentId);
     const { run, created } = await this.create(caller, component, request, false);
     if (created) {
-      await this.runs.finish(run.id, await this.executor.execute(component, toInput(run)));
+      await this.runs.finish(run.id, await this.executor.execute(component, toInput(run, request)));
     }
     return this.get(caller, kind, componentId, run.id);
   }
@@ -75,7 +75,7 @@ export class RunsService {
     const { run, created } = await this.create(caller, component, request, false);
     send({ event: 'RunStarted', data: { run_id: run.id, session_id: run.sessionId, component_type: kind, component_id: componentId, created_at: toEpoch(run.createdAt) } });
     if (created) {
-      const outcome = await this.executor.execute(component, toInput(run), { onDelta: (content) => send({ event: 'RunContent', data: { run_id: run.id, content } }) });
+      const outcome = await this.executor.execute(component, toInput(run, request), { onDelta: (content) => send({ event: 'RunContent', data: { run_id: run.id, content } }) });
       await this.runs.finish(run.id, outcome);
     }
     const finished = await this.get(caller, kind, componentId, run.id);
@@ -172,7 +172,8 @@ export class RunsService {
         componentId: run.componentId,
         sessionId: run.sessionId,
         userId: run.userId,
-        payload: { message: run.message },
+        // A run that opened its session has no history: the worker skips reading it.
+        payload: newSession ? { message: run.message } : { message: run.message, continues_session: true },
         idempotencyKey: run.idempotencyKey,
       });
     }
@@ -226,10 +227,10 @@ function newRun(component: Component, request: RunRequest, userId: string | null
   });
 }
 
-function toInput(run: RunEntity): { id: string; sessionId: string; userId: string | null; message: string } {
-  return { id: run.id, sessionId: run.sessionId, userId: run.userId, message: run.message };
+function toInput(run: RunEntity, request: RunRequest): RunInput {
+  return { id: run.id, sessionId: run.sessionId, userId: run.userId, message: run.message, continuesSession: request.session_id !== undefined };
 }
 
 function toComponentDto(component: Component): ComponentDto {
-  return { id: component.id, type: component.kind, name: component.name, description: component.description };
+  return { id: component.id, type: component.kind, name: component.name, description: component.description ?? '' };
 }

@@ -1,0 +1,151 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase } from '../../../test/support/database';
+import { streamRun } from '../../../test/support/event-stream';
+import { call } from '../../../test/support/http';
+import { OpenAiCompatibleServer } from '../../../test/support/openai-compatible-server';
+import { ROOT_KEY } from '../../../test/support/principals';
+import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../../../test/support/processes';
+
+const API_KEY = 'sk-standin-secret-0123456789';
+
+describe('modelAgent against an OpenAI-compatible server on loopback', () => {
+  let provider: OpenAiCompatibleServer;
+  let api: RunningApi;
+  let worker: RunningProcess;
+
+  beforeAll(async () => {
+    provider = new OpenAiCompatibleServer();
+    const baseURL = await provider.listen();
+    const file = join(mkdtempSync(join(tmpdir(), 'model-agent-')), 'agents.mjs');
+    writeFileSync(
+      file,
+      `export default ({ modelAgent }) => [
+        modelAgent({ id: 'assistant', instructions: 'You are terse.', model: 'standin-1', baseURL: '${baseURL}', apiKeyEnv: 'STANDIN_API_KEY', historyTurns: 2, timeoutSeconds: 5 }),
+      ];`,
+    );
+    const env = { DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, COMPONENTS_MODULE: file, STANDIN_API_KEY: API_KEY, LOG_LEVEL: 'debug' };
+    api = await startApi(env);
+    worker = await startWorker(env);
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await api?.stop();
+    await provider?.close();
+  });
+
+  const run = (json: Record<string, unknown>) => call(api.url, 'POST', '/agents/assistant/runs', { token: ROOT_KEY, json });
+  const runBody = async (runId: string) => (await call(api.url, 'GET', `/agents/assistant/runs/${runId}`, { token: ROOT_KEY })).body;
+
+  it('assembles the content from several chunks and stores the model and token usage on the run', async () => {
+    provider.next({ chunks: ['Hel', 'lo, ', 'wor', 'ld'], usage: { prompt_tokens: 21, completion_tokens: 4 } });
+    const response = await run({ message: 'greet me' });
+    expect(response.status, response.text).toBe(200);
+    expect(response.body).toMatchObject({ status: 'completed', content: 'Hello, world', model: 'standin-1', input_tokens: 21, output_tokens: 4 });
+    const request = provider.requests.at(-1)!;
+    expect(request.body).toMatchObject({ model: 'standin-1', stream: true });
+    expect(request.body.messages).toEqual([
+      { role: 'system', content: 'You are terse.' },
+      { role: 'user', content: 'greet me' },
+    ]);
+    expect(request.authorization).toBe(`Bearer ${API_KEY}`);
+    // The key was read from its variable and sent, never logged (debug logging is on).
+    expect(api.output() + worker.output()).not.toContain(API_KEY);
+  });
+
+  it('streams RunContent events as the provider’s chunks arrive, before the run ends', async () => {
+    provider.next({ chunks: ['a', 'b', 'c'], chunkDelayMs: 300 });
+    const events = await streamRun(api.url, '/agents/assistant/runs', { token: ROOT_KEY, json: { message: 'slowly' } });
+    const content = events.filter((event) => event.event === 'RunContent');
+    expect(content.map((event) => event.data.content)).toEqual(['a', 'b', 'c']);
+    const done = events.at(-1)!;
+    expect(done.event).toBe('RunCompleted');
+    // Each piece reached the client well before the next was produced, and before the end.
+    expect(done.at - content[0].at).toBeGreaterThan(450);
+    expect(content[1].at - content[0].at).toBeGreaterThan(200);
+  });
+
+  it('sends the session’s latest turns (historyTurns) before the message', async () => {
+    provider.next({ chunks: ['first answer'] }).next({ chunks: ['second answer'] }).next({ chunks: ['third answer'] });
+    const first = await run({ message: 'one', session_id: `model-${Date.now()}` });
+    await run({ message: 'two', session_id: first.body.session_id });
+    await run({ message: 'three', session_id: first.body.session_id });
+    expect(provider.requests.at(-1)!.body.messages).toEqual([
+      { role: 'system', content: 'You are terse.' },
+      { role: 'user', content: 'two' },
+      { role: 'assistant', content: 'second answer' },
+      { role: 'user', content: 'three' },
+    ]);
+  });
+
+  it('aborts the provider request when the run is cancelled', async () => {
+    provider.next({ chunks: ['thinking'], hang: true });
+    const before = provider.clientDisconnects;
+    const events = await streamRun(api.url, '/agents/assistant/runs', {
+      token: ROOT_KEY,
+      json: { message: 'long' },
+      onEvent: async (event) => {
+        if (event.event === 'RunContent') {
+          await call(api.url, 'POST', `/agents/assistant/runs/${event.data.run_id}/cancel`, { token: ROOT_KEY });
+        }
+      },
+    });
+    expect(events.at(-1)!.event).toBe('RunCancelled');
+    await waitFor(async () => provider.clientDisconnects > before, 5_000, 'the provider connection to close');
+  });
+
+  it('aborts the provider request of a background run cancelled on the worker', async () => {
+    provider.next({ chunks: ['thinking'], hang: true });
+    const before = provider.clientDisconnects;
+    const accepted = await run({ message: 'long', background: true });
+    await waitFor(async () => provider.requests.at(-1)?.body.messages.at(-1)?.content === 'long' && (await runBody(accepted.body.run_id)).status === 'running', 10_000, 'the model call');
+    await call(api.url, 'POST', `/agents/assistant/runs/${accepted.body.run_id}/cancel`, { token: ROOT_KEY });
+    await waitFor(async () => provider.clientDisconnects > before, 5_000, 'the provider connection to close');
+    await waitFor(async () => (await runBody(accepted.body.run_id)).status === 'cancelled', 5_000, 'the run to be cancelled');
+  });
+
+  it.each([429, 500, 503])('fails the run with the provider status in error when the provider answers %i', async (status) => {
+    provider.next({ status });
+    const response = await run({ message: 'x' });
+    expect(response.body).toMatchObject({ status: 'failed', model: null });
+    expect(response.body.error).toContain(`Model provider answered HTTP ${status}`);
+  });
+
+  it('fails a background run on a provider error, and the job’s attempts decide the retry', async () => {
+    provider.next({ status: 429 });
+    const accepted = await run({ message: 'x', background: true });
+    await waitFor(async () => (await runBody(accepted.body.run_id)).status === 'failed', 10_000, 'the run to fail');
+    expect((await runBody(accepted.body.run_id)).error).toContain('HTTP 429');
+    const job = (await call(api.url, 'GET', `/queue/jobs/${accepted.body.run_id}`, { token: ROOT_KEY })).body;
+    expect(job).toMatchObject({ status: 'failed', attempt: 1, max_attempts: 1 });
+  });
+
+  it('fails the run when the provider stalls past timeoutSeconds', async () => {
+    provider.next({ chunks: ['...'], hang: true });
+    const response = await run({ message: 'stall' });
+    expect(response.body).toMatchObject({ status: 'failed' });
+    expect(response.body.error).toMatch(/timed out after 5s/);
+  }, 20_000);
+});
+
+describe('modelAgent with no provider listening', () => {
+  it('fails the run naming the refused connection', async () => {
+    const closed = new OpenAiCompatibleServer();
+    const baseURL = await closed.listen();
+    await closed.close();
+    const file = join(mkdtempSync(join(tmpdir(), 'model-agent-')), 'agents.mjs');
+    writeFileSync(file, `export default ({ modelAgent }) => [modelAgent({ id: 'offline', instructions: 'x', model: 'm', baseURL: '${baseURL}' })];`);
+    const api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, COMPONENTS_MODULE: file });
+    try {
+      const response = await call(api.url, 'POST', '/agents/offline/runs', { token: ROOT_KEY, json: { message: 'x' } });
+      expect(response.body).toMatchObject({ status: 'failed' });
+      expect(response.body.error).toMatch(/^Model provider unreachable at .*: ECONNREFUSED/);
+    } finally {
+      await api.stop();
+    }
+  });
+});

@@ -1,0 +1,105 @@
+import { APICallError, simulateReadableStream } from 'ai';
+import { MockLanguageModelV3 } from 'ai/test';
+import { describe, expect, it } from 'vitest';
+
+import { ModelUsage, RunCancelled, RunContext, Turn } from './component';
+import type { ModelAgentOptions } from './authoring';
+import { modelAgent, runModelAgent } from './model-agent';
+
+const OPTIONS: ModelAgentOptions = { id: 'a', instructions: 'Be brief.', model: 'mock-1', baseURL: 'http://127.0.0.1:1/v1', historyTurns: 2 };
+
+const USAGE = {
+  inputTokens: { total: 7, noCache: 7, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: 3, text: 3, reasoning: undefined },
+};
+
+function streamOf(pieces: string[]) {
+  return simulateReadableStream({
+    chunks: [
+      { type: 'text-start' as const, id: 't' },
+      ...pieces.map((delta) => ({ type: 'text-delta' as const, id: 't', delta })),
+      { type: 'text-end' as const, id: 't' },
+      { type: 'finish' as const, finishReason: { unified: 'stop' as const, raw: undefined }, usage: USAGE },
+    ],
+  });
+}
+
+function context(overrides: Partial<RunContext> = {}): RunContext & { emitted: string[]; usage: ModelUsage[] } {
+  const emitted: string[] = [];
+  const usage: ModelUsage[] = [];
+  return {
+    runId: 'r',
+    sessionId: 's',
+    userId: null,
+    message: 'now',
+    history: [],
+    signal: new AbortController().signal,
+    checkpoint: async () => undefined,
+    emit: (delta) => emitted.push(delta),
+    recordUsage: (reported) => usage.push(reported),
+    emitted,
+    usage,
+    ...overrides,
+  };
+}
+
+describe('modelAgent (with the AI SDK test model)', () => {
+  it('emits each delta, returns the whole text and records usage', async () => {
+    const model = new MockLanguageModelV3({ doStream: async () => ({ stream: streamOf(['Hi', ' there']) }) });
+    const ctx = context();
+    expect(await runModelAgent(model, OPTIONS, ctx)).toBe('Hi there');
+    expect(ctx.emitted).toEqual(['Hi', ' there']);
+    expect(ctx.usage).toEqual([{ model: 'mock-1', inputTokens: 7, outputTokens: 3 }]);
+  });
+
+  it('sends the instructions, the latest historyTurns turns and the message', async () => {
+    const model = new MockLanguageModelV3({ doStream: async () => ({ stream: streamOf(['ok']) }) });
+    const history: Turn[] = [
+      { role: 'user', content: 'old' },
+      { role: 'assistant', content: 'old answer' },
+      { role: 'user', content: 'recent' },
+      { role: 'assistant', content: 'recent answer' },
+    ];
+    await runModelAgent(model, OPTIONS, context({ history }));
+    const prompt = model.doStreamCalls[0].prompt.map((message) => ({
+      role: message.role,
+      text: typeof message.content === 'string' ? message.content : message.content.map((part) => ('text' in part ? part.text : '')).join(''),
+    }));
+    expect(prompt).toEqual([
+      { role: 'system', text: 'Be brief.' },
+      { role: 'user', text: 'recent' },
+      { role: 'assistant', text: 'recent answer' },
+      { role: 'user', text: 'now' },
+    ]);
+  });
+
+  it('names the provider status when the call fails', async () => {
+    const model = new MockLanguageModelV3({
+      doStream: async () => {
+        throw new APICallError({ message: 'Too Many Requests', url: 'http://x/v1/chat/completions', requestBodyValues: {}, statusCode: 429, responseBody: '{"error":"slow down"}', isRetryable: true });
+      },
+    });
+    await expect(runModelAgent(model, OPTIONS, context())).rejects.toThrow('Model provider answered HTTP 429 (http://127.0.0.1:1/v1): {"error":"slow down"}');
+  });
+
+  it('ends as a cancellation, not a failure, when the run’s signal aborts', async () => {
+    const controller = new AbortController();
+    const model = new MockLanguageModelV3({
+      doStream: async ({ abortSignal }) => ({
+        stream: new ReadableStream({
+          start(stream) {
+            stream.enqueue({ type: 'text-start', id: 't' });
+            stream.enqueue({ type: 'text-delta', id: 't', delta: 'partial' });
+            abortSignal?.addEventListener('abort', () => stream.error(abortSignal.reason));
+            controller.abort(new RunCancelled('Run was cancelled'));
+          },
+        }),
+      }),
+    });
+    await expect(runModelAgent(model, OPTIONS, context({ signal: controller.signal }))).rejects.toBeInstanceOf(RunCancelled);
+  });
+
+  it('refuses options without the required fields', () => {
+    expect(() => modelAgent({ ...OPTIONS, baseURL: '' })).toThrow('modelAgent needs baseURL');
+  });
+});

@@ -1,0 +1,99 @@
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { APICallError, LanguageModel, LanguageModelUsage, ModelMessage, streamText } from 'ai';
+
+import type { ModelAgentOptions } from './authoring';
+import { Component, RunCancelled, RunContext } from './component';
+
+
+const DEFAULT_HISTORY_TURNS = 10;
+const DEFAULT_TIMEOUT_SECONDS = 300;
+const MAX_PROVIDER_TEXT = 300;
+
+export function modelAgent(options: ModelAgentOptions): Component {
+  for (const field of ['id', 'instructions', 'model', 'baseURL'] as const) {
+    if (typeof options?.[field] !== 'string' || options[field] === '') {
+      throw new Error(`modelAgent needs ${field} (a non-empty string)`);
+    }
+  }
+  const provider = createOpenAICompatible({
+    name: 'model-agent',
+    baseURL: options.baseURL,
+    // The variable is named by the deployment's own module, not a platform setting, so it is read here.
+    apiKey: options.apiKeyEnv ? process.env[options.apiKeyEnv] : undefined,
+    includeUsage: true,
+  });
+  const model = provider.chatModel(options.model);
+  return {
+    kind: 'agent',
+    id: options.id,
+    name: options.name ?? options.id,
+    description: options.description ?? `Model agent (${options.model})`,
+    run: (context) => runModelAgent(model, options, context),
+  };
+}
+
+/**
+ * One model call for one run: the instructions, the session's latest turns and the message go to the
+ * model; text is emitted as it streams; usage is recorded; cancellation aborts the HTTP request. The
+ * AI SDK's own retries are off: the job's attempts decide whether a failed run is tried again.
+ */
+export async function runModelAgent(model: LanguageModel, options: ModelAgentOptions, context: RunContext): Promise<string> {
+  const timeoutSeconds = options.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
+  const timeout = AbortSignal.timeout(timeoutSeconds * 1000);
+  const turns = options.historyTurns ?? DEFAULT_HISTORY_TURNS;
+  const messages: ModelMessage[] = [...(turns > 0 ? context.history.slice(-turns) : []), { role: 'user', content: context.message }];
+  const result = streamText({
+    model,
+    system: options.instructions,
+    messages,
+    maxOutputTokens: options.maxOutputTokens,
+    temperature: options.temperature,
+    maxRetries: 0,
+    abortSignal: AbortSignal.any([context.signal, timeout]),
+    // Errors arrive as stream parts and fail the run below; the SDK's default would print them to stderr.
+    onError: () => undefined,
+  });
+  let content = '';
+  let usage: LanguageModelUsage | undefined;
+  try {
+    for await (const part of result.fullStream) {
+      if (part.type === 'text-delta') {
+        content += part.text;
+        context.emit(part.text);
+      } else if (part.type === 'finish') {
+        usage = part.totalUsage;
+      } else if (part.type === 'error') {
+        throw part.error;
+      } else if (part.type === 'abort') {
+        throw new DOMException('aborted', 'AbortError');
+      }
+    }
+  } catch (error) {
+    throw describeFailure(error, options, context.signal, timeout, timeoutSeconds);
+  }
+  context.recordUsage({ model: options.model, inputTokens: usage?.inputTokens ?? null, outputTokens: usage?.outputTokens ?? null });
+  return content;
+}
+
+/** A failure the run's error can show: the provider's status, a timeout, or the connection problem. */
+function describeFailure(error: unknown, options: ModelAgentOptions, cancel: AbortSignal, timeout: AbortSignal, timeoutSeconds: number): Error {
+  if (cancel.aborted) {
+    return cancel.reason instanceof Error ? cancel.reason : new RunCancelled();
+  }
+  if (timeout.aborted) {
+    return new Error(`Model provider timed out after ${timeoutSeconds}s (${options.baseURL})`);
+  }
+  if (APICallError.isInstance(error)) {
+    if (error.statusCode !== undefined) {
+      return new Error(`Model provider answered HTTP ${error.statusCode} (${options.baseURL}): ${clip(error.responseBody ?? error.message)}`);
+    }
+    const cause = error.cause as { code?: string; cause?: { code?: string } } | undefined;
+    return new Error(`Model provider unreachable at ${options.baseURL}: ${cause?.code ?? cause?.cause?.code ?? error.message}`);
+  }
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+function clip(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > MAX_PROVIDER_TEXT ? `${flat.slice(0, MAX_PROVIDER_TEXT)}…` : flat;
+}
