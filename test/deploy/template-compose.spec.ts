@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { loadEnv } from '@app/config';
 
 import { cliSandbox, runCli } from '../support/cli';
-import { readEnvFile, readYaml } from '../support/deploy-files';
+import { composeContainerEnv as containerEnv, interpolate, readEnvFile, readYaml } from '../support/deploy-files';
 
 const TEMPLATE = 'templates/platform-docker';
 const COMPOSE_FILE = `${TEMPLATE}/compose.yaml`;
@@ -20,26 +20,6 @@ function lint(path: string): string[] {
   const linter = new DCLinter({ ...readYaml('.dclintrc.yaml'), quiet: false, debug: false, exclude: [] });
   const results: { messages: { rule: string }[] }[] = linter.lintFiles([path], false);
   return results.flatMap((result) => result.messages.map(({ rule }) => rule));
-}
-
-/** Compose's ${VAR}, ${VAR:-default} and ${VAR:?error} (empty counts as unset, as with `:`). */
-function interpolate(value: string, variables: Record<string, string>): string {
-  return value.replace(/\$\{([A-Z0-9_]+)(?::([-?])([^}]*))?\}/g, (_match, name: string, operator?: string, operand = '') => {
-    const set = variables[name];
-    if (set) {
-      return set;
-    }
-    if (operator === '?') {
-      throw new Error(`${name}: ${operand}`);
-    }
-    return operator === '-' ? operand : '';
-  });
-}
-
-/** An app container's process.env given the project's .env: its env_file (if any), then its interpolated `environment`. */
-function containerEnv(service: { env_file?: string; environment: Record<string, string> }, dotEnv: Record<string, string>): Record<string, string> {
-  const environment = Object.entries(service.environment).map(([name, value]) => [name, interpolate(String(value), dotEnv)]);
-  return { ...(service.env_file === '.env' ? dotEnv : {}), ...Object.fromEntries(environment) };
 }
 
 describe('the platform-docker template: compose.yaml', () => {
@@ -106,6 +86,8 @@ describe('the platform-docker template: compose.yaml', () => {
       expect(env.OS_SECURITY_KEY, role).toBeUndefined();
       expect(env.JWT_SECRET, role).toBeUndefined();
     }
+    // Every worker setting the deploy compose file passes, so schedules and the queue behave the same.
+    expect(Object.keys(services.worker.environment)).toEqual(expect.arrayContaining(Object.keys(deploy.worker.environment)));
     expect(containerEnv(services.worker, filled()).OPENAI_API_KEY).toBe('sk-test');
     expect(containerEnv(services.api, filled()).OPENAI_API_KEY).toBe('sk-test');
   });
