@@ -98,7 +98,7 @@ describe('svc create', () => {
     expect(node.stdout).toContain('Wrote .env from example.env (owner-only); fill in its secrets.');
     expect(node.stdout).toContain(`cd ${process.cwd()} && COMPONENTS_MODULE=${join(sandbox.cwd, 'on-node', 'components.mjs')} npm start`);
     const docker = await runCli(['create', 'on-docker'], sandbox, { env: offlineEnv(sandbox).env });
-    expect(docker.stdout).toContain(`docker build -t platform-service:local -f docker/Dockerfile ${process.cwd()}`);
+    expect(docker.stdout).toContain(`cd ${process.cwd()} && docker build -t platform-service:local -f docker/Dockerfile .`);
     expect(docker.stdout).toContain('cd on-docker && svc up');
   });
 

@@ -99,7 +99,8 @@ function nextSteps(template: BundledTemplate | null, name: string, path: string)
       ];
     case 'platform-docker':
       return [
-        `Next: build the platform image once: docker build -t platform-service:local -f docker/Dockerfile ${root ?? '<platform checkout>'}`,
+        'Next: build the platform image once, in the platform checkout:',
+        `  cd ${root ?? '<platform checkout>'} && docker build -t platform-service:local -f docker/Dockerfile .`,
         `  fill in POSTGRES_PASSWORD and OS_SECURITY_KEY in ${join(name, '.env')}, then: cd ${name} && svc up`,
         `See ${join(name, 'README.md')}.`,
       ];
