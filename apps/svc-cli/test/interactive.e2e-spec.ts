@@ -56,7 +56,7 @@ describe('svc at a real terminal (tmux)', () => {
       await session.waitForText("Service account 'editor-c' already exists. Revoke and re-mint it?");
       session.type('y', 'Enter');
       expect(await session.exitCode(60_000)).toBe(0);
-      expect(session.screen()).toMatch(/editor-c: connected/);
+      expect(session.screen()).toMatch(/editor-c \(Cursor\): connected/);
       expect((await call(mcpService.api.url, 'GET', '/config', { token: old.token })).status).toBe(401);
       const stored = JSON.parse(readFileSync(join(sandbox.home, '.cursor', 'mcp.json'), 'utf8')).mcpServers['platform-service'];
       expect((await call(mcpService.api.url, 'GET', '/config', { token: stored.headers.Authorization.slice('Bearer '.length) })).body.principal).toBe('sa:editor-c');
