@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { EntityManager, Repository } from 'typeorm';
+import { EntityManager, In, Repository } from 'typeorm';
 
 import { Env } from '@app/config';
 
@@ -33,7 +33,7 @@ export class CancellationIntents {
       .getExists();
   }
 
-  async clear(manager: EntityManager, runId: string): Promise<void> {
-    await manager.delete(CancellationIntentEntity, { runId });
+  async clear(manager: EntityManager, runIds: string | string[]): Promise<void> {
+    await manager.delete(CancellationIntentEntity, { runId: Array.isArray(runIds) ? In(runIds) : runIds });
   }
 }

@@ -1,9 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
-import { IsIn } from 'class-validator';
+import { Transform, Type } from 'class-transformer';
+import { ArrayMaxSize, IsArray, IsIn, IsObject, IsUUID, ValidateNested } from 'class-validator';
 
 import { PageMeta, PageQuery } from '@app/pagination';
-import { BoolField, Optional } from '@app/validation';
+import { BoolField, IntField, Optional, StringField } from '@app/validation';
 
 import { JOB_STATUSES, JobStatus } from './job-status';
 
@@ -63,4 +63,73 @@ export class QueueStatsDto {
 
   @ApiProperty({ type: 'integer', nullable: true, description: 'Age of the oldest queued job; null when none is queued' })
   oldest_queued_age_seconds!: number | null;
+}
+
+export const BULK_IDS_MAX = 1000;
+export const BULK_LIMIT_MAX = 10_000;
+export const BULK_SKIPPED_SHOWN = 100;
+
+/** Which jobs a bulk operation selects; every given condition must hold. At least one is required. */
+export class JobFilterDto {
+  @ApiPropertyOptional({ type: [String], enum: JOB_STATUSES, description: 'Any of these statuses' })
+  @Optional()
+  @IsArray()
+  @IsIn(JOB_STATUSES, { each: true, message: `status must be one of ${JOB_STATUSES.join(', ')}` })
+  status?: JobStatus[];
+
+  @StringField({ optional: true, maxLength: 16, description: '`agent`, `team` or `workflow`' })
+  component_type?: string;
+
+  @StringField({ optional: true, maxLength: 128 })
+  component_id?: string;
+
+  @IntField({ optional: true, min: 0, description: 'Created at or after (epoch seconds)' })
+  created_after?: number;
+
+  @IntField({ optional: true, min: 0, description: 'Created before (epoch seconds)' })
+  created_before?: number;
+
+  @StringField({ optional: true, minLength: 1, maxLength: 500, description: 'The job\'s last error contains this text (case-insensitive)' })
+  error_contains?: string;
+
+  @ApiPropertyOptional({ type: [String], format: 'uuid', maxItems: BULK_IDS_MAX, description: `These jobs (at most ${BULK_IDS_MAX})` })
+  @Optional()
+  @IsArray()
+  @ArrayMaxSize(BULK_IDS_MAX)
+  @IsUUID('all', { each: true, message: 'each id must be a UUID' })
+  ids?: string[];
+}
+
+export class BulkJobsDto {
+  @ApiProperty({ type: JobFilterDto })
+  @IsObject()
+  @ValidateNested()
+  @Type(() => JobFilterDto)
+  filter!: JobFilterDto;
+
+  @BoolField({ optional: true, default: true, description: 'Only count and report what would change (the default): pass false to change jobs' })
+  dry_run: boolean = true;
+
+  @IntField({ optional: true, min: 1, max: BULK_LIMIT_MAX, default: 1000, description: `Jobs selected at most, oldest first (1 to ${BULK_LIMIT_MAX})` })
+  limit: number = 1000;
+
+  @BoolField({ optional: true, default: false, description: 'Requeue: also jobs that failed within the lock grace' })
+  force: boolean = false;
+
+  @BoolField({ optional: true, default: false, description: 'Requeue: clear the recorded cancellation of cancelled jobs' })
+  clear_cancellation: boolean = false;
+}
+
+export class SkippedJobDto {
+  @ApiProperty({ format: 'uuid' }) id!: string;
+  @ApiProperty({ example: 'status:running', description: '`status:<status>` (not in a state the operation applies to), `lock_grace` (failed too recently; pass force) or `moved` (changed meanwhile)' })
+  reason!: string;
+}
+
+export class BulkJobsResultDto {
+  @ApiProperty() dry_run!: boolean;
+  @ApiProperty({ type: 'integer', description: 'Jobs the filter selected (at most limit)' }) matched!: number;
+  @ApiProperty({ type: 'integer', description: 'Jobs changed (a dry run: that would change)' }) changed!: number;
+  @ApiProperty({ type: [SkippedJobDto], description: `Selected but left alone, with why (the first ${BULK_SKIPPED_SHOWN})` })
+  skipped!: SkippedJobDto[];
 }

@@ -4,11 +4,12 @@ import { isUUID } from 'class-validator';
 import { EntityManager, Repository } from 'typeorm';
 
 import { toEpoch } from '@app/database';
+import { ValidationFailedException } from '@app/errors';
 import { fetchPage, Page, toPage } from '@app/pagination';
 import { Env } from '@app/config';
 
 import { CancellationIntents } from './cancellation-intents';
-import { JobDto, JobSortField, ListJobsQuery, QueueStatsDto, RequeueQuery } from './job.dto';
+import { BULK_SKIPPED_SHOWN, BulkJobsDto, BulkJobsResultDto, JobDto, JobFilterDto, JobSortField, ListJobsQuery, QueueStatsDto, RequeueQuery, SkippedJobDto } from './job.dto';
 import { QueueJobEntity } from './job.entity';
 import { JOB_STATUSES, JobStatus } from './job-status';
 import { JOBS_READY_CHANNEL } from './notify';
@@ -24,6 +25,16 @@ const SORT_COLUMNS: Record<JobSortField, string> = {
   component_id: 'job.component_id',
   user_id: 'job.user_id',
 };
+
+/** Jobs changed per statement (and transaction) of a bulk operation: 10,000 jobs never hold one long transaction. */
+const BULK_BATCH = 500;
+
+interface Selected {
+  id: string;
+  status: JobStatus;
+  /** Failed within the lock grace: its worker may still be executing. */
+  recent: boolean;
+}
 
 /** The operator's view of the queue: list, one job, stats, and the requeue remedy. Admin-gated at the route. */
 @Injectable()
@@ -84,6 +95,112 @@ export class QueueAdminService {
       await manager.query('SELECT pg_notify($1, $2)', [JOBS_READY_CHANNEL, '']);
       return toJobDto(await this.find(manager, id, false));
     });
+  }
+
+  /**
+   * Requeue by filter: the single-job rules applied to each selected job (failed or cancelled;
+   * not failed within the lock grace unless forced; max_attempts + 1), in batches, each change
+   * fenced on the state it was selected in. A dry run (the default) only counts.
+   */
+  async bulkRequeue(request: BulkJobsDto): Promise<BulkJobsResultDto> {
+    return this.bulk(request, {
+      reasonToSkip: (job) => (job.status !== 'failed' && job.status !== 'cancelled' ? `status:${job.status}` : job.recent && !request.force ? 'lock_grace' : null),
+      apply: async (manager, ids) => {
+        // TypeORM answers an UPDATE with [rows, affected count].
+        const [changed]: [{ id: string }[], number] = await manager.query(
+          `UPDATE queue_jobs SET status = 'queued', max_attempts = max_attempts + 1, available_at = now(), locked_by = NULL,
+                  locked_at = NULL, heartbeat_at = NULL, completed_at = NULL, updated_at = now()
+           WHERE id = ANY ($1::uuid[]) AND status IN ('failed', 'cancelled')
+             AND ($2 OR status <> 'failed' OR completed_at IS NULL OR completed_at <= now() - make_interval(secs => $3))
+           RETURNING id`,
+          [ids, request.force, this.env.QUEUE_LOCK_GRACE_SECONDS],
+        );
+        if (changed.length > 0) {
+          if (request.clear_cancellation) {
+            await this.intents.clear(manager, changed.map((row) => row.id));
+          }
+          await manager.query('SELECT pg_notify($1, $2)', [JOBS_READY_CHANNEL, '']);
+        }
+        return changed.map((row) => row.id);
+      },
+    });
+  }
+
+  /** Cancel by filter: queued and paused jobs become cancelled; running and final jobs are never touched. */
+  async bulkCancel(request: BulkJobsDto): Promise<BulkJobsResultDto> {
+    return this.bulk(request, {
+      reasonToSkip: (job) => (job.status === 'queued' || job.status === 'paused' ? null : `status:${job.status}`),
+      apply: async (manager, ids) => {
+        const [changed]: [{ id: string }[], number] = await manager.query(
+          `UPDATE queue_jobs SET status = 'cancelled', completed_at = now(), updated_at = now(), error = 'Cancelled by an operator before it started'
+           WHERE id = ANY ($1::uuid[]) AND status IN ('queued', 'paused')
+           RETURNING id`,
+          [ids],
+        );
+        return changed.map((row) => row.id);
+      },
+    });
+  }
+
+  private async bulk(
+    request: BulkJobsDto,
+    rules: { reasonToSkip: (job: Selected) => string | null; apply: (manager: EntityManager, ids: string[]) => Promise<string[]> },
+  ): Promise<BulkJobsResultDto> {
+    const selected = await this.select(request.filter, request.limit);
+    const skipped: SkippedJobDto[] = [];
+    const candidates: string[] = [];
+    for (const job of selected) {
+      const reason = rules.reasonToSkip(job);
+      if (reason) {
+        skipped.push({ id: job.id, reason });
+      } else {
+        candidates.push(job.id);
+      }
+    }
+    let changed = candidates.length;
+    if (!request.dry_run) {
+      changed = 0;
+      for (let start = 0; start < candidates.length; start += BULK_BATCH) {
+        const batch = candidates.slice(start, start + BULK_BATCH);
+        const done = new Set(await this.jobs.manager.transaction((manager) => rules.apply(manager, batch)));
+        changed += done.size;
+        // The fence: a job that moved since it was selected is left as it is now.
+        skipped.push(...batch.filter((id) => !done.has(id)).map((id) => ({ id, reason: 'moved' })));
+      }
+    }
+    return { dry_run: request.dry_run, matched: selected.length, changed, skipped: skipped.slice(0, BULK_SKIPPED_SHOWN) };
+  }
+
+  /** The jobs a filter selects, oldest first; an empty filter would select everything, so it is refused. */
+  private async select(filter: JobFilterDto, limit: number): Promise<Selected[]> {
+    const clauses: [unknown, (placeholder: string) => string][] = [
+      [filter.status?.length ? [...new Set(filter.status)] : undefined, (p) => `status = ANY (${p}::varchar[])`],
+      [filter.component_type, (p) => `component_type = ${p}`],
+      [filter.component_id, (p) => `component_id = ${p}`],
+      [filter.created_after, (p) => `created_at >= to_timestamp(${p})`],
+      [filter.created_before, (p) => `created_at < to_timestamp(${p})`],
+      [filter.error_contains, (p) => `strpos(lower(error), lower(${p})) > 0`],
+      [filter.ids?.length ? filter.ids : undefined, (p) => `id = ANY (${p}::uuid[])`],
+    ];
+    const conditions: string[] = [];
+    const params: unknown[] = [];
+    for (const [value, condition] of clauses) {
+      if (value !== undefined) {
+        params.push(value);
+        conditions.push(condition(`$${params.length}`));
+      }
+    }
+    if (conditions.length === 0) {
+      throw new ValidationFailedException([
+        { loc: ['body', 'filter'], msg: 'filter must name at least one condition (status, component, time window, error text or ids)', type: 'empty_filter', input: filter, ctx: {} },
+      ]);
+    }
+    params.push(this.env.QUEUE_LOCK_GRACE_SECONDS, limit);
+    return this.jobs.query(
+      `SELECT id, status, (status = 'failed' AND completed_at > now() - make_interval(secs => $${params.length - 1})) AS recent
+       FROM queue_jobs WHERE ${conditions.join(' AND ')} ORDER BY created_at, id LIMIT $${params.length}`,
+      params,
+    );
   }
 
   private assertRequeueable(job: QueueJobEntity, options: RequeueQuery): void {

@@ -1,4 +1,4 @@
-import { Controller, Get, HttpCode, HttpStatus, Param, Post, Query, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, HttpStatus, Param, Post, Query, UseGuards } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiConflictResponse,
@@ -13,7 +13,7 @@ import {
 import { ADMIN_SCOPE } from '@app/access';
 import { RequireScope } from '@app/auth';
 import { ErrorBodyDto, ValidationErrorBodyDto } from '@app/errors';
-import { JobDto, JobPageDto, ListJobsQuery, QueueAdminService, QueueEnabledGuard, QueueStatsDto, RequeueQuery } from '@app/queue';
+import { BulkJobsDto, BulkJobsResultDto, JobDto, JobPageDto, ListJobsQuery, QueueAdminService, QueueEnabledGuard, QueueStatsDto, RequeueQuery } from '@app/queue';
 
 @ApiTags('queue')
 @UseGuards(QueueEnabledGuard)
@@ -37,6 +37,24 @@ export class QueueController {
   @ApiOkResponse({ type: QueueStatsDto })
   stats(): Promise<QueueStatsDto> {
     return this.queue.stats();
+  }
+
+  @Post('jobs/requeue')
+  @HttpCode(HttpStatus.OK)
+  @RequireScope(ADMIN_SCOPE)
+  @ApiOperation({ summary: 'Requeue failed or cancelled jobs by filter, each under the single-job rules; a dry run unless dry_run=false' })
+  @ApiOkResponse({ type: BulkJobsResultDto })
+  requeueMany(@Body() body: BulkJobsDto): Promise<BulkJobsResultDto> {
+    return this.queue.bulkRequeue(body);
+  }
+
+  @Post('jobs/cancel')
+  @HttpCode(HttpStatus.OK)
+  @RequireScope(ADMIN_SCOPE)
+  @ApiOperation({ summary: 'Cancel queued and paused jobs by filter; a dry run unless dry_run=false' })
+  @ApiOkResponse({ type: BulkJobsResultDto })
+  cancelMany(@Body() body: BulkJobsDto): Promise<BulkJobsResultDto> {
+    return this.queue.bulkCancel(body);
   }
 
   @Get('jobs/:job_id')
