@@ -35,3 +35,12 @@ export function oneOf<T extends string>(value: string, allowed: readonly T[]): T
   }
   return value as T;
 }
+
+/** A whole number from 1 to `max` (`--limit`). */
+export function countUpTo(value: string, max: number): number {
+  const count = /^\d+$/.test(value.trim()) ? Number(value.trim()) : NaN;
+  if (!Number.isSafeInteger(count) || count < 1 || count > max) {
+    throw new InvalidOptionValue(`Use a whole number from 1 to ${max}.`);
+  }
+  return count;
+}

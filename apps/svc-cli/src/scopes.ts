@@ -1,6 +1,8 @@
 import { isPrivilegedScope } from '@app/access';
 import { CliError } from '@app/cli-terminal';
 
+import { DURATION_UNITS, parseDuration } from './durations';
+
 /**
  * `--expires`: days as `90d` or `30`, or `never`. Returns the day count, or null for never.
  * The upper bound is the server's (3650), so its error names it.
@@ -10,8 +12,8 @@ export function parseExpires(value: string): number | null {
   if (text === 'never') {
     return null;
   }
-  const match = /^(\d+)d?$/.exec(text);
-  const days = match ? Number(match[1]) : 0;
+  const seconds = parseDuration(text, { units: ['d'], plain: 'd' });
+  const days = seconds === null ? 0 : seconds / DURATION_UNITS.d;
   if (!days) {
     throw new CliError(`Invalid --expires value: ${value}`, "Use a number of days ('90d', '30') or 'never'.");
   }

@@ -4,13 +4,15 @@ import { Terminal } from '@app/cli-terminal';
 import { DEFAULT_SCOPES } from '@app/access';
 
 import { collect, JsonOptions, MintOptions, ServiceOptions } from './options';
+import { UsageError } from './usage-errors';
 
 // Options declared here are inherited: nest-commander reads @Option methods along the prototype
 // chain, and a subclass method of the same name (a different description) replaces them.
 
 /**
  * Every svc command: runs its work with a Terminal for the --json flag and turns any failure into the
- * error document (or message) and exit code. Parse errors never get here: they exit 2 in main.ts.
+ * error document (or message) and exit code. Parse errors never get here: they exit 2 in main.ts;
+ * a UsageError thrown by the command exits 2 the same way.
  */
 export abstract class SvcCommand<Options extends JsonOptions> extends CommandRunner {
   async run(params: string[], options: Options): Promise<void> {
@@ -18,6 +20,11 @@ export abstract class SvcCommand<Options extends JsonOptions> extends CommandRun
     try {
       process.exitCode = await this.execute(params, options, terminal);
     } catch (error) {
+      if (error instanceof UsageError) {
+        process.stderr.write(`error: ${error.message}\n`);
+        process.exitCode = 2;
+        return;
+      }
       process.exitCode = terminal.failure(error);
     }
   }

@@ -25,3 +25,9 @@ export class UsageErrors implements OnApplicationBootstrap {
     override(this.root);
   }
 }
+
+/**
+ * A usage error a command finds in its own flags (a combination commander cannot express): reported
+ * like commander's, `error: ...` on stderr with no JSON, exit 2, before anything is sent.
+ */
+export class UsageError extends Error {}

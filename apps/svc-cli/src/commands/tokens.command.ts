@@ -16,11 +16,7 @@ import { MintOptions, ServiceOptions } from '../options';
 import { parseExpires, requirePrivilegedFlag } from '../scopes';
 import { targetService } from '../service-target';
 import { CredentialedCommand, MintingCommand } from '../svc-command';
-
-
-export function formatTime(epoch: number | null): string {
-  return epoch === null ? '-' : `${new Date(epoch * 1000).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
-}
+import { formatTime, printTable as printColumns } from '../table';
 
 /** The service-accounts API with the admin credential (resolving it applies the plaintext-HTTP gate). */
 async function accountsApi(descriptor: ServiceDescriptor, options: ServiceOptions, terminal: Terminal): Promise<ServiceAccountsApi> {
@@ -89,13 +85,7 @@ function printTable(accounts: ServiceAccount[], terminal: Terminal): void {
     formatTime(account.last_used_at),
     account.revoked_at === null ? 'active' : 'revoked',
   ]);
-  const header = ['Name', 'Token', 'Scopes', 'Expires', 'Last used', 'Status'];
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
-  const format = (cells: string[]): string => cells.map((cell, column) => cell.padEnd(widths[column])).join('  ').trimEnd();
-  terminal.line(terminal.color.bold(format(header)));
-  for (const row of rows) {
-    terminal.line(format(row));
-  }
+  printColumns(['Name', 'Token', 'Scopes', 'Expires', 'Last used', 'Status'], rows, terminal);
 }
 
 @SubCommand({ name: 'revoke', arguments: '<name>', description: 'Revoke a service account (irreversible)' })
