@@ -4,19 +4,23 @@ export const CATALOG = `svc - operator CLI for the platform service
 Usage: svc <command> [options]
 
 Commands:
-  create [name]        Scaffold a project from a deployment template
-  connect              Connect coding tools to the service over MCP
-  disconnect           Remove MCP entries from client configs
-  status               Show the service and which clients are configured
-  up                   Start the compose deployment
-  down                 Stop the compose deployment
-  restart              Restart the compose deployment
-  tokens create <name> Mint a service-account token
-  tokens list          List service accounts
-  tokens revoke <name> Revoke a service account
+  create [name]           Scaffold a project from a deployment template
+  connect                 Connect coding tools to the service over MCP
+  disconnect              Remove MCP entries from client configs
+  status                  Show the service and which clients are configured
+  up                      Start the compose deployment
+  down                    Stop the compose deployment
+  restart                 Restart the compose deployment
+  tokens create <name>    Mint a service-account token
+  tokens list             List service accounts
+  tokens revoke <name>    Revoke a service account
+  jobs list               List queue jobs (--status, --component, --limit)
+  jobs get <id>           Show one queue job
+  jobs stats              Job counts by status
+  jobs requeue <id>...    Requeue failed jobs by id, or by filter (--status failed)
 
 Options:
-  --version            Print the CLI version
-  --help               Help for a command (svc <command> --help)
+  --version               Print the CLI version
+  --help                  Help for a command (svc <command> --help)
 
 Every command accepts --json for one machine-readable JSON document on stdout.`;

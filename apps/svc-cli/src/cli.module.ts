@@ -3,6 +3,7 @@ import { Module } from '@nestjs/common';
 import { ConnectCommand } from './commands/connect.command';
 import { CreateCommand } from './commands/create.command';
 import { DisconnectCommand } from './commands/disconnect.command';
+import { JobsCommand, JobsGetCommand, JobsListCommand, JobsRequeueCommand, JobsStatsCommand } from './commands/jobs.command';
 import { DownCommand, RestartCommand, UpCommand } from './commands/lifecycle.command';
 import { StatusCommand } from './commands/status.command';
 import { TokensCommand, TokensCreateCommand, TokensListCommand, TokensRevokeCommand } from './commands/tokens.command';
@@ -22,6 +23,11 @@ import { UsageErrors } from './usage-errors';
     TokensCreateCommand,
     TokensListCommand,
     TokensRevokeCommand,
+    JobsCommand,
+    JobsListCommand,
+    JobsGetCommand,
+    JobsStatsCommand,
+    JobsRequeueCommand,
     UsageErrors,
   ],
 })

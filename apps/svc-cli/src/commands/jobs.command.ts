@@ -1,0 +1,348 @@
+import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
+
+import { CliError, sanitize, Terminal } from '@app/cli-terminal';
+import {
+  BulkResult,
+  COMPONENT_SCAN_MAX,
+  Job,
+  JOB_STATUSES,
+  JobFilter,
+  QueueApi,
+  readCliEnv,
+  REQUEUEABLE_STATUSES,
+  resolveAdminCredential,
+} from '@app/svc-client';
+
+import { parseSince as sinceSeconds } from '../durations';
+import { collect, countUpTo, oneOf, ServiceOptions } from '../options';
+import { targetService } from '../service-target';
+import { CredentialedCommand } from '../svc-command';
+import { cell, formatSeconds, formatTime, printFields, printTable } from '../table';
+import { UsageError } from '../usage-errors';
+
+/** The most jobs one command reads or changes: the bulk endpoint's own bound. */
+const LIMIT_MAX = 10_000;
+
+async function queueApi(options: ServiceOptions, terminal: Terminal): Promise<QueueApi> {
+  const descriptor = await targetService(options, readCliEnv(), terminal);
+  return new QueueApi(descriptor.url, await resolveAdminCredential(descriptor, readCliEnv(), terminal, Boolean(options.allowHttp)));
+}
+
+function component(job: Job): string {
+  return `${job.component_type}:${job.component_id}`;
+}
+
+function age(seconds: number): string {
+  if (seconds < 120) {
+    return `${seconds}s`;
+  }
+  if (seconds < 7_200) {
+    return `${Math.floor(seconds / 60)}m`;
+  }
+  if (seconds < 172_800) {
+    return `${Math.floor(seconds / 3_600)}h`;
+  }
+  return `${Math.floor(seconds / 86_400)}d`;
+}
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
+interface ListOptions extends ServiceOptions {
+  status?: string[];
+  component?: string;
+  limit?: number;
+}
+
+@SubCommand({
+  name: 'list',
+  description:
+    'List queue jobs, newest first (GET /queue/jobs). --component filters here, not in the api: the newest ' +
+    `jobs are read page by page (at most ${COMPONENT_SCAN_MAX}) until --limit of them match`,
+})
+export class JobsListCommand extends CredentialedCommand<ListOptions> {
+  protected async execute(_params: string[], options: ListOptions, terminal: Terminal): Promise<number> {
+    const api = await queueApi(options, terminal);
+    const list = await api.list({ statuses: options.status, componentId: options.component, limit: options.limit ?? 20 });
+    terminal.document(list);
+    if (terminal.json) {
+      return 0;
+    }
+    if (list.jobs.length === 0) {
+      terminal.line('No jobs.');
+    } else {
+      const rows = list.jobs.map((job) => [job.id, job.status, cell(component(job), 40), `${job.attempt}/${job.max_attempts}`, formatTime(job.created_at), cell(job.error, 50)]);
+      printTable(['ID', 'Status', 'Component', 'Attempt', 'Created', 'Error'], rows, terminal);
+    }
+    if (options.component) {
+      terminal.note(`Filtered by component here: ${plural(list.meta.count, 'match')} among the newest ${plural(list.meta.scanned, 'job')} read.`);
+    }
+    if (list.meta.truncated) {
+      terminal.note(
+        options.component
+          ? `More jobs may match: raise --limit${list.meta.scanned >= COMPONENT_SCAN_MAX ? ` (at most ${COMPONENT_SCAN_MAX} jobs are read)` : ''}.`
+          : `Showing ${list.meta.count} of ${list.meta.total_count}; raise --limit to see more.`,
+      );
+    }
+    return 0;
+  }
+
+  @Option({ flags: '--status <status>', description: `Only jobs in this status (repeatable: ${JOB_STATUSES.join(', ')})` })
+  parseStatus(value: string, previous?: string[]): string[] {
+    return collect(oneOf(value, JOB_STATUSES), previous);
+  }
+
+  @Option({ flags: '--component <id>', description: 'Only jobs of this component id (filtered by svc, see above)' })
+  parseComponent(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--limit <n>', description: `Jobs shown at most, 1 to ${LIMIT_MAX} (default 20)` })
+  parseLimit(value: string): number {
+    return countUpTo(value, LIMIT_MAX);
+  }
+}
+
+@SubCommand({ name: 'get', arguments: '<id>', description: 'Show one queue job (GET /queue/jobs/{id})' })
+export class JobsGetCommand extends CredentialedCommand<ServiceOptions> {
+  protected async execute([id]: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
+    const api = await queueApi(options, terminal);
+    const job = await api.get(id);
+    terminal.document({ job });
+    if (!terminal.json) {
+      printFields(
+        [
+          ['ID', job.id],
+          ['Status', job.status],
+          ['Component', sanitize(component(job))],
+          ['Session', sanitize(job.session_id)],
+          ['User', cell(job.user_id, 200)],
+          ['Attempt', `${job.attempt} of ${job.max_attempts}`],
+          ['Created', formatSeconds(job.created_at)],
+          ['Updated', formatSeconds(job.updated_at)],
+          ['Completed', formatSeconds(job.completed_at)],
+          ['Available', formatSeconds(job.available_at)],
+          ['Locked by', cell(job.locked_by, 200)],
+          ['Idempotency key', cell(job.idempotency_key, 200)],
+          ['Error', job.error === null ? '-' : sanitize(job.error)],
+          ['Payload', sanitize(JSON.stringify(job.payload))],
+        ],
+        terminal,
+      );
+    }
+    return 0;
+  }
+}
+
+@SubCommand({ name: 'stats', description: 'Job counts by status and the age of the oldest queued job (GET /queue/stats)' })
+export class JobsStatsCommand extends CredentialedCommand<ServiceOptions> {
+  protected async execute(_params: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
+    const api = await queueApi(options, terminal);
+    const stats = await api.stats();
+    terminal.document(stats);
+    if (!terminal.json) {
+      const statuses = [...JOB_STATUSES, ...Object.keys(stats.counts).filter((status) => !(JOB_STATUSES as readonly string[]).includes(status))];
+      printTable(['Status', 'Jobs'], statuses.map((status) => [sanitize(status), String(stats.counts[status as keyof typeof stats.counts] ?? 0)]), terminal);
+      terminal.line('');
+      terminal.line(`Oldest queued job: ${stats.oldest_queued_age_seconds === null ? 'none queued' : `${age(stats.oldest_queued_age_seconds)} old`}`);
+    }
+    return 0;
+  }
+}
+
+interface RequeueOptions extends ServiceOptions {
+  status?: string[];
+  component?: string;
+  since?: number;
+  limit?: number;
+  dryRun?: boolean;
+  force?: boolean;
+  clearCancellation?: boolean;
+}
+
+const SKIP_REASONS: Record<string, string> = {
+  lock_grace: 'failed within the lock grace; --force requeues them',
+  moved: 'changed meanwhile',
+};
+
+@SubCommand({
+  name: 'requeue',
+  arguments: '[ids...]',
+  description:
+    'Requeue failed or cancelled jobs (one more attempt each): the jobs named by id, or with no ids every job ' +
+    '--status (with --component, --since) selects, through the bulk endpoint: a dry run counts them first, then a ' +
+    'terminal asks (default no); without one, --yes or --dry-run is required. Exit 3 when only some named jobs were requeued',
+})
+export class JobsRequeueCommand extends CredentialedCommand<RequeueOptions> {
+  protected async execute(ids: string[], options: RequeueOptions, terminal: Terminal): Promise<number> {
+    const filtering = ['status', 'component', 'since', 'limit', 'dryRun'].filter((key) => options[key as keyof RequeueOptions] !== undefined);
+    if (ids.length > 0) {
+      if (filtering.length > 0) {
+        throw new UsageError('job ids and --status, --component, --since, --limit or --dry-run do not mix: name jobs, or select them by filter');
+      }
+      return this.requeueByIds([...new Set(ids)], options, terminal);
+    }
+    if (!options.status?.length) {
+      throw new UsageError('name the jobs to requeue (svc jobs requeue <id>...) or select them with --status failed|cancelled');
+    }
+    if (!options.dryRun && !options.yes && !terminal.interactive) {
+      throw new UsageError('a bulk requeue without a terminal to confirm on (or with --json) changes jobs only with --yes; pass --dry-run to see what it would change');
+    }
+    return this.requeueByFilter(options, terminal);
+  }
+
+  private async requeueByIds(ids: string[], options: RequeueOptions, terminal: Terminal): Promise<number> {
+    const api = await queueApi(options, terminal);
+    const requeued: Job[] = [];
+    const failed: { id: string; error: string }[] = [];
+    for (const id of ids) {
+      const outcome = await api.requeue(id, { force: options.force, clearCancellation: options.clearCancellation });
+      if ('job' in outcome) {
+        requeued.push(outcome.job);
+        terminal.line(`Requeued ${outcome.job.id} (${sanitize(component(outcome.job))}; ${outcome.job.attempt} of ${outcome.job.max_attempts} attempts used).`);
+      } else {
+        failed.push({ id, error: outcome.error });
+        if (!terminal.json) {
+          terminal.failure(new CliError(`Could not requeue ${id}: ${outcome.error}`));
+        }
+      }
+    }
+    terminal.document({ requeued, failed });
+    // The api's detail names its query flag; say the CLI's.
+    if (!options.force && failed.some((failure) => failure.error.includes('force=true'))) {
+      terminal.note('A job that failed within the lock grace may still be running on its worker: retry later, or pass --force.');
+    }
+    return failed.length === 0 ? 0 : requeued.length === 0 ? 1 : 3;
+  }
+
+  private async requeueByFilter(options: RequeueOptions, terminal: Terminal): Promise<number> {
+    const now = Math.floor(Date.now() / 1000);
+    // Pinned to the jobs that exist now: jobs created after the count is shown are not part of what is confirmed.
+    const filter: JobFilter = { status: options.status, created_before: now + 1 };
+    if (options.component !== undefined) {
+      filter.component_id = options.component;
+    }
+    if (options.since !== undefined) {
+      filter.created_after = Math.max(0, now - options.since);
+    }
+    const request = {
+      filter,
+      ...(options.limit !== undefined ? { limit: options.limit } : {}),
+      ...(options.force ? { force: true } : {}),
+      ...(options.clearCancellation ? { clear_cancellation: true } : {}),
+    };
+    const api = await queueApi(options, terminal);
+    const described = this.describe(filter, options);
+    const dry = await api.bulkRequeue({ ...request, dry_run: true });
+    if (options.dryRun) {
+      terminal.document(dry);
+      terminal.line(`Would requeue ${plural(dry.changed, 'job')} of ${dry.matched} matched (${described}); dry run, nothing changed.`);
+      this.explain(dry, options, terminal);
+      return 0;
+    }
+    if (dry.changed === 0 && !terminal.json) {
+      terminal.line(`Nothing to requeue: ${plural(dry.matched, 'job')} matched (${described}), none can be requeued now.`);
+      this.explain(dry, options, terminal);
+      return 0;
+    }
+    if (terminal.interactive && !options.yes) {
+      terminal.line(`${plural(dry.changed, 'job')} would be requeued of ${dry.matched} matched (${described}).`);
+      this.explain(dry, options, terminal);
+      if (!(await terminal.confirm(`Requeue ${plural(dry.changed, 'job')}?`, false))) {
+        terminal.line('Aborted; no changes made.');
+        return 0;
+      }
+    }
+    const done = await api.bulkRequeue({ ...request, dry_run: false });
+    terminal.document(done);
+    terminal.line(`Requeued ${plural(done.changed, 'job')} of ${done.matched} matched (${described}).`);
+    this.explain(done, options, terminal);
+    return 0;
+  }
+
+  private describe(filter: JobFilter, options: RequeueOptions): string {
+    const parts = [`status ${filter.status!.join(' or ')}`];
+    if (filter.component_id !== undefined) {
+      parts.push(`component ${sanitize(filter.component_id)}`);
+    }
+    if (filter.created_after !== undefined) {
+      parts.push(`created since ${formatTime(filter.created_after)}`);
+    }
+    if (options.limit !== undefined) {
+      parts.push(`oldest ${options.limit} at most`);
+    }
+    return parts.join(', ');
+  }
+
+  /** Why jobs were skipped, counted by reason, and whether the limit may have cut the selection short. */
+  private explain(result: BulkResult, options: RequeueOptions, terminal: Terminal): void {
+    const skipped = result.matched - result.changed;
+    if (skipped > 0) {
+      const reasons = new Map<string, number>();
+      result.skipped.forEach((skip) => reasons.set(skip.reason, (reasons.get(skip.reason) ?? 0) + 1));
+      const listed = [...reasons].map(([reason, count]) => `${count} ${sanitize(reason)}${SKIP_REASONS[reason] ? ` (${SKIP_REASONS[reason]})` : ''}`);
+      terminal.line(`Skipped ${skipped}${listed.length ? `: ${listed.join(', ')}` : ''}${result.skipped.length < skipped ? ` (the first ${result.skipped.length} shown)` : ''}.`);
+    }
+    const limit = options.limit ?? 1000;
+    if (result.matched >= limit) {
+      terminal.note(`The limit (${limit}) was reached: more jobs may match. Run it again, or raise --limit (at most ${LIMIT_MAX}).`);
+    }
+  }
+
+  @Option({ flags: '--status <status>', description: `Bulk: jobs in this status (repeatable: ${REQUEUEABLE_STATUSES.join(', ')})` })
+  parseStatus(value: string, previous?: string[]): string[] {
+    return collect(oneOf(value, REQUEUEABLE_STATUSES), previous);
+  }
+
+  @Option({ flags: '--component <id>', description: 'Bulk: only jobs of this component id' })
+  parseComponent(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--since <duration>', description: "Bulk: only jobs created in the last '30s', '15m', '1h', '2d' or N seconds" })
+  parseSince(value: string): number {
+    return sinceSeconds(value);
+  }
+
+  @Option({ flags: '--limit <n>', description: `Bulk: jobs selected at most, oldest first, 1 to ${LIMIT_MAX} (the api's default: 1000)` })
+  parseLimit(value: string): number {
+    return countUpTo(value, LIMIT_MAX);
+  }
+
+  @Option({ flags: '--dry-run', description: 'Bulk: only show what would be requeued' })
+  parseDryRun(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--force', description: 'Also requeue jobs that failed within the lock grace (their worker may still be running them)' })
+  parseForce(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--clear-cancellation', description: 'Clear the recorded cancellation of cancelled jobs (needed while it is live)' })
+  parseClearCancellation(): boolean {
+    return true;
+  }
+
+  @Option({
+    flags: '-y, --yes',
+    description: 'Bulk: requeue without asking (required without a terminal or with --json); trust a remote SERVICE_URL from a .env file',
+  })
+  override parseYes(): boolean {
+    return true;
+  }
+}
+
+@Command({
+  name: 'jobs',
+  description: 'Inspect the durable job queue and requeue failed jobs (needs platform:admin)',
+  subCommands: [JobsListCommand, JobsGetCommand, JobsStatsCommand, JobsRequeueCommand],
+})
+export class JobsCommand extends CommandRunner {
+  async run(): Promise<void> {
+    // `svc jobs` without a subcommand is a usage error.
+    this.command.outputHelp({ error: true });
+    process.exitCode = 2;
+  }
+}

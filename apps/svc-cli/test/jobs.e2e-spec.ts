@@ -1,0 +1,341 @@
+import { randomUUID } from 'node:crypto';
+
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+
+import { cliSandbox, CliSandbox, runCli, SVC_BIN } from '../../../test/support/cli';
+import { createTestDatabase } from '../../../test/support/database';
+import { call } from '../../../test/support/http';
+import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
+import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../../../test/support/processes';
+import { TmuxSession } from '../../../test/support/tmux';
+
+const JOB_KEYS = [
+  'attempt', 'available_at', 'completed_at', 'component_id', 'component_type', 'created_at', 'error', 'id', 'idempotency_key',
+  'job_type', 'locked_at', 'locked_by', 'max_attempts', 'payload', 'session_id', 'status', 'updated_at', 'user_id',
+];
+
+interface Job {
+  id: string;
+  status: string;
+  component_id: string;
+  max_attempts: number;
+}
+
+/**
+ * svc jobs against the real api, with jobs made the real way by a real worker: fail-agent runs fail,
+ * echo-agent runs complete, a sleep-agent run keeps running; then the worker is stopped so requeued jobs
+ * stay queued where the tests can see them. The lock grace is an hour, so every failed job is "recent"
+ * and needs --force: the tests see both sides of that rule without racing a clock.
+ */
+describe('svc jobs against a live api (jobs made by a real worker)', () => {
+  let api: RunningApi;
+  let worker: RunningProcess | undefined;
+  let sandbox: CliSandbox;
+  let asAdmin: Record<string, string>;
+  const ids: Record<'failed' | 'completed' | 'running' | 'cancelled' | 'queued', string[]> = { failed: [], completed: [], running: [], cancelled: [], queued: [] };
+
+  const background = async (agent: string, message: string) =>
+    (await call(api.url, 'POST', `/agents/${agent}/runs`, { token: ROOT_KEY, json: { message, background: true } })).body.run_id as string;
+  const job = async (id: string): Promise<Job> => (await call(api.url, 'GET', `/queue/jobs/${id}`, { token: ROOT_KEY })).body;
+
+  beforeAll(async () => {
+    const databaseUrl = await createTestDatabase();
+    const env = { DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true', QUEUE_LOCK_GRACE_SECONDS: '3600' };
+    api = await startApi(env);
+    worker = await startWorker({ ...env, PUBLIC_URL: api.url });
+    for (let index = 0; index < 8; index += 1) ids.failed.push(await background('fail-agent', `f${index}`));
+    ids.completed.push(await background('echo-agent', 'done'));
+    ids.running.push(await background('sleep-agent', '120'));
+    await waitFor(async () => {
+      const states = await Promise.all([...ids.failed, ...ids.completed, ...ids.running].map(async (id) => (await job(id)).status));
+      return states.join() === [...ids.failed.map(() => 'failed'), 'completed', 'running'].join();
+    }, 45_000, 'failed, completed and running jobs');
+    await worker.stop('SIGKILL');
+    worker = undefined;
+    ids.queued.push(await background('echo-agent', 'waits'));
+    const cancelled = await background('echo-agent', 'cancelled');
+    await call(api.url, 'POST', `/agents/echo-agent/runs/${cancelled}/cancel`, { token: ROOT_KEY });
+    ids.cancelled.push(cancelled);
+    sandbox = cliSandbox();
+    asAdmin = { SERVICE_URL: api.url, OS_SECURITY_KEY: ROOT_KEY };
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await api?.stop();
+  });
+
+  describe('list, get and stats', () => {
+    it('list --json prints {jobs, meta}, newest first, filtered by repeated --status', async () => {
+      const all = await runCli(['jobs', 'list', '--limit', '100', '--json'], sandbox, { env: asAdmin });
+      expect(all.code, all.stderr).toBe(0);
+      const body = all.json();
+      expect(Object.keys(body)).toEqual(['jobs', 'meta']);
+      expect(body.meta).toEqual({ limit: 100, count: 12, total_count: 12, scanned: 12, truncated: false });
+      for (const listed of body.jobs) {
+        expect(Object.keys(listed).sort()).toEqual(JOB_KEYS);
+      }
+      const created = body.jobs.map((listed: { created_at: number }) => listed.created_at);
+      expect(created).toEqual([...created].sort((a, b) => b - a));
+
+      const failed = (await runCli(['jobs', 'list', '--status', 'failed', '--limit', '100', '--json'], sandbox, { env: asAdmin })).json();
+      expect(failed.jobs.map((listed: Job) => listed.id).sort()).toEqual([...ids.failed].sort());
+      const two = (await runCli(['jobs', 'list', '--status', 'cancelled', '--status', 'running', '--json'], sandbox, { env: asAdmin })).json();
+      expect(two.jobs.map((listed: Job) => listed.id).sort()).toEqual([...ids.cancelled, ...ids.running].sort());
+    });
+
+    it('list --limit cuts the list and says so in meta', async () => {
+      const run = await runCli(['jobs', 'list', '--limit', '3', '--json'], sandbox, { env: asAdmin });
+      expect(run.json().jobs).toHaveLength(3);
+      expect(run.json().meta).toEqual({ limit: 3, count: 3, total_count: 12, scanned: 3, truncated: true });
+    });
+
+    it('list --component filters client-side over the newest jobs, up to --limit', async () => {
+      const run = await runCli(['jobs', 'list', '--component', 'echo-agent', '--json'], sandbox, { env: asAdmin });
+      expect(run.code).toBe(0);
+      const { jobs, meta } = run.json();
+      expect(jobs.map((listed: Job) => listed.id).sort()).toEqual([...ids.completed, ...ids.queued, ...ids.cancelled].sort());
+      expect(meta).toEqual({ limit: 20, count: 3, total_count: 12, scanned: 12, truncated: false });
+      const limited = (await runCli(['jobs', 'list', '--component', 'fail-agent', '--status', 'failed', '--limit', '2', '--json'], sandbox, { env: asAdmin })).json();
+      expect(limited.jobs).toHaveLength(2);
+      expect(limited.jobs.every((listed: Job) => listed.component_id === 'fail-agent')).toBe(true);
+      expect(limited.meta).toMatchObject({ limit: 2, count: 2, truncated: true });
+    });
+
+    it('list prints an aligned table without colour off a terminal, and notes the component filter on stderr', async () => {
+      const run = await runCli(['jobs', 'list', '--component', 'sleep-agent'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+      expect(run.code).toBe(0);
+      const lines = run.stdout.trimEnd().split('\n');
+      expect(lines[0]).toMatch(/^ID\s+Status\s+Component\s+Attempt\s+Created\s+Error$/);
+      expect(lines).toHaveLength(2);
+      expect(lines[1]).toMatch(new RegExp(`^${ids.running[0]}\\s+running\\s+agent:sleep-agent\\s+1/1\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+-$`));
+      expect(lines[1].indexOf('running')).toBe(lines[0].indexOf('Status'));
+      expect(run.stdout).not.toContain('\u001b[');
+      expect(run.stderr).toContain('Filtered by component here: 1 match among the newest 12 jobs read.');
+    });
+
+    it('get --json prints {job}; the text form shows its fields; an unknown id exits 1', async () => {
+      const run = await runCli(['jobs', 'get', ids.failed[0], '--json'], sandbox, { env: asAdmin });
+      expect(run.code).toBe(0);
+      expect(Object.keys(run.json())).toEqual(['job']);
+      expect(run.json().job).toMatchObject({ id: ids.failed[0], status: 'failed', component_id: 'fail-agent', error: expect.stringContaining('fail-agent always fails') });
+      expect(Object.keys(run.json().job).sort()).toEqual(JOB_KEYS);
+
+      const text = await runCli(['jobs', 'get', ids.failed[0]], sandbox, { env: asAdmin });
+      expect(text.stdout).toMatch(/^ID:\s+[0-9a-f-]{36}$/m);
+      expect(text.stdout).toMatch(/^Status:\s+failed$/m);
+      expect(text.stdout).toMatch(/^Component:\s+agent:fail-agent$/m);
+      expect(text.stdout).toMatch(/^Error:\s+.*fail-agent always fails/m);
+
+      for (const id of [randomUUID(), 'not-a-job']) {
+        const missing = await runCli(['jobs', 'get', id, '--json'], sandbox, { env: asAdmin });
+        expect(missing.code).toBe(1);
+        expect(missing.json()).toEqual({ error: `No queue job '${id}' found.`, hint: 'List them with: svc jobs list' });
+      }
+    });
+
+    it('stats --json prints the api body; the text form a table and the oldest queued age', async () => {
+      const run = await runCli(['jobs', 'stats', '--json'], sandbox, { env: asAdmin });
+      expect(run.code).toBe(0);
+      const direct = (await call(api.url, 'GET', '/queue/stats', { token: ROOT_KEY })).body;
+      expect(Object.keys(run.json())).toEqual(Object.keys(direct));
+      expect(run.json().counts).toEqual(direct.counts);
+      expect(run.json().counts).toMatchObject({ failed: 8, completed: 1, running: 1, cancelled: 1, queued: 1 });
+      expect(run.json().oldest_queued_age_seconds).toEqual(expect.any(Number));
+
+      const text = await runCli(['jobs', 'stats'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+      expect(text.stdout).toMatch(/^Status\s+Jobs$/m);
+      expect(text.stdout).toMatch(/^running\s+1$/m);
+      expect(text.stdout).toMatch(/^Oldest queued job: \d+[smhd] old$/m);
+    });
+  });
+
+  describe('usage errors and principals', () => {
+    it('bad flags and flag combinations exit 2 on stderr with no JSON, before anything changes', async () => {
+      for (const args of [
+        ['jobs'],
+        ['jobs', 'list', '--status', 'lost', '--json'],
+        ['jobs', 'list', '--limit', '0', '--json'],
+        ['jobs', 'list', '--limit', 'ten'],
+        ['jobs', 'get', '--json'],
+        ['jobs', 'requeue', '--status', 'failed', '--since', '5x', '--dry-run', '--json'],
+        ['jobs', 'requeue', '--status', 'failed', '--since', '-1h', '--dry-run'],
+        ['jobs', 'requeue', '--status', 'failed', '--since', '1w', '--dry-run'],
+        ['jobs', 'requeue', '--status', 'completed', '--dry-run'],
+        ['jobs', 'requeue', '--json'],
+        ['jobs', 'requeue', ids.failed[0], '--status', 'failed', '--json'],
+        ['jobs', 'requeue', ids.failed[0], '--dry-run'],
+        ['jobs', 'requeue', '--component', 'fail-agent', '--dry-run'],
+        // A bulk requeue off a terminal changes jobs only with --yes.
+        ['jobs', 'requeue', '--status', 'failed', '--force'],
+        ['jobs', 'requeue', '--status', 'failed', '--force', '--json'],
+      ]) {
+        const run = await runCli(args, sandbox, { env: asAdmin });
+        expect(run.code, `${args.join(' ')}\n${run.stderr}`).toBe(2);
+        expect(run.stdout, args.join(' ')).toBe('');
+        expect(run.stderr).toMatch(/error|Usage/);
+      }
+      const noYes = await runCli(['jobs', 'requeue', '--status', 'failed', '--json'], sandbox, { env: asAdmin });
+      expect(noYes.stderr).toContain('--yes');
+      expect(noYes.stderr).toContain('--dry-run');
+      const since = await runCli(['jobs', 'requeue', '--status', 'failed', '--since', '5x'], sandbox, { env: asAdmin });
+      expect(since.stderr).toContain("option '--since <duration>' argument '5x' is invalid");
+      expect((await job(ids.failed.at(-1)!)).status).toBe('failed');
+    });
+
+    it("a token without platform:admin gets the api's 403 as exit 1 with its detail", async () => {
+      const operator = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'schedules:write'], privileged: true });
+      const env = { SERVICE_URL: api.url, SVC_ADMIN_TOKEN: operator.token };
+      for (const args of [
+        ['jobs', 'list', '--json'],
+        ['jobs', 'stats', '--json'],
+        ['jobs', 'get', ids.failed[0], '--json'],
+        ['jobs', 'requeue', ids.failed[0], ids.failed[1], '--json'],
+        ['jobs', 'requeue', '--status', 'failed', '--yes', '--json'],
+      ]) {
+        const run = await runCli(args, sandbox, { env });
+        expect(run.code, args.join(' ')).toBe(1);
+        expect(run.json()).toEqual({
+          error: 'The service refused the credential (403: Insufficient permissions. Required scope(s): platform:admin).',
+          hint: expect.stringContaining('platform:admin'),
+        });
+      }
+      const text = await runCli(['jobs', 'list'], sandbox, { env });
+      expect(text.code).toBe(1);
+      expect(text.stdout).toBe('');
+      expect(text.stderr).toContain('Error: The service refused the credential (403: Insufficient permissions. Required scope(s): platform:admin).');
+      expect((await job(ids.failed[0])).status).toBe('failed');
+    });
+  });
+
+  describe('requeue by id', () => {
+    it('a failed job inside the lock grace needs --force; with it the job is queued with one more attempt', async () => {
+      const id = ids.failed[0];
+      const refused = await runCli(['jobs', 'requeue', id], sandbox, { env: asAdmin });
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(`Could not requeue ${id}: Job ${id} failed within the last 3600s`);
+      expect(refused.stderr).toContain('pass --force');
+      expect((await job(id)).status).toBe('failed');
+
+      const before = await job(id);
+      const run = await runCli(['jobs', 'requeue', id, '--force', '--json'], sandbox, { env: asAdmin });
+      expect(run.code).toBe(0);
+      expect(Object.keys(run.json())).toEqual(['requeued', 'failed']);
+      expect(run.json().failed).toEqual([]);
+      expect(run.json().requeued).toHaveLength(1);
+      expect(run.json().requeued[0]).toMatchObject({ id, status: 'queued', max_attempts: before.max_attempts + 1 });
+      expect(await job(id)).toMatchObject({ status: 'queued', max_attempts: before.max_attempts + 1 });
+    });
+
+    it('some requeued and some refused: exit 3 with each failure named; all refused: exit 1', async () => {
+      const unknown = randomUUID();
+      const run = await runCli(['jobs', 'requeue', ids.failed[1], ids.completed[0], unknown, '--force', '--json'], sandbox, { env: asAdmin });
+      expect(run.code).toBe(3);
+      const body = run.json();
+      expect(body.requeued.map((requeued: Job) => requeued.id)).toEqual([ids.failed[1]]);
+      expect(body.failed).toEqual([
+        { id: ids.completed[0], error: `Job ${ids.completed[0]} is completed; only failed and cancelled jobs can be requeued` },
+        { id: unknown, error: `No queue job '${unknown}' found.` },
+      ]);
+
+      const none = await runCli(['jobs', 'requeue', ids.running[0], '--json'], sandbox, { env: asAdmin });
+      expect(none.code).toBe(1);
+      expect(none.json()).toEqual({ requeued: [], failed: [{ id: ids.running[0], error: `Job ${ids.running[0]} is running; only failed and cancelled jobs can be requeued` }] });
+      expect((await job(ids.running[0])).status).toBe('running');
+    });
+
+    it('--clear-cancellation requeues a cancelled job (text form)', async () => {
+      const id = ids.cancelled[0];
+      const run = await runCli(['jobs', 'requeue', id, '--clear-cancellation'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toMatch(new RegExp(`^Requeued ${id} \\(agent:echo-agent; 0 of 2 attempts used\\)\\.$`, 'm'));
+      expect((await job(id)).status).toBe('queued');
+    });
+  });
+
+  describe('bulk requeue (POST /queue/jobs/requeue)', () => {
+    // ids.failed[0] and [1] were requeued above; these are the ones still failed.
+    const stillFailed = () => ids.failed.slice(2);
+
+    it('--dry-run --json prints the dry run and changes nothing; without --force the lock grace skips every job', async () => {
+      const run = await runCli(['jobs', 'requeue', '--status', 'failed', '--component', 'fail-agent', '--dry-run', '--json'], sandbox, { env: asAdmin });
+      expect(run.code, run.stderr).toBe(0);
+      const body = run.json();
+      expect(body).toMatchObject({ dry_run: true, matched: 6, changed: 0 });
+      expect(body.skipped.map((skip: { id: string }) => skip.id).sort()).toEqual([...stillFailed()].sort());
+      expect(new Set(body.skipped.map((skip: { reason: string }) => skip.reason))).toEqual(new Set(['lock_grace']));
+
+      const forced = await runCli(['jobs', 'requeue', '--status', 'failed', '--since', '1h', '--force', '--dry-run'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+      expect(forced.code).toBe(0);
+      expect(forced.stdout).toContain(`Would requeue 6 jobs of 6 matched (status failed, created since `);
+      expect(forced.stdout).toContain('dry run, nothing changed.');
+      for (const id of stillFailed()) {
+        expect((await job(id)).status).toBe('failed');
+      }
+    });
+
+    it('--since leaves out older jobs', async () => {
+      await new Promise((resolve) => setTimeout(resolve, 2_100));
+      const run = await runCli(['jobs', 'requeue', '--status', 'failed', '--since', '2', '--force', '--dry-run', '--json'], sandbox, { env: asAdmin });
+      expect(run.json()).toEqual({ dry_run: true, matched: 0, changed: 0, skipped: [] });
+    });
+
+    it('--limit selects the oldest jobs first', async () => {
+      const run = await runCli(['jobs', 'requeue', '--status', 'failed', '--limit', '2', '--force', '--dry-run', '--json'], sandbox, { env: asAdmin });
+      expect(run.json()).toMatchObject({ dry_run: true, matched: 2, changed: 2 });
+    });
+
+    it('--yes --json requeues what the filter selects, each with one more attempt', async () => {
+      const target = stillFailed().slice(-2);
+      const before = await Promise.all(target.map(job));
+      // Two jobs are left for the prompt test below: narrow by component and limit instead of ids.
+      const run = await runCli(['jobs', 'requeue', '--status', 'failed', '--component', 'fail-agent', '--limit', '2', '--force', '--yes', '--json'], sandbox, { env: asAdmin });
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.json()).toEqual({ dry_run: false, matched: 2, changed: 2, skipped: [] });
+      const oldest = stillFailed().slice(0, 2);
+      for (const id of oldest) {
+        expect((await job(id)).status).toBe('queued');
+      }
+      // The newest were left alone.
+      for (const [index, id] of target.entries()) {
+        expect(await job(id)).toMatchObject({ status: 'failed', max_attempts: before[index].max_attempts });
+      }
+    });
+  });
+
+  describe('bulk requeue at a terminal (tmux)', () => {
+    let session: TmuxSession | null = null;
+    afterEach(() => {
+      session?.kill();
+      session = null;
+    });
+
+    it('shows the count first; No changes nothing, Yes requeues', async () => {
+      const remaining = ids.failed.slice(4);
+      expect(remaining).toHaveLength(4);
+      const terminalSandbox = cliSandbox();
+      const env = { PATH: process.env.PATH ?? '', HOME: terminalSandbox.home, TERM: 'xterm-256color', NO_COLOR: '1', SERVICE_URL: api.url, OS_SECURITY_KEY: ROOT_KEY };
+      const argv = [process.execPath, SVC_BIN, 'jobs', 'requeue', '--status', 'failed', '--component', 'fail-agent', '--force'];
+
+      session = TmuxSession.start(argv, env, terminalSandbox.cwd);
+      const screen = await session.waitForText('Requeue 4 jobs?');
+      expect(screen).toContain('4 jobs would be requeued of 4 matched (status failed, component fail-agent).');
+      expect(screen.indexOf('4 jobs would be requeued')).toBeLessThan(screen.indexOf('Requeue 4 jobs?'));
+      session.type('', 'Enter');
+      expect(await session.exitCode()).toBe(0);
+      expect(session.screen()).toContain('Aborted; no changes made.');
+      for (const id of remaining) {
+        expect((await job(id)).status).toBe('failed');
+      }
+      session.kill();
+
+      session = TmuxSession.start(argv, env, terminalSandbox.cwd);
+      await session.waitForText('Requeue 4 jobs?');
+      session.type('y', 'Enter');
+      expect(await session.exitCode()).toBe(0);
+      expect(session.screen()).toContain('Requeued 4 jobs of 4 matched (status failed, component fail-agent).');
+      for (const id of remaining) {
+        expect((await job(id)).status).toBe('queued');
+      }
+    });
+  });
+});
