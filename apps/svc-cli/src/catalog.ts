@@ -18,6 +18,12 @@ Commands:
   jobs get <id>           Show one queue job
   jobs stats              Job counts by status
   jobs requeue <id>...    Requeue failed jobs by id, or by filter (--status failed)
+  schedules list          List schedules
+  schedules get <id>      Show one schedule
+  schedules runs <id>     A schedule's fire history
+  schedules trigger <id>  Fire a schedule now
+  schedules pause <id>    Pause a schedule (--reason)
+  schedules resume <id>   Resume a paused schedule
 
 Options:
   --version               Print the CLI version

@@ -5,6 +5,15 @@ import { CreateCommand } from './commands/create.command';
 import { DisconnectCommand } from './commands/disconnect.command';
 import { JobsCommand, JobsGetCommand, JobsListCommand, JobsRequeueCommand, JobsStatsCommand } from './commands/jobs.command';
 import { DownCommand, RestartCommand, UpCommand } from './commands/lifecycle.command';
+import {
+  SchedulesCommand,
+  SchedulesGetCommand,
+  SchedulesListCommand,
+  SchedulesPauseCommand,
+  SchedulesResumeCommand,
+  SchedulesRunsCommand,
+  SchedulesTriggerCommand,
+} from './commands/schedules.command';
 import { StatusCommand } from './commands/status.command';
 import { TokensCommand, TokensCreateCommand, TokensListCommand, TokensRevokeCommand } from './commands/tokens.command';
 import { UsageErrors } from './usage-errors';
@@ -28,6 +37,13 @@ import { UsageErrors } from './usage-errors';
     JobsGetCommand,
     JobsStatsCommand,
     JobsRequeueCommand,
+    SchedulesCommand,
+    SchedulesListCommand,
+    SchedulesGetCommand,
+    SchedulesRunsCommand,
+    SchedulesTriggerCommand,
+    SchedulesPauseCommand,
+    SchedulesResumeCommand,
     UsageErrors,
   ],
 })

@@ -6,5 +6,6 @@ export * from './gates';
 export * from './http';
 export * from './mcp-verify';
 export * from './queue-api';
+export * from './schedules-api';
 export * from './service-accounts-api';
 export * from './urls';

@@ -1,0 +1,207 @@
+import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
+
+import { sanitize, Terminal } from '@app/cli-terminal';
+import { readCliEnv, resolveAdminCredential, Schedule, ScheduleRun, SchedulesApi } from '@app/svc-client';
+
+import { countUpTo, ServiceOptions } from '../options';
+import { targetService } from '../service-target';
+import { CredentialedCommand } from '../svc-command';
+import { cell, formatSeconds, formatTime, printFields, printTable } from '../table';
+
+async function schedulesApi(options: ServiceOptions, terminal: Terminal): Promise<SchedulesApi> {
+  const descriptor = await targetService(options, readCliEnv(), terminal);
+  return new SchedulesApi(descriptor.url, await resolveAdminCredential(descriptor, readCliEnv(), terminal, Boolean(options.allowHttp)));
+}
+
+function target(schedule: Schedule): string {
+  return schedule.target_type === null ? '-' : cell(`${schedule.target_type}:${schedule.target_id}`, 40);
+}
+
+function enabled(schedule: Schedule): string {
+  return schedule.enabled ? 'yes' : 'no';
+}
+
+function printSchedule(schedule: Schedule, terminal: Terminal): void {
+  printFields(
+    [
+      ['ID', schedule.id],
+      ['Name', sanitize(schedule.name)],
+      ['Call', sanitize(`${schedule.method} ${schedule.endpoint}`)],
+      ['Cron', sanitize(schedule.cron_expr)],
+      ['Timezone', sanitize(schedule.timezone)],
+      ['Enabled', enabled(schedule)],
+      ['Disabled reason', cell(schedule.disabled_reason, 500)],
+      ['Next run', formatTime(schedule.next_run_at)],
+      ['Target', target(schedule)],
+      ['Owner', cell(schedule.user_id, 200)],
+      ['Managed by', cell(schedule.managed_by, 200)],
+      ['Description', cell(schedule.description, 500)],
+      ['Timeout', `${schedule.timeout_seconds}s`],
+      ['Retries', `${schedule.max_retries} (every ${schedule.retry_delay_seconds}s)`],
+      ['Payload', schedule.payload === null ? '-' : sanitize(JSON.stringify(schedule.payload))],
+      ['Created', formatSeconds(schedule.created_at)],
+      ['Updated', formatSeconds(schedule.updated_at)],
+    ],
+    terminal,
+  );
+}
+
+function printFire(fire: ScheduleRun, terminal: Terminal): void {
+  printFields(
+    [
+      ['Fire', fire.id],
+      ['Schedule', fire.schedule_id],
+      ['Trigger', sanitize(fire.trigger)],
+      ['Status', sanitize(fire.status)],
+      ['Due', formatSeconds(fire.due_at)],
+    ],
+    terminal,
+  );
+}
+
+@SubCommand({ name: 'list', description: 'List the schedules this credential may see (GET /schedules)' })
+export class SchedulesListCommand extends CredentialedCommand<ServiceOptions> {
+  protected async execute(_params: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
+    const api = await schedulesApi(options, terminal);
+    const schedules = await api.list();
+    terminal.document({ schedules });
+    if (!terminal.json) {
+      if (schedules.length === 0) {
+        terminal.line('No schedules.');
+      } else {
+        const rows = schedules.map((schedule) => [
+          schedule.id,
+          cell(schedule.name, 40),
+          cell(schedule.cron_expr, 30),
+          cell(schedule.timezone, 30),
+          enabled(schedule),
+          formatTime(schedule.next_run_at),
+          target(schedule),
+        ]);
+        printTable(['ID', 'Name', 'Cron', 'Timezone', 'Enabled', 'Next run', 'Target'], rows, terminal);
+      }
+    }
+    return 0;
+  }
+}
+
+@SubCommand({ name: 'get', arguments: '<id>', description: 'Show one schedule (GET /schedules/{id})' })
+export class SchedulesGetCommand extends CredentialedCommand<ServiceOptions> {
+  protected async execute([id]: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
+    const api = await schedulesApi(options, terminal);
+    const schedule = await api.get(id);
+    terminal.document({ schedule });
+    if (!terminal.json) {
+      printSchedule(schedule, terminal);
+    }
+    return 0;
+  }
+}
+
+interface RunsOptions extends ServiceOptions {
+  limit?: number;
+}
+
+@SubCommand({ name: 'runs', arguments: '<id>', description: 'The fire history of a schedule, newest first (GET /schedules/{id}/runs)' })
+export class SchedulesRunsCommand extends CredentialedCommand<RunsOptions> {
+  protected async execute([id]: string[], options: RunsOptions, terminal: Terminal): Promise<number> {
+    const api = await schedulesApi(options, terminal);
+    const { runs, meta } = await api.runs(id, options.limit ?? 20);
+    terminal.document({ runs, meta });
+    if (terminal.json) {
+      return 0;
+    }
+    if (runs.length === 0) {
+      terminal.line('No fires yet.');
+      return 0;
+    }
+    const rows = runs.map((fire) => [
+      fire.id,
+      cell(fire.trigger, 10),
+      cell(fire.status, 10),
+      formatSeconds(fire.due_at),
+      fire.status_code === null ? '-' : String(fire.status_code),
+      String(fire.attempts.length),
+      fire.run_id === null ? '-' : `${fire.run_id}${fire.run_status ? ` (${cell(fire.run_status, 12)})` : ''}`,
+      cell(fire.error, 50),
+    ]);
+    printTable(['ID', 'Trigger', 'Status', 'Due', 'Code', 'Attempts', 'Run', 'Error'], rows, terminal);
+    if (meta.total_count > runs.length) {
+      terminal.note(`Showing ${runs.length} of ${meta.total_count}; raise --limit to see more.`);
+    }
+    return 0;
+  }
+
+  @Option({ flags: '--limit <n>', description: 'Fires shown at most, 1 to 1000 (default 20)' })
+  parseLimit(value: string): number {
+    return countUpTo(value, 1000);
+  }
+}
+
+@SubCommand({ name: 'trigger', arguments: '<id>', description: 'Fire a schedule now (POST /schedules/{id}/trigger): prints the queued fire' })
+export class SchedulesTriggerCommand extends CredentialedCommand<ServiceOptions> {
+  protected async execute([id]: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
+    const api = await schedulesApi(options, terminal);
+    const fire = await api.trigger(id);
+    terminal.document({ run: fire });
+    if (!terminal.json) {
+      terminal.line(`Queued a fire of schedule ${fire.schedule_id}; a worker runs it next. Follow it with: svc schedules runs ${fire.schedule_id}`);
+      printFire(fire, terminal);
+    }
+    return 0;
+  }
+}
+
+interface PauseOptions extends ServiceOptions {
+  reason?: string;
+}
+
+@SubCommand({ name: 'pause', arguments: '<id>', description: 'Pause a schedule: it stops firing until resumed (PATCH enabled: false)' })
+export class SchedulesPauseCommand extends CredentialedCommand<PauseOptions> {
+  protected async execute([id]: string[], options: PauseOptions, terminal: Terminal): Promise<number> {
+    const api = await schedulesApi(options, terminal);
+    const body: Record<string, unknown> = { enabled: false };
+    if (options.reason !== undefined) {
+      body.disabled_reason = options.reason;
+    }
+    const schedule = await api.update(id, body);
+    // A service that does not take disabled_reason drops it silently: say so rather than imply it was kept.
+    const warning =
+      options.reason !== undefined && schedule.disabled_reason !== options.reason ? 'The service did not record the reason (it does not accept disabled_reason).' : undefined;
+    terminal.document(warning ? { schedule, warning } : { schedule });
+    terminal.line(`Paused schedule '${sanitize(schedule.name)}' (${schedule.id}).${schedule.disabled_reason ? ` Reason: ${sanitize(schedule.disabled_reason)}` : ''}`);
+    if (warning) {
+      terminal.warn(warning);
+    }
+    return 0;
+  }
+
+  @Option({ flags: '--reason <text>', description: 'Why it is paused (sent as disabled_reason; kept until it is resumed)' })
+  parseReason(value: string): string {
+    return value;
+  }
+}
+
+@SubCommand({ name: 'resume', arguments: '<id>', description: 'Resume a paused schedule (PATCH enabled: true; clears disabled_reason)' })
+export class SchedulesResumeCommand extends CredentialedCommand<ServiceOptions> {
+  protected async execute([id]: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
+    const api = await schedulesApi(options, terminal);
+    const schedule = await api.update(id, { enabled: true });
+    terminal.document({ schedule });
+    terminal.line(`Resumed schedule '${sanitize(schedule.name)}' (${schedule.id}); next run ${formatTime(schedule.next_run_at)}.`);
+    return 0;
+  }
+}
+
+@Command({
+  name: 'schedules',
+  description: 'Inspect, trigger, pause and resume schedules',
+  subCommands: [SchedulesListCommand, SchedulesGetCommand, SchedulesRunsCommand, SchedulesTriggerCommand, SchedulesPauseCommand, SchedulesResumeCommand],
+})
+export class SchedulesCommand extends CommandRunner {
+  async run(): Promise<void> {
+    // `svc schedules` without a subcommand is a usage error.
+    this.command.outputHelp({ error: true });
+    process.exitCode = 2;
+  }
+}
