@@ -12,7 +12,11 @@ describe('svc entry points', () => {
   it('bare svc prints the command catalog and exits 0', async () => {
     const run = await runCli([], sandbox);
     expect(run.code).toBe(0);
-    for (const command of ['create', 'connect', 'disconnect', 'status', 'up', 'down', 'restart', 'tokens create', 'tokens list', 'tokens revoke']) {
+    for (const command of [
+      'create', 'connect', 'disconnect', 'status', 'up', 'down', 'restart', 'tokens create', 'tokens list', 'tokens revoke',
+      'jobs list', 'jobs get', 'jobs stats', 'jobs requeue',
+      'schedules list', 'schedules get', 'schedules runs', 'schedules trigger', 'schedules pause', 'schedules resume',
+    ]) {
       expect(run.stdout).toContain(`  ${command}`);
     }
     expect(run.stderr).toBe('');
@@ -33,6 +37,25 @@ describe('svc entry points', () => {
     for (const flag of ['--url', '--clients', '--name', '-s, --scopes', '--expires', '--privileged', '--pat', '--server-name', '--project', '--rotate', '--skip-existing', '--allow-http', '-y, --yes', '--json']) {
       expect(run.stdout).toContain(flag);
     }
+  });
+
+  it('svc jobs --help and svc schedules --help list their subcommands; requeue --help its flags', async () => {
+    const jobs = await runCli(['jobs', '--help'], sandbox);
+    expect(jobs.code).toBe(0);
+    for (const command of ['list', 'get', 'stats', 'requeue']) {
+      expect(jobs.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+    }
+    const schedules = await runCli(['schedules', '--help'], sandbox);
+    expect(schedules.code).toBe(0);
+    for (const command of ['list', 'get', 'runs', 'trigger', 'pause', 'resume']) {
+      expect(schedules.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+    }
+    const requeue = await runCli(['jobs', 'requeue', '--help'], sandbox);
+    expect(requeue.code).toBe(0);
+    for (const flag of ['--status', '--component', '--since', '--limit', '--dry-run', '--force', '--clear-cancellation', '-y, --yes', '--url', '--allow-http', '--json']) {
+      expect(requeue.stdout).toContain(flag);
+    }
+    expect(requeue.stdout).toContain('Exit 3 when only some');
   });
 
   it('unknown commands, unknown options and missing values exit 2 on stderr without JSON', async () => {
