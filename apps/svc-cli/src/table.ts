@@ -19,13 +19,48 @@ export function cell(text: string | null | undefined, max = 60): string {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
-/** Aligned columns, a bold header (bold only where colour is on). Cells are printed as given: sanitize service text first. */
-export function printTable(header: string[], rows: string[][], terminal: Terminal): void {
+/** Colours a cell (already padded, so escapes never shift the columns); only called where colour is on. */
+export type Paint = (text: string, column: number, row: string[]) => string;
+
+/**
+ * Aligned columns, a bold header, `paint` for cells (colour only where the Terminal allows it).
+ * Cells are printed as given: sanitize service text first.
+ */
+export function printTable(header: string[], rows: string[][], terminal: Terminal, paint?: Paint): void {
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
-  const format = (cells: string[]): string => cells.map((text, column) => text.padEnd(widths[column])).join('  ').trimEnd();
+  const format = (cells: string[], painter?: Paint): string => {
+    const last = cells.length - 1;
+    return cells
+      .map((text, column) => {
+        const padded = column === last ? text : text.padEnd(widths[column]);
+        return painter ? painter(padded, column, cells) : padded;
+      })
+      .join('  ')
+      .trimEnd();
+  };
   terminal.line(terminal.color.bold(format(header)));
+  const colour = terminal.color.isColorSupported ? paint : undefined;
   for (const row of rows) {
-    terminal.line(format(row));
+    terminal.line(format(row, colour));
+  }
+}
+
+/** A status in the colour of how it ended: green done, red failed, yellow waiting, cyan running. */
+export function statusColour(terminal: Terminal, status: string): (text: string) => string {
+  const { color } = terminal;
+  switch (status.trim()) {
+    case 'completed':
+    case 'success':
+      return color.green;
+    case 'failed':
+      return color.red;
+    case 'queued':
+    case 'paused':
+      return color.yellow;
+    case 'running':
+      return color.cyan;
+    default:
+      return color.dim;
   }
 }
 

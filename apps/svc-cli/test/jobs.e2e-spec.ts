@@ -309,6 +309,28 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       session = null;
     });
 
+    it('list colours statuses on a terminal with the columns still aligned, and never with NO_COLOR', async () => {
+      const terminalSandbox = cliSandbox();
+      const env = { PATH: process.env.PATH ?? '', HOME: terminalSandbox.home, TERM: 'xterm-256color', SERVICE_URL: api.url, OS_SECURITY_KEY: ROOT_KEY };
+      const argv = [process.execPath, SVC_BIN, 'jobs', 'list', '--status', 'failed', '--status', 'running'];
+      session = TmuxSession.start(argv, env, terminalSandbox.cwd);
+      expect(await session.exitCode()).toBe(0);
+      // failed in red, running in cyan.
+      expect(session.screen(true)).toMatch(/\u001b\[31mfailed/);
+      expect(session.screen(true)).toMatch(/\u001b\[36mrunning/);
+      const lines = session.screen().split('\n');
+      const header = lines.find((line) => line.startsWith('ID'))!;
+      const running = lines.find((line) => line.startsWith(ids.running[0]))!;
+      expect(running.indexOf('running')).toBe(header.indexOf('Status'));
+      expect(running.indexOf('agent:sleep-agent')).toBe(header.indexOf('Component'));
+      session.kill();
+
+      session = TmuxSession.start(argv, { ...env, NO_COLOR: '1' }, terminalSandbox.cwd);
+      expect(await session.exitCode()).toBe(0);
+      expect(session.screen(true)).toContain(ids.running[0]);
+      expect(session.screen(true)).not.toContain('\u001b[');
+    });
+
     it('shows the count first; No changes nothing, Yes requeues', async () => {
       const remaining = ids.failed.slice(4);
       expect(remaining).toHaveLength(4);

@@ -17,7 +17,7 @@ import { parseSince as sinceSeconds } from '../durations';
 import { collect, countUpTo, oneOf, ServiceOptions } from '../options';
 import { targetService } from '../service-target';
 import { CredentialedCommand } from '../svc-command';
-import { cell, formatSeconds, formatTime, printFields, printTable } from '../table';
+import { cell, formatSeconds, formatTime, printFields, printTable, statusColour } from '../table';
 import { UsageError } from '../usage-errors';
 
 /** The most jobs one command reads or changes: the bulk endpoint's own bound. */
@@ -73,7 +73,7 @@ export class JobsListCommand extends CredentialedCommand<ListOptions> {
       terminal.line('No jobs.');
     } else {
       const rows = list.jobs.map((job) => [job.id, job.status, cell(component(job), 40), `${job.attempt}/${job.max_attempts}`, formatTime(job.created_at), cell(job.error, 50)]);
-      printTable(['ID', 'Status', 'Component', 'Attempt', 'Created', 'Error'], rows, terminal);
+      printTable(['ID', 'Status', 'Component', 'Attempt', 'Created', 'Error'], rows, terminal, (text, column) => (column === 1 ? statusColour(terminal, text)(text) : text));
     }
     if (options.component) {
       terminal.note(`Filtered by component here: ${plural(list.meta.count, 'match')} among the newest ${plural(list.meta.scanned, 'job')} read.`);
@@ -143,7 +143,8 @@ export class JobsStatsCommand extends CredentialedCommand<ServiceOptions> {
     terminal.document(stats);
     if (!terminal.json) {
       const statuses = [...JOB_STATUSES, ...Object.keys(stats.counts).filter((status) => !(JOB_STATUSES as readonly string[]).includes(status))];
-      printTable(['Status', 'Jobs'], statuses.map((status) => [sanitize(status), String(stats.counts[status as keyof typeof stats.counts] ?? 0)]), terminal);
+      const rows = statuses.map((status) => [sanitize(status), String(stats.counts[status as keyof typeof stats.counts] ?? 0)]);
+      printTable(['Status', 'Jobs'], rows, terminal, (text, column) => (column === 0 ? statusColour(terminal, text)(text) : text));
       terminal.line('');
       terminal.line(`Oldest queued job: ${stats.oldest_queued_age_seconds === null ? 'none queued' : `${age(stats.oldest_queued_age_seconds)} old`}`);
     }

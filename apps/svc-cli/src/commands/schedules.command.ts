@@ -6,7 +6,7 @@ import { readCliEnv, resolveAdminCredential, Schedule, ScheduleRun, SchedulesApi
 import { countUpTo, ServiceOptions } from '../options';
 import { targetService } from '../service-target';
 import { CredentialedCommand } from '../svc-command';
-import { cell, formatSeconds, formatTime, printFields, printTable } from '../table';
+import { cell, formatSeconds, formatTime, printFields, printTable, statusColour } from '../table';
 
 async function schedulesApi(options: ServiceOptions, terminal: Terminal): Promise<SchedulesApi> {
   const descriptor = await targetService(options, readCliEnv(), terminal);
@@ -78,7 +78,8 @@ export class SchedulesListCommand extends CredentialedCommand<ServiceOptions> {
           formatTime(schedule.next_run_at),
           target(schedule),
         ]);
-        printTable(['ID', 'Name', 'Cron', 'Timezone', 'Enabled', 'Next run', 'Target'], rows, terminal);
+        const paint = (text: string, column: number): string => (column !== 4 ? text : text.trim() === 'yes' ? terminal.color.green(text) : terminal.color.yellow(text));
+        printTable(['ID', 'Name', 'Cron', 'Timezone', 'Enabled', 'Next run', 'Target'], rows, terminal, paint);
       }
     }
     return 0;
@@ -125,7 +126,7 @@ export class SchedulesRunsCommand extends CredentialedCommand<RunsOptions> {
       fire.run_id === null ? '-' : `${fire.run_id}${fire.run_status ? ` (${cell(fire.run_status, 12)})` : ''}`,
       cell(fire.error, 50),
     ]);
-    printTable(['ID', 'Trigger', 'Status', 'Due', 'Code', 'Attempts', 'Run', 'Error'], rows, terminal);
+    printTable(['ID', 'Trigger', 'Status', 'Due', 'Code', 'Attempts', 'Run', 'Error'], rows, terminal, (text, column) => (column === 2 ? statusColour(terminal, text)(text) : text));
     if (meta.total_count > runs.length) {
       terminal.note(`Showing ${runs.length} of ${meta.total_count}; raise --limit to see more.`);
     }
