@@ -45,8 +45,8 @@ function age(seconds: number): string {
   return `${Math.floor(seconds / 86_400)}d`;
 }
 
-function plural(count: number, noun: string): string {
-  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+function plural(count: number, noun: string, nouns = `${noun}s`): string {
+  return `${count} ${count === 1 ? noun : nouns}`;
 }
 
 interface ListOptions extends ServiceOptions {
@@ -76,7 +76,7 @@ export class JobsListCommand extends CredentialedCommand<ListOptions> {
       printTable(['ID', 'Status', 'Component', 'Attempt', 'Created', 'Error'], rows, terminal, (text, column) => (column === 1 ? statusColour(terminal, text)(text) : text));
     }
     if (options.component) {
-      terminal.note(`Filtered by component here: ${plural(list.meta.count, 'match')} among the newest ${plural(list.meta.scanned, 'job')} read.`);
+      terminal.note(`Filtered by component here: ${plural(list.meta.count, 'match', 'matches')} among the newest ${plural(list.meta.scanned, 'job')} read.`);
     }
     if (list.meta.truncated) {
       terminal.note(
