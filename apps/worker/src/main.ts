@@ -2,7 +2,7 @@ import 'reflect-metadata';
 
 import { NestFactory } from '@nestjs/core';
 
-import { BootError, loadEnv } from '@app/config';
+import { describeBootFailure, loadEnv } from '@app/config';
 import { createLogger, PinoLoggerService } from '@app/logging';
 import { deploymentComponents } from '@app/runs';
 
@@ -39,6 +39,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error(error instanceof BootError ? error.message : error);
+  // One line (what, why, what to do); the stack only at LOG_LEVEL=debug.
+  console.error(describeBootFailure('worker', error, 'WORKER_HEALTH_PORT'));
   process.exit(1);
 });
