@@ -13,7 +13,11 @@ async function main(): Promise<void> {
   // Fail at boot, naming the variable, rather than at the first query.
   void env.databaseUrl;
   const logger = createLogger(env.LOG_LEVEL, 'worker');
-  const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(env, await deploymentComponents(env)), { logger: new PinoLoggerService(logger) });
+  const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(env, await deploymentComponents(env)), {
+    logger: new PinoLoggerService(logger),
+    // A failed boot reaches the one-line report below instead of process.abort() (SIGABRT, a core dump).
+    abortOnError: false,
+  });
   // Stays up until a signal even when no loop holds the event loop open (QUEUE_ENABLED=false).
   const keepAlive = setInterval(() => undefined, 60_000);
   // A clean stop (jobs drained or released) exits 0; a second signal during the drain is ignored.
