@@ -69,7 +69,10 @@ class Cluster extends EmbeddedPostgres {
         const lines = pending.split('\n');
         pending = lines.pop();
         for (const line of lines) {
-          if (/\b(FATAL|PANIC|ERROR):/.test(line)) {
+          // Once it runs, ERROR and FATAL lines are about clients (a failed query, a refused login),
+          // not the server; a backend's 'terminating connection due to ...' is a consequence, never the cause.
+          const severe = ready ? /\bPANIC:/ : /\b(FATAL|PANIC|ERROR):/;
+          if (severe.test(line) && !line.includes('terminating connection due to')) {
             lastError = line.replace(/^.*?\b(FATAL|PANIC|ERROR):\s*/, '');
           }
           if (!ready && line.includes('database system is ready to accept connections')) {

@@ -368,7 +368,7 @@ function isSymlink(path) {
 // ---------------------------------------------------------------------------------------------
 
 /** What has been started, so that any failure or signal stops exactly that, in order. */
-const state = { stopping: false, db: null, dbStarting: null, children: [] };
+const state = { stopping: false, db: null, dbStarting: null, dbGone: false, children: [] };
 
 /** api and worker (and migrations) first, then PostgreSQL, then exit with `code`. */
 async function shutdown(code, reason) {
@@ -393,7 +393,9 @@ async function shutdown(code, reason) {
   );
   const database = state.db ?? (await state.dbStarting?.catch(() => null));
   if (database) {
-    say('Stopping PostgreSQL');
+    if (!state.dbGone) {
+      say('Stopping PostgreSQL');
+    }
     await database.stop();
   }
   process.exit(code);
@@ -439,7 +441,10 @@ async function main() {
       passwordFile: databasePasswordFile,
       detached: true,
       log: (text) => debug && process.stderr.write(text),
-      onExit: (ended) => void shutdown(1, `PostgreSQL stopped (${howItEnded(ended)})${ended.lastError ? `: ${ended.lastError}` : ''}. Stopping everything; see the lines above, then run npm start again.`),
+      onExit: (ended) => {
+        state.dbGone = true;
+        void shutdown(1, `PostgreSQL stopped (${howItEnded(ended)})${ended.lastError ? `: ${ended.lastError}` : ''}. Stopping everything; see the lines above, then run npm start again.`);
+      },
     });
     try {
       state.db = await state.dbStarting;
