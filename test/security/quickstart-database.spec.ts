@@ -19,9 +19,11 @@ const PASSWORD_FILE = 'postgres-password';
 interface Quickstart {
   process: RunningProcess;
   pgPort: number;
+  /** The api's port. */
+  port: number;
 }
 
-/** `npm start` (scripts/quickstart.mjs) on its own data directory, up once the api answers /health. */
+/** `npm start` (scripts/quickstart.mjs) on its own data directory, up once it says it is ready. */
 async function startQuickstart(dataDir: string, pgPort: number): Promise<Quickstart> {
   const port = await freePort();
   // Run in the data directory: the quickstart writes SERVICE_URL to ./.env, never the checkout's here.
@@ -38,7 +40,8 @@ async function startQuickstart(dataDir: string, pgPort: number): Promise<Quickst
   );
   try {
     await Promise.race([
-      waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok, 90_000, 'quickstart api'),
+      // Said once api and worker are ready (and SERVICE_URL is in ./.env).
+      waitFor(async () => quickstart.output().includes('Press Ctrl-C to stop.') && (await fetch(`http://127.0.0.1:${port}/health`)).ok, 90_000, 'quickstart api'),
       quickstart.exited.then((code) => {
         throw new Error(`quickstart exited with ${code}:\n${quickstart.output()}`);
       }),
@@ -47,7 +50,7 @@ async function startQuickstart(dataDir: string, pgPort: number): Promise<Quickst
     await quickstart.stop('SIGKILL');
     throw error;
   }
-  return { process: quickstart, pgPort };
+  return { process: quickstart, pgPort, port };
 }
 
 async function stopQuickstart(quickstart: Quickstart | undefined): Promise<void> {
@@ -198,6 +201,9 @@ describe('npm start: the embedded database of a fresh .data/', () => {
     quickstart = undefined;
     quickstart = await startQuickstart(dataDir, pgPort);
     expect(readPassword(dataDir)).toBe(password);
+    // The SERVICE_URL line it wrote in ./.env (its working directory here) follows the new api port.
+    const envLines = readFileSync(join(dataDir, '.env'), 'utf8').split('\n').filter((line) => line.startsWith('SERVICE_URL='));
+    expect(envLines).toEqual([`SERVICE_URL=http://127.0.0.1:${quickstart.port}`]);
     expect(statSync(join(dataDir, PASSWORD_FILE)).mode & 0o777).toBe(0o600);
     expect(await loginFailure(pgPort, password)).toBeUndefined();
   }, 120_000);
