@@ -73,4 +73,32 @@ describe('structured logs', () => {
       await api.stop();
     }
   });
+
+  it('logs one access line per request, and Nest’s start-up chatter only at debug', async () => {
+    const api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, LOG_LEVEL: 'info' });
+    try {
+      await call(api.url, 'GET', '/config', { token: ROOT_KEY, headers: { 'x-request-id': 'one-line-please' } });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const entries = api.output().trim().split('\n').map((line) => JSON.parse(line));
+      const request = entries.filter((entry) => entry.request_id === 'one-line-please');
+      expect(request).toHaveLength(1);
+      expect(request[0]).toMatchObject({ level: 30, method: 'GET', url: '/config', status: 200, ms: expect.any(Number), msg: expect.stringMatching(/^GET \/config 200 \d+ ms$/) });
+      expect(entries.filter((entry) => ['InstanceLoader', 'RoutesResolver', 'RouterExplorer'].includes(entry.context))).toEqual([]);
+    } finally {
+      await api.stop();
+    }
+  });
+
+  it('writes one readable line per event with LOG_FORMAT=pretty (the default on a terminal)', async () => {
+    const api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' });
+    try {
+      await call(api.url, 'GET', '/health');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const lines = api.output().trim().split('\n');
+      expect(lines.some((line) => /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO.*api GET \/health 200 \d+ ms/.test(line)), api.output()).toBe(true);
+      expect(lines.every((line) => !line.startsWith('{'))).toBe(true);
+    } finally {
+      await api.stop();
+    }
+  });
 });

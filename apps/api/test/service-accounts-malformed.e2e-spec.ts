@@ -43,8 +43,8 @@ describe('malformed input on every service-account route', () => {
       );
     });
 
-    it('answers 422 to scope grants that are not objects or not `allow`', async () => {
-      expect(expectValidationBody(await postJson({ name: uniqueName(), scopes: ['agents:run'] }))).toEqual([['body', 'scopes', 0]]);
+    it('answers 422 to scope grants that are neither strings nor objects, or not `allow`', async () => {
+      expect(expectValidationBody(await postJson({ name: uniqueName(), scopes: [42] }))).toEqual([['body', 'scopes', 0]]);
       expect(expectValidationBody(await postJson({ name: uniqueName(), scopes: [{ scope: 'agents:run', effect: 'deny' }] }))).toEqual([['body', 'scopes', 0, 'effect']]);
     });
 

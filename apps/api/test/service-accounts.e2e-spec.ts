@@ -61,6 +61,17 @@ describe('service accounts (security_key mode)', () => {
       expect(account.scopes).toEqual(['agents:echo-agent:run', 'config:read']);
     });
 
+    it('takes scopes as plain strings too, mixed with grant objects, as responses list them', async () => {
+      const response = await call(api.url, 'POST', '/service-accounts', {
+        token: ROOT_KEY,
+        json: { name: uniqueName(), scopes: ['schedules:write', { scope: 'config:read' }], allow_privileged_scopes: true },
+      });
+      expect(response.status, response.text).toBe(201);
+      expect(response.body.scopes).toEqual(['schedules:write', 'config:read']);
+      const invalid = await call(api.url, 'POST', '/service-accounts', { token: ROOT_KEY, json: { name: uniqueName(), scopes: ['agents'] } });
+      expect(invalid.status).toBe(400);
+    });
+
     it('honours an explicit empty scope list', async () => {
       const account = await mintAccount(api.url, ROOT_KEY, { scopes: [] });
       expect(account.scopes).toEqual([]);

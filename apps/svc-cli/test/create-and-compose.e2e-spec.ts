@@ -1,10 +1,41 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { cliSandbox, CliSandbox, runCli } from '../../../test/support/cli';
+
+const TEMPLATES_DIR = resolve('templates');
+const BUNDLED = ['platform-docker', 'platform-node'];
+const UNBUNDLED = ['platform-aws', 'platform-azure', 'platform-fly', 'platform-gcp', 'platform-helm', 'platform-modal', 'platform-railway', 'platform-render'];
+const BUNDLED_HINT = 'Bundled templates: platform-docker, platform-node; or use -u <git url>';
+
+/** Every file under dir (relative paths, sorted), walking directories without following links. */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => !entry.isDirectory())
+    .map((entry) => relative(dir, join(entry.parentPath, entry.name)))
+    .sort();
+}
+
+/**
+ * An environment in which svc cannot reach git or the network: PATH holds only a fake `git` that
+ * records being called and fails, and every proxy variable points at a closed port.
+ */
+function offlineEnv(sandbox: CliSandbox): { env: Record<string, string>; gitCalled: () => boolean } {
+  const bin = join(sandbox.home, 'offline-bin');
+  const marker = join(sandbox.home, 'git-was-called');
+  mkdirSync(bin, { recursive: true });
+  writeFileSync(join(bin, 'git'), `#!/bin/sh\necho "$@" >> "${marker}"\nexit 128\n`);
+  chmodSync(join(bin, 'git'), 0o755);
+  const deadProxy = 'http://127.0.0.1:9';
+  return {
+    env: { PATH: bin, http_proxy: deadProxy, https_proxy: deadProxy, HTTP_PROXY: deadProxy, HTTPS_PROXY: deadProxy, ALL_PROXY: deadProxy, GIT_PROXY_COMMAND: '/bin/false' },
+    gitCalled: () => existsSync(marker),
+  };
+}
 
 /** A template repository as a real git repo with one commit, reachable over file://. */
 function templateRepo(dir: string, files: Record<string, string>, links: Record<string, string> = {}): string {
@@ -26,64 +57,155 @@ function templateRepo(dir: string, files: Record<string, string>, links: Record<
 
 describe('svc create', () => {
   let sandbox: CliSandbox;
-  let templates: string;
+  let repos: string;
 
   beforeAll(() => {
     const root = cliSandbox();
-    templates = join(root.home, 'templates');
-    templateRepo(join(templates, 'platform-docker'), { 'example.env': 'OS_SECURITY_KEY=change-me\n', 'compose.yaml': 'services: {}\n', 'README.md': '# docker\n' });
-    templateRepo(join(templates, 'platform-fly'), { 'fly.toml': 'app = "x"\n' });
-    templateRepo(join(templates, 'linked-example'), { 'README.md': 'x\n' }, { 'example.env': '/etc/passwd' });
+    repos = join(root.home, 'repos');
+    templateRepo(join(repos, 'docker-starter'), { 'example.env': 'OS_SECURITY_KEY=change-me\n', 'compose.yaml': 'services: {}\n', 'README.md': '# docker\n' });
+    templateRepo(join(repos, 'fly-starter'), { 'fly.toml': 'app = "x"\n' });
+    templateRepo(join(repos, 'linked-example'), { 'README.md': 'x\n' }, { 'example.env': '/etc/passwd' });
   });
   beforeEach(() => {
     sandbox = cliSandbox();
   });
 
-  const env = () => ({ SVC_TEMPLATE_BASE_URL: `file://${templates}` });
-
-  it('clones the default template shallowly, removes .git and seeds an owner-only .env', async () => {
-    const run = await runCli(['create', 'my-app', '--json'], sandbox, { env: env() });
-    expect(run.code).toBe(0);
+  it.each(BUNDLED)('copies the bundled %s template with no git and no network, and seeds an owner-only .env', async (template) => {
+    const offline = offlineEnv(sandbox);
+    // platform-docker is the default: no -t.
+    const args = template === 'platform-docker' ? ['create', 'my-app', '--json'] : ['create', 'my-app', '-t', template, '--json'];
+    const run = await runCli(args, sandbox, { env: offline.env });
+    expect(run.code, run.stdout + run.stderr).toBe(0);
     const path = join(sandbox.cwd, 'my-app');
-    expect(run.json()).toEqual({ path, template: 'platform-docker' });
-    expect(readFileSync(join(path, 'compose.yaml'), 'utf8')).toBe('services: {}\n');
-    expect(existsSync(join(path, '.git'))).toBe(false);
-    expect(readFileSync(join(path, '.env'), 'utf8')).toBe('OS_SECURITY_KEY=change-me\n');
+    expect(run.json()).toEqual({ path, template });
+    expect(offline.gitCalled()).toBe(false);
+
+    const source = join(TEMPLATES_DIR, template);
+    const expected = ['.gitignore', 'README.md', 'components.mjs', 'example.env', ...(template === 'platform-docker' ? ['compose.yaml'] : [])].sort();
+    expect(filesUnder(source)).toEqual(expected);
+    expect(filesUnder(path)).toEqual(['.env', ...expected].sort());
+    for (const file of expected) {
+      expect(readFileSync(join(path, file), 'utf8'), file).toBe(readFileSync(join(source, file), 'utf8'));
+      expect(statSync(join(path, file)).mode & 0o111, `${file} is not executable`).toBe(0);
+    }
+    expect(readFileSync(join(path, '.env'), 'utf8')).toBe(readFileSync(join(path, 'example.env'), 'utf8'));
     expect(statSync(join(path, '.env')).mode & 0o777).toBe(0o600);
   });
 
-  it('clones with --depth 1 (the template history stays behind)', async () => {
+  it('says what to run next, with this checkout\'s paths', async () => {
+    const node = await runCli(['create', 'on-node', '-t', 'platform-node'], sandbox, { env: offlineEnv(sandbox).env });
+    expect(node.code).toBe(0);
+    expect(node.stdout).toContain('Wrote .env from example.env (owner-only); fill in its secrets.');
+    expect(node.stdout).toContain(`cd ${process.cwd()} && COMPONENTS_MODULE=${join(sandbox.cwd, 'on-node', 'components.mjs')} npm start`);
+    const docker = await runCli(['create', 'on-docker'], sandbox, { env: offlineEnv(sandbox).env });
+    expect(docker.stdout).toContain(`cd ${process.cwd()} && docker build -t platform-service:local -f docker/Dockerfile .`);
+    expect(docker.stdout).toContain('cd on-docker && svc up');
+  });
+
+  it.each(BUNDLED)('%s: components.mjs exports the hello-agent that greets, counts the session\'s turns, emits and checkpoints', async (template) => {
+    const run = await runCli(['create', 'agents', '-t', template, '--json'], sandbox, { env: offlineEnv(sandbox).env });
+    expect(run.code).toBe(0);
+    const file = join(sandbox.cwd, 'agents', 'components.mjs');
+    const module = (await import(pathToFileURL(file).href)) as { default: (helpers: { modelAgent: (options: unknown) => unknown }) => unknown };
+    expect(typeof module.default).toBe('function');
+    const components = (await module.default({ modelAgent: () => expect.unreachable('the modelAgent examples are commented out') })) as any[];
+    expect(components.map(({ kind, id }) => ({ kind, id }))).toEqual([{ kind: 'agent', id: 'hello-agent' }]);
+    const [hello] = components;
+    expect(typeof hello.name).toBe('string');
+
+    const emitted: string[] = [];
+    let checkpoints = 0;
+    const context = (history: { role: string; content: string }[]) => ({
+      runId: 'run-1',
+      sessionId: 'session-1',
+      userId: null,
+      message: 'Ada',
+      history,
+      signal: new AbortController().signal,
+      checkpoint: async () => void (checkpoints += 1),
+      emit: (delta: string) => void emitted.push(delta),
+    });
+    const first = await hello.run(context([]));
+    expect(first).toBe('Hello, Ada! This is the start of the session.');
+    expect(emitted.join('')).toBe(first);
+    expect(checkpoints).toBe(1);
+    emitted.length = 0;
+    const later = await hello.run(context([{ role: 'user', content: 'Ada' }, { role: 'assistant', content: first }]));
+    expect(later).toBe('Hello, Ada! This session has 2 earlier turns.');
+    expect(emitted.join('')).toBe(later);
+    // A cancelled run stops at the checkpoint.
+    await expect(hello.run({ ...context([]), checkpoint: async () => Promise.reject(new Error('cancelled')) })).rejects.toThrow('cancelled');
+
+    // The model agents are there as commented-out examples, their key named by apiKeyEnv, never written in.
+    const text = readFileSync(file, 'utf8');
+    expect(text).toMatch(/^ {2}\/\/ modelAgent\(\{$/m);
+    expect(text).toContain("//   apiKeyEnv: 'OPENAI_API_KEY',");
+    expect(text).toContain(':11434/v1');
+  });
+
+  it('an unbundled spec template exits 1 with the bundled ones as the hint, clones nothing and creates nothing', async () => {
+    const offline = offlineEnv(sandbox);
+    for (const template of UNBUNDLED) {
+      const run = await runCli(['create', 'elsewhere', '-t', template, '--json'], sandbox, { env: offline.env });
+      expect(run.code, template).toBe(1);
+      expect(run.json()).toEqual({ error: `Template '${template}' is not bundled with this version of svc.`, hint: BUNDLED_HINT });
+    }
+    const human = await runCli(['create', 'elsewhere', '-t', 'platform-aws'], sandbox, { env: offline.env });
+    expect(human.code).toBe(1);
+    expect(human.stdout).toBe('');
+    expect(human.stderr).toBe(`Error: Template 'platform-aws' is not bundled with this version of svc.\n${BUNDLED_HINT}\n`);
+    expect(readdirSync(sandbox.cwd)).toEqual([]);
+    expect(offline.gitCalled()).toBe(false);
+  });
+
+  it('-u clones shallowly, removes .git and seeds an owner-only .env', async () => {
     // A fake git first on PATH records its argv and hands over to the real one.
     const bin = join(sandbox.home, 'bin');
     mkdirSync(bin);
     const realGit = execFileSync('which', ['git']).toString().trim();
     writeFileSync(join(bin, 'git'), `#!/bin/sh\necho "$@" >> "${join(sandbox.home, 'git-argv')}"\nexec ${realGit} "$@"\n`);
     chmodSync(join(bin, 'git'), 0o755);
-    const run = await runCli(['create', 'shallow', '--json'], sandbox, { env: { ...env(), PATH: `${bin}:${process.env.PATH}` } });
+    const repository = `file://${repos}/docker-starter`;
+    const run = await runCli(['create', 'shallow', '-u', repository, '--json'], sandbox, { env: { PATH: `${bin}:${process.env.PATH}` } });
     expect(run.code).toBe(0);
-    expect(readFileSync(join(sandbox.home, 'git-argv'), 'utf8')).toBe(`clone --depth 1 --quiet file://${templates}/platform-docker ${join(sandbox.cwd, 'shallow')}\n`);
+    const path = join(sandbox.cwd, 'shallow');
+    expect(run.json()).toEqual({ path, template: repository });
+    expect(readFileSync(join(sandbox.home, 'git-argv'), 'utf8')).toBe(`clone --depth 1 --quiet ${repository} ${path}\n`);
+    expect(readFileSync(join(path, 'compose.yaml'), 'utf8')).toBe('services: {}\n');
+    expect(existsSync(join(path, '.git'))).toBe(false);
+    expect(readFileSync(join(path, '.env'), 'utf8')).toBe('OS_SECURITY_KEY=change-me\n');
+    expect(statSync(join(path, '.env')).mode & 0o777).toBe(0o600);
   });
 
-  it('takes -t and -u; JSON template is the template name or the repository URL', async () => {
-    const fly = await runCli(['create', 'on-fly', '-t', 'platform-fly', '--json'], sandbox, { env: env() });
-    expect(fly.json()).toEqual({ path: join(sandbox.cwd, 'on-fly'), template: 'platform-fly' });
-    expect(existsSync(join(sandbox.cwd, 'on-fly', 'fly.toml'))).toBe(true);
-    expect(existsSync(join(sandbox.cwd, 'on-fly', '.env'))).toBe(false);
-    const custom = `file://${templates}/platform-docker`;
-    const byUrl = await runCli(['create', 'custom', '-u', custom, '--json'], sandbox, { env: env() });
+  it('-u wins over -t (even an unbundled one); JSON template is the repository URL; no example.env, no .env', async () => {
+    const custom = `file://${repos}/fly-starter`;
+    const byUrl = await runCli(['create', 'custom', '-t', 'platform-fly', '-u', custom, '--json'], sandbox);
     expect(byUrl.json()).toEqual({ path: join(sandbox.cwd, 'custom'), template: custom });
+    expect(existsSync(join(sandbox.cwd, 'custom', 'fly.toml'))).toBe(true);
+    expect(existsSync(join(sandbox.cwd, 'custom', '.env'))).toBe(false);
+  });
+
+  it('-u needs git, and says so', async () => {
+    const run = await runCli(['create', 'no-git', '-u', `file://${repos}/docker-starter`, '--json'], sandbox, { env: { PATH: join(sandbox.home, 'empty') } });
+    expect(run.code).toBe(1);
+    expect(run.json().error).toBe('git is required to create a project from a repository (-u): install git and re-run.');
+    expect(existsSync(join(sandbox.cwd, 'no-git'))).toBe(false);
   });
 
   it('never overwrites: an existing directory is an error', async () => {
     mkdirSync(join(sandbox.cwd, 'taken'));
-    const run = await runCli(['create', 'taken', '--json'], sandbox, { env: env() });
-    expect(run.code).toBe(1);
-    expect(run.json().error).toBe(`${join(sandbox.cwd, 'taken')} already exists.`);
+    writeFileSync(join(sandbox.cwd, 'taken', 'keep.txt'), 'mine\n');
+    for (const args of [['create', 'taken', '--json'], ['create', 'taken', '-u', `file://${repos}/docker-starter`, '--json']]) {
+      const run = await runCli(args, sandbox);
+      expect(run.code).toBe(1);
+      expect(run.json().error).toBe(`${join(sandbox.cwd, 'taken')} already exists.`);
+    }
+    expect(readdirSync(join(sandbox.cwd, 'taken'))).toEqual(['keep.txt']);
   });
 
   it('requires a one-segment name of letters, digits, - and _', async () => {
     for (const name of ['../escape', 'a/b', 'dot.name', 'sp ace']) {
-      const run = await runCli(['create', name, '--json'], sandbox, { env: env() });
+      const run = await runCli(['create', name, '--json'], sandbox);
       expect(run.code).toBe(1);
       expect(run.json().error).toMatch(/^Invalid project name/);
     }
@@ -92,27 +214,86 @@ describe('svc create', () => {
 
   it('requires the name in --json and non-TTY runs', async () => {
     for (const args of [['create', '--json'], ['create']]) {
-      const run = await runCli(args, sandbox, { env: env() });
+      const run = await runCli(args, sandbox);
       expect(run.code).toBe(1);
       expect(args.includes('--json') ? run.json().error : run.stderr).toContain('A project name is required in non-interactive mode.');
     }
   });
 
-  it('refuses a symlinked example.env and leaves nothing behind', async () => {
-    const run = await runCli(['create', 'linked', '-u', `file://${templates}/linked-example`, '--json'], sandbox, { env: env() });
+  it('refuses a symlinked example.env in a cloned repository and leaves nothing behind', async () => {
+    const run = await runCli(['create', 'linked', '-u', `file://${repos}/linked-example`, '--json'], sandbox);
     expect(run.code).toBe(1);
     expect(run.json().error).toMatch(/symbolic link/);
     expect(existsSync(join(sandbox.cwd, 'linked'))).toBe(false);
   });
 
   it('reports a failed clone with git stderr, and an unknown template as a usage error', async () => {
-    const missing = await runCli(['create', 'nothing', '-u', `file://${templates}/does-not-exist`, '--json'], sandbox, { env: env() });
+    const missing = await runCli(['create', 'nothing', '-u', `file://${repos}/does-not-exist`, '--json'], sandbox);
     expect(missing.code).toBe(1);
     expect(missing.json().error).toMatch(/^git clone failed: /);
     expect(existsSync(join(sandbox.cwd, 'nothing'))).toBe(false);
-    const unknown = await runCli(['create', 'x', '-t', 'platform-mars', '--json'], sandbox, { env: env() });
+    const unknown = await runCli(['create', 'x', '-t', 'platform-mars', '--json'], sandbox);
     expect(unknown.code).toBe(2);
     expect(unknown.stdout).toBe('');
+  });
+
+  describe('a copy of svc in another checkout', () => {
+    /** The built CLI copied elsewhere, beside its own templates/ folder: svc finds the templates next to its files. */
+    function relocatedCheckout(templates: (dir: string) => void): string {
+      const root = join(cliSandbox().home, 'checkout');
+      mkdirSync(join(root, 'bin'), { recursive: true });
+      writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'platform-service', version: '0.0.1' }));
+      cpSync(resolve('bin/svc.js'), join(root, 'bin', 'svc.js'));
+      cpSync(resolve('dist'), join(root, 'dist'), { recursive: true });
+      symlinkSync(resolve('node_modules'), join(root, 'node_modules'));
+      mkdirSync(join(root, 'templates'));
+      templates(join(root, 'templates'));
+      return join(root, 'bin', 'svc.js');
+    }
+
+    it('copies its own templates recursively, keeps an owner-executable bit, skips local .env files', async () => {
+      const bin = relocatedCheckout((dir) => {
+        mkdirSync(join(dir, 'platform-node', 'scripts', 'deep'), { recursive: true });
+        writeFileSync(join(dir, 'platform-node', 'example.env'), 'A=1\n');
+        writeFileSync(join(dir, 'platform-node', '.env'), 'SECRET=from-the-checkout\n');
+        writeFileSync(join(dir, 'platform-node', 'scripts', 'deep', 'note.txt'), 'deep\n');
+        writeFileSync(join(dir, 'platform-node', 'scripts', 'run.sh'), '#!/bin/sh\n', { mode: 0o775 });
+        writeFileSync(join(dir, 'platform-node', 'scripts', 'group-writable.txt'), 'x\n', { mode: 0o666 });
+      });
+      const run = await runCli(['create', 'relocated', '-t', 'platform-node', '--json'], sandbox, { bin, env: offlineEnv(sandbox).env });
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      const path = join(sandbox.cwd, 'relocated');
+      expect(filesUnder(path)).toEqual(['.env', 'example.env', 'scripts/deep/note.txt', 'scripts/group-writable.txt', 'scripts/run.sh']);
+      expect(readFileSync(join(path, '.env'), 'utf8')).toBe('A=1\n');
+      expect(readFileSync(join(path, 'scripts', 'deep', 'note.txt'), 'utf8')).toBe('deep\n');
+      expect(statSync(join(path, 'scripts', 'run.sh')).mode & 0o7777).toBe(0o755 & ~process.umask());
+      expect(statSync(join(path, 'scripts', 'group-writable.txt')).mode & 0o7777).toBe(0o644 & ~process.umask());
+    });
+
+    it('refuses a template holding a symbolic link and leaves nothing behind', async () => {
+      const outside = join(sandbox.home, 'outside.txt');
+      writeFileSync(outside, 'not part of any template\n');
+      const bin = relocatedCheckout((dir) => {
+        mkdirSync(join(dir, 'platform-docker', 'nested'), { recursive: true });
+        writeFileSync(join(dir, 'platform-docker', 'README.md'), '# x\n');
+        symlinkSync(outside, join(dir, 'platform-docker', 'nested', 'linked.txt'));
+      });
+      const run = await runCli(['create', 'linked', '--json'], sandbox, { bin });
+      expect(run.code).toBe(1);
+      expect(run.json()).toEqual({
+        error: `Refusing to copy ${join(resolve(bin, '../..'), 'templates', 'platform-docker', 'nested', 'linked.txt')}: it is a symbolic link.`,
+        hint: 'Templates hold only directories and regular files.',
+      });
+      expect(existsSync(join(sandbox.cwd, 'linked'))).toBe(false);
+    });
+
+    it('a bundled template missing from the installation is an error, not a clone', async () => {
+      const bin = relocatedCheckout(() => undefined);
+      const run = await runCli(['create', 'gone', '-t', 'platform-node', '--json'], sandbox, { bin, env: offlineEnv(sandbox).env });
+      expect(run.code).toBe(1);
+      expect(run.json()).toEqual({ error: "The bundled template 'platform-node' is missing from this installation of svc.", hint: 'Run svc from a complete platform checkout, or use -u <git url>.' });
+      expect(existsSync(join(sandbox.cwd, 'gone'))).toBe(false);
+    });
   });
 });
 
@@ -202,6 +383,21 @@ describe('svc up, down, restart', () => {
     const run = await runCli(['up', '--json'], sandbox, { env: { PATH: fakePath, FAKE_DOCKER_EXIT: '17' } });
     expect(run.code).toBe(1);
     expect(run.json()).toEqual({ error: 'docker compose exited with code 17: compose says hi' });
+  });
+
+  it('a docker without the Compose plugin gets a hint to install it, not docker’s own flag error', async () => {
+    writeFileSync(join(sandbox.cwd, 'compose.yaml'), '');
+    const bin = join(sandbox.home, 'plain-docker');
+    mkdirSync(bin);
+    // What docker says without the plugin: `compose` is not a command, so `-f` is read as its own flag.
+    writeFileSync(
+      join(bin, 'docker'),
+      `#!/bin/sh\nif [ "$2" = version ]; then echo "docker: 'compose' is not a docker command." >&2; else echo "unknown shorthand flag: 'f' in -f" >&2; fi\nexit 125\n`,
+    );
+    chmodSync(join(bin, 'docker'), 0o755);
+    const run = await runCli(['up', '--json'], sandbox, { env: { PATH: `${bin}:${process.env.PATH}` } });
+    expect(run.code).toBe(1);
+    expect(run.json()).toEqual({ error: expect.stringMatching(/Compose plugin is not/), hint: expect.stringMatching(/apt-get install docker-compose-plugin/) });
   });
 
   it('missing compose files and a missing docker are errors, not crashes', async () => {

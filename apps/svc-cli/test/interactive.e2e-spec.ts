@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -57,7 +56,7 @@ describe('svc at a real terminal (tmux)', () => {
       await session.waitForText("Service account 'editor-c' already exists. Revoke and re-mint it?");
       session.type('y', 'Enter');
       expect(await session.exitCode(60_000)).toBe(0);
-      expect(session.screen()).toMatch(/editor-c: connected/);
+      expect(session.screen()).toMatch(/editor-c \(Cursor\): connected/);
       expect((await call(mcpService.api.url, 'GET', '/config', { token: old.token })).status).toBe(401);
       const stored = JSON.parse(readFileSync(join(sandbox.home, '.cursor', 'mcp.json'), 'utf8')).mcpServers['platform-service'];
       expect((await call(mcpService.api.url, 'GET', '/config', { token: stored.headers.Authorization.slice('Bearer '.length) })).body.principal).toBe('sa:editor-c');
@@ -137,29 +136,28 @@ describe('svc at a real terminal (tmux)', () => {
     }
   });
 
-  it('create prompts for the template and the project name, then clones', async () => {
+  it('create prompts for a bundled template and the project name, then copies it', async () => {
     const sandbox = cliSandbox();
-    const repo = join(sandbox.home, 'templates', 'platform-fly');
-    mkdirSync(repo, { recursive: true });
-    writeFileSync(join(repo, 'fly.toml'), 'app = "demo"\n');
-    const git = (...args: string[]) => execFileSync('git', args, { cwd: repo, stdio: 'pipe', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@e.x', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@e.x' } });
-    git('init', '-q', '-b', 'main');
-    git('add', '-A');
-    git('commit', '-q', '-m', 'template');
     mkdirSync(join(sandbox.cwd, 'taken'));
 
-    session = TmuxSession.start([process.execPath, SVC_BIN, 'create'], terminalEnv(sandbox.home, { SVC_TEMPLATE_BASE_URL: `file://${join(sandbox.home, 'templates')}` }), sandbox.cwd);
+    session = TmuxSession.start([process.execPath, SVC_BIN, 'create'], terminalEnv(sandbox.home), sandbox.cwd);
     await session.waitForText('Template');
-    // platform-fly is the fourth entry of the menu.
-    session.type('', 'Down', 'Down', 'Down', 'Enter');
+    // The menu lists only the bundled templates: platform-docker, then platform-node.
+    await session.waitForText('platform-node');
+    expect(session.screen()).toContain('platform-node');
+    expect(session.screen()).not.toContain('platform-fly');
+    session.type('', 'Down', 'Enter');
     await session.waitForText('Project name');
     session.type('taken', 'Enter');
     await session.waitForText('already exists');
     session.type('', 'C-u');
-    session.type('my-fly-app', 'Enter');
+    session.type('my-node-app', 'Enter');
     expect(await session.exitCode()).toBe(0);
-    expect(readFileSync(join(sandbox.cwd, 'my-fly-app', 'fly.toml'), 'utf8')).toBe('app = "demo"\n');
-    expect(existsSync(join(sandbox.cwd, 'my-fly-app', '.git'))).toBe(false);
+    const project = join(sandbox.cwd, 'my-node-app');
+    expect(readFileSync(join(project, 'components.mjs'), 'utf8')).toBe(readFileSync('templates/platform-node/components.mjs', 'utf8'));
+    expect(existsSync(join(project, 'compose.yaml'))).toBe(false);
+    expect(readFileSync(join(project, '.env'), 'utf8')).toBe(readFileSync(join(project, 'example.env'), 'utf8'));
+    expect(session.screen()).toContain('COMPONENTS_MODULE=');
   });
 
   it('colours output on a terminal, and never with NO_COLOR', async () => {

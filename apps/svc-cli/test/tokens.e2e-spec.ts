@@ -132,6 +132,17 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     expect((await call(service.api.url, 'GET', '/config', { token: account.token })).status).toBe(401);
   });
 
+  it('revoke of a name revoked before says so and succeeds, changing nothing', async () => {
+    const account = await mintAccount(service.api.url, ROOT_KEY);
+    expect((await runCli(['tokens', 'revoke', account.name, '--json'], sandbox, { env: asAdmin })).code).toBe(0);
+    const first = (await call(service.api.url, 'GET', `/service-accounts?limit=100`, { token: ROOT_KEY })).body.data.find((row: { id: string }) => row.id === account.id);
+    const again = await runCli(['tokens', 'revoke', account.name], sandbox, { env: asAdmin });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(new RegExp(`Service account '${account.name}' was already revoked \\(at \\d{4}-.*\\); nothing to do\\.`));
+    const json = await runCli(['tokens', 'revoke', account.name, '--json'], sandbox, { env: asAdmin });
+    expect(json.json().revoked).toMatchObject({ id: account.id, revoked_at: first.revoked_at });
+  });
+
   it('revoke of an unknown name exits 1 with an error', async () => {
     const run = await runCli(['tokens', 'revoke', 'no-such-account', '--yes', '--json'], sandbox, { env: asAdmin });
     expect(run.code).toBe(1);

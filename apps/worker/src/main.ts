@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   const env = loadEnv();
   // Fail at boot, naming the variable, rather than at the first query.
   void env.databaseUrl;
-  const logger = createLogger(env.LOG_LEVEL, 'worker');
+  const logger = createLogger(env, 'worker');
   const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(env, await deploymentComponents(env)), {
     logger: new PinoLoggerService(logger),
     // A failed boot reaches the one-line report below instead of process.abort() (SIGABRT, a core dump).

@@ -90,6 +90,10 @@ describe('schedule firing (real worker, real HTTP)', () => {
     expect(after.next_run_at).toBe(nextMidnight);
     await new Promise((resolve) => setTimeout(resolve, 600));
     expect(await fires(created.id)).toHaveLength(1);
+    // One info line per fire, for an operator reading the worker's log.
+    const logged = worker.output().split('\n').filter((line) => line.includes(`schedule fired: ${created.id}`));
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatch(new RegExp(`"level":30.*schedule fired: ${created.id} GET /health → success \\(HTTP 200\\), 1 attempt\\(s\\), \\d+ ms`));
   });
 
   it('fires a schedule that missed many slots while no worker ran once, not once per slot', async () => {

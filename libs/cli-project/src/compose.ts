@@ -46,6 +46,19 @@ export async function runCompose(command: string[], composeFile: string, capture
     missing: 'docker is required: install Docker (with the compose plugin) and re-run.',
   });
   if (outcome.code !== 0) {
+    if (await composePluginMissing()) {
+      // Without the plugin docker reads `compose -f` as its own flags: "unknown shorthand flag: 'f' in -f".
+      throw new CliError(
+        'Docker is installed, but its Compose plugin is not (`docker compose` is not a docker command).',
+        'Install the plugin: on Debian or Ubuntu `sudo apt-get install docker-compose-plugin`; Docker Desktop includes it. Then re-run.',
+      );
+    }
     throw new CliError(`docker compose exited with code ${outcome.code}${outcome.stderr ? `: ${outcome.stderr}` : ''}`);
   }
+}
+
+/** Asked only after a failed run, so a working setup pays nothing. */
+async function composePluginMissing(): Promise<boolean> {
+  const probe = await runProcess('docker', ['compose', 'version'], { timeoutMs: 10_000, capture: true, missing: 'docker is required' }).catch(() => null);
+  return probe !== null && probe.code !== 0 && /not a docker command|unknown shorthand flag|unknown command "?compose/i.test(probe.stderr);
 }

@@ -1,2 +1,3 @@
 export * from './compose';
 export * from './scaffold';
+export * from './templates';

@@ -4,30 +4,13 @@ import { join } from 'node:path';
 import { CliError } from '@app/cli-terminal';
 
 import { runProcess } from './run-process';
-
-/** The spec's starter templates; each is the repository `<SVC_TEMPLATE_BASE_URL>/<name>`. */
-export const TEMPLATES = {
-  'platform-docker': 'Docker (compose)',
-  'platform-aws': 'AWS',
-  'platform-azure': 'Azure',
-  'platform-fly': 'Fly.io',
-  'platform-gcp': 'Google Cloud',
-  'platform-helm': 'Helm / Kubernetes',
-  'platform-modal': 'Modal',
-  'platform-railway': 'Railway',
-  'platform-render': 'Render',
-} as const;
-
-export type TemplateName = keyof typeof TEMPLATES;
-export const DEFAULT_TEMPLATE: TemplateName = 'platform-docker';
-export const TEMPLATE_NAMES = Object.keys(TEMPLATES) as TemplateName[];
+import { BundledTemplate, bundledTemplateDirectory, copyTemplate } from './templates';
 
 export const CLONE_TIMEOUT_MS = 300_000;
 export const PROJECT_NAME = /^[A-Za-z0-9_-]+$/;
 
-export function templateRepository(baseUrl: string, template: TemplateName): string {
-  return `${baseUrl}/${template}`;
-}
+/** Where a new project comes from: a template bundled with svc (copied, offline), or a git repository (cloned). */
+export type ProjectSource = { template: BundledTemplate } | { repository: string };
 
 export function projectNameProblem(name: string, cwd: string): string | null {
   if (!PROJECT_NAME.test(name)) {
@@ -71,30 +54,41 @@ function seedEnvFile(dir: string): boolean {
   return true;
 }
 
-/** `git clone --depth 1` of the template into `<cwd>/<name>`, without its history, with `.env` seeded. */
-export async function scaffoldProject(repository: string, name: string, cwd: string): Promise<{ path: string; seededEnv: boolean }> {
+/** `git clone --depth 1` of a repository into `path`, without its history. */
+async function cloneRepository(repository: string, path: string): Promise<void> {
+  const clone = await runProcess('git', ['clone', '--depth', '1', '--quiet', repository, path], {
+    timeoutMs: CLONE_TIMEOUT_MS,
+    capture: true,
+    missing: 'git is required to create a project from a repository (-u): install git and re-run.',
+  });
+  if (clone.code !== 0) {
+    throw new CliError(`git clone failed: ${clone.stderr || `exit code ${clone.code}`}`, 'Check the template name or --url.');
+  }
+  rmSync(join(path, '.git'), { recursive: true, force: true });
+}
+
+/**
+ * Creates `<cwd>/<name>` from a bundled template (a plain copy: no git, no network) or a cloned
+ * repository, then seeds `.env`. Nothing is left behind when any step fails.
+ */
+export async function scaffoldProject(source: ProjectSource, name: string, cwd: string): Promise<{ path: string; seededEnv: boolean }> {
   const problem = projectNameProblem(name, cwd);
   if (problem) {
     throw new CliError(problem);
   }
   const path = join(cwd, name);
-  const clone = await runProcess('git', ['clone', '--depth', '1', '--quiet', repository, path], {
-    timeoutMs: CLONE_TIMEOUT_MS,
-    capture: true,
-    missing: 'git is required to create a project: install git and re-run.',
-  }).catch((error: unknown) => {
-    rmSync(path, { recursive: true, force: true });
-    throw error;
-  });
-  if (clone.code !== 0) {
-    rmSync(path, { recursive: true, force: true });
-    throw new CliError(`git clone failed: ${clone.stderr || `exit code ${clone.code}`}`, 'Check the template name or --url.');
-  }
-  rmSync(join(path, '.git'), { recursive: true, force: true });
   try {
+    if ('template' in source) {
+      copyTemplate(bundledTemplateDirectory(source.template), path);
+    } else {
+      await cloneRepository(source.repository, path);
+    }
     return { path, seededEnv: seedEnvFile(path) };
   } catch (error) {
-    rmSync(path, { recursive: true, force: true });
+    // A directory that appeared meanwhile (EEXIST) is someone else's: never removed.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || (error as NodeJS.ErrnoException).path !== path) {
+      rmSync(path, { recursive: true, force: true });
+    }
     throw error;
   }
 }

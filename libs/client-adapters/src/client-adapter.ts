@@ -7,6 +7,21 @@ export type InPlaceClientId = (typeof IN_PLACE_CLIENTS)[number];
 export type ChatAppClientId = (typeof CHAT_APP_CLIENTS)[number];
 export type ClientId = InPlaceClientId | ChatAppClientId;
 
+/** The real product behind each canonical client id, shown beside the id in output. */
+export const CLIENT_PRODUCTS: Readonly<Record<ClientId, string>> = {
+  'code-agent-a': 'Claude Code',
+  'desktop-app-a': 'Claude Desktop',
+  'code-agent-b': 'Codex',
+  'editor-c': 'Cursor',
+  'chat-app-a': 'ChatGPT',
+  'chat-app-b': 'Claude web',
+};
+
+/** `code-agent-a (Claude Code)`: the canonical id a flag takes, and the product a person knows. */
+export function clientLabel(client: ClientId): string {
+  return `${client} (${CLIENT_PRODUCTS[client]})`;
+}
+
 export interface ClientContext {
   home: string;
   cwd: string;
@@ -30,7 +45,6 @@ export interface WriteOutcome {
 
 export interface ClientAdapter {
   readonly id: InPlaceClientId;
-  readonly displayName: string;
   /** Whether the client is installed on this machine. */
   detect(): boolean;
   /** The file a write goes to (the user file for clients without a project scope). */

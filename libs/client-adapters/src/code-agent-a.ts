@@ -16,7 +16,6 @@ export function codeAgentA(context: ClientContext): JsonMcpClient {
   const userSource = { path: userFile, keyPath: ['mcpServers'] };
   return new JsonMcpClient({
     id: 'code-agent-a',
-    displayName: 'code-agent-a (Claude Code)',
     sources: [{ path: userFile, keyPath: ['projects', context.cwd, 'mcpServers'] }, projectSource, userSource],
     userSource,
     projectSource,

@@ -75,7 +75,6 @@ function tomlString(value: string): string {
  */
 export class CodeAgentB implements ClientAdapter {
   readonly id = 'code-agent-b' as const;
-  readonly displayName = 'code-agent-b (Codex)';
   private readonly dir: string;
   private readonly path: string;
 

@@ -28,7 +28,6 @@ export function desktopAppA(context: ClientContext): JsonMcpClient {
   const source = { path: desktopConfigPath(context), keyPath: ['mcpServers'] };
   return new JsonMcpClient({
     id: 'desktop-app-a',
-    displayName: 'desktop-app-a (Claude Desktop)',
     sources: [source],
     userSource: source,
     detect: () => existsSync(source.path) || existsSync(dirname(source.path)),

@@ -14,7 +14,6 @@ export function editorC(context: ClientContext): JsonMcpClient {
   const userDir = join(context.home, '.cursor');
   return new JsonMcpClient({
     id: 'editor-c',
-    displayName: 'editor-c (Cursor)',
     sources: projectSource.path === userSource.path ? [userSource] : [projectSource, userSource],
     userSource,
     projectSource,

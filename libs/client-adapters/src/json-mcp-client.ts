@@ -11,7 +11,6 @@ export interface JsonSource {
 
 export interface JsonClientSpec {
   id: InPlaceClientId;
-  displayName: string;
   /** Every source the client reads, highest precedence first. */
   sources: JsonSource[];
   userSource: JsonSource;
@@ -59,11 +58,9 @@ function serverMap(document: Record<string, unknown> | null, keyPath: string[]):
  */
 export class JsonMcpClient implements ClientAdapter {
   readonly id: InPlaceClientId;
-  readonly displayName: string;
 
   constructor(private readonly spec: JsonClientSpec) {
     this.id = spec.id;
-    this.displayName = spec.displayName;
   }
 
   detect(): boolean {

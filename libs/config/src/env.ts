@@ -22,6 +22,7 @@ const TRUE_WORDS = ['true', '1', 'yes', 'on'];
 const FALSE_WORDS = ['false', '0', 'no', 'off'];
 const BOOLEAN_WORDS = [...TRUE_WORDS, ...FALSE_WORDS];
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
 
 /** Parses an env boolean; an unknown word is kept as a string so validation names it. */
 function EnvBoolean(): PropertyDecorator {
@@ -213,6 +214,10 @@ export class Env {
 
   @IsIn(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` })
   LOG_LEVEL: (typeof LOG_LEVELS)[number] = 'info';
+
+  /** `auto`: coloured lines on a terminal, JSON otherwise. */
+  @IsIn(LOG_FORMATS, { message: `must be one of ${LOG_FORMATS.join(', ')}` })
+  LOG_FORMAT: (typeof LOG_FORMATS)[number] = 'auto';
 
   @IsString()
   @Matches(/^[A-Za-z0-9_-]{1,64}$/, { message: 'must be 1-64 letters, digits, - or _' })

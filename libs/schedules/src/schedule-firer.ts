@@ -43,18 +43,30 @@ export class ScheduleFirer {
     private readonly accounts: ServiceAccountsService,
   ) {}
 
+  /** Runs the fire and logs one line about it: which schedule, what it called, how it ended, how long it took. */
   async fire(fire: ClaimedFire, workerId: string, shutdown: AbortSignal): Promise<void> {
+    const startedAt = Date.now();
+    const { status, statusCode, attempts } = await this.run(fire, workerId, shutdown);
+    this.logger.log(
+      `schedule fired: ${fire.scheduleId} ${fire.method} ${fire.endpoint} → ${status}${statusCode === null ? '' : ` (HTTP ${statusCode})`}, ${attempts} attempt(s), ${Date.now() - startedAt} ms`,
+    );
+  }
+
+  private async run(fire: ClaimedFire, workerId: string, shutdown: AbortSignal): Promise<{ status: string; statusCode: number | null; attempts: number }> {
     if (!fire.enabled) {
-      return this.dispatch.finish(fire.runId, workerId, 'skipped', 'The schedule was disabled before this fire started');
+      await this.dispatch.finish(fire.runId, workerId, 'skipped', 'The schedule was disabled before this fire started');
+      return { status: 'skipped', statusCode: null, attempts: 0 };
     }
     if (!(await this.ownerStillValid(fire, workerId))) {
-      return;
+      return { status: 'failed', statusCode: null, attempts: 0 };
     }
     for (let attempt = 1; ; attempt += 1) {
       const { outcome, record } = await this.attempt(fire, attempt, shutdown);
       const final = outcome.ok || !outcome.retryable || attempt > fire.maxRetries || shutdown.aborted;
       if (final) {
-        return this.dispatch.finish(fire.runId, workerId, outcome.ok ? 'success' : 'failed', outcome.error, record);
+        const status = outcome.ok ? 'success' : 'failed';
+        await this.dispatch.finish(fire.runId, workerId, status, outcome.error, record);
+        return { status, statusCode: outcome.statusCode, attempts: attempt };
       }
       await this.dispatch.recordAttempt(fire.runId, workerId, record);
       await sleep(fire.retryDelaySeconds * 1000, shutdown);

@@ -1,5 +1,5 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
+import { ApiExtraModels, ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
+import { plainToInstance, Transform } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsIn, IsString, IsUUID, MaxLength, ValidateNested } from 'class-validator';
 
 import { DEFAULT_SCOPES, SERVICE_ACCOUNT_NAME } from '@app/access';
@@ -23,6 +23,19 @@ export class ScopeGrantDto {
   effect: 'allow' = 'allow';
 }
 
+/** `"agents:run"` is shorthand for `{"scope": "agents:run"}`: responses list scopes as strings, so requests may too. */
+function toScopeGrants({ value }: { value: unknown }): unknown {
+  if (!Array.isArray(value)) {
+    return value;
+  }
+  return value.map((grant: unknown) => (typeof grant === 'string' ? plainToInstance(ScopeGrantDto, { scope: grant }) : isObject(grant) ? plainToInstance(ScopeGrantDto, grant) : grant));
+}
+
+function isObject(value: unknown): value is object {
+  return typeof value === 'object' && value !== null;
+}
+
+@ApiExtraModels(ScopeGrantDto)
 export class CreateServiceAccountDto {
   @StringField({
     maxLength: 63,
@@ -33,12 +46,17 @@ export class CreateServiceAccountDto {
   })
   name!: string;
 
-  @ApiPropertyOptional({ type: [ScopeGrantDto], description: `Default: ${DEFAULT_SCOPES.join(', ')}` })
+  @ApiPropertyOptional({
+    type: 'array',
+    items: { oneOf: [{ type: 'string', example: 'agents:run' }, { $ref: getSchemaPath(ScopeGrantDto) }] },
+    description: `Scope strings, or \`{scope, effect}\` objects. Default: ${DEFAULT_SCOPES.join(', ')}`,
+    example: ['agents:run', 'sessions:read'],
+  })
   @Optional({ nullable: true })
   @IsArray()
   @ArrayMaxSize(100)
   @ValidateNested({ each: true })
-  @Type(() => ScopeGrantDto)
+  @Transform(toScopeGrants)
   scopes?: ScopeGrantDto[] | null;
 
   @BoolField({ optional: true, default: false, description: 'Must be true when any privileged scope (write, delete, admin, service_accounts) is granted' })

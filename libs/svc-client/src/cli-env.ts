@@ -9,11 +9,7 @@ export interface CliEnv {
   adminToken: string | null;
   /** Admin credential fallback: the OS security key. */
   securityKey: string | null;
-  /** Where `svc create` finds the template repositories `<base>/<template>`. */
-  templateBaseUrl: string;
 }
-
-export const DEFAULT_TEMPLATE_BASE_URL = 'https://github.com/platform-service-templates';
 
 function nonEmpty(value: string | undefined): string | null {
   const trimmed = value?.trim();
@@ -25,6 +21,5 @@ export function readCliEnv(env: NodeJS.ProcessEnv = process.env): CliEnv {
     serviceUrl: nonEmpty(env.SERVICE_URL),
     adminToken: nonEmpty(env.SVC_ADMIN_TOKEN),
     securityKey: nonEmpty(env.OS_SECURITY_KEY),
-    templateBaseUrl: (nonEmpty(env.SVC_TEMPLATE_BASE_URL) ?? DEFAULT_TEMPLATE_BASE_URL).replace(/\/+$/, ''),
   };
 }

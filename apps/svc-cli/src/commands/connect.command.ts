@@ -8,6 +8,7 @@ import {
   clientContext,
   ClientAdapter,
   ClientId,
+  clientLabel,
   createAdapters,
   IN_PLACE_CLIENTS,
   InPlaceClientId,
@@ -215,12 +216,12 @@ class Connection {
   }
 
   private async verify(adapter: ClientAdapter, token: string | null): Promise<McpVerification> {
-    const progress = this.terminal.progress(`Verifying ${adapter.displayName} over MCP`);
+    const progress = this.terminal.progress(`Verifying ${clientLabel(adapter.id)} over MCP`);
     const verify = await verifyMcp(this.mcpUrl, token);
     if (verify.ok) {
-      progress.succeed(`Verified ${adapter.displayName}: ${verify.tools} tools`);
+      progress.succeed(`Verified ${clientLabel(adapter.id)}: ${verify.tools} tools`);
     } else {
-      progress.fail(`${adapter.displayName}: ${verify.oauth_challenge ? 'sign-in pending' : 'verification failed'}`);
+      progress.fail(`${clientLabel(adapter.id)}: ${verify.oauth_challenge ? 'sign-in pending' : 'verification failed'}`);
     }
     return verify;
   }
@@ -352,7 +353,7 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
     terminal.line(`MCP server '${connection.serverName}' at ${connection.mcpUrl}`);
     for (const result of results) {
       const mark = ['connected', 'already-connected', 'needs-login', 'manual'].includes(result.status) ? color.green('✓') : color.red('✗');
-      terminal.line(`${mark} ${result.client}: ${result.status}${result.location ? ` (${result.location})` : ''}${result.verify?.ok ? `, ${result.verify.tools} tools` : ''}`);
+      terminal.line(`${mark} ${clientLabel(result.client)}: ${result.status}${result.location ? ` (${result.location})` : ''}${result.verify?.ok ? `, ${result.verify.tools} tools` : ''}`);
       for (const line of [result.error, result.note, ...(result.instructions ?? []), result.url ? `MCP URL: ${result.url}` : null]) {
         if (line) {
           terminal.line(`    ${line}`);
@@ -361,6 +362,7 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
     }
     if (results.some((result) => result.status === 'connected')) {
       terminal.line('Restart the connected apps to load the new entry.');
+      terminal.line("In a connected app, the get_config tool shows what its token may do: its scopes and the agents, teams and workflows it can run.");
     }
     const accounts = [...new Set(results.map((result) => result.account?.name).filter(Boolean))];
     if (accounts.length) {

@@ -1,8 +1,22 @@
+import { join } from 'node:path';
+
 import { Command, Option } from 'nest-commander';
 
-import { DEFAULT_TEMPLATE, projectNameProblem, scaffoldProject, TemplateName, TEMPLATE_NAMES, TEMPLATES, templateRepository } from '@app/cli-project';
+import {
+  BUNDLED_TEMPLATES,
+  BundledTemplate,
+  DEFAULT_TEMPLATE,
+  isBundled,
+  platformRoot,
+  projectNameProblem,
+  ProjectSource,
+  scaffoldProject,
+  TemplateName,
+  TEMPLATE_NAMES,
+  TEMPLATES,
+  unbundledTemplateError,
+} from '@app/cli-project';
 import { CliError, Terminal } from '@app/cli-terminal';
-import { readCliEnv } from '@app/svc-client';
 
 import { JsonOptions, oneOf } from '../options';
 import { SvcCommand } from '../svc-command';
@@ -14,11 +28,15 @@ interface CreateOptions extends JsonOptions {
 
 const DEFAULT_PROJECT_NAME = 'agent-platform';
 
-@Command({ name: 'create', arguments: '[name]', description: 'Scaffold a project from a deployment template' })
+@Command({ name: 'create', arguments: '[name]', description: 'Scaffold a project from a bundled template or a git repository' })
 export class CreateCommand extends SvcCommand<CreateOptions> {
   protected async execute([givenName]: string[], options: CreateOptions, terminal: Terminal): Promise<number> {
     const cwd = process.cwd();
     let template = options.template;
+    // A spec name this version does not ship fails before anything is asked or created (-u wins over -t).
+    if (!options.url && template && !isBundled(template)) {
+      throw unbundledTemplateError(template);
+    }
     let name = givenName;
     if (name === undefined) {
       if (!terminal.interactive) {
@@ -27,7 +45,7 @@ export class CreateCommand extends SvcCommand<CreateOptions> {
       if (!template && !options.url) {
         template = await terminal.select(
           'Template',
-          TEMPLATE_NAMES.map((value) => ({ name: `${value}  ${TEMPLATES[value]}`, value })),
+          BUNDLED_TEMPLATES.map((value) => ({ name: `${value}  ${TEMPLATES[value]}`, value })),
         );
       }
       name = await terminal.input('Project name', {
@@ -36,31 +54,57 @@ export class CreateCommand extends SvcCommand<CreateOptions> {
       });
       name = name.trim();
     }
-    const repository = options.url ?? templateRepository(readCliEnv().templateBaseUrl, template ?? DEFAULT_TEMPLATE);
-    const progress = terminal.progress(`Cloning ${repository}`);
+    const bundled = (template ?? DEFAULT_TEMPLATE) as BundledTemplate;
+    const source: ProjectSource = options.url ? { repository: options.url } : { template: bundled };
+    const what = options.url ? `Cloning ${options.url}` : `Copying the ${bundled} template`;
+    const progress = terminal.progress(what);
     let created;
     try {
-      created = await scaffoldProject(repository, name, cwd);
+      created = await scaffoldProject(source, name, cwd);
     } catch (error) {
-      progress.fail(`Could not clone ${repository}`);
+      progress.fail(options.url ? `Could not clone ${options.url}` : `Could not copy the ${bundled} template`);
       throw error;
     }
     progress.succeed(`Created ${created.path}`);
-    terminal.document({ path: created.path, template: options.url ?? template ?? DEFAULT_TEMPLATE });
+    terminal.document({ path: created.path, template: options.url ?? bundled });
     if (created.seededEnv) {
       terminal.line('Wrote .env from example.env (owner-only); fill in its secrets.');
     }
-    terminal.line(`Next: cd ${name} && svc up`);
+    for (const step of nextSteps(options.url ? null : bundled, name, created.path)) {
+      terminal.line(step);
+    }
     return 0;
   }
 
-  @Option({ flags: '-t, --template <starter>', description: `Template: ${TEMPLATE_NAMES.join(', ')} (default ${DEFAULT_TEMPLATE})` })
+  @Option({ flags: '-t, --template <starter>', description: `Template: ${TEMPLATE_NAMES.join(', ')} (default ${DEFAULT_TEMPLATE}; bundled: ${BUNDLED_TEMPLATES.join(', ')})` })
   parseTemplate(value: string): TemplateName {
     return oneOf(value, TEMPLATE_NAMES);
   }
 
-  @Option({ flags: '-u, --url <repo>', description: 'Custom template repository URL' })
+  @Option({ flags: '-u, --url <repo>', description: 'Clone this git repository instead (needs git)' })
   parseUrl(value: string): string {
     return value;
+  }
+}
+
+/** What to run next, with this checkout's real paths (the project's README.md says the same at length). */
+function nextSteps(template: BundledTemplate | null, name: string, path: string): string[] {
+  const root = platformRoot();
+  switch (template) {
+    case 'platform-node':
+      return [
+        'Next: start the platform with your components, from the platform checkout:',
+        `  cd ${root ?? '<platform checkout>'} && COMPONENTS_MODULE=${join(path, 'components.mjs')} npm start`,
+        `See ${join(name, 'README.md')}.`,
+      ];
+    case 'platform-docker':
+      return [
+        'Next: build the platform image once, in the platform checkout:',
+        `  cd ${root ?? '<platform checkout>'} && docker build -t platform-service:local -f docker/Dockerfile .`,
+        `  fill in POSTGRES_PASSWORD and OS_SECURITY_KEY in ${join(name, '.env')}, then: cd ${name} && svc up`,
+        `See ${join(name, 'README.md')}.`,
+      ];
+    default:
+      return [`Next: cd ${name} && svc up`];
   }
 }

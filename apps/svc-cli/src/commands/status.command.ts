@@ -1,7 +1,7 @@
 import { Command, Option } from 'nest-commander';
 
 import { Terminal } from '@app/cli-terminal';
-import { clientContext, createAdapters } from '@app/client-adapters';
+import { clientContext, clientLabel, createAdapters } from '@app/client-adapters';
 import { discoverOne, mcpUrlOf, readCliEnv, urlBelongsTo } from '@app/svc-client';
 
 import { ServiceOptions } from '../options';
@@ -34,7 +34,7 @@ export class StatusCommand extends ServiceCommand<StatusOptions> {
     terminal.line(`Clients (entry '${serverName}'):`);
     for (const client of clients) {
       const state = client.configured ? color.green(`configured in ${client.location}`) : client.detected ? 'detected, not configured' : color.dim('not detected');
-      terminal.line(`  ${client.client.padEnd(14)} ${state}`);
+      terminal.line(`  ${clientLabel(client.client).padEnd(31)} ${state}`);
     }
     return 0;
   }

@@ -105,7 +105,14 @@ export class TokensRevokeCommand extends CredentialedCommand<ServiceOptions> {
     const api = await accountsApi(descriptor, options, terminal);
     const account = await api.findActive(name);
     if (!account) {
-      throw new CliError(`No service account named '${name}' found.`, 'List them with: svc tokens list');
+      // Revoking is idempotent: an account revoked before is the state asked for, said as such.
+      const earlier = (await api.list()).filter((candidate) => candidate.name === name && candidate.revoked_at !== null).at(-1);
+      if (!earlier) {
+        throw new CliError(`No service account named '${name}' found.`, 'List them with: svc tokens list');
+      }
+      terminal.document({ revoked: earlier });
+      terminal.line(`Service account '${name}' was already revoked (at ${new Date(earlier.revoked_at! * 1000).toISOString()}); nothing to do.`);
+      return 0;
     }
     if (terminal.interactive && !options.yes) {
       const confirmed = await terminal.confirm(`Revoke service account '${name}'? Its tokens stop working on their next request.`, false);

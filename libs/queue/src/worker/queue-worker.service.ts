@@ -35,7 +35,7 @@ export class QueueWorkerService implements OnApplicationBootstrap, OnModuleDestr
 
   async onApplicationBootstrap(): Promise<void> {
     const handlers = this.findHandlers();
-    const logger = createLogger(this.env.LOG_LEVEL, 'worker');
+    const logger = createLogger(this.env, 'worker');
     if (!this.env.QUEUE_ENABLED) {
       logger.info('QUEUE_ENABLED=false: this worker claims no jobs');
       return;

@@ -20,7 +20,7 @@ interface ComponentTools {
  * one definition instantiated per kind): list_agents, run_agent, get_agent_run, cancel_agent_run, ...
  */
 function componentTools({ kind, resource, param }: ComponentTools): Type<unknown> {
-  const componentId = z.string().describe(`Id of the ${kind} (see list_${resource})`);
+  const componentId = z.string().describe(`Id of the ${kind}: get_config lists the ${resource} this token may run`);
   const runRef = z.object({ [param]: componentId, run_id: z.string().describe('Run id (UUID)') });
 
   @McpToolset()
@@ -34,7 +34,7 @@ function componentTools({ kind, resource, param }: ComponentTools): Type<unknown
     @McpTool({
       name: `list_${resource}`,
       mirrors: `GET /${resource}`,
-      description: `List the ${resource} this service runs.`,
+      description: `List every ${kind} this service runs (needs ${resource}:read; get_config lists those this token may run).`,
       annotations: { readOnlyHint: true },
     })
     list(): { data: ComponentDto[] } {
