@@ -238,6 +238,14 @@ function errorIn(line, fromStderr) {
   if (!text) {
     return null;
   }
+  // LOG_FORMAT=pretty: `[12:00:00.000] ERROR: api <message> {fields}`.
+  const pretty = /^\[[\d:.]+\] (ERROR|FATAL): (?:api |worker )?(.*?)(?: \{.*\})?$/.exec(text);
+  if (pretty) {
+    return pretty[2];
+  }
+  if (/^\[[\d:.]+\] [A-Z]+: /.test(text)) {
+    return null;
+  }
   if (text.startsWith('{')) {
     try {
       const entry = JSON.parse(text);
@@ -465,6 +473,9 @@ async function main() {
     HOST: host,
     PORT: String(port),
     WORKER_HEALTH_PORT: workerHealthPort,
+    // The children write to a pipe (read here for their last error), not the terminal: keep the
+    // readable lines they would have chosen on it.
+    LOG_FORMAT: process.env.LOG_FORMAT ?? (process.stdout.isTTY ? 'pretty' : 'auto'),
     MCP_ENABLED: process.env.MCP_ENABLED ?? 'true',
     DEMO_COMPONENTS: process.env.DEMO_COMPONENTS ?? 'true',
   };
