@@ -45,6 +45,11 @@ function shown(path) {
   return fromHere && !fromHere.startsWith('..') ? fromHere : path;
 }
 
+/** `path` as one shell word: as is when plain, else single-quoted. */
+function shellWord(path) {
+  return /^[\w./@%+=:,-]+$/.test(path) ? path : `'${path.replaceAll("'", "'\\''")}'`;
+}
+
 function ensureDataDir() {
   mkdirSync(dataDir, { recursive: true });
   chmodSync(dataDir, 0o711);
@@ -527,9 +532,9 @@ async function main() {
   say(`API:      ${url}`);
   say(`Docs:     ${url}/docs`);
   say(`MCP:      ${url}/mcp`);
-  say(`Admin credential (OS security key): ${source}. Use it as a bearer token, e.g. (the next line is a command to paste as is):`);
-  const bearer = file ? `$(cat ${shown(file)})` : '$OS_SECURITY_KEY';
-  // No prefix and no trailing comment: the whole line pastes into a shell.
+  say(`Admin credential (OS security key): ${file ? shown(file) : source}. Use it as a bearer token, e.g.:`);
+  const bearer = file ? `$(cat ${shellWord(shown(file))})` : '$OS_SECURITY_KEY';
+  // No prefix and no trailing comment: the whole line pastes into a shell as it is.
   process.stdout.write(`  curl -s ${url}/config -H "Authorization: Bearer ${bearer}"\n`);
   say('Press Ctrl-C to stop.');
 }

@@ -104,7 +104,8 @@ afterEach(async () => {
 
 describe('npm start (scripts/quickstart.mjs)', () => {
   it('serves the api once ready, records SERVICE_URL for svc, prints a command that works, and stops cleanly on Ctrl-C', async () => {
-    const dataDir = tempDir('quickstart-');
+    // A space in the path: the printed command must still paste as is.
+    const dataDir = tempDir('quickstart data-');
     const cwd = tempDir('quickstart-cwd-');
     // The user's own lines in .env survive.
     writeFileSync(join(cwd, '.env'), '# mine\nOTHER=kept\n');
@@ -225,5 +226,23 @@ describe('npm start (scripts/quickstart.mjs)', () => {
       .filter((line) => line.includes('The worker'));
     expect(reports).toEqual([expect.stringMatching(/^\[quickstart\] The worker stopped \(signal SIGKILL\)\. Stopping everything/)]);
     await waitFor(async () => started.every((pid) => !alive(pid)), 15_000, 'every child to exit');
+  }, 150_000);
+
+  it('when PostgreSQL dies mid-run, one line says so and api and worker are stopped', async () => {
+    const dataDir = tempDir('quickstart-');
+    const quickstart = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(await freePort()), PLATFORM_DATA_DIR: dataDir });
+    await untilReady(quickstart);
+    const api = childRunning(quickstart, 'api');
+    const worker = childRunning(quickstart, 'worker');
+    const postmaster = Number(readFileSync(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+
+    process.kill(postmaster, 'SIGKILL');
+    expect(await quickstart.exited).not.toBe(0);
+    const reports = quickstart
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('PostgreSQL stopped'));
+    expect(reports).toEqual(['[quickstart] PostgreSQL stopped (signal SIGKILL). Stopping everything; see the lines above, then run npm start again.']);
+    await waitFor(async () => !alive(api) && !alive(worker), 15_000, 'api and worker to exit');
   }, 150_000);
 });
