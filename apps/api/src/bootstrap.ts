@@ -35,6 +35,8 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
   });
   const app = await NestFactory.create<NestFastifyApplication>(ApiModule.forRoot(env, components), adapter, {
     logger: new PinoLoggerService(logger),
+    // A failed boot reaches main's one-line report instead of process.abort() (SIGABRT, a core dump).
+    abortOnError: false,
   });
   const fastify = app.getHttpAdapter().getInstance();
   // Bodies are JSON (runs also take forms); plain text would only reach validation as a string.
