@@ -27,6 +27,12 @@ describe('auth mode none (no credential configured)', () => {
     expect(response.body.detail).toContain('needs a credential');
   });
 
+  it('refuses anonymous rotation with 401 too: it hands out a token, like minting', async () => {
+    const response = await call(api.url, 'POST', '/service-accounts/00000000-0000-4000-8000-000000000000/rotate', { json: {} });
+    expect(response.status).toBe(401);
+    expect(response.body).toEqual({ detail: 'Rotating a service account token needs a credential: a JWT with service_accounts:write or platform:admin, or the OS security key' });
+  });
+
   it('ignores a token that does not verify, and applies the scopes of one that does (rules 13, 15)', async () => {
     const unknown = await call(api.url, 'GET', '/config', { token: `svc_pat_${'x'.repeat(43)}` });
     expect(unknown.status).toBe(200);
@@ -112,6 +118,19 @@ describe('auth mode jwt', () => {
     const withoutWrite = await call(api.url, 'POST', '/service-accounts', { token: await jwt('carol', ['agents:run']), json: { name: uniqueName() } });
     expect(withoutWrite.status).toBe(403);
     expect(withoutWrite.body.detail).toBe('Insufficient permissions. Required scope(s): service_accounts:write');
+  });
+
+  it('lets a JWT rotate only accounts whose scopes it holds: the new token would grant them', async () => {
+    const writer = await jwt('dora', ['service_accounts:write', 'config:read']);
+    const narrow = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read'] });
+    const wide = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read', 'sessions:read'] });
+    const refused = await call(api.url, 'POST', `/service-accounts/${wide.id}/rotate`, { token: writer, json: {} });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toEqual({ detail: 'Cannot grant scope(s) you do not hold: sessions:read' });
+    expect((await call(api.url, 'GET', '/config', { token: wide.token })).status).toBe(200);
+    const rotated = await call(api.url, 'POST', `/service-accounts/${narrow.id}/rotate`, { token: writer, json: { grace_seconds: 0 } });
+    expect(rotated.status).toBe(200);
+    expect((await call(api.url, 'GET', '/config', { token: rotated.body.token })).status).toBe(200);
   });
 
   it('lets an admin JWT grant anything', async () => {
