@@ -87,6 +87,22 @@ describe('POST /service-accounts/{id}/rotate (security_key mode, verification ca
     expect(await status(second.body.token)).toBe(200);
   });
 
+  it('takes a request without a body as the defaults; a body that is not a JSON object is a 422', async () => {
+    const account = await mintAccount(api.url, ROOT_KEY);
+    const bare = await call(api.url, 'POST', `/service-accounts/${account.id}/rotate`, { token: ROOT_KEY });
+    expect(bare.status, bare.text).toBe(200);
+    expect(await status(account.token)).toBe(200);
+    for (const body of [[], 'x', 7]) {
+      expect(expectValidationBody(await rotate(account.id, ROOT_KEY, body)), JSON.stringify(body)).toEqual([['body']]);
+    }
+    const empty = await call(api.url, 'POST', `/service-accounts/${account.id}/rotate`, { token: ROOT_KEY, raw: { body: '', contentType: 'application/json' } });
+    // Declaring JSON and sending nothing is malformed, as on every JSON route.
+    expectErrorBody(empty, 400);
+    const nul = await call(api.url, 'POST', `/service-accounts/${account.id}/rotate`, { token: ROOT_KEY, raw: { body: '{"grace_seconds": "1\\u0000"}', contentType: 'application/json' } });
+    expect(expectValidationBody(nul)).toEqual([['body', 'grace_seconds']]);
+    expect(await status(bare.body.token)).toBe(200);
+  });
+
   it('rejects grace_seconds outside 0..86400 or not an integer with the 422 body', async () => {
     const account = await mintAccount(api.url, ROOT_KEY);
     for (const grace of [-1, 86_401, 1.5, 'soon', null]) {

@@ -4,7 +4,7 @@ import { ArrayMaxSize, IsArray, IsIn, IsString, IsUUID, MaxLength, ValidateNeste
 
 import { DEFAULT_SCOPES, SERVICE_ACCOUNT_NAME } from '@app/access';
 import { PageMeta, PageQuery } from '@app/pagination';
-import { BoolField, IntField, Optional, StringField } from '@app/validation';
+import { BoolField, EmptyBodyAllowed, IntField, Optional, StringField } from '@app/validation';
 
 import { SERVICE_ACCOUNT_SORT_FIELDS } from './service-account.repository';
 
@@ -71,6 +71,7 @@ export class CreateServiceAccountDto {
   never_expires?: boolean;
 }
 
+@EmptyBodyAllowed()
 export class RotateServiceAccountDto {
   @IntField({
     optional: true,

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Param, Post, Query } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiTooManyRequestsResponse, ApiUnprocessableEntityResponse, ApiServiceUnavailableResponse } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiBody, ApiConflictResponse, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiTooManyRequestsResponse, ApiUnprocessableEntityResponse, ApiServiceUnavailableResponse } from '@nestjs/swagger';
 
 import { Principal } from '@app/access';
 import { CurrentPrincipal, RequireScope } from '@app/auth';
@@ -60,6 +60,7 @@ export class ServiceAccountsController {
   @ApiOkResponse({ type: CreatedServiceAccountDto, description: 'The account with its new token and token_prefix' })
   @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No account with that id is visible to the caller' })
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'The account is revoked or expired' })
+  @ApiBody({ type: RotateServiceAccountDto, required: false, description: 'May be omitted: an hour of grace' })
   rotate(
     @CurrentPrincipal() caller: Principal,
     @Param() params: ServiceAccountIdParams,
