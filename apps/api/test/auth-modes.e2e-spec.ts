@@ -187,7 +187,7 @@ describe('JWT with AUTHORIZATION_ENABLED=false and USER_ISOLATION=true', () => {
 });
 
 describe('verification cache across replicas (rule 14)', () => {
-  it('revokes at once on the revoking replica, within the TTL on others, and at once everywhere with TTL 0', async () => {
+  it('revokes (and rotates without grace) at once on the handling replica, within the TTL on others, and at once everywhere with TTL 0', async () => {
     const databaseUrl = await createTestDatabase();
     const revoking = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY });
     const cached = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '30' });
@@ -201,6 +201,19 @@ describe('verification cache across replicas (rule 14)', () => {
       expect((await call(revoking.url, 'GET', '/config', { token: account.token })).status).toBe(401);
       expect((await call(cached.url, 'GET', '/config', { token: account.token })).status).toBe(200);
       expect((await call(uncached.url, 'GET', '/config', { token: account.token })).status).toBe(401);
+
+      // A rotation without grace is the same: at once here and without a cache, within the TTL where cached.
+      const rotating = await mintAccount(revoking.url, ROOT_KEY);
+      for (const api of [revoking, cached, uncached]) {
+        expect((await call(api.url, 'GET', '/config', { token: rotating.token })).status).toBe(200);
+      }
+      const rotated = await call(revoking.url, 'POST', `/service-accounts/${rotating.id}/rotate`, { token: ROOT_KEY, json: { grace_seconds: 0 } });
+      expect((await call(revoking.url, 'GET', '/config', { token: rotating.token })).status).toBe(401);
+      expect((await call(cached.url, 'GET', '/config', { token: rotating.token })).status).toBe(200);
+      expect((await call(uncached.url, 'GET', '/config', { token: rotating.token })).status).toBe(401);
+      for (const api of [revoking, cached, uncached]) {
+        expect((await call(api.url, 'GET', '/config', { token: rotated.body.token })).status).toBe(200);
+      }
     } finally {
       await Promise.all([revoking.stop(), cached.stop(), uncached.stop()]);
     }

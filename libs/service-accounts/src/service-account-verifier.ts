@@ -37,7 +37,8 @@ const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 /**
  * Verifies `svc_pat_` tokens: an in-process cache of successful verifications
  * (expiry, and a rotated-out token's grace, re-checked on every hit), the
- * failed-lookup limiter, and throttled last_used_at / last_used_ip writes. One instance per process, shared by REST and MCP.
+ * failed-lookup limiter, and throttled last_used_at / last_used_ip writes.
+ * One instance per process, shared by REST and MCP.
  */
 @Injectable()
 export class ServiceAccountVerifier {
