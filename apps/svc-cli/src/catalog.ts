@@ -14,6 +14,7 @@ Commands:
   tokens create <name> Mint a service-account token
   tokens list          List service accounts
   tokens revoke <name> Revoke a service account
+  tokens rotate <name> Give a service account a new token (old one works for --grace)
 
 Options:
   --version            Print the CLI version

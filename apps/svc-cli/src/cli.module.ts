@@ -5,7 +5,7 @@ import { CreateCommand } from './commands/create.command';
 import { DisconnectCommand } from './commands/disconnect.command';
 import { DownCommand, RestartCommand, UpCommand } from './commands/lifecycle.command';
 import { StatusCommand } from './commands/status.command';
-import { TokensCommand, TokensCreateCommand, TokensListCommand, TokensRevokeCommand } from './commands/tokens.command';
+import { TokensCommand, TokensCreateCommand, TokensListCommand, TokensRevokeCommand, TokensRotateCommand } from './commands/tokens.command';
 import { UsageErrors } from './usage-errors';
 
 /** The svc CLI's commands; each lives in commands/<name>.command.ts. */
@@ -22,6 +22,7 @@ import { UsageErrors } from './usage-errors';
     TokensCreateCommand,
     TokensListCommand,
     TokensRevokeCommand,
+    TokensRotateCommand,
     UsageErrors,
   ],
 })
