@@ -83,7 +83,7 @@ export function hostRule(env: Env, mode: AuthMode): ((host: string | undefined) 
     } catch {
       return false;
     }
-    if (given.username || given.password || given.pathname !== '/' || `${publicUrl.protocol}//${host}`.length > 300) {
+    if (given.username || given.password || given.pathname !== '/' || given.search || given.hash) {
       return false;
     }
     return isLoopbackHost(given.hostname) || given.host === publicUrl.host;
