@@ -69,11 +69,12 @@ describe('the HTTP surface', () => {
       ['POST', `/agents/no-such-agent/runs/${unknownId}/cancel`],
       ['DELETE', `/schedules/${unknownId}`],
     ];
-    for (const headers of [
+    const emptyBodies: Record<string, string>[] = [
       { 'content-type': 'application/json', 'content-length': '0' },
       { 'content-type': 'application/json; charset=utf-8', 'transfer-encoding': 'chunked' },
       { 'content-type': 'text/plain', 'content-length': '0' },
-    ]) {
+    ];
+    for (const headers of emptyBodies) {
       for (const [method, path] of routes) {
         const response = await rawRequest(keyed.url, method, path, { ...auth, ...headers });
         // The route itself answered: the id is unknown.
