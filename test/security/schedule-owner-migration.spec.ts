@@ -5,13 +5,16 @@ import { describe, expect, it } from 'vitest';
 
 import { createTestDatabase, query } from '../support/database';
 
-// Runs on the built code: takes the newest migration back, as a database of the previous release has it.
-const UNDO_LAST = `
+// Runs on the built code: takes migrations back down to the one before ScheduleOwners, as a database of that release has it.
+const UNDO_TO_BEFORE_OWNERS = `
 const { DataSource } = require('typeorm');
 const { dataSourceOptions } = require('./dist/libs/database/src/index.js');
 (async () => {
   const ds = await new DataSource(dataSourceOptions(process.env.DATABASE_URL)).initialize();
-  await ds.undoLastMigration({ transaction: 'each' });
+  const applied = async () => (await ds.query('SELECT name FROM migrations')).map((row) => row.name);
+  while ((await applied()).includes('ScheduleOwners1764300000001')) {
+    await ds.undoLastMigration({ transaction: 'each' });
+  }
   await ds.destroy();
 })().catch((error) => { console.error(error); process.exit(1); });
 `;
@@ -20,9 +23,10 @@ describe('security: schedules stored before owners existed', () => {
   it('keep exactly the rights they fired with: the creator becomes the owner, nothing is widened', async () => {
     const databaseUrl = await createTestDatabase();
     const env = { ...process.env, DATABASE_URL: databaseUrl };
-    execFileSync(process.execPath, ['-e', UNDO_LAST], { env, encoding: 'utf8' });
-    const [{ name: undone }] = await query<{ name: string }>(databaseUrl, `SELECT max(name) AS name FROM migrations`);
-    expect(undone).not.toBe('ScheduleOwners1764300000001');
+    execFileSync(process.execPath, ['-e', UNDO_TO_BEFORE_OWNERS], { env, encoding: 'utf8' });
+    const left = (await query<{ name: string }>(databaseUrl, `SELECT name FROM migrations`)).map((row) => row.name);
+    expect(left).toContain('SlimQueueJobIndexes1764200000001');
+    expect(left).not.toContain('ScheduleOwners1764300000001');
 
     const accountId = randomUUID();
     const rows = [

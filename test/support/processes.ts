@@ -11,16 +11,25 @@ export interface RunningProcess {
   exited: Promise<number | null>;
 }
 
+export interface SpawnOptions {
+  /** The working directory (default: this one, the checkout root). */
+  cwd?: string;
+  /** A process group of its own, so a test can signal the group as a terminal's Ctrl-C does. */
+  detached?: boolean;
+}
+
 /** Spawns a built entry point (`dist/...`) with a clean, explicit environment. */
-export function spawnNode(script: string, env: Record<string, string>): RunningProcess {
-  return spawnProcess(process.execPath, [script], env);
+export function spawnNode(script: string, env: Record<string, string>, options: SpawnOptions = {}): RunningProcess {
+  return spawnProcess(process.execPath, [script], env, options);
 }
 
 /** Spawns any command (the image's shell entry point, say) the same way. */
-export function spawnProcess(command: string, args: string[], env: Record<string, string>): RunningProcess {
+export function spawnProcess(command: string, args: string[], env: Record<string, string>, options: SpawnOptions = {}): RunningProcess {
   const child = spawn(command, args, {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: options.cwd,
+    detached: options.detached,
   });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));

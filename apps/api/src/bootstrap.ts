@@ -5,11 +5,13 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { FastifyError, FastifyReply, FastifyRequest, LogController } from 'fastify';
 
+import { authMode } from '@app/auth';
 import { Env } from '@app/config';
 import { createLogger, PinoLoggerService } from '@app/logging';
 import { Component } from '@app/runs';
 
 import { ApiModule } from './api.module';
+import { addSecurityHeaders, registerHttpSurface } from './http-surface';
 import { mountDocs } from './openapi';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -30,13 +32,18 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     // Router-level rejections (malformed URL, over-long path parameter) never reach Nest's filter.
     frameworkErrors: (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
+      addSecurityHeaders(reply);
       void reply.status(error.statusCode ?? 400).send({ detail: error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'Path parameter is too long' : 'Malformed URL' });
     },
   });
   const app = await NestFactory.create<NestFastifyApplication>(ApiModule.forRoot(env, components), adapter, {
     logger: new PinoLoggerService(logger),
+    // A failed boot reaches main's one-line report instead of process.abort() (SIGABRT, a core dump).
+    abortOnError: false,
   });
   const fastify = app.getHttpAdapter().getInstance();
+  // Security headers, the Host rule of an open instance and empty bodies: first, so every route has them.
+  await registerHttpSurface(app, env, authMode(env), BODY_LIMIT_BYTES);
   // Bodies are JSON (runs also take forms); plain text would only reach validation as a string.
   fastify.removeContentTypeParser('text/plain');
   fastify.addHook('onSend', async (request, reply) => {

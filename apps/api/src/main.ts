@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 
-import { BootError, loadEnv } from '@app/config';
+import { describeBootFailure, loadEnv } from '@app/config';
 import { deploymentComponents } from '@app/runs';
 
 import { createApiApp } from './bootstrap';
@@ -14,6 +14,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error(error instanceof BootError ? error.message : error);
+  // One line (what, why, what to do); the stack only at LOG_LEVEL=debug.
+  console.error(describeBootFailure('api', error, 'PORT'));
   process.exit(1);
 });

@@ -17,12 +17,16 @@ export function buildOpenApiDocument(app: NestFastifyApplication, env: Env): Ope
   return SwaggerModule.createDocument(app, config);
 }
 
-/** Swagger UI at /docs (Authorize remembers the token), the JSON at /openapi.json. */
+/**
+ * Swagger UI at /docs, the JSON at /openapi.json. Authorize keeps the pasted credential in the page's
+ * memory only (persistAuthorization off): stored in localStorage it would outlive the tab and be readable
+ * by any script that ever runs on this origin.
+ */
 export function mountDocs(app: NestFastifyApplication, env: Env): void {
   SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app, env), {
     jsonDocumentUrl: 'openapi.json',
     raw: ['json'],
     customSiteTitle: `${env.OS_NAME} API`,
-    swaggerOptions: { persistAuthorization: true },
+    swaggerOptions: { persistAuthorization: false },
   });
 }

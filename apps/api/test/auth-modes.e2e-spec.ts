@@ -27,6 +27,12 @@ describe('auth mode none (no credential configured)', () => {
     expect(response.body.detail).toContain('needs a credential');
   });
 
+  it('refuses anonymous rotation with 401 too: it hands out a token, like minting', async () => {
+    const response = await call(api.url, 'POST', '/service-accounts/00000000-0000-4000-8000-000000000000/rotate', { json: {} });
+    expect(response.status).toBe(401);
+    expect(response.body).toEqual({ detail: 'Rotating a service account token needs a credential: a JWT with service_accounts:write or platform:admin, or the OS security key' });
+  });
+
   it('ignores a token that does not verify, and applies the scopes of one that does (rules 13, 15)', async () => {
     const unknown = await call(api.url, 'GET', '/config', { token: `svc_pat_${'x'.repeat(43)}` });
     expect(unknown.status).toBe(200);
@@ -114,6 +120,19 @@ describe('auth mode jwt', () => {
     expect(withoutWrite.body.detail).toBe('Insufficient permissions. Required scope(s): service_accounts:write');
   });
 
+  it('lets a JWT rotate only accounts whose scopes it holds: the new token would grant them', async () => {
+    const writer = await jwt('dora', ['service_accounts:write', 'config:read']);
+    const narrow = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read'] });
+    const wide = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read', 'sessions:read'] });
+    const refused = await call(api.url, 'POST', `/service-accounts/${wide.id}/rotate`, { token: writer, json: {} });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toEqual({ detail: 'Cannot grant scope(s) you do not hold: sessions:read' });
+    expect((await call(api.url, 'GET', '/config', { token: wide.token })).status).toBe(200);
+    const rotated = await call(api.url, 'POST', `/service-accounts/${narrow.id}/rotate`, { token: writer, json: { grace_seconds: 0 } });
+    expect(rotated.status).toBe(200);
+    expect((await call(api.url, 'GET', '/config', { token: rotated.body.token })).status).toBe(200);
+  });
+
   it('lets an admin JWT grant anything', async () => {
     const admin = await jwt('root-user', ['platform:admin']);
     const response = await call(api.url, 'POST', '/service-accounts', {
@@ -168,7 +187,7 @@ describe('JWT with AUTHORIZATION_ENABLED=false and USER_ISOLATION=true', () => {
 });
 
 describe('verification cache across replicas (rule 14)', () => {
-  it('revokes at once on the revoking replica, within the TTL on others, and at once everywhere with TTL 0', async () => {
+  it('revokes (and rotates without grace) at once on the handling replica, within the TTL on others, and at once everywhere with TTL 0', async () => {
     const databaseUrl = await createTestDatabase();
     const revoking = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY });
     const cached = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '30' });
@@ -182,6 +201,19 @@ describe('verification cache across replicas (rule 14)', () => {
       expect((await call(revoking.url, 'GET', '/config', { token: account.token })).status).toBe(401);
       expect((await call(cached.url, 'GET', '/config', { token: account.token })).status).toBe(200);
       expect((await call(uncached.url, 'GET', '/config', { token: account.token })).status).toBe(401);
+
+      // A rotation without grace is the same: at once here and without a cache, within the TTL where cached.
+      const rotating = await mintAccount(revoking.url, ROOT_KEY);
+      for (const api of [revoking, cached, uncached]) {
+        expect((await call(api.url, 'GET', '/config', { token: rotating.token })).status).toBe(200);
+      }
+      const rotated = await call(revoking.url, 'POST', `/service-accounts/${rotating.id}/rotate`, { token: ROOT_KEY, json: { grace_seconds: 0 } });
+      expect((await call(revoking.url, 'GET', '/config', { token: rotating.token })).status).toBe(401);
+      expect((await call(cached.url, 'GET', '/config', { token: rotating.token })).status).toBe(200);
+      expect((await call(uncached.url, 'GET', '/config', { token: rotating.token })).status).toBe(401);
+      for (const api of [revoking, cached, uncached]) {
+        expect((await call(api.url, 'GET', '/config', { token: rotated.body.token })).status).toBe(200);
+      }
     } finally {
       await Promise.all([revoking.stop(), cached.stop(), uncached.stop()]);
     }

@@ -1,4 +1,8 @@
+import { createServer } from 'node:net';
+
 import { describe, expect, it } from 'vitest';
+
+import { freePort } from '../../../scripts/embedded-postgres.mjs';
 
 import { createTestDatabase } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
@@ -29,6 +33,24 @@ describe('configuration at boot', () => {
     const api = spawnNode('dist/apps/api/src/main.js', {});
     expect(await api.exited).toBe(1);
     expect(api.output()).toContain('DATABASE_URL: is required');
+  });
+});
+
+describe('a port already in use', () => {
+  it('is one line naming the port and the variable, without a stack trace', async () => {
+    const port = await freePort();
+    const holder = createServer();
+    await new Promise<void>((done) => holder.listen(port, '127.0.0.1', done));
+    try {
+      const api = spawnNode('dist/apps/api/src/main.js', { DATABASE_URL: await createTestDatabase(), HOST: '127.0.0.1', PORT: String(port) });
+      expect(await api.exited).toBe(1);
+      const output = api.output();
+      expect(output).toContain(`The api cannot start: port ${port} on 127.0.0.1 is already in use by another process. Stop that process, or set PORT to a free port.`);
+      expect(output).not.toMatch(/^\s+at /m);
+      expect(output).not.toContain('\\n    at ');
+    } finally {
+      await new Promise((done) => holder.close(done));
+    }
   });
 });
 

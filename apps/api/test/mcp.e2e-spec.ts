@@ -57,6 +57,44 @@ describe('MCP on, security-key mode', () => {
     }
   });
 
+  it('tools/list answers only the tools the caller may call; a hidden tool still answers the scope error', async () => {
+    const names = async (client: Client) => (await client.listTools()).tools.map((tool) => tool.name).sort();
+    const all = await names(await connect(ROOT_KEY));
+    expect(all).toEqual(expect.arrayContaining(['list_queue_jobs', 'create_schedule', 'revoke_service_account', 'run_agent', 'get_config']));
+
+    const defaults = await mintAccount(api.url, ROOT_KEY);
+    expect(defaults.scopes).toEqual(['agents:run', 'teams:run', 'workflows:run', 'sessions:read', 'config:read']);
+    const client = await connect(defaults.token);
+    const seen = await names(client);
+    expect(seen).toEqual(expect.arrayContaining(['run_agent', 'get_agent_run', 'cancel_agent_run', 'run_team', 'run_workflow', 'get_config', 'list_sessions', 'get_session']));
+    for (const hidden of ['list_queue_jobs', 'get_queue_stats', 'create_schedule', 'list_schedules', 'list_service_accounts', 'revoke_service_account', 'list_agents']) {
+      expect(seen, hidden).not.toContain(hidden);
+    }
+    // Exactly the tools whose REST route the same token passes.
+    for (const tool of (await (await connect(ROOT_KEY)).listTools()).tools) {
+      const scope = tool._meta!['platform/required-scope'] as string;
+      expect(seen.includes(tool.name), `${tool.name} (${scope})`).toBe(defaults.scopes.includes(scope));
+    }
+    expect(await callTool(client, 'list_queue_jobs')).toMatchObject({ isError: true, text: '403: Insufficient permissions. Required scope(s): platform:admin' });
+    expect(await callTool(client, 'create_schedule', { name: 'x', cron_expr: '* * * * *', endpoint: '/config' })).toMatchObject({
+      isError: true,
+      text: '403: Insufficient permissions. Required scope(s): schedules:write',
+    });
+    const revoke = await callTool(client, 'revoke_service_account', { id: defaults.id });
+    expect(revoke.text).toBe('403: Insufficient permissions. Required scope(s): service_accounts:write');
+
+    // A grant for one component lists that resource's per-component tools; a call for another component is refused.
+    const echoOnly = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:echo-agent:run'] });
+    const narrow = await connect(echoOnly.token);
+    expect(await names(narrow)).toEqual(['cancel_agent_run', 'get_agent_run', 'run_agent']);
+    expect((await callTool(narrow, 'run_agent', { agent_id: 'other-agent', message: 'hi' })).text).toBe(
+      '403: Insufficient permissions. Required scope(s): agents:other-agent:run',
+    );
+
+    const admin = await mintAccount(api.url, ROOT_KEY, { scopes: ['platform:admin'], privileged: true });
+    expect(await names(await connect(admin.token))).toEqual(all);
+  });
+
   it('runs a tool as the token principal', async () => {
     const account = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read'] });
     const result = await callTool(await connect(account.token), 'get_config');

@@ -54,6 +54,13 @@ describe('OpenAPI document and Swagger UI', () => {
     expect(create.properties.expires_in_days).toMatchObject({ type: ['integer', 'null'], minimum: 1, maximum: 3650 });
     expect(document.components.schemas.CreatedServiceAccountDto.properties.token).toBeDefined();
     expect(document.components.schemas.ServiceAccountDto.properties.token).toBeUndefined();
+    expect(document.components.schemas.ServiceAccountDto.properties.last_used_ip).toMatchObject({ type: ['string', 'null'] });
+    const rotate = document.paths['/service-accounts/{id}/rotate'].post;
+    expect(rotate['x-required-scope']).toBe('service_accounts:write');
+    expect(rotate.summary).toContain('Rotate');
+    expect(Object.keys(rotate.responses)).toEqual(expect.arrayContaining(['200', '401', '403', '404', '409', '422']));
+    expect(rotate.responses['200'].content['application/json'].schema.$ref).toBe('#/components/schemas/CreatedServiceAccountDto');
+    expect(document.components.schemas.RotateServiceAccountDto.properties.grace_seconds).toMatchObject({ type: 'integer', minimum: 0, maximum: 86400, default: 3600 });
   });
 
   it('serves Swagger UI at /docs', async () => {

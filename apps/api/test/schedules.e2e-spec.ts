@@ -60,6 +60,9 @@ describe('schedules api (security_key mode)', () => {
         target_type: 'agent',
         target_id: 'echo-agent',
         disabled_reason: null,
+        overlap_policy: 'skip',
+        catchup_policy: 'once',
+        catchup_limit: 10,
         created_at: expect.any(Number),
         updated_at: expect.any(Number),
       });
@@ -234,6 +237,7 @@ describe('schedules api (security_key mode)', () => {
         schedule_id: schedule.id,
         trigger: 'manual',
         status: 'queued',
+        reason: null,
         due_at: expect.any(Number),
         started_at: null,
         completed_at: null,

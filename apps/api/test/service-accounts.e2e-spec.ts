@@ -36,6 +36,7 @@ describe('service accounts (security_key mode)', () => {
         created_at: expect.any(Number),
         expires_at: account.created_at + 90 * DAY,
         last_used_at: null,
+        last_used_ip: null,
         revoked_at: null,
         token: expect.stringMatching(/^svc_pat_[0-9A-Za-z]{40,44}$/),
       });

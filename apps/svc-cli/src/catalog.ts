@@ -14,6 +14,7 @@ Commands:
   tokens create <name>    Mint a service-account token
   tokens list             List service accounts
   tokens revoke <name>    Revoke a service account
+  tokens rotate <name>    Give a service account a new token (old one works for --grace)
   jobs list               List queue jobs (--status, --component, --limit)
   jobs get <id>           Show one queue job
   jobs stats              Job counts by status

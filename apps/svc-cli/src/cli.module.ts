@@ -15,7 +15,7 @@ import {
   SchedulesTriggerCommand,
 } from './commands/schedules.command';
 import { StatusCommand } from './commands/status.command';
-import { TokensCommand, TokensCreateCommand, TokensListCommand, TokensRevokeCommand } from './commands/tokens.command';
+import { TokensCommand, TokensCreateCommand, TokensListCommand, TokensRevokeCommand, TokensRotateCommand } from './commands/tokens.command';
 import { UsageErrors } from './usage-errors';
 
 /** The svc CLI's commands; each lives in commands/<name>.command.ts. */
@@ -32,6 +32,7 @@ import { UsageErrors } from './usage-errors';
     TokensCreateCommand,
     TokensListCommand,
     TokensRevokeCommand,
+    TokensRotateCommand,
     JobsCommand,
     JobsListCommand,
     JobsGetCommand,

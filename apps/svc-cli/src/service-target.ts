@@ -1,5 +1,5 @@
 import { Terminal } from '@app/cli-terminal';
-import { CliEnv, confirmDiscoveredUrl, describeSource, discoverOne, ServiceDescriptor } from '@app/svc-client';
+import { CliEnv, confirmDiscoveredUrl, describeSource, discoverOne, ENV_FILES, ServiceDescriptor, serviceUrlFromEnvFiles } from '@app/svc-client';
 
 import { ServiceOptions } from './options';
 
@@ -11,8 +11,15 @@ export async function targetService(options: ServiceOptions, env: CliEnv, termin
   return descriptor;
 }
 
+/** The first line on stderr: which service, and why that one (a default port says what was missing). */
 export function announce(descriptor: ServiceDescriptor, terminal: Terminal): void {
-  if (descriptor.url_source !== 'flag') {
+  if (descriptor.url_source === 'default') {
+    const fromFile = serviceUrlFromEnvFiles(process.cwd());
+    const why = fromFile
+      ? `SERVICE_URL in ${fromFile.file} (${fromFile.url}) did not answer; found at a default port`
+      : `no --url, SERVICE_URL, or SERVICE_URL in ${ENV_FILES.map((file) => `./${file}`).join(' or ')}; tried the default ports`;
+    terminal.note(`Using ${descriptor.url} (${why}).`);
+  } else if (descriptor.url_source !== 'flag') {
     const source = describeSource({ url: descriptor.url, source: descriptor.url_source, sourceFile: descriptor.url_source_file });
     terminal.note(`Using the service at ${descriptor.url} (from ${source}).`);
   }

@@ -13,7 +13,7 @@ describe('svc entry points', () => {
     const run = await runCli([], sandbox);
     expect(run.code).toBe(0);
     for (const command of [
-      'create', 'connect', 'disconnect', 'status', 'up', 'down', 'restart', 'tokens create', 'tokens list', 'tokens revoke',
+      'create', 'connect', 'disconnect', 'status', 'up', 'down', 'restart', 'tokens create', 'tokens list', 'tokens revoke', 'tokens rotate',
       'jobs list', 'jobs get', 'jobs stats', 'jobs requeue',
       'schedules list', 'schedules get', 'schedules runs', 'schedules trigger', 'schedules pause', 'schedules resume',
     ]) {

@@ -13,7 +13,7 @@ import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
 
 const ALL_IN_PLACE = 'code-agent-a,desktop-app-a,code-agent-b,editor-c';
 const RESULT_KEYS = ['account', 'client', 'error', 'location', 'status', 'verify'];
-const ACCOUNT_KEYS = ['created_at', 'expires_at', 'id', 'last_used_at', 'name', 'principal', 'revoked_at', 'scopes', 'token_prefix'];
+const ACCOUNT_KEYS = ['created_at', 'expires_at', 'id', 'last_used_at', 'last_used_ip', 'name', 'principal', 'revoked_at', 'scopes', 'token_prefix'];
 
 const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8'));
 const mode = (path: string) => statSync(path).mode & 0o777;
@@ -133,20 +133,38 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     expect(await activeAccounts(service.databaseUrl)).toEqual(accounts);
   });
 
-  it('--rotate revokes and re-mints: the old tokens stop working', async () => {
+  it('--rotate rotates the account behind each entry and rewrites the entry in place: the old token works through its grace', async () => {
+    const files = configPaths(sandbox);
     await runCli(['connect', '--clients', 'code-agent-b,editor-c', '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
     const before = storedTokens(sandbox);
+    const ids = async () => Object.fromEntries((await query<{ name: string; id: string }>(service.databaseUrl, 'SELECT name, id FROM service_accounts WHERE revoked_at IS NULL')).map((row) => [row.name, row.id]));
+    const accountsBefore = await ids();
     const run = await runCli(['connect', '--clients', 'code-agent-b,editor-c', '--rotate', '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
-    expect(run.code).toBe(0);
+    expect(run.code, run.stdout + run.stderr).toBe(0);
     for (const result of run.json().results) {
-      expect(result).toMatchObject({ status: 'connected', rotated: true });
+      expect(result).toMatchObject({ status: 'connected', rotated: true, verify: { ok: true } });
+      // The same account, with a new token: nothing was revoked or minted.
+      expect(result.account.id).toBe(accountsBefore[result.client]);
+      expect(Object.keys(result.account).sort()).toEqual(ACCOUNT_KEYS);
     }
+    expect(await ids()).toEqual(accountsBefore);
     const after = storedTokens(sandbox);
+    expect(Object.keys(after).sort()).toEqual(['code-agent-b', 'editor-c']);
     for (const client of ['code-agent-b', 'editor-c']) {
       expect(after[client]).not.toBe(before[client]);
-      expect((await call(service.api.url, 'GET', '/config', { token: before[client] })).status).toBe(401);
+      expect(run.stdout + run.stderr).not.toContain(after[client]);
+      // The old token, which a running client may still hold, keeps working during the grace; the entry holds the new one.
+      expect((await call(service.api.url, 'GET', '/config', { token: before[client] })).status).toBe(200);
       expect((await call(service.api.url, 'GET', '/config', { token: after[client] })).status).toBe(200);
+      expect((await call(service.api.url, 'GET', '/config', { token: after[client] })).body.principal).toBe(`sa:${client}`);
     }
+    expect(Object.keys(readJson(files.cursor).mcpServers)).toEqual(['platform-service']);
+    expect(readJson(files.cursor).mcpServers['platform-service']).toEqual({ url: mcpUrl, headers: { Authorization: `Bearer ${after['editor-c']}` } });
+    const [row] = await query<{ seconds: number }>(
+      service.databaseUrl,
+      "SELECT extract(epoch FROM previous_token_expires_at - now())::int AS seconds FROM service_accounts WHERE name = 'editor-c' AND revoked_at IS NULL",
+    );
+    expect(Math.abs(row.seconds - 3600)).toBeLessThan(60);
   });
 
   it('an existing account is never touched with --skip-existing, and is a failure without --rotate off a TTY', async () => {
@@ -158,7 +176,7 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     expect(failed.code).toBe(3);
     expect(failed.json().exit_code).toBe(3);
     const [editor, codex] = failed.json().results;
-    expect(editor).toMatchObject({ status: 'failed', error: expect.stringContaining('Re-run with --rotate to revoke and re-mint it, or --skip-existing to leave it untouched.') });
+    expect(editor).toMatchObject({ status: 'failed', error: expect.stringContaining('Re-run with --rotate to rotate its token, or --skip-existing to leave it untouched.') });
     expect(codex.status).toBe('connected');
     expect((await call(service.api.url, 'GET', '/config', { token: existing.token })).status).toBe(200);
   });

@@ -102,6 +102,24 @@ describe('svc URL discovery and the credential gates', () => {
     );
   });
 
+  it('a scripted run that falls back to a default port says which URL and why in its first stderr line', async (context) => {
+    const listening = await Promise.all(DEFAULT_PORTS.map((port) => accepts(port)));
+    context.skip(listening.some(Boolean), `a default port is in use (${DEFAULT_PORTS.filter((_, i) => listening[i]).join(', ')})`);
+    // Something that answers /health on the third default port.
+    const fake = createServer((request, response) => {
+      response.setHeader('content-type', 'application/json');
+      response.end(request.url === '/health' ? '{"status":"ok"}' : '{}');
+    });
+    await new Promise<void>((done) => fake.listen(7779, 'localhost', done));
+    try {
+      const run = await runCli(['status'], sandbox);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stderr.split('\n')[0]).toBe('Using http://localhost:7779 (no --url, SERVICE_URL, or SERVICE_URL in ./.env.production or ./.env; tried the default ports).');
+    } finally {
+      await new Promise((done) => fake.close(done));
+    }
+  });
+
   it('rejects a URL that is not http(s) with exit 1', async () => {
     const run = await status(['--url', 'ftp://example.com']);
     expect(run.code).toBe(1);

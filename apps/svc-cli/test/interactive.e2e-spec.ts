@@ -45,7 +45,7 @@ describe('svc at a real terminal (tmux)', () => {
     expect((await call(service.api.url, 'GET', '/config', { token: account.token })).status).toBe(401);
   });
 
-  it('connect asks before rotating an existing account; Yes revokes and re-mints it', async () => {
+  it('connect asks before rotating an existing account; Yes rotates it, the old token working through its grace', async () => {
     const sandbox = cliSandbox();
     mkdirSync(join(sandbox.home, '.cursor'));
     const mcpService = await startService({ OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true' });
@@ -53,13 +53,15 @@ describe('svc at a real terminal (tmux)', () => {
       const old = await mintAccount(mcpService.api.url, ROOT_KEY, { name: 'editor-c' });
       const env = terminalEnv(sandbox.home, { SERVICE_URL: mcpService.api.url, OS_SECURITY_KEY: ROOT_KEY });
       session = TmuxSession.start([process.execPath, SVC_BIN, 'connect', '--clients', 'cursor'], env, sandbox.cwd);
-      await session.waitForText("Service account 'editor-c' already exists. Revoke and re-mint it?");
+      await session.waitForText("Service account 'editor-c' already exists. Rotate its token (the old one keeps working for 1h)?");
       session.type('y', 'Enter');
       expect(await session.exitCode(60_000)).toBe(0);
       expect(session.screen()).toMatch(/editor-c \(Cursor\): connected/);
-      expect((await call(mcpService.api.url, 'GET', '/config', { token: old.token })).status).toBe(401);
+      expect((await call(mcpService.api.url, 'GET', '/config', { token: old.token })).status).toBe(200);
       const stored = JSON.parse(readFileSync(join(sandbox.home, '.cursor', 'mcp.json'), 'utf8')).mcpServers['platform-service'];
-      expect((await call(mcpService.api.url, 'GET', '/config', { token: stored.headers.Authorization.slice('Bearer '.length) })).body.principal).toBe('sa:editor-c');
+      const token = stored.headers.Authorization.slice('Bearer '.length);
+      expect(token).not.toBe(old.token);
+      expect((await call(mcpService.api.url, 'GET', '/config', { token })).body.principal).toBe('sa:editor-c');
     } finally {
       await mcpService.stop();
     }

@@ -6,7 +6,7 @@ import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY, uniqueName } from '../../../test/support/principals';
 
 const DEFAULT_SCOPES = ['agents:run', 'teams:run', 'workflows:run', 'sessions:read', 'config:read'];
-const ACCOUNT_KEYS = ['created_at', 'expires_at', 'id', 'last_used_at', 'name', 'principal', 'revoked_at', 'scopes', 'token_prefix'];
+const ACCOUNT_KEYS = ['created_at', 'expires_at', 'id', 'last_used_at', 'last_used_ip', 'name', 'principal', 'revoked_at', 'scopes', 'token_prefix'];
 
 describe('svc tokens against a live api and worker (security_key mode)', () => {
   let service: LiveService;
@@ -97,7 +97,7 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     expect(byName.get(kept.name)).toMatchObject({ id: kept.id, revoked_at: null });
     expect((byName.get(gone.name) as { revoked_at: number }).revoked_at).toEqual(expect.any(Number));
     for (const account of accounts) {
-      expect(Object.keys(account).sort()).toEqual(ACCOUNT_KEYS);
+      expect(Object.keys(account).sort()).toEqual([...ACCOUNT_KEYS, 'expires_soon'].sort());
     }
     expect(run.stdout).not.toContain(kept.token);
   });
@@ -120,6 +120,80 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     expect(run.stdout).toContain(`${account.token_prefix}…`);
     expect(run.stdout).not.toContain(account.token);
     expect(run.stdout).not.toContain('\u001b[');
+  });
+
+  it('list marks active accounts that expire within 14 days (expires_soon, and the Status column)', async () => {
+    const soon = await mintAccount(service.api.url, ROOT_KEY, { expires_in_days: 7 });
+    const later = await mintAccount(service.api.url, ROOT_KEY, { expires_in_days: 15 });
+    const never = await mintAccount(service.api.url, ROOT_KEY, { never_expires: true });
+    const revoked = await mintAccount(service.api.url, ROOT_KEY, { expires_in_days: 3 });
+    await call(service.api.url, 'DELETE', `/service-accounts/${revoked.id}`, { token: ROOT_KEY });
+    const expired = await mintAccount(service.api.url, ROOT_KEY, { expires_in_days: 3 });
+    await query(service.databaseUrl, `UPDATE service_accounts SET expires_at = now() - interval '1 minute' WHERE id = $1`, [expired.id]);
+
+    const listed = await runCli(['tokens', 'list', '--json'], sandbox, { env: asAdmin });
+    expect(listed.code).toBe(0);
+    const byName = new Map<string, { expires_soon: boolean }>(listed.json().service_accounts.map((account: { name: string }) => [account.name, account]));
+    expect([soon, later, never, revoked, expired].map((account) => byName.get(account.name)!.expires_soon)).toEqual([true, false, false, false, false]);
+
+    const table = await runCli(['tokens', 'list'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+    const row = (name: string) => table.stdout.split('\n').find((line) => line.startsWith(`${name} `))!;
+    expect(row(soon.name)).toMatch(/expires soon$/);
+    expect(row(later.name)).toMatch(/active$/);
+    expect(row(revoked.name)).toMatch(/revoked$/);
+    expect(row(expired.name)).toMatch(/expired$/);
+  });
+
+  it('rotate --json prints the account with its new token, like create; the old token keeps working for the grace', async () => {
+    const account = await mintAccount(service.api.url, ROOT_KEY);
+    const run = await runCli(['tokens', 'rotate', account.name, '--json'], sandbox, { env: asAdmin });
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    const rotated = run.json();
+    expect(Object.keys(rotated).sort()).toEqual([...ACCOUNT_KEYS, 'token'].sort());
+    expect(rotated).toMatchObject({ id: account.id, name: account.name, scopes: DEFAULT_SCOPES, revoked_at: null, token_prefix: rotated.token.slice(0, 15) });
+    expect(rotated.token).not.toBe(account.token);
+    expect((await call(service.api.url, 'GET', '/config', { token: account.token })).status).toBe(200);
+    expect((await call(service.api.url, 'GET', '/config', { token: rotated.token })).status).toBe(200);
+    const [row] = await query<{ seconds: number }>(
+      service.databaseUrl,
+      'SELECT extract(epoch FROM previous_token_expires_at - now())::int AS seconds FROM service_accounts WHERE id = $1',
+      [account.id],
+    );
+    expect(Math.abs(row.seconds - 3600)).toBeLessThan(30);
+  });
+
+  it('rotate prints the new token once and when the old one stops; --grace 0 ends it at once', async () => {
+    const account = await mintAccount(service.api.url, ROOT_KEY);
+    const run = await runCli(['tokens', 'rotate', account.name, '--grace', '15m'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+    expect(run.code, run.stderr).toBe(0);
+    const token = /^(svc_pat_[0-9A-Za-z]+)$/m.exec(run.stdout)![1];
+    expect(run.stdout.split(token)).toHaveLength(2);
+    expect(run.stdout).toContain(`The previous token (${account.token_prefix}…) keeps working for 15m, until `);
+    expect(run.stdout).toContain('New token (shown once; store it now):');
+    expect((await call(service.api.url, 'GET', '/config', { token })).status).toBe(200);
+
+    const now = await runCli(['tokens', 'rotate', account.name, '--grace', '0', '--json'], sandbox, { env: asAdmin });
+    expect(now.code).toBe(0);
+    expect((await call(service.api.url, 'GET', '/config', { token })).status).toBe(401);
+    expect((await call(service.api.url, 'GET', '/config', { token: now.json().token })).status).toBe(200);
+  });
+
+  it('rotate of an unknown name exits 1 with {error, hint}; a bad --grace is a usage error (exit 2) before any request', async () => {
+    const unknown = await runCli(['tokens', 'rotate', 'no-such-account', '--json'], sandbox, { env: asAdmin });
+    expect(unknown.code).toBe(1);
+    expect(unknown.json()).toEqual({ error: "No service account named 'no-such-account' found.", hint: 'List them with: svc tokens list' });
+
+    const account = await mintAccount(service.api.url, ROOT_KEY);
+    for (const grace of ['soon', '-5', '1.5h', '2d', '86401', '1w', '']) {
+      const run = await runCli(['tokens', 'rotate', account.name, '--grace', grace, '--json'], sandbox, { env: asAdmin });
+      expect(run.code, grace).toBe(2);
+      expect(run.stdout, grace).toBe('');
+      expect(run.stderr, grace).toContain('--grace');
+    }
+    const missing = await runCli(['tokens', 'rotate', '--json'], sandbox, { env: asAdmin });
+    expect(missing.code).toBe(2);
+    const [row] = await query<{ previous_token_hash: string | null }>(service.databaseUrl, 'SELECT previous_token_hash FROM service_accounts WHERE id = $1', [account.id]);
+    expect(row.previous_token_hash).toBeNull();
   });
 
   it('revoke --json revokes without a prompt off a TTY; the token stops working', async () => {

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 
 import { NestFactory } from '@nestjs/core';
 
-import { BootError, loadEnv } from '@app/config';
+import { describeBootFailure, loadEnv } from '@app/config';
 import { createLogger, PinoLoggerService } from '@app/logging';
 import { deploymentComponents } from '@app/runs';
 
@@ -13,7 +13,11 @@ async function main(): Promise<void> {
   // Fail at boot, naming the variable, rather than at the first query.
   void env.databaseUrl;
   const logger = createLogger(env, 'worker');
-  const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(env, await deploymentComponents(env)), { logger: new PinoLoggerService(logger) });
+  const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(env, await deploymentComponents(env)), {
+    logger: new PinoLoggerService(logger),
+    // A failed boot reaches the one-line report below instead of process.abort() (SIGABRT, a core dump).
+    abortOnError: false,
+  });
   // Stays up until a signal even when no loop holds the event loop open (QUEUE_ENABLED=false).
   const keepAlive = setInterval(() => undefined, 60_000);
   // A clean stop (jobs drained or released) exits 0; a second signal during the drain is ignored.
@@ -39,6 +43,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error(error instanceof BootError ? error.message : error);
+  // One line (what, why, what to do); the stack only at LOG_LEVEL=debug.
+  console.error(describeBootFailure('worker', error, 'WORKER_HEALTH_PORT'));
   process.exit(1);
 });

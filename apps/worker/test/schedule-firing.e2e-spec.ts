@@ -96,12 +96,19 @@ describe('schedule firing (real worker, real HTTP)', () => {
     expect(logged[0]).toMatch(new RegExp(`"level":30.*schedule fired: ${created.id} GET /health → success \\(HTTP 200\\), 1 attempt\\(s\\), \\d+ ms`));
   });
 
-  it('fires a schedule that missed many slots while no worker ran once, not once per slot', async () => {
+  it('fires a schedule that missed many slots while no worker ran once, not once per slot, and records the others as missed', async () => {
     const created = await createSchedule({ endpoint: '/health', cron_expr: '0 * * * *' });
     await makeDue([created.id], "interval '5 hours'");
-    await finishedFire(created.id);
+    await waitFor(async () => (await fires(created.id)).some((fire) => fire.status === 'success'), 20_000, 'the catch-up fire');
     await new Promise((resolve) => setTimeout(resolve, 800));
-    expect(await fires(created.id)).toHaveLength(1);
+    const history = await fires(created.id);
+    expect(history.filter((fire) => fire.status !== 'skipped')).toHaveLength(1);
+    const missed = history.filter((fire) => fire.status === 'skipped');
+    expect(missed.length).toBeGreaterThanOrEqual(4);
+    expect(missed.every((fire) => (fire as Fire & { reason: string }).reason === 'missed')).toBe(true);
+    // The one fire is for the latest slot; the missed ones are the earlier slots.
+    const fired = history.find((fire) => fire.status === 'success')!;
+    expect(Math.max(...missed.map((fire) => fire.due_at))).toBeLessThan(fired.due_at);
     expect((await schedule(created.id)).next_run_at).toBeGreaterThan(Date.now() / 1000);
   });
 

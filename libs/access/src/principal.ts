@@ -1,4 +1,4 @@
-import { ADMIN_SCOPE, covers } from './scope';
+import { ADMIN_SCOPE, covers, isComponentGrantOf } from './scope';
 
 /** `oauth`: an access token from the external authorization server /mcp trusts (MCP_OAUTH_*). */
 export type CredentialKind = 'anonymous' | 'security_key' | 'jwt' | 'service_account' | 'oauth';
@@ -43,4 +43,12 @@ export function mayUse(principal: Principal, scope: string): boolean {
     return principal.scopes.includes(ADMIN_SCOPE);
   }
   return !principal.scopesEnforced || covers(principal.scopes, scope);
+}
+
+/**
+ * Can the caller pass a route requiring `scope` for some call? For a route that narrows its scope to the
+ * component it names, a grant for any one component is enough (`agents:echo-agent:run` may run that agent).
+ */
+export function mayUseSome(principal: Principal, scope: string, perComponent: boolean): boolean {
+  return mayUse(principal, scope) || (perComponent && principal.scopes.some((held) => isComponentGrantOf(held, scope)));
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
-import { covers, forComponent, intersectScopes, isPrivilegedScope, isValidScope, parseScope } from './scope';
+import { mayUseSome, Principal } from './principal';
+import { covers, forComponent, intersectScopes, isComponentGrantOf, isPrivilegedScope, isValidScope, parseScope } from './scope';
 
 describe('scope language', () => {
   it('parses two- and three-part scopes of the catalogue', () => {
@@ -52,5 +53,22 @@ describe('scope language', () => {
     expect(intersectScopes(['config:read'], ['platform:admin'])).toEqual(['config:read']);
     expect(intersectScopes(['agents:a:run'], ['agents:b:run'])).toEqual([]);
     expect(intersectScopes(['schedules:write'], [])).toEqual([]);
+  });
+
+  it('tells a per-component grant of a route scope', () => {
+    expect(isComponentGrantOf('agents:echo-agent:run', 'agents:run')).toBe(true);
+    expect(isComponentGrantOf('agents:run', 'agents:run')).toBe(false);
+    expect(isComponentGrantOf('agents:*:run', 'agents:run')).toBe(false);
+    expect(isComponentGrantOf('agents:echo-agent:read', 'agents:run')).toBe(false);
+    expect(isComponentGrantOf('teams:echo-agent:run', 'agents:run')).toBe(false);
+  });
+
+  it('lets a route that narrows per component be used with any one component grant', () => {
+    const token = (scopes: string[]): Principal => ({ kind: 'service_account', userId: 'sa:x', scopes, scopesEnforced: true, selfScoped: true });
+    expect(mayUseSome(token(['agents:echo-agent:run']), 'agents:run', true)).toBe(true);
+    expect(mayUseSome(token(['agents:echo-agent:run']), 'agents:run', false)).toBe(false);
+    expect(mayUseSome(token(['agents:run']), 'agents:run', false)).toBe(true);
+    expect(mayUseSome(token(['config:read']), 'agents:run', true)).toBe(false);
+    expect(mayUseSome(token(['config:read']), 'platform:admin', false)).toBe(false);
   });
 });

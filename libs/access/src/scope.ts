@@ -65,6 +65,13 @@ export function covers(held: readonly string[], required: string): boolean {
   return parsed !== null && held.some((scope) => grants(scope, parsed));
 }
 
+/** Is `held` a grant of `scope`'s resource and action for one component (`agents:echo-agent:run` for `agents:run`)? */
+export function isComponentGrantOf(held: string, scope: string): boolean {
+  const grant = parseScope(held);
+  const wide = parseScope(scope);
+  return grant !== null && wide !== null && grant.id !== null && grant.resource === wide.resource && grant.action === wide.action;
+}
+
 /** The narrower of two scopes when one covers the other; null when they grant nothing in common. */
 function meet(a: string, b: string): string | null {
   if (covers([a], b)) {

@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 
 import { Injectable } from '@nestjs/common';
 
-import { intersectScopes, mayUse, Principal, SERVICE_ACCOUNT_PREFIX, serviceAccountPrincipal } from '@app/access';
+import { intersectScopes, mayUse, mayUseSome, Principal, SERVICE_ACCOUNT_PREFIX, serviceAccountPrincipal } from '@app/access';
 import { assertUnreachable } from '@app/errors';
 import { Env } from '@app/config';
 import { SCHEDULE_CREDENTIAL_PREFIX, ScheduleCall, ScheduleCredentials, ScheduleOwner } from '@app/schedules';
@@ -11,6 +11,7 @@ import { ServiceAccountsService, ServiceAccountVerifier, TOKEN_PREFIX, Verificat
 import { AuthErrorCode, AuthException } from './auth.exception';
 import { AuthMode, authMode } from './auth-mode';
 import { JwtIdentity, JwtRejected, JwtVerifier, McpOAuthVerifier } from './jwt-verifier';
+import { RouteScope } from './scopes.decorator';
 
 export interface Credentials {
   /** The raw Authorization header, if any. */
@@ -96,6 +97,11 @@ export class Authenticator {
     if (!mayUse(principal, requiredScope)) {
       throw AuthException.insufficientScope([requiredScope]);
     }
+  }
+
+  /** Could some call of a route with this rule pass `authorize`? What MCP's tools/list shows a caller. */
+  mayCall(principal: Principal, rule: RouteScope): boolean {
+    return mayUseSome(principal, rule.scope, rule.componentParam !== undefined);
   }
 
   async identify(credentials: Credentials): Promise<Principal> {

@@ -1,2 +1,37 @@
 /** A problem with how the process was configured: boot stops with this one message, no stack. */
 export class BootError extends Error {}
+
+interface ListenError {
+  code?: string;
+  port?: number;
+  address?: string;
+}
+
+/**
+ * What a main prints when boot fails: one line saying what, why and what to do. A BootError is its
+ * own message; a port that cannot be opened names the port and the variable that sets it (`portVariable`
+ * when the error does not say which listener failed); anything else is one line, with the stack only
+ * when LOG_LEVEL is debug or trace.
+ */
+export function describeBootFailure(app: string, error: unknown, portVariable = 'PORT'): string {
+  if (error instanceof BootError) {
+    return error.message;
+  }
+  const { code, port, address } = (error ?? {}) as ListenError;
+  const where = port === undefined ? '' : address ? ` ${port} on ${address}` : ` ${port}`;
+  if (code === 'EADDRINUSE') {
+    return `The ${app} cannot start: port${where} is already in use by another process. Stop that process, or set ${portVariable} to a free port.`;
+  }
+  if (code === 'EACCES') {
+    return `The ${app} cannot start: port${where} needs privileges this user lacks. Set ${portVariable} to a port above 1023.`;
+  }
+  if (code === 'EADDRNOTAVAIL') {
+    return `The ${app} cannot start: ${address ?? 'the HOST address'} is not an address of this machine. Set HOST to one of its addresses (127.0.0.1 for this machine only).`;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  const debug = ['debug', 'trace'].includes(process.env.LOG_LEVEL ?? '');
+  if (debug && error instanceof Error && error.stack) {
+    return `The ${app} failed to start: ${message}\n${error.stack}`;
+  }
+  return `The ${app} failed to start: ${message} (LOG_LEVEL=debug shows the stack)`;
+}

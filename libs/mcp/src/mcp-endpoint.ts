@@ -3,7 +3,7 @@ import { IncomingMessage, ServerResponse } from 'node:http';
 import { Inject, Injectable } from '@nestjs/common';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ListToolsRequestSchema, ListToolsResult, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 import { Principal } from '@app/access';
 import { Authenticator, requiredScope } from '@app/auth';
@@ -20,7 +20,7 @@ export const MCP_ERROR_RENDERER = Symbol('McpErrorRenderer');
 
 const INSTRUCTIONS =
   'Tools of a platform service that runs agents, teams and workflows. Each tool mirrors one REST route and ' +
-  'needs that route\'s scope; a refusal names the missing scope.';
+  'needs that route\'s scope; the tool list shows the tools your credential may call, and a refusal names the missing scope.';
 
 /**
  * Serves one MCP HTTP request statelessly: a fresh server and transport per request, so any api
@@ -51,15 +51,15 @@ export class McpEndpoint {
     for (const tool of this.registry.tools) {
       server.registerTool(
         tool.name,
-        {
-          description: tool.description,
-          inputSchema: tool.input,
-          annotations: tool.annotations,
-          _meta: { 'platform/rest-route': tool.mirrors, 'platform/required-scope': tool.rule.scope },
-        },
+        { description: tool.description, inputSchema: tool.input, annotations: tool.annotations, _meta: toolMeta(tool) },
         (args: Record<string, unknown>) => this.call(tool, principal, args),
       );
     }
+    // Every tool stays registered, so calling one the caller may not use still answers the route's scope
+    // error; the list, which the SDK would build from every registered tool, shows only the callable ones.
+    server.server.setRequestHandler(ListToolsRequestSchema, (): ListToolsResult => ({
+      tools: this.registry.tools.filter((tool) => this.authenticator.mayCall(principal, tool.rule)).map(toolDefinition),
+    }));
     return server;
   }
 
@@ -73,6 +73,21 @@ export class McpEndpoint {
       return { isError: true, content: [{ type: 'text', text: `${status}: ${detail}` }] };
     }
   }
+}
+
+function toolMeta(tool: RegisteredMcpTool): Record<string, unknown> {
+  return { 'platform/rest-route': tool.mirrors, 'platform/required-scope': tool.rule.scope };
+}
+
+/** A tools/list entry, as the SDK would write it for this registration. */
+function toolDefinition(tool: RegisteredMcpTool): ListToolsResult['tools'][number] {
+  return {
+    name: tool.name,
+    description: tool.description,
+    inputSchema: tool.inputJsonSchema as ListToolsResult['tools'][number]['inputSchema'],
+    annotations: tool.annotations,
+    _meta: toolMeta(tool),
+  };
 }
 
 function toolResult(value: unknown): CallToolResult {

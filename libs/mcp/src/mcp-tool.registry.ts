@@ -1,5 +1,6 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { toJsonSchemaCompat } from '@modelcontextprotocol/sdk/server/zod-json-schema-compat.js';
 import { z } from 'zod';
 
 import { RouteScope, RouteScopes } from '@app/auth';
@@ -9,6 +10,8 @@ import { MCP_TOOL, McpToolHandler, McpToolOptions, McpToolset } from './mcp-tool
 /** A declared tool with the scope rule of the route it mirrors, resolved once at boot. */
 export interface RegisteredMcpTool extends McpToolOptions {
   input: z.ZodObject;
+  /** `input` as tools/list shows it, converted once here the way the SDK converts it. */
+  inputJsonSchema: Record<string, unknown>;
   rule: RouteScope;
   handler: McpToolHandler;
 }
@@ -58,7 +61,8 @@ export class McpToolRegistry implements OnModuleInit {
       if (rule.componentParam && !(rule.componentParam in input.shape)) {
         throw new Error(`MCP tool ${options.name} mirrors ${options.mirrors} but takes no ${rule.componentParam} argument to narrow its scope`);
       }
-      return [{ ...options, input, rule, handler: prototype[method].bind(instance) }];
+      const inputJsonSchema = toJsonSchemaCompat(input, { strictUnions: true, pipeStrategy: 'input' });
+      return [{ ...options, input, inputJsonSchema, rule, handler: prototype[method].bind(instance) }];
     });
   }
 }

@@ -16,7 +16,7 @@ const FAILED_OUTCOMES = ['failed', 'retried', 'lost'];
  */
 @Injectable()
 export class QueueMetricsService {
-  private readonly registry = new Registry();
+  readonly registry = new Registry();
   private readonly depth = new Gauge({ name: 'queue_jobs', help: 'Queue jobs by status', labelNames: ['status'], registers: [this.registry] });
   private readonly oldest = new Gauge({ name: 'queue_oldest_queued_age_seconds', help: 'Age of the oldest queued job (0 when none)', registers: [this.registry] });
   private readonly processed = new Counter({
@@ -32,11 +32,8 @@ export class QueueMetricsService {
     @InjectRepository(JobOutcomeCounterEntity) private readonly counters: Repository<JobOutcomeCounterEntity>,
   ) {}
 
-  get contentType(): string {
-    return this.registry.contentType;
-  }
-
-  async render(): Promise<string> {
+  /** Reads the current figures into the registry. */
+  async refresh(): Promise<void> {
     const stats = await this.admin.stats();
     JOB_STATUSES.forEach((status) => this.depth.set({ status }, stats.counts[status]));
     this.oldest.set(stats.oldest_queued_age_seconds ?? 0);
@@ -48,6 +45,5 @@ export class QueueMetricsService {
         this.failed.inc(Number(row.total));
       }
     }
-    return this.registry.metrics();
   }
 }

@@ -3,7 +3,8 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 
 import { nextRunAt } from './cron';
-import { JsonObject } from './schedule.entity';
+import { CatchupPolicy, JsonObject, OverlapPolicy } from './schedule.entity';
+import { admit, FireState, fireStates, SKIP_ERRORS } from './schedule-overlap';
 import { ScheduleAttempt, ScheduleRunStatus } from './schedule-run.entity';
 
 /** A fire a worker has claimed, with what it needs from its schedule. */
@@ -27,7 +28,32 @@ interface DueRow {
   cron_expr: string;
   timezone: string;
   next_run_at: Date;
+  catchup_policy: CatchupPolicy;
+  catchup_limit: number;
+  overlap_policy: OverlapPolicy;
   db_now: Date;
+}
+
+/** A slot queued later than this after its time was missed (no worker ran): the catch-up policy decides. */
+export const MISSED_AFTER_MS = 60_000;
+/** Missed slots looked at, and skipped ones recorded, per schedule and recovery: bounded work after a long outage. */
+const MISSED_SLOTS_SEEN = 1000;
+const MISSED_SLOTS_RECORDED = 100;
+
+/** Which due slots of one schedule fire now, and which are recorded as skipped (`missed`). */
+export function catchUp(row: Pick<DueRow, 'cron_expr' | 'timezone' | 'next_run_at' | 'catchup_policy' | 'catchup_limit'>, now: Date): { fire: Date[]; missed: Date[] } {
+  const slots: Date[] = [row.next_run_at];
+  for (let slot = nextRunAt(row.cron_expr, row.timezone, row.next_run_at); slot && slot <= now && slots.length < MISSED_SLOTS_SEEN; slot = nextRunAt(row.cron_expr, row.timezone, slot)) {
+    slots.push(slot);
+  }
+  const isMissed = (slot: Date) => now.getTime() - slot.getTime() > MISSED_AFTER_MS;
+  const latest = slots[slots.length - 1];
+  if (slots.length === 1 && !isMissed(latest)) {
+    return { fire: [latest], missed: [] };
+  }
+  const keep = { once: 1, skip: isMissed(latest) ? 0 : 1, all: row.catchup_limit }[row.catchup_policy];
+  const fire = keep > 0 ? slots.slice(-keep) : [];
+  return { fire, missed: slots.slice(0, slots.length - fire.length).slice(-MISSED_SLOTS_RECORDED) };
 }
 
 /**
@@ -46,6 +72,23 @@ function nextSlots(due: DueRow[]): (Date | null)[] {
     }
     return computed.get(key)!;
   });
+}
+
+function toClaimedFire(row: Record<string, unknown>): ClaimedFire {
+  return {
+    runId: row.run_id as string,
+    scheduleId: row.schedule_id as string,
+    method: row.method as string,
+    endpoint: row.endpoint as string,
+    payload: row.payload as JsonObject | null,
+    timeoutSeconds: row.timeout_seconds as number,
+    maxRetries: row.max_retries as number,
+    retryDelaySeconds: row.retry_delay_seconds as number,
+    enabled: row.enabled as boolean,
+    ownerServiceAccountId: row.owner_service_account_id as string | null,
+    targetType: row.target_type as string | null,
+    targetId: row.target_id as string | null,
+  };
 }
 
 /** Slack past the worst case of a fire (every attempt timing out) before a running fire counts as lost. */
@@ -68,7 +111,7 @@ export class ScheduleDispatchRepository {
   async queueDue(limit: number): Promise<number> {
     return this.db.transaction(async (manager) => {
       const due: DueRow[] = await manager.query(
-        `SELECT id, cron_expr, timezone, next_run_at, now() AS db_now FROM schedules
+        `SELECT id, cron_expr, timezone, next_run_at, catchup_policy, catchup_limit, overlap_policy, now() AS db_now FROM schedules
          WHERE enabled AND next_run_at <= now() ORDER BY next_run_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
         [limit],
       );
@@ -76,50 +119,83 @@ export class ScheduleDispatchRepository {
         return 0;
       }
       const ids = due.map((row) => row.id);
-      const next = nextSlots(due);
       await manager.query(
         `UPDATE schedules s SET next_run_at = v.next_run_at FROM unnest($1::uuid[], $2::timestamptz[]) AS v(id, next_run_at) WHERE s.id = v.id`,
-        [ids, next],
+        [ids, nextSlots(due)],
       );
+      const states = await fireStates(manager, ids);
+      const queued: [string, Date][] = [];
+      const skipped: [string, Date, string][] = [];
+      for (const row of due) {
+        const plan = catchUp(row, row.db_now);
+        skipped.push(...plan.missed.map((slot): [string, Date, string] => [row.id, slot, 'missed']));
+        admit(row.overlap_policy, states.get(row.id)!, plan.fire.length).forEach((reason, index) =>
+          reason ? skipped.push([row.id, plan.fire[index], reason]) : queued.push([row.id, plan.fire[index]]),
+        );
+      }
       await manager.query(
         `INSERT INTO schedule_runs (id, schedule_id, trigger, status, due_at)
          SELECT gen_random_uuid(), v.id, 'cron', 'queued', v.due_at FROM unnest($1::uuid[], $2::timestamptz[]) AS v(id, due_at)`,
-        [ids, due.map((row) => row.next_run_at)],
+        [queued.map(([id]) => id), queued.map(([, slot]) => slot)],
       );
+      if (skipped.length > 0) {
+        await manager.query(
+          `INSERT INTO schedule_runs (id, schedule_id, trigger, status, reason, due_at, completed_at, error)
+           SELECT gen_random_uuid(), v.id, 'cron', 'skipped', v.reason, v.due_at, now(), v.error
+           FROM unnest($1::uuid[], $2::timestamptz[], $3::varchar[], $4::text[]) AS v(id, due_at, reason, error)`,
+          [skipped.map(([id]) => id), skipped.map(([, slot]) => slot), skipped.map(([, , reason]) => reason), skipped.map(([, , reason]) => SKIP_ERRORS[reason as keyof typeof SKIP_ERRORS])],
+        );
+      }
       return due.length;
     });
   }
 
-  /** Takes up to `limit` queued fires (oldest slot first) for this worker. */
+  /**
+   * Takes up to `limit` queued fires (oldest slot first) for this worker. A schedule that does not
+   * `allow` overlap starts one fire at a time: its oldest queued fire, only when none of it runs. The
+   * decision holds a transaction-scoped advisory lock per such schedule, and the running check is a
+   * statement made after the lock is held (a fresh snapshot), so two workers never start two fires of
+   * one schedule at once.
+   */
   async claim(workerId: string, limit: number): Promise<ClaimedFire[]> {
-    // TypeORM answers an UPDATE ... RETURNING with [rows, rowCount].
-    const [rows]: [Record<string, unknown>[], number] = await this.db.query(
-      `WITH picked AS (
-         SELECT id FROM schedule_runs WHERE status = 'queued' ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED
-       )
-       UPDATE schedule_runs r
-       SET status = 'running', locked_by = $1, started_at = now(),
-           deadline_at = now() + make_interval(secs => (s.max_retries + 1) * s.timeout_seconds + s.max_retries * s.retry_delay_seconds + ${LOST_AFTER_SLACK_SECONDS})
-       FROM picked, schedules s
-       WHERE r.id = picked.id AND s.id = r.schedule_id
-       RETURNING r.id AS run_id, s.id AS schedule_id, s.method, s.endpoint, s.payload, s.timeout_seconds, s.max_retries,
-                 s.retry_delay_seconds, s.enabled, s.owner_service_account_id, s.target_type, s.target_id`,
-      [workerId, limit],
-    );
-    return rows.map((row) => ({
-      runId: row.run_id as string,
-      scheduleId: row.schedule_id as string,
-      method: row.method as string,
-      endpoint: row.endpoint as string,
-      payload: row.payload as JsonObject | null,
-      timeoutSeconds: row.timeout_seconds as number,
-      maxRetries: row.max_retries as number,
-      retryDelaySeconds: row.retry_delay_seconds as number,
-      enabled: row.enabled as boolean,
-      ownerServiceAccountId: row.owner_service_account_id as string | null,
-      targetType: row.target_type as string | null,
-      targetId: row.target_id as string | null,
-    }));
+    return this.db.transaction(async (manager) => {
+      const queued: { id: string; schedule_id: string; overlap_policy: OverlapPolicy }[] = await manager.query(
+        `SELECT r.id, r.schedule_id, s.overlap_policy FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
+         WHERE r.status = 'queued' ORDER BY r.due_at, r.id LIMIT $1 FOR UPDATE OF r SKIP LOCKED`,
+        [limit * 2],
+      );
+      const serial = [...new Set(queued.filter((fire) => fire.overlap_policy !== 'allow').map((fire) => fire.schedule_id))].sort();
+      const locked: { id: string }[] = serial.length
+        ? await manager.query(`SELECT id FROM unnest($1::uuid[]) AS s(id) WHERE pg_try_advisory_xact_lock(hashtextextended('schedule-fire:' || id::text, 0))`, [serial])
+        : [];
+      const states = locked.length ? await fireStates(manager, locked.map((row) => row.id)) : new Map<string, FireState>();
+      const start: string[] = [];
+      const started = new Set<string>();
+      for (const fire of queued) {
+        const state = states.get(fire.schedule_id);
+        if (fire.overlap_policy === 'allow') {
+          start.push(fire.id);
+        } else if (state && !state.running && !started.has(fire.schedule_id)) {
+          // Not locked (no state): another worker is deciding this schedule right now.
+          start.push(fire.id);
+          started.add(fire.schedule_id);
+        }
+      }
+      if (start.length === 0) {
+        return [];
+      }
+      const [rows]: [Record<string, unknown>[], number] = await manager.query(
+        `UPDATE schedule_runs r
+         SET status = 'running', locked_by = $1, started_at = now(),
+             deadline_at = now() + make_interval(secs => (s.max_retries + 1) * s.timeout_seconds + s.max_retries * s.retry_delay_seconds + ${LOST_AFTER_SLACK_SECONDS})
+         FROM schedules s
+         WHERE r.id = ANY ($2::uuid[]) AND s.id = r.schedule_id
+         RETURNING r.id AS run_id, s.id AS schedule_id, s.method, s.endpoint, s.payload, s.timeout_seconds, s.max_retries,
+                   s.retry_delay_seconds, s.enabled, s.owner_service_account_id, s.target_type, s.target_id`,
+        [workerId, start.slice(0, limit)],
+      );
+      return rows.map(toClaimedFire);
+    });
   }
 
   /** Appends an attempt to a fire that goes on (a retry follows). */

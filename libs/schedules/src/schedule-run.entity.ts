@@ -2,6 +2,10 @@ import { Column, Entity, Index, ManyToOne, JoinColumn, PrimaryColumn } from 'typ
 
 import { ScheduleEntity } from './schedule.entity';
 
+/** Why a fire did not happen: its previous fire was in flight, its slot was missed, or one was already waiting. */
+export const SKIP_REASONS = ['overlap', 'missed', 'buffer_full'] as const;
+export type SkipReason = (typeof SKIP_REASONS)[number];
+
 export type ScheduleRunTrigger = 'cron' | 'manual';
 export type ScheduleRunStatus = 'queued' | 'running' | 'success' | 'failed' | 'skipped';
 
@@ -24,6 +28,8 @@ export interface ScheduleAttempt {
 @Index('IDX_schedule_runs_queued', ['dueAt'], { where: `"status" = 'queued'` })
 // The sweep of fires whose worker died.
 @Index('IDX_schedule_runs_running_deadline', ['deadlineAt'], { where: `"status" = 'running'` })
+// The overlap check: a schedule's fires in flight.
+@Index('IDX_schedule_runs_schedule_running', ['scheduleId'], { where: `"status" IN ('queued', 'running')` })
 export class ScheduleRunEntity {
   @PrimaryColumn('uuid')
   id!: string;
@@ -60,6 +66,10 @@ export class ScheduleRunEntity {
 
   @Column({ type: 'jsonb', default: () => `'[]'` })
   attempts!: ScheduleAttempt[];
+
+  /** Why a policy skipped this fire (SKIP_REASONS); null otherwise. */
+  @Column({ type: 'varchar', length: 16, nullable: true })
+  reason!: SkipReason | null;
 
   @Column({ name: 'status_code', type: 'integer', nullable: true })
   statusCode!: number | null;

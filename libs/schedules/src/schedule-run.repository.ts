@@ -5,6 +5,7 @@ import { Repository } from 'typeorm';
 import { fetchPage, PageRequest } from '@app/pagination';
 
 import { ScheduleRunEntity } from './schedule-run.entity';
+import { FireState, fireStates } from './schedule-overlap';
 import { ScheduleRunSortField } from './schedule-sorting';
 
 const SORT_COLUMNS: Record<ScheduleRunSortField, string> = {
@@ -20,6 +21,11 @@ export class ScheduleRunRepository {
 
   async insert(run: ScheduleRunEntity): Promise<void> {
     await this.rows.insert(run);
+  }
+
+  /** Whether a fire of the schedule runs and how many wait: what its overlap policy decides a new fire by. */
+  async fireState(scheduleId: string): Promise<FireState> {
+    return (await fireStates(this.rows.manager, [scheduleId])).get(scheduleId)!;
   }
 
   findOfSchedule(scheduleId: string, id: string): Promise<ScheduleRunEntity | null> {

@@ -2,9 +2,10 @@ import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsString, IsUUID } from 'class-validator';
 
 import { PageMeta, PageQuery } from '@app/pagination';
-import { BoolField, Optional, StringField } from '@app/validation';
+import { BoolField, IntField, Optional, StringField } from '@app/validation';
 
-import { JsonObject } from './schedule.entity';
+import { CATCHUP_POLICIES, CatchupPolicy, JsonObject, OVERLAP_POLICIES, OverlapPolicy } from './schedule.entity';
+import { SKIP_REASONS } from './schedule-run.entity';
 import {
   CronExpression,
   Description,
@@ -21,7 +22,25 @@ import {
 import { SCHEDULE_RUN_SORT_FIELDS, SCHEDULE_SORT_FIELDS } from './schedule-sorting';
 import { TARGET_TYPES } from './schedule-target';
 
-export class CreateScheduleDto {
+function PolicyField(values: readonly string[], description: string, fallback: string): PropertyDecorator {
+  return (target, key) => {
+    ApiProperty({ required: false, enum: values, default: fallback, description })(target, key);
+    Optional()(target, key);
+    IsIn(values, { message: `${String(key)} must be one of ${values.join(', ')}` })(target, key);
+  };
+}
+
+const OVERLAP_DESCRIPTION = 'While the previous fire (its call, or the background run it started) is in flight: `skip` the new one (recorded as skipped), `allow` it, or `buffer_one` (keep at most one waiting)';
+const CATCHUP_DESCRIPTION = 'Slots missed while no worker ran: fire `once` on recovery, `skip` them (recorded as skipped), or fire `all` of them oldest first (at most catchup_limit)';
+
+/** The policy fields of create and PATCH (absent: untouched on PATCH, the defaults on create). */
+class SchedulePolicyFields {
+  @PolicyField(OVERLAP_POLICIES, OVERLAP_DESCRIPTION, 'skip') overlap_policy?: OverlapPolicy;
+  @PolicyField(CATCHUP_POLICIES, CATCHUP_DESCRIPTION, 'once') catchup_policy?: CatchupPolicy;
+  @IntField({ optional: true, min: 1, max: 100, default: 10, description: 'With catchup_policy `all`: the most missed slots fired on recovery (1 to 100)' }) catchup_limit?: number;
+}
+
+export class CreateScheduleDto extends SchedulePolicyFields {
   @ScheduleName() name!: string;
   @CronExpression() cron_expr!: string;
   @ScheduleEndpoint() endpoint!: string;
@@ -40,7 +59,7 @@ export class CreateScheduleDto {
 }
 
 /** The spec's PATCH body (every field optional; absent fields are untouched), plus `enabled`. */
-export class UpdateScheduleDto {
+export class UpdateScheduleDto extends SchedulePolicyFields {
   @ScheduleName({ optional: true }) name?: string;
   @CronExpression({ optional: true }) cron_expr?: string;
   @ScheduleEndpoint({ optional: true }) endpoint?: string;
@@ -52,6 +71,9 @@ export class UpdateScheduleDto {
   @MaxRetries() max_retries?: number;
   @RetryDelaySeconds() retry_delay_seconds?: number;
   @BoolField({ optional: true, description: 'false pauses the schedule; true re-arms it and clears disabled_reason' }) enabled?: boolean;
+
+  @StringField({ optional: true, nullable: true, maxLength: 500, description: 'With enabled: false, why it is paused; kept until it is enabled again' })
+  disabled_reason?: string | null;
 }
 
 export class ListSchedulesQuery extends PageQuery({ maxLimit: 1000, sortFields: SCHEDULE_SORT_FIELDS, defaultSort: 'created_at' }) {
@@ -90,6 +112,9 @@ export class ScheduleDto {
   @ApiProperty({ type: 'string', nullable: true, description: 'Id of the component a run endpoint targets' }) target_id!: string | null;
   @ApiProperty({ type: 'string', nullable: true, description: 'Why the service disabled the schedule, e.g. `owner_revoked:sa:ci` or `owner_lacks_scope:config:read`' })
   disabled_reason!: string | null;
+  @ApiProperty({ enum: OVERLAP_POLICIES, description: OVERLAP_DESCRIPTION }) overlap_policy!: OverlapPolicy;
+  @ApiProperty({ enum: CATCHUP_POLICIES, description: CATCHUP_DESCRIPTION }) catchup_policy!: CatchupPolicy;
+  @ApiProperty({ type: 'integer' }) catchup_limit!: number;
   @ApiProperty({ type: 'integer' }) created_at!: number;
   @ApiProperty({ type: 'integer' }) updated_at!: number;
 }
@@ -115,6 +140,7 @@ export class ScheduleRunDto {
   @ApiProperty({ format: 'uuid' }) schedule_id!: string;
   @ApiProperty({ enum: ['cron', 'manual'] }) trigger!: string;
   @ApiProperty({ enum: ['queued', 'running', 'success', 'failed', 'skipped'] }) status!: string;
+  @ApiProperty({ type: 'string', nullable: true, enum: SKIP_REASONS, description: 'Why a policy skipped it: `overlap`, `missed` or `buffer_full`' }) reason!: string | null;
   @ApiProperty({ type: 'integer', description: 'The cron slot, or when the manual trigger was accepted' }) due_at!: number;
   @ApiProperty({ type: 'integer', nullable: true }) started_at!: number | null;
   @ApiProperty({ type: 'integer', nullable: true }) completed_at!: number | null;

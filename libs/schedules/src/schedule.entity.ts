@@ -2,6 +2,11 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 import { CredentialKind } from '@app/access';
 
+export const OVERLAP_POLICIES = ['skip', 'allow', 'buffer_one'] as const;
+export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
+export const CATCHUP_POLICIES = ['once', 'skip', 'all'] as const;
+export type CatchupPolicy = (typeof CATCHUP_POLICIES)[number];
+
 /** A free-form JSON object (`payload`); its values are opaque to the service. */
 export type JsonObject = { [key: string]: string | number | boolean | null | object };
 
@@ -66,8 +71,20 @@ export class ScheduleEntity {
   @Column({ name: 'target_id', type: 'varchar', length: 128, nullable: true })
   targetId!: string | null;
 
-  @Column({ name: 'disabled_reason', type: 'varchar', length: 255, nullable: true })
+  @Column({ name: 'disabled_reason', type: 'varchar', length: 500, nullable: true })
   disabledReason!: string | null;
+
+  /** What a fire does while the previous one is still in flight (OVERLAP_POLICIES). */
+  @Column({ name: 'overlap_policy', type: 'varchar', length: 16, default: 'skip' })
+  overlapPolicy!: OverlapPolicy;
+
+  /** What happens to slots missed while no worker ran (CATCHUP_POLICIES). */
+  @Column({ name: 'catchup_policy', type: 'varchar', length: 16, default: 'once' })
+  catchupPolicy!: CatchupPolicy;
+
+  /** With catchup_policy `all`: the most missed slots fired on recovery. */
+  @Column({ name: 'catchup_limit', type: 'integer', default: 10 })
+  catchupLimit!: number;
 
   /**
    * The owner: whoever created the schedule or changed it last. Every fire acts with the owner's

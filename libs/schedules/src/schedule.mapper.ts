@@ -4,7 +4,7 @@ import { ScheduleDto, ScheduleRunDto } from './schedule.dto';
 import { ScheduleEntity } from './schedule.entity';
 import { ScheduleRunEntity } from './schedule-run.entity';
 
-/** Rows to wire shapes; creator fields and worker locks never leave the service. */
+/** Rows to wire shapes; owner fields and worker locks never leave the service. */
 export function toScheduleDto(schedule: ScheduleEntity): ScheduleDto {
   return {
     id: schedule.id,
@@ -25,6 +25,9 @@ export function toScheduleDto(schedule: ScheduleEntity): ScheduleDto {
     target_type: schedule.targetType,
     target_id: schedule.targetId,
     disabled_reason: schedule.disabledReason,
+    overlap_policy: schedule.overlapPolicy,
+    catchup_policy: schedule.catchupPolicy,
+    catchup_limit: schedule.catchupLimit,
     created_at: toEpoch(schedule.createdAt),
     updated_at: toEpoch(schedule.updatedAt),
   };
@@ -36,6 +39,7 @@ export function toScheduleRunDto(run: ScheduleRunEntity): ScheduleRunDto {
     schedule_id: run.scheduleId,
     trigger: run.trigger,
     status: run.status,
+    reason: run.reason,
     due_at: toEpoch(run.dueAt),
     started_at: toEpoch(run.startedAt),
     completed_at: toEpoch(run.completedAt),

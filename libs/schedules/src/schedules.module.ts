@@ -4,13 +4,14 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { ScheduleEntity } from './schedule.entity';
 import { ScheduleRepository } from './schedule.repository';
 import { ScheduleRunEntity } from './schedule-run.entity';
+import { ScheduleMetricsService } from './schedule-metrics.service';
 import { ScheduleRunRepository } from './schedule-run.repository';
 import { SchedulesService } from './schedules.service';
 
 /** The schedule resource as the api serves it. */
 @Module({
   imports: [TypeOrmModule.forFeature([ScheduleEntity, ScheduleRunEntity])],
-  providers: [ScheduleRepository, ScheduleRunRepository, SchedulesService],
-  exports: [SchedulesService],
+  providers: [ScheduleRepository, ScheduleRunRepository, SchedulesService, ScheduleMetricsService],
+  exports: [SchedulesService, ScheduleMetricsService],
 })
 export class SchedulesModule {}

@@ -16,6 +16,7 @@ import { toScheduleDto, toScheduleRunDto } from './schedule.mapper';
 import { NAME_CONSTRAINTS, ScheduleRepository } from './schedule.repository';
 import { ScheduleRunEntity } from './schedule-run.entity';
 import { ScheduleRunRepository } from './schedule-run.repository';
+import { admit, SKIP_ERRORS } from './schedule-overlap';
 import { targetOf } from './schedule-target';
 
 /** What a PATCH may change (DTO name → entity property). */
@@ -31,6 +32,10 @@ const UPDATABLE = {
   timeout_seconds: 'timeoutSeconds',
   max_retries: 'maxRetries',
   retry_delay_seconds: 'retryDelaySeconds',
+  overlap_policy: 'overlapPolicy',
+  catchup_policy: 'catchupPolicy',
+  catchup_limit: 'catchupLimit',
+  disabled_reason: 'disabledReason',
 } as const satisfies Partial<Record<keyof UpdateScheduleDto, keyof ScheduleEntity>>;
 
 @Injectable()
@@ -62,6 +67,9 @@ export class SchedulesService {
       payload: request.payload ?? null,
       managedBy: request.managed_by ?? null,
       disabledReason: null,
+      overlapPolicy: request.overlap_policy ?? 'skip',
+      catchupPolicy: request.catchup_policy ?? 'once',
+      catchupLimit: request.catchup_limit ?? 10,
       ...ownedBy(caller),
       createdAt: now,
       updatedAt: now,
@@ -99,8 +107,13 @@ export class SchedulesService {
     if (Object.keys(changes).length === 0) {
       return toScheduleDto(schedule);
     }
+    if (request.disabled_reason !== undefined && request.enabled !== false) {
+      throw new ValidationFailedException([
+        { loc: ['body', 'disabled_reason'], msg: 'disabled_reason goes with enabled: false', type: 'value_error', input: request.disabled_reason, ctx: {} },
+      ]);
+    }
     if (request.enabled === true) {
-      // Re-enabling is the operator's answer to whatever made the service disable it.
+      // Re-enabling is the operator's answer to whatever disabled it.
       changes.disabledReason = null;
     }
     // Whoever changes a schedule owns it from now on: its fires act with this caller's rights.
@@ -124,28 +137,34 @@ export class SchedulesService {
     }
   }
 
-  /** Queues a fire now; a worker runs it like a cron tick (with the owner's rights) and next_run_at is untouched. */
+  /**
+   * Queues a fire now; a worker runs it like a cron tick (with the owner's rights) and next_run_at is
+   * untouched. The overlap policy applies as to a tick: a fire it drops is recorded as skipped and answered so.
+   */
   async trigger(caller: Principal, id: string): Promise<ScheduleRunDto> {
     const schedule = await this.findToChange(caller, id);
     if (!schedule.enabled) {
       throw new ScheduleException(Code.Disabled, `Schedule '${id}' is disabled${schedule.disabledReason ? ` (${schedule.disabledReason})` : ''}; enable it first`);
     }
+    const [reason] = admit(schedule.overlapPolicy, await this.runs.fireState(schedule.id), 1);
+    const now = new Date();
     const run = Object.assign(new ScheduleRunEntity(), {
       id: randomUUID(),
       scheduleId: schedule.id,
       trigger: 'manual',
-      status: 'queued',
-      dueAt: new Date(),
+      status: reason ? 'skipped' : 'queued',
+      reason,
+      dueAt: now,
       startedAt: null,
-      completedAt: null,
+      completedAt: reason ? now : null,
       lockedBy: null,
       deadlineAt: null,
       attempts: [],
       statusCode: null,
-      error: null,
+      error: reason ? SKIP_ERRORS[reason] : null,
       runId: null,
       runStatus: null,
-      createdAt: new Date(),
+      createdAt: now,
     } satisfies ScheduleRunEntity);
     await this.runs.insert(run);
     return toScheduleRunDto(run);

@@ -4,12 +4,14 @@ import { ArrayMaxSize, IsArray, IsIn, IsString, IsUUID, MaxLength, ValidateNeste
 
 import { DEFAULT_SCOPES, SERVICE_ACCOUNT_NAME } from '@app/access';
 import { PageMeta, PageQuery } from '@app/pagination';
-import { BoolField, IntField, Optional, StringField } from '@app/validation';
+import { BoolField, EmptyBodyAllowed, IntField, Optional, StringField } from '@app/validation';
 
 import { SERVICE_ACCOUNT_SORT_FIELDS } from './service-account.repository';
 
 export const DEFAULT_EXPIRY_DAYS = 90;
 export const MAX_EXPIRY_DAYS = 3650;
+export const DEFAULT_GRACE_SECONDS = 3600;
+export const MAX_GRACE_SECONDS = 86_400;
 
 export class ScopeGrantDto {
   @ApiProperty({ description: '`<resource>:<action>`, `<resource>:<id>:<action>` or `platform:admin`', example: 'agents:run', maxLength: 255 })
@@ -69,6 +71,18 @@ export class CreateServiceAccountDto {
   never_expires?: boolean;
 }
 
+@EmptyBodyAllowed()
+export class RotateServiceAccountDto {
+  @IntField({
+    optional: true,
+    min: 0,
+    max: MAX_GRACE_SECONDS,
+    default: DEFAULT_GRACE_SECONDS,
+    description: 'How long the replaced token keeps working, in seconds (0 to 86400; 0 ends it at once)',
+  })
+  grace_seconds?: number;
+}
+
 export class ListServiceAccountsQuery extends PageQuery({ maxLimit: 100, sortFields: SERVICE_ACCOUNT_SORT_FIELDS, defaultSort: 'created_at' }) {
   @BoolField({ optional: true, fromString: true, default: true, description: 'Include revoked accounts' })
   include_revoked: boolean = true;
@@ -85,11 +99,13 @@ export class ServiceAccountDto {
   @ApiProperty({ type: 'integer' }) created_at!: number;
   @ApiProperty({ type: 'integer', nullable: true }) expires_at!: number | null;
   @ApiProperty({ type: 'integer', nullable: true }) last_used_at!: number | null;
+  @ApiProperty({ type: 'string', nullable: true, example: '203.0.113.7', description: 'Client address of the last successful use; null until used' })
+  last_used_ip!: string | null;
   @ApiProperty({ type: 'integer', nullable: true }) revoked_at!: number | null;
 }
 
 export class CreatedServiceAccountDto extends ServiceAccountDto {
-  @ApiProperty({ description: 'Plaintext `svc_pat_` token: shown in this response only, never again' })
+  @ApiProperty({ description: 'Plaintext `svc_pat_` token: shown in this response (mint or rotate) only, never again' })
   token!: string;
 }
 

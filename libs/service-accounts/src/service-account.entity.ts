@@ -5,6 +5,7 @@ import { Column, Entity, Index, PrimaryColumn, Unique } from 'typeorm';
 // One active account per name; a revoked name is free to mint again (rotation).
 @Index('UQ_service_accounts_active_name', ['name'], { unique: true, where: '"revoked_at" IS NULL' })
 @Index('IDX_service_accounts_owner_created', ['ownerId', 'createdAt'])
+@Index('IDX_service_accounts_previous_token_hash', ['previousTokenHash'], { where: '"previous_token_hash" IS NOT NULL' })
 export class ServiceAccountEntity {
   @PrimaryColumn('uuid')
   id!: string;
@@ -22,6 +23,13 @@ export class ServiceAccountEntity {
   @Column({ name: 'token_prefix', type: 'varchar', length: 16 })
   tokenPrefix!: string;
 
+  /** The token a rotation replaced: still accepted until previous_token_expires_at (its grace). */
+  @Column({ name: 'previous_token_hash', type: 'char', length: 64, nullable: true })
+  previousTokenHash!: string | null;
+
+  @Column({ name: 'previous_token_expires_at', type: 'timestamptz', nullable: true })
+  previousTokenExpiresAt!: Date | null;
+
   @Column({ type: 'text', array: true })
   scopes!: string[];
 
@@ -33,6 +41,10 @@ export class ServiceAccountEntity {
 
   @Column({ name: 'last_used_at', type: 'timestamptz', nullable: true })
   lastUsedAt!: Date | null;
+
+  /** The client address of the last successful use, written with last_used_at. */
+  @Column({ name: 'last_used_ip', type: 'varchar', length: 64, nullable: true })
+  lastUsedIp!: string | null;
 
   @Column({ name: 'revoked_at', type: 'timestamptz', nullable: true })
   revokedAt!: Date | null;

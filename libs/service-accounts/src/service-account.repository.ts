@@ -28,8 +28,9 @@ export class ServiceAccountRepository {
     await this.rows.insert(account);
   }
 
+  /** The account whose current token, or whose rotated-out token, has this hash (the caller checks that token's grace). */
   findByTokenHash(tokenHash: string): Promise<ServiceAccountEntity | null> {
-    return this.rows.findOneBy({ tokenHash });
+    return this.rows.findOne({ where: [{ tokenHash }, { previousTokenHash: tokenHash }] });
   }
 
   async findById(scope: DataScope, id: string): Promise<ServiceAccountEntity | null> {
@@ -60,7 +61,27 @@ export class ServiceAccountRepository {
       .execute();
   }
 
-  async touchLastUsed(id: string): Promise<void> {
-    await this.rows.update({ id }, { lastUsedAt: () => 'now()' });
+  /**
+   * Swaps in a new token and keeps the current one's hash until `previousExpiresAt`. One statement, fenced
+   * on the account still being active: false when it was revoked or has expired (or is gone).
+   */
+  async rotate(id: string, next: { tokenHash: string; tokenPrefix: string }, previousExpiresAt: Date): Promise<boolean> {
+    const result = await this.rows
+      .createQueryBuilder()
+      .update()
+      .set({
+        // SET reads the row as it was: the previous hash is the token being replaced.
+        previousTokenHash: () => 'token_hash',
+        previousTokenExpiresAt: previousExpiresAt,
+        tokenHash: next.tokenHash,
+        tokenPrefix: next.tokenPrefix,
+      })
+      .where('id = :id AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())', { id })
+      .execute();
+    return (result.affected ?? 0) > 0;
+  }
+
+  async touchLastUsed(id: string, clientIp: string): Promise<void> {
+    await this.rows.update({ id }, { lastUsedAt: () => 'now()', lastUsedIp: clientIp.slice(0, 64) });
   }
 }

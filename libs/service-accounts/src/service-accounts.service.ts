@@ -6,7 +6,15 @@ import { covers, DataScope, DEFAULT_SCOPES, isAdmin, isPrivilegedScope, isValidS
 import { isUniqueViolation, toEpoch } from '@app/database';
 import { Page, toPage } from '@app/pagination';
 
-import { CreatedServiceAccountDto, CreateServiceAccountDto, DEFAULT_EXPIRY_DAYS, ListServiceAccountsQuery, ServiceAccountDto } from './service-account.dto';
+import {
+  CreatedServiceAccountDto,
+  CreateServiceAccountDto,
+  DEFAULT_EXPIRY_DAYS,
+  DEFAULT_GRACE_SECONDS,
+  ListServiceAccountsQuery,
+  RotateServiceAccountDto,
+  ServiceAccountDto,
+} from './service-account.dto';
 import { ServiceAccountEntity } from './service-account.entity';
 import { ServiceAccountErrorCode as Code, ServiceAccountException } from './service-account.exception';
 import { ACTIVE_NAME_CONSTRAINT, ServiceAccountRepository } from './service-account.repository';
@@ -22,6 +30,16 @@ export interface AccountStanding {
   scopes: string[];
 }
 const MINT_SCOPE = 'service_accounts:write';
+
+/** Rule 3: a token is only ever handed out against a real credential, even on an open instance. */
+function assertCredential(caller: Principal, action: string): void {
+  if (caller.kind === 'anonymous') {
+    throw new ServiceAccountException(
+      Code.CredentialRequired,
+      `${action} needs a credential: a JWT with service_accounts:write or platform:admin, or the OS security key`,
+    );
+  }
+}
 
 @Injectable()
 export class ServiceAccountsService {
@@ -45,6 +63,9 @@ export class ServiceAccountsService {
       createdAt: now,
       expiresAt: request.never_expires ? null : new Date(now.getTime() + (request.expires_in_days ?? DEFAULT_EXPIRY_DAYS) * DAY_MS),
       lastUsedAt: null,
+      lastUsedIp: null,
+      previousTokenHash: null,
+      previousTokenExpiresAt: null,
       revokedAt: null,
     });
     await this.insertUnderUniqueName(account);
@@ -61,13 +82,32 @@ export class ServiceAccountsService {
   /** One-way and idempotent; this replica stops accepting the token at once, others within the cache TTL. */
   async revoke(caller: Principal, id: string): Promise<ServiceAccountDto> {
     const scope = DataScope.of(caller);
-    const account = await this.accounts.findById(scope, id);
-    if (!account) {
-      throw new ServiceAccountException(Code.NotFound, `Service account '${id}' not found`);
-    }
+    const account = await this.visible(scope, id);
     await this.accounts.revoke(id);
     this.verifier.forget(id);
     return this.map((await this.accounts.findById(scope, id)) ?? account);
+  }
+
+  /**
+   * A new token for an account the caller may revoke; the replaced one keeps working for `grace_seconds`.
+   * The new token carries the account's scopes, so, as for minting, a real credential holding them is needed.
+   * This replica applies the grace at once; others may accept the old token for up to the cache TTL longer.
+   */
+  async rotate(caller: Principal, id: string, request: RotateServiceAccountDto): Promise<CreatedServiceAccountDto> {
+    assertCredential(caller, 'Rotating a service account token');
+    const scope = DataScope.of(caller);
+    const account = await this.visible(scope, id);
+    this.assertMayGrant(caller, account.scopes);
+    const token = generateToken();
+    const graceEnd = new Date(Date.now() + (request.grace_seconds ?? DEFAULT_GRACE_SECONDS) * 1000);
+    if (!(await this.accounts.rotate(id, { tokenHash: token.hash, tokenPrefix: token.prefix }, graceEnd))) {
+      throw new ServiceAccountException(
+        Code.NotActive,
+        `Service account '${account.name}' is ${account.revokedAt ? 'revoked' : 'expired'}: only an active account can be rotated. Mint a new one instead.`,
+      );
+    }
+    this.verifier.forget(id);
+    return { ...this.map((await this.accounts.findById(scope, id)) ?? account), token: token.plaintext };
   }
 
   /** Is the account still good for work done on its behalf later (a schedule's fires)? */
@@ -89,12 +129,7 @@ export class ServiceAccountsService {
 
   /** Rules 3, 7 and 8 of the spec's Authentication section, in that order of precedence. */
   private assertMayMint(caller: Principal, scopes: string[], allowPrivileged: boolean): void {
-    if (caller.kind === 'anonymous') {
-      throw new ServiceAccountException(
-        Code.CredentialRequired,
-        'Minting a service account needs a credential: a JWT with service_accounts:write or platform:admin, or the OS security key',
-      );
-    }
+    assertCredential(caller, 'Minting a service account');
     const invalid = scopes.filter((scope) => !isValidScope(scope));
     if (invalid.length > 0) {
       throw new ServiceAccountException(Code.InvalidScopes, `Invalid scope(s): ${invalid.join(', ')}`);
@@ -106,6 +141,11 @@ export class ServiceAccountsService {
         `Privileged scope(s) require allow_privileged_scopes=true: ${privileged.join(', ')}. Privileged tokens must be deliberate, never accidental.`,
       );
     }
+    this.assertMayGrant(caller, scopes);
+  }
+
+  /** A token carrying `scopes` goes only to an admin, or to a caller holding service_accounts:write and each of them. */
+  private assertMayGrant(caller: Principal, scopes: readonly string[]): void {
     if (isAdmin(caller)) {
       return;
     }
@@ -116,6 +156,15 @@ export class ServiceAccountsService {
     if (notHeld.length > 0) {
       throw new ServiceAccountException(Code.CannotGrant, `Cannot grant scope(s) you do not hold: ${notHeld.join(', ')}`);
     }
+  }
+
+  /** The account if the caller's scope sees it; 404 otherwise, so ids of others' accounts are not disclosed. */
+  private async visible(scope: DataScope, id: string): Promise<ServiceAccountEntity> {
+    const account = await this.accounts.findById(scope, id);
+    if (!account) {
+      throw new ServiceAccountException(Code.NotFound, `Service account '${id}' not found`);
+    }
+    return account;
   }
 
   /** An expired account no longer holds its name: it is revoked so the name can be minted again. */
@@ -145,6 +194,7 @@ export class ServiceAccountsService {
       created_at: toEpoch(account.createdAt),
       expires_at: toEpoch(account.expiresAt),
       last_used_at: toEpoch(account.lastUsedAt),
+      last_used_ip: account.lastUsedIp,
       revoked_at: toEpoch(account.revokedAt),
     };
   }

@@ -12,6 +12,7 @@ export interface ServiceAccount {
   created_at: number;
   expires_at: number | null;
   last_used_at: number | null;
+  last_used_ip: string | null;
   revoked_at: number | null;
 }
 
@@ -49,6 +50,7 @@ export function toServiceAccount(body: any): ServiceAccount {
     created_at: body.created_at,
     expires_at: body.expires_at ?? null,
     last_used_at: body.last_used_at ?? null,
+    last_used_ip: body.last_used_ip ?? null,
     revoked_at: body.revoked_at ?? null,
   };
 }
@@ -115,6 +117,21 @@ export class ServiceAccountsApi {
     }
     // A 204 carries no body: the revocation time is stamped locally then.
     return result.status === 200 && result.body ? toServiceAccount(result.body) : { ...account, revoked_at: Math.floor(Date.now() / 1000) };
+  }
+
+  /** A new token for the account; the old one keeps working for `graceSeconds` (absent: the server's default). */
+  async rotate(account: ServiceAccount, graceSeconds?: number): Promise<MintedServiceAccount> {
+    const result = await this.call('POST', `/service-accounts/${encodeURIComponent(account.id)}/rotate`, graceSeconds === undefined ? {} : { grace_seconds: graceSeconds });
+    if (result.status === 404) {
+      throw new CliError(`No service account named '${account.name}' found.`);
+    }
+    if (result.status === 409) {
+      throw new CliError(`Service account '${account.name}' is no longer active: ${errorDetail(result)}`, `Mint a new one: svc tokens create ${account.name}`);
+    }
+    if (result.status !== 200) {
+      throw new CliError(`Could not rotate service account '${account.name}': ${errorDetail(result)}`);
+    }
+    return { ...toServiceAccount(result.body), token: result.body.token };
   }
 
   private async call(method: string, path: string, json?: unknown): Promise<HttpResult> {

@@ -85,3 +85,14 @@ export function BoolField(options: FieldOptions & { fromString?: boolean } = {})
     documented(Boolean, options),
   );
 }
+
+const EMPTY_BODY_ALLOWED = 'validation:empty-body-allowed';
+
+/** On a body DTO whose fields all have defaults: a request with no body at all validates as `{}`. */
+export function EmptyBodyAllowed(): ClassDecorator {
+  return (target) => Reflect.defineMetadata(EMPTY_BODY_ALLOWED, true, target);
+}
+
+export function allowsEmptyBody(type: unknown): boolean {
+  return typeof type === 'function' && Reflect.getMetadata(EMPTY_BODY_ALLOWED, type) === true;
+}

@@ -44,6 +44,7 @@ export function statusOf(code: DomainErrorCode): HttpStatus {
     case ScheduleErrorCode.RunNotFound:
       return HttpStatus.NOT_FOUND;
     case ServiceAccountErrorCode.NameTaken:
+    case ServiceAccountErrorCode.NotActive:
     case RunErrorCode.IdempotencyKeyReused:
     case QueueErrorCode.MayStillBeRunning:
     case ScheduleErrorCode.NameTaken:

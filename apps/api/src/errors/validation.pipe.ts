@@ -1,6 +1,7 @@
 import { ArgumentMetadata, Injectable, ValidationError, ValidationPipe } from '@nestjs/common';
 
 import { ValidationFailedException, ValidationIssue } from '@app/errors';
+import { allowsEmptyBody } from '@app/validation';
 
 const LOCATIONS: Record<string, string> = { body: 'body', query: 'query', param: 'path' };
 
@@ -45,6 +46,9 @@ export class RequestValidationPipe extends ValidationPipe {
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     const location = LOCATIONS[metadata.type] ?? metadata.type;
+    if (metadata.type === 'body' && value === undefined && allowsEmptyBody(metadata.metatype)) {
+      value = {};
+    }
     if (metadata.type === 'body' && this.expectsObject(metadata) && (typeof value !== 'object' || value === null || Array.isArray(value))) {
       throw new ValidationFailedException([
         { loc: [location], msg: 'Input should be a JSON object', type: 'model_type', input: value ?? null, ctx: {} },

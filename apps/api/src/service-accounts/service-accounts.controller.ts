@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Param, Post, Query } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiTooManyRequestsResponse, ApiUnprocessableEntityResponse, ApiServiceUnavailableResponse } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiBody, ApiConflictResponse, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiTooManyRequestsResponse, ApiUnprocessableEntityResponse, ApiServiceUnavailableResponse } from '@nestjs/swagger';
 
 import { Principal } from '@app/access';
 import { CurrentPrincipal, RequireScope } from '@app/auth';
@@ -8,6 +8,7 @@ import {
   CreatedServiceAccountDto,
   CreateServiceAccountDto,
   ListServiceAccountsQuery,
+  RotateServiceAccountDto,
   ServiceAccountDto,
   ServiceAccountIdParams,
   ServiceAccountPageDto,
@@ -48,5 +49,23 @@ export class ServiceAccountsController {
   @ApiNotFoundResponse({ type: ErrorBodyDto })
   revoke(@CurrentPrincipal() caller: Principal, @Param() params: ServiceAccountIdParams): Promise<ServiceAccountDto> {
     return this.serviceAccounts.revoke(caller, params.id);
+  }
+
+  @Post(':id/rotate')
+  @HttpCode(HttpStatus.OK)
+  @RequireScope('service_accounts:write')
+  @ApiOperation({
+    summary: 'Rotate the token: a new plaintext token in this response only; the old one keeps working for grace_seconds, then 401',
+  })
+  @ApiOkResponse({ type: CreatedServiceAccountDto, description: 'The account with its new token and token_prefix' })
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No account with that id is visible to the caller' })
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The account is revoked or expired' })
+  @ApiBody({ type: RotateServiceAccountDto, required: false, description: 'May be omitted: an hour of grace' })
+  rotate(
+    @CurrentPrincipal() caller: Principal,
+    @Param() params: ServiceAccountIdParams,
+    @Body() request: RotateServiceAccountDto,
+  ): Promise<CreatedServiceAccountDto> {
+    return this.serviceAccounts.rotate(caller, params.id, request);
   }
 }

@@ -25,6 +25,7 @@ import {
   mcpUrlOf,
   McpVerification,
   MintedServiceAccount,
+  MintRequest,
   NameConflictError,
   oauthEnabled,
   readCliEnv,
@@ -37,6 +38,7 @@ import {
 } from '@app/svc-client';
 
 import { connectExitCode, harvestClientUrls } from '../connections';
+import { DEFAULT_GRACE_SECONDS, formatDuration } from '../durations';
 import { collect, MintOptions } from '../options';
 import { parseExpires, requirePrivilegedFlag } from '../scopes';
 import { serverNameFor } from '../server-name';
@@ -246,7 +248,7 @@ class Connection {
 
   private async mintFor(name: string): Promise<TokenOutcome> {
     const api = this.api!;
-    const request = {
+    const request: MintRequest = {
       name,
       scopes: this.options.scopes,
       expiresInDays: this.options.expires === undefined ? undefined : parseExpires(this.options.expires),
@@ -267,9 +269,10 @@ class Connection {
     if (this.options.skipExisting) {
       return { status: 'skipped', error: 'Service account exists; kept untouched.' };
     }
+    const grace = formatDuration(DEFAULT_GRACE_SECONDS);
     let rotate = Boolean(this.options.rotate);
     if (!rotate && this.terminal.interactive) {
-      rotate = await this.terminal.confirm(`Service account '${name}' already exists. Revoke and re-mint it?`, false);
+      rotate = await this.terminal.confirm(`Service account '${name}' already exists. Rotate its token (the old one keeps working for ${grace})?`, false);
       if (!rotate) {
         return { status: 'skipped', error: 'Service account exists; kept untouched.' };
       }
@@ -277,15 +280,28 @@ class Connection {
     if (!rotate) {
       return {
         status: 'failed',
-        error: `A service account named '${name}' already exists. Re-run with --rotate to revoke and re-mint it, or --skip-existing to leave it untouched.`,
+        error: `A service account named '${name}' already exists. Re-run with --rotate to rotate its token, or --skip-existing to leave it untouched.`,
       };
     }
+    return this.rotateExisting(name, request);
+  }
+
+  /**
+   * The account keeps its id, scopes and expiry and gets a new token; the old one keeps working for the
+   * grace, so a client still holding it (or another client sharing the account) is not cut off mid-session.
+   */
+  private async rotateExisting(name: string, request: MintRequest): Promise<TokenOutcome> {
+    const api = this.api!;
     const active = await api.findActive(name);
-    if (active) {
-      await api.revoke(active);
+    if (!active) {
+      // Revoked meanwhile: the name is free again.
+      return { account: await api.mint(request), rotated: true };
     }
-    const account = await api.mint(request);
-    this.terminal.note(`Rotated service account '${name}': the old token no longer works.`);
+    if (this.options.scopes || this.options.expires !== undefined) {
+      this.terminal.warn(`Rotation keeps the scopes and expiry of '${name}'; --scopes and --expires apply to new accounts only.`);
+    }
+    const account = await api.rotate(active, DEFAULT_GRACE_SECONDS);
+    this.terminal.note(`Rotated service account '${name}': the old token keeps working for ${formatDuration(DEFAULT_GRACE_SECONDS)}.`);
     return { account, rotated: true };
   }
 }
@@ -403,7 +419,7 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
     return true;
   }
 
-  @Option({ flags: '--rotate', description: 'Rewrite existing entries without asking (revoke and re-mint)' })
+  @Option({ flags: '--rotate', description: 'Rewrite existing entries without asking (rotate the token; the old one keeps working for 1h)' })
   parseRotate(): boolean {
     return true;
   }

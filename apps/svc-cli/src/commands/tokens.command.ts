@@ -12,11 +12,19 @@ import {
   NameConflictError,
 } from '@app/svc-client';
 
+import { DEFAULT_GRACE_SECONDS, formatDuration, parseGrace } from '../durations';
 import { MintOptions, ServiceOptions } from '../options';
 import { parseExpires, requirePrivilegedFlag } from '../scopes';
 import { targetService } from '../service-target';
 import { CredentialedCommand, MintingCommand } from '../svc-command';
 import { formatTime, printTable as printColumns } from '../table';
+
+interface RotateOptions extends ServiceOptions {
+  grace?: number;
+}
+
+/** `svc tokens list` marks active accounts whose expiry is this close. */
+const EXPIRES_SOON_SECONDS = 14 * 86_400;
 
 /** The service-accounts API with the admin credential (resolving it applies the plaintext-HTTP gate). */
 async function accountsApi(descriptor: ServiceDescriptor, options: ServiceOptions, terminal: Terminal): Promise<ServiceAccountsApi> {
@@ -63,7 +71,8 @@ export class TokensListCommand extends CredentialedCommand<ServiceOptions> {
   protected async execute(_params: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
     const descriptor = await targetService(options, readCliEnv(), terminal);
     const api = await accountsApi(descriptor, options, terminal);
-    const accounts = await api.list();
+    const now = Math.floor(Date.now() / 1000);
+    const accounts = (await api.list()).map((account) => ({ ...account, expires_soon: expiresSoon(account, now) }));
     terminal.document({ service_accounts: accounts });
     if (!terminal.json) {
       printTable(accounts, terminal);
@@ -72,7 +81,22 @@ export class TokensListCommand extends CredentialedCommand<ServiceOptions> {
   }
 }
 
-function printTable(accounts: ServiceAccount[], terminal: Terminal): void {
+/** Active and not yet expired, but within 14 days of it: time to rotate or re-mint. */
+function expiresSoon(account: ServiceAccount, now: number): boolean {
+  return account.revoked_at === null && account.expires_at !== null && account.expires_at > now && account.expires_at - now <= EXPIRES_SOON_SECONDS;
+}
+
+function status(account: ServiceAccount & { expires_soon: boolean }): string {
+  if (account.revoked_at !== null) {
+    return 'revoked';
+  }
+  if (account.expires_at !== null && account.expires_at <= Date.now() / 1000) {
+    return 'expired';
+  }
+  return account.expires_soon ? 'expires soon' : 'active';
+}
+
+function printTable(accounts: (ServiceAccount & { expires_soon: boolean })[], terminal: Terminal): void {
   if (accounts.length === 0) {
     terminal.line('No service accounts.');
     return;
@@ -83,7 +107,7 @@ function printTable(accounts: ServiceAccount[], terminal: Terminal): void {
     account.scopes.join(','),
     account.expires_at === null ? 'never' : formatTime(account.expires_at),
     formatTime(account.last_used_at),
-    account.revoked_at === null ? 'active' : 'revoked',
+    status(account),
   ]);
   printColumns(['Name', 'Token', 'Scopes', 'Expires', 'Last used', 'Status'], rows, terminal);
 }
@@ -123,10 +147,54 @@ export class TokensRevokeCommand extends CredentialedCommand<ServiceOptions> {
   }
 }
 
+@SubCommand({
+  name: 'rotate',
+  arguments: '<name>',
+  description: 'Give a service account a new token (shown once); the old one keeps working for the grace period',
+})
+export class TokensRotateCommand extends CredentialedCommand<RotateOptions> {
+  protected async execute([name]: string[], options: RotateOptions, terminal: Terminal): Promise<number> {
+    const grace = options.grace ?? DEFAULT_GRACE_SECONDS;
+    const descriptor = await targetService(options, readCliEnv(), terminal);
+    // The new token travels back over this connection even on an instance without auth.
+    refusePlaintextCredential(descriptor.url, Boolean(options.allowHttp), 'the admin credential and the new token');
+    const api = await accountsApi(descriptor, options, terminal);
+    const account = await api.findActive(name);
+    if (!account) {
+      throw new CliError(`No service account named '${name}' found.`, 'List them with: svc tokens list');
+    }
+    const progress = terminal.progress(`Rotating service account '${name}'`);
+    let rotated;
+    try {
+      rotated = await api.rotate(account, grace);
+    } catch (error) {
+      progress.fail();
+      throw error;
+    }
+    progress.succeed(`Rotated service account '${name}'`);
+    terminal.document(rotated);
+    const previous = `The previous token (${sanitize(account.token_prefix)}…)`;
+    terminal.line(
+      grace === 0
+        ? `${previous} has stopped working.`
+        : `${previous} keeps working for ${formatDuration(grace)}, until ${formatTime(Math.floor(Date.now() / 1000) + grace)}.`,
+    );
+    terminal.line('');
+    terminal.line(terminal.color.bold('New token (shown once; store it now):'));
+    terminal.line(rotated.token);
+    return 0;
+  }
+
+  @Option({ flags: '--grace <duration>', description: "How long the old token keeps working: '30s', '15m', '1h', '1d' or seconds, at most 1d (default 1h)" })
+  parseGrace(value: string): number {
+    return parseGrace(value);
+  }
+}
+
 @Command({
   name: 'tokens',
   description: 'Manage service-account tokens',
-  subCommands: [TokensCreateCommand, TokensListCommand, TokensRevokeCommand],
+  subCommands: [TokensCreateCommand, TokensListCommand, TokensRevokeCommand, TokensRotateCommand],
 })
 export class TokensCommand extends CommandRunner {
   async run(): Promise<void> {

@@ -4,6 +4,17 @@ import { CreateSchedules1764100000001 } from './1764100000001-CreateSchedules';
 import { SlimQueueJobIndexes1764200000001 } from './1764200000001-SlimQueueJobIndexes';
 import { ScheduleOwners1764300000001 } from './1764300000001-ScheduleOwners';
 import { RunModelUsage1764400000001 } from './1764400000001-RunModelUsage';
+import { ServiceAccountRotation1764500000001 } from './1764500000001-ServiceAccountRotation';
+import { SchedulePolicies1764600000001 } from './1764600000001-SchedulePolicies';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
-export const MIGRATIONS = [CreateServiceAccounts1763800000000, CreateRunsAndQueue1764000000001, CreateSchedules1764100000001, SlimQueueJobIndexes1764200000001, ScheduleOwners1764300000001, RunModelUsage1764400000001];
+export const MIGRATIONS = [
+  CreateServiceAccounts1763800000000,
+  CreateRunsAndQueue1764000000001,
+  CreateSchedules1764100000001,
+  SlimQueueJobIndexes1764200000001,
+  ScheduleOwners1764300000001,
+  RunModelUsage1764400000001,
+  ServiceAccountRotation1764500000001,
+  SchedulePolicies1764600000001,
+];

@@ -5,9 +5,11 @@ import { Principal } from '@app/access';
 import { McpTool, McpToolset } from '@app/mcp';
 import { Page } from '@app/pagination';
 import {
+  CATCHUP_POLICIES,
   CreateScheduleDto,
   ListScheduleRunsQuery,
   ListSchedulesQuery,
+  OVERLAP_POLICIES,
   ScheduleDto,
   ScheduleIdParams,
   ScheduleRunDto,
@@ -28,6 +30,9 @@ const fields = {
   max_retries: z.number().int().optional().describe('Attempts after the first, 0 to 10'),
   retry_delay_seconds: z.number().int().optional().describe('Wait before each retry, 1 to 3600'),
   enabled: z.boolean().optional(),
+  overlap_policy: z.enum(OVERLAP_POLICIES).optional().describe('While the previous fire is in flight: skip (default), allow, or buffer_one'),
+  catchup_policy: z.enum(CATCHUP_POLICIES).optional().describe('Slots missed while no worker ran: once (default), skip, or all (at most catchup_limit)'),
+  catchup_limit: z.number().int().optional().describe('With catchup_policy all: 1 to 100 (default 10)'),
 };
 
 /** Schedules call an endpoint of this service on a cron expression, with the rights of their owner (whoever created or last changed them). */
@@ -74,7 +79,14 @@ export class ScheduleTools {
     name: 'update_schedule',
     mirrors: 'PATCH /schedules/:schedule_id',
     description: 'Update a schedule; fields left out are untouched. enabled=false pauses it. You become its owner: it fires with your rights. Another principal\'s schedule needs platform:admin.',
-    input: z.object({ schedule_id: scheduleId, name: z.string().optional(), cron_expr: z.string().optional(), endpoint: z.string().optional(), ...fields }),
+    input: z.object({
+      schedule_id: scheduleId,
+      name: z.string().optional(),
+      cron_expr: z.string().optional(),
+      endpoint: z.string().optional(),
+      ...fields,
+      disabled_reason: z.string().nullable().optional().describe('With enabled=false: why it is paused (max 500 characters)'),
+    }),
   })
   async update(principal: Principal, args: Record<string, unknown>): Promise<ScheduleDto> {
     const { schedule_id, ...changes } = args;

@@ -1,0 +1,145 @@
+import helmet from '@fastify/helmet';
+import { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { FastifyReply, FastifyRequest } from 'fastify';
+import helmetHeaders, { HelmetOptions } from 'helmet';
+
+import { AuthMode } from '@app/auth';
+import { Env, isLoopbackHost } from '@app/config';
+
+/**
+ * What the api's responses allow a browser to do with them. Swagger UI at /docs is the only HTML the api
+ * serves: its page loads swagger-ui-bundle.js, the preset and swagger-ui-init.js from /docs itself (no
+ * inline script), and carries inline <style> blocks and style attributes (hence 'unsafe-inline' for
+ * styles only), and its CSS draws icons from data: URLs. "Try it out" fetches this origin. Nothing may
+ * frame any response (clickjacking), and forms and <base> cannot point elsewhere.
+ */
+export const CONTENT_SECURITY_POLICY = {
+  defaultSrc: ["'self'"],
+  scriptSrc: ["'self'"],
+  styleSrc: ["'self'", "'unsafe-inline'"],
+  imgSrc: ["'self'", 'data:'],
+  fontSrc: ["'self'", 'data:'],
+  connectSrc: ["'self'"],
+  objectSrc: ["'none'"],
+  frameAncestors: ["'none'"],
+  baseUri: ["'none'"],
+  formAction: ["'self'"],
+};
+
+/**
+ * Security headers on every response, from @fastify/helmet: nosniff, no Referer, no framing
+ * (X-Frame-Options: DENY and frame-ancestors 'none'), the CSP above. No Strict-Transport-Security and no
+ * upgrade-insecure-requests: the api speaks plain HTTP and TLS belongs to whatever terminates it, which
+ * decides about HSTS for its whole host name.
+ */
+const SECURITY_HEADERS: HelmetOptions = {
+  contentSecurityPolicy: { useDefaults: false, directives: CONTENT_SECURITY_POLICY },
+  frameguard: { action: 'deny' },
+  referrerPolicy: { policy: 'no-referrer' },
+  strictTransportSecurity: false,
+};
+
+async function registerSecurityHeaders(app: NestFastifyApplication): Promise<void> {
+  await app.register(helmet, SECURITY_HEADERS);
+}
+
+const setSecurityHeaders = helmetHeaders(SECURITY_HEADERS);
+
+/**
+ * The same headers for a reply that no hook sees: Fastify answers a malformed URL from its router
+ * (the adapter's frameworkErrors), before any onRequest hook runs.
+ */
+export function addSecurityHeaders(reply: FastifyReply): void {
+  setSecurityHeaders(reply.request.raw, reply.raw, () => undefined);
+}
+
+/**
+ * Probes that must answer whatever Host they send: Kubernetes' httpGet probes address the pod IP. They
+ * carry no data worth a rebinding attack (liveness, and readiness with the database's state).
+ */
+const HOST_CHECK_EXEMPT = new Set(['/health', '/readyz']);
+
+/**
+ * The Host names an instance without authentication answers, against DNS rebinding: a page on
+ * evil.example whose name is re-pointed at 127.0.0.1 (or at this instance's address) is same-origin
+ * with its own scripts, which could otherwise drive an open instance from a victim's browser. Allowed:
+ * a loopback name or address (localhost, 127.0.0.0/8, [::1]) on any port, and PUBLIC_URL's host and port
+ * (by default http://HOST:PORT). Null when any Host is answered (an auth mode: credentials protect it).
+ */
+export function hostRule(env: Env, mode: AuthMode): ((host: string | undefined) => boolean) | null {
+  if (mode !== 'none') {
+    return null;
+  }
+  const publicUrl = new URL(env.publicUrl);
+  return (host) => {
+    if (!host) {
+      return false;
+    }
+    let given: URL;
+    try {
+      // Parsed as a URL of PUBLIC_URL's scheme: names are lower-cased, IPv4 spellings and default ports
+      // normalised, so `Platform.Example:443` matches https://platform.example.
+      given = new URL(`${publicUrl.protocol}//${host}`);
+    } catch {
+      return false;
+    }
+    if (given.username || given.password || given.pathname !== '/' || given.search || given.hash) {
+      return false;
+    }
+    return isLoopbackHost(given.hostname) || given.host === publicUrl.host;
+  };
+}
+
+/**
+ * Requests with an empty body carry no body, whatever their Content-Type says: many clients send
+ * `Content-Type: application/json` on every request, and a route without a body must not answer 400 for
+ * it. A route that needs a body sees exactly what a request without one gives it (its validation error).
+ */
+function acceptEmptyBodies(app: NestFastifyApplication, bodyLimit: number): void {
+  const fastify = app.getHttpAdapter().getInstance();
+  // Content-Length: 0 with any Content-Type: Fastify then treats the request as bodiless, as without
+  // the header, and no content-type parser runs (so no 400 "empty JSON" and no 415).
+  fastify.addHook('onRequest', async (request) => {
+    const headers = request.raw.headers;
+    if (headers['content-length'] === '0' && headers['transfer-encoding'] === undefined) {
+      delete headers['content-type'];
+    }
+  });
+  // A chunked body that turns out empty reaches the JSON parser: undefined, as above. Anything else
+  // goes to Fastify's own parser (prototype-poisoning checks included), so malformed JSON stays a 400.
+  const { onProtoPoisoning, onConstructorPoisoning } = fastify.initialConfig as { onProtoPoisoning?: 'error'; onConstructorPoisoning?: 'error' };
+  const parseJson = fastify.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error');
+  app.useBodyParser('application/json', { bodyLimit }, (request, body, done) => {
+    if (body.length === 0) {
+      done(null, undefined);
+      return;
+    }
+    parseJson(request as FastifyRequest, body.toString('utf8'), done);
+  });
+}
+
+function refuseForeignHosts(app: NestFastifyApplication, env: Env, mode: AuthMode): void {
+  const allowed = hostRule(env, mode);
+  if (!allowed) {
+    return;
+  }
+  app.getHttpAdapter().getInstance().addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    if (HOST_CHECK_EXEMPT.has(request.url.split('?')[0]) || allowed(request.headers.host)) {
+      return;
+    }
+    const host = String(request.headers.host ?? '').slice(0, 100);
+    request.log.warn({ host }, 'refused a request for a Host this open instance does not serve');
+    return reply.code(403).send({
+      detail:
+        `Host '${host}' is not allowed on an instance without authentication; ` +
+        'set PUBLIC_URL to the address clients use, or configure OS_SECURITY_KEY or a JWT key',
+    });
+  });
+}
+
+/** The rules every route shares, registered before any route or plugin so that they reach all of them. */
+export async function registerHttpSurface(app: NestFastifyApplication, env: Env, mode: AuthMode, bodyLimit: number): Promise<void> {
+  await registerSecurityHeaders(app);
+  refuseForeignHosts(app, env, mode);
+  acceptEmptyBodies(app, bodyLimit);
+}

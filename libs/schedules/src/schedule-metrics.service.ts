@@ -1,0 +1,34 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { Counter, Registry } from 'prom-client';
+import { DataSource } from 'typeorm';
+
+import { SKIP_REASONS } from './schedule-run.entity';
+
+/**
+ * Schedule figures for /metrics, read from PostgreSQL at scrape time so every api replica reports
+ * every worker's fires. A fire skipped because its schedule was disabled first has no policy reason:
+ * it is counted as `disabled`.
+ */
+@Injectable()
+export class ScheduleMetricsService {
+  readonly registry = new Registry();
+  private readonly skipped = new Counter({
+    name: 'schedule_fires_skipped_total',
+    help: 'Schedule fires that did not happen, by reason: overlap, missed, buffer_full (policies), disabled',
+    labelNames: ['reason'],
+    registers: [this.registry],
+  });
+
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  async refresh(): Promise<void> {
+    const rows: { reason: string | null; total: number }[] = await this.db.query(
+      `SELECT reason, count(*)::int AS total FROM schedule_runs WHERE status = 'skipped' GROUP BY reason`,
+    );
+    this.skipped.reset();
+    for (const reason of [...SKIP_REASONS, 'disabled']) {
+      this.skipped.inc({ reason }, rows.find((row) => (row.reason ?? 'disabled') === reason)?.total ?? 0);
+    }
+  }
+}

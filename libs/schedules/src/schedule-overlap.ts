@@ -1,0 +1,55 @@
+import { EntityManager } from 'typeorm';
+
+import { OverlapPolicy } from './schedule.entity';
+import { SkipReason } from './schedule-run.entity';
+
+/** What a schedule has going when a new fire of it is created. */
+export interface FireState {
+  /** A fire is running (a targeted fire runs until the run it started ends), or the latest fire gave up following a run that is not final. */
+  running: boolean;
+  /** Fires queued and not yet started. */
+  queued: number;
+}
+
+/**
+ * Per schedule: is a fire of it running, and how many wait? One statement for any number of
+ * schedules; the partial index on (schedule_id) for queued and running fires serves it.
+ */
+export async function fireStates(manager: EntityManager, scheduleIds: string[]): Promise<Map<string, FireState>> {
+  const rows: { id: string; running: boolean; queued: number }[] = await manager.query(
+    `SELECT s.id,
+            EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id AND r.status = 'running')
+            OR EXISTS (SELECT 1 FROM queue_jobs j
+                       WHERE j.id::text = (SELECT r.run_id FROM schedule_runs r WHERE r.schedule_id = s.id AND r.status IN ('success', 'failed')
+                                           ORDER BY r.completed_at DESC LIMIT 1)
+                         AND j.status IN ('queued', 'running', 'paused')) AS running,
+            (SELECT count(*)::int FROM schedule_runs r WHERE r.schedule_id = s.id AND r.status = 'queued') AS queued
+     FROM unnest($1::uuid[]) AS s(id)`,
+    [scheduleIds],
+  );
+  return new Map(rows.map((row) => [row.id, { running: row.running, queued: row.queued }]));
+}
+
+/**
+ * Which of `count` new fires (oldest first) are queued and which are skipped, by the schedule's
+ * overlap policy. A fire overlaps while another fire of the schedule runs or waits. Fires created
+ * together (a catch-up's missed slots) are a backlog, not an overlap: queued fires of a schedule
+ * that does not `allow` overlap start one at a time (see the worker's claim).
+ */
+export function admit(policy: OverlapPolicy, state: FireState, count: number): (SkipReason | null)[] {
+  const busy = state.running || state.queued > 0;
+  if (policy === 'allow' || !busy) {
+    return Array<SkipReason | null>(count).fill(null);
+  }
+  if (policy === 'skip') {
+    return Array<SkipReason | null>(count).fill('overlap');
+  }
+  // buffer_one: one may wait for the fire in flight; it is the newest, the rest are dropped.
+  return Array.from({ length: count }, (_, index): SkipReason | null => (state.queued === 0 && index === count - 1 ? null : 'buffer_full'));
+}
+
+export const SKIP_ERRORS: Record<SkipReason, string> = {
+  overlap: 'The previous fire was still in flight (overlap_policy skip)',
+  buffer_full: 'A fire was already waiting for the previous one (overlap_policy buffer_one)',
+  missed: 'Slot missed while no worker ran; not fired (catchup_policy)',
+};

@@ -1,0 +1,162 @@
+import { request as httpRequest } from 'node:http';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase } from '../support/database';
+import { expectErrorBody } from '../support/error-bodies';
+import { ApiResponse, call } from '../support/http';
+import { mintAccount, ROOT_KEY } from '../support/principals';
+import { RunningApi, startApi } from '../support/processes';
+
+/**
+ * The HTTP surface every route shares: how an empty body is read, which Host names an instance without
+ * authentication answers (DNS rebinding), and the headers every response carries.
+ */
+
+/** One raw request with exactly the headers given (fetch will not send a chosen Host header). */
+function rawRequest(baseUrl: string, method: string, path: string, headers: Record<string, string>, body?: string): Promise<ApiResponse> {
+  const url = new URL(path, baseUrl);
+  return new Promise((resolve, reject) => {
+    const request = httpRequest({ host: url.hostname, port: url.port, method, path: url.pathname + url.search, headers }, (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (text += chunk));
+      response.on('end', () => {
+        const responseHeaders = new Headers();
+        for (const [name, value] of Object.entries(response.headers)) {
+          if (value !== undefined) {
+            responseHeaders.set(name, Array.isArray(value) ? value.join(', ') : value);
+          }
+        }
+        const parsed = (response.headers['content-type'] ?? '').includes('json') && text ? JSON.parse(text) : text;
+        resolve({ status: response.statusCode ?? 0, body: parsed, headers: responseHeaders, text });
+      });
+    });
+    request.on('error', reject);
+    if (body !== undefined) {
+      request.write(body);
+    }
+    request.end();
+  });
+}
+
+const PUBLIC_HOST = 'platform.example.test:8443';
+
+describe('the HTTP surface', () => {
+  /** Auth mode none, with a PUBLIC_URL. */
+  let open: RunningApi;
+  /** Auth mode security_key. */
+  let keyed: RunningApi;
+
+  beforeAll(async () => {
+    const [openDatabase, keyedDatabase] = await Promise.all([createTestDatabase(), createTestDatabase()]);
+    [open, keyed] = await Promise.all([
+      startApi({ DATABASE_URL: openDatabase, PUBLIC_URL: `https://${PUBLIC_HOST}`, MCP_ENABLED: 'true' }),
+      startApi({ DATABASE_URL: keyedDatabase, OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true' }),
+    ]);
+  });
+  afterAll(async () => {
+    await Promise.all([open?.stop(), keyed?.stop()]);
+  });
+
+  it('a JSON client\'s empty body is accepted on routes without a body', async () => {
+    const account = await mintAccount(keyed.url, ROOT_KEY);
+    const unknownId = '00000000-0000-4000-8000-000000000000';
+    const auth = { authorization: `Bearer ${ROOT_KEY}` };
+    const routes: [string, string][] = [
+      ['POST', `/queue/jobs/${unknownId}/requeue`],
+      ['POST', `/schedules/${unknownId}/trigger`],
+      ['POST', `/agents/no-such-agent/runs/${unknownId}/cancel`],
+      ['DELETE', `/schedules/${unknownId}`],
+    ];
+    const emptyBodies: Record<string, string>[] = [
+      { 'content-type': 'application/json', 'content-length': '0' },
+      { 'content-type': 'application/json; charset=utf-8', 'transfer-encoding': 'chunked' },
+      { 'content-type': 'text/plain', 'content-length': '0' },
+    ];
+    for (const headers of emptyBodies) {
+      for (const [method, path] of routes) {
+        const response = await rawRequest(keyed.url, method, path, { ...auth, ...headers });
+        // The route itself answered: the id is unknown.
+        expectErrorBody(response, 404);
+      }
+      const revoked = await rawRequest(keyed.url, 'DELETE', `/service-accounts/${account.id}`, { ...auth, ...headers });
+      expect(revoked.status, revoked.text).toBeLessThan(300);
+    }
+    // A route that needs a body answers an empty one as it answers a missing one: the validation body.
+    const missing = await rawRequest(keyed.url, 'POST', '/service-accounts', auth);
+    const empty = await rawRequest(keyed.url, 'POST', '/service-accounts', { ...auth, 'content-type': 'application/json', 'content-length': '0' });
+    expect(missing.status, missing.text).toBe(422);
+    expect(empty.status, empty.text).toBe(422);
+    expect(empty.body).toEqual(missing.body);
+    // Malformed JSON is still a clear 400 with the error body.
+    const malformed = await call(keyed.url, 'POST', '/service-accounts', { token: ROOT_KEY, raw: { body: '{"name":', contentType: 'application/json' } });
+    expectErrorBody(malformed, 400);
+    expect(malformed.body.detail).toMatch(/not valid JSON/);
+  });
+
+  it('a rebound DNS name cannot reach an open instance', async () => {
+    for (const path of ['/info', '/docs', '/openapi.json', '/service-accounts', '/no-such-route']) {
+      const response = await rawRequest(open.url, 'GET', path, { host: 'evil.example' });
+      expectErrorBody(response, 403);
+      expect(response.body.detail).toContain("Host 'evil.example' is not allowed");
+      expect(response.body.detail).toContain('PUBLIC_URL');
+      expect(response.body.detail).toContain('OS_SECURITY_KEY');
+    }
+    const mcp = await rawRequest(
+      open.url,
+      'POST',
+      '/mcp',
+      { host: 'evil.example:7777', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    );
+    expectErrorBody(mcp, 403);
+    // A name that only looks like loopback, and PUBLIC_URL's name on another port, are foreign too.
+    for (const host of ['127.0.0.1.evil.example', 'localhost.evil.example', 'platform.example.test', 'platform.example.test:9999']) {
+      expectErrorBody(await rawRequest(open.url, 'GET', '/info', { host }), 403);
+    }
+  });
+
+  it('an open instance still answers loopback names, PUBLIC_URL\'s host and health probes', async () => {
+    const port = new URL(open.url).port;
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'localhost', '127.0.0.2', '[::1]:7777', `LOCALHOST:${port}`, PUBLIC_HOST]) {
+      const response = await rawRequest(open.url, 'GET', '/info', { host });
+      expect(response.status, `${host}: ${response.text}`).toBe(200);
+    }
+    // Kubernetes probes send the pod IP as Host.
+    for (const path of ['/health', '/readyz']) {
+      const response = await rawRequest(open.url, 'GET', path, { host: '10.1.2.3:7777' });
+      expect(response.status, `${path}: ${response.text}`).toBe(200);
+    }
+  });
+
+  it('an instance with authentication answers any Host', async () => {
+    const response = await rawRequest(keyed.url, 'GET', '/service-accounts', { host: 'evil.example', authorization: `Bearer ${ROOT_KEY}` });
+    expect(response.status, response.text).toBe(200);
+    expect((await rawRequest(keyed.url, 'GET', '/info', { host: 'evil.example' })).status).toBe(200);
+  });
+
+  it('responses forbid framing and MIME sniffing', async () => {
+    const port = new URL(open.url).port;
+    const responses = [
+      await rawRequest(open.url, 'GET', '/health', { host: `127.0.0.1:${port}` }),
+      await rawRequest(open.url, 'GET', '/docs', { host: `127.0.0.1:${port}` }),
+      await rawRequest(open.url, 'GET', '/no-such-route', { host: `127.0.0.1:${port}` }),
+      await rawRequest(open.url, 'GET', '/info', { host: 'evil.example' }),
+      await rawRequest(open.url, 'GET', '/%E0%A4%A', { host: `127.0.0.1:${port}` }),
+      await call(keyed.url, 'GET', '/service-accounts'),
+      await call(keyed.url, 'POST', '/service-accounts', { token: ROOT_KEY, raw: { body: '{', contentType: 'application/json' } }),
+    ];
+    for (const response of responses) {
+      const headers = response.headers;
+      expect(headers.get('x-content-type-options'), response.text).toBe('nosniff');
+      expect(headers.get('x-frame-options')).toBe('DENY');
+      expect(headers.get('referrer-policy')).toBe('no-referrer');
+      const csp = headers.get('content-security-policy') ?? '';
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(csp).toContain("default-src 'self'");
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).not.toMatch(/script-src[^;]*unsafe/);
+    }
+  });
+});

@@ -1,0 +1,128 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import puppeteer, { Browser, Page } from 'puppeteer-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase } from '../support/database';
+import { ROOT_KEY } from '../support/principals';
+import { RunningApi, startApi } from '../support/processes';
+
+/**
+ * Swagger UI at /docs in a real browser: it works under the api's Content-Security-Policy, and the
+ * credential pasted into Authorize is used for "Try it out" but never written to the browser's storage,
+ * where it would outlive the tab and any script on this origin could read it.
+ *
+ * Debian's chromium (apt-get install chromium); without it the test is skipped. Set
+ * SWAGGER_UI_SCREENSHOT=/path.png to keep a screenshot of the page after "Execute".
+ */
+const CHROMIUM = '/usr/bin/chromium';
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium) {
+  console.warn(`test/security/swagger-ui.spec.ts skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`);
+}
+
+/** No network here: these keep chromium from reaching for outside hosts. */
+const CHROMIUM_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-dev-shm-usage',
+];
+
+describe.skipIf(!haveChromium)('Swagger UI in a browser', () => {
+  let api: RunningApi;
+  let browser: Browser;
+  let profile: string;
+
+  beforeAll(async () => {
+    profile = mkdtempSync(join(tmpdir(), 'swagger-ui-chromium-'));
+    [api, browser] = await Promise.all([
+      startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'false' }),
+      puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_FLAGS, `--user-data-dir=${profile}`] }),
+    ]);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await api?.stop();
+    if (profile) {
+      rmSync(profile, { recursive: true, force: true });
+    }
+  });
+
+  /** Console errors, page errors, failed requests and CSP violations, as the page reports them. */
+  async function watch(page: Page): Promise<string[]> {
+    const problems: string[] = [];
+    page.on('console', (message) => {
+      // Swagger UI's own deprecation notice about its deep-link format is no fault of the page.
+      if (/^Deprecated: /.test(message.text())) {
+        return;
+      }
+      if (message.type() === 'error' || /Content.Security.Policy/i.test(message.text())) {
+        problems.push(`console: ${message.text()}`);
+      }
+    });
+    page.on('pageerror', (error) => problems.push(`page error: ${(error as Error).message}`));
+    page.on('requestfailed', (request) => problems.push(`request failed: ${request.url()} ${request.failure()?.errorText}`));
+    await page.exposeFunction('reportViolation', (text: string) => problems.push(`CSP violation: ${text}`));
+    // Browser-side code as source text: the tests compile without the DOM's types.
+    await page.evaluateOnNewDocument(`
+      document.addEventListener('securitypolicyviolation', (event) => {
+        window.reportViolation(event.violatedDirective + ' blocked ' + (event.blockedURI || 'inline') + ' (' + event.sourceFile + ':' + event.lineNumber + ')');
+      });
+    `);
+    return problems;
+  }
+
+  it('authorizes, runs GET /service-accounts, keeps the credential out of storage, and breaks no CSP rule', async () => {
+    const page = await browser.newPage();
+    const problems = await watch(page);
+    await page.setViewport({ width: 1280, height: 1400 });
+    const response = await page.goto(`${api.url}/docs`, { waitUntil: 'networkidle0' });
+    expect(response?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
+
+    await page.locator('.auth-wrapper button.authorize').click();
+    await page.locator('.dialog-ux .auth-container input#auth-bearer-value').fill(ROOT_KEY);
+    await page.locator('.dialog-ux .auth-btn-wrapper button[aria-label="Apply credentials"]').click();
+    // Authorized: the dialog shows "Authorized" and offers Logout instead of Authorize.
+    await page.locator('.dialog-ux .auth-btn-wrapper button[aria-label="Remove authorization"]').wait();
+    await page.locator('.dialog-ux button.btn-done').click();
+    await page.waitForSelector('.dialog-ux', { hidden: true });
+
+    const operation = '.opblock-get:has(.opblock-summary-path[data-path="/service-accounts"])';
+    await page.locator(`${operation} .opblock-summary-control`).click();
+    await page.locator(`${operation} .try-out__btn`).click();
+    await page.locator(`${operation} button.execute`).click();
+    const status = await page.waitForSelector(`${operation} .live-responses-table .response .response-col_status`);
+    expect((await status!.evaluate((cell) => cell.textContent ?? '')).trim()).toBe('200');
+    // The request the page sent carried the credential (it lives in the page's memory only).
+    const curl = await page.$eval(`${operation} .curl-command`, (element) => element.textContent ?? '');
+    expect(curl).toContain(`Authorization: Bearer ${ROOT_KEY}`);
+
+    if (process.env.SWAGGER_UI_SCREENSHOT) {
+      await status!.scrollIntoView();
+      await page.screenshot({ path: process.env.SWAGGER_UI_SCREENSHOT as `${string}.png`, fullPage: false });
+    }
+
+    const stored = String(
+      await page.evaluate(`(() => {
+        const dump = (storage) => Object.fromEntries(Object.keys(storage).map((key) => [key, storage.getItem(key)]));
+        return JSON.stringify({ local: dump(localStorage), session: dump(sessionStorage), cookies: document.cookie });
+      })()`),
+    );
+    expect(stored).not.toContain(ROOT_KEY);
+    // A reload forgets the authorization: nothing restored it from storage.
+    await page.reload({ waitUntil: 'networkidle0' });
+    await page.locator('.auth-wrapper button.authorize').wait();
+    expect(await page.$('.auth-wrapper button.authorize.locked')).toBeNull();
+
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+});
