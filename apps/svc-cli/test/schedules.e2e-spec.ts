@@ -116,18 +116,17 @@ describe('svc schedules against a live api and worker', () => {
     expect(await read(schedule.id)).toMatchObject({ enabled: true, next_run_at: expect.any(Number), disabled_reason: null });
   });
 
-  it('pause --reason records the reason where the api takes disabled_reason, and never drops it silently', async () => {
+  it('pause --reason records disabled_reason; resume clears it', async () => {
     const schedule = await createSchedule();
     const run = await runCli(['schedules', 'pause', schedule.id, '--reason', 'vendor outage', '--json'], sandbox, { env: asAdmin });
     expect(run.code, run.stderr).toBe(0);
     const body = run.json();
-    expect(body.schedule).toMatchObject({ id: schedule.id, enabled: false });
-    if (body.schedule.disabled_reason === 'vendor outage') {
-      expect(Object.keys(body)).toEqual(['schedule']);
-    } else {
-      // An api without disabled_reason on PATCH ignores it: the CLI says so.
-      expect(body.warning).toBe('The service did not record the reason (it does not accept disabled_reason).');
-    }
+    expect(body).toEqual({ schedule: expect.objectContaining({ id: schedule.id, enabled: false, disabled_reason: 'vendor outage' }) });
+    const text = await runCli(['schedules', 'get', schedule.id], sandbox, { env: asAdmin });
+    expect(text.stdout).toMatch(/^Disabled reason:\s+vendor outage$/m);
+    const again = await runCli(['schedules', 'pause', schedule.id, '--reason', 'still out'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+    expect(again.stdout).toBe(`Paused schedule '${schedule.name}' (${schedule.id}). Reason: still out\n`);
+    expect(again.stderr).not.toContain('Warning');
     const resumed = await runCli(['schedules', 'resume', schedule.id, '--json'], sandbox, { env: asAdmin });
     expect(resumed.json().schedule).toMatchObject({ enabled: true, disabled_reason: null });
   });

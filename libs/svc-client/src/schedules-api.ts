@@ -24,6 +24,10 @@ export interface Schedule {
   target_type: string | null;
   target_id: string | null;
   disabled_reason: string | null;
+  /** Policies of services that have them: what a fire does while the previous one runs, and with missed slots. */
+  overlap_policy?: string;
+  catchup_policy?: string;
+  catchup_limit?: number;
   created_at: number;
   updated_at: number;
   [field: string]: unknown;
@@ -46,6 +50,8 @@ export interface ScheduleRun {
   schedule_id: string;
   trigger: string;
   status: string;
+  /** Why a policy skipped the fire (`overlap`, `missed`, `buffer_full`), on services that have policies. */
+  reason?: string | null;
   due_at: number;
   started_at: number | null;
   completed_at: number | null;

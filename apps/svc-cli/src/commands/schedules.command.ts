@@ -38,6 +38,10 @@ function printSchedule(schedule: Schedule, terminal: Terminal): void {
       ['Description', cell(schedule.description, 500)],
       ['Timeout', `${schedule.timeout_seconds}s`],
       ['Retries', `${schedule.max_retries} (every ${schedule.retry_delay_seconds}s)`],
+      ...(schedule.overlap_policy === undefined ? [] : ([['Overlap', cell(schedule.overlap_policy)]] as [string, string][])),
+      ...(schedule.catchup_policy === undefined
+        ? []
+        : ([['Catch-up', `${cell(schedule.catchup_policy)}${schedule.catchup_policy === 'all' ? ` (at most ${schedule.catchup_limit})` : ''}`]] as [string, string][])),
       ['Payload', schedule.payload === null ? '-' : sanitize(JSON.stringify(schedule.payload))],
       ['Created', formatSeconds(schedule.created_at)],
       ['Updated', formatSeconds(schedule.updated_at)],
@@ -119,14 +123,14 @@ export class SchedulesRunsCommand extends CredentialedCommand<RunsOptions> {
     const rows = runs.map((fire) => [
       fire.id,
       cell(fire.trigger, 10),
-      cell(fire.status, 10),
+      fire.reason ? `${cell(fire.status, 10)} (${cell(fire.reason, 12)})` : cell(fire.status, 10),
       formatSeconds(fire.due_at),
       fire.status_code === null ? '-' : String(fire.status_code),
       String(fire.attempts.length),
       fire.run_id === null ? '-' : `${fire.run_id}${fire.run_status ? ` (${cell(fire.run_status, 12)})` : ''}`,
       cell(fire.error, 50),
     ]);
-    printTable(['ID', 'Trigger', 'Status', 'Due', 'Code', 'Attempts', 'Run', 'Error'], rows, terminal, (text, column) => (column === 2 ? statusColour(terminal, text)(text) : text));
+    printTable(['ID', 'Trigger', 'Status', 'Due', 'Code', 'Attempts', 'Run', 'Error'], rows, terminal, (text, column) => (column === 2 ? statusColour(terminal, text.split(' ')[0])(text) : text));
     if (meta.total_count > runs.length) {
       terminal.note(`Showing ${runs.length} of ${meta.total_count}; raise --limit to see more.`);
     }
