@@ -1,12 +1,13 @@
 // `npm run bench`: every benchmark, one after another, printing markdown to paste into bench/RESULTS.md.
 import { benchAuth } from './auth.mjs';
+import { benchBulkRequeue } from './bulk-requeue.mjs';
 import { benchCliVersion } from './cli-version.mjs';
 import { benchModelStream } from './model-stream.mjs';
 import { benchQueue } from './queue.mjs';
 import { benchSchedules } from './schedules.mjs';
 
 const only = process.argv[2];
-const benches = { auth: benchAuth, queue: benchQueue, schedules: benchSchedules, 'cli-version': benchCliVersion, 'model-stream': benchModelStream };
+const benches = { auth: benchAuth, queue: benchQueue, schedules: benchSchedules, 'cli-version': benchCliVersion, 'model-stream': benchModelStream, 'bulk-requeue': benchBulkRequeue };
 
 for (const [name, run] of Object.entries(benches)) {
   if (!only || only === name) {
