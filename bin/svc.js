@@ -5,7 +5,7 @@ const { existsSync } = require('node:fs');
 const { join } = require('node:path');
 
 if (!existsSync(join(__dirname, '../dist/apps/svc-cli/src/main.js'))) {
-  process.stderr.write('svc: building this checkout first (tsc, about half a minute; once)\n');
+  process.stderr.write('svc: building this checkout first (tsc; once, a few seconds)\n');
   require('../scripts/build.cjs').build(['ignore', 2, 2]);
 }
 require('../dist/apps/svc-cli/src/main.js');
