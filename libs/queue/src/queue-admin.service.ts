@@ -3,15 +3,15 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { isUUID } from 'class-validator';
 import { EntityManager, Repository } from 'typeorm';
 
+import { Env } from '@app/config';
 import { toEpoch } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
 import { fetchPage, Page, toPage } from '@app/pagination';
-import { Env } from '@app/config';
 
 import { CancellationIntents } from './cancellation-intents';
+import { JOB_STATUSES, JobStatus } from './job-status';
 import { BULK_SKIPPED_SHOWN, BulkJobsDto, BulkJobsResultDto, JobDto, JobFilterDto, JobSortField, ListJobsQuery, QueueStatsDto, RequeueQuery, SkippedJobDto } from './job.dto';
 import { QueueJobEntity } from './job.entity';
-import { JOB_STATUSES, JobStatus } from './job-status';
 import { JOBS_READY_CHANNEL } from './notify';
 import { QueueErrorCode, QueueException } from './queue.exception';
 

@@ -4,9 +4,9 @@ import { DataScope, Principal } from '@app/access';
 import { toEpoch } from '@app/database';
 import { Page, toPage } from '@app/pagination';
 
+import { toRunDto } from './run-mapper';
 import { RunDto } from './run.dto';
 import { RunRepository } from './run.repository';
-import { toRunDto } from './run-mapper';
 import { RunErrorCode, RunException } from './runs.exception';
 import { ListSessionRunsQuery, ListSessionsQuery, SessionDto } from './session.dto';
 import { SessionEntity } from './session.entity';

@@ -4,8 +4,6 @@ import { IsIn, IsString, IsUUID } from 'class-validator';
 import { PageMeta, PageQuery } from '@app/pagination';
 import { BoolField, IntField, Optional, StringField } from '@app/validation';
 
-import { CATCHUP_POLICIES, CatchupPolicy, JsonObject, OVERLAP_POLICIES, OverlapPolicy } from './schedule.entity';
-import { SKIP_REASONS } from './schedule-run.entity';
 import {
   CronExpression,
   Description,
@@ -19,8 +17,10 @@ import {
   TimeoutSeconds,
   TimeZone,
 } from './schedule-fields';
+import { SKIP_REASONS } from './schedule-run.entity';
 import { SCHEDULE_RUN_SORT_FIELDS, SCHEDULE_SORT_FIELDS } from './schedule-sorting';
 import { TARGET_TYPES } from './schedule-target';
+import { CATCHUP_POLICIES, CatchupPolicy, JsonObject, OVERLAP_POLICIES, OverlapPolicy } from './schedule.entity';
 
 function PolicyField(values: readonly string[], description: string, fallback: string): PropertyDecorator {
   return (target, key) => {

@@ -1,9 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { LRUCache } from 'lru-cache';
 
 import { Env } from '@app/config';
 import { isDatabaseUnavailable } from '@app/database';
 
-import { LRUCache } from 'lru-cache';
 
 import { FailedLookupLimiter } from './failed-lookup-limiter';
 import { ServiceAccountRepository } from './service-account.repository';

@@ -22,7 +22,7 @@ export class ScopeGrantDto {
   @ApiPropertyOptional({ enum: ['allow'], default: 'allow', description: 'Token scopes are grants: only `allow` is accepted' })
   @Optional()
   @IsIn(['allow'])
-  effect: 'allow' = 'allow';
+  effect = 'allow' as const;
 }
 
 /** `"agents:run"` is shorthand for `{"scope": "agents:run"}`: responses list scopes as strings, so requests may too. */

@@ -1,7 +1,7 @@
 import type { ClientBase, Pool } from 'pg';
 
-import { JobPayload } from '../job.entity';
 import { JobStatus } from '../job-status';
+import { JobPayload } from '../job.entity';
 import { JOBS_READY_CHANNEL } from '../notify';
 import { ClaimedJob, ExpiredJob, JobOutcome } from './job-handler';
 
