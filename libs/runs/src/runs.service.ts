@@ -14,9 +14,9 @@ import { CancellationIntents, JobProducer, TERMINAL_STATUSES } from '@app/queue'
 import { Component, ComponentKind } from './component';
 import { ComponentRegistry } from './component.registry';
 import { RunExecutor, RunInput } from './run-executor';
-import { toRunDto } from './run-mapper';
 import { AcceptedRunDto, ComponentDto, IDEMPOTENCY_KEY_MAX, RunDto, RunEvent, StartRunDto } from './run.dto';
 import { RunEntity } from './run.entity';
+import { toRunDto } from './run.mapper';
 import { RUN_IDEMPOTENCY_CONSTRAINT, RunRepository } from './run.repository';
 import { RunErrorCode, RunException } from './runs.exception';
 import { SessionEntity } from './session.entity';
