@@ -43,7 +43,7 @@ export class FailedLookupLimiter {
 
   /** The limiter is a brake on guessing, not a gate: when its store fails, lookups go on and answer 401. */
   private failOpen(error: unknown): null {
-    this.logger.warn(`Failed-lookup limiter unavailable: ${error instanceof Error ? error.message : String(error)}`);
+    this.logger.warn({ err: error }, 'Failed-lookup limiter unavailable; lookups go on unthrottled');
     return null;
   }
 }

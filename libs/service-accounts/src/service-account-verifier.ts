@@ -123,7 +123,7 @@ export class ServiceAccountVerifier {
     }
     this.lastUsedWrites.set(accountId, true);
     this.accounts.touchLastUsed(accountId, clientIp).catch((error: unknown) => {
-      this.logger.warn(`Could not record last_used_at for ${accountId}: ${error instanceof Error ? error.message : String(error)}`);
+      this.logger.warn({ err: error, account_id: accountId }, 'Could not record last_used_at');
     });
   }
 }
