@@ -92,6 +92,24 @@ describe('schedule policies: overlap and catch-up (real worker, real HTTP)', () 
     expect(waiting.started_at!).toBeGreaterThanOrEqual(first.completed_at!);
   });
 
+  it('a long backlog of one schedule never holds back another schedule’s fire', async () => {
+    // 50 missed slots of a schedule whose fires run one at a time (each a 1 s run): 50 queued fires, more
+    // than a worker's claim window. Another schedule's trigger must still fire right away.
+    const minute = (new Date().getUTCMinutes() + 30) % 60;
+    const backlog = await create({ method: 'POST', endpoint: '/agents/sleep-agent/runs', payload: { message: '1', background: true }, cron_expr: `${minute} * * * *`, catchup_policy: 'all', catchup_limit: 50 });
+    await query(databaseUrl, `UPDATE schedules SET next_run_at = now() - interval '3 days' WHERE id = $1`, [backlog.id]);
+    await waitFor(async () => (await fires(backlog.id)).filter((fire) => fire.status === 'queued').length >= 40, 10_000, 'the backlog');
+    const other = await create({ method: 'GET', endpoint: '/health' });
+    const started = Date.now();
+    await trigger(other.id);
+    await settled(other.id, 1);
+    expect((await fires(other.id))[0]).toMatchObject({ status: 'success' });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    // Never two of the backlog at once.
+    expect((await fires(backlog.id)).filter((fire) => fire.status === 'running').length).toBeLessThanOrEqual(1);
+    await call(api.url, 'PATCH', `/schedules/${backlog.id}`, { token: ROOT_KEY, json: { enabled: false } });
+  });
+
   describe('catch-up after every worker was down across several slots', () => {
     /**
      * What a worker finds after an outage: five hourly slots passed while none ran. The slots fall half

@@ -75,11 +75,14 @@ export class RunExecutor {
 
 /**
  * One run's cancellation: the checkpoint a component calls, and the AbortSignal it may hold. The
- * signal (and the poll that notices a cancellation between checkpoints) exists only once read.
+ * signal (and the check that notices a cancellation between checkpoints) exists only once read.
+ * Only a cancellation (or a lost job) aborts it: a check that fails (the database is briefly away)
+ * is not a cancellation, and the next check tries again.
  */
 class Stop {
   private controller: AbortController | null = null;
-  private poll: NodeJS.Timeout | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private disposed = false;
   reason: string | null = null;
 
   constructor(
@@ -102,10 +105,7 @@ class Stop {
         this.abort(new JobStopped(String(outer.reason)));
       }
       outer?.addEventListener('abort', () => this.abort(new JobStopped(String(outer.reason))), { once: true });
-      if (this.reason === null) {
-        this.poll = setInterval(() => void this.checkpoint().catch(() => undefined), CANCEL_POLL_MS);
-        this.poll.unref();
-      }
+      this.schedule();
     }
     return this.controller.signal;
   }
@@ -114,15 +114,31 @@ class Stop {
     try {
       await this.check();
     } catch (error) {
-      this.abort(error as Error);
+      if (error instanceof RunCancelled || error instanceof JobStopped) {
+        this.abort(error);
+      }
       throw error;
     }
   }
 
   dispose(): void {
-    if (this.poll) {
-      clearInterval(this.poll);
+    this.disposed = true;
+    if (this.timer) {
+      clearTimeout(this.timer);
     }
+  }
+
+  /** The next background check, once the previous one has answered: never two at once, none after the run. */
+  private schedule(): void {
+    if (this.disposed || this.reason !== null) {
+      return;
+    }
+    this.timer = setTimeout(() => {
+      void this.checkpoint()
+        .catch(() => undefined)
+        .finally(() => this.schedule());
+    }, CANCEL_POLL_MS);
+    this.timer.unref();
   }
 
   private abort(error: Error): void {

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 
 import { nextRunAt } from './cron';
-import { admit, FireState, fireStates, SKIP_ERRORS } from './schedule-overlap';
+import { admit, fireInFlight, FireState, fireStates, SKIP_ERRORS } from './schedule-overlap';
 import { ScheduleAttempt, ScheduleRunStatus } from './schedule-run.entity';
 import { CatchupPolicy, JsonObject, OverlapPolicy } from './schedule.entity';
 
@@ -36,15 +36,22 @@ interface DueRow {
 
 /** A slot queued later than this after its time was missed (no worker ran): the catch-up policy decides. */
 export const MISSED_AFTER_MS = 60_000;
-/** Missed slots looked at, and skipped ones recorded, per schedule and recovery: bounded work after a long outage. */
-const MISSED_SLOTS_SEEN = 1000;
+/** Slots walked through per schedule and recovery (70 days of a per-minute schedule), and skipped ones recorded: bounded work after a long outage. */
+const MISSED_SLOTS_SEEN = 100_000;
 const MISSED_SLOTS_RECORDED = 100;
 
 /** Which due slots of one schedule fire now, and which are recorded as skipped (`missed`). */
 export function catchUp(row: Pick<DueRow, 'cron_expr' | 'timezone' | 'next_run_at' | 'catchup_policy' | 'catchup_limit'>, now: Date): { fire: Date[]; missed: Date[] } {
+  // Only the latest slots matter (fired, or recorded as missed), so only those are kept while walking to now.
+  const window = row.catchup_limit + MISSED_SLOTS_RECORDED;
   const slots: Date[] = [row.next_run_at];
-  for (let slot = nextRunAt(row.cron_expr, row.timezone, row.next_run_at); slot && slot <= now && slots.length < MISSED_SLOTS_SEEN; slot = nextRunAt(row.cron_expr, row.timezone, slot)) {
+  let seen = 1;
+  for (let slot = nextRunAt(row.cron_expr, row.timezone, row.next_run_at); slot && slot <= now && seen < MISSED_SLOTS_SEEN; slot = nextRunAt(row.cron_expr, row.timezone, slot)) {
     slots.push(slot);
+    seen += 1;
+    if (slots.length > window) {
+      slots.shift();
+    }
   }
   const isMissed = (slot: Date) => now.getTime() - slot.getTime() > MISSED_AFTER_MS;
   const latest = slots[slots.length - 1];
@@ -159,10 +166,16 @@ export class ScheduleDispatchRepository {
    */
   async claim(workerId: string, limit: number): Promise<ClaimedFire[]> {
     return this.db.transaction(async (manager) => {
+      // Only fires that could start: any of an `allow` schedule; of another, its oldest queued fire when none
+      // of it is in flight. Fires that must wait never fill the window and hold back other schedules.
       const queued: { id: string; schedule_id: string; overlap_policy: OverlapPolicy }[] = await manager.query(
         `SELECT r.id, r.schedule_id, s.overlap_policy FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
-         WHERE r.status = 'queued' ORDER BY r.due_at, r.id LIMIT $1 FOR UPDATE OF r SKIP LOCKED`,
-        [limit * 2],
+         WHERE r.status = 'queued'
+           AND (s.overlap_policy = 'allow'
+                OR (NOT EXISTS (SELECT 1 FROM schedule_runs o WHERE o.schedule_id = r.schedule_id AND o.status = 'queued' AND (o.due_at, o.id) < (r.due_at, r.id))
+                    AND NOT ${fireInFlight('r.schedule_id')}))
+         ORDER BY r.due_at, r.id LIMIT $1 FOR UPDATE OF r SKIP LOCKED`,
+        [limit],
       );
       const serial = [...new Set(queued.filter((fire) => fire.overlap_policy !== 'allow').map((fire) => fire.schedule_id))].sort();
       const locked: { id: string }[] = serial.length
@@ -192,7 +205,7 @@ export class ScheduleDispatchRepository {
          WHERE r.id = ANY ($2::uuid[]) AND s.id = r.schedule_id
          RETURNING r.id AS run_id, s.id AS schedule_id, s.method, s.endpoint, s.payload, s.timeout_seconds, s.max_retries,
                    s.retry_delay_seconds, s.enabled, s.owner_service_account_id, s.target_type, s.target_id`,
-        [workerId, start.slice(0, limit)],
+        [workerId, start],
       );
       return rows.map(toClaimedFire);
     });

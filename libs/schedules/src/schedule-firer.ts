@@ -7,6 +7,7 @@ import { ServiceAccountsService } from '@app/service-accounts';
 
 import { ScheduleCredentials } from './schedule-credentials';
 import { ClaimedFire, ScheduleDispatchRepository } from './schedule-dispatch.repository';
+import { normalizedEndpoint } from './schedule-endpoint';
 import { clip, isRetryableStatus, isTerminalRunStatus, requestBody, runError, StartedRun, startedRun } from './schedule-http';
 import { ScheduleAttempt } from './schedule-run.entity';
 import { runPath, TargetType } from './schedule-target';
@@ -108,7 +109,8 @@ export class ScheduleFirer {
 
   /** The URL of a call to this service, with a credential good for exactly that call. */
   private async signed(fire: ClaimedFire, method: string, path: string): Promise<{ url: URL; authorization: string }> {
-    const url = new URL(`${this.env.publicUrl}${path}`);
+    // Dot segments are resolved inside the path first, so no endpoint can climb above PUBLIC_URL's own path.
+    const url = new URL(`${this.env.publicUrl}${normalizedEndpoint(path)}`);
     // The api sees the path below PUBLIC_URL's own (a proxy in front strips that prefix).
     const prefix = new URL(this.env.publicUrl).pathname.replace(/\/$/, '');
     const credential = await this.credentials.mint(fire.scheduleId, fire.timeoutSeconds + 60, { method, url: `${url.pathname.slice(prefix.length)}${url.search}` });
@@ -160,7 +162,9 @@ export class ScheduleFirer {
       return { ok: false, retryable: false, statusCode, error: `Run ${run.runId} was still ${current.status} after ${fire.timeoutSeconds}s`, run: current };
     }
     const ok = current.status.toLowerCase() === 'completed';
-    return { ok, retryable: !ok, statusCode, error: ok ? null : runError(body, current.status), run: current };
+    // Only a run that failed is worth another attempt; a cancelled or paused one was stopped on purpose.
+    const failed = ['failed', 'error'].includes(current.status.toLowerCase());
+    return { ok, retryable: failed, statusCode, error: ok ? null : runError(body, current.status), run: current };
   }
 
   private failure(error: unknown, fire: ClaimedFire, shutdown: AbortSignal): AttemptOutcome {

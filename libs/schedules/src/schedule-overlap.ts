@@ -11,18 +11,29 @@ export interface FireState {
   queued: number;
 }
 
+const UUID = `'^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'`;
+
 /**
- * Per schedule: is a fire of it running, and how many wait? One statement for any number of
+ * SQL: a fire of schedule `schedule` (a column or parameter) is in flight. One of its fires runs (a
+ * targeted fire runs until the run it started ends), or its latest finished fire gave up following a
+ * background run that is still queued or running. A paused run waits for an operator: it does not hold
+ * the schedule. run_id comes from an endpoint's answer, so it is compared as a uuid only when it is one.
+ */
+export function fireInFlight(schedule: string): string {
+  return `(EXISTS (SELECT 1 FROM schedule_runs f WHERE f.schedule_id = ${schedule} AND f.status = 'running')
+    OR EXISTS (SELECT 1 FROM queue_jobs j
+               WHERE j.id = (SELECT CASE WHEN f.run_id ~ ${UUID} THEN f.run_id::uuid END FROM schedule_runs f
+                             WHERE f.schedule_id = ${schedule} AND f.status IN ('success', 'failed') ORDER BY f.completed_at DESC LIMIT 1)
+                 AND j.status IN ('queued', 'running')))`;
+}
+
+/**
+ * Per schedule: is a fire of it in flight, and how many wait? One statement for any number of
  * schedules; the partial index on (schedule_id) for queued and running fires serves it.
  */
 export async function fireStates(manager: EntityManager, scheduleIds: string[]): Promise<Map<string, FireState>> {
   const rows: { id: string; running: boolean; queued: number }[] = await manager.query(
-    `SELECT s.id,
-            EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id AND r.status = 'running')
-            OR EXISTS (SELECT 1 FROM queue_jobs j
-                       WHERE j.id::text = (SELECT r.run_id FROM schedule_runs r WHERE r.schedule_id = s.id AND r.status IN ('success', 'failed')
-                                           ORDER BY r.completed_at DESC LIMIT 1)
-                         AND j.status IN ('queued', 'running', 'paused')) AS running,
+    `SELECT s.id, ${fireInFlight('s.id')} AS running,
             (SELECT count(*)::int FROM schedule_runs r WHERE r.schedule_id = s.id AND r.status = 'queued') AS queued
      FROM unnest($1::uuid[]) AS s(id)`,
     [scheduleIds],

@@ -116,8 +116,13 @@ export class SchedulesService {
       // Re-enabling is the operator's answer to whatever disabled it.
       changes.disabledReason = null;
     }
-    // Whoever changes a schedule owns it from now on: its fires act with this caller's rights.
-    this.assertMayCall(caller, changes.method ?? schedule.method, changes.endpoint ?? schedule.endpoint);
+    // Whoever changes a schedule owns it from now on: its fires act with this caller's rights, so they must
+    // cover its call. Pausing without touching the call needs no such check (an owner who lost the scope can
+    // still pause it); enabling it again does.
+    const staysPaused = (changes.enabled ?? schedule.enabled) === false && changes.method === undefined && changes.endpoint === undefined;
+    if (!staysPaused) {
+      this.assertMayCall(caller, changes.method ?? schedule.method, changes.endpoint ?? schedule.endpoint);
+    }
     Object.assign(changes, ownedBy(caller));
     const updated = Object.assign(new ScheduleEntity(), schedule, changes, { updatedAt: new Date() });
     const rearm = request.cron_expr !== undefined || request.timezone !== undefined || request.enabled !== undefined;
