@@ -92,6 +92,15 @@ describe('schedules api (security_key mode)', () => {
       expect(expectValidationBody(await create({ name: 'x', cron_expr: '0 0 30 2 *', endpoint: '/health' }))).toEqual([['body', 'cron_expr']]);
     });
 
+    it('accepts any name up to 255 characters without control characters', async () => {
+      for (const name of [`Nightly (v2) ${Date.now()}`, `Rapport été ${Date.now()}`, 'x'.repeat(255)]) {
+        expect((await createOk({ name })).name).toBe(name);
+      }
+      for (const name of ['', 'x'.repeat(256), 'a\u0000b', 'bell\u0007']) {
+        expect(expectValidationBody(await create({ name, cron_expr: '* * * * *', endpoint: '/health' })), JSON.stringify(name)).toEqual([['body', 'name']]);
+      }
+    });
+
     it('answers 409 for a second schedule of the same owner with the same name', async () => {
       const first = await createOk();
       const again = await create({ name: first.name, cron_expr: '* * * * *', endpoint: '/health' });
@@ -136,7 +145,8 @@ describe('schedules api (security_key mode)', () => {
 
     const validTimezone = 'America/Argentina/ComodRivadavia';
     const bounds: [field: string, inside: unknown[], outside: unknown[]][] = [
-      ['name', ['n'.repeat(255), 'n'], ['n'.repeat(256), '']],
+      // The spec: any string up to 255 characters; control characters (NUL among them) are refused.
+      ['name', ['n'.repeat(255), 'n', 'Nightly (v2)', 'Rapport: été/夜 #3 [prod] 🚀', ' padded '], ['n'.repeat(256), '', 'a\u0000b', 'tab\there', 'line\nbreak', 'del\u007f']],
       ['cron_expr', [cronOfLength(128)], [`0${cronOfLength(128)}`]],
       ['endpoint', [`/${'e'.repeat(511)}`, '/'], [`/${'e'.repeat(512)}`]],
       ['method', ['DELETE', 'get'], ['PROPPATCHES']],
