@@ -101,6 +101,14 @@ describe('schedules api (security_key mode)', () => {
       }
     });
 
+    it('refuses NUL in any string of the body, payload included, naming where (never a 500)', async () => {
+      const body = { name: uniqueName('sched'), cron_expr: '0 0 1 1 *', endpoint: '/health', method: 'GET' };
+      expect(expectValidationBody(await create({ ...body, description: 'a\u0000b' }))).toEqual([['body', 'description']]);
+      expect(expectValidationBody(await create({ ...body, payload: { deep: ['ok', 'x\u0000'] } }))).toEqual([['body', 'payload', 'deep', 1]]);
+      expect(expectValidationBody(await create({ ...body, payload: { 'k\u0000': 1 } }))).toEqual([['body', 'payload', 'k\u0000']]);
+      expect(expectValidationBody(await call(api.url, 'GET', '/schedules?managed_by=a%00b', { token: ROOT_KEY }))).toEqual([['query', 'managed_by']]);
+    });
+
     it('answers 409 for a second schedule of the same owner with the same name', async () => {
       const first = await createOk();
       const again = await create({ name: first.name, cron_expr: '* * * * *', endpoint: '/health' });
@@ -110,12 +118,19 @@ describe('schedules api (security_key mode)', () => {
   });
 
   describe('GET /schedules and /schedules/{id}', () => {
-    it('gets one, 404s an unknown id and 422s a malformed one', async () => {
+    it('gets one and 404s an unknown id, a malformed one and one holding NUL', async () => {
       const schedule = await createOk();
       expect((await call(api.url, 'GET', `/schedules/${schedule.id}`, { token: ROOT_KEY })).body).toEqual(schedule);
       const missing = await call(api.url, 'GET', '/schedules/00000000-0000-4000-8000-000000000000', { token: ROOT_KEY });
       expectErrorBody(missing, 404);
-      expect(expectValidationBody(await call(api.url, 'GET', '/schedules/nope', { token: ROOT_KEY }))).toEqual([['path', 'schedule_id']]);
+      for (const bad of ['nope', '%00', `${schedule.id}%00`]) {
+        expectErrorBody(await call(api.url, 'GET', `/schedules/${bad}`, { token: ROOT_KEY }), 404);
+        expectErrorBody(await patch(bad, { name: 'x' }), 404);
+        expectErrorBody(await call(api.url, 'DELETE', `/schedules/${bad}`, { token: ROOT_KEY }), 404);
+        expectErrorBody(await call(api.url, 'POST', `/schedules/${bad}/trigger`, { token: ROOT_KEY }), 404);
+        expectErrorBody(await call(api.url, 'GET', `/schedules/${bad}/runs`, { token: ROOT_KEY }), 404);
+        expectErrorBody(await call(api.url, 'GET', `/schedules/${schedule.id}/runs/${bad}`, { token: ROOT_KEY }), 404);
+      }
     });
 
     it('filters, pages and sorts with meta', async () => {

@@ -204,8 +204,22 @@ function idempotencyKey(request: RunRequest): string | null {
       },
     ]);
   }
+  // Node refuses NUL in a header before it gets here; the other control characters are refused as a body field's would be.
+  if (request.idempotencyKeyHeader !== undefined && CONTROL.test(request.idempotencyKeyHeader)) {
+    throw new ValidationFailedException([
+      {
+        loc: ['header', 'idempotency-key'],
+        msg: 'Idempotency-Key must not contain control characters',
+        type: 'pattern',
+        input: request.idempotencyKeyHeader.slice(0, 32),
+        ctx: {},
+      },
+    ]);
+  }
   return key === '' ? null : key;
 }
+
+const CONTROL = /[\u0000-\u001F\u007F]/;
 
 function newRun(component: Component, request: RunRequest, userId: string | null, key: string | null, background: boolean): RunEntity {
   const now = new Date();

@@ -1,6 +1,6 @@
 import { ArgumentMetadata, Injectable, ValidationError, ValidationPipe } from '@nestjs/common';
 
-import { ValidationFailedException, ValidationIssue } from '@app/errors';
+import { RequestErrorCode, RequestException, ValidationFailedException, ValidationIssue } from '@app/errors';
 import { allowsEmptyBody } from '@app/validation';
 
 const LOCATIONS: Record<string, string> = { body: 'body', query: 'query', param: 'path' };
@@ -28,6 +28,36 @@ export function toIssues(errors: ValidationError[], loc: (string | number)[]): V
   });
 }
 
+/** PostgreSQL text cannot hold U+0000: a string carrying it is refused before it reaches a query. */
+const NUL = '\u0000';
+
+/** Where in a body or query value a string (or an object key) holds NUL, as `loc` segments; null if nowhere. */
+export function findNul(value: unknown, loc: (string | number)[] = [], depth = 0): { loc: (string | number)[]; input: unknown } | null {
+  if (typeof value === 'string') {
+    return value.includes(NUL) ? { loc, input: value } : null;
+  }
+  if (typeof value !== 'object' || value === null || depth > 64) {
+    return null;
+  }
+  for (const [key, item] of Object.entries(value)) {
+    const here = [...loc, segment(key)];
+    if (key.includes(NUL)) {
+      return { loc: here, input: key };
+    }
+    const found = findNul(item, here, depth + 1);
+    if (found) {
+      return found;
+    }
+  }
+  return null;
+}
+
+/** A path value for a 404's detail: short, and quoted as JSON so control characters stay visible. */
+function shown(value: unknown): string {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return JSON.stringify(text.length > 64 ? `${text.slice(0, 64)}...` : text);
+}
+
 /**
  * The global validation pipe: transforms and validates body, query and path
  * through their DTOs and reports failures as the spec's 422 body, with `loc`
@@ -35,6 +65,13 @@ export function toIssues(errors: ValidationError[], loc: (string | number)[]): V
  */
 @Injectable()
 export class RequestValidationPipe extends ValidationPipe {
+  /**
+   * Path ids: a value that fails its parameter's rules (or holds NUL) cannot name anything, so the
+   * answer is the spec's 404, here for every `{id}` route rather than per route. MCP tool
+   * arguments are not paths and keep the 422 (see McpArguments).
+   */
+  protected readonly pathIdsAsNotFound: boolean = true;
+
   constructor() {
     super({
       transform: true,
@@ -46,6 +83,18 @@ export class RequestValidationPipe extends ValidationPipe {
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     const location = LOCATIONS[metadata.type] ?? metadata.type;
+    const pathAsNotFound = metadata.type === 'param' && this.pathIdsAsNotFound;
+    if (metadata.type === 'body' || metadata.type === 'query' || metadata.type === 'param') {
+      const nul = findNul(value, metadata.data ? [metadata.data] : []);
+      if (nul && pathAsNotFound) {
+        throw new RequestException(RequestErrorCode.NotFound, `Not found: ${nul.loc.join('.') || 'path'} ${shown(nul.input)} names nothing`);
+      }
+      if (nul) {
+        throw new ValidationFailedException([
+          { loc: [location, ...nul.loc], msg: 'String must not contain NUL (\\u0000) characters', type: 'no_nul', input: nul.input, ctx: {} },
+        ]);
+      }
+    }
     if (metadata.type === 'body' && value === undefined && allowsEmptyBody(metadata.metatype)) {
       value = {};
     }
@@ -57,6 +106,10 @@ export class RequestValidationPipe extends ValidationPipe {
     try {
       return await super.transform(value ?? {}, metadata);
     } catch (error) {
+      if (error instanceof RawValidationErrors && pathAsNotFound) {
+        const first = error.errors[0];
+        throw new RequestException(RequestErrorCode.NotFound, `Not found: ${first.property} ${shown(first.value)} names nothing`);
+      }
       if (error instanceof RawValidationErrors) {
         throw new ValidationFailedException(toIssues(error.errors, [location]));
       }
