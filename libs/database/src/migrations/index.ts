@@ -6,6 +6,7 @@ import { ScheduleOwners1764300000001 } from './1764300000001-ScheduleOwners';
 import { RunModelUsage1764400000001 } from './1764400000001-RunModelUsage';
 import { ServiceAccountRotation1764500000001 } from './1764500000001-ServiceAccountRotation';
 import { SchedulePolicies1764600000001 } from './1764600000001-SchedulePolicies';
+import { ServiceAccountNameRelease1764700000001 } from './1764700000001-ServiceAccountNameRelease';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -17,4 +18,5 @@ export const MIGRATIONS = [
   RunModelUsage1764400000001,
   ServiceAccountRotation1764500000001,
   SchedulePolicies1764600000001,
+  ServiceAccountNameRelease1764700000001,
 ];
