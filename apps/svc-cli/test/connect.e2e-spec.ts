@@ -255,15 +255,21 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     expect(chatB.client).toBe('chat-app-b');
   });
 
-  it('usage-level mistakes: unknown client, bad --server-name, bad --expires exit 1; no credential off a TTY exits 1', async () => {
-    for (const [args, error] of [
-      [['--clients', 'vim'], 'Unknown client: vim'],
-      [['--clients', 'cursor', '--server-name', 'bad name'], "Invalid --server-name 'bad name'."],
-      [['--clients', 'cursor', '--expires', 'forever'], 'Invalid --expires value: forever'],
+  it('usage errors: unknown client, bad --server-name, bad --expires exit 2 on stderr with no JSON; no credential off a TTY exits 1', async () => {
+    for (const [command, args, option] of [
+      ['connect', ['--clients', 'vim'], '--clients'],
+      ['connect', ['--clients', ','], '--clients'],
+      ['connect', ['--clients', 'cursor', '--server-name', 'bad name'], '--server-name'],
+      ['connect', ['--clients', 'cursor', '--expires', 'forever'], '--expires'],
+      ['connect', ['--clients', 'cursor', '--expires', '0'], '--expires'],
+      ['disconnect', ['--clients', 'vim'], '--clients'],
+      ['disconnect', ['--clients', 'cursor', '--server-name', 'a/b'], '--server-name'],
+      ['status', ['--server-name', 'bad name'], '--server-name'],
     ] as const) {
-      const run = await runCli(['connect', ...args, '--json'], sandbox, { env: env() });
-      expect(run.code).toBe(1);
-      expect(run.json().error).toBe(error);
+      const run = await runCli([command, ...args, '--json'], sandbox, { env: env() });
+      expect(run.code, `${command} ${args.join(' ')}: ${run.stdout}${run.stderr}`).toBe(2);
+      expect(run.stdout, args.join(' ')).toBe('');
+      expect(run.stderr, args.join(' ')).toContain(option);
     }
     const anonymous = await runCli(['connect', '--clients', 'cursor', '--json'], sandbox, { env: { SERVICE_URL: service.api.url } });
     expect(anonymous.code).toBe(1);

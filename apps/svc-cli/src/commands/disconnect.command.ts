@@ -14,8 +14,8 @@ import {
 } from '@app/svc-client';
 
 import { connectExitCode, harvestClientUrls } from '../connections';
-import { ServiceOptions } from '../options';
-import { serverNameFor } from '../server-name';
+import { parseClientsOption, ServiceOptions } from '../options';
+import { parseServerNameOption, serverNameFor } from '../server-name';
 import { announce } from '../service-target';
 import { CredentialedCommand } from '../svc-command';
 
@@ -146,12 +146,12 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
 
   @Option({ flags: '--clients <list>', description: 'Comma-separated client identifiers (default: detected)' })
   parseClients(value: string): string {
-    return value;
+    return parseClientsOption(value);
   }
 
   @Option({ flags: '--server-name <name>', description: 'Remove exactly this entry (default: every entry for the target)' })
   parseServerName(value: string): string {
-    return value;
+    return parseServerNameOption(value);
   }
 
   @Option({ flags: '--name <name>', description: 'With --revoke: the shared account name used at connect' })
