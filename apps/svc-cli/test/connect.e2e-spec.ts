@@ -381,3 +381,62 @@ describe('svc connect: MCP off, OAuth-protected /mcp, and unauthenticated MCP', 
     }
   });
 });
+
+describe('svc connect on a public https URL (security_key mode)', () => {
+  const PUBLIC_HOST = 'svc.example.com';
+  let service: LiveService;
+  let front: import('node:https').Server;
+  let publicUrl: string;
+  let caFile: string;
+  let sandbox: CliSandbox;
+
+  // An https front for the api under a public name: a self-signed certificate the CLI is told to
+  // trust, and the name resolved to loopback inside the CLI process only.
+  beforeAll(async () => {
+    const { execFileSync } = await import('node:child_process');
+    const { createServer: createHttpsServer } = await import('node:https');
+    const { mkdtempSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const dir = mkdtempSync(join(tmpdir(), 'svc-tls-'));
+    caFile = join(dir, 'cert.pem');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${PUBLIC_HOST}`, '-addext', `subjectAltName=DNS:${PUBLIC_HOST}`, '-keyout', join(dir, 'key.pem'), '-out', caFile], { stdio: 'ignore' });
+    service = await startService({ OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true' });
+    const target = new URL(service.api.url);
+    front = createHttpsServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(caFile) }, (incoming, outgoing) => {
+      const proxied = httpRequest({ host: target.hostname, port: target.port, method: incoming.method, path: incoming.url, headers: { ...incoming.headers, host: target.host } }, (answer) => {
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(outgoing);
+      });
+      proxied.on('error', () => outgoing.destroy());
+      incoming.pipe(proxied);
+    });
+    await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
+    publicUrl = `https://${PUBLIC_HOST}:${(front.address() as import('node:net').AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise<void>((resolve) => (front ? front.close(() => resolve()) : resolve()));
+    await service?.stop();
+  });
+  beforeEach(() => {
+    sandbox = cliSandbox();
+  });
+
+  it('adds the chat-app steps whenever the service is on a public URL, whatever its auth mode', async () => {
+    const run = await runCli(['connect', '--json'], sandbox, {
+      env: {
+        SERVICE_URL: publicUrl,
+        OS_SECURITY_KEY: ROOT_KEY,
+        NODE_EXTRA_CA_CERTS: caFile,
+        NODE_OPTIONS: `--require ${join(process.cwd(), 'test/support/resolve-hosts.cjs')}`,
+        TEST_RESOLVE_HOSTS: JSON.stringify({ [PUBLIC_HOST]: '127.0.0.1' }),
+      },
+    });
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    const results = run.json().results;
+    expect(results.map((result: { client: string }) => result.client)).toEqual(['chat-app-a', 'chat-app-b']);
+    for (const result of results) {
+      expect(result).toMatchObject({ status: 'manual', url: `${publicUrl}/mcp`, auto: true, instructions: expect.any(Array) });
+      expect(result.note).toBeUndefined();
+    }
+  });
+});

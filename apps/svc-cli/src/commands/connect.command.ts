@@ -338,7 +338,8 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
       selected = explicitClients;
     } else {
       selected = IN_PLACE_CLIENTS.filter((id) => adapters[id].detect());
-      if ((descriptor.auth_mode === 'none' || oauthEnabled(descriptor)) && isCloudReachable(connection.mcpUrl)) {
+      // The spec: the chat-app steps whenever the service is on a public URL, in every auth mode.
+      if (isCloudReachable(connection.mcpUrl)) {
         autoChatApps.push(...CHAT_APP_CLIENTS);
       }
       if (selected.length === 0 && autoChatApps.length === 0) {
