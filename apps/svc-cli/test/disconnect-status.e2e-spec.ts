@@ -189,7 +189,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect(total.json().exit_code).toBe(1);
   });
 
-  it('chat apps get manual removal steps; unknown clients are an error (exit 1)', async () => {
+  it('chat apps get manual removal steps; unknown clients are a usage error (exit 2, stderr, no JSON)', async () => {
     const run = await runCli(['disconnect', '--url', service.api.url, '--clients', 'chat-app-a,claude.ai', '--json'], sandbox);
     expect(run.code).toBe(0);
     expect(run.json().results).toEqual([
@@ -197,8 +197,9 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       { client: 'chat-app-b', status: 'manual', error: null, removed: [], location: null, instructions: ['Remove the connector in the Claude UI: Settings -> Connectors.'] },
     ]);
     const unknown = await runCli(['disconnect', '--clients', 'notepad', '--json'], sandbox);
-    expect(unknown.code).toBe(1);
-    expect(unknown.json().error).toBe('Unknown client: notepad');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stdout).toBe('');
+    expect(unknown.stderr).toContain('Unknown client: notepad');
   });
 
   it('--revoke revokes the per-client accounts (or the --name one) with the admin credential', async () => {
