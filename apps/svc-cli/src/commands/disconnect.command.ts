@@ -92,7 +92,8 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
         const removed: string[] = [];
         const locations: string[] = [];
         for (const entry of matching) {
-          if (adapter.remove(entry.name, entry.location)) {
+          // Without --server-name, only the entry that matched by URL: a same-named one elsewhere in the file stays.
+          if (adapter.remove(entry.name, entry.location, options.serverName === undefined ? entry.url : undefined)) {
             removed.push(entry.name);
             locations.push(entry.location);
           }
