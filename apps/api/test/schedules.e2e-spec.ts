@@ -109,6 +109,16 @@ describe('schedules api (security_key mode)', () => {
       expect(expectValidationBody(await call(api.url, 'GET', '/schedules?managed_by=a%00b', { token: ROOT_KEY }))).toEqual([['query', 'managed_by']]);
     });
 
+    it('refuses a body nested deeper than 32 levels with the 422 body (it overflowed the stack: a 500)', async () => {
+      const deep = JSON.parse(`${'{"a":'.repeat(3000)}1${'}'.repeat(3000)}`);
+      const response = await create({ name: uniqueName('sched'), cron_expr: '0 0 1 1 *', endpoint: '/health', method: 'GET', payload: deep });
+      const [loc] = expectValidationBody(response);
+      expect(loc.slice(0, 3)).toEqual(['body', 'payload', 'a']);
+      expect(response.body.detail[0]).toMatchObject({ type: 'max_depth', ctx: { max_depth: 32 } });
+      const nested = JSON.parse(`${'{"a":'.repeat(20)}1${'}'.repeat(20)}`);
+      expect((await createOk({ payload: nested })).payload).toEqual(nested);
+    });
+
     it('answers 409 for a second schedule of the same owner with the same name', async () => {
       const first = await createOk();
       const again = await create({ name: first.name, cron_expr: '* * * * *', endpoint: '/health' });

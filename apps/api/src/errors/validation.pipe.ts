@@ -30,27 +30,49 @@ export function toIssues(errors: ValidationError[], loc: (string | number)[]): V
 
 /** PostgreSQL text cannot hold U+0000: a string carrying it is refused before it reaches a query. */
 const NUL = '\u0000';
+/**
+ * Deepest nesting a body or query value may have. Transforming a value recurses through it, so a
+ * 3,000-level payload overflowed the stack (a 500); no DTO or payload the service takes comes near.
+ */
+export const MAX_NESTING = 32;
 
-/** Where in a body or query value a string (or an object key) holds NUL, as `loc` segments; null if nowhere. */
-export function findNul(value: unknown, loc: (string | number)[] = [], depth = 0): { loc: (string | number)[]; input: unknown } | null {
+export interface InputProblem {
+  loc: (string | number)[];
+  input: unknown;
+  kind: 'nul' | 'depth';
+}
+
+/**
+ * The first place in a body, query or path value where a string (or an object key) holds NUL, or
+ * nesting goes deeper than MAX_NESTING, as `loc` segments below the value; null if there is none.
+ */
+export function findInputProblem(value: unknown, loc: (string | number)[] = [], depth = 0): InputProblem | null {
   if (typeof value === 'string') {
-    return value.includes(NUL) ? { loc, input: value } : null;
+    return value.includes(NUL) ? { loc, input: value, kind: 'nul' } : null;
   }
-  if (typeof value !== 'object' || value === null || depth > 64) {
+  if (typeof value !== 'object' || value === null) {
     return null;
+  }
+  if (depth >= MAX_NESTING) {
+    return { loc, input: null, kind: 'depth' };
   }
   for (const [key, item] of Object.entries(value)) {
     const here = [...loc, segment(key)];
     if (key.includes(NUL)) {
-      return { loc: here, input: key };
+      return { loc: here, input: key, kind: 'nul' };
     }
-    const found = findNul(item, here, depth + 1);
+    const found = findInputProblem(item, here, depth + 1);
     if (found) {
       return found;
     }
   }
   return null;
 }
+
+const PROBLEM_ISSUES = {
+  nul: { msg: 'String must not contain NUL (\\u0000) characters', type: 'no_nul', ctx: {} },
+  depth: { msg: `Value is nested deeper than ${MAX_NESTING} levels`, type: 'max_depth', ctx: { max_depth: MAX_NESTING } },
+} as const;
 
 /** A path value for a 404's detail: short, and quoted as JSON so control characters stay visible. */
 function shown(value: unknown): string {
@@ -85,14 +107,12 @@ export class RequestValidationPipe extends ValidationPipe {
     const location = LOCATIONS[metadata.type] ?? metadata.type;
     const pathAsNotFound = metadata.type === 'param' && this.pathIdsAsNotFound;
     if (metadata.type === 'body' || metadata.type === 'query' || metadata.type === 'param') {
-      const nul = findNul(value, metadata.data ? [metadata.data] : []);
-      if (nul && pathAsNotFound) {
-        throw new RequestException(RequestErrorCode.NotFound, `Not found: ${nul.loc.join('.') || 'path'} ${shown(nul.input)} names nothing`);
+      const problem = findInputProblem(value, metadata.data ? [metadata.data] : []);
+      if (problem && pathAsNotFound) {
+        throw new RequestException(RequestErrorCode.NotFound, `Not found: ${problem.loc.join('.') || 'path'} ${shown(problem.input)} names nothing`);
       }
-      if (nul) {
-        throw new ValidationFailedException([
-          { loc: [location, ...nul.loc], msg: 'String must not contain NUL (\\u0000) characters', type: 'no_nul', input: nul.input, ctx: {} },
-        ]);
+      if (problem) {
+        throw new ValidationFailedException([{ loc: [location, ...problem.loc], input: problem.input, ...PROBLEM_ISSUES[problem.kind] }]);
       }
     }
     if (metadata.type === 'body' && value === undefined && allowsEmptyBody(metadata.metatype)) {
