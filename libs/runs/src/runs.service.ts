@@ -100,8 +100,9 @@ export class RunsService {
   }
 
   async get(caller: Principal, kind: ComponentKind, componentId: string, runId: string): Promise<RunDto> {
-    // Run ids are UUIDs: anything else cannot name a run (and must not reach a uuid column).
-    const run = isUUID(runId) ? await this.runs.findById(DataScope.of(caller), runId, { kind, id: componentId }) : null;
+    // Run ids are UUIDs: anything else cannot name a run (and must not reach a uuid column). A component
+    // id holding NUL names no component either (REST refuses it as a path id; MCP arguments reach here).
+    const run = isUUID(runId) && !componentId.includes('\u0000') ? await this.runs.findById(DataScope.of(caller), runId, { kind, id: componentId }) : null;
     if (!run) {
       throw new RunException(RunErrorCode.RunNotFound, `Run '${runId}' not found`);
     }
