@@ -7,13 +7,14 @@
 // held by a PostgreSQL still running) and says so in one line. It claims readiness only once the
 // api's /readyz and the worker's /readyz answer 200, then records the api URL as SERVICE_URL in
 // ./.env (the working directory: the checkout root under `npm start`), where `svc` looks.
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { build as buildCheckout, isStale } from './build.cjs';
 import { freePort, startEmbeddedPostgres } from './embedded-postgres.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -208,25 +209,14 @@ function securityKey() {
   return { key: readFileSync(keyFile, 'utf8').trim(), source: keyFile, file: keyFile };
 }
 
-function newestSource(dir) {
-  return readdirSync(dir, { withFileTypes: true }).reduce((newest, entry) => {
-    const path = join(dir, entry.name);
-    const mtime = entry.isDirectory() ? newestSource(path) : entry.name.endsWith('.ts') ? statSync(path).mtimeMs : 0;
-    return Math.max(newest, mtime);
-  }, 0);
-}
-
 /** Builds only when a source file is newer than the last build, so restarts are quick. */
 function build() {
-  const stamp = join(root, 'dist/apps/api/src/main.js');
-  const sources = Math.max(newestSource(join(root, 'apps')), newestSource(join(root, 'libs')));
-  if (existsSync(stamp) && statSync(stamp).mtimeMs >= sources) {
+  if (!isStale('dist/apps/api/src/main.js')) {
     return;
   }
   say('Building (tsc)');
   try {
-    execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
-    execFileSync(process.execPath, [join(root, 'node_modules/tsc-alias/dist/bin/index.js'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+    buildCheckout();
   } catch {
     throw new QuickstartError('The build failed (errors above). Fix them, or run npm ci if dependencies are missing, then run npm start again.');
   }

@@ -92,7 +92,7 @@ function warningsIn(output: string): string[] {
 afterEach(async () => {
   for (const quickstart of running.splice(0)) {
     if (quickstart.child.exitCode === null && quickstart.child.signalCode === null) {
-      const timer = setTimeout(() => quickstart.stop('SIGKILL'), 45_000);
+      const timer = setTimeout(() => void quickstart.stop('SIGKILL'), 45_000);
       await quickstart.stop('SIGINT');
       clearTimeout(timer);
     }

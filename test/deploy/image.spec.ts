@@ -7,8 +7,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { freePort } from '../../scripts/embedded-postgres.mjs';
 import { createEmptyDatabase } from '../support/database';
-import { call } from '../support/http';
 import { dockerStages, entrypointCommands, packageScripts, Role, ROLE_SCRIPTS } from '../support/deploy-files';
+import { call } from '../support/http';
 import { RunningProcess, spawnProcess, waitFor } from '../support/processes';
 
 const dockerfile = readFileSync('docker/Dockerfile', 'utf8');

@@ -35,7 +35,7 @@ export class TmuxSession {
     try {
       await waitFor(async () => matches(this.screen()), timeoutMs, `${String(text)} on the terminal`);
     } catch (error) {
-      throw new Error(`${(error as Error).message}\nscreen:\n${this.screen()}`);
+      throw new Error(`${(error as Error).message}\nscreen:\n${this.screen()}`, { cause: error });
     }
     return this.screen();
   }

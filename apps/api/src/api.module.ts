@@ -11,7 +11,7 @@ import { SchedulesModule } from '@app/schedules';
 import { ServiceAccountsModule } from '@app/service-accounts';
 
 import { DiscoveryController } from './discovery/discovery.controller';
-import { DiscoveryService } from './discovery/discovery.service';
+import { ServiceInfoService } from './discovery/service-info.service';
 import { HttpExceptionFilter } from './errors/http-exception.filter';
 import { RequestValidationPipe } from './errors/validation.pipe';
 import { ReadinessController } from './health/readiness.controller';
@@ -56,7 +56,7 @@ export class ApiModule {
       ],
       providers: [
         ...mcp.providers,
-        DiscoveryService,
+        ServiceInfoService,
         { provide: APP_GUARD, useClass: ScopeGuard },
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
         { provide: APP_PIPE, useClass: RequestValidationPipe },

@@ -114,7 +114,7 @@ function acceptEmptyBodies(app: NestFastifyApplication, bodyLimit: number): void
       done(null, undefined);
       return;
     }
-    parseJson(request as FastifyRequest, body.toString('utf8'), done);
+    void parseJson(request as FastifyRequest, body.toString('utf8'), done);
   });
 }
 

@@ -3,7 +3,6 @@ import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 
 import { freePort } from '../../../scripts/embedded-postgres.mjs';
-
 import { createTestDatabase } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';

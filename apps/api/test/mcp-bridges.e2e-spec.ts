@@ -56,7 +56,7 @@ describe('MCP through third-party clients', () => {
       expect((await client.listTools()).tools.map((tool) => tool.name).sort()).toEqual(toolNames);
       expect((await callTool(client, 'get_config')).structured.principal).toBe(`sa:${account.name}`);
     } catch (error) {
-      throw new Error(`${String(error)}\nmcp-remote stderr:\n${stderr}`);
+      throw new Error(`${String(error)}\nmcp-remote stderr:\n${stderr}`, { cause: error });
     } finally {
       await client.close();
     }

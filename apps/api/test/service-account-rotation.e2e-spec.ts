@@ -95,8 +95,8 @@ describe('POST /service-accounts/{id}/rotate (security_key mode, verification ca
     for (const body of [[], 'x', 7]) {
       expect(expectValidationBody(await rotate(account.id, ROOT_KEY, body)), JSON.stringify(body)).toEqual([['body']]);
     }
+    // Declaring JSON and sending nothing is no body, as on every route: the defaults again.
     const empty = await call(api.url, 'POST', `/service-accounts/${account.id}/rotate`, { token: ROOT_KEY, raw: { body: '', contentType: 'application/json' } });
-    // An empty body carries no body whatever its Content-Type (README, Security model): the defaults, as bare.
     expect(empty.status, empty.text).toBe(200);
     const nul = await call(api.url, 'POST', `/service-accounts/${account.id}/rotate`, { token: ROOT_KEY, raw: { body: '{"grace_seconds": "1\\u0000"}', contentType: 'application/json' } });
     expect(expectValidationBody(nul)).toEqual([['body', 'grace_seconds']]);

@@ -1,7 +1,7 @@
 import { CommandRunner, Option } from 'nest-commander';
 
-import { Terminal } from '@app/cli-terminal';
 import { DEFAULT_SCOPES } from '@app/access';
+import { Terminal } from '@app/cli-terminal';
 
 import { collect, JsonOptions, MintOptions, ServiceOptions } from './options';
 import { parseExpires as parseExpiresValue } from './scopes';

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
-import { cliSandbox, CliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
 import { AuthorizationServer } from '../../../test/support/authorization-server';
+import { cliSandbox, CliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
 import { query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';

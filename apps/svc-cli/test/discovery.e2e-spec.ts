@@ -164,8 +164,9 @@ describe('svc URL discovery and the credential gates', () => {
         expect(openProxy.received()).toContain('GET /health');
         expect(openProxy.received().toLowerCase()).not.toContain('authorization');
         const allowed = await runCli(['disconnect', '--revoke', '--clients', 'cursor', '--url', openUrl, '--allow-http', '--json'], sandbox, { env });
-        expect(allowed.json().revocations).toEqual([{ account: 'editor-c', status: 'not-found', error: null }]);
         expect(openProxy.received()).toContain('Bearer svc_pat_exported-admin-token');
+        // Sent, as asked; and the open instance itself refuses a Host that is neither loopback nor its PUBLIC_URL.
+        expect(allowed.json().revocations).toEqual([{ account: 'editor-c', status: 'failed', error: expect.stringMatching(/Host '[^']+' is not allowed on an instance without authentication/) }]);
       } finally {
         await openProxy.cut();
         await open.stop();

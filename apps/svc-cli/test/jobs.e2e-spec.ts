@@ -316,8 +316,9 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       session = TmuxSession.start(argv, env, terminalSandbox.cwd);
       expect(await session.exitCode()).toBe(0);
       // failed in red, running in cyan.
-      expect(session.screen(true)).toMatch(/\u001b\[31mfailed/);
-      expect(session.screen(true)).toMatch(/\u001b\[36mrunning/);
+      const ansi = (code: number, text: string) => `\u001b[${code}m${text}`;
+      expect(session.screen(true)).toContain(ansi(31, 'failed'));
+      expect(session.screen(true)).toContain(ansi(36, 'running'));
       const lines = session.screen().split('\n');
       const header = lines.find((line) => line.startsWith('ID'))!;
       const running = lines.find((line) => line.startsWith(ids.running[0]))!;

@@ -23,12 +23,12 @@ describe('schedule policies: overlap and catch-up (real worker, real HTTP)', () 
   let api: RunningApi;
   let worker: RunningProcess;
   let databaseUrl: string;
+  const workerEnv = () => ({ DATABASE_URL: databaseUrl, DEMO_COMPONENTS: 'true', PUBLIC_URL: api.url, SCHEDULE_TICK_INTERVAL_MS: '200' });
 
   beforeAll(async () => {
     databaseUrl = await createTestDatabase();
-    const env = { DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' };
-    api = await startApi(env);
-    worker = await startWorker({ ...env, PUBLIC_URL: api.url, SCHEDULE_TICK_INTERVAL_MS: '200' });
+    api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
+    worker = await startWorker(workerEnv());
   });
   afterAll(async () => {
     await worker?.stop();
@@ -105,8 +105,13 @@ describe('schedule policies: overlap and catch-up (real worker, real HTTP)', () 
       if (latest.getTime() > Date.now()) {
         latest.setUTCHours(latest.getUTCHours() - 1);
       }
+      // Every worker stops; while none runs, the schedule's slots pass (its next slot is set back by five slots,
+      // which is what hours of downtime leave in the table); then a worker starts again.
+      await worker.stop();
       const schedule = await create({ method: 'GET', endpoint: '/health', cron_expr: `${minute} * * * *`, ...catchup });
       await query(databaseUrl, `UPDATE schedules SET next_run_at = $2 WHERE id = $1`, [schedule.id, new Date(latest.getTime() - 4 * 3600_000)]);
+      expect(await fires(schedule.id)).toEqual([]);
+      worker = await startWorker(workerEnv());
       await waitFor(async () => (await fires(schedule.id)).length >= 5 && (await fires(schedule.id)).every((fire) => FINAL.includes(fire.status)), 20_000, 'the catch-up');
       await new Promise((resolve) => setTimeout(resolve, 600));
       return fires(schedule.id);

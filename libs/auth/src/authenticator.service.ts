@@ -3,13 +3,13 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 
 import { intersectScopes, mayUse, mayUseSome, Principal, SERVICE_ACCOUNT_PREFIX, serviceAccountPrincipal } from '@app/access';
-import { assertUnreachable } from '@app/errors';
 import { Env } from '@app/config';
+import { assertUnreachable } from '@app/errors';
 import { SCHEDULE_CREDENTIAL_PREFIX, ScheduleCall, ScheduleCredentials, ScheduleOwner } from '@app/schedules';
 import { ServiceAccountsService, ServiceAccountVerifier, TOKEN_PREFIX, Verification } from '@app/service-accounts';
 
-import { AuthErrorCode, AuthException } from './auth.exception';
 import { AuthMode, authMode } from './auth-mode';
+import { AuthErrorCode, AuthException } from './auth.exception';
 import { JwtIdentity, JwtRejected, JwtVerifier, McpOAuthVerifier } from './jwt-verifier';
 import { RouteScope } from './scopes.decorator';
 

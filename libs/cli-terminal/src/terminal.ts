@@ -1,3 +1,4 @@
+import { createSpinner } from 'nanospinner';
 import { createColors } from 'picocolors';
 
 import { CliError } from './cli-error';
@@ -16,6 +17,8 @@ export interface Choice<T> {
 
 /** Control characters in text that came from a server or a file are shown escaped, never interpreted. */
 export function sanitize(text: string): string {
+  // Matching control characters is the point here.
+  // eslint-disable-next-line no-control-regex
   return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 
@@ -86,8 +89,6 @@ export class Terminal {
       process.stderr.write(`${text}...\n`);
       return { succeed: () => undefined, fail: () => undefined };
     }
-    // Loaded on first use: commands that never show progress do not pay for it.
-    const { createSpinner } = require('nanospinner') as typeof import('nanospinner');
     const spinner = createSpinner(text, { stream: process.stderr }).start();
     return {
       succeed: (done) => void spinner.success({ text: done ?? text }),

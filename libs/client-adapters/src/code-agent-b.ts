@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
-import { isDeepStrictEqual } from 'node:util';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 
 import { parse } from 'smol-toml';
 
@@ -149,7 +149,7 @@ export class CodeAgentB implements ClientAdapter {
   }
 
   private check(text: string, holds: (after: TomlTable) => boolean): void {
-    let after: TomlTable | null = null;
+    let after: TomlTable | null;
     try {
       after = plain(parse(text));
     } catch {

@@ -56,31 +56,49 @@ export function createLogger(settings: LogSettings, service: string): Logger {
 /** Nest's own start-up chatter (modules loaded, routes mapped): useful when debugging, noise at info. */
 const BOOT_CONTEXTS = new Set(['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication']);
 
-/** Routes Nest's own logging into the same structured stream. */
+/**
+ * Routes Nest's logging into the same structured stream. Nest's Logger passes `(message, ...params, context)`;
+ * a message that is an object is logged as fields, with the next parameter as the text:
+ * `logger.warn({ err, schedule_id }, 'Schedule claim failed')`, so errors keep their type, message and stack.
+ */
 export class PinoLoggerService implements LoggerService {
   constructor(private readonly logger: Logger) {}
 
-  log(message: unknown, context?: string): void {
-    if (context !== undefined && BOOT_CONTEXTS.has(context)) {
-      this.logger.debug({ context }, String(message));
-    } else {
-      this.logger.info({ context }, String(message));
+  log(message: unknown, ...params: unknown[]): void {
+    const context = contextOf(params);
+    this.write(context !== undefined && BOOT_CONTEXTS.has(context) ? 'debug' : 'info', message, params);
+  }
+
+  error(message: unknown, ...params: unknown[]): void {
+    this.write('error', message, params);
+  }
+
+  warn(message: unknown, ...params: unknown[]): void {
+    this.write('warn', message, params);
+  }
+
+  debug(message: unknown, ...params: unknown[]): void {
+    this.write('debug', message, params);
+  }
+
+  verbose(message: unknown, ...params: unknown[]): void {
+    this.write('trace', message, params);
+  }
+
+  private write(level: 'error' | 'warn' | 'info' | 'debug' | 'trace', message: unknown, params: unknown[]): void {
+    const context = contextOf(params);
+    if (typeof message === 'object' && message !== null && !(message instanceof Error)) {
+      this.logger[level]({ ...message, context }, typeof params[0] === 'string' && params.length > 1 ? params[0] : '');
+      return;
     }
+    // Nest's own error lines carry a stack as the parameter before the context.
+    const trace = level === 'error' && params.length > 1 && typeof params[0] === 'string' ? params[0] : undefined;
+    this.logger[level]({ context, ...(trace ? { trace } : {}), ...(message instanceof Error ? { err: message } : {}) }, message instanceof Error ? message.message : String(message));
   }
+}
 
-  error(message: unknown, trace?: string, context?: string): void {
-    this.logger.error({ context, trace }, String(message));
-  }
-
-  warn(message: unknown, context?: string): void {
-    this.logger.warn({ context }, String(message));
-  }
-
-  debug(message: unknown, context?: string): void {
-    this.logger.debug({ context }, String(message));
-  }
-
-  verbose(message: unknown, context?: string): void {
-    this.logger.trace({ context }, String(message));
-  }
+/** Nest puts the logger's context last. */
+function contextOf(params: unknown[]): string | undefined {
+  const last = params[params.length - 1];
+  return typeof last === 'string' ? last : undefined;
 }

@@ -1,9 +1,9 @@
 import { IncomingMessage, ServerResponse } from 'node:http';
 
-import { Inject, Injectable } from '@nestjs/common';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ListToolsRequestSchema, ListToolsResult, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Inject, Injectable } from '@nestjs/common';
 
 import { Principal } from '@app/access';
 import { Authenticator, requiredScope } from '@app/auth';

@@ -1,6 +1,6 @@
+import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { SetMetadata } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
-import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 
 import type { Principal } from '@app/access';

@@ -1,3 +1,4 @@
+import type { Type } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsIn } from 'class-validator';
@@ -18,6 +19,18 @@ export class PageMeta {
 export interface Page<T> {
   data: T[];
   meta: PageMeta;
+}
+
+/**
+ * The one page shape of every list route, for the OpenAPI document: `{data: [item], meta}`.
+ * `export class JobPageDto extends PageOf(JobDto) {}` keeps a named schema per resource.
+ */
+export function PageOf<T>(item: Type<T>): Type<Page<T>> {
+  class PageOfItem implements Page<T> {
+    @ApiProperty({ type: [item] }) data!: T[];
+    @ApiProperty({ type: PageMeta }) meta!: PageMeta;
+  }
+  return PageOfItem;
 }
 
 export interface PageRequest<SortField extends string> {

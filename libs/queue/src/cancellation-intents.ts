@@ -6,6 +6,14 @@ import { Env } from '@app/config';
 
 import { CancellationIntentEntity } from './cancellation-intent.entity';
 
+/**
+ * The one liveness rule of a cancellation intent, as SQL: live for QUEUE_CANCEL_INTENT_TTL_SECONDS (the value
+ * of `ttl`, a placeholder) after it was last recorded. `alias` names the intents table in the query.
+ */
+export function intentIsLive(alias: string, ttl: string): string {
+  return `${alias}.requested_at > now() - make_interval(secs => ${ttl})`;
+}
+
 /** Records, reads and clears cancellation intents; an intent is live for QUEUE_CANCEL_INTENT_TTL_SECONDS. */
 @Injectable()
 export class CancellationIntents {
@@ -29,7 +37,7 @@ export class CancellationIntents {
     return manager
       .createQueryBuilder(CancellationIntentEntity, 'intent')
       .where('intent.run_id = :runId', { runId })
-      .andWhere(`intent.requested_at > now() - make_interval(secs => :ttl)`, { ttl: this.env.QUEUE_CANCEL_INTENT_TTL_SECONDS })
+      .andWhere(intentIsLive('intent', ':ttl'), { ttl: this.env.QUEUE_CANCEL_INTENT_TTL_SECONDS })
       .getExists();
   }
 

@@ -2,6 +2,7 @@ export * from './cancellation-intent.entity';
 export * from './cancellation-intents';
 export * from './enqueue';
 export * from './job.dto';
+export * from './job.mapper';
 export * from './job.entity';
 export * from './job-outcome-counter.entity';
 export * from './job-producer';

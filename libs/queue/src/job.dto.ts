@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsIn, IsObject, IsUUID, ValidateNested } from 'class-validator';
 
-import { PageMeta, PageQuery } from '@app/pagination';
+import { PageOf, PageQuery } from '@app/pagination';
 import { BoolField, IntField, Optional, StringField } from '@app/validation';
 
 import { JOB_STATUSES, JobStatus } from './job-status';
@@ -52,10 +52,7 @@ export class JobDto {
   @ApiProperty({ type: 'integer', nullable: true }) completed_at!: number | null;
 }
 
-export class JobPageDto {
-  @ApiProperty({ type: [JobDto] }) data!: JobDto[];
-  @ApiProperty({ type: PageMeta }) meta!: PageMeta;
-}
+export class JobPageDto extends PageOf(JobDto) {}
 
 export class QueueStatsDto {
   @ApiProperty({ type: 'object', additionalProperties: { type: 'integer' }, example: { queued: 3, running: 1, completed: 10, failed: 0, cancelled: 0, paused: 0 } })

@@ -3,15 +3,15 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { isUUID } from 'class-validator';
 import { EntityManager, Repository } from 'typeorm';
 
-import { toEpoch } from '@app/database';
+import { Env } from '@app/config';
 import { ValidationFailedException } from '@app/errors';
 import { fetchPage, Page, toPage } from '@app/pagination';
-import { Env } from '@app/config';
 
 import { CancellationIntents } from './cancellation-intents';
+import { JOB_STATUSES, JobStatus } from './job-status';
 import { BULK_SKIPPED_SHOWN, BulkJobsDto, BulkJobsResultDto, JobDto, JobFilterDto, JobSortField, ListJobsQuery, QueueStatsDto, RequeueQuery, SkippedJobDto } from './job.dto';
 import { QueueJobEntity } from './job.entity';
-import { JOB_STATUSES, JobStatus } from './job-status';
+import { toJobDto } from './job.mapper';
 import { JOBS_READY_CHANNEL } from './notify';
 import { QueueErrorCode, QueueException } from './queue.exception';
 
@@ -227,27 +227,4 @@ export class QueueAdminService {
     }
     return job;
   }
-}
-
-export function toJobDto(job: QueueJobEntity): JobDto {
-  return {
-    id: job.id,
-    component_type: job.componentType,
-    component_id: job.componentId,
-    session_id: job.sessionId,
-    job_type: job.jobType,
-    user_id: job.userId,
-    payload: job.payload,
-    status: job.status,
-    attempt: job.attempt,
-    max_attempts: job.maxAttempts,
-    idempotency_key: job.idempotencyKey,
-    available_at: toEpoch(job.availableAt),
-    locked_by: job.lockedBy,
-    locked_at: toEpoch(job.lockedAt),
-    error: job.error,
-    created_at: toEpoch(job.createdAt),
-    updated_at: toEpoch(job.updatedAt),
-    completed_at: toEpoch(job.completedAt),
-  };
 }

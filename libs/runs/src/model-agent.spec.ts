@@ -2,8 +2,8 @@ import { APICallError, simulateReadableStream } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 
-import { ModelUsage, RunCancelled, RunContext, Turn } from './component';
 import type { ModelAgentOptions } from './authoring';
+import { ModelUsage, RunCancelled, RunContext, Turn } from './component';
 import { modelAgent, runModelAgent } from './model-agent';
 
 const OPTIONS: ModelAgentOptions = { id: 'a', instructions: 'Be brief.', model: 'mock-1', baseURL: 'http://127.0.0.1:1/v1', historyTurns: 2 };

@@ -1,13 +1,12 @@
 import { Injectable } from '@nestjs/common';
-
 import type { ClientBase } from 'pg';
 
 import { ClaimedJob, ExpiredJob, HandlesJobs, JobContext, JobHandler, JobResult, RUN_JOB_TYPE } from '@app/queue';
 
 import { ComponentKind } from './component';
 import { ComponentRegistry } from './component.registry';
-import { RunRepository } from './run.repository';
 import { RunExecutor } from './run-executor';
+import { RunRepository } from './run.repository';
 
 /** Executes a background run on a worker; the run's row is written with the job's outcome, under the job's fence. */
 @Injectable()

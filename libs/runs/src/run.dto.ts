@@ -1,5 +1,4 @@
 import { ApiProperty } from '@nestjs/swagger';
-
 import { IsUUID } from 'class-validator';
 
 import { BoolField, StringField } from '@app/validation';

@@ -7,18 +7,17 @@ import { DataSource, EntityManager } from 'typeorm';
 
 import { attributedUser, DataScope, Principal } from '@app/access';
 import { Env } from '@app/config';
-import { toEpoch } from '@app/database';
-import { isUniqueViolation } from '@app/database';
+import { toEpoch, isUniqueViolation } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
 import { CancellationIntents, JobProducer, TERMINAL_STATUSES } from '@app/queue';
 
 import { Component, ComponentKind } from './component';
 import { ComponentRegistry } from './component.registry';
+import { RunExecutor, RunInput } from './run-executor';
 import { AcceptedRunDto, ComponentDto, IDEMPOTENCY_KEY_MAX, RunDto, RunEvent, StartRunDto } from './run.dto';
 import { RunEntity } from './run.entity';
+import { toRunDto } from './run.mapper';
 import { RUN_IDEMPOTENCY_CONSTRAINT, RunRepository } from './run.repository';
-import { RunExecutor, RunInput } from './run-executor';
-import { toRunDto } from './run-mapper';
 import { RunErrorCode, RunException } from './runs.exception';
 import { SessionEntity } from './session.entity';
 import { SessionRepository } from './session.repository';
@@ -220,6 +219,7 @@ function idempotencyKey(request: RunRequest): string | null {
   return key === '' ? null : key;
 }
 
+// eslint-disable-next-line no-control-regex -- matching control characters is what this pattern is for
 const CONTROL = /[\u0000-\u001F\u007F]/;
 
 function newRun(component: Component, request: RunRequest, userId: string | null, key: string | null, background: boolean): RunEntity {

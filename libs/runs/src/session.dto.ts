@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsString, Matches } from 'class-validator';
 
-import { PageMeta, PageQuery } from '@app/pagination';
+import { PageOf, PageQuery } from '@app/pagination';
 
 import { COMPONENT_KINDS } from './component';
 import { RunDto, SESSION_ID } from './run.dto';
@@ -23,15 +23,9 @@ export class SessionDto {
   @ApiProperty({ type: 'integer' }) updated_at!: number;
 }
 
-export class SessionPageDto {
-  @ApiProperty({ type: [SessionDto] }) data!: SessionDto[];
-  @ApiProperty({ type: PageMeta }) meta!: PageMeta;
-}
+export class SessionPageDto extends PageOf(SessionDto) {}
 
-export class RunPageDto {
-  @ApiProperty({ type: [RunDto] }) data!: RunDto[];
-  @ApiProperty({ type: PageMeta }) meta!: PageMeta;
-}
+export class RunPageDto extends PageOf(RunDto) {}
 
 export class SessionIdParams {
   @ApiProperty()

@@ -1,15 +1,15 @@
 import { Injectable } from '@nestjs/common';
 
 import { DataScope, Principal } from '@app/access';
-import { toEpoch } from '@app/database';
 import { Page, toPage } from '@app/pagination';
 
 import { RunDto } from './run.dto';
+import { toRunDto } from './run.mapper';
 import { RunRepository } from './run.repository';
-import { toRunDto } from './run-mapper';
 import { RunErrorCode, RunException } from './runs.exception';
 import { ListSessionRunsQuery, ListSessionsQuery, SessionDto } from './session.dto';
 import { SessionEntity } from './session.entity';
+import { toSessionDto } from './session.mapper';
 import { SessionRepository } from './session.repository';
 
 /** Session reads, self-scoped like every read. */
@@ -46,15 +46,4 @@ export class SessionsService {
     }
     return session;
   }
-}
-
-function toSessionDto(session: SessionEntity): SessionDto {
-  return {
-    session_id: session.id,
-    component_type: session.componentType,
-    component_id: session.componentId,
-    user_id: session.userId,
-    created_at: toEpoch(session.createdAt),
-    updated_at: toEpoch(session.updatedAt),
-  };
 }

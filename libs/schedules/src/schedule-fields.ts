@@ -13,6 +13,7 @@ export const SCHEDULE_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as con
  * The spec: "name: string, max 255". Any text is a name (punctuation, brackets, non-ASCII) except
  * control characters (C0, DEL, C1: NUL cannot be stored and the others only hide in listings and logs).
  */
+// eslint-disable-next-line no-control-regex -- matching control characters is what this pattern is for
 const NAME = /^[^\u0000-\u001F\u007F-\u009F]*$/;
 /** A path on this service: starts with `/`, printable ASCII, no spaces (the base URL is always PUBLIC_URL). */
 const ENDPOINT = /^\/[!-~]*$/;

@@ -5,10 +5,10 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Env } from '@app/config';
 import { ServiceAccountsService } from '@app/service-accounts';
 
-import { ScheduleAttempt } from './schedule-run.entity';
-import { ClaimedFire, ScheduleDispatchRepository } from './schedule-dispatch.repository';
 import { ScheduleCredentials } from './schedule-credentials';
+import { ClaimedFire, ScheduleDispatchRepository } from './schedule-dispatch.repository';
 import { clip, isRetryableStatus, isTerminalRunStatus, requestBody, runError, StartedRun, startedRun } from './schedule-http';
+import { ScheduleAttempt } from './schedule-run.entity';
 import { runPath, TargetType } from './schedule-target';
 
 interface AttemptOutcome {

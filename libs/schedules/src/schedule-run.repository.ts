@@ -4,8 +4,8 @@ import { Repository } from 'typeorm';
 
 import { fetchPage, PageRequest } from '@app/pagination';
 
-import { ScheduleRunEntity } from './schedule-run.entity';
 import { FireState, fireStates } from './schedule-overlap';
+import { ScheduleRunEntity } from './schedule-run.entity';
 import { ScheduleRunSortField } from './schedule-sorting';
 
 const SORT_COLUMNS: Record<ScheduleRunSortField, string> = {

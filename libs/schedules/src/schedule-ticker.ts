@@ -73,7 +73,7 @@ export class ScheduleTicker implements OnApplicationBootstrap, OnModuleDestroy, 
       }
       await this.fill();
     } catch (error) {
-      this.logger.warn(`Schedule tick failed: ${(error as Error).message}`);
+      this.logger.warn({ err: error }, 'Schedule tick failed');
     } finally {
       this.ticking = false;
     }
@@ -103,10 +103,10 @@ export class ScheduleTicker implements OnApplicationBootstrap, OnModuleDestroy, 
   private start(fire: ClaimedFire): void {
     const running: Promise<void> = this.firer
       .fire(fire, this.workerId, this.shutdown.signal)
-      .catch((error: unknown) => this.logger.error(`Fire ${fire.runId} of schedule ${fire.scheduleId} failed: ${(error as Error).message}`))
+      .catch((error: unknown) => this.logger.error({ err: error, fire_id: fire.runId, schedule_id: fire.scheduleId }, 'Schedule fire failed'))
       .finally(() => {
         this.inFlight.delete(running);
-        void this.fill().catch((error: unknown) => this.logger.warn(`Schedule claim failed: ${(error as Error).message}`));
+        void this.fill().catch((error: unknown) => this.logger.warn({ err: error }, 'Schedule claim failed'));
       });
     this.inFlight.add(running);
   }

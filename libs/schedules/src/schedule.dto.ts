@@ -1,11 +1,9 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsString, IsUUID } from 'class-validator';
 
-import { PageMeta, PageQuery } from '@app/pagination';
+import { PageOf, PageQuery } from '@app/pagination';
 import { BoolField, IntField, Optional, StringField } from '@app/validation';
 
-import { CATCHUP_POLICIES, CatchupPolicy, JsonObject, OVERLAP_POLICIES, OverlapPolicy } from './schedule.entity';
-import { SKIP_REASONS } from './schedule-run.entity';
 import {
   CronExpression,
   Description,
@@ -19,8 +17,10 @@ import {
   TimeoutSeconds,
   TimeZone,
 } from './schedule-fields';
+import { SKIP_REASONS } from './schedule-run.entity';
 import { SCHEDULE_RUN_SORT_FIELDS, SCHEDULE_SORT_FIELDS } from './schedule-sorting';
 import { TARGET_TYPES } from './schedule-target';
+import { CATCHUP_POLICIES, CatchupPolicy, JsonObject, OVERLAP_POLICIES, OverlapPolicy } from './schedule.entity';
 
 function PolicyField(values: readonly string[], description: string, fallback: string): PropertyDecorator {
   return (target, key) => {
@@ -119,10 +119,7 @@ export class ScheduleDto {
   @ApiProperty({ type: 'integer' }) updated_at!: number;
 }
 
-export class SchedulePageDto {
-  @ApiProperty({ type: [ScheduleDto] }) data!: ScheduleDto[];
-  @ApiProperty({ type: PageMeta }) meta!: PageMeta;
-}
+export class SchedulePageDto extends PageOf(ScheduleDto) {}
 
 export class ScheduleAttemptDto {
   @ApiProperty({ type: 'integer', description: '1-based' }) attempt!: number;
@@ -152,10 +149,7 @@ export class ScheduleRunDto {
   @ApiProperty({ type: 'integer' }) created_at!: number;
 }
 
-export class ScheduleRunPageDto {
-  @ApiProperty({ type: [ScheduleRunDto] }) data!: ScheduleRunDto[];
-  @ApiProperty({ type: PageMeta }) meta!: PageMeta;
-}
+export class ScheduleRunPageDto extends PageOf(ScheduleRunDto) {}
 
 export class ScheduleIdParams {
   @ApiProperty({ format: 'uuid' })

@@ -1,10 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { LRUCache } from 'lru-cache';
 
 import { Env } from '@app/config';
 import { isDatabaseUnavailable } from '@app/database';
 
+
 import { FailedLookupLimiter } from './failed-lookup-limiter';
-import { LruMap } from './lru';
 import { ServiceAccountRepository } from './service-account.repository';
 import { hashToken, looksLikeToken } from './token';
 
@@ -25,11 +26,6 @@ export type Verification =
   | { outcome: 'throttled' }
   | { outcome: 'unavailable' };
 
-interface CacheEntry {
-  account: VerifiedAccount;
-  cachedAtMs: number;
-}
-
 const CACHE_CAPACITY = 2048;
 /** last_used_at is advisory: one write per account per minute per process is plenty. */
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
@@ -43,24 +39,26 @@ const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 @Injectable()
 export class ServiceAccountVerifier {
   private readonly logger = new Logger(ServiceAccountVerifier.name);
-  private readonly cache = new LruMap<string, CacheEntry>(CACHE_CAPACITY);
-  private readonly limiter = new FailedLookupLimiter();
-  private readonly lastUsedWrites = new LruMap<string, number>(CACHE_CAPACITY);
-  private readonly cacheTtlMs: number;
+  /** Successful verifications by token hash; null when the TTL is 0 (every request reads the database). */
+  private readonly cache: LRUCache<string, VerifiedAccount> | null;
+  /** Accounts whose last use was written within the interval, so it is not written again. */
+  private readonly lastUsedWrites = new LRUCache<string, true>({ max: CACHE_CAPACITY, ttl: LAST_USED_WRITE_INTERVAL_MS });
 
   constructor(
     private readonly accounts: ServiceAccountRepository,
+    private readonly limiter: FailedLookupLimiter,
     env: Env,
   ) {
-    this.cacheTtlMs = env.SERVICE_ACCOUNT_CACHE_TTL_SECONDS * 1000;
+    const ttl = env.SERVICE_ACCOUNT_CACHE_TTL_SECONDS * 1000;
+    this.cache = ttl > 0 ? new LRUCache({ max: CACHE_CAPACITY, ttl }) : null;
   }
 
   async verify(token: string, clientKey: string): Promise<Verification> {
     const now = Date.now();
     const hash = hashToken(token);
-    const cached = this.cacheTtlMs > 0 ? this.cache.get(hash) : undefined;
-    if (cached && now - cached.cachedAtMs < this.cacheTtlMs) {
-      return this.accept(cached.account, hash, now, clientKey, false);
+    const cached = this.cache?.get(hash);
+    if (cached) {
+      return this.accept(cached, hash, now, clientKey, false);
     }
     let account: VerifiedAccount | null;
     try {
@@ -71,7 +69,7 @@ export class ServiceAccountVerifier {
       }
       throw error;
     }
-    return account ? this.accept(account, hash, now, clientKey, true) : this.reject(hash, clientKey, now);
+    return account ? this.accept(account, hash, now, clientKey, true) : this.reject(hash, clientKey);
   }
 
   /**
@@ -79,7 +77,11 @@ export class ServiceAccountVerifier {
    * so the next request with a rotated-out token reads that token's grace from the database.
    */
   forget(accountId: string): void {
-    this.cache.deleteWhere((entry) => entry.account.id === accountId);
+    for (const [hash, account] of this.cache?.entries() ?? []) {
+      if (account.id === accountId) {
+        this.cache?.delete(hash);
+      }
+    }
   }
 
   private async lookUp(hash: string, now: number): Promise<VerifiedAccount | null> {
@@ -96,33 +98,32 @@ export class ServiceAccountVerifier {
 
   private accept(account: VerifiedAccount, hash: string, now: number, clientKey: string, fresh: boolean): Verification {
     if (account.expiresAtMs !== null && account.expiresAtMs <= now) {
-      this.cache.delete(hash);
+      this.cache?.delete(hash);
       return { outcome: 'invalid' };
     }
-    if (fresh && this.cacheTtlMs > 0) {
-      this.cache.set(hash, { account, cachedAtMs: now });
+    if (fresh) {
+      this.cache?.set(hash, account);
     }
-    this.touch(account.id, now, clientKey);
+    this.touch(account.id, clientKey);
     return { outcome: 'ok', account };
   }
 
-  private reject(hash: string, clientKey: string, now: number): Verification {
-    this.cache.delete(hash);
-    if (this.limiter.isThrottled(clientKey, now)) {
+  private async reject(hash: string, clientKey: string): Promise<Verification> {
+    this.cache?.delete(hash);
+    if (await this.limiter.isThrottled(clientKey)) {
       return { outcome: 'throttled' };
     }
-    this.limiter.recordFailure(clientKey, now);
+    await this.limiter.recordFailure(clientKey);
     return { outcome: 'invalid' };
   }
 
-  private touch(accountId: string, now: number, clientIp: string): void {
-    const last = this.lastUsedWrites.get(accountId);
-    if (last !== undefined && now - last < LAST_USED_WRITE_INTERVAL_MS) {
+  private touch(accountId: string, clientIp: string): void {
+    if (this.lastUsedWrites.has(accountId)) {
       return;
     }
-    this.lastUsedWrites.set(accountId, now);
+    this.lastUsedWrites.set(accountId, true);
     this.accounts.touchLastUsed(accountId, clientIp).catch((error: unknown) => {
-      this.logger.warn(`Could not record last_used_at for ${accountId}: ${error instanceof Error ? error.message : String(error)}`);
+      this.logger.warn({ err: error, account_id: accountId }, 'Could not record last_used_at');
     });
   }
 }

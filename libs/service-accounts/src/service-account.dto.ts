@@ -3,7 +3,7 @@ import { plainToInstance, Transform } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsIn, IsString, IsUUID, MaxLength, ValidateNested } from 'class-validator';
 
 import { DEFAULT_SCOPES, SERVICE_ACCOUNT_NAME } from '@app/access';
-import { PageMeta, PageQuery } from '@app/pagination';
+import { PageOf, PageQuery } from '@app/pagination';
 import { BoolField, EmptyBodyAllowed, IntField, Optional, StringField } from '@app/validation';
 
 import { SERVICE_ACCOUNT_SORT_FIELDS } from './service-account.repository';
@@ -22,7 +22,7 @@ export class ScopeGrantDto {
   @ApiPropertyOptional({ enum: ['allow'], default: 'allow', description: 'Token scopes are grants: only `allow` is accepted' })
   @Optional()
   @IsIn(['allow'])
-  effect: 'allow' = 'allow';
+  effect = 'allow' as const;
 }
 
 /** `"agents:run"` is shorthand for `{"scope": "agents:run"}`: responses list scopes as strings, so requests may too. */
@@ -109,10 +109,7 @@ export class CreatedServiceAccountDto extends ServiceAccountDto {
   token!: string;
 }
 
-export class ServiceAccountPageDto {
-  @ApiProperty({ type: [ServiceAccountDto] }) data!: ServiceAccountDto[];
-  @ApiProperty({ type: PageMeta }) meta!: PageMeta;
-}
+export class ServiceAccountPageDto extends PageOf(ServiceAccountDto) {}
 
 export class ServiceAccountIdParams {
   @ApiProperty({ format: 'uuid' })

@@ -1,9 +1,11 @@
+import { CliError } from '@app/cli-terminal';
 import { SERVICE_VERSION } from '@app/version';
 
-import { CliError } from '@app/cli-terminal';
 
 export interface HttpResult {
   status: number;
+  // The parsed JSON of whichever route was called; each API wrapper reads it as that route's shape.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- typed per route once the client is generated from openapi.json
   body: any;
   text: string;
   headers: Headers;
@@ -40,7 +42,7 @@ export async function httpRequest(method: string, url: string, options: HttpOpti
     throw new CliError(`Could not reach ${url}: ${reason}`);
   }
   const text = await response.text();
-  let parsed: unknown = null;
+  let parsed: unknown;
   try {
     parsed = text ? JSON.parse(text) : null;
   } catch {

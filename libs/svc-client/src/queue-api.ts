@@ -104,7 +104,7 @@ export class QueueApi extends AdminApi {
   async list(request: JobListRequest): Promise<JobList> {
     const jobs: Job[] = [];
     let scanned = 0;
-    let total = 0;
+    let total!: number;
     let truncated = false;
     const pageSize = request.componentId ? PAGE_SIZE : Math.min(PAGE_SIZE, request.limit);
     for (let page = 1; ; page += 1) {

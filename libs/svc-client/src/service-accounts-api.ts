@@ -40,7 +40,10 @@ function scopeString(scope: unknown): string {
   return item.raw ?? item.scope ?? String(scope);
 }
 
-export function toServiceAccount(body: any): ServiceAccount {
+/** An account as the api answers it (older services list scopes as grant objects). */
+type AccountBody = Omit<ServiceAccount, 'scopes'> & { scopes?: unknown };
+
+export function toServiceAccount(body: AccountBody): ServiceAccount {
   return {
     id: body.id,
     name: body.name,
@@ -96,7 +99,7 @@ export class ServiceAccountsApi {
       if (result.status !== 200) {
         throw new CliError(`Could not list service accounts: ${errorDetail(result)}`);
       }
-      accounts.push(...(result.body.data as unknown[]).map(toServiceAccount));
+      accounts.push(...(result.body.data as AccountBody[]).map(toServiceAccount));
       if (page >= (result.body.meta?.total_pages ?? 1)) {
         return accounts;
       }

@@ -5,12 +5,12 @@ import { Principal } from '@app/access';
 import { CurrentPrincipal, Public, RequireScope } from '@app/auth';
 
 import { ConfigDto, HealthDto, InfoDto } from './discovery.dto';
-import { DiscoveryService } from './discovery.service';
+import { ServiceInfoService } from './service-info.service';
 
 @ApiTags('discovery')
 @Controller()
 export class DiscoveryController {
-  constructor(private readonly discovery: DiscoveryService) {}
+  constructor(private readonly discovery: ServiceInfoService) {}
 
   @Get('health')
   @Public()

@@ -31,7 +31,6 @@ export function statusOf(code: DomainErrorCode): HttpStatus {
     case RequestErrorCode.Forbidden:
     case AuthErrorCode.Forbidden:
     case ServiceAccountErrorCode.CannotGrant:
-    case ServiceAccountErrorCode.CannotRevoke:
     case ScheduleErrorCode.Forbidden:
       return HttpStatus.FORBIDDEN;
     case RequestErrorCode.NotFound:

@@ -55,11 +55,11 @@ export function renderError(exception: unknown, context: ErrorContext): Rendered
     return { status: frameworkStatus, body: { detail: FRAMEWORK_DETAILS[code] ?? (exception as Error).message } };
   }
   if (isDatabaseUnavailable(exception)) {
-    logger.error(`Database unavailable: ${(exception as Error).message}`);
+    logger.error({ err: exception }, 'Database unavailable');
     return { status: HttpStatus.SERVICE_UNAVAILABLE, body: { detail: 'Database unavailable; try again shortly' } };
   }
   const errorId = randomUUID();
-  logger.error(`Unhandled error ${errorId} on ${context.method} ${context.url}`, (exception as Error)?.stack ?? String(exception));
+  logger.error({ err: exception, error_id: errorId, method: context.method, url: context.url }, 'Unhandled error');
   return { status: HttpStatus.INTERNAL_SERVER_ERROR, body: { detail: 'Internal server error', error_id: errorId, error_type: 'internal_error' } };
 }
 

@@ -4,8 +4,8 @@ import { Env } from '@app/config';
 import { McpModule } from '@app/mcp';
 
 import { McpArguments } from './mcp-arguments';
-import { McpController } from './mcp.controller';
 import { McpToolErrors } from './mcp-tool-errors';
+import { McpController } from './mcp.controller';
 import { ProtectedResourceController } from './protected-resource.controller';
 import { AgentRunTools, TeamRunTools, WorkflowRunTools } from './tools/component-runs.tools';
 import { DiscoveryTools } from './tools/discovery.tools';

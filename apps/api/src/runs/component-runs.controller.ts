@@ -39,8 +39,10 @@ function componentRunsController({ kind, resource, param }: ComponentRoute): Typ
   const read = `${resource}:read`;
   const run = `${resource}:run`;
 
+  // On the routes that take it only: the list route has no id in its path.
+  const ComponentParam = () => ApiParam({ name: param, description: `Id of the ${kind}` });
+
   @ApiTags(resource)
-  @ApiParam({ name: param, description: `Id of the ${kind}` })
   @ApiUnprocessableEntityResponse({ type: ValidationErrorBodyDto, description: 'Validation error' })
   @Controller(resource)
   class ComponentRunsController {
@@ -55,6 +57,7 @@ function componentRunsController({ kind, resource, param }: ComponentRoute): Typ
     }
 
     @Get(`:${param}`)
+    @ComponentParam()
     @RequireScope(read, { componentParam: param })
     @ApiOperation({ summary: `One ${kind}` })
     @ApiOkResponse({ type: ComponentDto })
@@ -64,6 +67,7 @@ function componentRunsController({ kind, resource, param }: ComponentRoute): Typ
     }
 
     @Post(`:${param}/runs`)
+    @ComponentParam()
     @RequireScope(run, { componentParam: param })
     @ApiOperation({ summary: `Run the ${kind}: finished run (200), text/event-stream (stream=true), or queued (202, background=true)` })
     @ApiConsumes('application/x-www-form-urlencoded', 'application/json')
@@ -93,6 +97,7 @@ function componentRunsController({ kind, resource, param }: ComponentRoute): Typ
     }
 
     @Get(`:${param}/runs/:run_id`)
+    @ComponentParam()
     @RequireScope(run, { componentParam: param })
     @ApiOperation({ summary: 'The run: status, content, error, timestamps' })
     @ApiOkResponse({ type: RunDto })
@@ -103,6 +108,7 @@ function componentRunsController({ kind, resource, param }: ComponentRoute): Typ
 
     @Post(`:${param}/runs/:run_id/cancel`)
     @HttpCode(HttpStatus.OK)
+    @ComponentParam()
     @RequireScope(run, { componentParam: param })
     @ApiOperation({ summary: 'Record a cancellation intent: a queued run is cancelled at once, a running one at its next checkpoint' })
     @ApiOkResponse({ type: RunDto, description: 'The run after the request' })

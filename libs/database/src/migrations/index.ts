@@ -6,7 +6,8 @@ import { ScheduleOwners1764300000001 } from './1764300000001-ScheduleOwners';
 import { RunModelUsage1764400000001 } from './1764400000001-RunModelUsage';
 import { ServiceAccountRotation1764500000001 } from './1764500000001-ServiceAccountRotation';
 import { SchedulePolicies1764600000001 } from './1764600000001-SchedulePolicies';
-import { ServiceAccountNameRelease1764700000001 } from './1764700000001-ServiceAccountNameRelease';
+import { FailedLookups1764700000001 } from './1764700000001-FailedLookups';
+import { ServiceAccountNameRelease1764800000001 } from './1764800000001-ServiceAccountNameRelease';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -18,5 +19,6 @@ export const MIGRATIONS = [
   RunModelUsage1764400000001,
   ServiceAccountRotation1764500000001,
   SchedulePolicies1764600000001,
-  ServiceAccountNameRelease1764700000001,
+  FailedLookups1764700000001,
+  ServiceAccountNameRelease1764800000001,
 ];

@@ -1,7 +1,8 @@
 import type { ClientBase, Pool } from 'pg';
 
-import { JobPayload } from '../job.entity';
+import { intentIsLive } from '../cancellation-intents';
 import { JobStatus } from '../job-status';
+import { JobPayload } from '../job.entity';
 import { JOBS_READY_CHANNEL } from '../notify';
 import { ClaimedJob, ExpiredJob, JobOutcome } from './job-handler';
 
@@ -66,7 +67,7 @@ const CLAIM = `
   SET status = 'running', attempt = j.attempt + 1, locked_by = $1, locked_at = now(), heartbeat_at = now(), updated_at = now()
   WHERE j.ctid = ANY (ARRAY (SELECT ctid FROM next))
   RETURNING j.id, j.job_type, j.component_type, j.component_id, j.session_id, j.user_id, j.payload, j.attempt, j.max_attempts,
-    EXISTS (SELECT 1 FROM queue_cancellation_intents c WHERE c.run_id = j.id AND c.requested_at > now() - make_interval(secs => $4)) AS cancel_requested`;
+    EXISTS (SELECT 1 FROM queue_cancellation_intents c WHERE c.run_id = j.id AND ${intentIsLive('c', '$4')}) AS cancel_requested`;
 
 /**
  * Records outcomes, fenced: a row whose attempt or lock changed (swept, requeued, released)
@@ -143,9 +144,9 @@ const DELETE_EXPIRED = `
 
 const EXPIRY_BATCH = 1000;
 
-const INTENT_LIVE = `SELECT EXISTS (SELECT 1 FROM queue_cancellation_intents WHERE run_id = $1 AND requested_at > now() - make_interval(secs => $2)) AS live`;
+const INTENT_LIVE = `SELECT EXISTS (SELECT 1 FROM queue_cancellation_intents i WHERE i.run_id = $1 AND ${intentIsLive('i', '$2')}) AS live`;
 
-const DELETE_STALE_INTENTS = `DELETE FROM queue_cancellation_intents WHERE requested_at < now() - make_interval(secs => $1)`;
+const DELETE_STALE_INTENTS = `DELETE FROM queue_cancellation_intents i WHERE NOT (${intentIsLive('i', '$1')})`;
 
 // Batched statements name their rows with `id = ANY(...)` so PostgreSQL reaches them through the
 // primary key; a plain join against the batch lets it prefer a sequential scan of the whole table.

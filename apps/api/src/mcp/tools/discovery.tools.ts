@@ -4,12 +4,12 @@ import { Principal } from '@app/access';
 import { McpTool, McpToolset } from '@app/mcp';
 
 import { ConfigDto } from '../../discovery/discovery.dto';
-import { DiscoveryService } from '../../discovery/discovery.service';
+import { ServiceInfoService } from '../../discovery/service-info.service';
 
 @McpToolset()
 @Injectable()
 export class DiscoveryTools {
-  constructor(private readonly discovery: DiscoveryService) {}
+  constructor(private readonly discovery: ServiceInfoService) {}
 
   @McpTool({
     name: 'get_config',

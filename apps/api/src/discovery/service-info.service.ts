@@ -9,7 +9,7 @@ import { ComponentDto, ComponentKind, RunsService } from '@app/runs';
 import { ConfigDto, HealthDto, InfoDto, McpInfoDto } from './discovery.dto';
 
 @Injectable()
-export class DiscoveryService {
+export class ServiceInfoService {
   private readonly startedAt = Math.floor(Date.now() / 1000);
 
   constructor(
