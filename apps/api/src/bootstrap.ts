@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { IncomingMessage } from 'node:http';
+import { Duplex } from 'node:stream';
 
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -17,6 +18,24 @@ import { mountDocs } from './openapi';
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
+const CLIENT_ERRORS: Record<string, [status: string, detail: string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: ['408 Request Timeout', 'Request timed out'],
+  HPE_HEADER_OVERFLOW: ['431 Request Header Fields Too Large', 'Request headers are too large'],
+};
+
+/**
+ * A request Node's HTTP parser refuses (NUL or another control character in a header, a broken request
+ * line) never reaches a route: it gets the standard error body rather than Fastify's own shape.
+ */
+function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) {
+    return;
+  }
+  const [status, detail] = CLIENT_ERRORS[error.code ?? ''] ?? ['400 Bad Request', 'Malformed HTTP request'];
+  const body = JSON.stringify({ detail });
+  socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+}
+
 /** Builds the api (not yet listening): used by main.ts and nothing else needs to know how. */
 export async function createApiApp(env: Env, components: Component[] = []): Promise<NestFastifyApplication> {
   const logger = createLogger(env, 'api');
@@ -31,6 +50,9 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
     // One access line per request (the onResponse hook below) instead of Fastify's two.
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     // Router-level rejections (malformed URL, over-long path parameter) never reach Nest's filter.
+    // A request Node's parser refuses (a NUL or other control character in a header, a bad request line)
+    // never reaches Fastify's routes: answer it with the standard error body instead of Fastify's own.
+    clientErrorHandler: answerClientError,
     frameworkErrors: (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
       addSecurityHeaders(reply);
       void reply.status(error.statusCode ?? 400).send({ detail: error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'Path parameter is too long' : 'Malformed URL' });

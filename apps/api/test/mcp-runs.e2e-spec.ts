@@ -122,6 +122,19 @@ describe('MCP run, session, component and schedule tools', () => {
     expect(bad).toMatchObject({ isError: true, text: '422: Invalid arguments: session_id: session_id must be 1-128 letters, digits, ., _, : or -' });
   });
 
+  it('refuses NUL in tool arguments: 422 for a field, 404 for a component id (never an internal error)', async () => {
+    const message = await callTool(asAlice, 'run_agent', { agent_id: 'echo-agent', message: 'a\u0000b' });
+    expect(message).toMatchObject({ isError: true, text: expect.stringMatching(/^422: Invalid arguments: message: /) });
+    // The security key holds every scope, so the call reaches the run lookup.
+    const asKey = await connectMcp(api.url, ROOT_KEY);
+    try {
+      const run = await callTool(asKey, 'get_agent_run', { agent_id: 'echo\u0000agent', run_id: '00000000-0000-4000-8000-000000000000' });
+      expect(run).toMatchObject({ isError: true, text: expect.stringMatching(/^404: /) });
+    } finally {
+      await asKey.close();
+    }
+  });
+
   it('manages schedules under the schedules scopes, self-scoped per service account', async () => {
     const scheduler = await mintAccount(api.url, ROOT_KEY, { scopes: ['schedules:read', 'schedules:write'], privileged: true });
     const other = await mintAccount(api.url, ROOT_KEY, { scopes: ['schedules:read'] });

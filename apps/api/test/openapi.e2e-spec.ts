@@ -48,6 +48,17 @@ describe('OpenAPI document and Swagger UI', () => {
     expect(document.components.schemas.ValidationErrorBodyDto).toBeDefined();
   });
 
+  it('declares queue and schedule operations "anonymous or bearer": security [{}, {bearer: []}]', () => {
+    const operations = Object.entries(document.paths)
+      .filter(([path]) => path.startsWith('/queue') || path.startsWith('/schedules'))
+      .flatMap(([path, methods]) => Object.entries(methods as Record<string, any>).map(([method, operation]) => ({ key: `${method.toUpperCase()} ${path}`, operation })));
+    expect(operations.length).toBeGreaterThanOrEqual(14);
+    for (const { key, operation } of operations) {
+      expect(operation.security, key).toEqual([{}, { bearer: [] }]);
+    }
+    expect(document.paths['/service-accounts'].post.security).toEqual([{ bearer: [] }]);
+  });
+
   it('documents the service-account request and response schemas', () => {
     const create = document.components.schemas.CreateServiceAccountDto;
     expect(create.required).toEqual(['name']);

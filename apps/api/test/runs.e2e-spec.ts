@@ -198,6 +198,30 @@ describe('runs and sessions (security_key mode, demo components)', () => {
 
     it('answers 404, not 500, for a run id that is not a UUID', async () => {
       expectErrorBody(await call(api.url, 'GET', '/agents/echo-agent/runs/not-a-uuid', { token: alice.token }), 404);
+      expectErrorBody(await call(api.url, 'POST', '/agents/echo-agent/runs/not-a-uuid/cancel', { token: alice.token }), 404);
+    });
+
+    it('refuses NUL wherever PostgreSQL would store or compare it: 422 naming the field, 404 for a path id', async () => {
+      const runId = '00000000-0000-4000-8000-000000000000';
+      const post = (json: unknown, headers: Record<string, string> = {}) => call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, json, headers });
+      expect(expectValidationBody(await post({ message: 'a\u0000b' }))).toEqual([['body', 'message']]);
+      expect(expectValidationBody(await post({ message: 'x', idempotency_key: 'k\u0000' }))).toEqual([['body', 'idempotency_key']]);
+      expect(expectValidationBody(await post({ message: 'x', session_id: '\u0000' }))).toEqual([['body', 'session_id']]);
+      expect(expectValidationBody(await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message: 'a\u0000b' }) }))).toEqual([['body', 'message']]);
+      for (const path of [`/agents/%00/runs/${runId}`, `/agents/echo-agent/runs/${runId}%00`, '/agents/%00', '/sessions/%00', '/sessions/a%00b/runs', '/queue/jobs/%00']) {
+        expectErrorBody(await call(api.url, 'GET', path, { token: ROOT_KEY }), 404);
+      }
+      expectErrorBody(await call(api.url, 'POST', `/agents/%00/runs/${runId}/cancel`, { token: ROOT_KEY }), 404);
+      expectErrorBody(await call(api.url, 'POST', '/agents/%00/runs', { token: ROOT_KEY, json: { message: 'x' } }), 404);
+      expect(expectValidationBody(await call(api.url, 'GET', '/sessions?sort_by=a%00b', { token: ROOT_KEY }))).toEqual([['query', 'sort_by']]);
+    });
+
+    it('refuses control characters in the Idempotency-Key header with the 422 body, and a header Node cannot parse with the standard body', async () => {
+      const tab = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, headers: { 'idempotency-key': 'a\tb' }, json: { message: 'x' } });
+      expect(expectValidationBody(tab)).toEqual([['header', 'idempotency-key']]);
+      const raw = await rawRequest(api.url, `POST /agents/echo-agent/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice.token}\r\nIdempotency-Key: a\u0000b\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{"message":"x"}`);
+      expect(raw.status).toBe(400);
+      expect(JSON.parse(raw.body)).toEqual({ detail: expect.any(String) });
     });
   });
 
@@ -263,3 +287,19 @@ describe('background runs on a replica without the queue', () => {
     expect((await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, ...form({ message: 'x' }) })).status).toBe(200);
   });
 });
+
+/** A hand-written HTTP/1.1 request (fetch refuses NUL in headers): the status and body of the answer. */
+async function rawRequest(baseUrl: string, request: string): Promise<{ status: number; body: string }> {
+  const { hostname, port } = new URL(baseUrl);
+  const { connect } = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.end(request));
+    let text = '';
+    socket.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const [head, ...rest] = text.split('\r\n\r\n');
+      resolve({ status: Number(head.split(' ')[1]), body: rest.join('\r\n\r\n') });
+    });
+  });
+}

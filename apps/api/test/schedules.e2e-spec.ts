@@ -92,6 +92,33 @@ describe('schedules api (security_key mode)', () => {
       expect(expectValidationBody(await create({ name: 'x', cron_expr: '0 0 30 2 *', endpoint: '/health' }))).toEqual([['body', 'cron_expr']]);
     });
 
+    it('accepts any name up to 255 characters without control characters', async () => {
+      for (const name of [`Nightly (v2) ${Date.now()}`, `Rapport été ${Date.now()}`, 'x'.repeat(255)]) {
+        expect((await createOk({ name })).name).toBe(name);
+      }
+      for (const name of ['', 'x'.repeat(256), 'a\u0000b', 'bell\u0007']) {
+        expect(expectValidationBody(await create({ name, cron_expr: '* * * * *', endpoint: '/health' })), JSON.stringify(name)).toEqual([['body', 'name']]);
+      }
+    });
+
+    it('refuses NUL in any string of the body, payload included, naming where (never a 500)', async () => {
+      const body = { name: uniqueName('sched'), cron_expr: '0 0 1 1 *', endpoint: '/health', method: 'GET' };
+      expect(expectValidationBody(await create({ ...body, description: 'a\u0000b' }))).toEqual([['body', 'description']]);
+      expect(expectValidationBody(await create({ ...body, payload: { deep: ['ok', 'x\u0000'] } }))).toEqual([['body', 'payload', 'deep', 1]]);
+      expect(expectValidationBody(await create({ ...body, payload: { 'k\u0000': 1 } }))).toEqual([['body', 'payload', 'k\u0000']]);
+      expect(expectValidationBody(await call(api.url, 'GET', '/schedules?managed_by=a%00b', { token: ROOT_KEY }))).toEqual([['query', 'managed_by']]);
+    });
+
+    it('refuses a body nested deeper than 32 levels with the 422 body (it overflowed the stack: a 500)', async () => {
+      const deep = JSON.parse(`${'{"a":'.repeat(3000)}1${'}'.repeat(3000)}`);
+      const response = await create({ name: uniqueName('sched'), cron_expr: '0 0 1 1 *', endpoint: '/health', method: 'GET', payload: deep });
+      const [loc] = expectValidationBody(response);
+      expect(loc.slice(0, 3)).toEqual(['body', 'payload', 'a']);
+      expect(response.body.detail[0]).toMatchObject({ type: 'max_depth', ctx: { max_depth: 32 } });
+      const nested = JSON.parse(`${'{"a":'.repeat(20)}1${'}'.repeat(20)}`);
+      expect((await createOk({ payload: nested })).payload).toEqual(nested);
+    });
+
     it('answers 409 for a second schedule of the same owner with the same name', async () => {
       const first = await createOk();
       const again = await create({ name: first.name, cron_expr: '* * * * *', endpoint: '/health' });
@@ -101,12 +128,19 @@ describe('schedules api (security_key mode)', () => {
   });
 
   describe('GET /schedules and /schedules/{id}', () => {
-    it('gets one, 404s an unknown id and 422s a malformed one', async () => {
+    it('gets one and 404s an unknown id, a malformed one and one holding NUL', async () => {
       const schedule = await createOk();
       expect((await call(api.url, 'GET', `/schedules/${schedule.id}`, { token: ROOT_KEY })).body).toEqual(schedule);
       const missing = await call(api.url, 'GET', '/schedules/00000000-0000-4000-8000-000000000000', { token: ROOT_KEY });
       expectErrorBody(missing, 404);
-      expect(expectValidationBody(await call(api.url, 'GET', '/schedules/nope', { token: ROOT_KEY }))).toEqual([['path', 'schedule_id']]);
+      for (const bad of ['nope', '%00', `${schedule.id}%00`]) {
+        expectErrorBody(await call(api.url, 'GET', `/schedules/${bad}`, { token: ROOT_KEY }), 404);
+        expectErrorBody(await patch(bad, { name: 'x' }), 404);
+        expectErrorBody(await call(api.url, 'DELETE', `/schedules/${bad}`, { token: ROOT_KEY }), 404);
+        expectErrorBody(await call(api.url, 'POST', `/schedules/${bad}/trigger`, { token: ROOT_KEY }), 404);
+        expectErrorBody(await call(api.url, 'GET', `/schedules/${bad}/runs`, { token: ROOT_KEY }), 404);
+        expectErrorBody(await call(api.url, 'GET', `/schedules/${schedule.id}/runs/${bad}`, { token: ROOT_KEY }), 404);
+      }
     });
 
     it('filters, pages and sorts with meta', async () => {
@@ -136,7 +170,8 @@ describe('schedules api (security_key mode)', () => {
 
     const validTimezone = 'America/Argentina/ComodRivadavia';
     const bounds: [field: string, inside: unknown[], outside: unknown[]][] = [
-      ['name', ['n'.repeat(255), 'n'], ['n'.repeat(256), '']],
+      // The spec: any string up to 255 characters; control characters (NUL among them) are refused.
+      ['name', ['n'.repeat(255), 'n', 'Nightly (v2)', 'Rapport: été/夜 #3 [prod] 🚀', ' padded '], ['n'.repeat(256), '', 'a\u0000b', 'tab\there', 'line\nbreak', 'del\u007f']],
       ['cron_expr', [cronOfLength(128)], [`0${cronOfLength(128)}`]],
       ['endpoint', [`/${'e'.repeat(511)}`, '/'], [`/${'e'.repeat(512)}`]],
       ['method', ['DELETE', 'get'], ['PROPPATCHES']],

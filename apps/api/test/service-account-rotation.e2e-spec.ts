@@ -109,7 +109,7 @@ describe('POST /service-accounts/{id}/rotate (security_key mode, verification ca
       const response = await rotate(account.id, ROOT_KEY, { grace_seconds: grace });
       expect(expectValidationBody(response), String(grace)).toEqual([['body', 'grace_seconds']]);
     }
-    expect(expectValidationBody(await rotate('not-a-uuid', ROOT_KEY))).toEqual([['path', 'id']]);
+    expectErrorBody(await rotate('not-a-uuid', ROOT_KEY), 404);
     expect(await status(account.token)).toBe(200);
   });
 

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestDatabase, query } from '../../../test/support/database';
+import { expectErrorBody } from '../../../test/support/error-bodies';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY, uniqueName } from '../../../test/support/principals';
 import { RunningApi, startApi } from '../../../test/support/processes';
@@ -111,11 +112,17 @@ describe('service accounts (security_key mode)', () => {
       expect((await call(api.url, 'GET', '/config', { token: second.token })).status).toBe(200);
     });
 
-    it('frees the name of an expired account', async () => {
+    it('frees the name of an expired account without marking it revoked', async () => {
       const expired = await mintAccount(api.url, ROOT_KEY);
       await query(databaseUrl, `UPDATE service_accounts SET expires_at = now() - interval '1 second' WHERE id = $1`, [expired.id]);
       const again = await mintAccount(api.url, ROOT_KEY, { name: expired.name });
       expect(again.id).not.toBe(expired.id);
+      const [row] = await query(databaseUrl, 'SELECT revoked_at FROM service_accounts WHERE id = $1', [expired.id]);
+      expect(row.revoked_at).toBeNull();
+      const listed = await call(api.url, 'GET', '/service-accounts?limit=100&include_revoked=true', { token: ROOT_KEY });
+      expect(listed.body.data.find((account: { id: string }) => account.id === expired.id)).toMatchObject({ revoked_at: null, expires_at: expect.any(Number) });
+      // The new account holds the name: a third mint is refused while it is active.
+      expectErrorBody(await call(api.url, 'POST', '/service-accounts', { token: ROOT_KEY, json: { name: expired.name } }), 409);
     });
   });
 

@@ -1,5 +1,8 @@
 /** Option parsers shared by the commands (commander hands each value to its @Option method). */
 
+import { CliError } from '@app/cli-terminal';
+import { parseClientList } from '@app/client-adapters';
+
 /** A repeatable option: every occurrence is kept, in order. */
 export function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
@@ -43,4 +46,17 @@ export function countUpTo(value: string, max: number): number {
     throw new InvalidOptionValue(`Use a whole number from 1 to ${max}.`);
   }
   return count;
+}
+
+/** `--clients a,b`: checked while the flags are parsed (unknown or no client is a usage error, exit 2); kept as given. */
+export function parseClientsOption(value: string): string {
+  try {
+    parseClientList(value);
+  } catch (error) {
+    if (error instanceof CliError) {
+      throw new InvalidOptionValue(`${error.message} ${error.hint ?? ''}`.trim());
+    }
+    throw error;
+  }
+  return value;
 }

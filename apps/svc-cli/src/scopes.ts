@@ -2,10 +2,12 @@ import { isPrivilegedScope } from '@app/access';
 import { CliError } from '@app/cli-terminal';
 
 import { DURATION_UNITS, parseDuration } from './durations';
+import { InvalidOptionValue } from './options';
 
 /**
  * `--expires`: days as `90d` or `30`, or `never`. Returns the day count, or null for never.
- * The upper bound is the server's (3650), so its error names it.
+ * The upper bound is the server's (3650), so its error names it. Anything else is a usage error
+ * naming the option (exit 2, stderr, no JSON), raised while commander parses the flags.
  */
 export function parseExpires(value: string): number | null {
   const text = value.trim().toLowerCase();
@@ -15,7 +17,7 @@ export function parseExpires(value: string): number | null {
   const seconds = parseDuration(text, { units: ['d'], plain: 'd' });
   const days = seconds === null ? 0 : seconds / DURATION_UNITS.d;
   if (!days) {
-    throw new CliError(`Invalid --expires value: ${value}`, "Use a number of days ('90d', '30') or 'never'.");
+    throw new InvalidOptionValue("Use a number of days ('90d', '30') or 'never'.");
   }
   return days;
 }

@@ -4,6 +4,7 @@ import { DEFAULT_SCOPES } from '@app/access';
 import { Terminal } from '@app/cli-terminal';
 
 import { collect, JsonOptions, MintOptions, ServiceOptions } from './options';
+import { parseExpires as parseExpiresValue } from './scopes';
 import { UsageError } from './usage-errors';
 
 // Options declared here are inherited: nest-commander reads @Option methods along the prototype
@@ -68,6 +69,7 @@ export abstract class MintingCommand<Options extends MintOptions> extends Creden
 
   @Option({ flags: '--expires <days>', description: "Expiry: days ('90d', '30') or 'never' (default 90d)" })
   parseExpires(value: string): string {
+    parseExpiresValue(value);
     return value;
   }
 

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, Server } from 'node:http';
 import { join } from 'node:path';
@@ -255,15 +256,21 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     expect(chatB.client).toBe('chat-app-b');
   });
 
-  it('usage-level mistakes: unknown client, bad --server-name, bad --expires exit 1; no credential off a TTY exits 1', async () => {
-    for (const [args, error] of [
-      [['--clients', 'vim'], 'Unknown client: vim'],
-      [['--clients', 'cursor', '--server-name', 'bad name'], "Invalid --server-name 'bad name'."],
-      [['--clients', 'cursor', '--expires', 'forever'], 'Invalid --expires value: forever'],
+  it('usage errors: unknown client, bad --server-name, bad --expires exit 2 on stderr with no JSON; no credential off a TTY exits 1', async () => {
+    for (const [command, args, option] of [
+      ['connect', ['--clients', 'vim'], '--clients'],
+      ['connect', ['--clients', ','], '--clients'],
+      ['connect', ['--clients', 'cursor', '--server-name', 'bad name'], '--server-name'],
+      ['connect', ['--clients', 'cursor', '--expires', 'forever'], '--expires'],
+      ['connect', ['--clients', 'cursor', '--expires', '0'], '--expires'],
+      ['disconnect', ['--clients', 'vim'], '--clients'],
+      ['disconnect', ['--clients', 'cursor', '--server-name', 'a/b'], '--server-name'],
+      ['status', ['--server-name', 'bad name'], '--server-name'],
     ] as const) {
-      const run = await runCli(['connect', ...args, '--json'], sandbox, { env: env() });
-      expect(run.code).toBe(1);
-      expect(run.json().error).toBe(error);
+      const run = await runCli([command, ...args, '--json'], sandbox, { env: env() });
+      expect(run.code, `${command} ${args.join(' ')}: ${run.stdout}${run.stderr}`).toBe(2);
+      expect(run.stdout, args.join(' ')).toBe('');
+      expect(run.stderr, args.join(' ')).toContain(option);
     }
     const anonymous = await runCli(['connect', '--clients', 'cursor', '--json'], sandbox, { env: { SERVICE_URL: service.api.url } });
     expect(anonymous.code).toBe(1);
@@ -372,6 +379,74 @@ describe('svc connect: MCP off, OAuth-protected /mcp, and unauthenticated MCP', 
       expect(run.json().warning).toBeNull();
     } finally {
       await service.stop();
+    }
+  });
+});
+
+const HAS_OPENSSL = (() => {
+  try {
+    return spawnSync('openssl', ['version']).status === 0;
+  } catch {
+    return false;
+  }
+})();
+
+// Skipped, saying why, where the openssl tool (for the test's self-signed certificate) is missing.
+describe.skipIf(!HAS_OPENSSL)('svc connect on a public https URL (security_key mode; needs openssl)', () => {
+  const PUBLIC_HOST = 'svc.example.com';
+  let service: LiveService;
+  let front: import('node:https').Server;
+  let publicUrl: string;
+  let caFile: string;
+  let sandbox: CliSandbox;
+
+  // An https front for the api under a public name: a self-signed certificate the CLI is told to
+  // trust, and the name resolved to loopback inside the CLI process only.
+  beforeAll(async () => {
+    const { execFileSync } = await import('node:child_process');
+    const { createServer: createHttpsServer } = await import('node:https');
+    const { mkdtempSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const dir = mkdtempSync(join(tmpdir(), 'svc-tls-'));
+    caFile = join(dir, 'cert.pem');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${PUBLIC_HOST}`, '-addext', `subjectAltName=DNS:${PUBLIC_HOST}`, '-keyout', join(dir, 'key.pem'), '-out', caFile], { stdio: 'ignore' });
+    service = await startService({ OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true' });
+    const target = new URL(service.api.url);
+    front = createHttpsServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(caFile) }, (incoming, outgoing) => {
+      const proxied = httpRequest({ host: target.hostname, port: target.port, method: incoming.method, path: incoming.url, headers: { ...incoming.headers, host: target.host } }, (answer) => {
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(outgoing);
+      });
+      proxied.on('error', () => outgoing.destroy());
+      incoming.pipe(proxied);
+    });
+    await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
+    publicUrl = `https://${PUBLIC_HOST}:${(front.address() as import('node:net').AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise<void>((resolve) => (front ? front.close(() => resolve()) : resolve()));
+    await service?.stop();
+  });
+  beforeEach(() => {
+    sandbox = cliSandbox();
+  });
+
+  it('adds the chat-app steps whenever the service is on a public URL, whatever its auth mode', async () => {
+    const run = await runCli(['connect', '--json'], sandbox, {
+      env: {
+        SERVICE_URL: publicUrl,
+        OS_SECURITY_KEY: ROOT_KEY,
+        NODE_EXTRA_CA_CERTS: caFile,
+        NODE_OPTIONS: `--require ${join(process.cwd(), 'test/support/resolve-hosts.cjs')}`,
+        TEST_RESOLVE_HOSTS: JSON.stringify({ [PUBLIC_HOST]: '127.0.0.1' }),
+      },
+    });
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    const results = run.json().results;
+    expect(results.map((result: { client: string }) => result.client)).toEqual(['chat-app-a', 'chat-app-b']);
+    for (const result of results) {
+      expect(result).toMatchObject({ status: 'manual', url: `${publicUrl}/mcp`, auto: true, instructions: expect.any(Array) });
+      expect(result.note).toBeUndefined();
     }
   });
 });

@@ -139,6 +139,31 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect(again.json().results.map((result: { status: string }) => result.status)).toEqual(['not-found', 'not-found', 'not-found', 'not-found']);
   });
 
+  it("keeps a same-named entry of code-agent-a's other scope that points at another server", async () => {
+    const claude = join(sandbox.home, '.claude.json');
+    writeFileSync(
+      claude,
+      JSON.stringify({
+        mcpServers: { 'platform-service': { type: 'http', url: OTHER_MCP } },
+        projects: { [sandbox.cwd]: { mcpServers: { 'platform-service': { type: 'http', url: targetMcp } } } },
+      }),
+    );
+    const run = await runCli(['disconnect', '--url', service.api.url, '--clients', 'code-agent-a', '--json'], sandbox);
+    expect(run.code).toBe(0);
+    expect(run.json().results).toEqual([{ client: 'code-agent-a', status: 'removed', error: null, removed: ['platform-service'], location: claude }]);
+    expect(readJson(claude)).toEqual({ mcpServers: { 'platform-service': { type: 'http', url: OTHER_MCP } }, projects: { [sandbox.cwd]: { mcpServers: {} } } });
+    // And the other way round: the user entry is the target's, the local one another server's.
+    writeFileSync(
+      claude,
+      JSON.stringify({
+        mcpServers: { 'platform-service': { type: 'http', url: targetMcp } },
+        projects: { [sandbox.cwd]: { mcpServers: { 'platform-service': { type: 'http', url: OTHER_MCP } } } },
+      }),
+    );
+    expect((await runCli(['disconnect', '--url', service.api.url, '--clients', 'code-agent-a', '--json'], sandbox)).code).toBe(0);
+    expect(readJson(claude)).toEqual({ mcpServers: {}, projects: { [sandbox.cwd]: { mcpServers: { 'platform-service': { type: 'http', url: OTHER_MCP } } } } });
+  });
+
   it('--server-name removes exactly that entry, whatever it points at', async () => {
     const files = writeConfigs(sandbox, targetMcp);
     const run = await runCli(['disconnect', '--server-name', 'other', '--clients', 'code-agent-b,cursor', '--json'], sandbox);
@@ -189,7 +214,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect(total.json().exit_code).toBe(1);
   });
 
-  it('chat apps get manual removal steps; unknown clients are an error (exit 1)', async () => {
+  it('chat apps get manual removal steps; unknown clients are a usage error (exit 2, stderr, no JSON)', async () => {
     const run = await runCli(['disconnect', '--url', service.api.url, '--clients', 'chat-app-a,claude.ai', '--json'], sandbox);
     expect(run.code).toBe(0);
     expect(run.json().results).toEqual([
@@ -197,8 +222,9 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       { client: 'chat-app-b', status: 'manual', error: null, removed: [], location: null, instructions: ['Remove the connector in the Claude UI: Settings -> Connectors.'] },
     ]);
     const unknown = await runCli(['disconnect', '--clients', 'notepad', '--json'], sandbox);
-    expect(unknown.code).toBe(1);
-    expect(unknown.json().error).toBe('Unknown client: notepad');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stdout).toBe('');
+    expect(unknown.stderr).toContain('Unknown client: notepad');
   });
 
   it('--revoke revokes the per-client accounts (or the --name one) with the admin credential', async () => {

@@ -1,5 +1,5 @@
 import { applyDecorators, SetMetadata } from '@nestjs/common';
-import { ApiBearerAuth, ApiExtension, ApiForbiddenResponse, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiExtension, ApiForbiddenResponse, ApiSecurity, ApiUnauthorizedResponse } from '@nestjs/swagger';
 
 import { forComponent } from '@app/access';
 import { ErrorBodyDto } from '@app/errors';
@@ -24,13 +24,23 @@ export function Public(): MethodDecorator & ClassDecorator {
   return SetMetadata(PUBLIC_ROUTE, true);
 }
 
+export interface RequireScopeOptions extends Omit<RouteScope, 'scope'> {
+  /**
+   * The spec declares the operation "anonymous or bearer": the OpenAPI security is
+   * `[{}, {bearer: []}]` (an open instance serves it without a credential). Enforcement is
+   * unchanged: the guard still asks for the scope whenever the auth mode requires a credential.
+   */
+  anonymous?: boolean;
+}
+
 /**
  * Declares the scope a route requires; the global ScopeGuard enforces it and the
  * OpenAPI document shows it (`x-required-scope` and the bearer requirement).
  */
-export function RequireScope(scope: string, options: Omit<RouteScope, 'scope'> = {}): MethodDecorator {
+export function RequireScope(scope: string, { anonymous, ...options }: RequireScopeOptions = {}): MethodDecorator {
   return applyDecorators(
     SetMetadata(ROUTE_SCOPE, { scope, ...options } satisfies RouteScope),
+    ...(anonymous ? [ApiSecurity({})] : []),
     ApiBearerAuth('bearer'),
     ApiExtension('x-required-scope', scope),
     ApiUnauthorizedResponse({ description: 'Missing or invalid credential', type: ErrorBodyDto }),

@@ -54,8 +54,12 @@ export interface ClientAdapter {
   /** Every entry in every scope the client reads. */
   entries(): McpEntry[];
   write(name: string, url: string, token: string | null, project: boolean): WriteOutcome;
-  /** Removes the entry of that name from one file; false when it was not there. */
-  remove(name: string, location: string): boolean;
+  /**
+   * Removes the entry of that name from one file; false when it was not there. With `url`, only an entry
+   * pointing at exactly that URL goes: one file can hold several maps (code-agent-a's user and local
+   * scopes in ~/.claude.json), and a same-named entry in another map may point at another server.
+   */
+  remove(name: string, location: string, url?: string): boolean;
   /** What the operator does to finish a pending OAuth sign-in. */
   loginInstructions(name: string): string[];
 }

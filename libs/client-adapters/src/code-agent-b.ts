@@ -129,13 +129,13 @@ export class CodeAgentB implements ClientAdapter {
     return { location: this.path };
   }
 
-  remove(name: string, location: string): boolean {
+  remove(name: string, location: string, url?: string): boolean {
     const text = location === this.path ? readTextIfExists(this.path) : null;
     if (text === null) {
       return false;
     }
     const before = parseToml(this.path, text);
-    if (!(name in servers(before))) {
+    if (!(name in servers(before)) || (url !== undefined && (servers(before)[name] as { url?: unknown } | undefined)?.url !== url)) {
       return false;
     }
     const next = `${cutServerTable(text, name)}\n`;

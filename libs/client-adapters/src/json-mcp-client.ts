@@ -112,12 +112,12 @@ export class JsonMcpClient implements ClientAdapter {
     return { location: source.path, ...(note ? { note } : {}) };
   }
 
-  remove(name: string, location: string): boolean {
+  remove(name: string, location: string, url?: string): boolean {
     let removed = false;
     for (const source of this.spec.sources.filter((candidate) => candidate.path === location)) {
       const document = readJsonObject(source.path);
       const servers = serverMap(document, source.keyPath);
-      if (document && servers && name in servers) {
+      if (document && servers && name in servers && (url === undefined || this.spec.decode(servers[name])?.url === url)) {
         delete servers[name];
         writeFileAtomically(source.path, `${JSON.stringify(document, null, 2)}\n`, { secret: false });
         removed = true;

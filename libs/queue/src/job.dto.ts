@@ -130,3 +130,10 @@ export class BulkJobsResultDto {
   @ApiProperty({ type: [SkippedJobDto], description: `Selected but left alone, with why (the first ${BULK_SKIPPED_SHOWN})` })
   skipped!: SkippedJobDto[];
 }
+
+/** `/queue/jobs/{job_id}`: job ids are the runs' UUIDs; anything else is answered 404 by the path-id handling. */
+export class JobIdParams {
+  @ApiProperty({ format: 'uuid' })
+  @IsUUID('all', { message: 'job_id must be a UUID' })
+  job_id!: string;
+}

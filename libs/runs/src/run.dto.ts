@@ -1,4 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
+import { IsUUID } from 'class-validator';
 
 import { BoolField, StringField } from '@app/validation';
 
@@ -66,4 +67,11 @@ export class ComponentDto {
 export interface RunEvent {
   event: 'RunStarted' | 'RunContent' | 'RunCompleted' | 'RunError' | 'RunCancelled';
   data: Record<string, unknown>;
+}
+
+/** `.../runs/{run_id}`: run ids are UUIDs; anything else is answered 404 by the path-id handling. */
+export class RunIdParams {
+  @ApiProperty({ format: 'uuid' })
+  @IsUUID('all', { message: 'run_id must be a UUID' })
+  run_id!: string;
 }

@@ -99,8 +99,9 @@ export class RunsService {
   }
 
   async get(caller: Principal, kind: ComponentKind, componentId: string, runId: string): Promise<RunDto> {
-    // Run ids are UUIDs: anything else cannot name a run (and must not reach a uuid column).
-    const run = isUUID(runId) ? await this.runs.findById(DataScope.of(caller), runId, { kind, id: componentId }) : null;
+    // Run ids are UUIDs: anything else cannot name a run (and must not reach a uuid column). A component
+    // id holding NUL names no component either (REST refuses it as a path id; MCP arguments reach here).
+    const run = isUUID(runId) && !componentId.includes('\u0000') ? await this.runs.findById(DataScope.of(caller), runId, { kind, id: componentId }) : null;
     if (!run) {
       throw new RunException(RunErrorCode.RunNotFound, `Run '${runId}' not found`);
     }
@@ -203,8 +204,23 @@ function idempotencyKey(request: RunRequest): string | null {
       },
     ]);
   }
+  // Node refuses NUL in a header before it gets here; the other control characters are refused as a body field's would be.
+  if (request.idempotencyKeyHeader !== undefined && CONTROL.test(request.idempotencyKeyHeader)) {
+    throw new ValidationFailedException([
+      {
+        loc: ['header', 'idempotency-key'],
+        msg: 'Idempotency-Key must not contain control characters',
+        type: 'pattern',
+        input: request.idempotencyKeyHeader.slice(0, 32),
+        ctx: {},
+      },
+    ]);
+  }
   return key === '' ? null : key;
 }
+
+// eslint-disable-next-line no-control-regex -- matching control characters is what this pattern is for
+const CONTROL = /[\u0000-\u001F\u007F]/;
 
 function newRun(component: Component, request: RunRequest, userId: string | null, key: string | null, background: boolean): RunEntity {
   const now = new Date();

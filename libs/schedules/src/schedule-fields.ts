@@ -9,7 +9,12 @@ import { cronProblem, isTimeZone } from './cron';
 
 /** Methods a schedule may call with; anything else has no business on the service's own API. */
 export const SCHEDULE_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
-const NAME = /^[A-Za-z0-9][A-Za-z0-9 ._-]*$/;
+/**
+ * The spec: "name: string, max 255". Any text is a name (punctuation, brackets, non-ASCII) except
+ * control characters (C0, DEL, C1: NUL cannot be stored and the others only hide in listings and logs).
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is what this pattern is for
+const NAME = /^[^\u0000-\u001F\u007F-\u009F]*$/;
 /** A path on this service: starts with `/`, printable ASCII, no spaces (the base URL is always PUBLIC_URL). */
 const ENDPOINT = /^\/[!-~]*$/;
 const MANAGER = /^[a-z0-9][a-z0-9._-]*$/;
@@ -24,8 +29,8 @@ export function ScheduleName({ optional }: Presence = {}): PropertyDecorator {
     minLength: 1,
     maxLength: 255,
     pattern: NAME,
-    patternMessage: 'name must start with a letter or digit and contain only letters, digits, spaces, ".", "_" and "-"',
-    description: 'Unique per owner, max 255 characters',
+    patternMessage: 'name must not contain control characters',
+    description: 'Unique per owner, 1 to 255 characters, no control characters',
     example: 'nightly-report',
   });
 }

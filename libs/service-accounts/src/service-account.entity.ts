@@ -2,8 +2,8 @@ import { Column, Entity, Index, PrimaryColumn, Unique } from 'typeorm';
 
 @Entity('service_accounts')
 @Unique('UQ_service_accounts_token_hash', ['tokenHash'])
-// One active account per name; a revoked name is free to mint again (rotation).
-@Index('UQ_service_accounts_active_name', ['name'], { unique: true, where: '"revoked_at" IS NULL' })
+// One account holds a name; a revoked one, or an expired one whose name was minted again, has let it go.
+@Index('UQ_service_accounts_active_name', ['name'], { unique: true, where: '"revoked_at" IS NULL AND "name_released_at" IS NULL' })
 @Index('IDX_service_accounts_owner_created', ['ownerId', 'createdAt'])
 @Index('IDX_service_accounts_previous_token_hash', ['previousTokenHash'], { where: '"previous_token_hash" IS NOT NULL' })
 export class ServiceAccountEntity {
@@ -48,4 +48,8 @@ export class ServiceAccountEntity {
 
   @Column({ name: 'revoked_at', type: 'timestamptz', nullable: true })
   revokedAt!: Date | null;
+
+  /** When the name was minted again after this account expired: it no longer holds the name (not revoked). */
+  @Column({ name: 'name_released_at', type: 'timestamptz', nullable: true })
+  nameReleasedAt!: Date | null;
 }

@@ -52,12 +52,13 @@ export class ServiceAccountRepository {
     await this.rows.createQueryBuilder().update().set({ revokedAt: () => 'now()' }).where('id = :id AND revoked_at IS NULL', { id }).execute();
   }
 
-  async revokeExpiredNamed(name: string): Promise<void> {
+  /** An expired account that still holds `name` lets it go; it stays expired, not revoked. */
+  async releaseExpiredName(name: string): Promise<void> {
     await this.rows
       .createQueryBuilder()
       .update()
-      .set({ revokedAt: () => 'now()' })
-      .where('name = :name AND revoked_at IS NULL AND expires_at <= now()', { name })
+      .set({ nameReleasedAt: () => 'now()' })
+      .where('name = :name AND revoked_at IS NULL AND name_released_at IS NULL AND expires_at <= now()', { name })
       .execute();
   }
 

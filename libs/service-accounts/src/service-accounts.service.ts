@@ -67,6 +67,7 @@ export class ServiceAccountsService {
       previousTokenHash: null,
       previousTokenExpiresAt: null,
       revokedAt: null,
+      nameReleasedAt: null,
     });
     await this.insertUnderUniqueName(account);
     return { ...this.map(account), token: token.plaintext };
@@ -167,9 +168,9 @@ export class ServiceAccountsService {
     return account;
   }
 
-  /** An expired account no longer holds its name: it is revoked so the name can be minted again. */
+  /** An expired account no longer holds its name: it releases it (revoked_at stays null) so the name can be minted again. */
   private async insertUnderUniqueName(account: ServiceAccountEntity): Promise<void> {
-    await this.accounts.revokeExpiredNamed(account.name);
+    await this.accounts.releaseExpiredName(account.name);
     try {
       await this.accounts.insert(account);
     } catch (error) {

@@ -7,11 +7,42 @@ export interface McpVerification {
   /** HTTP status of the last MCP response seen (0 when nothing answered). */
   status_code: number;
   error: string | null;
-  /** The server answered 401 with a WWW-Authenticate challenge: an OAuth sign-in is pending. */
+  /**
+   * The server answered 401 with a Bearer challenge naming `resource_metadata` (RFC 9728): /mcp is an
+   * OAuth-protected resource and a sign-in is pending. A plain `Bearer` challenge (a token-protected
+   * service refusing a missing or bad token) is not one.
+   */
   oauth_challenge: boolean;
 }
 
 export const MCP_VERIFY_TIMEOUT_MS = 15_000;
+
+/**
+ * Whether a WWW-Authenticate value holds a Bearer challenge with a `resource_metadata` parameter
+ * (RFC 9728 section 5.1): the scheme is case-insensitive, parameters may come in any order, the value
+ * quoted or not; a `resource_metadata` inside another parameter's quoted value does not count.
+ */
+export function namesResourceMetadata(header: string | null): boolean {
+  if (!header) {
+    return false;
+  }
+  // Blank out quoted strings first, so text inside them (an error_description, say) cannot match.
+  const unquoted = header.replace(/"(?:[^"\\]|\\.)*"/g, '""');
+  let scheme = '';
+  for (const part of unquoted.split(',')) {
+    let param = part.trim();
+    // `name=value` continues the current challenge; anything else starts one with its scheme.
+    if (!/^[^\s=]+\s*=/.test(param)) {
+      const [first, ...rest] = param.split(/\s+/);
+      scheme = first.toLowerCase();
+      param = rest.join(' ');
+    }
+    if (scheme === 'bearer' && /^resource_metadata\s*=\s*\S/i.test(param)) {
+      return true;
+    }
+  }
+  return false;
+}
 
 /**
  * A real MCP handshake through the official SDK client: initialize, notifications/initialized,
@@ -25,7 +56,7 @@ export async function verifyMcp(mcpUrl: string, token: string | null): Promise<M
   const recordingFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const response = await fetch(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(MCP_VERIFY_TIMEOUT_MS) });
     statusCode = response.status;
-    challenge = response.status === 401 && response.headers.has('www-authenticate');
+    challenge = response.status === 401 && namesResourceMetadata(response.headers.get('www-authenticate'));
     return response;
   };
   const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), {

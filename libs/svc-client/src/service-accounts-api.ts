@@ -107,7 +107,9 @@ export class ServiceAccountsApi {
   }
 
   async findActive(name: string): Promise<ServiceAccount | null> {
-    return (await this.list(true)).find((account) => account.name === name && account.revoked_at === null) ?? null;
+    // An expired account keeps revoked_at null (its name may have been minted again): active also means unexpired.
+    const now = Date.now() / 1000;
+    return (await this.list(true)).find((account) => account.name === name && account.revoked_at === null && (account.expires_at === null || account.expires_at > now)) ?? null;
   }
 
   async revoke(account: ServiceAccount): Promise<ServiceAccount> {

@@ -1,6 +1,6 @@
 import { ArgumentMetadata, Injectable, ValidationError, ValidationPipe } from '@nestjs/common';
 
-import { ValidationFailedException, ValidationIssue } from '@app/errors';
+import { RequestErrorCode, RequestException, ValidationFailedException, ValidationIssue } from '@app/errors';
 import { allowsEmptyBody } from '@app/validation';
 
 const LOCATIONS: Record<string, string> = { body: 'body', query: 'query', param: 'path' };
@@ -28,6 +28,58 @@ export function toIssues(errors: ValidationError[], loc: (string | number)[]): V
   });
 }
 
+/** PostgreSQL text cannot hold U+0000: a string carrying it is refused before it reaches a query. */
+const NUL = '\u0000';
+/**
+ * Deepest nesting a body or query value may have. Transforming a value recurses through it, so a
+ * 3,000-level payload overflowed the stack (a 500); no DTO or payload the service takes comes near.
+ */
+export const MAX_NESTING = 32;
+
+export interface InputProblem {
+  loc: (string | number)[];
+  input: unknown;
+  kind: 'nul' | 'depth';
+}
+
+/**
+ * The first place in a body, query or path value where a string (or an object key) holds NUL, or
+ * nesting goes deeper than MAX_NESTING, as `loc` segments below the value; null if there is none.
+ */
+export function findInputProblem(value: unknown, loc: (string | number)[] = [], depth = 0): InputProblem | null {
+  if (typeof value === 'string') {
+    return value.includes(NUL) ? { loc, input: value, kind: 'nul' } : null;
+  }
+  if (typeof value !== 'object' || value === null) {
+    return null;
+  }
+  if (depth >= MAX_NESTING) {
+    return { loc, input: null, kind: 'depth' };
+  }
+  for (const [key, item] of Object.entries(value)) {
+    const here = [...loc, segment(key)];
+    if (key.includes(NUL)) {
+      return { loc: here, input: key, kind: 'nul' };
+    }
+    const found = findInputProblem(item, here, depth + 1);
+    if (found) {
+      return found;
+    }
+  }
+  return null;
+}
+
+const PROBLEM_ISSUES = {
+  nul: { msg: 'String must not contain NUL (\\u0000) characters', type: 'no_nul', ctx: {} },
+  depth: { msg: `Value is nested deeper than ${MAX_NESTING} levels`, type: 'max_depth', ctx: { max_depth: MAX_NESTING } },
+} as const;
+
+/** A path value for a 404's detail: short, and quoted as JSON so control characters stay visible. */
+function shown(value: unknown): string {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return JSON.stringify(text.length > 64 ? `${text.slice(0, 64)}...` : text);
+}
+
 /**
  * The global validation pipe: transforms and validates body, query and path
  * through their DTOs and reports failures as the spec's 422 body, with `loc`
@@ -35,6 +87,13 @@ export function toIssues(errors: ValidationError[], loc: (string | number)[]): V
  */
 @Injectable()
 export class RequestValidationPipe extends ValidationPipe {
+  /**
+   * Path ids: a value that fails its parameter's rules (or holds NUL) cannot name anything, so the
+   * answer is the spec's 404, here for every `{id}` route rather than per route. MCP tool
+   * arguments are not paths and keep the 422 (see McpArguments).
+   */
+  protected readonly pathIdsAsNotFound: boolean = true;
+
   constructor() {
     super({
       transform: true,
@@ -46,6 +105,16 @@ export class RequestValidationPipe extends ValidationPipe {
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     const location = LOCATIONS[metadata.type] ?? metadata.type;
+    const pathAsNotFound = metadata.type === 'param' && this.pathIdsAsNotFound;
+    if (metadata.type === 'body' || metadata.type === 'query' || metadata.type === 'param') {
+      const problem = findInputProblem(value, metadata.data ? [metadata.data] : []);
+      if (problem && pathAsNotFound) {
+        throw new RequestException(RequestErrorCode.NotFound, `Not found: ${problem.loc.join('.') || 'path'} ${shown(problem.input)} names nothing`);
+      }
+      if (problem) {
+        throw new ValidationFailedException([{ loc: [location, ...problem.loc], input: problem.input, ...PROBLEM_ISSUES[problem.kind] }]);
+      }
+    }
     if (metadata.type === 'body' && value === undefined && allowsEmptyBody(metadata.metatype)) {
       value = {};
     }
@@ -57,6 +126,10 @@ export class RequestValidationPipe extends ValidationPipe {
     try {
       return await super.transform(value ?? {}, metadata);
     } catch (error) {
+      if (error instanceof RawValidationErrors && pathAsNotFound) {
+        const first = error.errors[0];
+        throw new RequestException(RequestErrorCode.NotFound, `Not found: ${first.property} ${shown(first.value)} names nothing`);
+      }
       if (error instanceof RawValidationErrors) {
         throw new ValidationFailedException(toIssues(error.errors, [location]));
       }

@@ -5,13 +5,18 @@ import { PageQueryOptions } from '@app/pagination';
 
 import { RequestValidationPipe } from '../errors/validation.pipe';
 
+/** Tool arguments are not path segments: an id a tool cannot use stays a 422 naming the argument. */
+class ToolArgumentsPipe extends RequestValidationPipe {
+  protected override readonly pathIdsAsNotFound = false;
+}
+
 /**
  * Tool arguments become the mirrored route's DTO through the same validation pipe as REST, so a
  * tool accepts exactly what its route accepts (bounds, defaults) and refuses with the same issues.
  */
 @Injectable()
 export class McpArguments {
-  private readonly pipe = new RequestValidationPipe();
+  private readonly pipe = new ToolArgumentsPipe();
 
   async as<T>(dto: Type<T>, args: Record<string, unknown>, location: Paramtype = 'query'): Promise<T> {
     return (await this.pipe.transform(args, { type: location, metatype: dto })) as T;

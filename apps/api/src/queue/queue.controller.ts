@@ -13,7 +13,7 @@ import {
 import { ADMIN_SCOPE } from '@app/access';
 import { RequireScope } from '@app/auth';
 import { ErrorBodyDto, ValidationErrorBodyDto } from '@app/errors';
-import { BulkJobsDto, BulkJobsResultDto, JobDto, JobPageDto, ListJobsQuery, QueueAdminService, QueueEnabledGuard, QueueStatsDto, RequeueQuery } from '@app/queue';
+import { BulkJobsDto, BulkJobsResultDto, JobDto, JobIdParams, JobPageDto, ListJobsQuery, QueueAdminService, QueueEnabledGuard, QueueStatsDto, RequeueQuery } from '@app/queue';
 
 @ApiTags('queue')
 @UseGuards(QueueEnabledGuard)
@@ -24,7 +24,7 @@ export class QueueController {
   constructor(private readonly queue: QueueAdminService) {}
 
   @Get('jobs')
-  @RequireScope(ADMIN_SCOPE)
+  @RequireScope(ADMIN_SCOPE, { anonymous: true })
   @ApiOperation({ summary: 'List queue jobs; status=failed is the dead-letter list' })
   @ApiOkResponse({ type: JobPageDto })
   list(@Query() query: ListJobsQuery): Promise<JobPageDto> {
@@ -32,7 +32,7 @@ export class QueueController {
   }
 
   @Get('stats')
-  @RequireScope(ADMIN_SCOPE)
+  @RequireScope(ADMIN_SCOPE, { anonymous: true })
   @ApiOperation({ summary: 'Job counts by status and the age of the oldest queued job' })
   @ApiOkResponse({ type: QueueStatsDto })
   stats(): Promise<QueueStatsDto> {
@@ -41,7 +41,7 @@ export class QueueController {
 
   @Post('jobs/requeue')
   @HttpCode(HttpStatus.OK)
-  @RequireScope(ADMIN_SCOPE)
+  @RequireScope(ADMIN_SCOPE, { anonymous: true })
   @ApiOperation({ summary: 'Requeue failed or cancelled jobs by filter, each under the single-job rules; a dry run unless dry_run=false' })
   @ApiOkResponse({ type: BulkJobsResultDto })
   requeueMany(@Body() body: BulkJobsDto): Promise<BulkJobsResultDto> {
@@ -50,7 +50,7 @@ export class QueueController {
 
   @Post('jobs/cancel')
   @HttpCode(HttpStatus.OK)
-  @RequireScope(ADMIN_SCOPE)
+  @RequireScope(ADMIN_SCOPE, { anonymous: true })
   @ApiOperation({ summary: 'Cancel queued and paused jobs by filter; a dry run unless dry_run=false' })
   @ApiOkResponse({ type: BulkJobsResultDto })
   cancelMany(@Body() body: BulkJobsDto): Promise<BulkJobsResultDto> {
@@ -58,23 +58,23 @@ export class QueueController {
   }
 
   @Get('jobs/:job_id')
-  @RequireScope(ADMIN_SCOPE)
+  @RequireScope(ADMIN_SCOPE, { anonymous: true })
   @ApiOperation({ summary: 'One queue job' })
   @ApiOkResponse({ type: JobDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
-  get(@Param('job_id') id: string): Promise<JobDto> {
-    return this.queue.get(id);
+  get(@Param() { job_id }: JobIdParams): Promise<JobDto> {
+    return this.queue.get(job_id);
   }
 
   @Post('jobs/:job_id/requeue')
   @HttpCode(HttpStatus.OK)
-  @RequireScope(ADMIN_SCOPE)
+  @RequireScope(ADMIN_SCOPE, { anonymous: true })
   @ApiOperation({ summary: 'Requeue a failed or cancelled job for one more execution (max_attempts + 1)' })
   @ApiOkResponse({ type: JobDto })
   @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'The job is neither failed nor cancelled' })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'Failed within the lock grace period: its worker may still be executing; retry later or pass force=true' })
-  requeue(@Param('job_id') id: string, @Query() query: RequeueQuery): Promise<JobDto> {
-    return this.queue.requeue(id, query);
+  requeue(@Param() { job_id }: JobIdParams, @Query() query: RequeueQuery): Promise<JobDto> {
+    return this.queue.requeue(job_id, query);
   }
 }

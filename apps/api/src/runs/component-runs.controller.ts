@@ -19,7 +19,7 @@ import { FastifyReply } from 'fastify';
 import { Principal } from '@app/access';
 import { CurrentPrincipal, RequireScope } from '@app/auth';
 import { ErrorBodyDto, ValidationErrorBodyDto } from '@app/errors';
-import { AcceptedRunDto, ComponentDto, ComponentKind, RunDto, RunsService, StartRunDto } from '@app/runs';
+import { AcceptedRunDto, ComponentDto, ComponentKind, RunDto, RunIdParams, RunsService, StartRunDto } from '@app/runs';
 
 import { sendEventStream } from './event-stream';
 
@@ -102,8 +102,8 @@ function componentRunsController({ kind, resource, param }: ComponentRoute): Typ
     @ApiOperation({ summary: 'The run: status, content, error, timestamps' })
     @ApiOkResponse({ type: RunDto })
     @ApiNotFoundResponse({ type: ErrorBodyDto })
-    getRun(@CurrentPrincipal() caller: Principal, @Param(param) id: string, @Param('run_id') runId: string): Promise<RunDto> {
-      return this.runs.get(caller, kind, id, runId);
+    getRun(@CurrentPrincipal() caller: Principal, @Param(param) id: string, @Param() { run_id }: RunIdParams): Promise<RunDto> {
+      return this.runs.get(caller, kind, id, run_id);
     }
 
     @Post(`:${param}/runs/:run_id/cancel`)
@@ -113,8 +113,8 @@ function componentRunsController({ kind, resource, param }: ComponentRoute): Typ
     @ApiOperation({ summary: 'Record a cancellation intent: a queued run is cancelled at once, a running one at its next checkpoint' })
     @ApiOkResponse({ type: RunDto, description: 'The run after the request' })
     @ApiNotFoundResponse({ type: ErrorBodyDto })
-    cancel(@CurrentPrincipal() caller: Principal, @Param(param) id: string, @Param('run_id') runId: string): Promise<RunDto> {
-      return this.runs.cancel(caller, kind, id, runId);
+    cancel(@CurrentPrincipal() caller: Principal, @Param(param) id: string, @Param() { run_id }: RunIdParams): Promise<RunDto> {
+      return this.runs.cancel(caller, kind, id, run_id);
     }
   }
   Object.defineProperty(ComponentRunsController, 'name', { value: `${kind[0].toUpperCase()}${kind.slice(1)}RunsController` });

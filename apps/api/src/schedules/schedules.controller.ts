@@ -25,7 +25,7 @@ export class SchedulesController {
   constructor(private readonly schedules: SchedulesService) {}
 
   @Post()
-  @RequireScope('schedules:write')
+  @RequireScope('schedules:write', { anonymous: true })
   @ApiOperation({ summary: 'Create a schedule; its fires carry the rights of the caller creating it' })
   @ApiCreatedResponse({ type: ScheduleDto })
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'The owner already has a schedule with this name' })
@@ -34,7 +34,7 @@ export class SchedulesController {
   }
 
   @Get()
-  @RequireScope('schedules:read')
+  @RequireScope('schedules:read', { anonymous: true })
   @ApiOperation({ summary: 'List schedules' })
   @ApiOkResponse({ type: SchedulePageDto })
   list(@CurrentPrincipal() caller: Principal, @Query() query: ListSchedulesQuery): Promise<SchedulePageDto> {
@@ -42,7 +42,7 @@ export class SchedulesController {
   }
 
   @Get(':schedule_id')
-  @RequireScope('schedules:read')
+  @RequireScope('schedules:read', { anonymous: true })
   @ApiOperation({ summary: 'Get a schedule' })
   @ApiOkResponse({ type: ScheduleDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
@@ -51,7 +51,7 @@ export class SchedulesController {
   }
 
   @Patch(':schedule_id')
-  @RequireScope('schedules:write')
+  @RequireScope('schedules:write', { anonymous: true })
   @ApiOperation({ summary: 'Update a schedule; absent fields are untouched' })
   @ApiOkResponse({ type: ScheduleDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
@@ -62,7 +62,7 @@ export class SchedulesController {
 
   @Delete(':schedule_id')
   @HttpCode(HttpStatus.NO_CONTENT)
-  @RequireScope('schedules:delete')
+  @RequireScope('schedules:delete', { anonymous: true })
   @ApiOperation({ summary: 'Delete a schedule and its history' })
   @ApiNoContentResponse()
   @ApiNotFoundResponse({ type: ErrorBodyDto })
@@ -72,7 +72,7 @@ export class SchedulesController {
 
   @Post(':schedule_id/trigger')
   @HttpCode(HttpStatus.ACCEPTED)
-  @RequireScope('schedules:write')
+  @RequireScope('schedules:write', { anonymous: true })
   @ApiOperation({ summary: 'Fire now: queues a fire a worker runs like a cron tick; next_run_at is untouched' })
   @ApiAcceptedResponse({ type: ScheduleRunDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
@@ -82,7 +82,7 @@ export class SchedulesController {
   }
 
   @Get(':schedule_id/runs')
-  @RequireScope('schedules:read')
+  @RequireScope('schedules:read', { anonymous: true })
   @ApiOperation({ summary: 'History of fires, each with every attempt it made' })
   @ApiOkResponse({ type: ScheduleRunPageDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
@@ -91,7 +91,7 @@ export class SchedulesController {
   }
 
   @Get(':schedule_id/runs/:run_id')
-  @RequireScope('schedules:read')
+  @RequireScope('schedules:read', { anonymous: true })
   @ApiOperation({ summary: 'One fire of a schedule' })
   @ApiOkResponse({ type: ScheduleRunDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })

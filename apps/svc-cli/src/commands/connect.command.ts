@@ -39,9 +39,9 @@ import {
 
 import { connectExitCode, harvestClientUrls } from '../connections';
 import { DEFAULT_GRACE_SECONDS, formatDuration } from '../durations';
-import { collect, MintOptions } from '../options';
+import { collect, MintOptions, parseClientsOption } from '../options';
 import { parseExpires, requirePrivilegedFlag } from '../scopes';
-import { serverNameFor } from '../server-name';
+import { parseServerNameOption, serverNameFor } from '../server-name';
 import { announce } from '../service-target';
 import { MintingCommand } from '../svc-command';
 
@@ -338,7 +338,8 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
       selected = explicitClients;
     } else {
       selected = IN_PLACE_CLIENTS.filter((id) => adapters[id].detect());
-      if ((descriptor.auth_mode === 'none' || oauthEnabled(descriptor)) && isCloudReachable(connection.mcpUrl)) {
+      // The spec: the chat-app steps whenever the service is on a public URL, in every auth mode.
+      if (isCloudReachable(connection.mcpUrl)) {
         autoChatApps.push(...CHAT_APP_CLIENTS);
       }
       if (selected.length === 0 && autoChatApps.length === 0) {
@@ -391,7 +392,7 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
 
   @Option({ flags: '--clients <list>', description: 'Comma-separated client identifiers (default: detected)' })
   parseClients(value: string): string {
-    return value;
+    return parseClientsOption(value);
   }
 
   @Option({ flags: '--name <name>', description: 'One shared service account with this name (default: one per client)' })
@@ -411,7 +412,7 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
 
   @Option({ flags: '--server-name <name>', description: "Entry name (default: derived from the service name, fallback 'agentos')" })
   parseServerName(value: string): string {
-    return value;
+    return parseServerNameOption(value);
   }
 
   @Option({ flags: '--project', description: 'Write project-scoped configs instead of user-level ones' })

@@ -14,8 +14,8 @@ import {
 } from '@app/svc-client';
 
 import { connectExitCode, harvestClientUrls } from '../connections';
-import { ServiceOptions } from '../options';
-import { serverNameFor } from '../server-name';
+import { parseClientsOption, ServiceOptions } from '../options';
+import { parseServerNameOption, serverNameFor } from '../server-name';
 import { announce } from '../service-target';
 import { CredentialedCommand } from '../svc-command';
 
@@ -92,7 +92,8 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
         const removed: string[] = [];
         const locations: string[] = [];
         for (const entry of matching) {
-          if (adapter.remove(entry.name, entry.location)) {
+          // Without --server-name, only the entry that matched by URL: a same-named one elsewhere in the file stays.
+          if (adapter.remove(entry.name, entry.location, options.serverName === undefined ? entry.url : undefined)) {
             removed.push(entry.name);
             locations.push(entry.location);
           }
@@ -146,12 +147,12 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
 
   @Option({ flags: '--clients <list>', description: 'Comma-separated client identifiers (default: detected)' })
   parseClients(value: string): string {
-    return value;
+    return parseClientsOption(value);
   }
 
   @Option({ flags: '--server-name <name>', description: 'Remove exactly this entry (default: every entry for the target)' })
   parseServerName(value: string): string {
-    return value;
+    return parseServerNameOption(value);
   }
 
   @Option({ flags: '--name <name>', description: 'With --revoke: the shared account name used at connect' })

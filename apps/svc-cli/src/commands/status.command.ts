@@ -5,7 +5,7 @@ import { clientContext, clientLabel, createAdapters } from '@app/client-adapters
 import { discoverOne, mcpUrlOf, readCliEnv, urlBelongsTo } from '@app/svc-client';
 
 import { ServiceOptions } from '../options';
-import { serverNameFor } from '../server-name';
+import { parseServerNameOption, serverNameFor } from '../server-name';
 import { announce } from '../service-target';
 import { ServiceCommand } from '../svc-command';
 
@@ -41,6 +41,6 @@ export class StatusCommand extends ServiceCommand<StatusOptions> {
 
   @Option({ flags: '--server-name <name>', description: 'MCP entry name (default: derived from the service name)' })
   parseServerName(value: string): string {
-    return value;
+    return parseServerNameOption(value);
   }
 }

@@ -7,6 +7,7 @@ import { RunModelUsage1764400000001 } from './1764400000001-RunModelUsage';
 import { ServiceAccountRotation1764500000001 } from './1764500000001-ServiceAccountRotation';
 import { SchedulePolicies1764600000001 } from './1764600000001-SchedulePolicies';
 import { FailedLookups1764700000001 } from './1764700000001-FailedLookups';
+import { ServiceAccountNameRelease1764800000001 } from './1764800000001-ServiceAccountNameRelease';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -19,4 +20,5 @@ export const MIGRATIONS = [
   ServiceAccountRotation1764500000001,
   SchedulePolicies1764600000001,
   FailedLookups1764700000001,
+  ServiceAccountNameRelease1764800000001,
 ];
