@@ -1,9 +1,9 @@
 // ESLint (flat config): typescript-eslint with type information for the promise and `any` rules that
-// catch real bugs, import order and duplicates, braces everywhere. Formatting is Prettier's (eslint-config-prettier
+// catch real bugs, import order (simple-import-sort: no native dependency) and duplicates, braces everywhere. Formatting is Prettier's (eslint-config-prettier
 // turns off the rules it owns).
 import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
-import { importX } from 'eslint-plugin-import-x';
+import simpleImportSort from 'eslint-plugin-simple-import-sort';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -13,24 +13,16 @@ export default tseslint.config(
   {
     files: ['**/*.ts', '**/*.mts'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
-    plugins: { 'import-x': importX },
+    plugins: { 'simple-import-sort': simpleImportSort },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/no-explicit-any': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       curly: ['error', 'all'],
-      'import-x/no-duplicates': 'error',
-      'import-x/order': [
-        'error',
-        {
-          groups: ['builtin', 'external', 'internal', ['parent', 'sibling', 'index']],
-          pathGroups: [{ pattern: '@app/**', group: 'internal' }],
-          pathGroupsExcludedImportTypes: ['builtin'],
-          'newlines-between': 'always',
-          alphabetize: { order: 'asc', caseInsensitive: true },
-        },
-      ],
+      'no-duplicate-imports': ['error', { includeExports: false }],
+      // Node built-ins, packages, the @app/* libs, then relative imports, each group alphabetised.
+      'simple-import-sort/imports': ['error', { groups: [['^node:'], ['^@?\\w'], ['^@app/'], ['^\\.']] }],
     },
   },
   {

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
-import { cliSandbox, CliSandbox, runCli } from '../support/cli';
+import { CliSandbox, cliSandbox, runCli } from '../support/cli';
 import { createTestDatabase, query } from '../support/database';
 import { ROOT_KEY, uniqueName } from '../support/principals';
 import { RunningApi, startApi } from '../support/processes';

@@ -1,9 +1,9 @@
-import 'reflect-metadata';
-
 import { describeBootFailure, loadEnv } from '@app/config';
 import { deploymentComponents } from '@app/runs';
 
 import { createApiApp } from './bootstrap';
+
+import 'reflect-metadata';
 
 async function main(): Promise<void> {
   const env = loadEnv();

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestDatabase } from '../../../test/support/database';
 import { callTool, connectMcp } from '../../../test/support/mcp';
-import { MintedAccount, mintAccount, ROOT_KEY } from '../../../test/support/principals';
+import { mintAccount, MintedAccount, ROOT_KEY } from '../../../test/support/principals';
 import { RunningApi, startApi } from '../../../test/support/processes';
 
 const INSPECTOR = 'node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js';

@@ -7,7 +7,7 @@ import { parse as parseToml } from 'smol-toml';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { AuthorizationServer } from '../../../test/support/authorization-server';
-import { cliSandbox, CliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
+import { CliSandbox, cliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
 import { query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';

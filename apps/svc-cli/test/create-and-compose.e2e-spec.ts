@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
-import { cliSandbox, CliSandbox, runCli } from '../../../test/support/cli';
+import { CliSandbox, cliSandbox, runCli } from '../../../test/support/cli';
 
 const TEMPLATES_DIR = resolve('templates');
 const BUNDLED = ['platform-docker', 'platform-node'];

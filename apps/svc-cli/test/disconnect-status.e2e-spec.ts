@@ -5,7 +5,7 @@ import { parse as parseToml } from 'smol-toml';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { freePort } from '../../../scripts/embedded-postgres.mjs';
-import { cliSandbox, CliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
+import { CliSandbox, cliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
 

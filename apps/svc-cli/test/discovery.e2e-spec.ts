@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { freePort } from '../../../scripts/embedded-postgres.mjs';
-import { cliSandbox, CliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
+import { CliSandbox, cliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
 import { query } from '../../../test/support/database';
 import { ROOT_KEY, uniqueName } from '../../../test/support/principals';
 import { remoteProxy, TcpProxy } from '../../../test/support/tcp-proxy';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
-import { cliSandbox, LiveService, SVC_BIN, startService } from '../../../test/support/cli';
+import { cliSandbox, LiveService, startService,SVC_BIN } from '../../../test/support/cli';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
 import { remoteProxy } from '../../../test/support/tcp-proxy';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
-import { cliSandbox, CliSandbox, runCli, SVC_BIN } from '../../../test/support/cli';
+import { CliSandbox, cliSandbox, runCli, SVC_BIN } from '../../../test/support/cli';
 import { createTestDatabase } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';

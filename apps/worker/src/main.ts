@@ -1,5 +1,3 @@
-import 'reflect-metadata';
-
 import { NestFactory } from '@nestjs/core';
 
 import { describeBootFailure, loadEnv } from '@app/config';
@@ -7,6 +5,8 @@ import { createLogger, PinoLoggerService } from '@app/logging';
 import { deploymentComponents } from '@app/runs';
 
 import { WorkerModule } from './worker.module';
+
+import 'reflect-metadata';
 
 async function main(): Promise<void> {
   const env = loadEnv();

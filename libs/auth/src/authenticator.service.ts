@@ -8,8 +8,8 @@ import { assertUnreachable } from '@app/errors';
 import { SCHEDULE_CREDENTIAL_PREFIX, ScheduleCall, ScheduleCredentials, ScheduleOwner } from '@app/schedules';
 import { ServiceAccountsService, ServiceAccountVerifier, TOKEN_PREFIX, Verification } from '@app/service-accounts';
 
-import { AuthMode, authMode } from './auth-mode';
 import { AuthErrorCode, AuthException } from './auth.exception';
+import { AuthMode, authMode } from './auth-mode';
 import { JwtIdentity, JwtRejected, JwtVerifier, McpOAuthVerifier } from './jwt-verifier';
 import { RouteScope } from './scopes.decorator';
 

@@ -1,7 +1,7 @@
 import { createPublicKey, KeyObject } from 'node:crypto';
 
 import { Injectable, Logger } from '@nestjs/common';
-import { createRemoteJWKSet, errors, JWTPayload, JWTVerifyGetKey, jwtVerify } from 'jose';
+import { createRemoteJWKSet, errors, JWTPayload, jwtVerify,JWTVerifyGetKey } from 'jose';
 
 import { Env } from '@app/config';
 

@@ -1,9 +1,10 @@
-import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 
 import { loadEnv } from '@app/config';
 
 import { dataSourceOptions, migrate } from './data-source';
+
+import 'reflect-metadata';
 
 /** `npm run migrate`: applies pending migrations and exits. */
 async function main(): Promise<void> {

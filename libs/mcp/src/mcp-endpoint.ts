@@ -2,14 +2,14 @@ import { IncomingMessage, ServerResponse } from 'node:http';
 
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { ListToolsRequestSchema, ListToolsResult, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult,ListToolsRequestSchema, ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
 import { Inject, Injectable } from '@nestjs/common';
 
 import { Principal } from '@app/access';
 import { Authenticator, requiredScope } from '@app/auth';
 import { Env, SERVICE_VERSION } from '@app/config';
 
-import { RegisteredMcpTool, McpToolRegistry } from './mcp-tool.registry';
+import { McpToolRegistry,RegisteredMcpTool } from './mcp-tool.registry';
 
 /** Turns an error into what a client reads: an HTTP-like status and a one-line explanation. */
 export interface McpErrorRenderer {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 
-import { RUN_JOB_TYPE } from './job-status';
 import { JobPayload } from './job.entity';
+import { RUN_JOB_TYPE } from './job-status';
 import { JOBS_READY_CHANNEL } from './notify';
 
 export interface EnqueueRequest {

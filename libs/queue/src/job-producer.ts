@@ -3,8 +3,8 @@ import { EntityManager, In } from 'typeorm';
 
 import { CancellationIntents } from './cancellation-intents';
 import { enqueueJobs, EnqueueRequest } from './enqueue';
-import { JobStatus } from './job-status';
 import { QueueJobEntity } from './job.entity';
+import { JobStatus } from './job-status';
 
 /** States a cancel turns into `cancelled` at once; a running job stops at its next checkpoint. */
 const WAITING: JobStatus[] = ['queued', 'paused'];

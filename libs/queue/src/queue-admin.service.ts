@@ -8,10 +8,10 @@ import { ValidationFailedException } from '@app/errors';
 import { fetchPage, Page, toPage } from '@app/pagination';
 
 import { CancellationIntents } from './cancellation-intents';
-import { JOB_STATUSES, JobStatus } from './job-status';
 import { BULK_SKIPPED_SHOWN, BulkJobsDto, BulkJobsResultDto, JobDto, JobFilterDto, JobSortField, ListJobsQuery, QueueStatsDto, RequeueQuery, SkippedJobDto } from './job.dto';
 import { QueueJobEntity } from './job.entity';
 import { toJobDto } from './job.mapper';
+import { JOB_STATUSES, JobStatus } from './job-status';
 import { JOBS_READY_CHANNEL } from './notify';
 import { QueueErrorCode, QueueException } from './queue.exception';
 

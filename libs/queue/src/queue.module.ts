@@ -3,9 +3,9 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 
 import { CancellationIntentEntity } from './cancellation-intent.entity';
 import { CancellationIntents } from './cancellation-intents';
+import { QueueJobEntity } from './job.entity';
 import { JobOutcomeCounterEntity } from './job-outcome-counter.entity';
 import { JobProducer } from './job-producer';
-import { QueueJobEntity } from './job.entity';
 import { QueueAdminService } from './queue-admin.service';
 import { QueueEnabledGuard } from './queue-enabled.guard';
 import { QueueMetricsService } from './queue-metrics.service';

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 
-
 import { Component, RunCancelled } from './component';
 import { RunExecutor } from './run-executor';
 

@@ -5,8 +5,8 @@ import { ClaimedJob, ExpiredJob, HandlesJobs, JobContext, JobHandler, JobResult,
 
 import { ComponentKind } from './component';
 import { ComponentRegistry } from './component.registry';
-import { RunExecutor } from './run-executor';
 import { RunRepository } from './run.repository';
+import { RunExecutor } from './run-executor';
 
 /** Executes a background run on a worker; the run's row is written with the job's outcome, under the job's fence. */
 @Injectable()

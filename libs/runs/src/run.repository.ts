@@ -8,8 +8,8 @@ import { fetchPage, PageRequest } from '@app/pagination';
 import { ExpiredJob, QueueJobEntity } from '@app/queue';
 
 import { ComponentKind, ModelUsage, Turn } from './component';
-import { RunStatus } from './run-status';
 import { RunEntity } from './run.entity';
+import { RunStatus } from './run-status';
 import { SessionRunSortField } from './session.dto';
 
 export const RUN_IDEMPOTENCY_CONSTRAINT = 'UQ_runs_idempotency';

@@ -5,10 +5,10 @@ import { QueueModule } from '@app/queue';
 
 import { Component } from './component';
 import { ComponentRegistry, DEPLOYMENT_COMPONENTS } from './component.registry';
-import { RunExecutor } from './run-executor';
-import { RunJobHandler } from './run-job.handler';
 import { RunEntity } from './run.entity';
 import { RunRepository } from './run.repository';
+import { RunExecutor } from './run-executor';
+import { RunJobHandler } from './run-job.handler';
 import { RunsService } from './runs.service';
 import { SessionEntity } from './session.entity';
 import { SessionRepository } from './session.repository';

@@ -7,17 +7,17 @@ import { DataSource, EntityManager } from 'typeorm';
 
 import { attributedUser, DataScope, Principal } from '@app/access';
 import { Env } from '@app/config';
-import { toEpoch, isUniqueViolation } from '@app/database';
+import { isUniqueViolation,toEpoch } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
 import { CancellationIntents, JobProducer, TERMINAL_STATUSES } from '@app/queue';
 
 import { Component, ComponentKind } from './component';
 import { ComponentRegistry } from './component.registry';
-import { RunExecutor, RunInput } from './run-executor';
 import { AcceptedRunDto, ComponentDto, IDEMPOTENCY_KEY_MAX, RunDto, RunEvent, StartRunDto } from './run.dto';
 import { RunEntity } from './run.entity';
 import { toRunDto } from './run.mapper';
 import { RUN_IDEMPOTENCY_CONSTRAINT, RunRepository } from './run.repository';
+import { RunExecutor, RunInput } from './run-executor';
 import { RunErrorCode, RunException } from './runs.exception';
 import { SessionEntity } from './session.entity';
 import { SessionRepository } from './session.repository';

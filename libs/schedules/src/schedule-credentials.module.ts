@@ -2,8 +2,8 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 
 import { InternalSecretEntity } from './internal-secret.entity';
-import { ScheduleCredentials } from './schedule-credentials';
 import { ScheduleEntity } from './schedule.entity';
+import { ScheduleCredentials } from './schedule-credentials';
 
 /** Minted by the worker, resolved by the api's authenticator. */
 @Module({

@@ -9,9 +9,9 @@ import { CredentialKind } from '@app/access';
 import { Env } from '@app/config';
 
 import { InternalSecretEntity } from './internal-secret.entity';
+import { ScheduleEntity } from './schedule.entity';
 import { normalizedEndpoint } from './schedule-endpoint';
 import { runPath, TargetType } from './schedule-target';
-import { ScheduleEntity } from './schedule.entity';
 
 export const SCHEDULE_CREDENTIAL_PREFIX = 'svc_sch_';
 const SECRET_NAME = 'internal_service_token';

@@ -3,9 +3,9 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 
 import { nextRunAt } from './cron';
+import { CatchupPolicy, JsonObject, OverlapPolicy } from './schedule.entity';
 import { admit, fireInFlight, FireState, fireStates, SKIP_ERRORS } from './schedule-overlap';
 import { ScheduleAttempt, ScheduleRunStatus } from './schedule-run.entity';
-import { CatchupPolicy, JsonObject, OverlapPolicy } from './schedule.entity';
 
 /** A fire a worker has claimed, with what it needs from its schedule. */
 export interface ClaimedFire {

@@ -1,7 +1,7 @@
 import { EntityManager } from 'typeorm';
 
-import { SkipReason } from './schedule-run.entity';
 import { OverlapPolicy } from './schedule.entity';
+import { SkipReason } from './schedule-run.entity';
 
 /** What a schedule has going when a new fire of it is created. */
 export interface FireState {

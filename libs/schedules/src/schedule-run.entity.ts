@@ -1,4 +1,4 @@
-import { Column, Entity, Index, ManyToOne, JoinColumn, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 
 import { ScheduleEntity } from './schedule.entity';
 

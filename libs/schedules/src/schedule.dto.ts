@@ -4,6 +4,7 @@ import { IsIn, IsString, IsUUID } from 'class-validator';
 import { PageOf, PageQuery } from '@app/pagination';
 import { BoolField, IntField, Optional, StringField } from '@app/validation';
 
+import { CATCHUP_POLICIES, CatchupPolicy, JsonObject, OVERLAP_POLICIES, OverlapPolicy } from './schedule.entity';
 import {
   CronExpression,
   Description,
@@ -20,7 +21,6 @@ import {
 import { SKIP_REASONS } from './schedule-run.entity';
 import { SCHEDULE_RUN_SORT_FIELDS, SCHEDULE_SORT_FIELDS } from './schedule-sorting';
 import { TARGET_TYPES } from './schedule-target';
-import { CATCHUP_POLICIES, CatchupPolicy, JsonObject, OVERLAP_POLICIES, OverlapPolicy } from './schedule.entity';
 
 function PolicyField(values: readonly string[], description: string, fallback: string): PropertyDecorator {
   return (target, key) => {

@@ -1,8 +1,8 @@
 import { toEpoch } from '@app/database';
 
-import { ScheduleRunEntity } from './schedule-run.entity';
 import { ScheduleDto, ScheduleRunDto } from './schedule.dto';
 import { ScheduleEntity } from './schedule.entity';
+import { ScheduleRunEntity } from './schedule-run.entity';
 
 /** Rows to wire shapes; owner fields and worker locks never leave the service. */
 export function toScheduleDto(schedule: ScheduleEntity): ScheduleDto {

@@ -5,8 +5,8 @@ import { Repository } from 'typeorm';
 import { DataScope } from '@app/access';
 import { fetchPage, PageRequest } from '@app/pagination';
 
-import { ScheduleSortField } from './schedule-sorting';
 import { ScheduleEntity } from './schedule.entity';
+import { ScheduleSortField } from './schedule-sorting';
 
 const SORT_COLUMNS: Record<ScheduleSortField, string> = {
   created_at: 'schedule.created_at',

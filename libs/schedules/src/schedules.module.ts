@@ -1,11 +1,11 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 
+import { ScheduleEntity } from './schedule.entity';
+import { ScheduleRepository } from './schedule.repository';
 import { ScheduleMetricsService } from './schedule-metrics.service';
 import { ScheduleRunEntity } from './schedule-run.entity';
 import { ScheduleRunRepository } from './schedule-run.repository';
-import { ScheduleEntity } from './schedule.entity';
-import { ScheduleRepository } from './schedule.repository';
 import { SchedulesService } from './schedules.service';
 
 /** The schedule resource as the api serves it. */

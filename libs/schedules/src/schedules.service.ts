@@ -8,16 +8,16 @@ import { ValidationFailedException } from '@app/errors';
 import { Page, toPage } from '@app/pagination';
 
 import { nextRunAt } from './cron';
-import { EndpointScopes, normalizedEndpoint } from './schedule-endpoint';
-import { admit, SKIP_ERRORS } from './schedule-overlap';
-import { ScheduleRunEntity } from './schedule-run.entity';
-import { ScheduleRunRepository } from './schedule-run.repository';
-import { targetOf } from './schedule-target';
 import { CreateScheduleDto, ListScheduleRunsQuery, ListSchedulesQuery, ScheduleDto, ScheduleRunDto, UpdateScheduleDto } from './schedule.dto';
 import { ScheduleEntity } from './schedule.entity';
 import { ScheduleErrorCode as Code, ScheduleException } from './schedule.exception';
 import { toScheduleDto, toScheduleRunDto } from './schedule.mapper';
 import { NAME_CONSTRAINTS, ScheduleRepository } from './schedule.repository';
+import { EndpointScopes, normalizedEndpoint } from './schedule-endpoint';
+import { admit, SKIP_ERRORS } from './schedule-overlap';
+import { ScheduleRunEntity } from './schedule-run.entity';
+import { ScheduleRunRepository } from './schedule-run.repository';
+import { targetOf } from './schedule-target';
 
 /** What a PATCH may change (DTO name → entity property). */
 const UPDATABLE = {

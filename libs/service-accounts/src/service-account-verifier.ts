@@ -4,7 +4,6 @@ import { LRUCache } from 'lru-cache';
 import { Env } from '@app/config';
 import { isDatabaseUnavailable } from '@app/database';
 
-
 import { FailedLookupLimiter } from './failed-lookup-limiter';
 import { ServiceAccountRepository } from './service-account.repository';
 import { hashToken, looksLikeToken } from './token';

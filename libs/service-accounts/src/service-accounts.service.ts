@@ -6,7 +6,6 @@ import { covers, DataScope, DEFAULT_SCOPES, isAdmin, isPrivilegedScope, isValidS
 import { isUniqueViolation, toEpoch } from '@app/database';
 import { Page, toPage } from '@app/pagination';
 
-import { ServiceAccountVerifier } from './service-account-verifier';
 import {
   CreatedServiceAccountDto,
   CreateServiceAccountDto,
@@ -19,6 +18,7 @@ import {
 import { ServiceAccountEntity } from './service-account.entity';
 import { ServiceAccountErrorCode as Code, ServiceAccountException } from './service-account.exception';
 import { ACTIVE_NAME_CONSTRAINT, ServiceAccountRepository } from './service-account.repository';
+import { ServiceAccountVerifier } from './service-account-verifier';
 import { generateToken } from './token';
 
 const DAY_MS = 86_400_000;

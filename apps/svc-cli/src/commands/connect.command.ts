@@ -2,11 +2,12 @@ import { Command, Option } from 'nest-commander';
 
 import { CliError, Terminal } from '@app/cli-terminal';
 import {
+  CHAT_APP_CLIENTS,
+  ChatAppClientId,
   chatAppSetupSteps,
   chatAppUnreachableNote,
-  ChatAppClientId,
-  clientContext,
   ClientAdapter,
+  clientContext,
   ClientId,
   clientLabel,
   createAdapters,
@@ -15,7 +16,6 @@ import {
   isChatApp,
   npxNote,
   parseClientList,
-  CHAT_APP_CLIENTS,
 } from '@app/client-adapters';
 import {
   Candidate,

@@ -11,8 +11,8 @@ import {
   projectNameProblem,
   ProjectSource,
   scaffoldProject,
-  TemplateName,
   TEMPLATE_NAMES,
+  TemplateName,
   TEMPLATES,
   unbundledTemplateError,
 } from '@app/cli-project';

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { Command, Option } from 'nest-commander';
 
-import { composeCommand, ComposeAction, findComposeFile, RESTART_PAUSE_MS, runCompose } from '@app/cli-project';
+import { ComposeAction, composeCommand, findComposeFile, RESTART_PAUSE_MS, runCompose } from '@app/cli-project';
 import { Terminal } from '@app/cli-terminal';
 
 import { JsonOptions } from '../options';

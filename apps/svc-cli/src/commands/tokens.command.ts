@@ -3,13 +3,13 @@ import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { SERVICE_ACCOUNT_NAME } from '@app/access';
 import { CliError, sanitize, Terminal } from '@app/cli-terminal';
 import {
+  NameConflictError,
   readCliEnv,
   refusePlaintextCredential,
   resolveAdminCredential,
   ServiceAccount,
   ServiceAccountsApi,
   ServiceDescriptor,
-  NameConflictError,
 } from '@app/svc-client';
 
 import { DEFAULT_GRACE_SECONDS, formatDuration, parseGrace } from '../durations';

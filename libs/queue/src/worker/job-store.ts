@@ -1,8 +1,8 @@
 import type { ClientBase, Pool } from 'pg';
 
 import { intentIsLive } from '../cancellation-intents';
-import { JobStatus } from '../job-status';
 import { JobPayload } from '../job.entity';
+import { JobStatus } from '../job-status';
 import { JOBS_READY_CHANNEL } from '../notify';
 import { ClaimedJob, ExpiredJob, JobOutcome } from './job-handler';
 
