@@ -75,6 +75,16 @@ describe('schedule firing (real worker, real HTTP)', () => {
     return last[count - 1];
   }
 
+  /**
+   * An observable event instead of a fixed sleep before asserting an absence: a fresh schedule made due
+   * now has been fired, so the worker has ticked (and would have fired anything else due) since.
+   */
+  async function afterATick(): Promise<void> {
+    const probe = await createSchedule({ endpoint: '/health' });
+    await makeDue([probe.id]);
+    expect(await finishedFire(probe.id)).toMatchObject({ status: 'success' });
+  }
+
   async function schedule(id: string) {
     return (await call(api.url, 'GET', `/schedules/${id}`, { token: ROOT_KEY })).body;
   }
@@ -88,7 +98,7 @@ describe('schedule firing (real worker, real HTTP)', () => {
     const after = await schedule(created.id);
     const nextMidnight = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate() + 1) / 1000;
     expect(after.next_run_at).toBe(nextMidnight);
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    await afterATick();
     expect(await fires(created.id)).toHaveLength(1);
     // One info line per fire, for an operator reading the worker's log.
     const logged = worker.output().split('\n').filter((line) => line.includes(`schedule fired: ${created.id}`));
@@ -100,7 +110,7 @@ describe('schedule firing (real worker, real HTTP)', () => {
     const created = await createSchedule({ endpoint: '/health', cron_expr: '0 * * * *' });
     await makeDue([created.id], "interval '5 hours'");
     await waitFor(async () => (await fires(created.id)).some((fire) => fire.status === 'success'), 20_000, 'the catch-up fire');
-    await new Promise((resolve) => setTimeout(resolve, 800));
+    await afterATick();
     const history = await fires(created.id);
     expect(history.filter((fire) => fire.status !== 'skipped')).toHaveLength(1);
     const missed = history.filter((fire) => fire.status === 'skipped');
@@ -212,7 +222,8 @@ describe('schedule firing (real worker, real HTTP)', () => {
   it('never fires a disabled schedule, even when its slot has passed', async () => {
     const created = await createSchedule({ endpoint: '/health', enabled: false });
     await query(databaseUrl, `UPDATE schedules SET next_run_at = now() - interval '1 minute' WHERE id = $1`, [created.id]);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // Positive control: an enabled schedule due at the same time fires.
+    await afterATick();
     expect(await fires(created.id)).toEqual([]);
   });
 

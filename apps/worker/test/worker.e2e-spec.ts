@@ -75,7 +75,12 @@ describe('worker', () => {
     await sleep(1500);
     expect(await job(id)).toMatchObject({ status: 'queued', attempt: 0 });
     expect(await idle.stop()).toBe(0);
-    await query(databaseUrl, `UPDATE queue_jobs SET status = 'cancelled', completed_at = now() WHERE id = $1`, [id]);
+    expect(logLines(idle).filter((line) => line.job_id === id)).toEqual([]);
+    // Positive control: the job was claimable all along; a worker with the queue on runs it at once.
+    const enabled = await worker();
+    await expect.poll(async () => (await job(id)).status).toBe('completed');
+    expect(await job(id)).toMatchObject({ attempt: 1, locked_by: null });
+    expect(await enabled.stop()).toBe(0);
   });
 
   describe('with one worker', () => {
@@ -134,7 +139,10 @@ describe('worker', () => {
       const swept = await job(id);
       expect(swept).toMatchObject({ attempt: 1, max_attempts: 1, locked_by: null, completed_at: expect.any(Date) });
       expect(swept.error).toMatch(/lost the job: no heartbeat for over 3 s during attempt 1 of 1; attempt budget exhausted, so it was not re-executed/);
-      await sleep(1500);
+      // Instead of a fixed wait: the second worker claims and finishes a new job, so it has been claiming since the sweep.
+      const probe = await post('echo-agent', 'probe');
+      await expect.poll(async () => (await job(probe)).status).toBe('completed');
+      expect(second.output()).toMatch(new RegExp(`"job_id":"${probe}","job_type":"run","attempt"`));
       expect(await job(id)).toMatchObject({ status: 'failed', attempt: 1 });
       expect(second.output()).not.toMatch(new RegExp(`"job_id":"${id}","job_type":"run","attempt"`));
       // Inside the lock grace the operator must say force=true.
