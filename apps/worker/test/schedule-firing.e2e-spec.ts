@@ -268,7 +268,7 @@ describe('schedule firing (real worker, real HTTP)', () => {
     const row = async () =>
       (await query<{ status: string; locked_by: string; overdue: boolean }>(databaseUrl, 'SELECT status, locked_by, deadline_at < now() AS overdue FROM schedule_runs WHERE schedule_id = $1', [created.id]))[0];
     proxy.stall(true);
-    let lost = '';
+    let lost: string | undefined;
     try {
       await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
       await waitFor(async () => (await fires(created.id))[0]?.status === 'running', 10_000, 'the fire to start');
