@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createTestDatabase } from '../../../test/support/database';
+import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { JWT_SECRET, mintAccount, ROOT_KEY, signJwt, uniqueName } from '../../../test/support/principals';
 import { RunningApi, startApi } from '../../../test/support/processes';
@@ -187,26 +187,42 @@ describe('JWT with AUTHORIZATION_ENABLED=false and USER_ISOLATION=true', () => {
 });
 
 describe('verification cache across replicas (rule 14)', () => {
+  const TTL_MS = 3000;
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  /** Waits until the cached replica's entry, filled at `filledAt`, is past the TTL (with a margin). */
+  const pastTtl = (filledAt: number) => sleep(Math.max(0, filledAt + TTL_MS + 700 - Date.now()));
+
   it('revokes (and rotates without grace) at once on the handling replica, within the TTL on others, and at once everywhere with TTL 0', async () => {
     const databaseUrl = await createTestDatabase();
-    const revoking = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY });
-    const cached = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '30' });
-    const uncached = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '0' });
+    const [revoking, cached, uncached] = await Promise.all([
+      startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY }),
+      startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: String(TTL_MS / 1000) }),
+      startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '0' }),
+    ]);
     try {
       const account = await mintAccount(revoking.url, ROOT_KEY);
-      for (const api of [revoking, cached, uncached]) {
+      for (const api of [revoking, uncached]) {
         expect((await call(api.url, 'GET', '/config', { token: account.token })).status).toBe(200);
       }
+      // The cached replica verifies (and caches) last, right before the revocation, so its TTL runs from here.
+      let filledAt = Date.now();
+      expect((await call(cached.url, 'GET', '/config', { token: account.token })).status).toBe(200);
       await call(revoking.url, 'DELETE', `/service-accounts/${account.id}`, { token: ROOT_KEY });
       expect((await call(revoking.url, 'GET', '/config', { token: account.token })).status).toBe(401);
+      // Within the TTL the other replica still answers from its cache...
       expect((await call(cached.url, 'GET', '/config', { token: account.token })).status).toBe(200);
       expect((await call(uncached.url, 'GET', '/config', { token: account.token })).status).toBe(401);
+      // ...and once the TTL has passed it looks the token up again and refuses it.
+      await pastTtl(filledAt);
+      expect((await call(cached.url, 'GET', '/config', { token: account.token })).status).toBe(401);
 
       // A rotation without grace is the same: at once here and without a cache, within the TTL where cached.
       const rotating = await mintAccount(revoking.url, ROOT_KEY);
-      for (const api of [revoking, cached, uncached]) {
+      for (const api of [revoking, uncached]) {
         expect((await call(api.url, 'GET', '/config', { token: rotating.token })).status).toBe(200);
       }
+      filledAt = Date.now();
+      expect((await call(cached.url, 'GET', '/config', { token: rotating.token })).status).toBe(200);
       const rotated = await call(revoking.url, 'POST', `/service-accounts/${rotating.id}/rotate`, { token: ROOT_KEY, json: { grace_seconds: 0 } });
       expect((await call(revoking.url, 'GET', '/config', { token: rotating.token })).status).toBe(401);
       expect((await call(cached.url, 'GET', '/config', { token: rotating.token })).status).toBe(200);
@@ -214,9 +230,33 @@ describe('verification cache across replicas (rule 14)', () => {
       for (const api of [revoking, cached, uncached]) {
         expect((await call(api.url, 'GET', '/config', { token: rotated.body.token })).status).toBe(200);
       }
+      await pastTtl(filledAt);
+      expect((await call(cached.url, 'GET', '/config', { token: rotating.token })).status).toBe(401);
+      expect((await call(cached.url, 'GET', '/config', { token: rotated.body.token })).status).toBe(200);
     } finally {
       await Promise.all([revoking.stop(), cached.stop(), uncached.stop()]);
     }
     // Three api processes boot here; on two shared cores that alone can take most of the default 30 s.
   }, 90_000);
+
+  it('drops a cached verification after SERVICE_ACCOUNT_CACHE_TTL_SECONDS: a token revoked in the database is accepted from the cache, then refused', async () => {
+    const databaseUrl = await createTestDatabase();
+    const api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: String(TTL_MS / 1000) });
+    try {
+      const account = await mintAccount(api.url, ROOT_KEY);
+      const filledAt = Date.now();
+      expect((await call(api.url, 'GET', '/config', { token: account.token })).status).toBe(200);
+      // Revoked behind the api's back, as another replica or an operator's SQL would: no cache invalidation.
+      await query(databaseUrl, 'UPDATE service_accounts SET revoked_at = now() WHERE id = $1', [account.id]);
+      expect((await call(api.url, 'GET', '/config', { token: account.token })).status).toBe(200);
+      await pastTtl(filledAt);
+      expect((await call(api.url, 'GET', '/config', { token: account.token })).status).toBe(401);
+      // A token never cached is looked up at once: the revocation is seen.
+      const other = await mintAccount(api.url, ROOT_KEY);
+      await query(databaseUrl, 'UPDATE service_accounts SET revoked_at = now() WHERE id = $1', [other.id]);
+      expect((await call(api.url, 'GET', '/config', { token: other.token })).status).toBe(401);
+    } finally {
+      await api.stop();
+    }
+  }, 60_000);
 });

@@ -1,9 +1,10 @@
+import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 
 import { describe, expect, it } from 'vitest';
 
 import { freePort } from '../../../scripts/embedded-postgres.mjs';
-import { createTestDatabase } from '../../../test/support/database';
+import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
 import { spawnNode, startApi } from '../../../test/support/processes';
@@ -100,4 +101,54 @@ describe('structured logs', () => {
       await api.stop();
     }
   });
+});
+
+describe('shutdown', () => {
+  /** One request on a connection of its own that closes after the response (as curl or a proxy does). */
+  function oneShot(url: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+    return new Promise((resolve, reject) => {
+      const payload = JSON.stringify(body);
+      const request = httpRequest(
+        url,
+        { method: 'POST', agent: false, headers: { authorization: `Bearer ${ROOT_KEY}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), connection: 'close' } },
+        (response) => {
+          let text = '';
+          response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) }));
+        },
+      );
+      request.on('error', reject);
+      request.end(payload);
+    });
+  }
+
+  it('on SIGTERM lets an in-flight request finish, then ends and refuses new connections', async () => {
+    const databaseUrl = await createTestDatabase();
+    const api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
+    try {
+      // A synchronous run of sleep-agent holds its request open for 2 s.
+      const startedAt = Date.now();
+      const inFlight = oneShot(`${api.url}/agents/sleep-agent/runs`, { message: '2' });
+      // Wait until the api has the run (its row exists), so the signal lands mid-request.
+      await expect.poll(async () => (await query<{ n: number }>(databaseUrl, 'SELECT count(*)::int AS n FROM runs'))[0].n, { timeout: 10_000 }).toBe(1);
+      const stopped = api.stop('SIGTERM');
+      const response = await inFlight;
+      // The run was not cut: it completed, after its full 2 s.
+      expect(response.status).toBe(200);
+      expect(response.body).toMatchObject({ status: 'completed' });
+      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(2000);
+      // Nest closes the app, then re-raises the signal: the process ends by SIGTERM (not a crash code), soon after.
+      const code = await Promise.race([stopped, new Promise((resolve) => setTimeout(() => resolve('still running'), 10_000))]);
+      expect(code, api.output()).toBeNull();
+      expect(api.child.signalCode).toBe('SIGTERM');
+      expect(api.output()).not.toMatch(/"level":(50|60)/);
+      const refused = await fetch(`${api.url}/health`).then(
+        () => null,
+        (error: Error & { cause?: { code?: string } }) => error.cause?.code,
+      );
+      expect(refused).toBe('ECONNREFUSED');
+    } finally {
+      await api.stop('SIGKILL');
+    }
+  }, 60_000);
 });

@@ -154,6 +154,14 @@ describe('MCP on, security-key mode', () => {
     expect(get.status).toBe(405);
     expect(get.headers.get('allow')).toBe('POST');
   });
+
+  it('answers DELETE /mcp with 405 (stateless: no session to end), and the endpoint still serves POST after', async () => {
+    const deleted = await call(api.url, 'DELETE', '/mcp', { token: ROOT_KEY, headers: { ...MCP_HEADERS, 'mcp-session-id': 'any' } });
+    expect(deleted.status).toBe(405);
+    expect(deleted.headers.get('allow')).toBe('POST');
+    const after = await call(api.url, 'POST', '/mcp', { json: INITIALIZE_REQUEST, token: ROOT_KEY, headers: MCP_HEADERS });
+    expect(after.status).toBe(200);
+  });
 });
 
 describe('MCP on, jwt mode', () => {

@@ -165,16 +165,21 @@ describe('queue operations (jwt mode with the security key as root)', () => {
       expect(response.text).toContain('# TYPE queue_jobs_failed_total counter');
     });
 
-    it('leaves the queued backlog alone', async () => {
-      // Clear the backlog so the worker below only sees the jobs of its own tests.
-      await query(databaseUrl, `UPDATE queue_jobs SET status = 'cancelled', completed_at = now() WHERE status = 'queued'`);
-      expect((await call(api.url, 'GET', '/queue/stats', { token: ROOT_KEY })).body.counts.queued).toBe(0);
+    it('leaves the queued backlog alone: reads, refused requeues and a store failure change no queued job', async () => {
+      // Every job this block posted and did not cancel is still queued, unclaimed, never attempted.
+      const rows = await query<{ status: string; attempt: number; locked_by: string | null }>(databaseUrl, `SELECT status, attempt, locked_by FROM queue_jobs WHERE status <> 'cancelled'`);
+      // 3 (list) + 1 (stats) + 1 (requeue 400) + 1 (422): a lost or claimed job changes the count or a row.
+      expect(rows).toHaveLength(6);
+      expect(rows.every((row) => row.status === 'queued' && row.attempt === 0 && row.locked_by === null)).toBe(true);
+      expect((await call(api.url, 'GET', '/queue/stats', { token: ROOT_KEY })).body.counts).toMatchObject({ queued: 6, running: 0, paused: 0, cancelled: 1 });
     });
   });
 
   describe('the requeue rules of the queue status table, with a real worker', () => {
     let worker: RunningProcess;
     beforeAll(async () => {
+      // Clear the backlog so the worker below only sees the jobs of its own tests.
+      await query(databaseUrl, `UPDATE queue_jobs SET status = 'cancelled', completed_at = now() WHERE status = 'queued'`);
       worker = await startWorker(env());
     });
     afterAll(() => worker?.stop());

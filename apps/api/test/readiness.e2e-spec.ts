@@ -2,9 +2,9 @@ import { execFileSync } from 'node:child_process';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createEmptyDatabase, createTestDatabase } from '../../../test/support/database';
+import { createEmptyDatabase, createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
-import { RunningApi, startApi } from '../../../test/support/processes';
+import { RunningApi, spawnNode, startApi } from '../../../test/support/processes';
 import { TcpProxy } from '../../../test/support/tcp-proxy';
 
 describe('GET /readyz', () => {
@@ -55,4 +55,26 @@ describe('GET /readyz', () => {
       expect((await call(api.url, 'GET', '/readyz')).status).toBe(200);
     });
   });
+});
+
+describe('migrations under the advisory lock', () => {
+  it('several processes migrating one empty database at once all succeed, and each migration is applied once', async () => {
+    const databaseUrl = await createEmptyDatabase();
+    const migrators = Array.from({ length: 4 }, () => spawnNode('dist/libs/database/src/migrate.main.js', { DATABASE_URL: databaseUrl }));
+    const codes = await Promise.all(migrators.map((migrator) => migrator.exited));
+    expect(codes, migrators.map((migrator) => migrator.output()).join('\n')).toEqual([0, 0, 0, 0]);
+    // One took the lock first and applied everything; the others waited for it and found nothing pending.
+    const outputs = migrators.map((migrator) => migrator.output().trim());
+    const appliers = outputs.filter((output) => output.startsWith('Applied migrations: '));
+    expect(appliers).toHaveLength(1);
+    expect(outputs.filter((output) => output === 'No pending migrations')).toHaveLength(3);
+    const applied = appliers[0].slice('Applied migrations: '.length).split(', ');
+    const rows = await query<{ name: string; n: number }>(databaseUrl, 'SELECT name, count(*)::int AS n FROM migrations GROUP BY name ORDER BY name');
+    expect(rows.map((row) => row.name).sort()).toEqual([...applied].sort());
+    expect(rows.every((row) => row.n === 1)).toBe(true);
+    // The schema they built is whole: a later run finds nothing to do.
+    const again = spawnNode('dist/libs/database/src/migrate.main.js', { DATABASE_URL: databaseUrl });
+    expect(await again.exited).toBe(0);
+    expect(again.output().trim()).toBe('No pending migrations');
+  }, 60_000);
 });

@@ -247,5 +247,30 @@ describe('service accounts (security_key mode)', () => {
       const account = await mintAccount(limited.url, ROOT_KEY);
       expect((await call(limited.url, 'GET', '/config', { token: account.token })).status).toBe(200);
     });
+
+    it('does not count throttled attempts: the window is not extended, and once it ends the budget starts afresh', async () => {
+      await query(databaseUrl, 'DELETE FROM failed_token_lookups');
+      const bogus = (i: number) => `svc_pat_${'B'.repeat(40)}${i}`;
+      const budget = async () => query<{ points: number; expire: string }>(databaseUrl, 'SELECT points, expire FROM failed_token_lookups');
+      for (let i = 0; i < 20; i += 1) {
+        expect((await call(limited.url, 'GET', '/config', { token: bogus(i) })).status).toBe(401);
+      }
+      const [full] = await budget();
+      expect(full.points).toBe(20);
+      for (let i = 0; i < 5; i += 1) {
+        expect((await call(limited.url, 'GET', '/config', { token: bogus(100 + i) })).status).toBe(429);
+      }
+      // Five throttled attempts later the stored count and the window's end are what 20 failures left.
+      expect(await budget()).toEqual([full]);
+      // The 60 s window ends (its stored end moved into the past, rather than waiting a minute):
+      await query(databaseUrl, 'UPDATE failed_token_lookups SET expire = $1', [Date.now() - 1000]);
+      // the next failure is a plain 401 again and the first of a new window.
+      expect((await call(limited.url, 'GET', '/config', { token: bogus(200) })).status).toBe(401);
+      expect((await budget()).map((row) => row.points)).toEqual([1]);
+      for (let i = 1; i < 20; i += 1) {
+        expect((await call(limited.url, 'GET', '/config', { token: bogus(200 + i) })).status).toBe(401);
+      }
+      expect((await call(limited.url, 'GET', '/config', { token: bogus(300) })).status).toBe(429);
+    });
   });
 });

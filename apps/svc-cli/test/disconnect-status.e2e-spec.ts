@@ -208,10 +208,33 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect(partial.json().exit_code).toBe(3);
     expect(readJson(real).mcpServers['platform-service']).toEqual({ url: targetMcp });
 
-    writeFileSync(files.desktop, '{ not json');
     const total = await runCli(['disconnect', '--url', service.api.url, '--clients', 'cursor', '--json'], sandbox);
     expect(total.code).toBe(1);
     expect(total.json().exit_code).toBe(1);
+  });
+
+  it('an unparseable client config: status and disconnect read it as holding no entry, go on with the other clients, never rewrite it', async () => {
+    const files = writeConfigs(sandbox, targetMcp);
+    writeFileSync(files.desktop, '{ not json');
+    const status = await runCli(['status', '--url', service.api.url, '--json'], sandbox);
+    expect(status.code, status.stderr).toBe(0);
+    // Installed (its config directory is there) but holding no usable entry; the other clients are read as before.
+    expect(status.json().clients).toEqual([
+      { client: 'code-agent-a', detected: true, configured: true, location: files.claude },
+      { client: 'desktop-app-a', detected: true, configured: false, location: null },
+      { client: 'code-agent-b', detected: true, configured: true, location: files.codex },
+      { client: 'editor-c', detected: true, configured: true, location: files.cursor },
+    ]);
+    const run = await runCli(['disconnect', '--url', service.api.url, '--clients', 'desktop-app-a,editor-c', '--json'], sandbox);
+    expect(run.code, run.stderr).toBe(0);
+    // Nothing to remove from the unreadable file; the next client is still handled.
+    expect(run.json().results).toEqual([
+      { client: 'desktop-app-a', status: 'not-found', error: null, removed: [], location: null },
+      { client: 'editor-c', status: 'removed', error: null, removed: ['platform-service'], location: files.cursor },
+    ]);
+    expect(readJson(files.cursor).mcpServers).toEqual({ other: { url: OTHER_MCP } });
+    // Neither command rewrote (or "repaired") the unparseable file.
+    expect(readFileSync(files.desktop, 'utf8')).toBe('{ not json');
   });
 
   it('chat apps get manual removal steps; unknown clients are a usage error (exit 2, stderr, no JSON)', async () => {

@@ -1,26 +1,34 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { freePort } from '../../../scripts/embedded-postgres.mjs';
-import { createTestDatabase } from '../../../test/support/database';
+import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
-import { RunningProcess, spawnNode, startWorker } from '../../../test/support/processes';
+import { ROOT_KEY } from '../../../test/support/principals';
+import { RunningApi, RunningProcess, spawnNode, startApi, startWorker } from '../../../test/support/processes';
 import { TcpProxy } from '../../../test/support/tcp-proxy';
 
 describe('worker health port (WORKER_HEALTH_PORT)', () => {
   let worker: RunningProcess;
+  let api: RunningApi;
   let proxy: TcpProxy;
+  let proxyPort: number;
   let probes: string;
+  let databaseUrl: string;
 
   beforeAll(async () => {
-    const url = new URL(await createTestDatabase());
+    databaseUrl = await createTestDatabase();
+    const url = new URL(databaseUrl);
     proxy = new TcpProxy(url.hostname, Number(url.port));
-    url.port = String(await proxy.listen());
+    proxyPort = await proxy.listen();
+    url.port = String(proxyPort);
     const port = await freePort();
     probes = `http://127.0.0.1:${port}`;
-    worker = await startWorker({ DATABASE_URL: url.toString(), DB_MIGRATE: 'false', WORKER_HEALTH_PORT: String(port) });
+    // A short drain, so the shutdown test below sees the worker draining a job, then exiting.
+    worker = await startWorker({ DATABASE_URL: url.toString(), DB_MIGRATE: 'false', WORKER_HEALTH_PORT: String(port), DEMO_COMPONENTS: 'true', WORKER_SHUTDOWN_TIMEOUT_SECONDS: '4' });
   });
   afterAll(async () => {
     await worker?.stop('SIGKILL');
+    await api?.stop();
     await proxy?.cut();
   });
 
@@ -42,10 +50,31 @@ describe('worker health port (WORKER_HEALTH_PORT)', () => {
     expect((await call(probes, 'GET', '/livez')).status).toBe(200);
   });
 
-  it('closes the port when it stops on SIGTERM', async () => {
-    await worker.stop('SIGTERM');
-    await expect(fetch(`${probes}/livez`)).rejects.toThrow();
-  });
+  it('answers /readyz 503 from the moment shutdown begins, drains, exits 0 on SIGTERM and closes the port', async () => {
+    // The database comes back (same address), and the worker is ready again: the port answers.
+    await proxy.listen(proxyPort);
+    await expect.poll(async () => (await call(probes, 'GET', '/readyz')).status, { timeout: 15_000 }).toBe(200);
+    // A running job keeps the shutdown going (the drain) long enough to probe it.
+    api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
+    const posted = await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: ROOT_KEY, json: { message: '30', background: true } });
+    expect(posted.status, posted.text).toBe(202);
+    const jobStatus = async () => (await query<{ status: string }>(databaseUrl, 'SELECT status FROM queue_jobs WHERE id = $1', [posted.body.run_id]))[0].status;
+    await expect.poll(jobStatus, { timeout: 15_000 }).toBe('running');
+
+    const stopped = worker.stop('SIGTERM');
+    // Not ready as soon as the signal is handled, while the job is still draining (4 s) and the process runs.
+    await expect.poll(async () => (await call(probes, 'GET', '/readyz')).body, { timeout: 2000, interval: 50 }).toEqual({ detail: 'Not ready: shutting down' });
+    expect(await jobStatus()).toBe('running');
+    expect((await call(probes, 'GET', '/livez')).status).toBe(200);
+    // A clean exit (0), not a crash; the job it could not finish is released back to the queue.
+    expect(await stopped).toBe(0);
+    expect(await jobStatus()).toBe('queued');
+    const refused = await fetch(`${probes}/livez`).then(
+      () => null,
+      (error: Error & { cause?: { code?: string } }) => error.cause?.code,
+    );
+    expect(refused).toBe('ECONNREFUSED');
+  }, 60_000);
 });
 
 describe('worker health port configuration', () => {

@@ -75,6 +75,16 @@ describe('schedule firing (real worker, real HTTP)', () => {
     return last[count - 1];
   }
 
+  /**
+   * An observable event instead of a fixed sleep before asserting an absence: a fresh schedule made due
+   * now has been fired, so the worker has ticked (and would have fired anything else due) since.
+   */
+  async function afterATick(): Promise<void> {
+    const probe = await createSchedule({ endpoint: '/health' });
+    await makeDue([probe.id]);
+    expect(await finishedFire(probe.id)).toMatchObject({ status: 'success' });
+  }
+
   async function schedule(id: string) {
     return (await call(api.url, 'GET', `/schedules/${id}`, { token: ROOT_KEY })).body;
   }
@@ -88,7 +98,7 @@ describe('schedule firing (real worker, real HTTP)', () => {
     const after = await schedule(created.id);
     const nextMidnight = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate() + 1) / 1000;
     expect(after.next_run_at).toBe(nextMidnight);
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    await afterATick();
     expect(await fires(created.id)).toHaveLength(1);
     // One info line per fire, for an operator reading the worker's log.
     const logged = worker.output().split('\n').filter((line) => line.includes(`schedule fired: ${created.id}`));
@@ -100,7 +110,7 @@ describe('schedule firing (real worker, real HTTP)', () => {
     const created = await createSchedule({ endpoint: '/health', cron_expr: '0 * * * *' });
     await makeDue([created.id], "interval '5 hours'");
     await waitFor(async () => (await fires(created.id)).some((fire) => fire.status === 'success'), 20_000, 'the catch-up fire');
-    await new Promise((resolve) => setTimeout(resolve, 800));
+    await afterATick();
     const history = await fires(created.id);
     expect(history.filter((fire) => fire.status !== 'skipped')).toHaveLength(1);
     const missed = history.filter((fire) => fire.status === 'skipped');
@@ -212,7 +222,8 @@ describe('schedule firing (real worker, real HTTP)', () => {
   it('never fires a disabled schedule, even when its slot has passed', async () => {
     const created = await createSchedule({ endpoint: '/health', enabled: false });
     await query(databaseUrl, `UPDATE schedules SET next_run_at = now() - interval '1 minute' WHERE id = $1`, [created.id]);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // Positive control: an enabled schedule due at the same time fires.
+    await afterATick();
     expect(await fires(created.id)).toEqual([]);
   });
 
@@ -252,17 +263,37 @@ describe('schedule firing (real worker, real HTTP)', () => {
     }
   });
 
-  it('fails a fire whose worker was lost instead of running it again', async () => {
-    const created = await createSchedule({ endpoint: '/health' });
-    await query(
-      databaseUrl,
-      `INSERT INTO schedule_runs (id, schedule_id, trigger, status, due_at, started_at, locked_by, deadline_at)
-       VALUES (gen_random_uuid(), $1, 'cron', 'running', now() - interval '2 hours', now() - interval '2 hours', 'gone-worker', now() - interval '1 minute')`,
-      [created.id],
-    );
+  it('fails a fire whose worker was lost (kill -9 mid-fire) once its deadline passes, instead of running it again', async () => {
+    const created = await createSchedule({ endpoint: '/health', timeout_seconds: 60, max_retries: 0 });
+    const row = async () =>
+      (await query<{ status: string; locked_by: string; overdue: boolean }>(databaseUrl, 'SELECT status, locked_by, deadline_at < now() AS overdue FROM schedule_runs WHERE schedule_id = $1', [created.id]))[0];
+    proxy.stall(true);
+    let lost: string | undefined;
+    try {
+      await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
+      await waitFor(async () => (await fires(created.id))[0]?.status === 'running', 10_000, 'the fire to start');
+      lost = (await row()).locked_by;
+      // The worker really dies mid-fire: no shutdown, nothing recorded.
+      expect(await worker.stop('SIGKILL')).toBeNull();
+    } finally {
+      proxy.stall(false);
+    }
+    expect(await row()).toMatchObject({ status: 'running', locked_by: lost, overdue: false });
+    worker = await startWorker(workerEnv());
+    // Positive control for "not before the deadline": the new worker is up and firing other schedules,
+    // and the lost fire is still running, since its deadline ((max_retries + 1) * timeout_seconds + 60 s slack) is ahead.
+    const probe = await createSchedule({ endpoint: '/health' });
+    await makeDue([probe.id]);
+    expect(await finishedFire(probe.id)).toMatchObject({ status: 'success' });
+    expect(await row()).toMatchObject({ status: 'running', locked_by: lost, overdue: false });
+    // Only the clock is advanced (the worker really died): the deadline, 2 minutes ahead, is moved into the past.
+    await query(databaseUrl, `UPDATE schedule_runs SET deadline_at = now() - interval '1 second' WHERE schedule_id = $1`, [created.id]);
     const fire = await finishedFire(created.id);
-    expect(fire).toMatchObject({ status: 'failed', attempts: [], error: 'The worker running this fire was lost; it was not retried' });
-  });
+    expect(fire).toMatchObject({ status: 'failed', error: 'The worker running this fire was lost; it was not retried' });
+    // Failed, not fired again: still one fire, and no attempt of it finished.
+    expect(await fires(created.id)).toHaveLength(1);
+    expect(fire.attempts.every((attempt) => attempt.status_code === null)).toBe(true);
+  }, 60_000);
 
   it('fires each due slot exactly once across two workers over several ticks', async () => {
     const second = await startWorker(workerEnv());

@@ -131,7 +131,10 @@ describe('schedule policies: overlap and catch-up (real worker, real HTTP)', () 
       expect(await fires(schedule.id)).toEqual([]);
       worker = await startWorker(workerEnv());
       await waitFor(async () => (await fires(schedule.id)).length >= 5 && (await fires(schedule.id)).every((fire) => FINAL.includes(fire.status)), 20_000, 'the catch-up');
-      await new Promise((resolve) => setTimeout(resolve, 600));
+      // Not a fixed wait before counting: a probe schedule made due now has fired, so the worker ticked since.
+      const probe = await create({ method: 'GET', endpoint: '/health' });
+      await query(databaseUrl, `UPDATE schedules SET next_run_at = now() - interval '1 second' WHERE id = $1`, [probe.id]);
+      await waitFor(async () => (await fires(probe.id)).some((fire) => fire.status === 'success'), 20_000, 'the probe fire');
       return fires(schedule.id);
     }
     const summary = (history: Fire[]) => history.map((fire) => (fire.status === 'skipped' ? `skipped:${fire.reason}` : fire.status)).sort();

@@ -24,6 +24,7 @@ interface LogLine {
   attempt?: number;
   status?: string;
   worker?: string;
+  deleted?: number;
 }
 
 function logLines(process: RunningProcess): LogLine[] {
@@ -74,7 +75,12 @@ describe('worker', () => {
     await sleep(1500);
     expect(await job(id)).toMatchObject({ status: 'queued', attempt: 0 });
     expect(await idle.stop()).toBe(0);
-    await query(databaseUrl, `UPDATE queue_jobs SET status = 'cancelled', completed_at = now() WHERE id = $1`, [id]);
+    expect(logLines(idle).filter((line) => line.job_id === id)).toEqual([]);
+    // Positive control: the job was claimable all along; a worker with the queue on runs it at once.
+    const enabled = await worker();
+    await expect.poll(async () => (await job(id)).status).toBe('completed');
+    expect(await job(id)).toMatchObject({ attempt: 1, locked_by: null });
+    expect(await enabled.stop()).toBe(0);
   });
 
   describe('with one worker', () => {
@@ -133,7 +139,10 @@ describe('worker', () => {
       const swept = await job(id);
       expect(swept).toMatchObject({ attempt: 1, max_attempts: 1, locked_by: null, completed_at: expect.any(Date) });
       expect(swept.error).toMatch(/lost the job: no heartbeat for over 3 s during attempt 1 of 1; attempt budget exhausted, so it was not re-executed/);
-      await sleep(1500);
+      // Instead of a fixed wait: the second worker claims and finishes a new job, so it has been claiming since the sweep.
+      const probe = await post('echo-agent', 'probe');
+      await expect.poll(async () => (await job(probe)).status).toBe('completed');
+      expect(second.output()).toMatch(new RegExp(`"job_id":"${probe}","job_type":"run","attempt"`));
       expect(await job(id)).toMatchObject({ status: 'failed', attempt: 1 });
       expect(second.output()).not.toMatch(new RegExp(`"job_id":"${id}","job_type":"run","attempt"`));
       // Inside the lock grace the operator must say force=true.
@@ -213,6 +222,49 @@ describe('worker', () => {
     await query(databaseUrl, `UPDATE queue_jobs SET status = 'cancelled', completed_at = now() WHERE id = ANY($1)`, [ids]);
   });
 
+  it('kill -9 with jobs claimed ahead (WORKER_PREFETCH): the buffered jobs are swept like running ones, and another worker finishes every one', async () => {
+    const ids = [await post('sleep-agent', '3'), await post('sleep-agent', '3'), await post('sleep-agent', '3'), await post('sleep-agent', '3')];
+    // A second attempt each, so a swept job goes back to the queue rather than failing for good.
+    await query(databaseUrl, 'UPDATE queue_jobs SET max_attempts = 2 WHERE id = ANY($1)', [ids]);
+    const crashing = await worker({ WORKER_CONCURRENCY: '1', WORKER_PREFETCH: '3' });
+    const crashingId = async () => (await job(ids[0])).locked_by;
+    // One claim takes all four: one runs, three wait in the worker's buffer, all locked by it.
+    await expect.poll(async () => (await Promise.all(ids.map(job))).every((row) => row.status === 'running')).toBe(true);
+    const lockedBy = await crashingId();
+    expect(new Set((await Promise.all(ids.map(job))).map((row) => row.locked_by))).toEqual(new Set([lockedBy]));
+    expect(await crashing.stop('SIGKILL')).toBeNull();
+    expect(logLines(crashing).filter((line) => ids.includes(line.job_id!) && line.msg === 'job completed')).toHaveLength(0);
+
+    const rescuer = await worker();
+    await expect.poll(async () => (await Promise.all(ids.map(job))).map((row) => row.status), { timeout: 30_000 }).toEqual(['completed', 'completed', 'completed', 'completed']);
+    for (const id of ids) {
+      expect(await job(id)).toMatchObject({ attempt: 2, max_attempts: 2, locked_by: null });
+    }
+    // Each was swept once (the buffered ones too) and run once more, by the rescuer.
+    const lines = logLines(rescuer).filter((line) => ids.includes(line.job_id!));
+    expect(lines.filter((line) => line.msg.startsWith('job swept to')).map((line) => line.job_id).sort()).toEqual([...ids].sort());
+    expect(lines.filter((line) => line.msg === 'job completed').map((line) => line.job_id).sort()).toEqual([...ids].sort());
+    await rescuer.stop();
+  }, 60_000);
+
+  it('caps the retry backoff at 60 s: 2^(N-1) s after failed attempt N, at most a minute', async () => {
+    // Failing jobs already past earlier attempts: the next failure is attempt 6 (32 s), 7 (64 s, capped) and 9 (256 s, capped).
+    const ids = [await post('fail-agent', 'a'), await post('fail-agent', 'b'), await post('fail-agent', 'c')];
+    await query(databaseUrl, 'UPDATE queue_jobs SET max_attempts = 10, attempt = $2 WHERE id = $1', [ids[0], 5]);
+    await query(databaseUrl, 'UPDATE queue_jobs SET max_attempts = 10, attempt = $2 WHERE id = $1', [ids[1], 6]);
+    await query(databaseUrl, 'UPDATE queue_jobs SET max_attempts = 10, attempt = $2 WHERE id = $1', [ids[2], 8]);
+    const retrier = await worker();
+    const backoff = async (id: string) =>
+      (await query<{ status: string; attempt: number; seconds: number }>(databaseUrl, 'SELECT status, attempt, extract(epoch FROM available_at - updated_at)::float AS seconds FROM queue_jobs WHERE id = $1', [id]))[0];
+    await expect.poll(async () => (await Promise.all(ids.map(backoff))).map((row) => [row.status, row.attempt]), { timeout: 20_000 }).toEqual([['queued', 6], ['queued', 7], ['queued', 9]]);
+    const [below, capped, far] = await Promise.all(ids.map(backoff));
+    expect(below.seconds).toBeCloseTo(32, 0);
+    expect(capped.seconds).toBeCloseTo(60, 0);
+    expect(far.seconds).toBeCloseTo(60, 0);
+    await retrier.stop();
+    await query(databaseUrl, `UPDATE queue_jobs SET status = 'cancelled', completed_at = now() WHERE id = ANY($1)`, [ids]);
+  });
+
   it('two worker processes and 2,000 jobs: every attempt executed exactly once', async () => {
     const pair = [await worker(), await worker()];
     const ids: string[] = [];
@@ -246,7 +298,7 @@ describe('worker', () => {
     await Promise.all(pair.map((process) => process.stop()));
   }, 240_000);
 
-  it('retention deletes a finished job and its run keeps the state the job ended in (here: swept after kill -9)', async () => {
+  it('retention deletes only terminal jobs past QUEUE_RETENTION_SECONDS, and a deleted job\'s run keeps the state it ended in (here: swept after kill -9)', async () => {
     const id = await post('sleep-agent', '30');
     const crashed = await worker();
     await expect.poll(async () => (await job(id)).status, { timeout: 20_000 }).toBe('running');
@@ -255,12 +307,23 @@ describe('worker', () => {
     const sweeper = await worker();
     await expect.poll(async () => (await job(id)).status, { timeout: 20_000 }).toBe('failed');
     await sweeper.stop();
+    // Retention is an hour: the crashed job ended two hours ago (its end moved back, rather than waiting),
+    // a cancelled job ended just now, and a paused job (not terminal) was created two hours ago.
+    await query(databaseUrl, `UPDATE queue_jobs SET completed_at = now() - interval '2 hours' WHERE id = $1`, [id]);
     const beforeExpiry = (await call(api.url, 'GET', `/agents/sleep-agent/runs/${id}`, { token: ROOT_KEY })).body;
     expect(beforeExpiry).toMatchObject({ status: 'failed', error: expect.stringContaining('lost the job') });
-    await sleep(1100);
+    const recent = await post('echo-agent', 'recent');
+    await call(api.url, 'POST', `/agents/echo-agent/runs/${recent}/cancel`, { token: ROOT_KEY });
+    expect(await job(recent)).toMatchObject({ status: 'cancelled', completed_at: expect.any(Date) });
+    const paused = await post('echo-agent', 'paused');
+    await query(databaseUrl, `UPDATE queue_jobs SET status = 'paused', created_at = now() - interval '2 hours', updated_at = now() - interval '2 hours' WHERE id = $1`, [paused]);
 
-    const cleaner = await worker({ QUEUE_RETENTION_SECONDS: '1' });
+    const cleaner = await worker({ QUEUE_RETENTION_SECONDS: '3600' });
     await expect.poll(async () => (await job(id)) === undefined, { timeout: 20_000 }).toBe(true);
+    // One DELETE statement chose the rows: once the old one is gone, the pass that removed it has kept these.
+    await expect.poll(() => logLines(cleaner).find((line) => line.msg === 'deleted terminal jobs past retention'), { timeout: 10_000 }).toMatchObject({ deleted: 1 });
+    expect(await job(recent)).toMatchObject({ status: 'cancelled' });
+    expect(await job(paused)).toMatchObject({ status: 'paused' });
     const afterExpiry = await call(api.url, 'GET', `/agents/sleep-agent/runs/${id}`, { token: ROOT_KEY });
     expect(afterExpiry.body).toEqual({ ...beforeExpiry, updated_at: expect.any(Number) });
     await cleaner.stop();

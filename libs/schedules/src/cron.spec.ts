@@ -78,6 +78,21 @@ describe('cron', () => {
       ]);
     });
 
+    it('keeps an every-15-minutes job on real elapsed time across the spring-forward gap', () => {
+      // 01:45 CET is 00:45Z; the next quarter hours are 02:00-02:45 local, which do not exist: 03:00 CEST
+      // is 01:00Z, fifteen real minutes later. Slots in the gap, or a repeated or skipped real quarter, fail here.
+      const got = slots('*/15 * * * *', 'Europe/Berlin', '2026-03-29T00:30:00Z', 5);
+      expect(got).toEqual([
+        '2026-03-29T00:45:00.000Z', // 01:45 CET
+        '2026-03-29T01:00:00.000Z', // 03:00 CEST
+        '2026-03-29T01:15:00.000Z', // 03:15 CEST
+        '2026-03-29T01:30:00.000Z',
+        '2026-03-29T01:45:00.000Z',
+      ]);
+      const gaps = got.slice(1).map((at, i) => Date.parse(at) - Date.parse(got[i]));
+      expect(gaps).toEqual([15 * 60_000, 15 * 60_000, 15 * 60_000, 15 * 60_000]);
+    });
+
     it('keeps local wall-clock time for a 09:00 job across both changes', () => {
       expect(slots('0 9 * * *', 'Europe/Berlin', '2026-03-28T12:00:00Z', 2)).toEqual(['2026-03-29T07:00:00.000Z', '2026-03-30T07:00:00.000Z']);
       expect(slots('0 9 * * *', 'Europe/Berlin', '2026-10-24T12:00:00Z', 2)).toEqual(['2026-10-25T08:00:00.000Z', '2026-10-26T08:00:00.000Z']);

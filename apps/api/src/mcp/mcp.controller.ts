@@ -56,12 +56,25 @@ export class McpController {
     await this.endpoint.handle(principal, request.raw, reply.raw, request.body);
   }
 
-  /** Stateless: no server-initiated stream to GET and no session to DELETE (the transport spec's 405). */
+  /**
+   * Stateless: no server-initiated stream to GET and no session to DELETE (the transport spec's 405).
+   * One route decorator per method: stacked on one handler, the last applied replaces the others.
+   */
   @Get()
+  @Public()
+  @ApiExcludeEndpoint()
+  getNotAllowed(@Res() reply: FastifyReply): void {
+    methodNotAllowed(reply);
+  }
+
   @Delete()
   @Public()
   @ApiExcludeEndpoint()
-  methodNotAllowed(@Res() reply: FastifyReply): void {
-    void reply.status(405).header('allow', 'POST').send({ detail: 'This MCP endpoint is stateless: POST JSON-RPC messages to it' });
+  deleteNotAllowed(@Res() reply: FastifyReply): void {
+    methodNotAllowed(reply);
   }
+}
+
+function methodNotAllowed(reply: FastifyReply): void {
+  void reply.status(405).header('allow', 'POST').send({ detail: 'This MCP endpoint is stateless: POST JSON-RPC messages to it' });
 }
