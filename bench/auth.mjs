@@ -62,7 +62,10 @@ export async function benchAuth() {
     await db.stop();
   }
   const results = Object.fromEntries(
-    Object.entries(samples).map(([name, values]) => [name, { rps: median(values.map((v) => v.rps)), cpuMicros: median(values.map((v) => v.cpuMicros)) }]),
+    Object.entries(samples).map(([name, values]) => [
+      name,
+      { rps: median(values.map((v) => v.rps)), cpuMicros: median(values.map((v) => v.cpuMicros)) },
+    ]),
   );
   const health = results['GET /health, anonymous'].rps;
   const anonymousConfig = results['GET /config, anonymous'];

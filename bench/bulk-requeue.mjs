@@ -57,7 +57,8 @@ export async function benchBulkRequeue() {
     await api.stop();
     await db.stop();
   }
-  const row = (name, samples) => `| ${name} | ${JOBS} | ${Math.round(median(samples))} ms | ${Math.round(JOBS / (median(samples) / 1000))} |`;
+  const row = (name, samples) =>
+    `| ${name} | ${JOBS} | ${Math.round(median(samples))} ms | ${Math.round(JOBS / (median(samples) / 1000))} |`;
   return [
     `### Bulk requeue (${machine()}, load ${load()})`,
     '',

@@ -28,7 +28,9 @@ function provider(sentAt) {
       response.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { content: text }, finish_reason: null }] })}\n\n`);
     }
     response.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`);
-    response.write(`data: ${JSON.stringify({ ...base, choices: [], usage: { prompt_tokens: 1, completion_tokens: CHUNKS, total_tokens: CHUNKS + 1 } })}\n\n`);
+    response.write(
+      `data: ${JSON.stringify({ ...base, choices: [], usage: { prompt_tokens: 1, completion_tokens: CHUNKS, total_tokens: CHUNKS + 1 } })}\n\n`,
+    );
     response.end('data: [DONE]\n\n');
   });
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
@@ -62,7 +64,10 @@ export async function benchModelStream() {
   const server = await provider(sentAt);
   const baseURL = `http://127.0.0.1:${server.address().port}/v1`;
   const file = join(mkdtempSync(join(tmpdir(), 'bench-model-')), 'agents.mjs');
-  writeFileSync(file, `export default ({ modelAgent }) => [modelAgent({ id: 'bench-model', instructions: 'x', model: 'bench', baseURL: '${baseURL}' })];`);
+  writeFileSync(
+    file,
+    `export default ({ modelAgent }) => [modelAgent({ id: 'bench-model', instructions: 'x', model: 'bench', baseURL: '${baseURL}' })];`,
+  );
   const db = await startDatabase();
   const api = await startApp('dist/apps/api/src/main.js', { DATABASE_URL: db.url, OS_SECURITY_KEY: KEY, COMPONENTS_MODULE: file });
   const lag = (arrivals) => arrivals.map(([index, at]) => at - sentAt[index]);
@@ -100,7 +105,8 @@ export async function benchModelStream() {
     await db.stop();
     server.close();
   }
-  const row = (name, values) => `| ${name} | ${values.length} | ${percentile(values, 50).toFixed(2)} ms | ${percentile(values, 99).toFixed(2)} ms |`;
+  const row = (name, values) =>
+    `| ${name} | ${values.length} | ${percentile(values, 50).toFixed(2)} ms | ${percentile(values, 99).toFixed(2)} ms |`;
   return [
     `### modelAgent streaming overhead (${machine()}, load ${load()})`,
     '',

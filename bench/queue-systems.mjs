@@ -113,7 +113,10 @@ const pgBoss = {
     const boss = await pgBoss.boss(url);
     try {
       for (let i = 0; i < payloads.length; i += 5000) {
-        await boss.insert(NOOP, payloads.slice(i, i + 5000).map((data) => ({ data })));
+        await boss.insert(
+          NOOP,
+          payloads.slice(i, i + 5000).map((data) => ({ data })),
+        );
       }
     } finally {
       await boss.stop({ graceful: false });

@@ -54,7 +54,10 @@ async function drainUntilEmpty(system, db) {
 
 async function throughput(system, url, db, workerCount) {
   await system.reset(url);
-  await system.enqueueMany(url, Array.from({ length: JOBS }, (_, i) => ({ i })));
+  await system.enqueueMany(
+    url,
+    Array.from({ length: JOBS }, (_, i) => ({ i })),
+  );
   const workers = Array.from({ length: workerCount }, () => startWorker(url, system.key));
   await Promise.all(workers.map((worker) => worker.ready));
   const finishedAt = await drainUntilEmpty(system, db);
@@ -76,7 +79,10 @@ async function latency(system, url) {
   await sender.close();
   await worker.until((lines) => lines.filter((line) => line.latency !== undefined).length >= LATENCY_JOBS);
   await worker.stop();
-  const sorted = worker.lines.filter((line) => line.latency !== undefined).map((line) => line.latency).sort((a, b) => a - b);
+  const sorted = worker.lines
+    .filter((line) => line.latency !== undefined)
+    .map((line) => line.latency)
+    .sort((a, b) => a - b);
   const at = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
   return { p50: at(0.5), p95: at(0.95), p99: at(0.99) };
 }

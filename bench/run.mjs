@@ -7,7 +7,14 @@ import { benchQueue } from './queue.mjs';
 import { benchSchedules } from './schedules.mjs';
 
 const only = process.argv[2];
-const benches = { auth: benchAuth, queue: benchQueue, schedules: benchSchedules, 'cli-version': benchCliVersion, 'model-stream': benchModelStream, 'bulk-requeue': benchBulkRequeue };
+const benches = {
+  auth: benchAuth,
+  queue: benchQueue,
+  schedules: benchSchedules,
+  'cli-version': benchCliVersion,
+  'model-stream': benchModelStream,
+  'bulk-requeue': benchBulkRequeue,
+};
 
 for (const [name, run] of Object.entries(benches)) {
   if (!only || only === name) {

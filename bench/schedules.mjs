@@ -40,7 +40,11 @@ async function warmUp(db, apiUrl, workerCount) {
   while (warmed < workerCount) {
     await fetch(`${apiUrl}/schedules/${id}/trigger`, { method: 'POST', headers: { authorization: `Bearer ${ROOT_KEY}` } });
     await sleep(100);
-    ({ rows: [{ warmed }] } = await db.query(`SELECT count(DISTINCT locked_by)::int AS warmed FROM schedule_runs WHERE schedule_id = $1 AND status = 'success'`, [id]));
+    ({
+      rows: [{ warmed }],
+    } = await db.query(`SELECT count(DISTINCT locked_by)::int AS warmed FROM schedule_runs WHERE schedule_id = $1 AND status = 'success'`, [
+      id,
+    ]));
   }
   await fetch(`${apiUrl}/schedules/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${ROOT_KEY}` } });
 }
@@ -54,14 +58,18 @@ async function round(db, url, api, workerCount) {
   await db.query(`UPDATE schedules SET next_run_at = $1 WHERE name LIKE 'bench-%'`, [due]);
   const workerEnv = { DATABASE_URL: url, PUBLIC_URL: apiUrl, OS_SECURITY_KEY: ROOT_KEY };
   const workers = await Promise.all(
-    Array.from({ length: workerCount }, () => startApp('dist/apps/worker/src/main.js', workerEnv, { portVariable: 'WORKER_HEALTH_PORT', healthPath: '/readyz' })),
+    Array.from({ length: workerCount }, () =>
+      startApp('dist/apps/worker/src/main.js', workerEnv, { portVariable: 'WORKER_HEALTH_PORT', healthPath: '/readyz' }),
+    ),
   );
   await warmUp(db, apiUrl, workerCount);
   const cpuBefore = { api: cpuMillis(api.child.pid), workers: workers.map((worker) => cpuMillis(worker.child.pid)) };
   let finished = 0;
   while (finished < SCHEDULES) {
     await sleep(200);
-    ({ rows: [{ finished }] } = await db.query(`SELECT count(*)::int AS finished FROM schedule_runs WHERE due_at = $1 AND status IN ('success', 'failed')`, [due]));
+    ({
+      rows: [{ finished }],
+    } = await db.query(`SELECT count(*)::int AS finished FROM schedule_runs WHERE due_at = $1 AND status IN ('success', 'failed')`, [due]));
   }
   const cpu = {
     api: cpuMillis(api.child.pid) - cpuBefore.api,

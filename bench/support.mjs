@@ -13,7 +13,10 @@ export async function startDatabase() {
   const dir = mkdtempSync(join(tmpdir(), 'platform-bench-pg-'));
   const db = await startEmbeddedPostgres({ databaseDir: dir, port: await freePort(), persistent: false });
   const url = db.url();
-  execFileSync(process.execPath, ['dist/libs/database/src/migrate.main.js'], { env: { ...process.env, DATABASE_URL: url }, stdio: 'ignore' });
+  execFileSync(process.execPath, ['dist/libs/database/src/migrate.main.js'], {
+    env: { ...process.env, DATABASE_URL: url },
+    stdio: 'ignore',
+  });
   return {
     url,
     stop: async () => {
@@ -52,7 +55,9 @@ export function machine() {
 
 /** `1.2 / 0.8 / 0.5`: the 1, 5 and 15 minute load averages now, so a result says how busy its machine was. */
 export function load() {
-  return loadavg().map((value) => value.toFixed(1)).join(' / ');
+  return loadavg()
+    .map((value) => value.toFixed(1))
+    .join(' / ');
 }
 
 export function median(values) {

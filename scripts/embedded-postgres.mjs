@@ -244,7 +244,15 @@ async function replaceLegacyPassword(port, passwordFile) {
  * group (a terminal's Ctrl-C does not reach it; stop() does); `onExit({ code, signal, lastError })`
  * is called when the server ends without stop().
  */
-export async function startEmbeddedPostgres({ databaseDir, port, persistent = true, passwordFile, log = () => {}, detached = false, onExit }) {
+export async function startEmbeddedPostgres({
+  databaseDir,
+  port,
+  persistent = true,
+  passwordFile,
+  log = () => {},
+  detached = false,
+  onExit,
+}) {
   if (persistent && !passwordFile) {
     throw new Error('startEmbeddedPostgres: a kept cluster needs a passwordFile');
   }
@@ -262,30 +270,33 @@ export async function startEmbeddedPostgres({ databaseDir, port, persistent = tr
     }
     password = readSecret(passwordFile);
   }
-  const cluster = new Cluster({
-    databaseDir,
-    port,
-    user: DB_USER,
-    // Read by initialise() only, for a new cluster.
-    password,
-    authMethod: 'scram-sha-256',
-    persistent,
-    // PostgreSQL refuses to run as root; the package then runs it as a dedicated user.
-    createPostgresUser: true,
-    onLog: log,
-    onError: log,
-    postgresFlags: [
-      // PostgreSQL's default, `localhost`, also means ::1; one loopback address is all clients use.
-      '-c',
-      `listen_addresses=${LISTEN_ADDRESS}`,
-      '-c',
-      'password_encryption=scram-sha-256',
-      '-c',
-      'max_connections=400',
-      // Throwaway test clusters trade durability for speed; a kept one stays durable.
-      ...(persistent ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off']),
-    ],
-  }, { detached, onExit });
+  const cluster = new Cluster(
+    {
+      databaseDir,
+      port,
+      user: DB_USER,
+      // Read by initialise() only, for a new cluster.
+      password,
+      authMethod: 'scram-sha-256',
+      persistent,
+      // PostgreSQL refuses to run as root; the package then runs it as a dedicated user.
+      createPostgresUser: true,
+      onLog: log,
+      onError: log,
+      postgresFlags: [
+        // PostgreSQL's default, `localhost`, also means ::1; one loopback address is all clients use.
+        '-c',
+        `listen_addresses=${LISTEN_ADDRESS}`,
+        '-c',
+        'password_encryption=scram-sha-256',
+        '-c',
+        'max_connections=400',
+        // Throwaway test clusters trade durability for speed; a kept one stays durable.
+        ...(persistent ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off']),
+      ],
+    },
+    { detached, onExit },
+  );
   if (!initialised) {
     await withPrivateTmpdir(dirname(databaseDir), () => cluster.initialise());
   }

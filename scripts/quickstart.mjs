@@ -132,7 +132,9 @@ async function nextFreePort(after, address) {
 function portNumber(variable, value) {
   const port = Number(value);
   if (!/^\d+$/.test(String(value)) || port < 1 || port > 65535) {
-    throw new QuickstartError(`${variable}=${JSON.stringify(value)} is not a port: use a whole number from 1 to 65535, e.g. ${variable}=7778 npm start`);
+    throw new QuickstartError(
+      `${variable}=${JSON.stringify(value)} is not a port: use a whole number from 1 to 65535, e.g. ${variable}=7778 npm start`,
+    );
   }
   return port;
 }
@@ -147,7 +149,9 @@ async function checkPorts(ports) {
     if (problem === 'EADDRINUSE') {
       const holder = listenerOf(port);
       const by = holder ? `by pid ${holder.pid}${holder.command ? `: ${holder.command}` : ''}` : 'by another process';
-      throw new QuickstartError(`Port ${port} is already in use (${by}). Start on another port: ${variable}=${await nextFreePort(port, address)} npm start`);
+      throw new QuickstartError(
+        `Port ${port} is already in use (${by}). Start on another port: ${variable}=${await nextFreePort(port, address)} npm start`,
+      );
     }
     if (problem === 'EACCES') {
       throw new QuickstartError(`Port ${port} needs privileges this user lacks. Start on a port above 1023: ${variable}=7777 npm start`);
@@ -218,7 +222,9 @@ function build() {
   try {
     buildCheckout();
   } catch {
-    throw new QuickstartError('The build failed (errors above). Fix them, or run npm ci if dependencies are missing, then run npm start again.');
+    throw new QuickstartError(
+      'The build failed (errors above). Fix them, or run npm ci if dependencies are missing, then run npm start again.',
+    );
   }
 }
 
@@ -319,14 +325,20 @@ function envValue(line, key) {
     return undefined;
   }
   const value = text.slice(equals + 1).trim();
-  return /^["']/.test(value) ? value.slice(1, value.indexOf(value[0], 1) > 0 ? value.indexOf(value[0], 1) : undefined) : value.replace(/\s+#.*$/, '');
+  return /^["']/.test(value)
+    ? value.slice(1, value.indexOf(value[0], 1) > 0 ? value.indexOf(value[0], 1) : undefined)
+    : value.replace(/\s+#.*$/, '');
 }
 
 function recordServiceUrl(url) {
   const envFile = join(process.cwd(), '.env');
   const production = join(process.cwd(), '.env.production');
   if (existsSync(production)) {
-    const set = readFileSync(production, 'utf8').split(/\r?\n/).map((line) => envValue(line, 'SERVICE_URL')).filter(Boolean).pop();
+    const set = readFileSync(production, 'utf8')
+      .split(/\r?\n/)
+      .map((line) => envValue(line, 'SERVICE_URL'))
+      .filter(Boolean)
+      .pop();
     if (set && set !== url) {
       say(`Note: .env.production sets SERVICE_URL=${set}, which svc reads before .env; pass --url ${url} to reach this instance.`);
     }
@@ -414,10 +426,18 @@ async function main() {
   const port = portNumber('PORT', process.env.PORT ?? '7777');
   const fixedPorts = [{ variable: 'PORT', port, address: host }];
   if (embedded && process.env.EMBEDDED_PG_PORT) {
-    fixedPorts.push({ variable: 'EMBEDDED_PG_PORT', port: portNumber('EMBEDDED_PG_PORT', process.env.EMBEDDED_PG_PORT), address: '127.0.0.1' });
+    fixedPorts.push({
+      variable: 'EMBEDDED_PG_PORT',
+      port: portNumber('EMBEDDED_PG_PORT', process.env.EMBEDDED_PG_PORT),
+      address: '127.0.0.1',
+    });
   }
   if (process.env.WORKER_HEALTH_PORT) {
-    fixedPorts.push({ variable: 'WORKER_HEALTH_PORT', port: portNumber('WORKER_HEALTH_PORT', process.env.WORKER_HEALTH_PORT), address: host });
+    fixedPorts.push({
+      variable: 'WORKER_HEALTH_PORT',
+      port: portNumber('WORKER_HEALTH_PORT', process.env.WORKER_HEALTH_PORT),
+      address: host,
+    });
   }
   await checkPorts(fixedPorts);
   if (embedded) {
@@ -427,7 +447,9 @@ async function main() {
   process.on('SIGINT', () => void shutdown(0));
   process.on('SIGTERM', () => void shutdown(0));
   // Whatever ends this process, no child outlives it.
-  process.on('exit', () => state.children.forEach(({ child }) => child.exitCode === null && child.signalCode === null && child.kill('SIGTERM')));
+  process.on('exit', () =>
+    state.children.forEach(({ child }) => child.exitCode === null && child.signalCode === null && child.kill('SIGTERM')),
+  );
 
   build();
   const { key, source, file } = securityKey();
@@ -446,7 +468,10 @@ async function main() {
       log: (text) => debug && process.stderr.write(text),
       onExit: (ended) => {
         state.dbGone = true;
-        void shutdown(1, `PostgreSQL stopped (${howItEnded(ended)})${ended.lastError ? `: ${ended.lastError}` : ''}. Stopping everything; see the lines above, then run npm start again.`);
+        void shutdown(
+          1,
+          `PostgreSQL stopped (${howItEnded(ended)})${ended.lastError ? `: ${ended.lastError}` : ''}. Stopping everything; see the lines above, then run npm start again.`,
+        );
       },
     });
     try {
@@ -485,7 +510,10 @@ async function main() {
     return;
   }
   if (migrated.code !== 0) {
-    return shutdown(1, `Migrations failed (${howItEnded(migrated)})${migrate.lastError ? `: ${migrate.lastError}` : ''}. Fix the cause, then run npm start again.`);
+    return shutdown(
+      1,
+      `Migrations failed (${howItEnded(migrated)})${migrate.lastError ? `: ${migrate.lastError}` : ''}. Fix the cause, then run npm start again.`,
+    );
   }
 
   let ready = false;
@@ -498,7 +526,10 @@ async function main() {
     void running.ended.then((ended) => {
       if (!state.stopping) {
         const when = ready ? 'stopped' : 'failed to start';
-        void shutdown(1, `The ${name} ${when} (${howItEnded(ended)})${running.lastError ? `: ${running.lastError}` : ''}. Stopping everything; fix the cause, then run npm start again (LOG_LEVEL=debug shows more).`);
+        void shutdown(
+          1,
+          `The ${name} ${when} (${howItEnded(ended)})${running.lastError ? `: ${running.lastError}` : ''}. Stopping everything; fix the cause, then run npm start again (LOG_LEVEL=debug shows more).`,
+        );
       }
     });
   }
@@ -509,7 +540,10 @@ async function main() {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   while (!state.stopping && !((await answers200(`${url}/readyz`)) && (await answers200(`${workerUrl}/readyz`)))) {
     if (Date.now() > deadline) {
-      return shutdown(1, `The api (${url}/readyz) or the worker (${workerUrl}/readyz) did not answer 200 within ${READY_TIMEOUT_MS / 1000} s. Stopping everything; LOG_LEVEL=debug npm start shows more.`);
+      return shutdown(
+        1,
+        `The api (${url}/readyz) or the worker (${workerUrl}/readyz) did not answer 200 within ${READY_TIMEOUT_MS / 1000} s. Stopping everything; LOG_LEVEL=debug npm start shows more.`,
+      );
     }
     await new Promise((done) => setTimeout(done, 250));
   }

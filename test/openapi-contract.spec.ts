@@ -21,7 +21,12 @@ describe('the committed OpenAPI contract', () => {
   let served: string;
 
   beforeAll(async () => {
-    api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true', PUBLIC_URL: 'http://127.0.0.1:7777' });
+    api = await startApi({
+      DATABASE_URL: await createTestDatabase(),
+      OS_SECURITY_KEY: ROOT_KEY,
+      MCP_ENABLED: 'true',
+      PUBLIC_URL: 'http://127.0.0.1:7777',
+    });
     served = `${JSON.stringify(await (await fetch(`${api.url}/openapi.json`)).json(), null, 2)}\n`;
     if (UPDATE) {
       writeFileSync(CONTRACT, served);
@@ -30,11 +35,18 @@ describe('the committed OpenAPI contract', () => {
   afterAll(() => api?.stop());
 
   it('openapi.json is the document the api serves', () => {
-    expect(served === readFileSync(CONTRACT, 'utf8'), 'The served OpenAPI document differs from openapi.json: run `npm run openapi`, then review and commit the diff').toBe(true);
+    expect(
+      served === readFileSync(CONTRACT, 'utf8'),
+      'The served OpenAPI document differs from openapi.json: run `npm run openapi`, then review and commit the diff',
+    ).toBe(true);
   });
 
   it('passes Redocly’s recommended rules with no error', () => {
-    const run = () => execFileSync('node_modules/.bin/redocly', ['lint', CONTRACT, '--extends', 'recommended', '--format', 'summary'], { encoding: 'utf8', stdio: 'pipe' });
+    const run = () =>
+      execFileSync('node_modules/.bin/redocly', ['lint', CONTRACT, '--extends', 'recommended', '--format', 'summary'], {
+        encoding: 'utf8',
+        stdio: 'pipe',
+      });
     expect(run).not.toThrow();
   });
 });

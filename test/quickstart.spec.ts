@@ -171,7 +171,11 @@ describe('npm start (scripts/quickstart.mjs)', () => {
       const output = quickstart.output();
       const lines = output.trim().split('\n');
       expect(lines, output).toHaveLength(1);
-      expect(lines[0]).toMatch(new RegExp(`^\\[quickstart\\] Port ${port} is already in use \\(by pid ${process.pid}: .+\\)\\. Start on another port: PORT=\\d+ npm start$`));
+      expect(lines[0]).toMatch(
+        new RegExp(
+          `^\\[quickstart\\] Port ${port} is already in use \\(by pid ${process.pid}: .+\\)\\. Start on another port: PORT=\\d+ npm start$`,
+        ),
+      );
       expect(output).not.toMatch(/^\s+at /m);
       expect(output).not.toContain('API:');
       expect(output).not.toContain('Press Ctrl-C');
@@ -183,7 +187,11 @@ describe('npm start (scripts/quickstart.mjs)', () => {
     chmodSync(dataDir, 0o711);
     const pidFile = join(dataDir, 'postgres', 'postmaster.pid');
     // A PostgreSQL left running on the data directory, as after a crash of an earlier start.
-    const db = await startEmbeddedPostgres({ databaseDir: join(dataDir, 'postgres'), port: await freePort(), passwordFile: join(dataDir, 'postgres-password') });
+    const db = await startEmbeddedPostgres({
+      databaseDir: join(dataDir, 'postgres'),
+      port: await freePort(),
+      passwordFile: join(dataDir, 'postgres-password'),
+    });
     try {
       const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
       const refused = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(await freePort()), PLATFORM_DATA_DIR: dataDir });
@@ -242,7 +250,9 @@ describe('npm start (scripts/quickstart.mjs)', () => {
       .output()
       .split('\n')
       .filter((line) => line.includes('PostgreSQL stopped'));
-    expect(reports).toEqual(['[quickstart] PostgreSQL stopped (signal SIGKILL). Stopping everything; see the lines above, then run npm start again.']);
+    expect(reports).toEqual([
+      '[quickstart] PostgreSQL stopped (signal SIGKILL). Stopping everything; see the lines above, then run npm start again.',
+    ]);
     await waitFor(async () => !alive(api) && !alive(worker), 15_000, 'api and worker to exit');
   }, 150_000);
 });

@@ -41,7 +41,10 @@ describe.skipIf(missing.length > 0)('README examples run as written', () => {
 
   it('runs every marked block in one shell, against a started instance, and each does what its text says', () => {
     // Only the address and the key file differ from `npm start`: the test's instance runs on a free port.
-    const script = ['set -euo pipefail', ...BLOCKS].join('\n').replaceAll('http://127.0.0.1:7777', api.url).replaceAll('.data/os-security-key', keyFile);
+    const script = ['set -euo pipefail', ...BLOCKS]
+      .join('\n')
+      .replaceAll('http://127.0.0.1:7777', api.url)
+      .replaceAll('.data/os-security-key', keyFile);
     const run = spawnSync('timeout', ['90', 'bash', '-xc', script], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
     const output = run.stdout;
     expect(run.status, `${run.stdout}\n${run.stderr.split('\n').slice(-15).join('\n')}`).toBe(0);

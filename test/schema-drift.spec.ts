@@ -24,7 +24,10 @@ const entities = readdirSync('dist/libs').flatMap((lib) => {
 
 describe('schema drift', () => {
   it('the migrations produce exactly the schema the entities describe', async () => {
-    const output = execFileSync(process.execPath, ['-e', CHECK], { env: { ...process.env, DATABASE_URL: await createTestDatabase() }, encoding: 'utf8' });
+    const output = execFileSync(process.execPath, ['-e', CHECK], {
+      env: { ...process.env, DATABASE_URL: await createTestDatabase() },
+      encoding: 'utf8',
+    });
     const { entities, pending } = JSON.parse(output.trim().split('\n').pop()!);
     expect(entities.length).toBeGreaterThan(0);
     expect(pending).toEqual([]);

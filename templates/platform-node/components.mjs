@@ -27,7 +27,8 @@ const helloAgent = {
     // A cancelled run stops here instead of doing the rest of the work.
     await ctx.checkpoint();
     const turns = ctx.history.length;
-    const rest = turns === 0 ? ' This is the start of the session.' : ` This session has ${turns} earlier ${turns === 1 ? 'turn' : 'turns'}.`;
+    const rest =
+      turns === 0 ? ' This is the start of the session.' : ` This session has ${turns} earlier ${turns === 1 ? 'turn' : 'turns'}.`;
     ctx.emit(rest);
     return greeting + rest;
   },

@@ -36,7 +36,9 @@ describe('docker/compose.yaml', () => {
       return lint(join(directory, name)).map((message) => message.rule);
     };
     try {
-      expect(lintVariant('typo.yaml', original.replace('    depends_on: *after-migrations', '    depend_on: *after-migrations'))).toEqual(['invalid-schema']);
+      expect(lintVariant('typo.yaml', original.replace('    depends_on: *after-migrations', '    depend_on: *after-migrations'))).toEqual([
+        'invalid-schema',
+      ]);
       expect(lintVariant('unbound.yaml', original.replace('"127.0.0.1:7777:7777"', '"7777:7777"'))).toEqual(['no-unbound-port-interfaces']);
     } finally {
       rmSync(directory, { recursive: true, force: true });
@@ -62,21 +64,33 @@ describe('docker/compose.yaml', () => {
 
   it('builds one image and selects each role by its command', () => {
     for (const role of ['migrate', 'api', 'worker']) {
-      expect(services[role]).toMatchObject({ build: { context: '..', dockerfile: 'docker/Dockerfile' }, image: 'platform-service:local', command: [role] });
+      expect(services[role]).toMatchObject({
+        build: { context: '..', dockerfile: 'docker/Dockerfile' },
+        image: 'platform-service:local',
+        command: [role],
+      });
     }
   });
 
   it('migrates once, after the database is healthy; api and worker start only after both', () => {
     expect(services.migrate.depends_on).toEqual({ db: { condition: 'service_healthy' } });
     for (const role of ['api', 'worker']) {
-      expect(services[role].depends_on).toEqual({ db: { condition: 'service_healthy' }, migrate: { condition: 'service_completed_successfully' } });
+      expect(services[role].depends_on).toEqual({
+        db: { condition: 'service_healthy' },
+        migrate: { condition: 'service_completed_successfully' },
+      });
       expect(services[role].environment.DB_MIGRATE).toBe('false');
       expect(services[role].healthcheck.test.join(' ')).toContain('/readyz');
     }
   });
 
   it('restarts the long-running services but not the one-shot migration', () => {
-    expect([services.db.restart, services.api.restart, services.worker.restart, services.migrate.restart]).toEqual(['unless-stopped', 'unless-stopped', 'unless-stopped', 'no']);
+    expect([services.db.restart, services.api.restart, services.worker.restart, services.migrate.restart]).toEqual([
+      'unless-stopped',
+      'unless-stopped',
+      'unless-stopped',
+      'no',
+    ]);
   });
 
   it('serves the api on 7777 on every container interface, published on the host loopback, with MCP on', () => {
@@ -99,7 +113,11 @@ describe('docker/compose.yaml', () => {
   });
 
   it('gives every app container an environment the service accepts once the secrets are filled in', () => {
-    const variables = { ...readEnvFile('docker/example.env'), POSTGRES_PASSWORD: randomBytes(24).toString('hex'), OS_SECURITY_KEY: randomBytes(32).toString('hex') };
+    const variables = {
+      ...readEnvFile('docker/example.env'),
+      POSTGRES_PASSWORD: randomBytes(24).toString('hex'),
+      OS_SECURITY_KEY: randomBytes(32).toString('hex'),
+    };
     for (const role of ['migrate', 'api', 'worker']) {
       const env = loadEnv(containerEnv(services[role], variables));
       expect(env.databaseUrl, role).toBe(`postgresql://platform:${variables.POSTGRES_PASSWORD}@db:5432/platform`);

@@ -43,7 +43,10 @@ describe('docker/Dockerfile', () => {
   it('selects the role with its command: docker/entrypoint.sh, api by default', () => {
     expect(last('ENTRYPOINT')?.json).toEqual(['sh', '/app/docker/entrypoint.sh']);
     expect(last('CMD')?.json).toEqual(['api']);
-    expect(runtime.instructions.find((instruction) => instruction.args.includes('./docker/entrypoint.sh'))?.args).toEqual(['docker/entrypoint.sh', './docker/entrypoint.sh']);
+    expect(runtime.instructions.find((instruction) => instruction.args.includes('./docker/entrypoint.sh'))?.args).toEqual([
+      'docker/entrypoint.sh',
+      './docker/entrypoint.sh',
+    ]);
   });
 
   it('runs, for each role, exactly the package.json script of that role', () => {
@@ -61,7 +64,9 @@ describe('.dockerignore', () => {
   it('sends every file the build copies: manifests, tsconfigs, app and lib sources, the entry point', () => {
     const needed = tracked.filter(
       (path) =>
-        ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'nest-cli.json', 'docker/entrypoint.sh'].includes(path) ||
+        ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'nest-cli.json', 'docker/entrypoint.sh'].includes(
+          path,
+        ) ||
         (/^(apps|libs)\/[^/]+\/src\//.test(path) && !/\.(spec|int-spec|e2e-spec)\.ts$/.test(path)),
     );
     expect(needed.length).toBeGreaterThan(30);
@@ -69,7 +74,15 @@ describe('.dockerignore', () => {
   });
 
   it('keeps secrets, local state, build output, tests and the rest out of the context', () => {
-    const private_ = ['.env', 'docker/.env', '.env.production', '.data/os-security-key', 'node_modules/pg/package.json', 'dist/apps/api/src/main.js', '.git/config'];
+    const private_ = [
+      '.env',
+      'docker/.env',
+      '.env.production',
+      '.data/os-security-key',
+      'node_modules/pg/package.json',
+      'dist/apps/api/src/main.js',
+      '.git/config',
+    ];
     expect(context.filter(private_)).toEqual([]);
     const unneeded = [...sent].filter((path) => /(^|\/)(test|bench|scripts)\//.test(path) || /\.(spec|int-spec|e2e-spec)\.ts$/.test(path));
     expect(unneeded).toEqual([]);

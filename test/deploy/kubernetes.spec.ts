@@ -30,12 +30,16 @@ const worker = find('Deployment', 'platform-worker');
 const migrate = find('Job', 'platform-migrate');
 const config = find('ConfigMap', 'platform-config');
 const containerOf = (workload: any) => workload.spec.template.spec.containers[0];
-const envOf = (workload: any) => Object.fromEntries((containerOf(workload).env ?? []).map((variable: any) => [variable.name, variable.value]));
+const envOf = (workload: any) =>
+  Object.fromEntries((containerOf(workload).env ?? []).map((variable: any) => [variable.name, variable.value]));
 /** Stands in for the platform-secrets Secret the operator creates (README "Deploy"). */
 const secrets = { DATABASE_URL: 'postgresql://platform:secret@postgres:5432/platform', OS_SECURITY_KEY: 'k'.repeat(32) };
 /** The environment the kubelet gives a workload's container, with `secrets` as platform-secrets. */
 const podEnv = (workload: any) =>
-  kubernetesContainerEnv(containerOf(workload), { configMaps: { 'platform-config': config.data }, secrets: { 'platform-secrets': secrets } });
+  kubernetesContainerEnv(containerOf(workload), {
+    configMaps: { 'platform-config': config.data },
+    secrets: { 'platform-secrets': secrets },
+  });
 
 describe('deploy/kubernetes', () => {
   it('lists every manifest of the directory in kustomization.yaml, and nothing else', () => {
@@ -146,7 +150,10 @@ describe('deploy/kubernetes', () => {
   });
 
   it('runs every pod as the image user, non-root, without privilege escalation', () => {
-    const imageUser = dockerStages().at(-1)!.instructions.filter((instruction) => instruction.keyword === 'USER').at(-1)!.args[0];
+    const imageUser = dockerStages()
+      .at(-1)!
+      .instructions.filter((instruction) => instruction.keyword === 'USER')
+      .at(-1)!.args[0];
     for (const workload of [api, worker, migrate]) {
       const { securityContext } = workload.spec.template.spec;
       expect(`${securityContext.runAsUser}:${securityContext.runAsGroup}`).toBe(imageUser);

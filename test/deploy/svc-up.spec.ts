@@ -31,8 +31,25 @@ describe('svc up with the shipped docker/compose.yaml', () => {
   });
 
   it('adds --pull always with --pull, and tears down with the volume on down --volumes', async () => {
-    expect((await dryRun(['up', '--pull', '-f', 'docker/compose.yaml'], process.cwd())).command).toEqual(['docker', 'compose', '-f', COMPOSE_FILE, 'up', '-d', '--build', '--pull', 'always']);
-    expect((await dryRun(['down', '--volumes', '-f', 'docker/compose.yaml'], process.cwd())).command).toEqual(['docker', 'compose', '-f', COMPOSE_FILE, 'down', '--volumes']);
+    expect((await dryRun(['up', '--pull', '-f', 'docker/compose.yaml'], process.cwd())).command).toEqual([
+      'docker',
+      'compose',
+      '-f',
+      COMPOSE_FILE,
+      'up',
+      '-d',
+      '--build',
+      '--pull',
+      'always',
+    ]);
+    expect((await dryRun(['down', '--volumes', '-f', 'docker/compose.yaml'], process.cwd())).command).toEqual([
+      'docker',
+      'compose',
+      '-f',
+      COMPOSE_FILE,
+      'down',
+      '--volumes',
+    ]);
   });
 
   it('finds docker/compose.yaml without -f when run in docker/', async () => {

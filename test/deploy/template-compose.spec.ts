@@ -62,11 +62,13 @@ describe('the platform-docker template: compose.yaml', () => {
     expect(services.migrate.volumes).toBeUndefined();
   });
 
-  it('keeps the deploy compose file\'s database, ordering, ports, restarts and health checks', () => {
+  it("keeps the deploy compose file's database, ordering, ports, restarts and health checks", () => {
     // The same PostgreSQL service; only the message of the missing-password error names this project's .env.
     const withoutPassword = (db: any) => ({ ...db, environment: { ...db.environment, POSTGRES_PASSWORD: undefined } });
     expect(withoutPassword(services.db)).toEqual(withoutPassword(deploy.db));
-    expect(services.db.environment.POSTGRES_PASSWORD).toBe(services.migrate.environment.DATABASE_URL.match(/(\$\{POSTGRES_PASSWORD[^}]*\})/)[1]);
+    expect(services.db.environment.POSTGRES_PASSWORD).toBe(
+      services.migrate.environment.DATABASE_URL.match(/(\$\{POSTGRES_PASSWORD[^}]*\})/)[1],
+    );
     expect(services.migrate.depends_on).toEqual(deploy.migrate.depends_on);
     for (const role of ['api', 'worker']) {
       expect(services[role].depends_on, role).toEqual(deploy[role].depends_on);
@@ -74,7 +76,12 @@ describe('the platform-docker template: compose.yaml', () => {
       expect(services[role].environment.DB_MIGRATE).toBe('false');
     }
     expect(services.api.ports).toEqual(['127.0.0.1:7777:7777']);
-    expect([services.db.restart, services.api.restart, services.worker.restart, services.migrate.restart]).toEqual(['unless-stopped', 'unless-stopped', 'unless-stopped', 'no']);
+    expect([services.db.restart, services.api.restart, services.worker.restart, services.migrate.restart]).toEqual([
+      'unless-stopped',
+      'unless-stopped',
+      'unless-stopped',
+      'no',
+    ]);
     expect(services.worker.stop_grace_period).toBe(deploy.worker.stop_grace_period);
   });
 
@@ -118,7 +125,11 @@ describe('the platform-docker template: compose.yaml', () => {
     // An empty PATH: were svc to run docker for a dry run, it could not.
     const up = await runCli(['up', '--dry-run', '--json'], sandbox, { cwd: project, env: { PATH: join(sandbox.home, 'empty') } });
     expect(up.code, up.stderr).toBe(0);
-    expect(up.json()).toEqual({ command: ['docker', 'compose', '-f', join(project, 'compose.yaml'), 'up', '-d', '--build'], compose_file: join(project, 'compose.yaml'), dry_run: true });
+    expect(up.json()).toEqual({
+      command: ['docker', 'compose', '-f', join(project, 'compose.yaml'), 'up', '-d', '--build'],
+      compose_file: join(project, 'compose.yaml'),
+      dry_run: true,
+    });
     expect(dirname(up.json().compose_file)).toBe(project);
   });
 });

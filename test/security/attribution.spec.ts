@@ -17,14 +17,22 @@ describe('security: attribution (real api, JWT and security key)', () => {
   let ci: MintedAccount;
 
   beforeAll(async () => {
-    api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, JWT_SECRET, DEMO_COMPONENTS: 'true', MCP_ENABLED: 'true' });
+    api = await startApi({
+      DATABASE_URL: await createTestDatabase(),
+      OS_SECURITY_KEY: ROOT_KEY,
+      JWT_SECRET,
+      DEMO_COMPONENTS: 'true',
+      MCP_ENABLED: 'true',
+    });
     ci = await mintAccount(api.url, ROOT_KEY, { name: uniqueName('ci') });
   });
   afterAll(() => api?.stop());
 
   const ciPrincipal = () => `sa:${ci.name}`;
-  const runAs = (token: string | undefined, json: Record<string, unknown>, baseUrl = api.url) => call(baseUrl, 'POST', '/agents/echo-agent/runs', { token, json: { message: 'hi', ...json } });
-  const sessionsOf = async (token: string) => (await call(api.url, 'GET', '/sessions?limit=100', { token })).body.data as { session_id: string; user_id: string }[];
+  const runAs = (token: string | undefined, json: Record<string, unknown>, baseUrl = api.url) =>
+    call(baseUrl, 'POST', '/agents/echo-agent/runs', { token, json: { message: 'hi', ...json } });
+  const sessionsOf = async (token: string) =>
+    (await call(api.url, 'GET', '/sessions?limit=100', { token })).body.data as { session_id: string; user_id: string }[];
 
   it('a JWT caller cannot attribute a run to a service account with user_id=sa:<name>', async () => {
     const mallory = await signJwt({ sub: 'mallory', scopes: ['agents:run'] });
@@ -43,7 +51,10 @@ describe('security: attribution (real api, JWT and security key)', () => {
     const mallory = await signJwt({ sub: 'mallory', scopes: ['agents:run'] });
     expectErrorBody(await runAs(mallory, { session_id: own.body.session_id, message: 'injected' }), 404);
     expectErrorBody(await runAs(mallory, { session_id: own.body.session_id, user_id: ciPrincipal(), message: 'injected' }), 404);
-    const runs = (await call(api.url, 'GET', `/sessions/${own.body.session_id}/runs`, { token: ci.token })).body.data as { message?: string; content: string }[];
+    const runs = (await call(api.url, 'GET', `/sessions/${own.body.session_id}/runs`, { token: ci.token })).body.data as {
+      message?: string;
+      content: string;
+    }[];
     expect(runs.map((run) => run.content)).toEqual(['mine']);
     // Positive control: the owner continues its own session.
     expect((await runAs(ci.token, { session_id: own.body.session_id, message: 'again' })).status).toBe(200);
@@ -52,7 +63,10 @@ describe('security: attribution (real api, JWT and security key)', () => {
   it('a JWT user without platform:admin cannot act for another user', async () => {
     const bob = await signJwt({ sub: 'bob', scopes: ['agents:run', 'schedules:write'] });
     expect((await runAs(bob, { user_id: 'alice' })).body.user_id).toBe('bob');
-    const schedule = await call(api.url, 'POST', '/schedules', { token: bob, json: { name: uniqueName('s'), cron_expr: '0 0 1 1 *', method: 'GET', endpoint: '/health', user_id: 'alice' } });
+    const schedule = await call(api.url, 'POST', '/schedules', {
+      token: bob,
+      json: { name: uniqueName('s'), cron_expr: '0 0 1 1 *', method: 'GET', endpoint: '/health', user_id: 'alice' },
+    });
     expect(schedule.status, schedule.text).toBe(201);
     expect(schedule.body.user_id).toBe('bob');
   });
@@ -93,7 +107,9 @@ describe('security: attribution (real api, JWT and security key)', () => {
       const refused = await runAs(undefined, { user_id: 'sa:ci' }, open.url);
       expectErrorBody(refused, 403);
       expect(refused.body.detail).toContain('platform:admin');
-      const schedule = await call(open.url, 'POST', '/schedules', { json: { name: uniqueName('s'), cron_expr: '0 0 1 1 *', method: 'GET', endpoint: '/health', user_id: 'sa:ci' } });
+      const schedule = await call(open.url, 'POST', '/schedules', {
+        json: { name: uniqueName('s'), cron_expr: '0 0 1 1 *', method: 'GET', endpoint: '/health', user_id: 'sa:ci' },
+      });
       expectErrorBody(schedule, 403);
       // Positive control: naming a plain user is what an open instance allows.
       expect((await runAs(undefined, { user_id: 'alice' }, open.url)).body.user_id).toBe('alice');

@@ -5,7 +5,14 @@ import { describe, expect, it } from 'vitest';
 
 import { loadEnv } from '@app/config';
 
-import { composeContainerEnv, kubernetesContainerEnv, KubernetesSources, readEnvFile, readYaml, readYamlDocuments } from '../support/deploy-files';
+import {
+  composeContainerEnv,
+  kubernetesContainerEnv,
+  KubernetesSources,
+  readEnvFile,
+  readYaml,
+  readYamlDocuments,
+} from '../support/deploy-files';
 
 /**
  * The worker claims jobs and fires schedules; it calls the api with its own short-lived schedule
@@ -58,7 +65,9 @@ describe('docker/compose.yaml', () => {
 
 describe('deploy/kubernetes', () => {
   const directory = 'deploy/kubernetes';
-  const objects: any[] = readYaml(`${directory}/kustomization.yaml`).resources.flatMap((file: string) => readYamlDocuments(`${directory}/${file}`));
+  const objects: any[] = readYaml(`${directory}/kustomization.yaml`).resources.flatMap((file: string) =>
+    readYamlDocuments(`${directory}/${file}`),
+  );
   const find = (kind: string, name: string) => objects.find((object) => object.kind === kind && object.metadata.name === name);
   const container = (kind: string, name: string) => find(kind, name).spec.template.spec.containers[0];
   // platform-secrets as the README has the operator create it, with the optional secrets as well.
@@ -95,7 +104,9 @@ describe('deploy/kubernetes', () => {
     expect(worker.INTERNAL_SERVICE_TOKEN).toBe(sources.secrets['platform-secrets'].INTERNAL_SERVICE_TOKEN);
     // INTERNAL_SERVICE_TOKEN is optional: a Secret without it still starts the worker.
     const { INTERNAL_SERVICE_TOKEN: _optional, ...required } = sources.secrets['platform-secrets'];
-    expect(() => kubernetesContainerEnv(container('Deployment', 'platform-worker'), { ...sources, secrets: { 'platform-secrets': required } })).not.toThrow();
+    expect(() =>
+      kubernetesContainerEnv(container('Deployment', 'platform-worker'), { ...sources, secrets: { 'platform-secrets': required } }),
+    ).not.toThrow();
   });
 
   it('no secret hides in the shared ConfigMap', () => {
@@ -114,7 +125,10 @@ describe('deploy/kubernetes', () => {
     const command = /kubectl create secret generic platform-secrets[^`]*/.exec(readme)?.[0] ?? '';
     const keys = [...command.matchAll(/--from-literal=([A-Z_]+)=/g)].map(([, key]) => key);
     expect(keys).toContain(ROOT_KEY);
-    const fromReadme = { ...sources, secrets: { 'platform-secrets': Object.fromEntries(keys.map((key) => [key, sources.secrets['platform-secrets'][key]])) } };
+    const fromReadme = {
+      ...sources,
+      secrets: { 'platform-secrets': Object.fromEntries(keys.map((key) => [key, sources.secrets['platform-secrets'][key]])) },
+    };
     // Every key a pod requires is in that Secret (a missing one would keep the pod from starting) ...
     const environments = Object.fromEntries(
       [

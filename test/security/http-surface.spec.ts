@@ -59,7 +59,7 @@ describe('the HTTP surface', () => {
     await Promise.all([open?.stop(), keyed?.stop()]);
   });
 
-  it('a JSON client\'s empty body is accepted on routes without a body', async () => {
+  it("a JSON client's empty body is accepted on routes without a body", async () => {
     const account = await mintAccount(keyed.url, ROOT_KEY);
     const unknownId = '00000000-0000-4000-8000-000000000000';
     const auth = { authorization: `Bearer ${ROOT_KEY}` };
@@ -85,12 +85,19 @@ describe('the HTTP surface', () => {
     }
     // A route that needs a body answers an empty one as it answers a missing one: the validation body.
     const missing = await rawRequest(keyed.url, 'POST', '/service-accounts', auth);
-    const empty = await rawRequest(keyed.url, 'POST', '/service-accounts', { ...auth, 'content-type': 'application/json', 'content-length': '0' });
+    const empty = await rawRequest(keyed.url, 'POST', '/service-accounts', {
+      ...auth,
+      'content-type': 'application/json',
+      'content-length': '0',
+    });
     expect(missing.status, missing.text).toBe(422);
     expect(empty.status, empty.text).toBe(422);
     expect(empty.body).toEqual(missing.body);
     // Malformed JSON is still a clear 400 with the error body.
-    const malformed = await call(keyed.url, 'POST', '/service-accounts', { token: ROOT_KEY, raw: { body: '{"name":', contentType: 'application/json' } });
+    const malformed = await call(keyed.url, 'POST', '/service-accounts', {
+      token: ROOT_KEY,
+      raw: { body: '{"name":', contentType: 'application/json' },
+    });
     expectErrorBody(malformed, 400);
     expect(malformed.body.detail).toMatch(/not valid JSON/);
   });
@@ -117,9 +124,17 @@ describe('the HTTP surface', () => {
     }
   });
 
-  it('an open instance still answers loopback names, PUBLIC_URL\'s host and health probes', async () => {
+  it("an open instance still answers loopback names, PUBLIC_URL's host and health probes", async () => {
     const port = new URL(open.url).port;
-    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'localhost', '127.0.0.2', '[::1]:7777', `LOCALHOST:${port}`, PUBLIC_HOST]) {
+    for (const host of [
+      `127.0.0.1:${port}`,
+      `localhost:${port}`,
+      'localhost',
+      '127.0.0.2',
+      '[::1]:7777',
+      `LOCALHOST:${port}`,
+      PUBLIC_HOST,
+    ]) {
       const response = await rawRequest(open.url, 'GET', '/info', { host });
       expect(response.status, `${host}: ${response.text}`).toBe(200);
     }

@@ -19,7 +19,10 @@ describe('security: JWT verification', () => {
   afterAll(() => api?.stop());
 
   it('a JWT without an exp claim is refused, however valid its signature', async () => {
-    const forever = await new SignJWT({ sub: 'alice', scopes: ['config:read'] }).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().sign(new TextEncoder().encode(JWT_SECRET));
+    const forever = await new SignJWT({ sub: 'alice', scopes: ['config:read'] })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuedAt()
+      .sign(new TextEncoder().encode(JWT_SECRET));
     const refused = await call(api.url, 'GET', '/config', { token: forever });
     expectErrorBody(refused, 401);
     expect(refused.body.detail).toMatch(/exp/);
@@ -53,7 +56,11 @@ describe('security: JWT verification', () => {
     } finally {
       await local.stop();
     }
-    const withAudience = await startApi({ DATABASE_URL: databaseUrl, JWT_JWKS_URL: 'https://keys.example/jwks.json', JWT_AUDIENCE: 'platform' });
+    const withAudience = await startApi({
+      DATABASE_URL: databaseUrl,
+      JWT_JWKS_URL: 'https://keys.example/jwks.json',
+      JWT_AUDIENCE: 'platform',
+    });
     try {
       expect(withAudience.output()).not.toMatch(/without JWT_AUDIENCE/);
     } finally {

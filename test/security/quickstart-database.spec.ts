@@ -41,7 +41,11 @@ async function startQuickstart(dataDir: string, pgPort: number): Promise<Quickst
   try {
     await Promise.race([
       // Said once api and worker are ready (and SERVICE_URL is in ./.env).
-      waitFor(async () => quickstart.output().includes('Press Ctrl-C to stop.') && (await fetch(`http://127.0.0.1:${port}/health`)).ok, 90_000, 'quickstart api'),
+      waitFor(
+        async () => quickstart.output().includes('Press Ctrl-C to stop.') && (await fetch(`http://127.0.0.1:${port}/health`)).ok,
+        90_000,
+        'quickstart api',
+      ),
       quickstart.exited.then((code) => {
         throw new Error(`quickstart exited with ${code}:\n${quickstart.output()}`);
       }),
@@ -183,7 +187,11 @@ describe('npm start: the embedded database of a fresh .data/', () => {
   });
 
   it('the quickstart database cannot be reached from another host: it listens on 127.0.0.1 only', async () => {
-    const [{ listen_addresses: listening }] = await query<{ listen_addresses: string }>(quickstart!.pgPort, readPassword(dataDir), 'SHOW listen_addresses');
+    const [{ listen_addresses: listening }] = await query<{ listen_addresses: string }>(
+      quickstart!.pgPort,
+      readPassword(dataDir),
+      'SHOW listen_addresses',
+    );
     expect(listening).toBe('127.0.0.1');
     const external = Object.values(networkInterfaces())
       .flat()
@@ -202,7 +210,9 @@ describe('npm start: the embedded database of a fresh .data/', () => {
     quickstart = await startQuickstart(dataDir, pgPort);
     expect(readPassword(dataDir)).toBe(password);
     // The SERVICE_URL line it wrote in ./.env (its working directory here) follows the new api port.
-    const envLines = readFileSync(join(dataDir, '.env'), 'utf8').split('\n').filter((line) => line.startsWith('SERVICE_URL='));
+    const envLines = readFileSync(join(dataDir, '.env'), 'utf8')
+      .split('\n')
+      .filter((line) => line.startsWith('SERVICE_URL='));
     expect(envLines).toEqual([`SERVICE_URL=http://127.0.0.1:${quickstart.port}`]);
     expect(statSync(join(dataDir, PASSWORD_FILE)).mode & 0o777).toBe(0o600);
     expect(await loginFailure(pgPort, password)).toBeUndefined();
@@ -273,7 +283,11 @@ describe('npm start: a .data/ made before the database had its own password', ()
       await oldStyleCluster(dataDir, pgPort, pending);
       writeFileSync(join(dataDir, `${PASSWORD_FILE}.new`), `${pending}\n`, { mode: 0o600 });
 
-      const db = await startEmbeddedPostgres({ databaseDir: join(dataDir, CLUSTER), port: pgPort, passwordFile: join(dataDir, PASSWORD_FILE) });
+      const db = await startEmbeddedPostgres({
+        databaseDir: join(dataDir, CLUSTER),
+        port: pgPort,
+        passwordFile: join(dataDir, PASSWORD_FILE),
+      });
       try {
         expect(readPassword(dataDir)).toBe(pending);
         expect(existsSync(join(dataDir, `${PASSWORD_FILE}.new`))).toBe(false);
@@ -292,9 +306,9 @@ describe('npm start: a .data/ made before the database had its own password', ()
     const pgPort = await freePort();
     try {
       await oldStyleCluster(dataDir, pgPort, randomBytes(32).toString('base64url'));
-      await expect(startEmbeddedPostgres({ databaseDir: join(dataDir, CLUSTER), port: pgPort, passwordFile: join(dataDir, PASSWORD_FILE) })).rejects.toThrow(
-        /postgres-password is missing/,
-      );
+      await expect(
+        startEmbeddedPostgres({ databaseDir: join(dataDir, CLUSTER), port: pgPort, passwordFile: join(dataDir, PASSWORD_FILE) }),
+      ).rejects.toThrow(/postgres-password is missing/);
       // And it stopped the server it had started.
       expect(await tcpProbe('127.0.0.1', pgPort)).toBe('ECONNREFUSED');
     } finally {

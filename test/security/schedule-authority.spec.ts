@@ -40,7 +40,12 @@ describe('security: schedule authority (real api, real worker, JWT and security 
     // The worker reaches the api through a proxy that keeps every byte it sent: what an eavesdropper sees.
     proxy = new TcpProxy('127.0.0.1', Number(new URL(api.url).port));
     const proxyUrl = `http://127.0.0.1:${await proxy.listen()}`;
-    worker = await startWorker({ DATABASE_URL: databaseUrl, PUBLIC_URL: proxyUrl, SCHEDULE_TICK_INTERVAL_MS: '200', DEMO_COMPONENTS: 'true' });
+    worker = await startWorker({
+      DATABASE_URL: databaseUrl,
+      PUBLIC_URL: proxyUrl,
+      SCHEDULE_TICK_INTERVAL_MS: '200',
+      DEMO_COMPONENTS: 'true',
+    });
   });
   afterAll(async () => {
     await worker?.stop();
@@ -57,7 +62,9 @@ describe('security: schedule authority (real api, real worker, JWT and security 
     return response.body;
   }
 
-  async function triggeredFire(scheduleId: string): Promise<{ status: string; status_code: number | null; error: string | null; attempts: unknown[] }> {
+  async function triggeredFire(
+    scheduleId: string,
+  ): Promise<{ status: string; status_code: number | null; error: string | null; attempts: unknown[] }> {
     const before = (await call(api.url, 'GET', `/schedules/${scheduleId}/runs?limit=100`, { token: ROOT_KEY })).body.data.length;
     expect((await call(api.url, 'POST', `/schedules/${scheduleId}/trigger`, { token: ROOT_KEY })).status).toBe(202);
     let fires: { status: string }[] = [];
@@ -81,7 +88,10 @@ describe('security: schedule authority (real api, real worker, JWT and security 
 
     // Mallory can see it (user isolation is off), but changing, triggering or deleting another principal's schedule needs the admin scope.
     expect((await call(api.url, 'GET', `/schedules/${keySchedule.id}`, { token: mallory })).status).toBe(200);
-    const patched = await call(api.url, 'PATCH', `/schedules/${keySchedule.id}`, { token: mallory, json: { method: 'DELETE', endpoint: `/service-accounts/${victim.id}` } });
+    const patched = await call(api.url, 'PATCH', `/schedules/${keySchedule.id}`, {
+      token: mallory,
+      json: { method: 'DELETE', endpoint: `/service-accounts/${victim.id}` },
+    });
     expectErrorBody(patched, 403);
     expect(patched.body.detail).toContain('platform:admin');
     expectErrorBody(await call(api.url, 'POST', `/schedules/${keySchedule.id}/trigger`, { token: mallory }), 403);
@@ -95,7 +105,9 @@ describe('security: schedule authority (real api, real worker, JWT and security 
     expect((await call(api.url, 'GET', '/config', { token: victim.token })).status).toBe(200);
     // Positive control: an admin may change it (and then owns it).
     const admin = await signJwt({ sub: 'root-admin', scopes: ['platform:admin'] });
-    expect((await call(api.url, 'PATCH', `/schedules/${keySchedule.id}`, { token: admin, json: { description: 'checked' } })).status).toBe(200);
+    expect((await call(api.url, 'PATCH', `/schedules/${keySchedule.id}`, { token: admin, json: { description: 'checked' } })).status).toBe(
+      200,
+    );
   });
 
   it('a fire’s credential captured in transit opens no route but its own call', async () => {
@@ -128,19 +140,32 @@ describe('security: schedule authority (real api, real worker, JWT and security 
     const created = await createOk(owner.token, { method: 'POST', endpoint: '/agents/echo-agent/runs', payload: { message: 'tick' } });
     expect(await triggeredFire(created.id)).toMatchObject({ status: 'success' });
 
-    await query(databaseUrl, `UPDATE service_accounts SET scopes = ARRAY['agents:sleep-agent:run', 'schedules:write', 'schedules:read'] WHERE id = $1`, [owner.id]);
+    await query(
+      databaseUrl,
+      `UPDATE service_accounts SET scopes = ARRAY['agents:sleep-agent:run', 'schedules:write', 'schedules:read'] WHERE id = $1`,
+      [owner.id],
+    );
     const fire = await triggeredFire(created.id);
     expect(fire).toMatchObject({ status: 'failed', status_code: 403 });
-    expect(await schedule(created.id)).toMatchObject({ enabled: false, next_run_at: null, disabled_reason: 'owner_lacks_scope:agents:echo-agent:run' });
+    expect(await schedule(created.id)).toMatchObject({
+      enabled: false,
+      next_run_at: null,
+      disabled_reason: 'owner_lacks_scope:agents:echo-agent:run',
+    });
   });
 
   it('whoever changes a schedule owns it: it fires with the new owner’s rights, and the old owner may no longer change it', async () => {
     const owner = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read', 'schedules:write', 'schedules:read'], privileged: true });
     const created = await createOk(owner.token, { endpoint: '/config' });
     // Its owner cannot point it at a route it may not call...
-    expectErrorBody(await call(api.url, 'PATCH', `/schedules/${created.id}`, { token: owner.token, json: { endpoint: '/service-accounts' } }), 403);
+    expectErrorBody(
+      await call(api.url, 'PATCH', `/schedules/${created.id}`, { token: owner.token, json: { endpoint: '/service-accounts' } }),
+      403,
+    );
     // ...the security key can, and the schedule then acts with the key's rights.
-    expect((await call(api.url, 'PATCH', `/schedules/${created.id}`, { token: ROOT_KEY, json: { endpoint: '/service-accounts' } })).status).toBe(200);
+    expect(
+      (await call(api.url, 'PATCH', `/schedules/${created.id}`, { token: ROOT_KEY, json: { endpoint: '/service-accounts' } })).status,
+    ).toBe(200);
     expect(await triggeredFire(created.id)).toMatchObject({ status: 'success', status_code: 200 });
     const taken = await call(api.url, 'PATCH', `/schedules/${created.id}`, { token: owner.token, json: { description: 'mine again?' } });
     expectErrorBody(taken, 403);
@@ -149,10 +174,20 @@ describe('security: schedule authority (real api, real worker, JWT and security 
 
   it('a schedule cannot call the schedule routes, however the path is spelled', async () => {
     const target = await createOk(ROOT_KEY, { endpoint: '/health' });
-    const spellings = ['/schedules', `/schedules/${target.id}/trigger`, `//schedules/${target.id}/trigger`, `/agents/../schedules/${target.id}/trigger`, `/%73chedules/${target.id}`, '/Schedules'];
+    const spellings = [
+      '/schedules',
+      `/schedules/${target.id}/trigger`,
+      `//schedules/${target.id}/trigger`,
+      `/agents/../schedules/${target.id}/trigger`,
+      `/%73chedules/${target.id}`,
+      '/Schedules',
+    ];
     for (const endpoint of spellings) {
       expect(expectValidationBody(await createAs(ROOT_KEY, { method: 'POST', endpoint })), endpoint).toEqual([['body', 'endpoint']]);
-      expect(expectValidationBody(await call(api.url, 'PATCH', `/schedules/${target.id}`, { token: ROOT_KEY, json: { endpoint } })), endpoint).toEqual([['body', 'endpoint']]);
+      expect(
+        expectValidationBody(await call(api.url, 'PATCH', `/schedules/${target.id}`, { token: ROOT_KEY, json: { endpoint } })),
+        endpoint,
+      ).toEqual([['body', 'endpoint']]);
     }
     expect(await schedule(target.id)).toMatchObject({ endpoint: '/health' });
   });
@@ -163,7 +198,10 @@ describe('security: schedule authority (real api, real worker, JWT and security 
     // Sign a fire credential for POST /mcp as the worker would (the key is the one the api generated).
     // A well-formed credential makes the api generate its signing key if no fire has yet.
     await call(api.url, 'GET', '/config', { token: `svc_sch_${viaMcp.id}.${expiresAtOf(300)}.${'A'.repeat(43)}` });
-    const [{ value: key }] = await query<{ value: string }>(databaseUrl, `SELECT value FROM internal_secrets WHERE name = 'internal_service_token'`);
+    const [{ value: key }] = await query<{ value: string }>(
+      databaseUrl,
+      `SELECT value FROM internal_secrets WHERE name = 'internal_service_token'`,
+    );
     const expiresAt = expiresAtOf(300);
     const credential = `svc_sch_${viaMcp.id}.${expiresAt}.${createHmac('sha256', key).update(`${viaMcp.id}.${expiresAt}.POST /mcp`).digest('base64url')}`;
 
@@ -197,13 +235,26 @@ describe('security: schedule authority (real api, real worker, JWT and security 
       expect(patched).toMatchObject({ isError: true });
       expect(patched.text).toMatch(/^403: .*platform:admin/);
       expect((await callTool(client, 'trigger_schedule', { schedule_id: keySchedule.id })).text).toMatch(/^403: /);
-      const aimed = await callTool(client, 'create_schedule', { name: uniqueName('m'), cron_expr: YEARLY, method: 'GET', endpoint: '/service-accounts' });
+      const aimed = await callTool(client, 'create_schedule', {
+        name: uniqueName('m'),
+        cron_expr: YEARLY,
+        method: 'GET',
+        endpoint: '/service-accounts',
+      });
       expect(aimed.text).toMatch(/^403: .*service_accounts:read/);
-      const loop = await callTool(client, 'create_schedule', { name: uniqueName('m'), cron_expr: YEARLY, method: 'POST', endpoint: `/schedules/${keySchedule.id}/trigger` });
+      const loop = await callTool(client, 'create_schedule', {
+        name: uniqueName('m'),
+        cron_expr: YEARLY,
+        method: 'POST',
+        endpoint: `/schedules/${keySchedule.id}/trigger`,
+      });
       expect(loop).toMatchObject({ isError: true });
       expect(loop.text).toMatch(/^422: /);
       // Positive control: her own schedule on a public route is fine.
-      expect((await callTool(client, 'create_schedule', { name: uniqueName('m'), cron_expr: YEARLY, method: 'GET', endpoint: '/health' })).isError).toBe(false);
+      expect(
+        (await callTool(client, 'create_schedule', { name: uniqueName('m'), cron_expr: YEARLY, method: 'GET', endpoint: '/health' }))
+          .isError,
+      ).toBe(false);
     } finally {
       await client.close();
     }

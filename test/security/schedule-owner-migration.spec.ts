@@ -30,7 +30,14 @@ describe('security: schedules stored before owners existed', () => {
 
     const accountId = randomUUID();
     const rows = [
-      { id: randomUUID(), kind: 'service_account', creator: 'sa:ci', scopes: ['config:read', 'schedules:write'], account: accountId, reason: 'creator_revoked:sa:ci' },
+      {
+        id: randomUUID(),
+        kind: 'service_account',
+        creator: 'sa:ci',
+        scopes: ['config:read', 'schedules:write'],
+        account: accountId,
+        reason: 'creator_revoked:sa:ci',
+      },
       { id: randomUUID(), kind: 'jwt', creator: 'alice', scopes: ['agents:run'], account: null, reason: null },
       { id: randomUUID(), kind: 'security_key', creator: null, scopes: [], account: null, reason: null },
     ];

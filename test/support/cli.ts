@@ -38,7 +38,11 @@ export function cliSandbox(): CliSandbox {
  * Runs the built `svc` binary as a child process with an explicit environment (nothing leaks in from
  * the test runner's: no SERVICE_URL, no credentials), stdin not a TTY. `bin`: another copy of svc.js.
  */
-export function runCli(args: string[], sandbox: CliSandbox, options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number; bin?: string } = {}): Promise<CliRun> {
+export function runCli(
+  args: string[],
+  sandbox: CliSandbox,
+  options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number; bin?: string } = {},
+): Promise<CliRun> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, [options.bin ?? SVC_BIN, ...args], {
       cwd: options.cwd ?? sandbox.cwd,

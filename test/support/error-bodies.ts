@@ -6,7 +6,10 @@ import { ApiResponse } from './http';
 export function expectErrorBody(response: ApiResponse, status: number): void {
   expect(response.status, response.text).toBe(status);
   expect(typeof response.body.detail, response.text).toBe('string');
-  expect(Object.keys(response.body).every((key) => ['detail', 'error_id', 'error_type'].includes(key)), response.text).toBe(true);
+  expect(
+    Object.keys(response.body).every((key) => ['detail', 'error_id', 'error_type'].includes(key)),
+    response.text,
+  ).toBe(true);
   expect(response.text).not.toMatch(/\bat .+\.(js|ts):\d+/);
 }
 

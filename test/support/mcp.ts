@@ -13,7 +13,11 @@ export async function connectMcp(baseUrl: string, token?: string): Promise<Clien
 }
 
 /** Calls a tool; returns whether it was an error and its text content (JSON for results). */
-export async function callTool(client: Client, name: string, args: Record<string, unknown> = {}): Promise<{ isError: boolean; text: string; structured: any }> {
+export async function callTool(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<{ isError: boolean; text: string; structured: any }> {
   const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
   const text = result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
   return { isError: result.isError === true, text, structured: result.structuredContent };

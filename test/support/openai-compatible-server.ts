@@ -90,7 +90,10 @@ export class OpenAiCompatibleServer {
       if (index > 0 && script.chunkDelayMs) {
         await new Promise((resolve) => setTimeout(resolve, script.chunkDelayMs));
       }
-      send({ ...base, choices: [{ index: 0, delta: index === 0 ? { role: 'assistant', content: piece } : { content: piece }, finish_reason: null }] });
+      send({
+        ...base,
+        choices: [{ index: 0, delta: index === 0 ? { role: 'assistant', content: piece } : { content: piece }, finish_reason: null }],
+      });
       this.chunkSentAt.push(performance.now());
     }
     if (script.hang) {

@@ -44,6 +44,14 @@ export async function mintAccount(
 }
 
 /** An HS256 JWT signed with JWT_SECRET (what an identity provider would issue). */
-export function signJwt(claims: { sub: string; scopes?: string[]; [claim: string]: unknown }, secret = JWT_SECRET, expiresIn = '5m'): Promise<string> {
-  return new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime(expiresIn).sign(new TextEncoder().encode(secret));
+export function signJwt(
+  claims: { sub: string; scopes?: string[]; [claim: string]: unknown },
+  secret = JWT_SECRET,
+  expiresIn = '5m',
+): Promise<string> {
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: 'HS256' })
+    .setIssuedAt()
+    .setExpirationTime(expiresIn)
+    .sign(new TextEncoder().encode(secret));
 }

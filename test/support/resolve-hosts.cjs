@@ -9,7 +9,9 @@
 const dns = require('node:dns');
 const { isIP } = require('node:net');
 
-const hosts = new Map(Object.entries(JSON.parse(process.env.TEST_RESOLVE_HOSTS || '{}')).map(([name, address]) => [name.toLowerCase(), address]));
+const hosts = new Map(
+  Object.entries(JSON.parse(process.env.TEST_RESOLVE_HOSTS || '{}')).map(([name, address]) => [name.toLowerCase(), address]),
+);
 const realLookup = dns.lookup;
 
 dns.lookup = function lookup(hostname, options, callback) {

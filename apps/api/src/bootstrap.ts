@@ -33,7 +33,9 @@ function answerClientError(error: Error & { code?: string }, socket: Duplex): vo
   }
   const [status, detail] = CLIENT_ERRORS[error.code ?? ''] ?? ['400 Bad Request', 'Malformed HTTP request'];
   const body = JSON.stringify({ detail });
-  socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /** Builds the api (not yet listening): used by main.ts and nothing else needs to know how. */
@@ -55,7 +57,9 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
     clientErrorHandler: answerClientError,
     frameworkErrors: (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
       addSecurityHeaders(reply);
-      void reply.status(error.statusCode ?? 400).send({ detail: error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'Path parameter is too long' : 'Malformed URL' });
+      void reply
+        .status(error.statusCode ?? 400)
+        .send({ detail: error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'Path parameter is too long' : 'Malformed URL' });
     },
   });
   const app = await NestFactory.create<NestFastifyApplication>(ApiModule.forRoot(env, components), adapter, {
@@ -73,7 +77,10 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
   });
   fastify.addHook('onResponse', async (request, reply) => {
     const ms = Math.round(reply.elapsedTime);
-    request.log.info({ method: request.method, url: request.url, status: reply.statusCode, ms }, `${request.method} ${request.url} ${reply.statusCode} ${ms} ms`);
+    request.log.info(
+      { method: request.method, url: request.url, status: reply.statusCode, ms },
+      `${request.method} ${request.url} ${reply.statusCode} ${ms} ms`,
+    );
   });
   app.enableShutdownHooks();
   mountDocs(app, env);

@@ -107,7 +107,10 @@ function acceptEmptyBodies(app: NestFastifyApplication, bodyLimit: number): void
   });
   // A chunked body that turns out empty reaches the JSON parser: undefined, as above. Anything else
   // goes to Fastify's own parser (prototype-poisoning checks included), so malformed JSON stays a 400.
-  const { onProtoPoisoning, onConstructorPoisoning } = fastify.initialConfig as { onProtoPoisoning?: 'error'; onConstructorPoisoning?: 'error' };
+  const { onProtoPoisoning, onConstructorPoisoning } = fastify.initialConfig as {
+    onProtoPoisoning?: 'error';
+    onConstructorPoisoning?: 'error';
+  };
   const parseJson = fastify.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error');
   app.useBodyParser('application/json', { bodyLimit }, (request, body, done) => {
     if (body.length === 0) {
@@ -123,18 +126,21 @@ function refuseForeignHosts(app: NestFastifyApplication, env: Env, mode: AuthMod
   if (!allowed) {
     return;
   }
-  app.getHttpAdapter().getInstance().addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-    if (HOST_CHECK_EXEMPT.has(request.url.split('?')[0]) || allowed(request.headers.host)) {
-      return;
-    }
-    const host = String(request.headers.host ?? '').slice(0, 100);
-    request.log.warn({ host }, 'refused a request for a Host this open instance does not serve');
-    return reply.code(403).send({
-      detail:
-        `Host '${host}' is not allowed on an instance without authentication; ` +
-        'set PUBLIC_URL to the address clients use, or configure OS_SECURITY_KEY or a JWT key',
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+      if (HOST_CHECK_EXEMPT.has(request.url.split('?')[0]) || allowed(request.headers.host)) {
+        return;
+      }
+      const host = String(request.headers.host ?? '').slice(0, 100);
+      request.log.warn({ host }, 'refused a request for a Host this open instance does not serve');
+      return reply.code(403).send({
+        detail:
+          `Host '${host}' is not allowed on an instance without authentication; ` +
+          'set PUBLIC_URL to the address clients use, or configure OS_SECURITY_KEY or a JWT key',
+      });
     });
-  });
 }
 
 /** The rules every route shares, registered before any route or plugin so that they reach all of them. */

@@ -13,7 +13,15 @@ export function buildOpenApiDocument(app: NestFastifyApplication, env: Env): Ope
     )
     .setVersion(API_VERSION)
     .addServer(env.publicUrl, 'This service (PUBLIC_URL)')
-    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'svc_pat_ token, JWT or OS security key', description: 'JWT, svc_pat_ token, or the OS security key' }, 'bearer')
+    .addBearerAuth(
+      {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'svc_pat_ token, JWT or OS security key',
+        description: 'JWT, svc_pat_ token, or the OS security key',
+      },
+      'bearer',
+    )
     .build();
   return withPublicOperationsMarked(SwaggerModule.createDocument(app, config));
 }
@@ -21,7 +29,9 @@ export function buildOpenApiDocument(app: NestFastifyApplication, env: Env): Ope
 /** An operation without a required scope is public: say so with `security: []` rather than by omission. */
 function withPublicOperationsMarked(document: OpenAPIObject): OpenAPIObject {
   for (const item of Object.values(document.paths)) {
-    for (const operation of Object.values(item as Record<string, { responses?: unknown; security?: unknown[]; 'x-required-scope'?: string }>)) {
+    for (const operation of Object.values(
+      item as Record<string, { responses?: unknown; security?: unknown[]; 'x-required-scope'?: string }>,
+    )) {
       if (operation?.responses && operation.security === undefined && operation['x-required-scope'] === undefined) {
         operation.security = [];
       }

@@ -30,7 +30,10 @@ describe('auth mode none (no credential configured)', () => {
   it('refuses anonymous rotation with 401 too: it hands out a token, like minting', async () => {
     const response = await call(api.url, 'POST', '/service-accounts/00000000-0000-4000-8000-000000000000/rotate', { json: {} });
     expect(response.status).toBe(401);
-    expect(response.body).toEqual({ detail: 'Rotating a service account token needs a credential: a JWT with service_accounts:write or platform:admin, or the OS security key' });
+    expect(response.body).toEqual({
+      detail:
+        'Rotating a service account token needs a credential: a JWT with service_accounts:write or platform:admin, or the OS security key',
+    });
   });
 
   it('ignores a token that does not verify, and applies the scopes of one that does (rules 13, 15)', async () => {
@@ -109,13 +112,22 @@ describe('auth mode jwt', () => {
 
   it('lets a JWT with service_accounts:write grant only scopes it holds (rule 8)', async () => {
     const writer = await jwt('bob', ['service_accounts:write', 'agents:run', 'config:read']);
-    const granted = await call(api.url, 'POST', '/service-accounts', { token: writer, json: { name: uniqueName(), scopes: grant('agents:echo-agent:run', 'config:read') } });
+    const granted = await call(api.url, 'POST', '/service-accounts', {
+      token: writer,
+      json: { name: uniqueName(), scopes: grant('agents:echo-agent:run', 'config:read') },
+    });
     expect(granted.status).toBe(201);
     expect(granted.body.created_by).toBe('bob');
-    const refused = await call(api.url, 'POST', '/service-accounts', { token: writer, json: { name: uniqueName(), scopes: grant('sessions:read') } });
+    const refused = await call(api.url, 'POST', '/service-accounts', {
+      token: writer,
+      json: { name: uniqueName(), scopes: grant('sessions:read') },
+    });
     expect(refused.status).toBe(403);
     expect(refused.body).toEqual({ detail: 'Cannot grant scope(s) you do not hold: sessions:read' });
-    const withoutWrite = await call(api.url, 'POST', '/service-accounts', { token: await jwt('carol', ['agents:run']), json: { name: uniqueName() } });
+    const withoutWrite = await call(api.url, 'POST', '/service-accounts', {
+      token: await jwt('carol', ['agents:run']),
+      json: { name: uniqueName() },
+    });
     expect(withoutWrite.status).toBe(403);
     expect(withoutWrite.body.detail).toBe('Insufficient permissions. Required scope(s): service_accounts:write');
   });
@@ -143,7 +155,10 @@ describe('auth mode jwt', () => {
   });
 
   it('self-scopes service accounts: a token lists only the accounts it minted (rule 11)', async () => {
-    const minter = await mintAccount(api.url, ROOT_KEY, { scopes: ['service_accounts:write', 'service_accounts:read', 'config:read'], privileged: true });
+    const minter = await mintAccount(api.url, ROOT_KEY, {
+      scopes: ['service_accounts:write', 'service_accounts:read', 'config:read'],
+      privileged: true,
+    });
     const child = await mintAccount(api.url, minter.token, { scopes: ['config:read'] });
     const listed = await call(api.url, 'GET', '/service-accounts?limit=100', { token: minter.token });
     expect(listed.status).toBe(200);
@@ -164,7 +179,13 @@ describe('auth mode jwt', () => {
 describe('JWT with AUTHORIZATION_ENABLED=false and USER_ISOLATION=true', () => {
   let api: RunningApi;
   beforeAll(async () => {
-    api = await startApi({ DATABASE_URL: await createTestDatabase(), JWT_SECRET, AUTHORIZATION_ENABLED: 'false', USER_ISOLATION: 'true', OS_SECURITY_KEY: ROOT_KEY });
+    api = await startApi({
+      DATABASE_URL: await createTestDatabase(),
+      JWT_SECRET,
+      AUTHORIZATION_ENABLED: 'false',
+      USER_ISOLATION: 'true',
+      OS_SECURITY_KEY: ROOT_KEY,
+    });
   });
   afterAll(() => api?.stop());
 
@@ -177,7 +198,10 @@ describe('JWT with AUTHORIZATION_ENABLED=false and USER_ISOLATION=true', () => {
   it('scopes JWT users to their own rows under USER_ISOLATION', async () => {
     const erin = await signJwt({ sub: 'erin', scopes: ['service_accounts:write', 'service_accounts:read', 'config:read'] });
     const frank = await signJwt({ sub: 'frank', scopes: ['service_accounts:write', 'service_accounts:read', 'config:read'] });
-    const erins = await call(api.url, 'POST', '/service-accounts', { token: erin, json: { name: uniqueName(), scopes: grant('config:read') } });
+    const erins = await call(api.url, 'POST', '/service-accounts', {
+      token: erin,
+      json: { name: uniqueName(), scopes: grant('config:read') },
+    });
     expect(erins.status).toBe(201);
     const seenByFrank = await call(api.url, 'GET', '/service-accounts', { token: frank });
     expect(seenByFrank.body.data.some((account: { id: string }) => account.id === erins.body.id)).toBe(false);
@@ -223,7 +247,10 @@ describe('verification cache across replicas (rule 14)', () => {
       }
       filledAt = Date.now();
       expect((await call(cached.url, 'GET', '/config', { token: rotating.token })).status).toBe(200);
-      const rotated = await call(revoking.url, 'POST', `/service-accounts/${rotating.id}/rotate`, { token: ROOT_KEY, json: { grace_seconds: 0 } });
+      const rotated = await call(revoking.url, 'POST', `/service-accounts/${rotating.id}/rotate`, {
+        token: ROOT_KEY,
+        json: { grace_seconds: 0 },
+      });
       expect((await call(revoking.url, 'GET', '/config', { token: rotating.token })).status).toBe(401);
       expect((await call(cached.url, 'GET', '/config', { token: rotating.token })).status).toBe(200);
       expect((await call(uncached.url, 'GET', '/config', { token: rotating.token })).status).toBe(401);
@@ -241,7 +268,11 @@ describe('verification cache across replicas (rule 14)', () => {
 
   it('drops a cached verification after SERVICE_ACCOUNT_CACHE_TTL_SECONDS: a token revoked in the database is accepted from the cache, then refused', async () => {
     const databaseUrl = await createTestDatabase();
-    const api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: String(TTL_MS / 1000) });
+    const api = await startApi({
+      DATABASE_URL: databaseUrl,
+      OS_SECURITY_KEY: ROOT_KEY,
+      SERVICE_ACCOUNT_CACHE_TTL_SECONDS: String(TTL_MS / 1000),
+    });
     try {
       const account = await mintAccount(api.url, ROOT_KEY);
       const filledAt = Date.now();

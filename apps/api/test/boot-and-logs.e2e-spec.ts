@@ -42,10 +42,16 @@ describe('a port already in use', () => {
     const holder = createServer();
     await new Promise<void>((done) => holder.listen(port, '127.0.0.1', done));
     try {
-      const api = spawnNode('dist/apps/api/src/main.js', { DATABASE_URL: await createTestDatabase(), HOST: '127.0.0.1', PORT: String(port) });
+      const api = spawnNode('dist/apps/api/src/main.js', {
+        DATABASE_URL: await createTestDatabase(),
+        HOST: '127.0.0.1',
+        PORT: String(port),
+      });
       expect(await api.exited).toBe(1);
       const output = api.output();
-      expect(output).toContain(`The api cannot start: port ${port} on 127.0.0.1 is already in use by another process. Stop that process, or set PORT to a free port.`);
+      expect(output).toContain(
+        `The api cannot start: port ${port} on 127.0.0.1 is already in use by another process. Stop that process, or set PORT to a free port.`,
+      );
       expect(output).not.toMatch(/^\s+at /m);
       expect(output).not.toContain('\\n    at ');
     } finally {
@@ -79,10 +85,21 @@ describe('structured logs', () => {
     try {
       await call(api.url, 'GET', '/config', { token: ROOT_KEY, headers: { 'x-request-id': 'one-line-please' } });
       await new Promise((resolve) => setTimeout(resolve, 200));
-      const entries = api.output().trim().split('\n').map((line) => JSON.parse(line));
+      const entries = api
+        .output()
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
       const request = entries.filter((entry) => entry.request_id === 'one-line-please');
       expect(request).toHaveLength(1);
-      expect(request[0]).toMatchObject({ level: 30, method: 'GET', url: '/config', status: 200, ms: expect.any(Number), msg: expect.stringMatching(/^GET \/config 200 \d+ ms$/) });
+      expect(request[0]).toMatchObject({
+        level: 30,
+        method: 'GET',
+        url: '/config',
+        status: 200,
+        ms: expect.any(Number),
+        msg: expect.stringMatching(/^GET \/config 200 \d+ ms$/),
+      });
       expect(entries.filter((entry) => ['InstanceLoader', 'RoutesResolver', 'RouterExplorer'].includes(entry.context))).toEqual([]);
     } finally {
       await api.stop();
@@ -90,12 +107,20 @@ describe('structured logs', () => {
   });
 
   it('writes one readable line per event with LOG_FORMAT=pretty (the default on a terminal)', async () => {
-    const api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' });
+    const api = await startApi({
+      DATABASE_URL: await createTestDatabase(),
+      OS_SECURITY_KEY: ROOT_KEY,
+      LOG_LEVEL: 'info',
+      LOG_FORMAT: 'pretty',
+    });
     try {
       await call(api.url, 'GET', '/health');
       await new Promise((resolve) => setTimeout(resolve, 300));
       const lines = api.output().trim().split('\n');
-      expect(lines.some((line) => /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO.*api GET \/health 200 \d+ ms/.test(line)), api.output()).toBe(true);
+      expect(
+        lines.some((line) => /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO.*api GET \/health 200 \d+ ms/.test(line)),
+        api.output(),
+      ).toBe(true);
       expect(lines.every((line) => !line.startsWith('{'))).toBe(true);
     } finally {
       await api.stop();
@@ -110,7 +135,16 @@ describe('shutdown', () => {
       const payload = JSON.stringify(body);
       const request = httpRequest(
         url,
-        { method: 'POST', agent: false, headers: { authorization: `Bearer ${ROOT_KEY}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), connection: 'close' } },
+        {
+          method: 'POST',
+          agent: false,
+          headers: {
+            authorization: `Bearer ${ROOT_KEY}`,
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(payload),
+            connection: 'close',
+          },
+        },
         (response) => {
           let text = '';
           response.on('data', (chunk: Buffer) => (text += chunk.toString()));
@@ -130,7 +164,9 @@ describe('shutdown', () => {
       const startedAt = Date.now();
       const inFlight = oneShot(`${api.url}/agents/sleep-agent/runs`, { message: '2' });
       // Wait until the api has the run (its row exists), so the signal lands mid-request.
-      await expect.poll(async () => (await query<{ n: number }>(databaseUrl, 'SELECT count(*)::int AS n FROM runs'))[0].n, { timeout: 10_000 }).toBe(1);
+      await expect
+        .poll(async () => (await query<{ n: number }>(databaseUrl, 'SELECT count(*)::int AS n FROM runs'))[0].n, { timeout: 10_000 })
+        .toBe(1);
       const stopped = api.stop('SIGTERM');
       const response = await inFlight;
       // The run was not cut: it completed, after its full 2 s.

@@ -54,7 +54,14 @@ describe('components from the deployment (COMPONENTS_MODULE)', () => {
 
   beforeAll(async () => {
     databaseUrl = await createTestDatabase();
-    const env = { DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, COMPONENTS_MODULE: ESM_ARRAY, DEMO_COMPONENTS: 'true', MCP_ENABLED: 'true', LOG_LEVEL: 'info' };
+    const env = {
+      DATABASE_URL: databaseUrl,
+      OS_SECURITY_KEY: ROOT_KEY,
+      COMPONENTS_MODULE: ESM_ARRAY,
+      DEMO_COMPONENTS: 'true',
+      MCP_ENABLED: 'true',
+      LOG_LEVEL: 'info',
+    };
     api = await startApi(env);
     worker = await startWorker(env);
   });
@@ -63,8 +70,10 @@ describe('components from the deployment (COMPONENTS_MODULE)', () => {
     await api?.stop();
   });
 
-  const run = (kind: string, id: string, json: Record<string, unknown>) => call(api.url, 'POST', `/${kind}/${id}/runs`, { token: ROOT_KEY, json });
-  const runBody = async (runId: string, kind = 'agents', id = 'context-agent') => (await call(api.url, 'GET', `/${kind}/${id}/runs/${runId}`, { token: ROOT_KEY })).body;
+  const run = (kind: string, id: string, json: Record<string, unknown>) =>
+    call(api.url, 'POST', `/${kind}/${id}/runs`, { token: ROOT_KEY, json });
+  const runBody = async (runId: string, kind = 'agents', id = 'context-agent') =>
+    (await call(api.url, 'GET', `/${kind}/${id}/runs/${runId}`, { token: ROOT_KEY })).body;
 
   it('lists the loaded components beside the demo set, over REST and MCP, and both processes log their ids', async () => {
     const agents = (await call(api.url, 'GET', '/agents', { token: ROOT_KEY })).body;
@@ -79,7 +88,9 @@ describe('components from the deployment (COMPONENTS_MODULE)', () => {
       await client.close();
     }
     for (const process of [api, worker]) {
-      expect(process.output()).toContain(`Loaded 4 component(s) from ${ESM_ARRAY}: agent/context-agent, agent/signal-agent, team/own-team, workflow/own-workflow`);
+      expect(process.output()).toContain(
+        `Loaded 4 component(s) from ${ESM_ARRAY}: agent/context-agent, agent/signal-agent, team/own-team, workflow/own-workflow`,
+      );
     }
   });
 
@@ -119,7 +130,11 @@ describe('components from the deployment (COMPONENTS_MODULE)', () => {
   it('finishes a background run of an own component on the worker', async () => {
     const accepted = await run('workflows', 'own-workflow', { message: 'queued', background: true });
     expect(accepted.status).toBe(202);
-    await waitFor(async () => (await runBody(accepted.body.run_id, 'workflows', 'own-workflow')).status === 'completed', 20_000, 'the background run');
+    await waitFor(
+      async () => (await runBody(accepted.body.run_id, 'workflows', 'own-workflow')).status === 'completed',
+      20_000,
+      'the background run',
+    );
     expect((await runBody(accepted.body.run_id, 'workflows', 'own-workflow')).content).toBe('workflow:queued');
   });
 
@@ -130,7 +145,9 @@ describe('components from the deployment (COMPONENTS_MODULE)', () => {
       json: { message: 'wait' },
       onEvent: async (event) => {
         if (event.event === 'RunStarted') {
-          expect((await call(api.url, 'POST', `/agents/signal-agent/runs/${event.data.run_id}/cancel`, { token: ROOT_KEY })).status).toBe(200);
+          expect((await call(api.url, 'POST', `/agents/signal-agent/runs/${event.data.run_id}/cancel`, { token: ROOT_KEY })).status).toBe(
+            200,
+          );
         }
       },
     });
@@ -140,9 +157,17 @@ describe('components from the deployment (COMPONENTS_MODULE)', () => {
 
   it('aborts ctx.signal when a background run is cancelled on the worker', async () => {
     const accepted = await run('agents', 'signal-agent', { message: 'wait', background: true });
-    await waitFor(async () => (await runBody(accepted.body.run_id, 'agents', 'signal-agent')).status === 'running', 20_000, 'the run to start');
+    await waitFor(
+      async () => (await runBody(accepted.body.run_id, 'agents', 'signal-agent')).status === 'running',
+      20_000,
+      'the run to start',
+    );
     expect((await call(api.url, 'POST', `/agents/signal-agent/runs/${accepted.body.run_id}/cancel`, { token: ROOT_KEY })).status).toBe(200);
-    await waitFor(async () => (await runBody(accepted.body.run_id, 'agents', 'signal-agent')).status === 'cancelled', 10_000, 'the run to be cancelled');
+    await waitFor(
+      async () => (await runBody(accepted.body.run_id, 'agents', 'signal-agent')).status === 'cancelled',
+      10_000,
+      'the run to be cancelled',
+    );
   });
 });
 
@@ -153,9 +178,24 @@ describe('the other module forms', () => {
   });
 
   it.each([
-    ['CommonJS, async function of the helpers', 'fn.cjs', `module.exports = async ({ defineComponent }) => [defineComponent({ kind: 'agent', id: 'form-agent', name: 'F', run: async (ctx) => 'cjs-fn:' + ctx.message })];`, 'cjs-fn:m'],
-    ['CommonJS, components array', 'array.cjs', `exports.components = [{ kind: 'agent', id: 'form-agent', name: 'F', run: async (ctx) => 'cjs-array:' + ctx.message }];`, 'cjs-array:m'],
-    ['ES module, sync function', 'fn.mjs', `export default ({ modelAgent }) => typeof modelAgent === 'function' ? [{ kind: 'agent', id: 'form-agent', name: 'F', run: async (ctx) => 'esm-fn:' + ctx.message }] : [];`, 'esm-fn:m'],
+    [
+      'CommonJS, async function of the helpers',
+      'fn.cjs',
+      `module.exports = async ({ defineComponent }) => [defineComponent({ kind: 'agent', id: 'form-agent', name: 'F', run: async (ctx) => 'cjs-fn:' + ctx.message })];`,
+      'cjs-fn:m',
+    ],
+    [
+      'CommonJS, components array',
+      'array.cjs',
+      `exports.components = [{ kind: 'agent', id: 'form-agent', name: 'F', run: async (ctx) => 'cjs-array:' + ctx.message }];`,
+      'cjs-array:m',
+    ],
+    [
+      'ES module, sync function',
+      'fn.mjs',
+      `export default ({ modelAgent }) => typeof modelAgent === 'function' ? [{ kind: 'agent', id: 'form-agent', name: 'F', run: async (ctx) => 'esm-fn:' + ctx.message }] : [];`,
+      'esm-fn:m',
+    ],
   ])('loads %s', async (_form, name, source, expected) => {
     const api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, COMPONENTS_MODULE: moduleFile(name, source) });
     try {
@@ -168,12 +208,37 @@ describe('the other module forms', () => {
 
   const BAD: [string, () => string, RegExp][] = [
     ['a missing file', () => join(dir, 'missing.mjs'), /missing\.mjs: no such file$/m],
-    ['a syntax error', () => moduleFile('syntax.mjs', 'export default [ { kind: "agent", id: ;'), /syntax\.mjs: cannot be loaded: SyntaxError: /m],
-    ['a duplicate id', () => moduleFile('dup.mjs', `const a = { kind: 'agent', id: 'twice', name: 'A', run: async () => '' }; export default [a, { ...a }];`), /dup\.mjs: duplicate id: agent 'twice'/m],
-    ['a demo component’s id', () => moduleFile('demo.mjs', `export default [{ kind: 'agent', id: 'echo-agent', name: 'A', run: async () => '' }];`), /demo\.mjs: duplicate id: agent 'echo-agent'/m],
-    ['a component without run', () => moduleFile('norun.mjs', `export default [{ kind: 'agent', id: 'lazy', name: 'A' }];`), /norun\.mjs: agent 'lazy' has no run function/m],
-    ['a wrong kind', () => moduleFile('kind.mjs', `export default [{ kind: 'robot', id: 'r2', name: 'A', run: async () => '' }];`), /kind\.mjs: component #1: kind must be one of agent, team, workflow \(got "robot"\)/m],
-    ['no array', () => moduleFile('object.cjs', `module.exports = { hello: 'world' };`), /object\.cjs: must export .* an array of components/m],
+    [
+      'a syntax error',
+      () => moduleFile('syntax.mjs', 'export default [ { kind: "agent", id: ;'),
+      /syntax\.mjs: cannot be loaded: SyntaxError: /m,
+    ],
+    [
+      'a duplicate id',
+      () =>
+        moduleFile('dup.mjs', `const a = { kind: 'agent', id: 'twice', name: 'A', run: async () => '' }; export default [a, { ...a }];`),
+      /dup\.mjs: duplicate id: agent 'twice'/m,
+    ],
+    [
+      'a demo component’s id',
+      () => moduleFile('demo.mjs', `export default [{ kind: 'agent', id: 'echo-agent', name: 'A', run: async () => '' }];`),
+      /demo\.mjs: duplicate id: agent 'echo-agent'/m,
+    ],
+    [
+      'a component without run',
+      () => moduleFile('norun.mjs', `export default [{ kind: 'agent', id: 'lazy', name: 'A' }];`),
+      /norun\.mjs: agent 'lazy' has no run function/m,
+    ],
+    [
+      'a wrong kind',
+      () => moduleFile('kind.mjs', `export default [{ kind: 'robot', id: 'r2', name: 'A', run: async () => '' }];`),
+      /kind\.mjs: component #1: kind must be one of agent, team, workflow \(got "robot"\)/m,
+    ],
+    [
+      'no array',
+      () => moduleFile('object.cjs', `module.exports = { hello: 'world' };`),
+      /object\.cjs: must export .* an array of components/m,
+    ],
   ];
 
   it.each(BAD)('stops boot of api and worker on %s with one line naming the file and the problem', async (_case, file, message) => {

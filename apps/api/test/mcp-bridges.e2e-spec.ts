@@ -66,11 +66,21 @@ describe('MCP through third-party clients', () => {
   it('lists the tools with the MCP Inspector CLI', async () => {
     // A config file (owner-only) carries the header, so the token stays out of the inspector's argv.
     const config = join(home, 'inspector-mcp.json');
-    writeFileSync(config, JSON.stringify({ mcpServers: { platform: { type: 'streamable-http', url: `${api.url}/mcp`, headers: { Authorization: `Bearer ${account.token}` } } } }), { mode: 0o600 });
-    const { stdout } = await promisify(execFile)(process.execPath, [INSPECTOR, '--cli', '--config', config, '--server', 'platform', '--method', 'tools/list', '--format', 'json', '--quiet'], {
-      env: { PATH: process.env.PATH ?? '', HOME: home },
-      timeout: 45_000,
-    });
+    writeFileSync(
+      config,
+      JSON.stringify({
+        mcpServers: { platform: { type: 'streamable-http', url: `${api.url}/mcp`, headers: { Authorization: `Bearer ${account.token}` } } },
+      }),
+      { mode: 0o600 },
+    );
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [INSPECTOR, '--cli', '--config', config, '--server', 'platform', '--method', 'tools/list', '--format', 'json', '--quiet'],
+      {
+        env: { PATH: process.env.PATH ?? '', HOME: home },
+        timeout: 45_000,
+      },
+    );
     const listed = JSON.parse(stdout) as { result: { tools: { name: string }[] } };
     expect(listed.result.tools.map((tool) => tool.name).sort()).toEqual(toolNames);
   }, 60_000);

@@ -14,7 +14,12 @@ describe('MCP queue tools (admins only, no worker running so jobs stay put)', ()
   let asAdmin: Client;
   let asRunner: Client;
   beforeAll(async () => {
-    api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true', DEMO_COMPONENTS: 'true' });
+    api = await startApi({
+      DATABASE_URL: await createTestDatabase(),
+      OS_SECURITY_KEY: ROOT_KEY,
+      MCP_ENABLED: 'true',
+      DEMO_COMPONENTS: 'true',
+    });
     admin = await mintAccount(api.url, ROOT_KEY, { scopes: ['platform:admin'], privileged: true });
     runner = await mintAccount(api.url, ROOT_KEY);
     asAdmin = await connectMcp(api.url, admin.token);
@@ -27,8 +32,16 @@ describe('MCP queue tools (admins only, no worker running so jobs stay put)', ()
   });
 
   it('refuses every queue tool without platform:admin', async () => {
-    for (const [tool, args] of [['list_queue_jobs', {}], ['get_queue_stats', {}], ['get_queue_job', { job_id: 'x' }], ['requeue_queue_job', { job_id: 'x' }]] as const) {
-      expect(await callTool(asRunner, tool, args), tool).toMatchObject({ isError: true, text: '403: Insufficient permissions. Required scope(s): platform:admin' });
+    for (const [tool, args] of [
+      ['list_queue_jobs', {}],
+      ['get_queue_stats', {}],
+      ['get_queue_job', { job_id: 'x' }],
+      ['requeue_queue_job', { job_id: 'x' }],
+    ] as const) {
+      expect(await callTool(asRunner, tool, args), tool).toMatchObject({
+        isError: true,
+        text: '403: Insufficient permissions. Required scope(s): platform:admin',
+      });
     }
   });
 
@@ -37,7 +50,13 @@ describe('MCP queue tools (admins only, no worker running so jobs stay put)', ()
     const listed = await callTool(asAdmin, 'list_queue_jobs', { status: ['queued'], limit: 1000 });
     expect(listed.structured.data.map((job: { id: string }) => job.id)).toContain(queued.run_id);
     const job = await callTool(asAdmin, 'get_queue_job', { job_id: queued.run_id });
-    expect(job.structured).toMatchObject({ id: queued.run_id, status: 'queued', component_id: 'echo-agent', user_id: `sa:${runner.name}`, max_attempts: 1 });
+    expect(job.structured).toMatchObject({
+      id: queued.run_id,
+      status: 'queued',
+      component_id: 'echo-agent',
+      user_id: `sa:${runner.name}`,
+      max_attempts: 1,
+    });
     expect(job.structured).toEqual((await call(api.url, 'GET', `/queue/jobs/${queued.run_id}`, { token: admin.token })).body);
 
     expect((await callTool(asAdmin, 'requeue_queue_job', { job_id: queued.run_id })).text).toMatch(/^400: /);
@@ -56,7 +75,12 @@ describe('MCP queue tools (admins only, no worker running so jobs stay put)', ()
 describe('MCP queue tools on a replica with the queue disabled', () => {
   let api: RunningApi;
   beforeAll(async () => {
-    api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true', QUEUE_ENABLED: 'false' });
+    api = await startApi({
+      DATABASE_URL: await createTestDatabase(),
+      OS_SECURITY_KEY: ROOT_KEY,
+      MCP_ENABLED: 'true',
+      QUEUE_ENABLED: 'false',
+    });
   });
   afterAll(() => api?.stop());
 
@@ -94,8 +118,16 @@ describe('MCP background run completed by a real worker', () => {
       // DESIGN.md's 202 body: queued, even when an idle worker woken by NOTIFY has claimed it already.
       expect(queued.structured).toEqual({ run_id: expect.any(String), session_id: expect.any(String), status: 'queued' });
       const ref = { agent_id: 'echo-agent', run_id: queued.structured.run_id };
-      await waitFor(async () => (await callTool(client, 'get_agent_run', ref)).structured.status === 'completed', 30_000, 'the worker to complete the run');
-      expect((await callTool(client, 'get_agent_run', ref)).structured).toMatchObject({ status: 'completed', content: 'done by the worker', background: true });
+      await waitFor(
+        async () => (await callTool(client, 'get_agent_run', ref)).structured.status === 'completed',
+        30_000,
+        'the worker to complete the run',
+      );
+      expect((await callTool(client, 'get_agent_run', ref)).structured).toMatchObject({
+        status: 'completed',
+        content: 'done by the worker',
+        background: true,
+      });
     } finally {
       await client.close();
     }

@@ -14,7 +14,12 @@ describe('MCP run, session, component and schedule tools', () => {
   let asAlice: Client;
   let asBob: Client;
   beforeAll(async () => {
-    api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true', DEMO_COMPONENTS: 'true' });
+    api = await startApi({
+      DATABASE_URL: await createTestDatabase(),
+      OS_SECURITY_KEY: ROOT_KEY,
+      MCP_ENABLED: 'true',
+      DEMO_COMPONENTS: 'true',
+    });
     // The default scopes: agents/teams/workflows:run, sessions:read, config:read.
     alice = await mintAccount(api.url, ROOT_KEY);
     bob = await mintAccount(api.url, ROOT_KEY);
@@ -45,15 +50,24 @@ describe('MCP run, session, component and schedule tools', () => {
   });
 
   it('runs the demo team and workflow through their own tools', async () => {
-    expect((await callTool(asAlice, 'run_team', { team_id: 'echo-team', message: 'team' })).structured).toMatchObject({ status: 'completed', content: 'team' });
-    expect((await callTool(asAlice, 'run_workflow', { workflow_id: 'echo-workflow', message: 'flow' })).structured).toMatchObject({ status: 'completed', content: 'flow' });
+    expect((await callTool(asAlice, 'run_team', { team_id: 'echo-team', message: 'team' })).structured).toMatchObject({
+      status: 'completed',
+      content: 'team',
+    });
+    expect((await callTool(asAlice, 'run_workflow', { workflow_id: 'echo-workflow', message: 'flow' })).structured).toMatchObject({
+      status: 'completed',
+      content: 'flow',
+    });
   });
 
   it('reports a failing component as a finished failed run, and an unknown one as a tool error', async () => {
     const failed = await callTool(asAlice, 'run_agent', { agent_id: 'fail-agent', message: 'x' });
     expect(failed.isError).toBe(false);
     expect(failed.structured).toMatchObject({ status: 'failed', error: expect.any(String) });
-    expect(await callTool(asAlice, 'run_agent', { agent_id: 'nobody', message: 'x' })).toMatchObject({ isError: true, text: "404: Agent 'nobody' not found" });
+    expect(await callTool(asAlice, 'run_agent', { agent_id: 'nobody', message: 'x' })).toMatchObject({
+      isError: true,
+      text: "404: Agent 'nobody' not found",
+    });
   });
 
   it('queues a background run and cancels it while queued', async () => {
@@ -94,13 +108,18 @@ describe('MCP run, session, component and schedule tools', () => {
     // Alice sees her own, and continuing her session keeps it hers.
     const aliceSessions = await callTool(asAlice, 'list_sessions', { limit: 100 });
     expect(aliceSessions.structured.data.map((session: { session_id: string }) => session.session_id)).toContain(run.session_id);
-    expect((await callTool(asAlice, 'get_session', { session_id: run.session_id })).structured).toMatchObject({ session_id: run.session_id, user_id: `sa:${alice.name}` });
+    expect((await callTool(asAlice, 'get_session', { session_id: run.session_id })).structured).toMatchObject({
+      session_id: run.session_id,
+      user_id: `sa:${alice.name}`,
+    });
     await callTool(asAlice, 'run_agent', { agent_id: 'echo-agent', message: 'again', session_id: run.session_id });
     const runs = await callTool(asAlice, 'list_session_runs', { session_id: run.session_id });
     expect(runs.structured.data.map((row: { message: string }) => row.message).sort()).toEqual(['again', 'private to alice']);
 
     // Bob cannot write into Alice's session either.
-    expect((await callTool(asBob, 'run_agent', { agent_id: 'echo-agent', message: 'intrude', session_id: run.session_id })).isError).toBe(true);
+    expect((await callTool(asBob, 'run_agent', { agent_id: 'echo-agent', message: 'intrude', session_id: run.session_id })).isError).toBe(
+      true,
+    );
   });
 
   it('ignores a user_id argument for a service account, like REST', async () => {
@@ -119,7 +138,10 @@ describe('MCP run, session, component and schedule tools', () => {
 
   it('validates run arguments with the REST rules', async () => {
     const bad = await callTool(asAlice, 'run_agent', { agent_id: 'echo-agent', message: 'x', session_id: 'bad id with spaces' });
-    expect(bad).toMatchObject({ isError: true, text: '422: Invalid arguments: session_id: session_id must be 1-128 letters, digits, ., _, : or -' });
+    expect(bad).toMatchObject({
+      isError: true,
+      text: '422: Invalid arguments: session_id: session_id must be 1-128 letters, digits, ., _, : or -',
+    });
   });
 
   it('refuses NUL in tool arguments: 422 for a field, 404 for a component id (never an internal error)', async () => {
@@ -140,36 +162,66 @@ describe('MCP run, session, component and schedule tools', () => {
     const other = await mintAccount(api.url, ROOT_KEY, { scopes: ['schedules:read'] });
     const [mine, theirs] = [await connectMcp(api.url, scheduler.token), await connectMcp(api.url, other.token)];
     try {
-      const created = await callTool(mine, 'create_schedule', { name: uniqueName('nightly'), cron_expr: '0 0 1 1 *', endpoint: '/health', method: 'get' });
+      const created = await callTool(mine, 'create_schedule', {
+        name: uniqueName('nightly'),
+        cron_expr: '0 0 1 1 *',
+        endpoint: '/health',
+        method: 'get',
+      });
       expect(created.isError, created.text).toBe(false);
-      expect(created.structured).toMatchObject({ method: 'GET', enabled: true, user_id: `sa:${scheduler.name}`, next_run_at: expect.any(Number) });
+      expect(created.structured).toMatchObject({
+        method: 'GET',
+        enabled: true,
+        user_id: `sa:${scheduler.name}`,
+        next_run_at: expect.any(Number),
+      });
       const id = created.structured.id;
       const updated = await callTool(mine, 'update_schedule', { schedule_id: id, max_retries: 2, enabled: false });
       expect(updated.structured).toMatchObject({ id, max_retries: 2, enabled: false });
-      expect(await callTool(mine, 'update_schedule', { schedule_id: id, timeout_seconds: 0 })).toMatchObject({ isError: true, text: expect.stringMatching(/^422: Invalid arguments: timeout_seconds: /) });
-      expect((await callTool(mine, 'get_schedule', { schedule_id: id })).structured).toEqual((await call(api.url, 'GET', `/schedules/${id}`, { token: scheduler.token })).body);
+      expect(await callTool(mine, 'update_schedule', { schedule_id: id, timeout_seconds: 0 })).toMatchObject({
+        isError: true,
+        text: expect.stringMatching(/^422: Invalid arguments: timeout_seconds: /),
+      });
+      expect((await callTool(mine, 'get_schedule', { schedule_id: id })).structured).toEqual(
+        (await call(api.url, 'GET', `/schedules/${id}`, { token: scheduler.token })).body,
+      );
       expect((await callTool(mine, 'list_schedules', {})).structured.data.map((row: { id: string }) => row.id)).toContain(id);
       // The list tools take the REST route's sort_by and bounds, and their schemas say so.
       const listSchedules = (await mine.listTools()).tools.find((tool) => tool.name === 'list_schedules')!;
       const properties = listSchedules.inputSchema.properties as Record<string, { description?: string }>;
       expect(Object.keys(properties).sort()).toEqual(['enabled', 'limit', 'page', 'sort_by', 'sort_order']);
-      expect(properties.sort_by.description).toBe('created_at, updated_at, name, next_run_at (default created_at); unknown fields are ignored');
+      expect(properties.sort_by.description).toBe(
+        'created_at, updated_at, name, next_run_at (default created_at); unknown fields are ignored',
+      );
       expect(properties.limit.description).toBe('Page size, 1 to 1000 (default 20)');
       // Named to sort after the first one, though created after it (the default order puts it first).
-      const second = await callTool(mine, 'create_schedule', { name: `z-${uniqueName('last-by-name')}`, cron_expr: '0 0 1 1 *', endpoint: '/health' });
+      const second = await callTool(mine, 'create_schedule', {
+        name: `z-${uniqueName('last-by-name')}`,
+        cron_expr: '0 0 1 1 *',
+        endpoint: '/health',
+      });
       const byName = await callTool(mine, 'list_schedules', { sort_by: 'name', sort_order: 'asc' });
       expect(byName.structured.data.map((row: { id: string }) => row.id)).toEqual([id, second.structured.id]);
-      expect(await callTool(mine, 'list_schedules', { limit: 1001 })).toMatchObject({ isError: true, text: expect.stringMatching(/^422: Invalid arguments: limit: /) });
+      expect(await callTool(mine, 'list_schedules', { limit: 1001 })).toMatchObject({
+        isError: true,
+        text: expect.stringMatching(/^422: Invalid arguments: limit: /),
+      });
 
       expect((await callTool(theirs, 'get_schedule', { schedule_id: id })).text).toMatch(/^404: /);
       expect((await callTool(theirs, 'list_schedules', {})).structured.data).toEqual([]);
-      expect((await callTool(mine, 'delete_schedule', { schedule_id: id })).text).toBe('403: Insufficient permissions. Required scope(s): schedules:delete');
-      expect((await callTool(theirs, 'trigger_schedule', { schedule_id: id })).text).toBe('403: Insufficient permissions. Required scope(s): schedules:write');
+      expect((await callTool(mine, 'delete_schedule', { schedule_id: id })).text).toBe(
+        '403: Insufficient permissions. Required scope(s): schedules:delete',
+      );
+      expect((await callTool(theirs, 'trigger_schedule', { schedule_id: id })).text).toBe(
+        '403: Insufficient permissions. Required scope(s): schedules:write',
+      );
 
       await callTool(mine, 'update_schedule', { schedule_id: id, enabled: true });
       const fire = await callTool(mine, 'trigger_schedule', { schedule_id: id });
       expect(fire.isError, fire.text).toBe(false);
-      expect((await callTool(mine, 'list_schedule_runs', { schedule_id: id })).structured.data.map((run: { id: string }) => run.id)).toContain(fire.structured.id);
+      expect(
+        (await callTool(mine, 'list_schedule_runs', { schedule_id: id })).structured.data.map((run: { id: string }) => run.id),
+      ).toContain(fire.structured.id);
       const root = await connectMcp(api.url, ROOT_KEY);
       expect((await callTool(root, 'delete_schedule', { schedule_id: id })).structured).toEqual({ deleted: id });
       await root.close();

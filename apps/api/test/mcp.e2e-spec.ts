@@ -50,7 +50,10 @@ describe('MCP on, security-key mode', () => {
     const { tools } = await client.listTools();
     const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
     expect(byName.get_config._meta).toEqual({ 'platform/rest-route': 'GET /config', 'platform/required-scope': 'config:read' });
-    expect(byName.list_service_accounts._meta).toEqual({ 'platform/rest-route': 'GET /service-accounts', 'platform/required-scope': 'service_accounts:read' });
+    expect(byName.list_service_accounts._meta).toEqual({
+      'platform/rest-route': 'GET /service-accounts',
+      'platform/required-scope': 'service_accounts:read',
+    });
     for (const tool of tools) {
       expect(tool._meta?.['platform/rest-route'], tool.name).toMatch(/^(GET|POST|PATCH|PUT|DELETE) \//);
       expect(tool.inputSchema.type).toBe('object');
@@ -60,14 +63,35 @@ describe('MCP on, security-key mode', () => {
   it('tools/list answers only the tools the caller may call; a hidden tool still answers the scope error', async () => {
     const names = async (client: Client) => (await client.listTools()).tools.map((tool) => tool.name).sort();
     const all = await names(await connect(ROOT_KEY));
-    expect(all).toEqual(expect.arrayContaining(['list_queue_jobs', 'create_schedule', 'revoke_service_account', 'run_agent', 'get_config']));
+    expect(all).toEqual(
+      expect.arrayContaining(['list_queue_jobs', 'create_schedule', 'revoke_service_account', 'run_agent', 'get_config']),
+    );
 
     const defaults = await mintAccount(api.url, ROOT_KEY);
     expect(defaults.scopes).toEqual(['agents:run', 'teams:run', 'workflows:run', 'sessions:read', 'config:read']);
     const client = await connect(defaults.token);
     const seen = await names(client);
-    expect(seen).toEqual(expect.arrayContaining(['run_agent', 'get_agent_run', 'cancel_agent_run', 'run_team', 'run_workflow', 'get_config', 'list_sessions', 'get_session']));
-    for (const hidden of ['list_queue_jobs', 'get_queue_stats', 'create_schedule', 'list_schedules', 'list_service_accounts', 'revoke_service_account', 'list_agents']) {
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        'run_agent',
+        'get_agent_run',
+        'cancel_agent_run',
+        'run_team',
+        'run_workflow',
+        'get_config',
+        'list_sessions',
+        'get_session',
+      ]),
+    );
+    for (const hidden of [
+      'list_queue_jobs',
+      'get_queue_stats',
+      'create_schedule',
+      'list_schedules',
+      'list_service_accounts',
+      'revoke_service_account',
+      'list_agents',
+    ]) {
       expect(seen, hidden).not.toContain(hidden);
     }
     // Exactly the tools whose REST route the same token passes.
@@ -75,7 +99,10 @@ describe('MCP on, security-key mode', () => {
       const scope = tool._meta!['platform/required-scope'] as string;
       expect(seen.includes(tool.name), `${tool.name} (${scope})`).toBe(defaults.scopes.includes(scope));
     }
-    expect(await callTool(client, 'list_queue_jobs')).toMatchObject({ isError: true, text: '403: Insufficient permissions. Required scope(s): platform:admin' });
+    expect(await callTool(client, 'list_queue_jobs')).toMatchObject({
+      isError: true,
+      text: '403: Insufficient permissions. Required scope(s): platform:admin',
+    });
     expect(await callTool(client, 'create_schedule', { name: 'x', cron_expr: '* * * * *', endpoint: '/config' })).toMatchObject({
       isError: true,
       text: '403: Insufficient permissions. Required scope(s): schedules:write',
@@ -111,9 +138,14 @@ describe('MCP on, security-key mode', () => {
     const rest = await call(api.url, 'GET', '/config', { token: account.token });
     expect(rest.status).toBe(403);
     expect(refused.text).toBe(`403: ${rest.body.detail}`);
-    expect((await callTool(client, 'list_service_accounts')).text).toBe('403: Insufficient permissions. Required scope(s): service_accounts:read');
+    expect((await callTool(client, 'list_service_accounts')).text).toBe(
+      '403: Insufficient permissions. Required scope(s): service_accounts:read',
+    );
     expect((await callTool(client, 'revoke_service_account', { id: account.id })).isError).toBe(true);
-    expect((await call(api.url, 'GET', '/service-accounts', { token: ROOT_KEY })).body.data.find((row: { id: string }) => row.id === account.id).revoked_at).toBeNull();
+    expect(
+      (await call(api.url, 'GET', '/service-accounts', { token: ROOT_KEY })).body.data.find((row: { id: string }) => row.id === account.id)
+        .revoked_at,
+    ).toBeNull();
   });
 
   it('validates tool arguments with the REST route rules', async () => {
@@ -145,10 +177,18 @@ describe('MCP on, security-key mode', () => {
   });
 
   it('refuses a foreign browser Origin (DNS rebinding) and answers GET with 405', async () => {
-    const foreign = await call(api.url, 'POST', '/mcp', { json: INITIALIZE_REQUEST, token: ROOT_KEY, headers: { ...MCP_HEADERS, origin: 'http://attacker.example' } });
+    const foreign = await call(api.url, 'POST', '/mcp', {
+      json: INITIALIZE_REQUEST,
+      token: ROOT_KEY,
+      headers: { ...MCP_HEADERS, origin: 'http://attacker.example' },
+    });
     expect(foreign.status).toBe(403);
     expect(foreign.body).toEqual({ detail: 'Origin not allowed' });
-    const local = await call(api.url, 'POST', '/mcp', { json: INITIALIZE_REQUEST, token: ROOT_KEY, headers: { ...MCP_HEADERS, origin: 'http://localhost:6274' } });
+    const local = await call(api.url, 'POST', '/mcp', {
+      json: INITIALIZE_REQUEST,
+      token: ROOT_KEY,
+      headers: { ...MCP_HEADERS, origin: 'http://localhost:6274' },
+    });
     expect(local.status).toBe(200);
     const get = await call(api.url, 'GET', '/mcp', { token: ROOT_KEY, headers: MCP_HEADERS });
     expect(get.status).toBe(405);
@@ -237,8 +277,13 @@ describe('MCP as an OAuth-protected resource', () => {
     const client = await connectMcp(api.url, token);
     try {
       expect((await client.listTools()).tools.length).toBeGreaterThan(0);
-      expect((await callTool(client, 'get_config')).structured).toMatchObject({ principal: 'dana@example.com', scopes: ['config:read', 'agents:run'] });
-      expect((await callTool(client, 'list_service_accounts')).text).toBe('403: Insufficient permissions. Required scope(s): service_accounts:read');
+      expect((await callTool(client, 'get_config')).structured).toMatchObject({
+        principal: 'dana@example.com',
+        scopes: ['config:read', 'agents:run'],
+      });
+      expect((await callTool(client, 'list_service_accounts')).text).toBe(
+        '403: Insufficient permissions. Required scope(s): service_accounts:read',
+      );
     } finally {
       await client.close();
     }
@@ -254,7 +299,9 @@ describe('MCP as an OAuth-protected resource', () => {
     for (const token of tokens) {
       const response = await call(api.url, 'POST', '/mcp', { json: INITIALIZE_REQUEST, headers: MCP_HEADERS, token });
       expect(response.status).toBe(401);
-      expect(response.headers.get('www-authenticate')).toBe(`Bearer error="invalid_token", resource_metadata="${api.url}/.well-known/oauth-protected-resource/mcp"`);
+      expect(response.headers.get('www-authenticate')).toBe(
+        `Bearer error="invalid_token", resource_metadata="${api.url}/.well-known/oauth-protected-resource/mcp"`,
+      );
     }
   });
 
@@ -263,18 +310,31 @@ describe('MCP as an OAuth-protected resource', () => {
     const client = await connectMcp(api.url, token);
     let scheduleId: string;
     try {
-      const created = await callTool(client, 'create_schedule', { name: 'dana-config', cron_expr: '0 0 1 1 *', endpoint: '/config', method: 'GET' });
+      const created = await callTool(client, 'create_schedule', {
+        name: 'dana-config',
+        cron_expr: '0 0 1 1 *',
+        endpoint: '/config',
+        method: 'GET',
+      });
       expect(created.structured).toMatchObject({ user_id: 'dana@example.com' });
       scheduleId = created.structured.id;
     } finally {
       await client.close();
     }
-    const worker = await startWorker({ DATABASE_URL: databaseUrl, PUBLIC_URL: api.url, SCHEDULE_TICK_INTERVAL_MS: '200', OS_SECURITY_KEY: ROOT_KEY });
+    const worker = await startWorker({
+      DATABASE_URL: databaseUrl,
+      PUBLIC_URL: api.url,
+      SCHEDULE_TICK_INTERVAL_MS: '200',
+      OS_SECURITY_KEY: ROOT_KEY,
+    });
     try {
       expect((await call(api.url, 'POST', `/schedules/${scheduleId}/trigger`, { token: ROOT_KEY })).status).toBe(202);
       let fire: { status: string; status_code: number | null; error: string | null } | undefined;
       await waitFor(
-        async () => ['success', 'failed'].includes((fire = (await call(api.url, 'GET', `/schedules/${scheduleId}/runs`, { token: ROOT_KEY })).body.data[0])?.status ?? ''),
+        async () =>
+          ['success', 'failed'].includes(
+            (fire = (await call(api.url, 'GET', `/schedules/${scheduleId}/runs`, { token: ROOT_KEY })).body.data[0])?.status ?? '',
+          ),
         20_000,
         'the fire to finish',
       );

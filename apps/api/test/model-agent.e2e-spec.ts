@@ -28,7 +28,13 @@ describe('modelAgent against an OpenAI-compatible server on loopback', () => {
         modelAgent({ id: 'assistant', instructions: 'You are terse.', model: 'standin-1', baseURL: '${baseURL}', apiKeyEnv: 'STANDIN_API_KEY', historyTurns: 2, timeoutSeconds: 5 }),
       ];`,
     );
-    const env = { DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, COMPONENTS_MODULE: file, STANDIN_API_KEY: API_KEY, LOG_LEVEL: 'debug' };
+    const env = {
+      DATABASE_URL: await createTestDatabase(),
+      OS_SECURITY_KEY: ROOT_KEY,
+      COMPONENTS_MODULE: file,
+      STANDIN_API_KEY: API_KEY,
+      LOG_LEVEL: 'debug',
+    };
     api = await startApi(env);
     worker = await startWorker(env);
   });
@@ -45,7 +51,13 @@ describe('modelAgent against an OpenAI-compatible server on loopback', () => {
     provider.next({ chunks: ['Hel', 'lo, ', 'wor', 'ld'], usage: { prompt_tokens: 21, completion_tokens: 4 } });
     const response = await run({ message: 'greet me' });
     expect(response.status, response.text).toBe(200);
-    expect(response.body).toMatchObject({ status: 'completed', content: 'Hello, world', model: 'standin-1', input_tokens: 21, output_tokens: 4 });
+    expect(response.body).toMatchObject({
+      status: 'completed',
+      content: 'Hello, world',
+      model: 'standin-1',
+      input_tokens: 21,
+      output_tokens: 4,
+    });
     const request = provider.requests.at(-1)!;
     expect(request.body).toMatchObject({ model: 'standin-1', stream: true });
     expect(request.body.messages).toEqual([
@@ -70,7 +82,10 @@ describe('modelAgent against an OpenAI-compatible server on loopback', () => {
   });
 
   it('sends the session’s latest turns (historyTurns) before the message', async () => {
-    provider.next({ chunks: ['first answer'] }).next({ chunks: ['second answer'] }).next({ chunks: ['third answer'] });
+    provider
+      .next({ chunks: ['first answer'] })
+      .next({ chunks: ['second answer'] })
+      .next({ chunks: ['third answer'] });
     const first = await run({ message: 'one', session_id: `model-${Date.now()}` });
     await run({ message: 'two', session_id: first.body.session_id });
     await run({ message: 'three', session_id: first.body.session_id });
@@ -102,7 +117,12 @@ describe('modelAgent against an OpenAI-compatible server on loopback', () => {
     provider.next({ chunks: ['thinking'], hang: true });
     const before = provider.clientDisconnects;
     const accepted = await run({ message: 'long', background: true });
-    await waitFor(async () => provider.requests.at(-1)?.body.messages.at(-1)?.content === 'long' && (await runBody(accepted.body.run_id)).status === 'running', 10_000, 'the model call');
+    await waitFor(
+      async () =>
+        provider.requests.at(-1)?.body.messages.at(-1)?.content === 'long' && (await runBody(accepted.body.run_id)).status === 'running',
+      10_000,
+      'the model call',
+    );
     await call(api.url, 'POST', `/agents/assistant/runs/${accepted.body.run_id}/cancel`, { token: ROOT_KEY });
     await waitFor(async () => provider.clientDisconnects > before, 5_000, 'the provider connection to close');
     await waitFor(async () => (await runBody(accepted.body.run_id)).status === 'cancelled', 5_000, 'the run to be cancelled');
@@ -138,7 +158,10 @@ describe('modelAgent with no provider listening', () => {
     const baseURL = await closed.listen();
     await closed.close();
     const file = join(mkdtempSync(join(tmpdir(), 'model-agent-')), 'agents.mjs');
-    writeFileSync(file, `export default ({ modelAgent }) => [modelAgent({ id: 'offline', instructions: 'x', model: 'm', baseURL: '${baseURL}' })];`);
+    writeFileSync(
+      file,
+      `export default ({ modelAgent }) => [modelAgent({ id: 'offline', instructions: 'x', model: 'm', baseURL: '${baseURL}' })];`,
+    );
     const api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, COMPONENTS_MODULE: file });
     try {
       const response = await call(api.url, 'POST', '/agents/offline/runs', { token: ROOT_KEY, json: { message: 'x' } });

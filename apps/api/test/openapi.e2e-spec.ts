@@ -4,7 +4,13 @@ import { createTestDatabase } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { RunningApi, startApi } from '../../../test/support/processes';
 
-const PUBLIC_OPERATIONS = ['GET /health', 'GET /info', 'GET /readyz', 'GET /.well-known/oauth-protected-resource', 'GET /.well-known/oauth-protected-resource/mcp'];
+const PUBLIC_OPERATIONS = [
+  'GET /health',
+  'GET /info',
+  'GET /readyz',
+  'GET /.well-known/oauth-protected-resource',
+  'GET /.well-known/oauth-protected-resource/mcp',
+];
 // /mcp authenticates its caller, then checks each tool call against the scope of the REST route the tool mirrors.
 const PER_TOOL_SCOPE = 'POST /mcp';
 
@@ -51,7 +57,12 @@ describe('OpenAPI document and Swagger UI', () => {
   it('declares queue and schedule operations "anonymous or bearer": security [{}, {bearer: []}]', () => {
     const operations = Object.entries(document.paths)
       .filter(([path]) => path.startsWith('/queue') || path.startsWith('/schedules'))
-      .flatMap(([path, methods]) => Object.entries(methods as Record<string, any>).map(([method, operation]) => ({ key: `${method.toUpperCase()} ${path}`, operation })));
+      .flatMap(([path, methods]) =>
+        Object.entries(methods as Record<string, any>).map(([method, operation]) => ({
+          key: `${method.toUpperCase()} ${path}`,
+          operation,
+        })),
+      );
     expect(operations.length).toBeGreaterThanOrEqual(14);
     for (const { key, operation } of operations) {
       expect(operation.security, key).toEqual([{}, { bearer: [] }]);
@@ -71,7 +82,12 @@ describe('OpenAPI document and Swagger UI', () => {
     expect(rotate.summary).toContain('Rotate');
     expect(Object.keys(rotate.responses)).toEqual(expect.arrayContaining(['200', '401', '403', '404', '409', '422']));
     expect(rotate.responses['200'].content['application/json'].schema.$ref).toBe('#/components/schemas/CreatedServiceAccountDto');
-    expect(document.components.schemas.RotateServiceAccountDto.properties.grace_seconds).toMatchObject({ type: 'integer', minimum: 0, maximum: 86400, default: 3600 });
+    expect(document.components.schemas.RotateServiceAccountDto.properties.grace_seconds).toMatchObject({
+      type: 'integer',
+      minimum: 0,
+      maximum: 86400,
+      default: 3600,
+    });
   });
 
   it('serves Swagger UI at /docs', async () => {

@@ -20,12 +20,19 @@ describe('bulk requeue and cancel (real api and worker)', () => {
   let api: RunningApi;
   let worker: RunningProcess | undefined;
   let databaseUrl: string;
-  const ids: Record<'failed' | 'completed' | 'running' | 'queued' | 'cancelled', string[]> = { failed: [], completed: [], running: [], queued: [], cancelled: [] };
+  const ids: Record<'failed' | 'completed' | 'running' | 'queued' | 'cancelled', string[]> = {
+    failed: [],
+    completed: [],
+    running: [],
+    queued: [],
+    cancelled: [],
+  };
 
   const background = async (agent: string, message: string) =>
     (await call(api.url, 'POST', `/agents/${agent}/runs`, { token: ROOT_KEY, json: { message, background: true } })).body.run_id as string;
   const job = async (id: string): Promise<Job> => (await call(api.url, 'GET', `/queue/jobs/${id}`, { token: ROOT_KEY })).body;
-  const bulk = (action: 'requeue' | 'cancel', json: unknown, token = ROOT_KEY) => call(api.url, 'POST', `/queue/jobs/${action}`, { token, json });
+  const bulk = (action: 'requeue' | 'cancel', json: unknown, token = ROOT_KEY) =>
+    call(api.url, 'POST', `/queue/jobs/${action}`, { token, json });
 
   beforeAll(async () => {
     databaseUrl = await createTestDatabase();
@@ -36,10 +43,14 @@ describe('bulk requeue and cancel (real api and worker)', () => {
     for (let index = 0; index < 3; index += 1) ids.failed.push(await background('fail-agent', `f${index}`));
     for (let index = 0; index < 2; index += 1) ids.completed.push(await background('echo-agent', `c${index}`));
     ids.running.push(await background('sleep-agent', '60'));
-    await waitFor(async () => {
-      const states = await Promise.all([...ids.failed, ...ids.completed, ...ids.running].map(async (id) => (await job(id)).status));
-      return states.join() === 'failed,failed,failed,completed,completed,running';
-    }, 30_000, 'failed, completed and running jobs');
+    await waitFor(
+      async () => {
+        const states = await Promise.all([...ids.failed, ...ids.completed, ...ids.running].map(async (id) => (await job(id)).status));
+        return states.join() === 'failed,failed,failed,completed,completed,running';
+      },
+      30_000,
+      'failed, completed and running jobs',
+    );
     await worker.stop('SIGKILL');
     worker = undefined;
     for (let index = 0; index < 3; index += 1) ids.queued.push(await background('echo-agent', `q${index}`));
@@ -71,7 +82,12 @@ describe('bulk requeue and cancel (real api and worker)', () => {
 
   it('requeues failed and cancelled jobs for real, forced past the lock grace, each with one more attempt', async () => {
     const before = await Promise.all(ids.failed.map(job));
-    const response = await bulk('requeue', { filter: { status: ['failed', 'cancelled'], ids: everything() }, dry_run: false, force: true, clear_cancellation: true });
+    const response = await bulk('requeue', {
+      filter: { status: ['failed', 'cancelled'], ids: everything() },
+      dry_run: false,
+      force: true,
+      clear_cancellation: true,
+    });
     expect(response.body).toEqual({ dry_run: false, matched: 4, changed: 4, skipped: [] });
     for (const [index, id] of ids.failed.entries()) {
       expect(await job(id)).toMatchObject({ status: 'queued', max_attempts: before[index].max_attempts + 1 });

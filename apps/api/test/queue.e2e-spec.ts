@@ -8,8 +8,24 @@ import { RunningApi, RunningProcess, startApi, startWorker } from '../../../test
 
 const LOCK_GRACE = 3;
 const JOB_FIELDS = [
-  'attempt', 'available_at', 'completed_at', 'component_id', 'component_type', 'created_at', 'error', 'id', 'idempotency_key',
-  'job_type', 'locked_at', 'locked_by', 'max_attempts', 'payload', 'session_id', 'status', 'updated_at', 'user_id',
+  'attempt',
+  'available_at',
+  'completed_at',
+  'component_id',
+  'component_type',
+  'created_at',
+  'error',
+  'id',
+  'idempotency_key',
+  'job_type',
+  'locked_at',
+  'locked_by',
+  'max_attempts',
+  'payload',
+  'session_id',
+  'status',
+  'updated_at',
+  'user_id',
 ];
 
 interface JobRow {
@@ -37,7 +53,8 @@ describe('queue operations (jwt mode with the security key as root)', () => {
     expect(response.status, response.text).toBe(202);
     return response.body.run_id;
   };
-  const job = async (id: string): Promise<JobRow> => (await query<JobRow & Record<string, unknown>>(databaseUrl, 'SELECT * FROM queue_jobs WHERE id = $1', [id]))[0];
+  const job = async (id: string): Promise<JobRow> =>
+    (await query<JobRow & Record<string, unknown>>(databaseUrl, 'SELECT * FROM queue_jobs WHERE id = $1', [id]))[0];
   const statusOf = async (id: string): Promise<string> => (await job(id)).status;
   const requeue = (id: string, params = '', token = ROOT_KEY) => call(api.url, 'POST', `/queue/jobs/${id}/requeue${params}`, { token });
 
@@ -56,14 +73,23 @@ describe('queue operations (jwt mode with the security key as root)', () => {
       expect(response.status, response.text).toBe(200);
       expect(Object.keys(response.body.data[0]).sort()).toEqual(JOB_FIELDS);
       expect(response.body.data.map((j: { id: string }) => j.id)).toEqual(ids.slice(0, 2));
-      expect(response.body.data[0]).toMatchObject({ status: 'queued', attempt: 0, max_attempts: 1, job_type: 'run', payload: { message: 'a' }, locked_by: null, completed_at: null });
+      expect(response.body.data[0]).toMatchObject({
+        status: 'queued',
+        attempt: 0,
+        max_attempts: 1,
+        job_type: 'run',
+        payload: { message: 'a' },
+        locked_by: null,
+        completed_at: null,
+      });
       expect(response.body.meta).toEqual({ page: 1, limit: 2, total_pages: 2, total_count: 3, search_time_ms: expect.any(Number) });
       const second = await call(api.url, 'GET', '/queue/jobs?limit=2&page=2&sort_order=asc', { token: ROOT_KEY });
       expect(second.body.data.map((j: { id: string }) => j.id)).toEqual([ids[2]]);
     });
 
     it('defaults to limit 20, newest first, and ignores an unknown sort_by', async () => {
-      const ids = async (query: string) => (await call(api.url, 'GET', `/queue/jobs${query}`, { token: ROOT_KEY })).body.data.map((j: { id: string }) => j.id);
+      const ids = async (query: string) =>
+        (await call(api.url, 'GET', `/queue/jobs${query}`, { token: ROOT_KEY })).body.data.map((j: { id: string }) => j.id);
       const response = await call(api.url, 'GET', '/queue/jobs?sort_by=no_such_field', { token: ROOT_KEY });
       expect(response.status).toBe(200);
       expect(response.body.meta.limit).toBe(20);
@@ -81,7 +107,9 @@ describe('queue operations (jwt mode with the security key as root)', () => {
       expect(both.body.meta.total_count).toBe(4);
       expect(new Set(both.body.data.map((j: { status: string }) => j.status))).toEqual(new Set(['queued', 'cancelled']));
       // Any allowed sort_by orders the page by that field.
-      const byStatus = await call(api.url, 'GET', '/queue/jobs?status=cancelled&status=queued&sort_by=status&sort_order=desc&limit=1000', { token: ROOT_KEY });
+      const byStatus = await call(api.url, 'GET', '/queue/jobs?status=cancelled&status=queued&sort_by=status&sort_order=desc&limit=1000', {
+        token: ROOT_KEY,
+      });
       expect(byStatus.body.data.map((j: { status: string }) => j.status)).toEqual(['queued', 'queued', 'queued', 'cancelled']);
     });
 
@@ -122,7 +150,9 @@ describe('queue operations (jwt mode with the security key as root)', () => {
       expect(denied.body.detail).toBe('Insufficient permissions. Required scope(s): platform:admin');
       expectErrorBody(await requeue('00000000-0000-4000-8000-000000000000', '', plain.token), 403);
       expectErrorBody(await call(api.url, 'GET', '/queue/jobs', { token: await signJwt({ sub: 'carol', scopes: ['agents:run'] }) }), 403);
-      expect((await call(api.url, 'GET', '/queue/jobs', { token: await signJwt({ sub: 'dave', scopes: ['platform:admin'] }) })).status).toBe(200);
+      expect(
+        (await call(api.url, 'GET', '/queue/jobs', { token: await signJwt({ sub: 'dave', scopes: ['platform:admin'] }) })).status,
+      ).toBe(200);
       expect((await call(api.url, 'GET', '/queue/stats', { token: admin.token })).status).toBe(200);
       expectErrorBody(await call(api.url, 'GET', '/metrics', { token: plain.token }), 403);
     });
@@ -138,8 +168,12 @@ describe('queue operations (jwt mode with the security key as root)', () => {
       expect(expectValidationBody(await call(api.url, 'GET', '/queue/jobs?limit=0', { token: ROOT_KEY }))).toEqual([['query', 'limit']]);
       expect(expectValidationBody(await call(api.url, 'GET', '/queue/jobs?limit=1001', { token: ROOT_KEY }))).toEqual([['query', 'limit']]);
       expect(expectValidationBody(await call(api.url, 'GET', '/queue/jobs?page=0', { token: ROOT_KEY }))).toEqual([['query', 'page']]);
-      expect(expectValidationBody(await call(api.url, 'GET', '/queue/jobs?status=failed&status=lost', { token: ROOT_KEY }))).toEqual([['query', 'status']]);
-      expect(expectValidationBody(await call(api.url, 'GET', '/queue/jobs?sort_order=sideways', { token: ROOT_KEY }))).toEqual([['query', 'sort_order']]);
+      expect(expectValidationBody(await call(api.url, 'GET', '/queue/jobs?status=failed&status=lost', { token: ROOT_KEY }))).toEqual([
+        ['query', 'status'],
+      ]);
+      expect(expectValidationBody(await call(api.url, 'GET', '/queue/jobs?sort_order=sideways', { token: ROOT_KEY }))).toEqual([
+        ['query', 'sort_order'],
+      ]);
       const id = await post('echo-agent', 'x');
       expect(expectValidationBody(await requeue(id, '?force=maybe'))).toEqual([['query', 'force']]);
     });
@@ -167,11 +201,19 @@ describe('queue operations (jwt mode with the security key as root)', () => {
 
     it('leaves the queued backlog alone: reads, refused requeues and a store failure change no queued job', async () => {
       // Every job this block posted and did not cancel is still queued, unclaimed, never attempted.
-      const rows = await query<{ status: string; attempt: number; locked_by: string | null }>(databaseUrl, `SELECT status, attempt, locked_by FROM queue_jobs WHERE status <> 'cancelled'`);
+      const rows = await query<{ status: string; attempt: number; locked_by: string | null }>(
+        databaseUrl,
+        `SELECT status, attempt, locked_by FROM queue_jobs WHERE status <> 'cancelled'`,
+      );
       // 3 (list) + 1 (stats) + 1 (requeue 400) + 1 (422): a lost or claimed job changes the count or a row.
       expect(rows).toHaveLength(6);
       expect(rows.every((row) => row.status === 'queued' && row.attempt === 0 && row.locked_by === null)).toBe(true);
-      expect((await call(api.url, 'GET', '/queue/stats', { token: ROOT_KEY })).body.counts).toMatchObject({ queued: 6, running: 0, paused: 0, cancelled: 1 });
+      expect((await call(api.url, 'GET', '/queue/stats', { token: ROOT_KEY })).body.counts).toMatchObject({
+        queued: 6,
+        running: 0,
+        paused: 0,
+        cancelled: 1,
+      });
     });
   });
 
@@ -210,7 +252,15 @@ describe('queue operations (jwt mode with the security key as root)', () => {
       const id = await failedJob();
       const response = await requeue(id, '?force=true');
       expect(response.status, response.text).toBe(200);
-      expect(response.body).toMatchObject({ id, status: 'queued', attempt: 1, max_attempts: 2, error: 'fail-agent always fails', completed_at: null, locked_by: null });
+      expect(response.body).toMatchObject({
+        id,
+        status: 'queued',
+        attempt: 1,
+        max_attempts: 2,
+        error: 'fail-agent always fails',
+        completed_at: null,
+        locked_by: null,
+      });
       await expect.poll(async () => job(id)).toMatchObject({ status: 'failed', attempt: 2, max_attempts: 2 });
     });
 

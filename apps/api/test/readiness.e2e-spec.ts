@@ -51,7 +51,10 @@ describe('GET /readyz', () => {
       expect(before.status).toBe(503);
       expect(before.body).toEqual({ detail: 'Not ready: database migrations are pending (run the migrate role)' });
 
-      execFileSync('npm', ['run', '--silent', 'migrate'], { env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl }, stdio: 'pipe' });
+      execFileSync('npm', ['run', '--silent', 'migrate'], {
+        env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl },
+        stdio: 'pipe',
+      });
       expect((await call(api.url, 'GET', '/readyz')).status).toBe(200);
     });
   });
@@ -69,7 +72,10 @@ describe('migrations under the advisory lock', () => {
     expect(appliers).toHaveLength(1);
     expect(outputs.filter((output) => output === 'No pending migrations')).toHaveLength(3);
     const applied = appliers[0].slice('Applied migrations: '.length).split(', ');
-    const rows = await query<{ name: string; n: number }>(databaseUrl, 'SELECT name, count(*)::int AS n FROM migrations GROUP BY name ORDER BY name');
+    const rows = await query<{ name: string; n: number }>(
+      databaseUrl,
+      'SELECT name, count(*)::int AS n FROM migrations GROUP BY name ORDER BY name',
+    );
     expect(rows.map((row) => row.name).sort()).toEqual([...applied].sort());
     expect(rows.every((row) => row.n === 1)).toBe(true);
     // The schema they built is whole: a later run finds nothing to do.

@@ -40,8 +40,12 @@ describe('runs and sessions (security_key mode, demo components)', () => {
       const agents = await call(api.url, 'GET', '/agents', { token: ROOT_KEY });
       expect(agents.status).toBe(200);
       expect(agents.body.map((agent: { id: string }) => agent.id)).toEqual(['echo-agent', 'sleep-agent', 'fail-agent']);
-      expect((await call(api.url, 'GET', '/teams', { token: ROOT_KEY })).body.map((team: { id: string }) => team.id)).toEqual(['echo-team']);
-      expect((await call(api.url, 'GET', '/workflows', { token: ROOT_KEY })).body.map((flow: { id: string }) => flow.id)).toEqual(['echo-workflow']);
+      expect((await call(api.url, 'GET', '/teams', { token: ROOT_KEY })).body.map((team: { id: string }) => team.id)).toEqual([
+        'echo-team',
+      ]);
+      expect((await call(api.url, 'GET', '/workflows', { token: ROOT_KEY })).body.map((flow: { id: string }) => flow.id)).toEqual([
+        'echo-workflow',
+      ]);
       const one = await call(api.url, 'GET', '/agents/echo-agent', { token: ROOT_KEY });
       expect(one.body).toEqual({ id: 'echo-agent', type: 'agent', name: 'Echo agent', description: expect.any(String) });
     });
@@ -59,7 +63,10 @@ describe('runs and sessions (security_key mode, demo components)', () => {
 
   describe('synchronous runs', () => {
     it('runs echo-agent from a form-encoded body and answers 200 with the finished run', async () => {
-      const response = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message: 'hello', stream: 'false' }) });
+      const response = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+        token: alice.token,
+        ...form({ message: 'hello', stream: 'false' }),
+      });
       expect(response.status, response.text).toBe(200);
       expect(response.body).toEqual({
         run_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
@@ -98,7 +105,10 @@ describe('runs and sessions (security_key mode, demo components)', () => {
     });
 
     it('streams run events as text/event-stream with stream=true', async () => {
-      const response = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message: 'streamed', stream: 'true' }) });
+      const response = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+        token: alice.token,
+        ...form({ message: 'streamed', stream: 'true' }),
+      });
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toContain('text/event-stream');
       const events = parseEvents(response.text);
@@ -109,7 +119,10 @@ describe('runs and sessions (security_key mode, demo components)', () => {
 
     it('stops a running sleep-agent at its next checkpoint when cancelled', async () => {
       const sessionId = `cancel-${Date.now()}`;
-      const running = call(api.url, 'POST', '/agents/sleep-agent/runs', { token: alice.token, ...form({ message: '20', session_id: sessionId }) });
+      const running = call(api.url, 'POST', '/agents/sleep-agent/runs', {
+        token: alice.token,
+        ...form({ message: '20', session_id: sessionId }),
+      });
       let runId = '';
       await expect
         .poll(async () => {
@@ -127,7 +140,10 @@ describe('runs and sessions (security_key mode, demo components)', () => {
 
   describe('background runs', () => {
     it('stores the run and a queued job with the same id in one go, and answers 202', async () => {
-      const response = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message: 'later', background: 'true' }) });
+      const response = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+        token: alice.token,
+        ...form({ message: 'later', background: 'true' }),
+      });
       expect(response.status, response.text).toBe(202);
       expect(response.body).toEqual({ run_id: expect.any(String), session_id: expect.any(String), status: 'queued' });
       const [job] = await query(databaseUrl, 'SELECT * FROM queue_jobs WHERE id = $1', [response.body.run_id]);
@@ -148,36 +164,66 @@ describe('runs and sessions (security_key mode, demo components)', () => {
     });
 
     it('cancels a queued run at once, job included', async () => {
-      const queued = await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: alice.token, json: { message: '1', background: true } });
+      const queued = await call(api.url, 'POST', '/agents/sleep-agent/runs', {
+        token: alice.token,
+        json: { message: '1', background: true },
+      });
       const cancel = await call(api.url, 'POST', `/agents/sleep-agent/runs/${queued.body.run_id}/cancel`, { token: alice.token });
       expect(cancel.status).toBe(200);
       expect(cancel.body).toMatchObject({ status: 'cancelled', completed_at: expect.any(Number) });
       const [job] = await query(databaseUrl, 'SELECT status, completed_at, attempt FROM queue_jobs WHERE id = $1', [queued.body.run_id]);
       expect(job).toMatchObject({ status: 'cancelled', completed_at: expect.any(Date), attempt: 0 });
-      const intents = await query(databaseUrl, 'SELECT requested_by FROM queue_cancellation_intents WHERE run_id = $1', [queued.body.run_id]);
+      const intents = await query(databaseUrl, 'SELECT requested_by FROM queue_cancellation_intents WHERE run_id = $1', [
+        queued.body.run_id,
+      ]);
       expect(intents).toEqual([{ requested_by: `sa:${alice.name}` }]);
     });
 
     it('returns the earlier run for a repeated Idempotency-Key, 409 for another component, 422 beyond 512 characters', async () => {
       const key = `key-${Date.now()}`;
-      const first = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, headers: { 'idempotency-key': key }, json: { message: 'once', background: true } });
-      const again = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, headers: { 'idempotency-key': key }, json: { message: 'once', background: true } });
+      const first = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+        token: alice.token,
+        headers: { 'idempotency-key': key },
+        json: { message: 'once', background: true },
+      });
+      const again = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+        token: alice.token,
+        headers: { 'idempotency-key': key },
+        json: { message: 'once', background: true },
+      });
       expect(again.status).toBe(202);
       expect(again.body).toEqual(first.body);
       expect(await query(databaseUrl, 'SELECT id FROM queue_jobs WHERE idempotency_key = $1', [key])).toHaveLength(1);
       // Keys are per caller: bob's identical key is his own run.
-      const bobs = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: bob.token, json: { message: 'once', background: true, idempotency_key: key } });
+      const bobs = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+        token: bob.token,
+        json: { message: 'once', background: true, idempotency_key: key },
+      });
       expect(bobs.body.run_id).not.toBe(first.body.run_id);
-      const elsewhere = await call(api.url, 'POST', '/teams/echo-team/runs', { token: alice.token, headers: { 'idempotency-key': key }, json: { message: 'once', background: true } });
+      const elsewhere = await call(api.url, 'POST', '/teams/echo-team/runs', {
+        token: alice.token,
+        headers: { 'idempotency-key': key },
+        json: { message: 'once', background: true },
+      });
       expectErrorBody(elsewhere, 409);
-      const tooLong = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, headers: { 'idempotency-key': 'k'.repeat(513) }, json: { message: 'x' } });
+      const tooLong = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+        token: alice.token,
+        headers: { 'idempotency-key': 'k'.repeat(513) },
+        json: { message: 'x' },
+      });
       expect(expectValidationBody(tooLong)).toEqual([['header', 'idempotency-key']]);
     });
 
     it('answers concurrent requests with the same Idempotency-Key with one run and one job', async () => {
       const key = `race-${Date.now()}`;
       const responses = await Promise.all(
-        Array.from({ length: 8 }, () => call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, headers: { 'idempotency-key': key }, json: { message: 'once', background: true } })),
+        Array.from({ length: 8 }, () =>
+          call(api.url, 'POST', '/agents/echo-agent/runs', {
+            token: alice.token,
+            headers: { 'idempotency-key': key },
+            json: { message: 'once', background: true },
+          }),
+        ),
       );
       expect(responses.map((response) => response.status)).toEqual(Array(8).fill(202));
       expect(new Set(responses.map((response) => response.body.run_id)).size).toBe(1);
@@ -186,14 +232,23 @@ describe('runs and sessions (security_key mode, demo components)', () => {
     });
 
     it('refuses stream=true together with background=true', async () => {
-      expectErrorBody(await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message: 'x', stream: 'true', background: 'true' }) }), 400);
+      expectErrorBody(
+        await call(api.url, 'POST', '/agents/echo-agent/runs', {
+          token: alice.token,
+          ...form({ message: 'x', stream: 'true', background: 'true' }),
+        }),
+        400,
+      );
     });
   });
 
   describe('validation', () => {
     it('answers the 422 body for a missing message and a non-boolean flag', async () => {
       const response = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ stream: 'maybe' }) });
-      expect(expectValidationBody(response)).toEqual([['body', 'message'], ['body', 'stream']]);
+      expect(expectValidationBody(response)).toEqual([
+        ['body', 'message'],
+        ['body', 'stream'],
+      ]);
     });
 
     it('answers 404, not 500, for a run id that is not a UUID', async () => {
@@ -203,23 +258,44 @@ describe('runs and sessions (security_key mode, demo components)', () => {
 
     it('refuses NUL wherever PostgreSQL would store or compare it: 422 naming the field, 404 for a path id', async () => {
       const runId = '00000000-0000-4000-8000-000000000000';
-      const post = (json: unknown, headers: Record<string, string> = {}) => call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, json, headers });
+      const post = (json: unknown, headers: Record<string, string> = {}) =>
+        call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, json, headers });
       expect(expectValidationBody(await post({ message: 'a\u0000b' }))).toEqual([['body', 'message']]);
       expect(expectValidationBody(await post({ message: 'x', idempotency_key: 'k\u0000' }))).toEqual([['body', 'idempotency_key']]);
       expect(expectValidationBody(await post({ message: 'x', session_id: '\u0000' }))).toEqual([['body', 'session_id']]);
-      expect(expectValidationBody(await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message: 'a\u0000b' }) }))).toEqual([['body', 'message']]);
-      for (const path of [`/agents/%00/runs/${runId}`, `/agents/echo-agent/runs/${runId}%00`, '/agents/%00', '/sessions/%00', '/sessions/a%00b/runs', '/queue/jobs/%00']) {
+      expect(
+        expectValidationBody(
+          await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message: 'a\u0000b' }) }),
+        ),
+      ).toEqual([['body', 'message']]);
+      for (const path of [
+        `/agents/%00/runs/${runId}`,
+        `/agents/echo-agent/runs/${runId}%00`,
+        '/agents/%00',
+        '/sessions/%00',
+        '/sessions/a%00b/runs',
+        '/queue/jobs/%00',
+      ]) {
         expectErrorBody(await call(api.url, 'GET', path, { token: ROOT_KEY }), 404);
       }
       expectErrorBody(await call(api.url, 'POST', `/agents/%00/runs/${runId}/cancel`, { token: ROOT_KEY }), 404);
       expectErrorBody(await call(api.url, 'POST', '/agents/%00/runs', { token: ROOT_KEY, json: { message: 'x' } }), 404);
-      expect(expectValidationBody(await call(api.url, 'GET', '/sessions?sort_by=a%00b', { token: ROOT_KEY }))).toEqual([['query', 'sort_by']]);
+      expect(expectValidationBody(await call(api.url, 'GET', '/sessions?sort_by=a%00b', { token: ROOT_KEY }))).toEqual([
+        ['query', 'sort_by'],
+      ]);
     });
 
     it('refuses control characters in the Idempotency-Key header with the 422 body, and a header Node cannot parse with the standard body', async () => {
-      const tab = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, headers: { 'idempotency-key': 'a\tb' }, json: { message: 'x' } });
+      const tab = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+        token: alice.token,
+        headers: { 'idempotency-key': 'a\tb' },
+        json: { message: 'x' },
+      });
       expect(expectValidationBody(tab)).toEqual([['header', 'idempotency-key']]);
-      const raw = await rawRequest(api.url, `POST /agents/echo-agent/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice.token}\r\nIdempotency-Key: a\u0000b\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{"message":"x"}`);
+      const raw = await rawRequest(
+        api.url,
+        `POST /agents/echo-agent/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice.token}\r\nIdempotency-Key: a\u0000b\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{"message":"x"}`,
+      );
       expect(raw.status).toBe(400);
       expect(JSON.parse(raw.body)).toEqual({ detail: expect.any(String) });
     });
@@ -227,28 +303,46 @@ describe('runs and sessions (security_key mode, demo components)', () => {
 
   describe('attribution and self-scoping', () => {
     it("attributes a service account's run to sa:<name>, whatever user_id says", async () => {
-      const response = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message: 'mine', user_id: 'someone-else' }) });
+      const response = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+        token: alice.token,
+        ...form({ message: 'mine', user_id: 'someone-else' }),
+      });
       expect(response.body.user_id).toBe(`sa:${alice.name}`);
     });
 
     it('keeps runs and sessions of one service account invisible to another; the security key sees all', async () => {
       const sessionId = `shared-${Date.now()}`;
-      const run = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message: 'private', session_id: sessionId }) });
+      const run = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+        token: alice.token,
+        ...form({ message: 'private', session_id: sessionId }),
+      });
       expectErrorBody(await call(api.url, 'GET', `/agents/echo-agent/runs/${run.body.run_id}`, { token: bob.token }), 404);
       expectErrorBody(await call(api.url, 'POST', `/agents/echo-agent/runs/${run.body.run_id}/cancel`, { token: bob.token }), 404);
       expectErrorBody(await call(api.url, 'GET', `/sessions/${sessionId}`, { token: bob.token }), 404);
       expectErrorBody(await call(api.url, 'GET', `/sessions/${sessionId}/runs`, { token: bob.token }), 404);
       // Nor can bob append to alice's session.
-      expectErrorBody(await call(api.url, 'POST', '/agents/echo-agent/runs', { token: bob.token, ...form({ message: 'intrude', session_id: sessionId }) }), 404);
+      expectErrorBody(
+        await call(api.url, 'POST', '/agents/echo-agent/runs', {
+          token: bob.token,
+          ...form({ message: 'intrude', session_id: sessionId }),
+        }),
+        404,
+      );
       const bobsSessions = await call(api.url, 'GET', '/sessions?limit=100', { token: bob.token });
       expect(bobsSessions.body.data.every((session: { user_id: string }) => session.user_id === `sa:${bob.name}`)).toBe(true);
-      expect((await call(api.url, 'GET', `/sessions/${sessionId}`, { token: ROOT_KEY })).body).toMatchObject({ session_id: sessionId, user_id: `sa:${alice.name}` });
+      expect((await call(api.url, 'GET', `/sessions/${sessionId}`, { token: ROOT_KEY })).body).toMatchObject({
+        session_id: sessionId,
+        user_id: `sa:${alice.name}`,
+      });
     });
 
     it('continues a session and lists its runs with page metadata', async () => {
       const sessionId = `conversation-${Date.now()}`;
       for (const message of ['one', 'two', 'three']) {
-        expect((await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message, session_id: sessionId }) })).status).toBe(200);
+        expect(
+          (await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, ...form({ message, session_id: sessionId }) }))
+            .status,
+        ).toBe(200);
       }
       const page = await call(api.url, 'GET', `/sessions/${sessionId}/runs?limit=2&sort_order=asc`, { token: alice.token });
       expect(page.status).toBe(200);
@@ -267,7 +361,9 @@ describe('runs and sessions (security_key mode, demo components)', () => {
 
     it('checks the run scope per component', async () => {
       const narrow = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:echo-agent:run'] });
-      expect((await call(api.url, 'POST', '/agents/echo-agent/runs', { token: narrow.token, ...form({ message: 'ok' }) })).status).toBe(200);
+      expect((await call(api.url, 'POST', '/agents/echo-agent/runs', { token: narrow.token, ...form({ message: 'ok' }) })).status).toBe(
+        200,
+      );
       const denied = await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: narrow.token, ...form({ message: '1' }) });
       expectErrorBody(denied, 403);
       expect(denied.body.detail).toBe('Insufficient permissions. Required scope(s): agents:sleep-agent:run');
@@ -278,12 +374,20 @@ describe('runs and sessions (security_key mode, demo components)', () => {
 describe('background runs on a replica without the queue', () => {
   let api: RunningApi;
   beforeAll(async () => {
-    api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true', QUEUE_ENABLED: 'false' });
+    api = await startApi({
+      DATABASE_URL: await createTestDatabase(),
+      OS_SECURITY_KEY: ROOT_KEY,
+      DEMO_COMPONENTS: 'true',
+      QUEUE_ENABLED: 'false',
+    });
   });
   afterAll(() => api?.stop());
 
   it('answers 503 to background=true and still runs synchronously', async () => {
-    expectErrorBody(await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, ...form({ message: 'x', background: 'true' }) }), 503);
+    expectErrorBody(
+      await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, ...form({ message: 'x', background: 'true' }) }),
+      503,
+    );
     expect((await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, ...form({ message: 'x' }) })).status).toBe(200);
   });
 });

@@ -29,7 +29,10 @@ describe('schedules api (security_key mode)', () => {
 
   const create = (json: Record<string, unknown>, token = ROOT_KEY) => call(api.url, 'POST', '/schedules', { token, json });
   const createOk = async (json: Record<string, unknown> = {}, token = ROOT_KEY) => {
-    const response = await create({ name: uniqueName('sched'), cron_expr: '0 0 1 1 *', endpoint: '/health', method: 'GET', ...json }, token);
+    const response = await create(
+      { name: uniqueName('sched'), cron_expr: '0 0 1 1 *', endpoint: '/health', method: 'GET', ...json },
+      token,
+    );
     expect(response.status, response.text).toBe(201);
     return response.body;
   };
@@ -84,12 +87,31 @@ describe('schedules api (security_key mode)', () => {
     });
 
     it('answers 422 naming each missing or bad field', async () => {
-      expect(expectValidationBody(await create({}))).toEqual([['body', 'name'], ['body', 'cron_expr'], ['body', 'endpoint']]);
-      const bad = await create({ name: 'ok', cron_expr: '61 * * * *', endpoint: 'health', timezone: 'Mars/Base', method: 'FETCH', payload: [1] });
-      expect(expectValidationBody(bad)).toEqual([['body', 'cron_expr'], ['body', 'endpoint'], ['body', 'method'], ['body', 'payload'], ['body', 'timezone']]);
+      expect(expectValidationBody(await create({}))).toEqual([
+        ['body', 'name'],
+        ['body', 'cron_expr'],
+        ['body', 'endpoint'],
+      ]);
+      const bad = await create({
+        name: 'ok',
+        cron_expr: '61 * * * *',
+        endpoint: 'health',
+        timezone: 'Mars/Base',
+        method: 'FETCH',
+        payload: [1],
+      });
+      expect(expectValidationBody(bad)).toEqual([
+        ['body', 'cron_expr'],
+        ['body', 'endpoint'],
+        ['body', 'method'],
+        ['body', 'payload'],
+        ['body', 'timezone'],
+      ]);
       const cron = bad.body.detail.find((issue: { loc: string[] }) => issue.loc[1] === 'cron_expr');
       expect(cron).toMatchObject({ type: 'isCronExpression', input: '61 * * * *', msg: expect.stringContaining('minute') });
-      expect(expectValidationBody(await create({ name: 'x', cron_expr: '0 0 30 2 *', endpoint: '/health' }))).toEqual([['body', 'cron_expr']]);
+      expect(expectValidationBody(await create({ name: 'x', cron_expr: '0 0 30 2 *', endpoint: '/health' }))).toEqual([
+        ['body', 'cron_expr'],
+      ]);
     });
 
     it('accepts any name up to 255 characters without control characters', async () => {
@@ -97,21 +119,33 @@ describe('schedules api (security_key mode)', () => {
         expect((await createOk({ name })).name).toBe(name);
       }
       for (const name of ['', 'x'.repeat(256), 'a\u0000b', 'bell\u0007']) {
-        expect(expectValidationBody(await create({ name, cron_expr: '* * * * *', endpoint: '/health' })), JSON.stringify(name)).toEqual([['body', 'name']]);
+        expect(expectValidationBody(await create({ name, cron_expr: '* * * * *', endpoint: '/health' })), JSON.stringify(name)).toEqual([
+          ['body', 'name'],
+        ]);
       }
     });
 
     it('refuses NUL in any string of the body, payload included, naming where (never a 500)', async () => {
       const body = { name: uniqueName('sched'), cron_expr: '0 0 1 1 *', endpoint: '/health', method: 'GET' };
       expect(expectValidationBody(await create({ ...body, description: 'a\u0000b' }))).toEqual([['body', 'description']]);
-      expect(expectValidationBody(await create({ ...body, payload: { deep: ['ok', 'x\u0000'] } }))).toEqual([['body', 'payload', 'deep', 1]]);
+      expect(expectValidationBody(await create({ ...body, payload: { deep: ['ok', 'x\u0000'] } }))).toEqual([
+        ['body', 'payload', 'deep', 1],
+      ]);
       expect(expectValidationBody(await create({ ...body, payload: { 'k\u0000': 1 } }))).toEqual([['body', 'payload', 'k\u0000']]);
-      expect(expectValidationBody(await call(api.url, 'GET', '/schedules?managed_by=a%00b', { token: ROOT_KEY }))).toEqual([['query', 'managed_by']]);
+      expect(expectValidationBody(await call(api.url, 'GET', '/schedules?managed_by=a%00b', { token: ROOT_KEY }))).toEqual([
+        ['query', 'managed_by'],
+      ]);
     });
 
     it('refuses a body nested deeper than 32 levels with the 422 body (it overflowed the stack: a 500)', async () => {
       const deep = JSON.parse(`${'{"a":'.repeat(3000)}1${'}'.repeat(3000)}`);
-      const response = await create({ name: uniqueName('sched'), cron_expr: '0 0 1 1 *', endpoint: '/health', method: 'GET', payload: deep });
+      const response = await create({
+        name: uniqueName('sched'),
+        cron_expr: '0 0 1 1 *',
+        endpoint: '/health',
+        method: 'GET',
+        payload: deep,
+      });
       const [loc] = expectValidationBody(response);
       expect(loc.slice(0, 3)).toEqual(['body', 'payload', 'a']);
       expect(response.body.detail[0]).toMatchObject({ type: 'max_depth', ctx: { max_depth: 32 } });
@@ -149,16 +183,27 @@ describe('schedules api (security_key mode)', () => {
       for (let i = 0; i < 3; i += 1) {
         created.push(await createOk({ managed_by: managedBy, enabled: i !== 1, endpoint: '/agents/echo-agent/runs', method: 'POST' }));
       }
-      const page = await call(api.url, 'GET', `/schedules?managed_by=${managedBy}&limit=2&sort_by=name&sort_order=asc`, { token: ROOT_KEY });
+      const page = await call(api.url, 'GET', `/schedules?managed_by=${managedBy}&limit=2&sort_by=name&sort_order=asc`, {
+        token: ROOT_KEY,
+      });
       expect(page.status).toBe(200);
       expect(page.body.meta).toEqual({ page: 1, limit: 2, total_pages: 2, total_count: 3, search_time_ms: expect.any(Number) });
-      expect(page.body.data.map((s: { name: string }) => s.name)).toEqual(created.map((s) => s.name).sort().slice(0, 2));
+      expect(page.body.data.map((s: { name: string }) => s.name)).toEqual(
+        created
+          .map((s) => s.name)
+          .sort()
+          .slice(0, 2),
+      );
       const enabled = await call(api.url, 'GET', `/schedules?managed_by=${managedBy}&enabled=false`, { token: ROOT_KEY });
       expect(enabled.body.data.map((s: { id: string }) => s.id)).toEqual([created[1].id]);
-      const targeted = await call(api.url, 'GET', `/schedules?managed_by=${managedBy}&target_type=agent&target_id=echo-agent`, { token: ROOT_KEY });
+      const targeted = await call(api.url, 'GET', `/schedules?managed_by=${managedBy}&target_type=agent&target_id=echo-agent`, {
+        token: ROOT_KEY,
+      });
       expect(targeted.body.meta.total_count).toBe(3);
       expect(expectValidationBody(await call(api.url, 'GET', '/schedules?limit=1001', { token: ROOT_KEY }))).toEqual([['query', 'limit']]);
-      expect(expectValidationBody(await call(api.url, 'GET', '/schedules?target_type=robot', { token: ROOT_KEY }))).toEqual([['query', 'target_type']]);
+      expect(expectValidationBody(await call(api.url, 'GET', '/schedules?target_type=robot', { token: ROOT_KEY }))).toEqual([
+        ['query', 'target_type'],
+      ]);
     });
   });
 
@@ -171,7 +216,11 @@ describe('schedules api (security_key mode)', () => {
     const validTimezone = 'America/Argentina/ComodRivadavia';
     const bounds: [field: string, inside: unknown[], outside: unknown[]][] = [
       // The spec: any string up to 255 characters; control characters (NUL among them) are refused.
-      ['name', ['n'.repeat(255), 'n', 'Nightly (v2)', 'Rapport: été/夜 #3 [prod] 🚀', ' padded '], ['n'.repeat(256), '', 'a\u0000b', 'tab\there', 'line\nbreak', 'del\u007f']],
+      [
+        'name',
+        ['n'.repeat(255), 'n', 'Nightly (v2)', 'Rapport: été/夜 #3 [prod] 🚀', ' padded '],
+        ['n'.repeat(256), '', 'a\u0000b', 'tab\there', 'line\nbreak', 'del\u007f'],
+      ],
       ['cron_expr', [cronOfLength(128)], [`0${cronOfLength(128)}`]],
       ['endpoint', [`/${'e'.repeat(511)}`, '/'], [`/${'e'.repeat(512)}`]],
       ['method', ['DELETE', 'get'], ['PROPPATCHES']],
@@ -205,10 +254,22 @@ describe('schedules api (security_key mode)', () => {
     });
 
     it('refuses null for required fields, wrong types and fractions, but clears description and payload', async () => {
-      for (const field of ['name', 'cron_expr', 'endpoint', 'method', 'timezone', 'timeout_seconds', 'max_retries', 'retry_delay_seconds']) {
+      for (const field of [
+        'name',
+        'cron_expr',
+        'endpoint',
+        'method',
+        'timezone',
+        'timeout_seconds',
+        'max_retries',
+        'retry_delay_seconds',
+      ]) {
         expect(expectValidationBody(await patch(id, { [field]: null })), field).toEqual([['body', field]]);
       }
-      expect(expectValidationBody(await patch(id, { timeout_seconds: '5', max_retries: 1.5 }))).toEqual([['body', 'timeout_seconds'], ['body', 'max_retries']]);
+      expect(expectValidationBody(await patch(id, { timeout_seconds: '5', max_retries: 1.5 }))).toEqual([
+        ['body', 'timeout_seconds'],
+        ['body', 'max_retries'],
+      ]);
       expect(expectValidationBody(await patch(id, { payload: 'text' }))).toEqual([['body', 'payload']]);
       expect(expectValidationBody(await patch(id, ['name']))).toEqual([['body']]);
       const cleared = await patch(id, { description: null, payload: null });
@@ -223,7 +284,10 @@ describe('schedules api (security_key mode)', () => {
       expect((await patch(schedule.id, { timezone: 'America/New_York' })).body.next_run_at).toBe(Date.UTC(year, 0, 1, 17) / 1000);
       expect((await patch(schedule.id, { name: uniqueName('renamed') })).body.next_run_at).toBe(Date.UTC(year, 0, 1, 17) / 1000);
       expect((await patch(schedule.id, { enabled: false })).body).toMatchObject({ enabled: false, next_run_at: null });
-      expect((await patch(schedule.id, { enabled: true })).body).toMatchObject({ enabled: true, next_run_at: Date.UTC(year, 0, 1, 17) / 1000 });
+      expect((await patch(schedule.id, { enabled: true })).body).toMatchObject({
+        enabled: true,
+        next_run_at: Date.UTC(year, 0, 1, 17) / 1000,
+      });
     });
 
     it('re-derives the target when the endpoint changes', async () => {
@@ -235,9 +299,19 @@ describe('schedules api (security_key mode)', () => {
 
     it('clears disabled_reason when re-enabled', async () => {
       const schedule = await createOk();
-      await query(databaseUrl, `UPDATE schedules SET enabled = false, next_run_at = NULL, disabled_reason = 'creator_revoked:sa:x' WHERE id = $1`, [schedule.id]);
-      expect((await call(api.url, 'GET', `/schedules/${schedule.id}`, { token: ROOT_KEY })).body.disabled_reason).toBe('creator_revoked:sa:x');
-      expect((await patch(schedule.id, { enabled: true })).body).toMatchObject({ enabled: true, disabled_reason: null, next_run_at: expect.any(Number) });
+      await query(
+        databaseUrl,
+        `UPDATE schedules SET enabled = false, next_run_at = NULL, disabled_reason = 'creator_revoked:sa:x' WHERE id = $1`,
+        [schedule.id],
+      );
+      expect((await call(api.url, 'GET', `/schedules/${schedule.id}`, { token: ROOT_KEY })).body.disabled_reason).toBe(
+        'creator_revoked:sa:x',
+      );
+      expect((await patch(schedule.id, { enabled: true })).body).toMatchObject({
+        enabled: true,
+        disabled_reason: null,
+        next_run_at: expect.any(Number),
+      });
     });
 
     it('returns the schedule unchanged for an empty body, ignores unknown fields, and 404s an unknown id', async () => {
@@ -322,7 +396,10 @@ describe('schedules api (security_key mode)', () => {
 
     it('confines service accounts to their own schedules; the security key sees all', async () => {
       const scopes = ['schedules:read', 'schedules:write', 'schedules:delete'];
-      const [alice, bob] = [await mintAccount(api.url, ROOT_KEY, { scopes, privileged: true }), await mintAccount(api.url, ROOT_KEY, { scopes, privileged: true })];
+      const [alice, bob] = [
+        await mintAccount(api.url, ROOT_KEY, { scopes, privileged: true }),
+        await mintAccount(api.url, ROOT_KEY, { scopes, privileged: true }),
+      ];
       const mine = await createOk({ user_id: 'ignored-for-service-accounts' }, alice.token);
       expect(mine.user_id).toBe(`sa:${alice.name}`);
       expectErrorBody(await call(api.url, 'GET', `/schedules/${mine.id}`, { token: bob.token }), 404);
@@ -331,7 +408,9 @@ describe('schedules api (security_key mode)', () => {
       expectErrorBody(await call(api.url, 'GET', `/schedules/${mine.id}/runs`, { token: bob.token }), 404);
       expectErrorBody(await call(api.url, 'DELETE', `/schedules/${mine.id}`, { token: bob.token }), 404);
       expect((await call(api.url, 'GET', '/schedules?limit=1000', { token: bob.token })).body.data).toEqual([]);
-      expect((await call(api.url, 'GET', '/schedules?limit=1000', { token: alice.token })).body.data.map((s: { id: string }) => s.id)).toEqual([mine.id]);
+      expect(
+        (await call(api.url, 'GET', '/schedules?limit=1000', { token: alice.token })).body.data.map((s: { id: string }) => s.id),
+      ).toEqual([mine.id]);
       expect((await call(api.url, 'GET', `/schedules/${mine.id}`, { token: ROOT_KEY })).status).toBe(200);
       // Names are unique per owner, so bob may use alice's name.
       expect((await createOk({ name: mine.name }, bob.token)).name).toBe(mine.name);
@@ -352,7 +431,10 @@ describe('schedules api (security_key mode)', () => {
       // The first credential checked makes the api generate its signing key (none is configured here).
       await refused(forged);
       await refused('svc_sch_garbage');
-      const [{ value: key }] = await query<{ value: string }>(databaseUrl, `SELECT value FROM internal_secrets WHERE name = 'internal_service_token'`);
+      const [{ value: key }] = await query<{ value: string }>(
+        databaseUrl,
+        `SELECT value FROM internal_secrets WHERE name = 'internal_service_token'`,
+      );
       const signed = (scheduleId: string, expiresAt: number, call = 'GET /config') =>
         `svc_sch_${scheduleId}.${expiresAt}.${createHmac('sha256', key).update(`${scheduleId}.${expiresAt}.${call}`).digest('base64url')}`;
 

@@ -13,7 +13,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 describe('POST /service-accounts/{id}/rotate (security_key mode, verification cache on)', () => {
   let api: RunningApi;
   let databaseUrl: string;
-  const rotate = (id: string, token: string | undefined, json: unknown = {}) => call(api.url, 'POST', `/service-accounts/${id}/rotate`, { token, json });
+  const rotate = (id: string, token: string | undefined, json: unknown = {}) =>
+    call(api.url, 'POST', `/service-accounts/${id}/rotate`, { token, json });
   const status = async (token: string) => (await call(api.url, 'GET', '/config', { token })).status;
 
   beforeAll(async () => {
@@ -26,7 +27,16 @@ describe('POST /service-accounts/{id}/rotate (security_key mode, verification ca
   it('answers the account with a new token; the old one works through the grace, then 401, even from the cache', async () => {
     const account = await mintAccount(api.url, ROOT_KEY);
     expect(await status(account.token)).toBe(200); // cached now
-    await expect.poll(async () => (await query<{ last_used_ip: string | null }>(databaseUrl, 'SELECT last_used_ip FROM service_accounts WHERE id = $1', [account.id]))[0].last_used_ip).toBe('127.0.0.1');
+    await expect
+      .poll(
+        async () =>
+          (
+            await query<{ last_used_ip: string | null }>(databaseUrl, 'SELECT last_used_ip FROM service_accounts WHERE id = $1', [
+              account.id,
+            ])
+          )[0].last_used_ip,
+      )
+      .toBe('127.0.0.1');
     const response = await rotate(account.id, ROOT_KEY, { grace_seconds: 3 });
     const graceEndsAt = Date.now() + 3000;
     expect(response.status, response.text).toBe(200);
@@ -53,7 +63,11 @@ describe('POST /service-accounts/{id}/rotate (security_key mode, verification ca
     expect(await status(account.token)).toBe(401);
     expect(await status(rotated.token)).toBe(200);
 
-    const [row] = await query<{ token_hash: string; previous_token_hash: string }>(databaseUrl, 'SELECT * FROM service_accounts WHERE id = $1', [account.id]);
+    const [row] = await query<{ token_hash: string; previous_token_hash: string }>(
+      databaseUrl,
+      'SELECT * FROM service_accounts WHERE id = $1',
+      [account.id],
+    );
     expect(JSON.stringify(row)).not.toContain(rotated.token);
     const listed = await call(api.url, 'GET', '/service-accounts?limit=100', { token: ROOT_KEY });
     expect(listed.body.data.find((entry: { id: string }) => entry.id === account.id).token_prefix).toBe(rotated.token.slice(0, 15));
@@ -69,7 +83,7 @@ describe('POST /service-accounts/{id}/rotate (security_key mode, verification ca
     expect(await status(rotated.body.token)).toBe(200);
   });
 
-  it('defaults to an hour of grace; a second rotation ends the first one\'s grace', async () => {
+  it("defaults to an hour of grace; a second rotation ends the first one's grace", async () => {
     const account = await mintAccount(api.url, ROOT_KEY);
     const first = await rotate(account.id, ROOT_KEY);
     expect(first.status).toBe(200);
@@ -96,9 +110,15 @@ describe('POST /service-accounts/{id}/rotate (security_key mode, verification ca
       expect(expectValidationBody(await rotate(account.id, ROOT_KEY, body)), JSON.stringify(body)).toEqual([['body']]);
     }
     // Declaring JSON and sending nothing is no body, as on every route: the defaults again.
-    const empty = await call(api.url, 'POST', `/service-accounts/${account.id}/rotate`, { token: ROOT_KEY, raw: { body: '', contentType: 'application/json' } });
+    const empty = await call(api.url, 'POST', `/service-accounts/${account.id}/rotate`, {
+      token: ROOT_KEY,
+      raw: { body: '', contentType: 'application/json' },
+    });
     expect(empty.status, empty.text).toBe(200);
-    const nul = await call(api.url, 'POST', `/service-accounts/${account.id}/rotate`, { token: ROOT_KEY, raw: { body: '{"grace_seconds": "1\\u0000"}', contentType: 'application/json' } });
+    const nul = await call(api.url, 'POST', `/service-accounts/${account.id}/rotate`, {
+      token: ROOT_KEY,
+      raw: { body: '{"grace_seconds": "1\\u0000"}', contentType: 'application/json' },
+    });
     expect(expectValidationBody(nul)).toEqual([['body', 'grace_seconds']]);
     expect(await status(bare.body.token)).toBe(200);
   });
@@ -131,7 +151,7 @@ describe('POST /service-accounts/{id}/rotate (security_key mode, verification ca
     expect(await status(expired.token)).toBe(401);
   });
 
-  it('refuses the wrong principals: anonymous 401, no service_accounts:write 403, another minter\'s account 404 as revoke does', async () => {
+  it("refuses the wrong principals: anonymous 401, no service_accounts:write 403, another minter's account 404 as revoke does", async () => {
     const target = await mintAccount(api.url, ROOT_KEY);
     expectErrorBody(await rotate(target.id, undefined), 401);
 
@@ -159,7 +179,9 @@ describe('POST /service-accounts/{id}/rotate (security_key mode, verification ca
     expect(account.last_used_ip).toBeNull();
     expect(await status(account.token)).toBe(200);
     const listed = async () =>
-      (await call(api.url, 'GET', '/service-accounts?limit=100', { token: ROOT_KEY })).body.data.find((entry: { id: string }) => entry.id === account.id);
+      (await call(api.url, 'GET', '/service-accounts?limit=100', { token: ROOT_KEY })).body.data.find(
+        (entry: { id: string }) => entry.id === account.id,
+      );
     await expect.poll(async () => (await listed()).last_used_ip).toBe('127.0.0.1');
     expect((await listed()).last_used_at).toEqual(expect.any(Number));
   });

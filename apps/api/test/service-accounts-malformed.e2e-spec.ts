@@ -37,15 +37,25 @@ describe('malformed input on every service-account route', () => {
     });
 
     it('answers 422 naming every field of the wrong type', async () => {
-      const locs = expectValidationBody(await postJson({ name: 123, scopes: 'agents:run', expires_in_days: 'ten', never_expires: 'yes', allow_privileged_scopes: 1 }));
+      const locs = expectValidationBody(
+        await postJson({ name: 123, scopes: 'agents:run', expires_in_days: 'ten', never_expires: 'yes', allow_privileged_scopes: 1 }),
+      );
       expect(locs).toEqual(
-        expect.arrayContaining([['body', 'name'], ['body', 'scopes'], ['body', 'expires_in_days'], ['body', 'never_expires'], ['body', 'allow_privileged_scopes']]),
+        expect.arrayContaining([
+          ['body', 'name'],
+          ['body', 'scopes'],
+          ['body', 'expires_in_days'],
+          ['body', 'never_expires'],
+          ['body', 'allow_privileged_scopes'],
+        ]),
       );
     });
 
     it('answers 422 to scope grants that are neither strings nor objects, or not `allow`', async () => {
       expect(expectValidationBody(await postJson({ name: uniqueName(), scopes: [42] }))).toEqual([['body', 'scopes', 0]]);
-      expect(expectValidationBody(await postJson({ name: uniqueName(), scopes: [{ scope: 'agents:run', effect: 'deny' }] }))).toEqual([['body', 'scopes', 0, 'effect']]);
+      expect(expectValidationBody(await postJson({ name: uniqueName(), scopes: [{ scope: 'agents:run', effect: 'deny' }] }))).toEqual([
+        ['body', 'scopes', 0, 'effect'],
+      ]);
     });
 
     it('answers 422 to out-of-range numbers', async () => {
@@ -60,7 +70,9 @@ describe('malformed input on every service-account route', () => {
       for (const name of ['a'.repeat(64), 'Upper', '-leading', 'sa:colon', 'has space', '']) {
         expect(expectValidationBody(await postJson({ name })), name).toEqual([['body', 'name']]);
       }
-      expect(expectValidationBody(await postJson({ name: uniqueName(), scopes: [{ scope: 'a'.repeat(300) }] }))).toEqual([['body', 'scopes', 0, 'scope']]);
+      expect(expectValidationBody(await postJson({ name: uniqueName(), scopes: [{ scope: 'a'.repeat(300) }] }))).toEqual([
+        ['body', 'scopes', 0, 'scope'],
+      ]);
     });
 
     it('names a missing required field with type "missing"', async () => {
@@ -92,9 +104,12 @@ describe('malformed input on every service-account route', () => {
     });
 
     // The spec: an id that does not exist is a 404, and an id that cannot name anything does not exist.
-    it.each(['not-a-uuid', '123', 'x'.repeat(90), '%00', "1'%20OR%20'1'='1", '00000000-0000-4000-8000-000000000000%00'])('answers 404 to the path id %s', async (id) => {
-      expectErrorBody(await call(api.url, 'DELETE', `/service-accounts/${id}`, { token: ROOT_KEY }), 404);
-      expectErrorBody(await call(api.url, 'POST', `/service-accounts/${id}/rotate`, { token: ROOT_KEY }), 404);
-    });
+    it.each(['not-a-uuid', '123', 'x'.repeat(90), '%00', "1'%20OR%20'1'='1", '00000000-0000-4000-8000-000000000000%00'])(
+      'answers 404 to the path id %s',
+      async (id) => {
+        expectErrorBody(await call(api.url, 'DELETE', `/service-accounts/${id}`, { token: ROOT_KEY }), 404);
+        expectErrorBody(await call(api.url, 'POST', `/service-accounts/${id}/rotate`, { token: ROOT_KEY }), 404);
+      },
+    );
   });
 });

@@ -70,7 +70,10 @@ describe('service accounts (security_key mode)', () => {
       });
       expect(response.status, response.text).toBe(201);
       expect(response.body.scopes).toEqual(['schedules:write', 'config:read']);
-      const invalid = await call(api.url, 'POST', '/service-accounts', { token: ROOT_KEY, json: { name: uniqueName(), scopes: ['agents'] } });
+      const invalid = await call(api.url, 'POST', '/service-accounts', {
+        token: ROOT_KEY,
+        json: { name: uniqueName(), scopes: ['agents'] },
+      });
       expect(invalid.status).toBe(400);
     });
 
@@ -90,7 +93,10 @@ describe('service accounts (security_key mode)', () => {
 
     it('answers 400 for privileged scopes without allow_privileged_scopes', async () => {
       for (const scope of ['sessions:write', 'agents:x:delete', 'platform:admin', 'service_accounts:read']) {
-        const response = await call(api.url, 'POST', '/service-accounts', { token: ROOT_KEY, json: { name: uniqueName(), scopes: [{ scope }] } });
+        const response = await call(api.url, 'POST', '/service-accounts', {
+          token: ROOT_KEY,
+          json: { name: uniqueName(), scopes: [{ scope }] },
+        });
         expect(response.status, scope).toBe(400);
         expect(response.body.detail).toContain(`Privileged scope(s) require allow_privileged_scopes=true: ${scope}`);
       }
@@ -102,7 +108,9 @@ describe('service accounts (security_key mode)', () => {
       const first = await mintAccount(api.url, ROOT_KEY);
       const conflict = await call(api.url, 'POST', '/service-accounts', { token: ROOT_KEY, json: { name: first.name } });
       expect(conflict.status).toBe(409);
-      expect(conflict.body).toEqual({ detail: `An active service account named '${first.name}' already exists. Revoke it first to rotate.` });
+      expect(conflict.body).toEqual({
+        detail: `An active service account named '${first.name}' already exists. Revoke it first to rotate.`,
+      });
 
       expect((await call(api.url, 'DELETE', `/service-accounts/${first.id}`, { token: ROOT_KEY })).status).toBe(200);
       const second = await mintAccount(api.url, ROOT_KEY, { name: first.name });
@@ -120,7 +128,10 @@ describe('service accounts (security_key mode)', () => {
       const [row] = await query(databaseUrl, 'SELECT revoked_at FROM service_accounts WHERE id = $1', [expired.id]);
       expect(row.revoked_at).toBeNull();
       const listed = await call(api.url, 'GET', '/service-accounts?limit=100&include_revoked=true', { token: ROOT_KEY });
-      expect(listed.body.data.find((account: { id: string }) => account.id === expired.id)).toMatchObject({ revoked_at: null, expires_at: expect.any(Number) });
+      expect(listed.body.data.find((account: { id: string }) => account.id === expired.id)).toMatchObject({
+        revoked_at: null,
+        expires_at: expect.any(Number),
+      });
       // The new account holds the name: a third mint is refused while it is active.
       expectErrorBody(await call(api.url, 'POST', '/service-accounts', { token: ROOT_KEY, json: { name: expired.name } }), 409);
     });
@@ -200,7 +211,14 @@ describe('service accounts (security_key mode)', () => {
       expect(response.status).toBe(200);
       expect(response.body).toMatchObject({ principal: `sa:${account.name}`, scopes: DEFAULT_SCOPES });
       await expect
-        .poll(async () => (await query<{ last_used_at: Date | null }>(databaseUrl, 'SELECT last_used_at FROM service_accounts WHERE id = $1', [account.id]))[0].last_used_at)
+        .poll(
+          async () =>
+            (
+              await query<{ last_used_at: Date | null }>(databaseUrl, 'SELECT last_used_at FROM service_accounts WHERE id = $1', [
+                account.id,
+              ])
+            )[0].last_used_at,
+        )
         .not.toBeNull();
     });
 

@@ -26,6 +26,9 @@ export function parseExpires(value: string): number | null {
 export function requirePrivilegedFlag(scopes: readonly string[], privileged: boolean | undefined): void {
   const needing = scopes.filter(isPrivilegedScope);
   if (needing.length && !privileged) {
-    throw new CliError(`Privileged scope(s) need --privileged: ${needing.join(', ')}`, 'Privileged tokens must be deliberate: pass --privileged.');
+    throw new CliError(
+      `Privileged scope(s) need --privileged: ${needing.join(', ')}`,
+      'Privileged tokens must be deliberate: pass --privileged.',
+    );
   }
 }

@@ -1,5 +1,13 @@
 import { Terminal } from '@app/cli-terminal';
-import { CliEnv, confirmDiscoveredUrl, describeSource, discoverOne, ENV_FILES, ServiceDescriptor, serviceUrlFromEnvFiles } from '@app/svc-client';
+import {
+  CliEnv,
+  confirmDiscoveredUrl,
+  describeSource,
+  discoverOne,
+  ENV_FILES,
+  ServiceDescriptor,
+  serviceUrlFromEnvFiles,
+} from '@app/svc-client';
 
 import { ServiceOptions } from './options';
 

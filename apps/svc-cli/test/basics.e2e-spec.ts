@@ -13,9 +13,27 @@ describe('svc entry points', () => {
     const run = await runCli([], sandbox);
     expect(run.code).toBe(0);
     for (const command of [
-      'create', 'connect', 'disconnect', 'status', 'up', 'down', 'restart', 'tokens create', 'tokens list', 'tokens revoke', 'tokens rotate',
-      'jobs list', 'jobs get', 'jobs stats', 'jobs requeue',
-      'schedules list', 'schedules get', 'schedules runs', 'schedules trigger', 'schedules pause', 'schedules resume',
+      'create',
+      'connect',
+      'disconnect',
+      'status',
+      'up',
+      'down',
+      'restart',
+      'tokens create',
+      'tokens list',
+      'tokens revoke',
+      'tokens rotate',
+      'jobs list',
+      'jobs get',
+      'jobs stats',
+      'jobs requeue',
+      'schedules list',
+      'schedules get',
+      'schedules runs',
+      'schedules trigger',
+      'schedules pause',
+      'schedules resume',
     ]) {
       expect(run.stdout).toContain(`  ${command}`);
     }
@@ -34,7 +52,22 @@ describe('svc entry points', () => {
   it('--help of a command exits 0 and lists its flags', async () => {
     const run = await runCli(['connect', '--help'], sandbox);
     expect(run.code).toBe(0);
-    for (const flag of ['--url', '--clients', '--name', '-s, --scopes', '--expires', '--privileged', '--pat', '--server-name', '--project', '--rotate', '--skip-existing', '--allow-http', '-y, --yes', '--json']) {
+    for (const flag of [
+      '--url',
+      '--clients',
+      '--name',
+      '-s, --scopes',
+      '--expires',
+      '--privileged',
+      '--pat',
+      '--server-name',
+      '--project',
+      '--rotate',
+      '--skip-existing',
+      '--allow-http',
+      '-y, --yes',
+      '--json',
+    ]) {
       expect(run.stdout).toContain(flag);
     }
   });
@@ -52,14 +85,32 @@ describe('svc entry points', () => {
     }
     const requeue = await runCli(['jobs', 'requeue', '--help'], sandbox);
     expect(requeue.code).toBe(0);
-    for (const flag of ['--status', '--component', '--since', '--limit', '--dry-run', '--force', '--clear-cancellation', '-y, --yes', '--url', '--allow-http', '--json']) {
+    for (const flag of [
+      '--status',
+      '--component',
+      '--since',
+      '--limit',
+      '--dry-run',
+      '--force',
+      '--clear-cancellation',
+      '-y, --yes',
+      '--url',
+      '--allow-http',
+      '--json',
+    ]) {
       expect(requeue.stdout).toContain(flag);
     }
     expect(requeue.stdout).toContain('Exit 3 when only some');
   });
 
   it('unknown commands, unknown options and missing values exit 2 on stderr without JSON', async () => {
-    for (const args of [['launch'], ['status', '--verbose', '--json'], ['connect', '--clients'], ['disconnect', '--url'], ['create', 'a', 'b', '--json']]) {
+    for (const args of [
+      ['launch'],
+      ['status', '--verbose', '--json'],
+      ['connect', '--clients'],
+      ['disconnect', '--url'],
+      ['create', 'a', 'b', '--json'],
+    ]) {
       const run = await runCli(args, sandbox);
       expect(run.code, `${args.join(' ')}\n${run.stderr}`).toBe(2);
       expect(run.stdout).toBe('');

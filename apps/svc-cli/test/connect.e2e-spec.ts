@@ -14,7 +14,18 @@ import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
 
 const ALL_IN_PLACE = 'code-agent-a,desktop-app-a,code-agent-b,editor-c';
 const RESULT_KEYS = ['account', 'client', 'error', 'location', 'status', 'verify'];
-const ACCOUNT_KEYS = ['created_at', 'expires_at', 'id', 'last_used_at', 'last_used_ip', 'name', 'principal', 'revoked_at', 'scopes', 'token_prefix'];
+const ACCOUNT_KEYS = [
+  'created_at',
+  'expires_at',
+  'id',
+  'last_used_at',
+  'last_used_ip',
+  'name',
+  'principal',
+  'revoked_at',
+  'scopes',
+  'token_prefix',
+];
 
 const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8'));
 const mode = (path: string) => statSync(path).mode & 0o777;
@@ -35,14 +46,23 @@ function storedTokens(sandbox: CliSandbox, name = 'platform-service'): Record<st
   const readers: Record<string, [string, () => string]> = {
     'code-agent-a': [files.claude, () => bearer(readJson(files.claude).mcpServers[name].headers.Authorization)],
     'desktop-app-a': [files.desktop, () => bearer(readJson(files.desktop).mcpServers[name].env.SVC_AUTH_HEADER)],
-    'code-agent-b': [files.codex, () => bearer((parseToml(readFileSync(files.codex, 'utf8')) as any).mcp_servers[name].http_headers.Authorization)],
+    'code-agent-b': [
+      files.codex,
+      () => bearer((parseToml(readFileSync(files.codex, 'utf8')) as any).mcp_servers[name].http_headers.Authorization),
+    ],
     'editor-c': [files.cursor, () => bearer(readJson(files.cursor).mcpServers[name].headers.Authorization)],
   };
-  return Object.fromEntries(Object.entries(readers).filter(([, [file]]) => existsSync(file)).map(([client, [, read]]) => [client, read()]));
+  return Object.fromEntries(
+    Object.entries(readers)
+      .filter(([, [file]]) => existsSync(file))
+      .map(([client, [, read]]) => [client, read()]),
+  );
 }
 
 async function activeAccounts(databaseUrl: string): Promise<string[]> {
-  return (await query<{ name: string }>(databaseUrl, 'SELECT name FROM service_accounts WHERE revoked_at IS NULL ORDER BY name')).map((row) => row.name);
+  return (await query<{ name: string }>(databaseUrl, 'SELECT name FROM service_accounts WHERE revoked_at IS NULL ORDER BY name')).map(
+    (row) => row.name,
+  );
 }
 
 describe('svc connect against a live api with MCP (security_key mode)', () => {
@@ -66,14 +86,22 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     // Existing settings and other servers in every file must survive.
     mkdirSync(join(sandbox.home, '.codex'));
     writeFileSync(files.codex, '# keep me\nmodel = "gpt-5"\n\n[mcp_servers.docs]\nurl = "https://docs.example.com/mcp"\n');
-    writeFileSync(files.claude, JSON.stringify({ theme: 'dark', mcpServers: { docs: { type: 'http', url: 'https://docs.example.com/mcp' } } }));
+    writeFileSync(
+      files.claude,
+      JSON.stringify({ theme: 'dark', mcpServers: { docs: { type: 'http', url: 'https://docs.example.com/mcp' } } }),
+    );
 
     const run = await runCli(['connect', '--clients', ALL_IN_PLACE, '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
     expect(run.code, run.stdout + run.stderr).toBe(0);
     const document = run.json();
     expect(Object.keys(document).sort()).toEqual(['exit_code', 'os', 'results', 'server_name', 'warning']);
     expect(document).toMatchObject({ server_name: 'platform-service', warning: null, exit_code: 0 });
-    expect(document.os).toMatchObject({ url: service.api.url, mcp: { enabled: true, path: '/mcp', oauth: null }, auth_mode: 'security_key', url_source: 'env' });
+    expect(document.os).toMatchObject({
+      url: service.api.url,
+      mcp: { enabled: true, path: '/mcp', oauth: null },
+      auth_mode: 'security_key',
+      url_source: 'env',
+    });
     expect(document.results.map((result: { client: string; status: string }) => [result.client, result.status])).toEqual([
       ['code-agent-a', 'connected'],
       ['desktop-app-a', 'connected'],
@@ -86,14 +114,27 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
       expect(result.verify).toEqual({ ok: true, tools: expect.any(Number), status_code: 200, error: null, oauth_challenge: false });
       expect(result.verify.tools).toBeGreaterThan(0);
       expect(Object.keys(result.account).sort()).toEqual(ACCOUNT_KEYS);
-      expect(result.account).toMatchObject({ name: result.client, principal: `sa:${result.client}`, scopes: ['agents:run', 'teams:run', 'workflows:run', 'sessions:read', 'config:read'] });
+      expect(result.account).toMatchObject({
+        name: result.client,
+        principal: `sa:${result.client}`,
+        scopes: ['agents:run', 'teams:run', 'workflows:run', 'sessions:read', 'config:read'],
+      });
     }
-    expect(document.results.map((result: { location: string }) => result.location)).toEqual([files.claude, files.desktop, files.codex, files.cursor]);
+    expect(document.results.map((result: { location: string }) => result.location)).toEqual([
+      files.claude,
+      files.desktop,
+      files.codex,
+      files.cursor,
+    ]);
 
     const claude = readJson(files.claude);
     expect(claude.theme).toBe('dark');
     expect(claude.mcpServers.docs).toEqual({ type: 'http', url: 'https://docs.example.com/mcp' });
-    expect(claude.mcpServers['platform-service']).toEqual({ type: 'http', url: mcpUrl, headers: { Authorization: expect.stringMatching(/^Bearer svc_pat_/) } });
+    expect(claude.mcpServers['platform-service']).toEqual({
+      type: 'http',
+      url: mcpUrl,
+      headers: { Authorization: expect.stringMatching(/^Bearer svc_pat_/) },
+    });
     const desktop = readJson(files.desktop).mcpServers['platform-service'];
     expect(desktop).toEqual({
       command: 'npx',
@@ -106,8 +147,14 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     const codex = parseToml(codexText) as any;
     expect(codex.model).toBe('gpt-5');
     expect(codex.mcp_servers.docs).toEqual({ url: 'https://docs.example.com/mcp' });
-    expect(codex.mcp_servers['platform-service']).toEqual({ url: mcpUrl, http_headers: { Authorization: expect.stringMatching(/^Bearer svc_pat_/) } });
-    expect(readJson(files.cursor).mcpServers['platform-service']).toEqual({ url: mcpUrl, headers: { Authorization: expect.stringMatching(/^Bearer svc_pat_/) } });
+    expect(codex.mcp_servers['platform-service']).toEqual({
+      url: mcpUrl,
+      http_headers: { Authorization: expect.stringMatching(/^Bearer svc_pat_/) },
+    });
+    expect(readJson(files.cursor).mcpServers['platform-service']).toEqual({
+      url: mcpUrl,
+      headers: { Authorization: expect.stringMatching(/^Bearer svc_pat_/) },
+    });
     for (const file of Object.values(files)) {
       expect(mode(file), file).toBe(0o600);
     }
@@ -128,7 +175,12 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     const accounts = await activeAccounts(service.databaseUrl);
     const run = await runCli(['connect', '--clients', ALL_IN_PLACE, '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
     expect(run.code).toBe(0);
-    expect(run.json().results.map((result: { status: string }) => result.status)).toEqual(['already-connected', 'already-connected', 'already-connected', 'already-connected']);
+    expect(run.json().results.map((result: { status: string }) => result.status)).toEqual([
+      'already-connected',
+      'already-connected',
+      'already-connected',
+      'already-connected',
+    ]);
     expect(run.json().results[0].account.name).toBe('code-agent-a');
     expect(storedTokens(sandbox)).toEqual(before);
     expect(await activeAccounts(service.databaseUrl)).toEqual(accounts);
@@ -138,9 +190,17 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     const files = configPaths(sandbox);
     await runCli(['connect', '--clients', 'code-agent-b,editor-c', '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
     const before = storedTokens(sandbox);
-    const ids = async () => Object.fromEntries((await query<{ name: string; id: string }>(service.databaseUrl, 'SELECT name, id FROM service_accounts WHERE revoked_at IS NULL')).map((row) => [row.name, row.id]));
+    const ids = async () =>
+      Object.fromEntries(
+        (
+          await query<{ name: string; id: string }>(service.databaseUrl, 'SELECT name, id FROM service_accounts WHERE revoked_at IS NULL')
+        ).map((row) => [row.name, row.id]),
+      );
     const accountsBefore = await ids();
-    const run = await runCli(['connect', '--clients', 'code-agent-b,editor-c', '--rotate', '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
+    const run = await runCli(['connect', '--clients', 'code-agent-b,editor-c', '--rotate', '--json'], sandbox, {
+      env: env(),
+      timeoutMs: 60_000,
+    });
     expect(run.code, run.stdout + run.stderr).toBe(0);
     for (const result of run.json().results) {
       expect(result).toMatchObject({ status: 'connected', rotated: true, verify: { ok: true } });
@@ -160,7 +220,10 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
       expect((await call(service.api.url, 'GET', '/config', { token: after[client] })).body.principal).toBe(`sa:${client}`);
     }
     expect(Object.keys(readJson(files.cursor).mcpServers)).toEqual(['platform-service']);
-    expect(readJson(files.cursor).mcpServers['platform-service']).toEqual({ url: mcpUrl, headers: { Authorization: `Bearer ${after['editor-c']}` } });
+    expect(readJson(files.cursor).mcpServers['platform-service']).toEqual({
+      url: mcpUrl,
+      headers: { Authorization: `Bearer ${after['editor-c']}` },
+    });
     const [row] = await query<{ seconds: number }>(
       service.databaseUrl,
       "SELECT extract(epoch FROM previous_token_expires_at - now())::int AS seconds FROM service_accounts WHERE name = 'editor-c' AND revoked_at IS NULL",
@@ -172,12 +235,17 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     const existing = await mintAccount(service.api.url, ROOT_KEY, { name: 'editor-c' });
     const skipped = await runCli(['connect', '--clients', 'editor-c', '--skip-existing', '--json'], sandbox, { env: env() });
     expect(skipped.code).toBe(1);
-    expect(skipped.json().results).toEqual([expect.objectContaining({ client: 'editor-c', status: 'skipped', error: 'Service account exists; kept untouched.' })]);
+    expect(skipped.json().results).toEqual([
+      expect.objectContaining({ client: 'editor-c', status: 'skipped', error: 'Service account exists; kept untouched.' }),
+    ]);
     const failed = await runCli(['connect', '--clients', 'editor-c,code-agent-b', '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
     expect(failed.code).toBe(3);
     expect(failed.json().exit_code).toBe(3);
     const [editor, codex] = failed.json().results;
-    expect(editor).toMatchObject({ status: 'failed', error: expect.stringContaining('Re-run with --rotate to rotate its token, or --skip-existing to leave it untouched.') });
+    expect(editor).toMatchObject({
+      status: 'failed',
+      error: expect.stringContaining('Re-run with --rotate to rotate its token, or --skip-existing to leave it untouched.'),
+    });
     expect(codex.status).toBe('connected');
     expect((await call(service.api.url, 'GET', '/config', { token: existing.token })).status).toBe(200);
   });
@@ -187,7 +255,10 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     mkdirSync(join(sandbox.home, '.cursor'));
     writeFileSync(files.cursor, JSON.stringify({ mcpServers: { 'platform-service': { url: 'https://old.example.com/mcp' } } }));
     const kept = await runCli(['connect', '--clients', 'editor-c', '--skip-existing', '--json'], sandbox, { env: env() });
-    expect(kept.json().results[0]).toMatchObject({ status: 'skipped', error: 'Existing entry points at https://old.example.com/mcp; left untouched.' });
+    expect(kept.json().results[0]).toMatchObject({
+      status: 'skipped',
+      error: 'Existing entry points at https://old.example.com/mcp; left untouched.',
+    });
     expect(readJson(files.cursor).mcpServers['platform-service'].url).toBe('https://old.example.com/mcp');
     const replaced = await runCli(['connect', '--clients', 'editor-c', '--json'], sandbox, { env: env() });
     expect(replaced.json().results[0]).toMatchObject({ status: 'connected', replaced_url: 'https://old.example.com/mcp' });
@@ -195,11 +266,23 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
   });
 
   it('--project writes <cwd>/.mcp.json and <cwd>/.cursor/mcp.json with a note, mode 0600', async () => {
-    const run = await runCli(['connect', '--clients', 'code-agent-a,editor-c', '--project', '--server-name', 'team_platform', '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
+    const run = await runCli(
+      ['connect', '--clients', 'code-agent-a,editor-c', '--project', '--server-name', 'team_platform', '--json'],
+      sandbox,
+      { env: env(), timeoutMs: 60_000 },
+    );
     expect(run.code).toBe(0);
     const [agent, editor] = run.json().results;
-    expect(agent).toMatchObject({ status: 'connected', location: join(sandbox.cwd, '.mcp.json'), note: expect.stringContaining('version control') });
-    expect(editor).toMatchObject({ status: 'connected', location: join(sandbox.cwd, '.cursor', 'mcp.json'), note: expect.stringContaining('version control') });
+    expect(agent).toMatchObject({
+      status: 'connected',
+      location: join(sandbox.cwd, '.mcp.json'),
+      note: expect.stringContaining('version control'),
+    });
+    expect(editor).toMatchObject({
+      status: 'connected',
+      location: join(sandbox.cwd, '.cursor', 'mcp.json'),
+      note: expect.stringContaining('version control'),
+    });
     expect(readJson(join(sandbox.cwd, '.mcp.json')).mcpServers.team_platform.url).toBe(mcpUrl);
     expect(mode(join(sandbox.cwd, '.mcp.json'))).toBe(0o600);
     expect(mode(join(sandbox.cwd, '.cursor', 'mcp.json'))).toBe(0o600);
@@ -208,7 +291,21 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
 
   it('--name shares one account; --scopes, --privileged and --expires shape it', async () => {
     const run = await runCli(
-      ['connect', '--clients', 'code-agent-b,editor-c', '--name', 'my-laptop', '-s', 'config:read', '-s', 'sessions:write', '--privileged', '--expires', '7d', '--json'],
+      [
+        'connect',
+        '--clients',
+        'code-agent-b,editor-c',
+        '--name',
+        'my-laptop',
+        '-s',
+        'config:read',
+        '-s',
+        'sessions:write',
+        '--privileged',
+        '--expires',
+        '7d',
+        '--json',
+      ],
       sandbox,
       { env: env(), timeoutMs: 60_000 },
     );
@@ -251,7 +348,14 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     const run = await runCli(['connect', '--clients', 'chatgpt,claude-ai', '--json'], sandbox, { env: env() });
     expect(run.code).toBe(0);
     const [chatA, chatB] = run.json().results;
-    expect(chatA).toEqual({ client: 'chat-app-a', status: 'manual', error: null, url: mcpUrl, instructions: expect.any(Array), note: expect.stringContaining('cannot reach a local service') });
+    expect(chatA).toEqual({
+      client: 'chat-app-a',
+      status: 'manual',
+      error: null,
+      url: mcpUrl,
+      instructions: expect.any(Array),
+      note: expect.stringContaining('cannot reach a local service'),
+    });
     expect(chatA.instructions).toHaveLength(3);
     expect(chatB.client).toBe('chat-app-b');
   });
@@ -287,9 +391,14 @@ describe('svc connect: MCP off, OAuth-protected /mcp, and unauthenticated MCP', 
   it('refuses when the service does not serve MCP', async () => {
     const service = await startService({ OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'false' });
     try {
-      const run = await runCli(['connect', '--clients', 'cursor', '--json'], sandbox, { env: { SERVICE_URL: service.api.url, OS_SECURITY_KEY: ROOT_KEY } });
+      const run = await runCli(['connect', '--clients', 'cursor', '--json'], sandbox, {
+        env: { SERVICE_URL: service.api.url, OS_SECURITY_KEY: ROOT_KEY },
+      });
       expect(run.code).toBe(1);
-      expect(run.json()).toEqual({ error: `MCP is not enabled on the service at ${service.api.url}.`, hint: expect.stringContaining('MCP_ENABLED=true') });
+      expect(run.json()).toEqual({
+        error: `MCP is not enabled on the service at ${service.api.url}.`,
+        hint: expect.stringContaining('MCP_ENABLED=true'),
+      });
     } finally {
       await service.stop();
     }
@@ -300,7 +409,12 @@ describe('svc connect: MCP off, OAuth-protected /mcp, and unauthenticated MCP', 
     let authServer: AuthorizationServer;
     beforeAll(async () => {
       authServer = await new AuthorizationServer().start();
-      service = await startService({ OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true', MCP_OAUTH_ISSUER: authServer.issuer, MCP_OAUTH_JWKS_URL: authServer.jwksUrl });
+      service = await startService({
+        OS_SECURITY_KEY: ROOT_KEY,
+        MCP_ENABLED: 'true',
+        MCP_OAUTH_ISSUER: authServer.issuer,
+        MCP_OAUTH_JWKS_URL: authServer.jwksUrl,
+      });
     });
     afterAll(async () => {
       await service?.stop();
@@ -308,28 +422,45 @@ describe('svc connect: MCP off, OAuth-protected /mcp, and unauthenticated MCP', 
     });
 
     it('writes entries without tokens, mints nothing, and reports needs-login with instructions', async () => {
-      const run = await runCli(['connect', '--clients', 'code-agent-a,code-agent-b', '--json'], sandbox, { env: { SERVICE_URL: service.api.url } });
+      const run = await runCli(['connect', '--clients', 'code-agent-a,code-agent-b', '--json'], sandbox, {
+        env: { SERVICE_URL: service.api.url },
+      });
       expect(run.code, run.stdout).toBe(0);
       expect(run.json().os.mcp.oauth).toEqual({ authorization_servers: [authServer.issuer], resource: expect.any(String) });
       const [agent, codex] = run.json().results;
-      expect(agent).toMatchObject({ status: 'needs-login', account: null, instructions: ['Run: claude mcp login platform-service  (or /mcp -> Authenticate inside a session)'] });
+      expect(agent).toMatchObject({
+        status: 'needs-login',
+        account: null,
+        instructions: ['Run: claude mcp login platform-service  (or /mcp -> Authenticate inside a session)'],
+      });
       expect(agent.verify).toMatchObject({ ok: false, status_code: 401, oauth_challenge: true });
       expect(codex).toMatchObject({ status: 'needs-login', instructions: ['Run: codex mcp login platform-service'] });
-      expect(readJson(join(sandbox.home, '.claude.json')).mcpServers['platform-service']).toEqual({ type: 'http', url: `${service.api.url}/mcp` });
-      expect((parseToml(readFileSync(join(sandbox.home, '.codex', 'config.toml'), 'utf8')) as any).mcp_servers['platform-service']).toEqual({ url: `${service.api.url}/mcp` });
+      expect(readJson(join(sandbox.home, '.claude.json')).mcpServers['platform-service']).toEqual({
+        type: 'http',
+        url: `${service.api.url}/mcp`,
+      });
+      expect((parseToml(readFileSync(join(sandbox.home, '.codex', 'config.toml'), 'utf8')) as any).mcp_servers['platform-service']).toEqual(
+        { url: `${service.api.url}/mcp` },
+      );
       expect(await activeAccounts(service.databaseUrl)).toEqual([]);
       const again = await runCli(['connect', '--clients', 'code-agent-a', '--json'], sandbox, { env: { SERVICE_URL: service.api.url } });
       expect(again.json().results[0].status).toBe('already-connected');
     });
 
     it('--pat mints tokens anyway; token options without --pat are an error', async () => {
-      const refused = await runCli(['connect', '--clients', 'cursor', '--name', 'x', '--json'], sandbox, { env: { SERVICE_URL: service.api.url, OS_SECURITY_KEY: ROOT_KEY } });
+      const refused = await runCli(['connect', '--clients', 'cursor', '--name', 'x', '--json'], sandbox, {
+        env: { SERVICE_URL: service.api.url, OS_SECURITY_KEY: ROOT_KEY },
+      });
       expect(refused.code).toBe(1);
       expect(refused.json().hint).toBe('Add --pat to mint tokens anyway.');
-      const run = await runCli(['connect', '--clients', 'cursor', '--pat', '--json'], sandbox, { env: { SERVICE_URL: service.api.url, OS_SECURITY_KEY: ROOT_KEY } });
+      const run = await runCli(['connect', '--clients', 'cursor', '--pat', '--json'], sandbox, {
+        env: { SERVICE_URL: service.api.url, OS_SECURITY_KEY: ROOT_KEY },
+      });
       expect(run.code).toBe(0);
       expect(run.json().results[0]).toMatchObject({ status: 'connected', account: { name: 'editor-c' } });
-      expect(readJson(join(sandbox.home, '.cursor', 'mcp.json')).mcpServers['platform-service'].headers.Authorization).toMatch(/^Bearer svc_pat_/);
+      expect(readJson(join(sandbox.home, '.cursor', 'mcp.json')).mcpServers['platform-service'].headers.Authorization).toMatch(
+        /^Bearer svc_pat_/,
+      );
     });
   });
 
@@ -346,10 +477,13 @@ describe('svc connect: MCP off, OAuth-protected /mcp, and unauthenticated MCP', 
         if (incoming.url?.startsWith('/mcp') && !headers.authorization) {
           headers.authorization = `Bearer ${ROOT_KEY}`;
         }
-        const proxied = httpRequest({ host: upstream.hostname, port: upstream.port, path: incoming.url, method: incoming.method, headers }, (response) => {
-          outgoing.writeHead(response.statusCode ?? 502, response.headers);
-          response.pipe(outgoing);
-        });
+        const proxied = httpRequest(
+          { host: upstream.hostname, port: upstream.port, path: incoming.url, method: incoming.method, headers },
+          (response) => {
+            outgoing.writeHead(response.statusCode ?? 502, response.headers);
+            response.pipe(outgoing);
+          },
+        );
         incoming.pipe(proxied);
       });
       await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
@@ -361,7 +495,9 @@ describe('svc connect: MCP off, OAuth-protected /mcp, and unauthenticated MCP', 
     });
 
     it('still connects with minted tokens and sets the warning', async () => {
-      const run = await runCli(['connect', '--clients', 'cursor', '--json'], sandbox, { env: { SERVICE_URL: frontUrl, OS_SECURITY_KEY: ROOT_KEY } });
+      const run = await runCli(['connect', '--clients', 'cursor', '--json'], sandbox, {
+        env: { SERVICE_URL: frontUrl, OS_SECURITY_KEY: ROOT_KEY },
+      });
       expect(run.code).toBe(0);
       expect(run.json().warning).toMatch(/accepts unauthenticated MCP requests/);
       expect(run.json().results[0].status).toBe('connected');
@@ -409,14 +545,43 @@ describe.skipIf(!HAS_OPENSSL)('svc connect on a public https URL (security_key m
     const { tmpdir } = await import('node:os');
     const dir = mkdtempSync(join(tmpdir(), 'svc-tls-'));
     caFile = join(dir, 'cert.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${PUBLIC_HOST}`, '-addext', `subjectAltName=DNS:${PUBLIC_HOST}`, '-keyout', join(dir, 'key.pem'), '-out', caFile], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        `/CN=${PUBLIC_HOST}`,
+        '-addext',
+        `subjectAltName=DNS:${PUBLIC_HOST}`,
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        caFile,
+      ],
+      { stdio: 'ignore' },
+    );
     service = await startService({ OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true' });
     const target = new URL(service.api.url);
     front = createHttpsServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(caFile) }, (incoming, outgoing) => {
-      const proxied = httpRequest({ host: target.hostname, port: target.port, method: incoming.method, path: incoming.url, headers: { ...incoming.headers, host: target.host } }, (answer) => {
-        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(outgoing);
-      });
+      const proxied = httpRequest(
+        {
+          host: target.hostname,
+          port: target.port,
+          method: incoming.method,
+          path: incoming.url,
+          headers: { ...incoming.headers, host: target.host },
+        },
+        (answer) => {
+          outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(outgoing);
+        },
+      );
       proxied.on('error', () => outgoing.destroy());
       incoming.pipe(proxied);
     });

@@ -9,7 +9,16 @@ import { CliSandbox, cliSandbox, runCli } from '../../../test/support/cli';
 
 const TEMPLATES_DIR = resolve('templates');
 const BUNDLED = ['platform-docker', 'platform-node'];
-const UNBUNDLED = ['platform-aws', 'platform-azure', 'platform-fly', 'platform-gcp', 'platform-helm', 'platform-modal', 'platform-railway', 'platform-render'];
+const UNBUNDLED = [
+  'platform-aws',
+  'platform-azure',
+  'platform-fly',
+  'platform-gcp',
+  'platform-helm',
+  'platform-modal',
+  'platform-railway',
+  'platform-render',
+];
 const BUNDLED_HINT = 'Bundled templates: platform-docker, platform-node; or use -u <git url>';
 
 /** Every file under dir (relative paths, sorted), walking directories without following links. */
@@ -32,7 +41,15 @@ function offlineEnv(sandbox: CliSandbox): { env: Record<string, string>; gitCall
   chmodSync(join(bin, 'git'), 0o755);
   const deadProxy = 'http://127.0.0.1:9';
   return {
-    env: { PATH: bin, http_proxy: deadProxy, https_proxy: deadProxy, HTTP_PROXY: deadProxy, HTTPS_PROXY: deadProxy, ALL_PROXY: deadProxy, GIT_PROXY_COMMAND: '/bin/false' },
+    env: {
+      PATH: bin,
+      http_proxy: deadProxy,
+      https_proxy: deadProxy,
+      HTTP_PROXY: deadProxy,
+      HTTPS_PROXY: deadProxy,
+      ALL_PROXY: deadProxy,
+      GIT_PROXY_COMMAND: '/bin/false',
+    },
     gitCalled: () => existsSync(marker),
   };
 }
@@ -47,7 +64,18 @@ function templateRepo(dir: string, files: Record<string, string>, links: Record<
   for (const [name, target] of Object.entries(links)) {
     symlinkSync(target, join(dir, name));
   }
-  const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, stdio: 'pipe', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.com' } });
+  const git = (...args: string[]) =>
+    execFileSync('git', args, {
+      cwd: dir,
+      stdio: 'pipe',
+      env: {
+        ...process.env,
+        GIT_AUTHOR_NAME: 't',
+        GIT_AUTHOR_EMAIL: 't@example.com',
+        GIT_COMMITTER_NAME: 't',
+        GIT_COMMITTER_EMAIL: 't@example.com',
+      },
+    });
   git('init', '-q', '-b', 'main');
   git('add', '-A');
   git('commit', '-q', '-m', 'template');
@@ -62,7 +90,11 @@ describe('svc create', () => {
   beforeAll(() => {
     const root = cliSandbox();
     repos = join(root.home, 'repos');
-    templateRepo(join(repos, 'docker-starter'), { 'example.env': 'OS_SECURITY_KEY=change-me\n', 'compose.yaml': 'services: {}\n', 'README.md': '# docker\n' });
+    templateRepo(join(repos, 'docker-starter'), {
+      'example.env': 'OS_SECURITY_KEY=change-me\n',
+      'compose.yaml': 'services: {}\n',
+      'README.md': '# docker\n',
+    });
     templateRepo(join(repos, 'fly-starter'), { 'fly.toml': 'app = "x"\n' });
     templateRepo(join(repos, 'linked-example'), { 'README.md': 'x\n' }, { 'example.env': '/etc/passwd' });
   });
@@ -81,7 +113,13 @@ describe('svc create', () => {
     expect(offline.gitCalled()).toBe(false);
 
     const source = join(TEMPLATES_DIR, template);
-    const expected = ['.gitignore', 'README.md', 'components.mjs', 'example.env', ...(template === 'platform-docker' ? ['compose.yaml'] : [])].sort();
+    const expected = [
+      '.gitignore',
+      'README.md',
+      'components.mjs',
+      'example.env',
+      ...(template === 'platform-docker' ? ['compose.yaml'] : []),
+    ].sort();
     expect(filesUnder(source)).toEqual(expected);
     expect(filesUnder(path)).toEqual(['.env', ...expected].sort());
     for (const file of expected) {
@@ -92,7 +130,7 @@ describe('svc create', () => {
     expect(statSync(join(path, '.env')).mode & 0o777).toBe(0o600);
   });
 
-  it('says what to run next, with this checkout\'s paths', async () => {
+  it("says what to run next, with this checkout's paths", async () => {
     const node = await runCli(['create', 'on-node', '-t', 'platform-node'], sandbox, { env: offlineEnv(sandbox).env });
     expect(node.code).toBe(0);
     expect(node.stdout).toContain('Wrote .env from example.env (owner-only); fill in its secrets.');
@@ -102,46 +140,60 @@ describe('svc create', () => {
     expect(docker.stdout).toContain('cd on-docker && svc up');
   });
 
-  it.each(BUNDLED)('%s: components.mjs exports the hello-agent that greets, counts the session\'s turns, emits and checkpoints', async (template) => {
-    const run = await runCli(['create', 'agents', '-t', template, '--json'], sandbox, { env: offlineEnv(sandbox).env });
-    expect(run.code).toBe(0);
-    const file = join(sandbox.cwd, 'agents', 'components.mjs');
-    const module = (await import(pathToFileURL(file).href)) as { default: (helpers: { modelAgent: (options: unknown) => unknown }) => unknown };
-    expect(typeof module.default).toBe('function');
-    const components = (await module.default({ modelAgent: () => expect.unreachable('the modelAgent examples are commented out') })) as any[];
-    expect(components.map(({ kind, id }) => ({ kind, id }))).toEqual([{ kind: 'agent', id: 'hello-agent' }]);
-    const [hello] = components;
-    expect(typeof hello.name).toBe('string');
+  it.each(BUNDLED)(
+    "%s: components.mjs exports the hello-agent that greets, counts the session's turns, emits and checkpoints",
+    async (template) => {
+      const run = await runCli(['create', 'agents', '-t', template, '--json'], sandbox, { env: offlineEnv(sandbox).env });
+      expect(run.code).toBe(0);
+      const file = join(sandbox.cwd, 'agents', 'components.mjs');
+      const module = (await import(pathToFileURL(file).href)) as {
+        default: (helpers: { modelAgent: (options: unknown) => unknown }) => unknown;
+      };
+      expect(typeof module.default).toBe('function');
+      const components = (await module.default({
+        modelAgent: () => expect.unreachable('the modelAgent examples are commented out'),
+      })) as any[];
+      expect(components.map(({ kind, id }) => ({ kind, id }))).toEqual([{ kind: 'agent', id: 'hello-agent' }]);
+      const [hello] = components;
+      expect(typeof hello.name).toBe('string');
 
-    const emitted: string[] = [];
-    let checkpoints = 0;
-    const context = (history: { role: string; content: string }[]) => ({
-      runId: 'run-1',
-      sessionId: 'session-1',
-      userId: null,
-      message: 'Ada',
-      history,
-      signal: new AbortController().signal,
-      checkpoint: async () => void (checkpoints += 1),
-      emit: (delta: string) => void emitted.push(delta),
-    });
-    const first = await hello.run(context([]));
-    expect(first).toBe('Hello, Ada! This is the start of the session.');
-    expect(emitted.join('')).toBe(first);
-    expect(checkpoints).toBe(1);
-    emitted.length = 0;
-    const later = await hello.run(context([{ role: 'user', content: 'Ada' }, { role: 'assistant', content: first }]));
-    expect(later).toBe('Hello, Ada! This session has 2 earlier turns.');
-    expect(emitted.join('')).toBe(later);
-    // A cancelled run stops at the checkpoint.
-    await expect(hello.run({ ...context([]), checkpoint: async () => Promise.reject(new Error('cancelled')) })).rejects.toThrow('cancelled');
+      const emitted: string[] = [];
+      let checkpoints = 0;
+      const context = (history: { role: string; content: string }[]) => ({
+        runId: 'run-1',
+        sessionId: 'session-1',
+        userId: null,
+        message: 'Ada',
+        history,
+        signal: new AbortController().signal,
+        checkpoint: async () => void (checkpoints += 1),
+        emit: (delta: string) => void emitted.push(delta),
+      });
+      const first = await hello.run(context([]));
+      expect(first).toBe('Hello, Ada! This is the start of the session.');
+      expect(emitted.join('')).toBe(first);
+      expect(checkpoints).toBe(1);
+      emitted.length = 0;
+      const later = await hello.run(
+        context([
+          { role: 'user', content: 'Ada' },
+          { role: 'assistant', content: first },
+        ]),
+      );
+      expect(later).toBe('Hello, Ada! This session has 2 earlier turns.');
+      expect(emitted.join('')).toBe(later);
+      // A cancelled run stops at the checkpoint.
+      await expect(hello.run({ ...context([]), checkpoint: async () => Promise.reject(new Error('cancelled')) })).rejects.toThrow(
+        'cancelled',
+      );
 
-    // The model agents are there as commented-out examples, their key named by apiKeyEnv, never written in.
-    const text = readFileSync(file, 'utf8');
-    expect(text).toMatch(/^ {2}\/\/ modelAgent\(\{$/m);
-    expect(text).toContain("//   apiKeyEnv: 'OPENAI_API_KEY',");
-    expect(text).toContain(':11434/v1');
-  });
+      // The model agents are there as commented-out examples, their key named by apiKeyEnv, never written in.
+      const text = readFileSync(file, 'utf8');
+      expect(text).toMatch(/^ {2}\/\/ modelAgent\(\{$/m);
+      expect(text).toContain("//   apiKeyEnv: 'OPENAI_API_KEY',");
+      expect(text).toContain(':11434/v1');
+    },
+  );
 
   it('an unbundled spec template exits 1 with the bundled ones as the hint, clones nothing and creates nothing', async () => {
     const offline = offlineEnv(sandbox);
@@ -186,7 +238,9 @@ describe('svc create', () => {
   });
 
   it('-u needs git, and says so', async () => {
-    const run = await runCli(['create', 'no-git', '-u', `file://${repos}/docker-starter`, '--json'], sandbox, { env: { PATH: join(sandbox.home, 'empty') } });
+    const run = await runCli(['create', 'no-git', '-u', `file://${repos}/docker-starter`, '--json'], sandbox, {
+      env: { PATH: join(sandbox.home, 'empty') },
+    });
     expect(run.code).toBe(1);
     expect(run.json().error).toBe('git is required to create a project from a repository (-u): install git and re-run.');
     expect(existsSync(join(sandbox.cwd, 'no-git'))).toBe(false);
@@ -195,7 +249,10 @@ describe('svc create', () => {
   it('never overwrites: an existing directory is an error', async () => {
     mkdirSync(join(sandbox.cwd, 'taken'));
     writeFileSync(join(sandbox.cwd, 'taken', 'keep.txt'), 'mine\n');
-    for (const args of [['create', 'taken', '--json'], ['create', 'taken', '-u', `file://${repos}/docker-starter`, '--json']]) {
+    for (const args of [
+      ['create', 'taken', '--json'],
+      ['create', 'taken', '-u', `file://${repos}/docker-starter`, '--json'],
+    ]) {
       const run = await runCli(args, sandbox);
       expect(run.code).toBe(1);
       expect(run.json().error).toBe(`${join(sandbox.cwd, 'taken')} already exists.`);
@@ -291,7 +348,10 @@ describe('svc create', () => {
       const bin = relocatedCheckout(() => undefined);
       const run = await runCli(['create', 'gone', '-t', 'platform-node', '--json'], sandbox, { bin, env: offlineEnv(sandbox).env });
       expect(run.code).toBe(1);
-      expect(run.json()).toEqual({ error: "The bundled template 'platform-node' is missing from this installation of svc.", hint: 'Run svc from a complete platform checkout, or use -u <git url>.' });
+      expect(run.json()).toEqual({
+        error: "The bundled template 'platform-node' is missing from this installation of svc.",
+        hint: 'Run svc from a complete platform checkout, or use -u <git url>.',
+      });
       expect(existsSync(join(sandbox.cwd, 'gone'))).toBe(false);
     });
   });
@@ -308,7 +368,10 @@ describe('svc up, down, restart', () => {
     const bin = join(sandbox.home, 'bin');
     mkdirSync(bin);
     argvLog = join(sandbox.home, 'docker-argv');
-    writeFileSync(join(bin, 'docker'), `#!/bin/sh\necho "$(pwd)|$(date +%s%N)|$*" >> "${argvLog}"\necho "compose says hi" >&2\nexit "\${FAKE_DOCKER_EXIT:-0}"\n`);
+    writeFileSync(
+      join(bin, 'docker'),
+      `#!/bin/sh\necho "$(pwd)|$(date +%s%N)|$*" >> "${argvLog}"\necho "compose says hi" >&2\nexit "\${FAKE_DOCKER_EXIT:-0}"\n`,
+    );
     chmodSync(join(bin, 'docker'), 0o755);
     fakePath = `${bin}:${process.env.PATH}`;
   });
@@ -327,7 +390,11 @@ describe('svc up, down, restart', () => {
     const run = await runCli(['up', '-dr', '--json'], sandbox, { env: { PATH: fakePath } });
     expect(run.code).toBe(0);
     const composeFile = join(sandbox.cwd, 'compose.yaml');
-    expect(run.json()).toEqual({ command: ['docker', 'compose', '-f', composeFile, 'up', '-d', '--build'], compose_file: composeFile, dry_run: true });
+    expect(run.json()).toEqual({
+      command: ['docker', 'compose', '-f', composeFile, 'up', '-d', '--build'],
+      compose_file: composeFile,
+      dry_run: true,
+    });
     expect(existsSync(argvLog)).toBe(false);
     const human = await runCli(['up', '--dry-run', '--pull'], sandbox, { env: { PATH: fakePath } });
     expect(human.stdout).toBe(`Would run: docker compose -f ${composeFile} up -d --build --pull always\n`);
@@ -353,8 +420,14 @@ describe('svc up, down, restart', () => {
     writeFileSync(composeFile, '');
     const run = await runCli(['up', '-p', '--json'], sandbox, { env: { PATH: fakePath } });
     expect(run.code).toBe(0);
-    expect(run.json()).toEqual({ command: ['docker', 'compose', '-f', composeFile, 'up', '-d', '--build', '--pull', 'always'], compose_file: composeFile, dry_run: false });
-    expect(calls()).toEqual([{ cwd: join(sandbox.cwd, 'infra'), at: expect.any(Number), argv: `compose -f ${composeFile} up -d --build --pull always` }]);
+    expect(run.json()).toEqual({
+      command: ['docker', 'compose', '-f', composeFile, 'up', '-d', '--build', '--pull', 'always'],
+      compose_file: composeFile,
+      dry_run: false,
+    });
+    expect(calls()).toEqual([
+      { cwd: join(sandbox.cwd, 'infra'), at: expect.any(Number), argv: `compose -f ${composeFile} up -d --build --pull always` },
+    ]);
   });
 
   it('down -v with -f removes volumes of the given file', async () => {
@@ -397,13 +470,19 @@ describe('svc up, down, restart', () => {
     chmodSync(join(bin, 'docker'), 0o755);
     const run = await runCli(['up', '--json'], sandbox, { env: { PATH: `${bin}:${process.env.PATH}` } });
     expect(run.code).toBe(1);
-    expect(run.json()).toEqual({ error: expect.stringMatching(/Compose plugin is not/), hint: expect.stringMatching(/apt-get install docker-compose-plugin/) });
+    expect(run.json()).toEqual({
+      error: expect.stringMatching(/Compose plugin is not/),
+      hint: expect.stringMatching(/apt-get install docker-compose-plugin/),
+    });
   });
 
   it('missing compose files and a missing docker are errors, not crashes', async () => {
     const none = await runCli(['up', '--json'], sandbox, { env: { PATH: fakePath } });
     expect(none.code).toBe(1);
-    expect(none.json()).toEqual({ error: `No compose file found in ${sandbox.cwd} or ${join(sandbox.cwd, 'infra')}.`, hint: expect.any(String) });
+    expect(none.json()).toEqual({
+      error: `No compose file found in ${sandbox.cwd} or ${join(sandbox.cwd, 'infra')}.`,
+      hint: expect.any(String),
+    });
     const named = await runCli(['down', '-f', 'nope.yml', '--json'], sandbox);
     expect(named.json().error).toBe(`Compose file not found: ${join(sandbox.cwd, 'nope.yml')}`);
     writeFileSync(join(sandbox.cwd, 'compose.yaml'), '');
@@ -414,7 +493,11 @@ describe('svc up, down, restart', () => {
 
   it('flags of another command are usage errors (exit 2)', async () => {
     writeFileSync(join(sandbox.cwd, 'compose.yaml'), '');
-    for (const args of [['up', '--volumes'], ['down', '--pull'], ['restart', '-v']]) {
+    for (const args of [
+      ['up', '--volumes'],
+      ['down', '--pull'],
+      ['restart', '-v'],
+    ]) {
       const run = await runCli([...args, '--json'], sandbox, { env: { PATH: fakePath } });
       expect(run.code, args.join(' ')).toBe(2);
       expect(run.stdout).toBe('');

@@ -35,13 +35,13 @@ describe('a platform-node project on the real api and worker', () => {
     await Promise.all([api?.stop(), worker?.stop()]);
   });
 
-  it('lists the project\'s hello-agent', async () => {
+  it("lists the project's hello-agent", async () => {
     const agent = await call(api.url, 'GET', '/agents/hello-agent', { token: ROOT_KEY });
     expect(agent.status, agent.text).toBe(200);
     expect(agent.body).toMatchObject({ id: 'hello-agent', type: 'agent', name: 'Hello agent' });
   });
 
-  it('runs it synchronously (200 with its content), then in the background on the worker with the session\'s history', async () => {
+  it("runs it synchronously (200 with its content), then in the background on the worker with the session's history", async () => {
     // Form-encoded, as the README's curl sends it.
     const sync = await call(api.url, 'POST', '/agents/hello-agent/runs', {
       token: ROOT_KEY,
@@ -50,7 +50,10 @@ describe('a platform-node project on the real api and worker', () => {
     expect(sync.status, sync.text).toBe(200);
     expect(sync.body).toMatchObject({ status: 'completed', content: 'Hello, Ada! This is the start of the session.' });
 
-    const queued = await call(api.url, 'POST', '/agents/hello-agent/runs', { token: ROOT_KEY, json: { message: 'Grace', background: true, session_id: sync.body.session_id } });
+    const queued = await call(api.url, 'POST', '/agents/hello-agent/runs', {
+      token: ROOT_KEY,
+      json: { message: 'Grace', background: true, session_id: sync.body.session_id },
+    });
     expect(queued.status, queued.text).toBe(202);
     expect(queued.body).toEqual({ run_id: expect.any(String), session_id: sync.body.session_id, status: 'queued' });
 

@@ -36,18 +36,28 @@ function writeConfigs(sandbox: CliSandbox, targetMcp: string): Configs {
     JSON.stringify({
       numStartups: 7,
       theme: 'dark',
-      mcpServers: { 'platform-service': { type: 'http', url: targetMcp, headers: { Authorization: 'Bearer svc_pat_old' } }, other: { type: 'http', url: OTHER_MCP } },
+      mcpServers: {
+        'platform-service': { type: 'http', url: targetMcp, headers: { Authorization: 'Bearer svc_pat_old' } },
+        other: { type: 'http', url: OTHER_MCP },
+      },
       projects: { [sandbox.cwd]: { allowedTools: ['x'], mcpServers: { 'local-copy': { type: 'http', url: targetMcp } } } },
     }),
   );
   chmodSync(files.claude, 0o600);
-  writeFileSync(files.project, JSON.stringify({ mcpServers: { 'team-server': { type: 'http', url: targetMcp }, other: { type: 'http', url: OTHER_MCP } } }));
+  writeFileSync(
+    files.project,
+    JSON.stringify({ mcpServers: { 'team-server': { type: 'http', url: targetMcp }, other: { type: 'http', url: OTHER_MCP } } }),
+  );
   writeFileSync(
     files.desktop,
     JSON.stringify({
       globalShortcut: 'Ctrl+Space',
       mcpServers: {
-        'platform-service': { command: 'npx', args: ['-y', 'mcp-remote', targetMcp, '--header', 'Authorization:${SVC_AUTH_HEADER}'], env: { SVC_AUTH_HEADER: 'Bearer svc_pat_old' } },
+        'platform-service': {
+          command: 'npx',
+          args: ['-y', 'mcp-remote', targetMcp, '--header', 'Authorization:${SVC_AUTH_HEADER}'],
+          env: { SVC_AUTH_HEADER: 'Bearer svc_pat_old' },
+        },
         files: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/tmp'] },
       },
     }),
@@ -106,7 +116,9 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     // "other" exists but points at another server: not configured for this one.
     expect(other.json().clients.every((client: { configured: boolean }) => !client.configured)).toBe(true);
     const empty = await runCli(['status', '--url', service.api.url, '--json'], cliSandbox());
-    expect(empty.json().clients.every((client: { detected: boolean; configured: boolean }) => !client.detected && !client.configured)).toBe(true);
+    expect(empty.json().clients.every((client: { detected: boolean; configured: boolean }) => !client.detected && !client.configured)).toBe(
+      true,
+    );
   });
 
   it('removes every entry pointing at the target, in every scope, and nothing else', async () => {
@@ -118,25 +130,48 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect(document).toMatchObject({ server_name: null, target_urls: [service.api.url], revocations: [], exit_code: 0 });
     expect(document.os.url).toBe(service.api.url);
     expect(document.results).toEqual([
-      { client: 'code-agent-a', status: 'removed', error: null, removed: ['local-copy', 'team-server', 'platform-service'], location: `${files.claude}, ${files.project}` },
+      {
+        client: 'code-agent-a',
+        status: 'removed',
+        error: null,
+        removed: ['local-copy', 'team-server', 'platform-service'],
+        location: `${files.claude}, ${files.project}`,
+      },
       { client: 'desktop-app-a', status: 'removed', error: null, removed: ['platform-service'], location: files.desktop },
       { client: 'code-agent-b', status: 'removed', error: null, removed: ['platform-service'], location: files.codex },
       { client: 'editor-c', status: 'removed', error: null, removed: ['platform-service'], location: files.cursor },
     ]);
 
     const claude = readJson(files.claude);
-    expect(claude).toEqual({ numStartups: 7, theme: 'dark', mcpServers: { other: { type: 'http', url: OTHER_MCP } }, projects: { [sandbox.cwd]: { allowedTools: ['x'], mcpServers: {} } } });
+    expect(claude).toEqual({
+      numStartups: 7,
+      theme: 'dark',
+      mcpServers: { other: { type: 'http', url: OTHER_MCP } },
+      projects: { [sandbox.cwd]: { allowedTools: ['x'], mcpServers: {} } },
+    });
     expect(statSync(files.claude).mode & 0o777).toBe(0o600);
     expect(readJson(files.project)).toEqual({ mcpServers: { other: { type: 'http', url: OTHER_MCP } } });
-    expect(readJson(files.desktop)).toEqual({ globalShortcut: 'Ctrl+Space', mcpServers: { files: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/tmp'] } } });
+    expect(readJson(files.desktop)).toEqual({
+      globalShortcut: 'Ctrl+Space',
+      mcpServers: { files: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/tmp'] } },
+    });
     expect(readJson(files.cursor)).toEqual({ mcpServers: { other: { url: OTHER_MCP } } });
     const codexText = readFileSync(files.codex, 'utf8');
-    expect(parseToml(codexText)).toEqual({ model: 'gpt-5', mcp_servers: { other: { url: OTHER_MCP } }, profiles: { fast: { model: 'gpt-5-mini' } } });
+    expect(parseToml(codexText)).toEqual({
+      model: 'gpt-5',
+      mcp_servers: { other: { url: OTHER_MCP } },
+      profiles: { fast: { model: 'gpt-5-mini' } },
+    });
     expect(codexText).toContain('# my codex settings');
 
     const again = await runCli(['disconnect', '--url', service.api.url, '--json'], sandbox);
     expect(again.code).toBe(0);
-    expect(again.json().results.map((result: { status: string }) => result.status)).toEqual(['not-found', 'not-found', 'not-found', 'not-found']);
+    expect(again.json().results.map((result: { status: string }) => result.status)).toEqual([
+      'not-found',
+      'not-found',
+      'not-found',
+      'not-found',
+    ]);
   });
 
   it("keeps a same-named entry of code-agent-a's other scope that points at another server", async () => {
@@ -150,8 +185,13 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     );
     const run = await runCli(['disconnect', '--url', service.api.url, '--clients', 'code-agent-a', '--json'], sandbox);
     expect(run.code).toBe(0);
-    expect(run.json().results).toEqual([{ client: 'code-agent-a', status: 'removed', error: null, removed: ['platform-service'], location: claude }]);
-    expect(readJson(claude)).toEqual({ mcpServers: { 'platform-service': { type: 'http', url: OTHER_MCP } }, projects: { [sandbox.cwd]: { mcpServers: {} } } });
+    expect(run.json().results).toEqual([
+      { client: 'code-agent-a', status: 'removed', error: null, removed: ['platform-service'], location: claude },
+    ]);
+    expect(readJson(claude)).toEqual({
+      mcpServers: { 'platform-service': { type: 'http', url: OTHER_MCP } },
+      projects: { [sandbox.cwd]: { mcpServers: {} } },
+    });
     // And the other way round: the user entry is the target's, the local one another server's.
     writeFileSync(
       claude,
@@ -161,7 +201,10 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       }),
     );
     expect((await runCli(['disconnect', '--url', service.api.url, '--clients', 'code-agent-a', '--json'], sandbox)).code).toBe(0);
-    expect(readJson(claude)).toEqual({ mcpServers: {}, projects: { [sandbox.cwd]: { mcpServers: { 'platform-service': { type: 'http', url: OTHER_MCP } } } } });
+    expect(readJson(claude)).toEqual({
+      mcpServers: {},
+      projects: { [sandbox.cwd]: { mcpServers: { 'platform-service': { type: 'http', url: OTHER_MCP } } } },
+    });
   });
 
   it('--server-name removes exactly that entry, whatever it points at', async () => {
@@ -173,7 +216,9 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       ['code-agent-b', ['other']],
       ['editor-c', ['other']],
     ]);
-    expect(parseToml(readFileSync(files.codex, 'utf8')).mcp_servers).toEqual({ 'platform-service': { url: targetMcp, http_headers: { Authorization: 'Bearer svc_pat_old' } } });
+    expect(parseToml(readFileSync(files.codex, 'utf8')).mcp_servers).toEqual({
+      'platform-service': { url: targetMcp, http_headers: { Authorization: 'Bearer svc_pat_old' } },
+    });
     expect(readJson(files.cursor).mcpServers).toEqual({ 'platform-service': { url: targetMcp } });
     // Not selected: untouched.
     expect(readJson(files.claude).mcpServers.other).toEqual({ type: 'http', url: OTHER_MCP });
@@ -203,7 +248,11 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     const partial = await runCli(['disconnect', '--url', service.api.url, '--clients', 'cursor,codex', '--json'], sandbox);
     expect(partial.code).toBe(3);
     const [editor, codex] = partial.json().results;
-    expect(editor).toMatchObject({ client: 'editor-c', status: 'failed', error: `Refusing to write ${files.cursor}: it is a symbolic link.` });
+    expect(editor).toMatchObject({
+      client: 'editor-c',
+      status: 'failed',
+      error: `Refusing to write ${files.cursor}: it is a symbolic link.`,
+    });
     expect(codex).toMatchObject({ client: 'code-agent-b', status: 'removed' });
     expect(partial.json().exit_code).toBe(3);
     expect(readJson(real).mcpServers['platform-service']).toEqual({ url: targetMcp });
@@ -241,8 +290,22 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     const run = await runCli(['disconnect', '--url', service.api.url, '--clients', 'chat-app-a,claude.ai', '--json'], sandbox);
     expect(run.code).toBe(0);
     expect(run.json().results).toEqual([
-      { client: 'chat-app-a', status: 'manual', error: null, removed: [], location: null, instructions: ['Remove the connector in the ChatGPT UI: Settings -> Connectors.'] },
-      { client: 'chat-app-b', status: 'manual', error: null, removed: [], location: null, instructions: ['Remove the connector in the Claude UI: Settings -> Connectors.'] },
+      {
+        client: 'chat-app-a',
+        status: 'manual',
+        error: null,
+        removed: [],
+        location: null,
+        instructions: ['Remove the connector in the ChatGPT UI: Settings -> Connectors.'],
+      },
+      {
+        client: 'chat-app-b',
+        status: 'manual',
+        error: null,
+        removed: [],
+        location: null,
+        instructions: ['Remove the connector in the Claude UI: Settings -> Connectors.'],
+      },
     ]);
     const unknown = await runCli(['disconnect', '--clients', 'notepad', '--json'], sandbox);
     expect(unknown.code).toBe(2);
@@ -253,7 +316,11 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
   it('--revoke revokes the per-client accounts (or the --name one) with the admin credential', async () => {
     writeConfigs(sandbox, targetMcp);
     const codeAgent = await mintAccount(service.api.url, ROOT_KEY, { name: 'code-agent-a' });
-    const run = await runCli(['disconnect', '--url', service.api.url, '--clients', 'code-agent-a,editor-c', '--revoke', '--json'], sandbox, { env: asAdmin() });
+    const run = await runCli(
+      ['disconnect', '--url', service.api.url, '--clients', 'code-agent-a,editor-c', '--revoke', '--json'],
+      sandbox,
+      { env: asAdmin() },
+    );
     expect(run.code).toBe(0);
     expect(run.json().revocations).toEqual([
       { account: 'code-agent-a', status: 'revoked', error: null },
@@ -262,7 +329,11 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect((await call(service.api.url, 'GET', '/config', { token: codeAgent.token })).status).toBe(401);
 
     const shared = await mintAccount(service.api.url, ROOT_KEY, { name: 'shared-laptop' });
-    const named = await runCli(['disconnect', '--url', service.api.url, '--clients', 'codex', '--revoke', '--name', 'shared-laptop', '--json'], sandbox, { env: asAdmin() });
+    const named = await runCli(
+      ['disconnect', '--url', service.api.url, '--clients', 'codex', '--revoke', '--name', 'shared-laptop', '--json'],
+      sandbox,
+      { env: asAdmin() },
+    );
     expect(named.json().revocations).toEqual([{ account: 'shared-laptop', status: 'revoked', error: null }]);
     expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(401);
   });
@@ -270,15 +341,23 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
   it('--revoke with a rejected credential still removes entries and exits 3', async () => {
     const files = writeConfigs(sandbox, targetMcp);
     await mintAccount(service.api.url, ROOT_KEY, { name: 'editor-c' });
-    const run = await runCli(['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--json'], sandbox, { env: { SVC_ADMIN_TOKEN: 'wrong' } });
+    const run = await runCli(['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--json'], sandbox, {
+      env: { SVC_ADMIN_TOKEN: 'wrong' },
+    });
     expect(run.code).toBe(3);
     expect(run.json().results[0].status).toBe('removed');
-    expect(run.json().revocations).toEqual([{ account: 'editor-c', status: 'failed', error: expect.stringMatching(/^The service rejected the admin credential/) }]);
+    expect(run.json().revocations).toEqual([
+      { account: 'editor-c', status: 'failed', error: expect.stringMatching(/^The service rejected the admin credential/) },
+    ]);
     expect(readJson(files.cursor).mcpServers).toEqual({ other: { url: OTHER_MCP } });
   });
 
   it('--revoke needs the service: an unreachable one is an error (exit 1)', async () => {
-    const run = await runCli(['disconnect', '--url', `http://127.0.0.1:${await freePort()}`, '--revoke', '--clients', 'cursor', '--json'], sandbox, { env: asAdmin() });
+    const run = await runCli(
+      ['disconnect', '--url', `http://127.0.0.1:${await freePort()}`, '--revoke', '--clients', 'cursor', '--json'],
+      sandbox,
+      { env: asAdmin() },
+    );
     expect(run.code).toBe(1);
     expect(run.json().error).toMatch(/^No running service found/);
   });

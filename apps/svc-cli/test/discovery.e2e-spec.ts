@@ -55,7 +55,12 @@ describe('svc URL discovery and the credential gates', () => {
       url_source: 'flag',
       url_source_file: null,
     });
-    expect(clients.map((client: { client: string }) => client.client)).toEqual(['code-agent-a', 'desktop-app-a', 'code-agent-b', 'editor-c']);
+    expect(clients.map((client: { client: string }) => client.client)).toEqual([
+      'code-agent-a',
+      'desktop-app-a',
+      'code-agent-b',
+      'editor-c',
+    ]);
   });
 
   it('an explicit --url that does not answer is an error, never a fallback', async () => {
@@ -114,7 +119,9 @@ describe('svc URL discovery and the credential gates', () => {
     try {
       const run = await runCli(['status'], sandbox);
       expect(run.code, run.stderr).toBe(0);
-      expect(run.stderr.split('\n')[0]).toBe('Using http://localhost:7779 (no --url, SERVICE_URL, or SERVICE_URL in ./.env.production or ./.env; tried the default ports).');
+      expect(run.stderr.split('\n')[0]).toBe(
+        'Using http://localhost:7779 (no --url, SERVICE_URL, or SERVICE_URL in ./.env.production or ./.env; tried the default ports).',
+      );
     } finally {
       await new Promise((done) => fake.close(done));
     }
@@ -136,7 +143,11 @@ describe('svc URL discovery and the credential gates', () => {
 
     it('refuses to send the admin credential over plaintext HTTP before any request carries it', async () => {
       const name = uniqueName('remote');
-      for (const args of [['tokens', 'list'], ['tokens', 'create', name], ['tokens', 'revoke', name, '--yes']]) {
+      for (const args of [
+        ['tokens', 'list'],
+        ['tokens', 'create', name],
+        ['tokens', 'revoke', name, '--yes'],
+      ]) {
         const run = await runCli([...args, '--url', remoteUrl, '--json'], sandbox, { env: { OS_SECURITY_KEY: ROOT_KEY } });
         expect(run.code).toBe(1);
         expect(run.json()).toEqual({
@@ -156,17 +167,30 @@ describe('svc URL discovery and the credential gates', () => {
       const { proxy: openProxy, url: openUrl } = await remoteProxy(open.api.url);
       try {
         const env = { SVC_ADMIN_TOKEN: 'svc_pat_exported-admin-token' };
-        for (const args of [['disconnect', '--revoke', '--clients', 'cursor'], ['tokens', 'list']]) {
+        for (const args of [
+          ['disconnect', '--revoke', '--clients', 'cursor'],
+          ['tokens', 'list'],
+        ]) {
           const run = await runCli([...args, '--url', openUrl, '--json'], sandbox, { env });
           expect(run.code, run.stdout).toBe(1);
           expect(run.json().error).toMatch(new RegExp(`^Refusing to send the admin credential to ${openUrl} over plaintext HTTP\\.$`));
         }
         expect(openProxy.received()).toContain('GET /health');
         expect(openProxy.received().toLowerCase()).not.toContain('authorization');
-        const allowed = await runCli(['disconnect', '--revoke', '--clients', 'cursor', '--url', openUrl, '--allow-http', '--json'], sandbox, { env });
+        const allowed = await runCli(
+          ['disconnect', '--revoke', '--clients', 'cursor', '--url', openUrl, '--allow-http', '--json'],
+          sandbox,
+          { env },
+        );
         expect(openProxy.received()).toContain('Bearer svc_pat_exported-admin-token');
         // Sent, as asked; and the open instance itself refuses a Host that is neither loopback nor its PUBLIC_URL.
-        expect(allowed.json().revocations).toEqual([{ account: 'editor-c', status: 'failed', error: expect.stringMatching(/Host '[^']+' is not allowed on an instance without authentication/) }]);
+        expect(allowed.json().revocations).toEqual([
+          {
+            account: 'editor-c',
+            status: 'failed',
+            error: expect.stringMatching(/Host '[^']+' is not allowed on an instance without authentication/),
+          },
+        ]);
       } finally {
         await openProxy.cut();
         await open.stop();
@@ -174,7 +198,9 @@ describe('svc URL discovery and the credential gates', () => {
     });
 
     it('sends it with --allow-http', async () => {
-      const run = await runCli(['tokens', 'create', uniqueName('remote'), '--url', remoteUrl, '--allow-http', '--json'], sandbox, { env: { OS_SECURITY_KEY: ROOT_KEY } });
+      const run = await runCli(['tokens', 'create', uniqueName('remote'), '--url', remoteUrl, '--allow-http', '--json'], sandbox, {
+        env: { OS_SECURITY_KEY: ROOT_KEY },
+      });
       expect(run.code).toBe(0);
       expect(run.json().token).toMatch(/^svc_pat_/);
       expect(proxy.received().toLowerCase()).toContain('authorization: bearer');
@@ -186,7 +212,10 @@ describe('svc URL discovery and the credential gates', () => {
       const env = { OS_SECURITY_KEY: ROOT_KEY };
       const untrusted = await runCli(['tokens', 'list', '--json'], sandbox, { env });
       expect(untrusted.code).toBe(1);
-      expect(untrusted.json()).toEqual({ error: `The URL in .env points to a remote host (${remoteUrl}).`, hint: 'Pass --url to target it explicitly, or --yes to trust it.' });
+      expect(untrusted.json()).toEqual({
+        error: `The URL in .env points to a remote host (${remoteUrl}).`,
+        hint: 'Pass --url to target it explicitly, or --yes to trust it.',
+      });
       const trusted = await runCli(['tokens', 'list', '--yes', '--json'], sandbox, { env });
       expect(trusted.json().error).toMatch(/^Refusing to send the admin credential/);
       const allowed = await runCli(['tokens', 'list', '--yes', '--allow-http', '--json'], sandbox, { env });
@@ -203,7 +232,8 @@ describe('svc URL discovery and the credential gates', () => {
     beforeAll(async () => {
       // Answers like a server from before /info carried mcp and auth_mode: discovery falls back to probes.
       legacy = createServer((request, response) => {
-        const reply = (status: number, body: unknown) => response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+        const reply = (status: number, body: unknown) =>
+          response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
         if (request.url === '/health') return reply(200, { status: 'ok' });
         if (request.url === '/info') return reply(200, { name: 'Legacy OS', os_id: 'legacy' });
         if (request.url === '/mcp') return reply(401, { detail: 'Authorization header required' });

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
-import { cliSandbox, LiveService, startService,SVC_BIN } from '../../../test/support/cli';
+import { cliSandbox, LiveService, startService, SVC_BIN } from '../../../test/support/cli';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
 import { remoteProxy } from '../../../test/support/tcp-proxy';
@@ -22,7 +22,12 @@ describe('svc at a real terminal (tmux)', () => {
     session = null;
   });
 
-  const terminalEnv = (home: string, extra: Record<string, string> = {}) => ({ PATH: process.env.PATH ?? '', HOME: home, TERM: 'xterm-256color', ...extra });
+  const terminalEnv = (home: string, extra: Record<string, string> = {}) => ({
+    PATH: process.env.PATH ?? '',
+    HOME: home,
+    TERM: 'xterm-256color',
+    ...extra,
+  });
 
   it('tokens revoke asks first: No keeps the account, Yes revokes it', async () => {
     const sandbox = cliSandbox();
@@ -69,7 +74,11 @@ describe('svc at a real terminal (tmux)', () => {
 
   it('prompts for the admin credential (hidden) when none is exported', async () => {
     const sandbox = cliSandbox();
-    session = TmuxSession.start([process.execPath, SVC_BIN, 'tokens', 'list'], terminalEnv(sandbox.home, { SERVICE_URL: service.api.url, NO_COLOR: '1' }), sandbox.cwd);
+    session = TmuxSession.start(
+      [process.execPath, SVC_BIN, 'tokens', 'list'],
+      terminalEnv(sandbox.home, { SERVICE_URL: service.api.url, NO_COLOR: '1' }),
+      sandbox.cwd,
+    );
     await session.waitForText('Admin credential for this service');
     session.type(ROOT_KEY, 'Enter');
     expect(await session.exitCode()).toBe(0);
@@ -116,9 +125,17 @@ describe('svc at a real terminal (tmux)', () => {
       writeFileSync(join(sandbox.cwd, '.env'), `SERVICE_URL=${service.api.url}\n`);
       const cursorConfig = join(sandbox.home, '.cursor', 'mcp.json');
       writeFileSync(cursorConfig, JSON.stringify({ mcpServers: { elsewhere: { url: `${chosen.api.url}/mcp` } } }));
-      session = TmuxSession.start([process.execPath, SVC_BIN, 'connect', '--clients', 'cursor'], terminalEnv(sandbox.home, { OS_SECURITY_KEY: ROOT_KEY, NO_COLOR: '1' }), sandbox.cwd);
+      session = TmuxSession.start(
+        [process.execPath, SVC_BIN, 'connect', '--clients', 'cursor'],
+        terminalEnv(sandbox.home, { OS_SECURITY_KEY: ROOT_KEY, NO_COLOR: '1' }),
+        sandbox.cwd,
+      );
       await session.waitForText('Several services answered. Which one?');
-      const activeLine = () => session!.screen().split('\n').find((line) => line.includes('❯')) ?? '';
+      const activeLine = () =>
+        session!
+          .screen()
+          .split('\n')
+          .find((line) => line.includes('❯')) ?? '';
       for (let moves = 0; !activeLine().includes(chosen.api.url) && moves < 6; moves++) {
         session.type('', 'Down');
         await new Promise((resolve) => setTimeout(resolve, 200));
@@ -164,11 +181,19 @@ describe('svc at a real terminal (tmux)', () => {
 
   it('colours output on a terminal, and never with NO_COLOR', async () => {
     const sandbox = cliSandbox();
-    session = TmuxSession.start([process.execPath, SVC_BIN, 'status', '--url', 'http://127.0.0.1:1'], terminalEnv(sandbox.home), sandbox.cwd);
+    session = TmuxSession.start(
+      [process.execPath, SVC_BIN, 'status', '--url', 'http://127.0.0.1:1'],
+      terminalEnv(sandbox.home),
+      sandbox.cwd,
+    );
     expect(await session.exitCode()).toBe(1);
     expect(session.screen(true)).toContain('\u001b[');
     session.kill();
-    session = TmuxSession.start([process.execPath, SVC_BIN, 'status', '--url', 'http://127.0.0.1:1'], terminalEnv(sandbox.home, { NO_COLOR: '1' }), sandbox.cwd);
+    session = TmuxSession.start(
+      [process.execPath, SVC_BIN, 'status', '--url', 'http://127.0.0.1:1'],
+      terminalEnv(sandbox.home, { NO_COLOR: '1' }),
+      sandbox.cwd,
+    );
     expect(await session.exitCode()).toBe(1);
     const plain = session.screen(true);
     expect(plain).toContain('Error: No running service found');

@@ -10,8 +10,24 @@ import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../.
 import { TmuxSession } from '../../../test/support/tmux';
 
 const JOB_KEYS = [
-  'attempt', 'available_at', 'completed_at', 'component_id', 'component_type', 'created_at', 'error', 'id', 'idempotency_key',
-  'job_type', 'locked_at', 'locked_by', 'max_attempts', 'payload', 'session_id', 'status', 'updated_at', 'user_id',
+  'attempt',
+  'available_at',
+  'completed_at',
+  'component_id',
+  'component_type',
+  'created_at',
+  'error',
+  'id',
+  'idempotency_key',
+  'job_type',
+  'locked_at',
+  'locked_by',
+  'max_attempts',
+  'payload',
+  'session_id',
+  'status',
+  'updated_at',
+  'user_id',
 ];
 
 interface Job {
@@ -32,7 +48,13 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
   let worker: RunningProcess | undefined;
   let sandbox: CliSandbox;
   let asAdmin: Record<string, string>;
-  const ids: Record<'failed' | 'completed' | 'running' | 'cancelled' | 'queued', string[]> = { failed: [], completed: [], running: [], cancelled: [], queued: [] };
+  const ids: Record<'failed' | 'completed' | 'running' | 'cancelled' | 'queued', string[]> = {
+    failed: [],
+    completed: [],
+    running: [],
+    cancelled: [],
+    queued: [],
+  };
 
   const background = async (agent: string, message: string) =>
     (await call(api.url, 'POST', `/agents/${agent}/runs`, { token: ROOT_KEY, json: { message, background: true } })).body.run_id as string;
@@ -46,10 +68,14 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
     for (let index = 0; index < 8; index += 1) ids.failed.push(await background('fail-agent', `f${index}`));
     ids.completed.push(await background('echo-agent', 'done'));
     ids.running.push(await background('sleep-agent', '120'));
-    await waitFor(async () => {
-      const states = await Promise.all([...ids.failed, ...ids.completed, ...ids.running].map(async (id) => (await job(id)).status));
-      return states.join() === [...ids.failed.map(() => 'failed'), 'completed', 'running'].join();
-    }, 45_000, 'failed, completed and running jobs');
+    await waitFor(
+      async () => {
+        const states = await Promise.all([...ids.failed, ...ids.completed, ...ids.running].map(async (id) => (await job(id)).status));
+        return states.join() === [...ids.failed.map(() => 'failed'), 'completed', 'running'].join();
+      },
+      45_000,
+      'failed, completed and running jobs',
+    );
     await worker.stop('SIGKILL');
     worker = undefined;
     ids.queued.push(await background('echo-agent', 'waits'));
@@ -79,7 +105,9 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
 
       const failed = (await runCli(['jobs', 'list', '--status', 'failed', '--limit', '100', '--json'], sandbox, { env: asAdmin })).json();
       expect(failed.jobs.map((listed: Job) => listed.id).sort()).toEqual([...ids.failed].sort());
-      const two = (await runCli(['jobs', 'list', '--status', 'cancelled', '--status', 'running', '--json'], sandbox, { env: asAdmin })).json();
+      const two = (
+        await runCli(['jobs', 'list', '--status', 'cancelled', '--status', 'running', '--json'], sandbox, { env: asAdmin })
+      ).json();
       expect(two.jobs.map((listed: Job) => listed.id).sort()).toEqual([...ids.cancelled, ...ids.running].sort());
     });
 
@@ -95,7 +123,11 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       const { jobs, meta } = run.json();
       expect(jobs.map((listed: Job) => listed.id).sort()).toEqual([...ids.completed, ...ids.queued, ...ids.cancelled].sort());
       expect(meta).toEqual({ limit: 20, count: 3, total_count: 12, scanned: 12, truncated: false });
-      const limited = (await runCli(['jobs', 'list', '--component', 'fail-agent', '--status', 'failed', '--limit', '2', '--json'], sandbox, { env: asAdmin })).json();
+      const limited = (
+        await runCli(['jobs', 'list', '--component', 'fail-agent', '--status', 'failed', '--limit', '2', '--json'], sandbox, {
+          env: asAdmin,
+        })
+      ).json();
       expect(limited.jobs).toHaveLength(2);
       expect(limited.jobs.every((listed: Job) => listed.component_id === 'fail-agent')).toBe(true);
       expect(limited.meta).toMatchObject({ limit: 2, count: 2, truncated: true });
@@ -107,7 +139,9 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       const lines = run.stdout.trimEnd().split('\n');
       expect(lines[0]).toMatch(/^ID\s+Status\s+Component\s+Attempt\s+Created\s+Error$/);
       expect(lines).toHaveLength(2);
-      expect(lines[1]).toMatch(new RegExp(`^${ids.running[0]}\\s+running\\s+agent:sleep-agent\\s+1/1\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+-$`));
+      expect(lines[1]).toMatch(
+        new RegExp(`^${ids.running[0]}\\s+running\\s+agent:sleep-agent\\s+1/1\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+-$`),
+      );
       expect(lines[1].indexOf('running')).toBe(lines[0].indexOf('Status'));
       expect(run.stdout).not.toContain('\u001b[');
       expect(run.stderr).toContain('Filtered by component here: 1 match among the newest 12 jobs read.');
@@ -117,7 +151,12 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       const run = await runCli(['jobs', 'get', ids.failed[0], '--json'], sandbox, { env: asAdmin });
       expect(run.code).toBe(0);
       expect(Object.keys(run.json())).toEqual(['job']);
-      expect(run.json().job).toMatchObject({ id: ids.failed[0], status: 'failed', component_id: 'fail-agent', error: expect.stringContaining('fail-agent always fails') });
+      expect(run.json().job).toMatchObject({
+        id: ids.failed[0],
+        status: 'failed',
+        component_id: 'fail-agent',
+        error: expect.stringContaining('fail-agent always fails'),
+      });
       expect(Object.keys(run.json().job).sort()).toEqual(JOB_KEYS);
 
       const text = await runCli(['jobs', 'get', ids.failed[0]], sandbox, { env: asAdmin });
@@ -202,7 +241,9 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       const text = await runCli(['jobs', 'list'], sandbox, { env });
       expect(text.code).toBe(1);
       expect(text.stdout).toBe('');
-      expect(text.stderr).toContain('Error: The service refused the credential (403: Insufficient permissions. Required scope(s): platform:admin).');
+      expect(text.stderr).toContain(
+        'Error: The service refused the credential (403: Insufficient permissions. Required scope(s): platform:admin).',
+      );
       expect((await job(ids.failed[0])).status).toBe('failed');
     });
   });
@@ -228,7 +269,9 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
 
     it('some requeued and some refused: exit 3 with each failure named; all refused: exit 1', async () => {
       const unknown = randomUUID();
-      const run = await runCli(['jobs', 'requeue', ids.failed[1], ids.completed[0], unknown, '--force', '--json'], sandbox, { env: asAdmin });
+      const run = await runCli(['jobs', 'requeue', ids.failed[1], ids.completed[0], unknown, '--force', '--json'], sandbox, {
+        env: asAdmin,
+      });
       expect(run.code).toBe(3);
       const body = run.json();
       expect(body.requeued.map((requeued: Job) => requeued.id)).toEqual([ids.failed[1]]);
@@ -239,7 +282,10 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
 
       const none = await runCli(['jobs', 'requeue', ids.running[0], '--json'], sandbox, { env: asAdmin });
       expect(none.code).toBe(1);
-      expect(none.json()).toEqual({ requeued: [], failed: [{ id: ids.running[0], error: `Job ${ids.running[0]} is running; only failed and cancelled jobs can be requeued` }] });
+      expect(none.json()).toEqual({
+        requeued: [],
+        failed: [{ id: ids.running[0], error: `Job ${ids.running[0]} is running; only failed and cancelled jobs can be requeued` }],
+      });
       expect((await job(ids.running[0])).status).toBe('running');
     });
 
@@ -257,14 +303,18 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
     const stillFailed = () => ids.failed.slice(2);
 
     it('--dry-run --json prints the dry run and changes nothing; without --force the lock grace skips every job', async () => {
-      const run = await runCli(['jobs', 'requeue', '--status', 'failed', '--component', 'fail-agent', '--dry-run', '--json'], sandbox, { env: asAdmin });
+      const run = await runCli(['jobs', 'requeue', '--status', 'failed', '--component', 'fail-agent', '--dry-run', '--json'], sandbox, {
+        env: asAdmin,
+      });
       expect(run.code, run.stderr).toBe(0);
       const body = run.json();
       expect(body).toMatchObject({ dry_run: true, matched: 6, changed: 0 });
       expect(body.skipped.map((skip: { id: string }) => skip.id).sort()).toEqual([...stillFailed()].sort());
       expect(new Set(body.skipped.map((skip: { reason: string }) => skip.reason))).toEqual(new Set(['lock_grace']));
 
-      const forced = await runCli(['jobs', 'requeue', '--status', 'failed', '--since', '1h', '--force', '--dry-run'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+      const forced = await runCli(['jobs', 'requeue', '--status', 'failed', '--since', '1h', '--force', '--dry-run'], sandbox, {
+        env: { ...asAdmin, NO_COLOR: '1' },
+      });
       expect(forced.code).toBe(0);
       expect(forced.stdout).toContain(`Would requeue 6 jobs of 6 matched (status failed, created since `);
       expect(forced.stdout).toContain('dry run, nothing changed.');
@@ -275,12 +325,16 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
 
     it('--since leaves out older jobs', async () => {
       await new Promise((resolve) => setTimeout(resolve, 2_100));
-      const run = await runCli(['jobs', 'requeue', '--status', 'failed', '--since', '2', '--force', '--dry-run', '--json'], sandbox, { env: asAdmin });
+      const run = await runCli(['jobs', 'requeue', '--status', 'failed', '--since', '2', '--force', '--dry-run', '--json'], sandbox, {
+        env: asAdmin,
+      });
       expect(run.json()).toEqual({ dry_run: true, matched: 0, changed: 0, skipped: [] });
     });
 
     it('--limit selects the oldest jobs first', async () => {
-      const run = await runCli(['jobs', 'requeue', '--status', 'failed', '--limit', '2', '--force', '--dry-run', '--json'], sandbox, { env: asAdmin });
+      const run = await runCli(['jobs', 'requeue', '--status', 'failed', '--limit', '2', '--force', '--dry-run', '--json'], sandbox, {
+        env: asAdmin,
+      });
       expect(run.json()).toMatchObject({ dry_run: true, matched: 2, changed: 2 });
     });
 
@@ -288,7 +342,11 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       const target = stillFailed().slice(-2);
       const before = await Promise.all(target.map(job));
       // Two jobs are left for the prompt test below: narrow by component and limit instead of ids.
-      const run = await runCli(['jobs', 'requeue', '--status', 'failed', '--component', 'fail-agent', '--limit', '2', '--force', '--yes', '--json'], sandbox, { env: asAdmin });
+      const run = await runCli(
+        ['jobs', 'requeue', '--status', 'failed', '--component', 'fail-agent', '--limit', '2', '--force', '--yes', '--json'],
+        sandbox,
+        { env: asAdmin },
+      );
       expect(run.code, run.stderr).toBe(0);
       expect(run.json()).toEqual({ dry_run: false, matched: 2, changed: 2, skipped: [] });
       const oldest = stillFailed().slice(0, 2);
@@ -311,7 +369,13 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
 
     it('list colours statuses on a terminal with the columns still aligned, and never with NO_COLOR', async () => {
       const terminalSandbox = cliSandbox();
-      const env = { PATH: process.env.PATH ?? '', HOME: terminalSandbox.home, TERM: 'xterm-256color', SERVICE_URL: api.url, OS_SECURITY_KEY: ROOT_KEY };
+      const env = {
+        PATH: process.env.PATH ?? '',
+        HOME: terminalSandbox.home,
+        TERM: 'xterm-256color',
+        SERVICE_URL: api.url,
+        OS_SECURITY_KEY: ROOT_KEY,
+      };
       const argv = [process.execPath, SVC_BIN, 'jobs', 'list', '--status', 'failed', '--status', 'running'];
       session = TmuxSession.start(argv, env, terminalSandbox.cwd);
       expect(await session.exitCode()).toBe(0);
@@ -336,7 +400,14 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       const remaining = ids.failed.slice(4);
       expect(remaining).toHaveLength(4);
       const terminalSandbox = cliSandbox();
-      const env = { PATH: process.env.PATH ?? '', HOME: terminalSandbox.home, TERM: 'xterm-256color', NO_COLOR: '1', SERVICE_URL: api.url, OS_SECURITY_KEY: ROOT_KEY };
+      const env = {
+        PATH: process.env.PATH ?? '',
+        HOME: terminalSandbox.home,
+        TERM: 'xterm-256color',
+        NO_COLOR: '1',
+        SERVICE_URL: api.url,
+        OS_SECURITY_KEY: ROOT_KEY,
+      };
       const argv = [process.execPath, SVC_BIN, 'jobs', 'requeue', '--status', 'failed', '--component', 'fail-agent', '--force'];
 
       session = TmuxSession.start(argv, env, terminalSandbox.cwd);

@@ -23,12 +23,20 @@ describe('svc schedules against a live api and worker', () => {
   const createSchedule = async (json: Record<string, unknown> = {}): Promise<Schedule> => {
     const response = await call<Schedule>(service.api.url, 'POST', '/schedules', {
       token: ROOT_KEY,
-      json: { name: uniqueName('sched'), cron_expr: '0 9 * * 1', timezone: 'Europe/Berlin', endpoint: '/agents/echo-agent/runs', payload: { message: 'hi' }, ...json },
+      json: {
+        name: uniqueName('sched'),
+        cron_expr: '0 9 * * 1',
+        timezone: 'Europe/Berlin',
+        endpoint: '/agents/echo-agent/runs',
+        payload: { message: 'hi' },
+        ...json,
+      },
     });
     expect(response.status, response.text).toBe(201);
     return response.body;
   };
-  const read = async (id: string): Promise<Schedule> => (await call<Schedule>(service.api.url, 'GET', `/schedules/${id}`, { token: ROOT_KEY })).body;
+  const read = async (id: string): Promise<Schedule> =>
+    (await call<Schedule>(service.api.url, 'GET', `/schedules/${id}`, { token: ROOT_KEY })).body;
 
   beforeAll(async () => {
     service = await startService({ OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
@@ -52,7 +60,11 @@ describe('svc schedules against a live api and worker', () => {
     const lines = text.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^ID\s+Name\s+Cron\s+Timezone\s+Enabled\s+Next run\s+Target$/);
     const row = lines.find((line) => line.startsWith(targeted.id))!;
-    expect(row).toMatch(new RegExp(`^${targeted.id}\\s+${targeted.name}\\s+0 9 \\* \\* 1\\s+Europe/Berlin\\s+yes\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+agent:echo-agent$`));
+    expect(row).toMatch(
+      new RegExp(
+        `^${targeted.id}\\s+${targeted.name}\\s+0 9 \\* \\* 1\\s+Europe/Berlin\\s+yes\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+agent:echo-agent$`,
+      ),
+    );
     expect(row.indexOf('Europe/Berlin')).toBe(lines[0].indexOf('Timezone'));
     expect(lines.find((line) => line.startsWith(plain.id))).toMatch(/\s+no\s+-\s+-$/);
     expect(text.stdout).not.toContain('\u001b[');
@@ -81,19 +93,31 @@ describe('svc schedules against a live api and worker', () => {
     const fire = run.json().run;
     expect(fire).toMatchObject({ schedule_id: schedule.id, trigger: 'manual', status: 'queued', due_at: expect.any(Number), attempts: [] });
 
-    await waitFor(async () => (await call(service.api.url, 'GET', `/schedules/${schedule.id}/runs/${fire.id}`, { token: ROOT_KEY })).body.status === 'success', 30_000, 'the fire to succeed');
+    await waitFor(
+      async () =>
+        (await call(service.api.url, 'GET', `/schedules/${schedule.id}/runs/${fire.id}`, { token: ROOT_KEY })).body.status === 'success',
+      30_000,
+      'the fire to succeed',
+    );
     const runs = await runCli(['schedules', 'runs', schedule.id, '--json'], sandbox, { env: asAdmin });
     expect(runs.code).toBe(0);
     expect(Object.keys(runs.json())).toEqual(['runs', 'meta']);
     expect(runs.json().meta).toMatchObject({ total_count: 1 });
     expect(runs.json().runs).toEqual([
-      expect.objectContaining({ id: fire.id, status: 'success', status_code: 200, attempts: [expect.objectContaining({ attempt: 1, status_code: 200 })] }),
+      expect.objectContaining({
+        id: fire.id,
+        status: 'success',
+        status_code: 200,
+        attempts: [expect.objectContaining({ attempt: 1, status_code: 200 })],
+      }),
     ]);
 
     const text = await runCli(['schedules', 'runs', schedule.id], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
     const lines = text.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^ID\s+Trigger\s+Status\s+Due\s+Code\s+Attempts\s+Run\s+Error$/);
-    expect(lines[1]).toMatch(new RegExp(`^${fire.id}\\s+manual\\s+success\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC\\s+200\\s+1\\s+`));
+    expect(lines[1]).toMatch(
+      new RegExp(`^${fire.id}\\s+manual\\s+success\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC\\s+200\\s+1\\s+`),
+    );
 
     const triggered = await runCli(['schedules', 'trigger', schedule.id], sandbox, { env: asAdmin });
     expect(triggered.stdout).toContain(`Queued a fire of schedule ${schedule.id}`);
@@ -104,15 +128,22 @@ describe('svc schedules against a live api and worker', () => {
     const schedule = await createSchedule();
     const paused = await runCli(['schedules', 'pause', schedule.id, '--json'], sandbox, { env: asAdmin });
     expect(paused.code, paused.stderr).toBe(0);
-    expect(paused.json()).toEqual({ schedule: expect.objectContaining({ id: schedule.id, enabled: false, next_run_at: null, disabled_reason: null }) });
+    expect(paused.json()).toEqual({
+      schedule: expect.objectContaining({ id: schedule.id, enabled: false, next_run_at: null, disabled_reason: null }),
+    });
 
     const refused = await runCli(['schedules', 'trigger', schedule.id, '--json'], sandbox, { env: asAdmin });
     expect(refused.code).toBe(1);
-    expect(refused.json()).toEqual({ error: expect.stringMatching(new RegExp(`^Could not trigger schedule '${schedule.id}': .+`)), hint: `Resume it first: svc schedules resume ${schedule.id}` });
+    expect(refused.json()).toEqual({
+      error: expect.stringMatching(new RegExp(`^Could not trigger schedule '${schedule.id}': .+`)),
+      hint: `Resume it first: svc schedules resume ${schedule.id}`,
+    });
 
     const resumed = await runCli(['schedules', 'resume', schedule.id], sandbox, { env: asAdmin });
     expect(resumed.code).toBe(0);
-    expect(resumed.stdout).toMatch(new RegExp(`^Resumed schedule '${schedule.name}' \\(${schedule.id}\\); next run \\d{4}-.* UTC\\.$`, 'm'));
+    expect(resumed.stdout).toMatch(
+      new RegExp(`^Resumed schedule '${schedule.name}' \\(${schedule.id}\\); next run \\d{4}-.* UTC\\.$`, 'm'),
+    );
     expect(await read(schedule.id)).toMatchObject({ enabled: true, next_run_at: expect.any(Number), disabled_reason: null });
   });
 
@@ -124,7 +155,9 @@ describe('svc schedules against a live api and worker', () => {
     expect(body).toEqual({ schedule: expect.objectContaining({ id: schedule.id, enabled: false, disabled_reason: 'vendor outage' }) });
     const text = await runCli(['schedules', 'get', schedule.id], sandbox, { env: asAdmin });
     expect(text.stdout).toMatch(/^Disabled reason:\s+vendor outage$/m);
-    const again = await runCli(['schedules', 'pause', schedule.id, '--reason', 'still out'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+    const again = await runCli(['schedules', 'pause', schedule.id, '--reason', 'still out'], sandbox, {
+      env: { ...asAdmin, NO_COLOR: '1' },
+    });
     expect(again.stdout).toBe(`Paused schedule '${schedule.name}' (${schedule.id}). Reason: still out\n`);
     expect(again.stderr).not.toContain('Warning');
     const resumed = await runCli(['schedules', 'resume', schedule.id, '--json'], sandbox, { env: asAdmin });
@@ -134,21 +167,33 @@ describe('svc schedules against a live api and worker', () => {
   it("a token without the schedules scopes gets the api's 403 as exit 1 with its detail", async () => {
     const schedule = await createSchedule();
     const runner = await mintAccount(service.api.url, ROOT_KEY, { scopes: ['agents:run'] });
-    const list = await runCli(['schedules', 'list', '--json'], sandbox, { env: { SERVICE_URL: service.api.url, SVC_ADMIN_TOKEN: runner.token } });
+    const list = await runCli(['schedules', 'list', '--json'], sandbox, {
+      env: { SERVICE_URL: service.api.url, SVC_ADMIN_TOKEN: runner.token },
+    });
     expect(list.code).toBe(1);
     expect(list.json()).toEqual({
       error: 'The service refused the credential (403: Insufficient permissions. Required scope(s): schedules:read).',
       hint: expect.stringContaining('schedules:read'),
     });
     const reader = await mintAccount(service.api.url, ROOT_KEY, { scopes: ['schedules:read'] });
-    const pause = await runCli(['schedules', 'pause', schedule.id], sandbox, { env: { SERVICE_URL: service.api.url, SVC_ADMIN_TOKEN: reader.token } });
+    const pause = await runCli(['schedules', 'pause', schedule.id], sandbox, {
+      env: { SERVICE_URL: service.api.url, SVC_ADMIN_TOKEN: reader.token },
+    });
     expect(pause.code).toBe(1);
-    expect(pause.stderr).toContain('Error: The service refused the credential (403: Insufficient permissions. Required scope(s): schedules:write).');
+    expect(pause.stderr).toContain(
+      'Error: The service refused the credential (403: Insufficient permissions. Required scope(s): schedules:write).',
+    );
     expect((await read(schedule.id)).enabled).toBe(true);
   });
 
   it('usage errors exit 2 on stderr with no JSON', async () => {
-    for (const args of [['schedules'], ['schedules', 'get', '--json'], ['schedules', 'runs', randomUUID(), '--limit', '0', '--json'], ['schedules', 'pause', randomUUID(), '--reason'], ['schedules', 'resume', 'a', 'b']]) {
+    for (const args of [
+      ['schedules'],
+      ['schedules', 'get', '--json'],
+      ['schedules', 'runs', randomUUID(), '--limit', '0', '--json'],
+      ['schedules', 'pause', randomUUID(), '--reason'],
+      ['schedules', 'resume', 'a', 'b'],
+    ]) {
       const run = await runCli(args, sandbox, { env: asAdmin });
       expect(run.code, args.join(' ')).toBe(2);
       expect(run.stdout).toBe('');

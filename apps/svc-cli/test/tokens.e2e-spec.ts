@@ -6,7 +6,18 @@ import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY, uniqueName } from '../../../test/support/principals';
 
 const DEFAULT_SCOPES = ['agents:run', 'teams:run', 'workflows:run', 'sessions:read', 'config:read'];
-const ACCOUNT_KEYS = ['created_at', 'expires_at', 'id', 'last_used_at', 'last_used_ip', 'name', 'principal', 'revoked_at', 'scopes', 'token_prefix'];
+const ACCOUNT_KEYS = [
+  'created_at',
+  'expires_at',
+  'id',
+  'last_used_at',
+  'last_used_ip',
+  'name',
+  'principal',
+  'revoked_at',
+  'scopes',
+  'token_prefix',
+];
 
 describe('svc tokens against a live api and worker (security_key mode)', () => {
   let service: LiveService;
@@ -35,7 +46,11 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
 
   it('create passes repeated -s scopes, --expires and --privileged', async () => {
     const name = uniqueName('cli');
-    const run = await runCli(['tokens', 'create', name, '-s', 'agents:run', '-s', 'sessions:write', '--expires', '30', '--privileged', '--json'], sandbox, { env: asAdmin });
+    const run = await runCli(
+      ['tokens', 'create', name, '-s', 'agents:run', '-s', 'sessions:write', '--expires', '30', '--privileged', '--json'],
+      sandbox,
+      { env: asAdmin },
+    );
     expect(run.code).toBe(0);
     const account = run.json();
     expect(account.scopes).toEqual(['agents:run', 'sessions:write']);
@@ -57,7 +72,10 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     await mintAccount(service.api.url, ROOT_KEY, { name });
     const run = await runCli(['tokens', 'create', name, '--json'], sandbox, { env: asAdmin });
     expect(run.code).toBe(1);
-    expect(run.json()).toEqual({ error: `A service account named '${name}' already exists.`, hint: `Revoke it first (svc tokens revoke ${name}) or pick a different name.` });
+    expect(run.json()).toEqual({
+      error: `A service account named '${name}' already exists.`,
+      hint: `Revoke it first (svc tokens revoke ${name}) or pick a different name.`,
+    });
   });
 
   it('validates the name and the server bounds with exit 1; a bad --expires is a usage error (exit 2, stderr, no JSON)', async () => {
@@ -81,7 +99,13 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
   });
 
   it('usage errors exit 2 on stderr with no JSON', async () => {
-    for (const args of [['tokens', 'create', '--json'], ['tokens', 'create', 'x', '--bogus', '--json'], ['tokens', 'frobnicate', '--json'], ['tokens'], ['tokens', 'create', 'x', '-s']]) {
+    for (const args of [
+      ['tokens', 'create', '--json'],
+      ['tokens', 'create', 'x', '--bogus', '--json'],
+      ['tokens', 'frobnicate', '--json'],
+      ['tokens'],
+      ['tokens', 'create', 'x', '-s'],
+    ]) {
       const run = await runCli(args, sandbox, { env: asAdmin });
       expect(run.code, args.join(' ')).toBe(2);
       expect(run.stdout).toBe('');
@@ -137,8 +161,16 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
 
     const listed = await runCli(['tokens', 'list', '--json'], sandbox, { env: asAdmin });
     expect(listed.code).toBe(0);
-    const byName = new Map<string, { expires_soon: boolean }>(listed.json().service_accounts.map((account: { name: string }) => [account.name, account]));
-    expect([soon, later, never, revoked, expired].map((account) => byName.get(account.name)!.expires_soon)).toEqual([true, false, false, false, false]);
+    const byName = new Map<string, { expires_soon: boolean }>(
+      listed.json().service_accounts.map((account: { name: string }) => [account.name, account]),
+    );
+    expect([soon, later, never, revoked, expired].map((account) => byName.get(account.name)!.expires_soon)).toEqual([
+      true,
+      false,
+      false,
+      false,
+      false,
+    ]);
 
     const table = await runCli(['tokens', 'list'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
     const row = (name: string) => table.stdout.split('\n').find((line) => line.startsWith(`${name} `))!;
@@ -154,7 +186,13 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     expect(run.code, run.stdout + run.stderr).toBe(0);
     const rotated = run.json();
     expect(Object.keys(rotated).sort()).toEqual([...ACCOUNT_KEYS, 'token'].sort());
-    expect(rotated).toMatchObject({ id: account.id, name: account.name, scopes: DEFAULT_SCOPES, revoked_at: null, token_prefix: rotated.token.slice(0, 15) });
+    expect(rotated).toMatchObject({
+      id: account.id,
+      name: account.name,
+      scopes: DEFAULT_SCOPES,
+      revoked_at: null,
+      token_prefix: rotated.token.slice(0, 15),
+    });
     expect(rotated.token).not.toBe(account.token);
     expect((await call(service.api.url, 'GET', '/config', { token: account.token })).status).toBe(200);
     expect((await call(service.api.url, 'GET', '/config', { token: rotated.token })).status).toBe(200);
@@ -196,7 +234,11 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     }
     const missing = await runCli(['tokens', 'rotate', '--json'], sandbox, { env: asAdmin });
     expect(missing.code).toBe(2);
-    const [row] = await query<{ previous_token_hash: string | null }>(service.databaseUrl, 'SELECT previous_token_hash FROM service_accounts WHERE id = $1', [account.id]);
+    const [row] = await query<{ previous_token_hash: string | null }>(
+      service.databaseUrl,
+      'SELECT previous_token_hash FROM service_accounts WHERE id = $1',
+      [account.id],
+    );
     expect(row.previous_token_hash).toBeNull();
   });
 
@@ -213,7 +255,9 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
   it('revoke of a name revoked before says so and succeeds, changing nothing', async () => {
     const account = await mintAccount(service.api.url, ROOT_KEY);
     expect((await runCli(['tokens', 'revoke', account.name, '--json'], sandbox, { env: asAdmin })).code).toBe(0);
-    const first = (await call(service.api.url, 'GET', `/service-accounts?limit=100`, { token: ROOT_KEY })).body.data.find((row: { id: string }) => row.id === account.id);
+    const first = (await call(service.api.url, 'GET', `/service-accounts?limit=100`, { token: ROOT_KEY })).body.data.find(
+      (row: { id: string }) => row.id === account.id,
+    );
     const again = await runCli(['tokens', 'revoke', account.name], sandbox, { env: asAdmin });
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(new RegExp(`Service account '${account.name}' was already revoked \\(at \\d{4}-.*\\); nothing to do\\.`));
@@ -228,16 +272,23 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
   });
 
   it('takes SVC_ADMIN_TOKEN before OS_SECURITY_KEY', async () => {
-    const rejected = await runCli(['tokens', 'list', '--json'], sandbox, { env: { ...asAdmin, SVC_ADMIN_TOKEN: 'not-a-valid-credential' } });
+    const rejected = await runCli(['tokens', 'list', '--json'], sandbox, {
+      env: { ...asAdmin, SVC_ADMIN_TOKEN: 'not-a-valid-credential' },
+    });
     expect(rejected.code).toBe(1);
     expect(rejected.json().error).toMatch(/^The service rejected the admin credential/);
     const admin = await mintAccount(service.api.url, ROOT_KEY, { scopes: ['platform:admin'], privileged: true });
-    const accepted = await runCli(['tokens', 'create', uniqueName('cli'), '--json'], sandbox, { env: { SERVICE_URL: service.api.url, SVC_ADMIN_TOKEN: admin.token, OS_SECURITY_KEY: 'wrong' } });
+    const accepted = await runCli(['tokens', 'create', uniqueName('cli'), '--json'], sandbox, {
+      env: { SERVICE_URL: service.api.url, SVC_ADMIN_TOKEN: admin.token, OS_SECURITY_KEY: 'wrong' },
+    });
     expect(accepted.code).toBe(0);
   });
 
   it('without a credential on an enforcing service, --json and non-TTY runs fail instead of prompting', async () => {
-    for (const args of [['tokens', 'list', '--json'], ['tokens', 'list']]) {
+    for (const args of [
+      ['tokens', 'list', '--json'],
+      ['tokens', 'list'],
+    ]) {
       const run = await runCli(args, sandbox, { env: { SERVICE_URL: service.api.url } });
       expect(run.code).toBe(1);
       const message = 'This service requires an admin credential (auth mode: security_key).';

@@ -15,7 +15,14 @@ export class WorkerModule {
   static forRoot(env: Env, components: Component[] = []): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [ConfigModule.forRoot(env), DatabaseModule, HealthModule, RunsModule.forRoot({ components }), QueueWorkerModule, SchedulesWorkerModule],
+      imports: [
+        ConfigModule.forRoot(env),
+        DatabaseModule,
+        HealthModule,
+        RunsModule.forRoot({ components }),
+        QueueWorkerModule,
+        SchedulesWorkerModule,
+      ],
       providers: [WorkerHealthServer],
     };
   }

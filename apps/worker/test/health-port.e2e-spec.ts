@@ -24,7 +24,13 @@ describe('worker health port (WORKER_HEALTH_PORT)', () => {
     const port = await freePort();
     probes = `http://127.0.0.1:${port}`;
     // A short drain, so the shutdown test below sees the worker draining a job, then exiting.
-    worker = await startWorker({ DATABASE_URL: url.toString(), DB_MIGRATE: 'false', WORKER_HEALTH_PORT: String(port), DEMO_COMPONENTS: 'true', WORKER_SHUTDOWN_TIMEOUT_SECONDS: '4' });
+    worker = await startWorker({
+      DATABASE_URL: url.toString(),
+      DB_MIGRATE: 'false',
+      WORKER_HEALTH_PORT: String(port),
+      DEMO_COMPONENTS: 'true',
+      WORKER_SHUTDOWN_TIMEOUT_SECONDS: '4',
+    });
   });
   afterAll(async () => {
     await worker?.stop('SIGKILL');
@@ -58,12 +64,15 @@ describe('worker health port (WORKER_HEALTH_PORT)', () => {
     api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
     const posted = await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: ROOT_KEY, json: { message: '30', background: true } });
     expect(posted.status, posted.text).toBe(202);
-    const jobStatus = async () => (await query<{ status: string }>(databaseUrl, 'SELECT status FROM queue_jobs WHERE id = $1', [posted.body.run_id]))[0].status;
+    const jobStatus = async () =>
+      (await query<{ status: string }>(databaseUrl, 'SELECT status FROM queue_jobs WHERE id = $1', [posted.body.run_id]))[0].status;
     await expect.poll(jobStatus, { timeout: 15_000 }).toBe('running');
 
     const stopped = worker.stop('SIGTERM');
     // Not ready as soon as the signal is handled, while the job is still draining (4 s) and the process runs.
-    await expect.poll(async () => (await call(probes, 'GET', '/readyz')).body, { timeout: 2000, interval: 50 }).toEqual({ detail: 'Not ready: shutting down' });
+    await expect
+      .poll(async () => (await call(probes, 'GET', '/readyz')).body, { timeout: 2000, interval: 50 })
+      .toEqual({ detail: 'Not ready: shutting down' });
     expect(await jobStatus()).toBe('running');
     expect((await call(probes, 'GET', '/livez')).status).toBe(200);
     // A clean exit (0), not a crash; the job it could not finish is released back to the queue.
@@ -79,7 +88,10 @@ describe('worker health port (WORKER_HEALTH_PORT)', () => {
 
 describe('worker health port configuration', () => {
   it('refuses to boot with a port that is not a number, naming the variable', async () => {
-    const worker = spawnNode('dist/apps/worker/src/main.js', { DATABASE_URL: 'postgresql://127.0.0.1:1/none', WORKER_HEALTH_PORT: 'eighty' });
+    const worker = spawnNode('dist/apps/worker/src/main.js', {
+      DATABASE_URL: 'postgresql://127.0.0.1:1/none',
+      WORKER_HEALTH_PORT: 'eighty',
+    });
     expect(await worker.exited).toBe(1);
     expect(worker.output()).toContain('WORKER_HEALTH_PORT="eighty": must be a whole number from 1 to 65535');
   });

@@ -38,11 +38,23 @@ describe('schedule firing (real worker, real HTTP)', () => {
   let proxyUrl: string;
   let databaseUrl: string;
 
-  const workerEnv = () => ({ DATABASE_URL: databaseUrl, PUBLIC_URL: proxyUrl, SCHEDULE_TICK_INTERVAL_MS: '200', OS_SECURITY_KEY: ROOT_KEY, WORKER_SHUTDOWN_TIMEOUT_SECONDS: '1', DEMO_COMPONENTS: 'true' });
+  const workerEnv = () => ({
+    DATABASE_URL: databaseUrl,
+    PUBLIC_URL: proxyUrl,
+    SCHEDULE_TICK_INTERVAL_MS: '200',
+    OS_SECURITY_KEY: ROOT_KEY,
+    WORKER_SHUTDOWN_TIMEOUT_SECONDS: '1',
+    DEMO_COMPONENTS: 'true',
+  });
 
   beforeAll(async () => {
     databaseUrl = await createTestDatabase();
-    api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '0', DEMO_COMPONENTS: 'true' });
+    api = await startApi({
+      DATABASE_URL: databaseUrl,
+      OS_SECURITY_KEY: ROOT_KEY,
+      SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '0',
+      DEMO_COMPONENTS: 'true',
+    });
     // The worker reaches the api through a proxy the retry and timeout tests can cut or stall.
     proxy = new TcpProxy('127.0.0.1', Number(new URL(api.url).port));
     proxyUrl = `http://127.0.0.1:${await proxy.listen()}`;
@@ -54,8 +66,14 @@ describe('schedule firing (real worker, real HTTP)', () => {
     await api?.stop();
   });
 
-  async function createSchedule(json: Record<string, unknown>, token = ROOT_KEY): Promise<{ id: string; name: string; next_run_at: number | null }> {
-    const response = await call(api.url, 'POST', '/schedules', { token, json: { name: uniqueName('fire'), cron_expr: YEARLY, method: 'GET', ...json } });
+  async function createSchedule(
+    json: Record<string, unknown>,
+    token = ROOT_KEY,
+  ): Promise<{ id: string; name: string; next_run_at: number | null }> {
+    const response = await call(api.url, 'POST', '/schedules', {
+      token,
+      json: { name: uniqueName('fire'), cron_expr: YEARLY, method: 'GET', ...json },
+    });
     expect(response.status, response.text).toBe(201);
     return response.body;
   }
@@ -71,7 +89,11 @@ describe('schedule firing (real worker, real HTTP)', () => {
 
   async function finishedFire(scheduleId: string, count = 1, timeoutMs = 20_000): Promise<Fire> {
     let last: Fire[] = [];
-    await waitFor(async () => (last = await fires(scheduleId)).filter((fire) => FINISHED.includes(fire.status)).length >= count, timeoutMs, `fire ${count} of ${scheduleId}`);
+    await waitFor(
+      async () => (last = await fires(scheduleId)).filter((fire) => FINISHED.includes(fire.status)).length >= count,
+      timeoutMs,
+      `fire ${count} of ${scheduleId}`,
+    );
     return last[count - 1];
   }
 
@@ -94,16 +116,32 @@ describe('schedule firing (real worker, real HTTP)', () => {
     await makeDue([created.id]);
     const fire = await finishedFire(created.id);
     expect(fire).toMatchObject({ trigger: 'cron', status: 'success', status_code: 200, error: null });
-    expect(fire.attempts).toEqual([{ attempt: 1, started_at: expect.any(Number), completed_at: expect.any(Number), duration_ms: expect.any(Number), status_code: 200, error: null, run_id: null, run_status: null }]);
+    expect(fire.attempts).toEqual([
+      {
+        attempt: 1,
+        started_at: expect.any(Number),
+        completed_at: expect.any(Number),
+        duration_ms: expect.any(Number),
+        status_code: 200,
+        error: null,
+        run_id: null,
+        run_status: null,
+      },
+    ]);
     const after = await schedule(created.id);
     const nextMidnight = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate() + 1) / 1000;
     expect(after.next_run_at).toBe(nextMidnight);
     await afterATick();
     expect(await fires(created.id)).toHaveLength(1);
     // One info line per fire, for an operator reading the worker's log.
-    const logged = worker.output().split('\n').filter((line) => line.includes(`schedule fired: ${created.id}`));
+    const logged = worker
+      .output()
+      .split('\n')
+      .filter((line) => line.includes(`schedule fired: ${created.id}`));
     expect(logged).toHaveLength(1);
-    expect(logged[0]).toMatch(new RegExp(`"level":30.*schedule fired: ${created.id} GET /health → success \\(HTTP 200\\), 1 attempt\\(s\\), \\d+ ms`));
+    expect(logged[0]).toMatch(
+      new RegExp(`"level":30.*schedule fired: ${created.id} GET /health → success \\(HTTP 200\\), 1 attempt\\(s\\), \\d+ ms`),
+    );
   });
 
   it('fires a schedule that missed many slots while no worker ran once, not once per slot, and records the others as missed', async () => {
@@ -124,7 +162,11 @@ describe('schedule firing (real worker, real HTTP)', () => {
 
   it('sends the payload as the JSON body with the creator rights: a root schedule mints an account', async () => {
     const name = uniqueName('minted-by-schedule');
-    const created = await createSchedule({ endpoint: '/service-accounts', method: 'POST', payload: { name, scopes: [{ scope: 'config:read' }] } });
+    const created = await createSchedule({
+      endpoint: '/service-accounts',
+      method: 'POST',
+      payload: { name, scopes: [{ scope: 'config:read' }] },
+    });
     const triggered = await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
     expect(triggered.status).toBe(202);
     const fire = await finishedFire(created.id);
@@ -135,7 +177,10 @@ describe('schedule firing (real worker, real HTTP)', () => {
 
   it('makes a real HTTP call that starts an echo-agent run, as the creating service account', async () => {
     const runner = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'schedules:write'], privileged: true });
-    const created = await createSchedule({ endpoint: '/agents/echo-agent/runs', method: 'POST', payload: { message: 'scheduled hello' } }, runner.token);
+    const created = await createSchedule(
+      { endpoint: '/agents/echo-agent/runs', method: 'POST', payload: { message: 'scheduled hello' } },
+      runner.token,
+    );
     expect(created).toMatchObject({ target_type: 'agent', target_id: 'echo-agent' });
     await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
     const fire = await finishedFire(created.id);
@@ -148,7 +193,10 @@ describe('schedule firing (real worker, real HTTP)', () => {
 
   it('follows a background run to its end', async () => {
     const runner = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'schedules:write'], privileged: true });
-    const created = await createSchedule({ endpoint: '/agents/sleep-agent/runs', method: 'POST', payload: { message: '1', background: true } }, runner.token);
+    const created = await createSchedule(
+      { endpoint: '/agents/sleep-agent/runs', method: 'POST', payload: { message: '1', background: true } },
+      runner.token,
+    );
     await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
     await waitFor(async () => (await fires(created.id))[0]?.status === 'running', 10_000, 'the fire to start');
     const fire = await finishedFire(created.id);
@@ -160,7 +208,13 @@ describe('schedule firing (real worker, real HTTP)', () => {
   });
 
   it('fails the fire when the run it started fails, retrying it', async () => {
-    const created = await createSchedule({ endpoint: '/agents/fail-agent/runs', method: 'POST', payload: { message: 'x' }, max_retries: 1, retry_delay_seconds: 1 });
+    const created = await createSchedule({
+      endpoint: '/agents/fail-agent/runs',
+      method: 'POST',
+      payload: { message: 'x' },
+      max_retries: 1,
+      retry_delay_seconds: 1,
+    });
     await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
     const fire = await finishedFire(created.id);
     expect(fire).toMatchObject({ status: 'failed', run_status: 'failed' });
@@ -170,16 +224,26 @@ describe('schedule firing (real worker, real HTTP)', () => {
   });
 
   it('fires with the rights of the owning service account as they are now, never more', async () => {
-    const runner = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'config:read', 'schedules:write', 'schedules:read'], privileged: true });
+    const runner = await mintAccount(api.url, ROOT_KEY, {
+      scopes: ['agents:run', 'config:read', 'schedules:write', 'schedules:read'],
+      privileged: true,
+    });
     // A call the owner may not make is refused when the schedule is written, not when it fires.
-    const refusedAtCreate = await call(api.url, 'POST', '/schedules', { token: runner.token, json: { name: uniqueName('fire'), cron_expr: YEARLY, method: 'GET', endpoint: '/service-accounts' } });
+    const refusedAtCreate = await call(api.url, 'POST', '/schedules', {
+      token: runner.token,
+      json: { name: uniqueName('fire'), cron_expr: YEARLY, method: 'GET', endpoint: '/service-accounts' },
+    });
     expect(refusedAtCreate.status).toBe(403);
     expect(refusedAtCreate.body.detail).toContain('service_accounts:read');
     const allowed = await createSchedule({ endpoint: '/config' }, runner.token);
     await makeDue([allowed.id]);
     expect(await finishedFire(allowed.id)).toMatchObject({ status: 'success', status_code: 200 });
     // The account loses config:read: the next fire is refused (not retried) and the schedule disabled.
-    await query(databaseUrl, `UPDATE service_accounts SET scopes = ARRAY['agents:run', 'schedules:write', 'schedules:read'] WHERE id = $1`, [runner.id]);
+    await query(
+      databaseUrl,
+      `UPDATE service_accounts SET scopes = ARRAY['agents:run', 'schedules:write', 'schedules:read'] WHERE id = $1`,
+      [runner.id],
+    );
     await makeDue([allowed.id]);
     const fire = await finishedFire(allowed.id, 2);
     expect(fire).toMatchObject({ status: 'failed', status_code: 403 });
@@ -190,7 +254,10 @@ describe('schedule firing (real worker, real HTTP)', () => {
 
   it('refuses a schedule an agents:run token points at /queue/jobs, and fires the same schedule made with the security key', async () => {
     const runner = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'schedules:write'], privileged: true });
-    const refused = await call(api.url, 'POST', '/schedules', { token: runner.token, json: { name: uniqueName('fire'), cron_expr: YEARLY, method: 'GET', endpoint: '/queue/jobs' } });
+    const refused = await call(api.url, 'POST', '/schedules', {
+      token: runner.token,
+      json: { name: uniqueName('fire'), cron_expr: YEARLY, method: 'GET', endpoint: '/queue/jobs' },
+    });
     expect(refused.status).toBe(403);
     expect(refused.body.detail).toContain('platform:admin');
     const root = await createSchedule({ endpoint: '/queue/jobs' });
@@ -206,7 +273,11 @@ describe('schedule firing (real worker, real HTTP)', () => {
     const fire = await finishedFire(created.id);
     expect(fire).toMatchObject({ status: 'failed', attempts: [], status_code: null });
     expect(fire.error).toContain('revoked');
-    expect(await schedule(created.id)).toMatchObject({ enabled: false, next_run_at: null, disabled_reason: `owner_revoked:sa:${creator.name}` });
+    expect(await schedule(created.id)).toMatchObject({
+      enabled: false,
+      next_run_at: null,
+      disabled_reason: `owner_revoked:sa:${creator.name}`,
+    });
     expect((await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY })).status).toBe(409);
   });
 
@@ -266,7 +337,13 @@ describe('schedule firing (real worker, real HTTP)', () => {
   it('fails a fire whose worker was lost (kill -9 mid-fire) once its deadline passes, instead of running it again', async () => {
     const created = await createSchedule({ endpoint: '/health', timeout_seconds: 60, max_retries: 0 });
     const row = async () =>
-      (await query<{ status: string; locked_by: string; overdue: boolean }>(databaseUrl, 'SELECT status, locked_by, deadline_at < now() AS overdue FROM schedule_runs WHERE schedule_id = $1', [created.id]))[0];
+      (
+        await query<{ status: string; locked_by: string; overdue: boolean }>(
+          databaseUrl,
+          'SELECT status, locked_by, deadline_at < now() AS overdue FROM schedule_runs WHERE schedule_id = $1',
+          [created.id],
+        )
+      )[0];
     proxy.stall(true);
     let lost: string | undefined;
     try {
@@ -307,7 +384,11 @@ describe('schedule firing (real worker, real HTTP)', () => {
         await makeDue(ids);
         await waitFor(
           async () => {
-            const [{ done }] = await query<{ done: number }>(databaseUrl, `SELECT count(*)::int AS done FROM schedule_runs WHERE schedule_id = ANY($1) AND status = 'success'`, [ids]);
+            const [{ done }] = await query<{ done: number }>(
+              databaseUrl,
+              `SELECT count(*)::int AS done FROM schedule_runs WHERE schedule_id = ANY($1) AND status = 'success'`,
+              [ids],
+            );
             return done === ids.length * round;
           },
           20_000,
@@ -322,7 +403,11 @@ describe('schedule firing (real worker, real HTTP)', () => {
       );
       expect(perSchedule).toHaveLength(ids.length);
       expect(perSchedule.every((row) => row.n === rounds && row.slots === rounds)).toBe(true);
-      const workers = await query<{ locked_by: string }>(databaseUrl, `SELECT DISTINCT locked_by FROM schedule_runs WHERE schedule_id = ANY($1)`, [ids]);
+      const workers = await query<{ locked_by: string }>(
+        databaseUrl,
+        `SELECT DISTINCT locked_by FROM schedule_runs WHERE schedule_id = ANY($1)`,
+        [ids],
+      );
       expect(workers).toHaveLength(2);
     } finally {
       await second.stop();
@@ -354,10 +439,17 @@ describe('schedule firing (real worker, real HTTP)', () => {
     const created = await createSchedule({ endpoint: '/health', timeout_seconds: 60 });
     proxy.stall(true);
     try {
-      const runId = (await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: ROOT_KEY, json: { message: '30', background: true } })).body.run_id;
+      const runId = (
+        await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: ROOT_KEY, json: { message: '30', background: true } })
+      ).body.run_id;
       await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
-      const jobStatus = async () => (await query<{ status: string }>(databaseUrl, 'SELECT status FROM queue_jobs WHERE id = $1', [runId]))[0].status;
-      await waitFor(async () => (await fires(created.id))[0]?.status === 'running' && (await jobStatus()) === 'running', 10_000, 'the fire and the job to start');
+      const jobStatus = async () =>
+        (await query<{ status: string }>(databaseUrl, 'SELECT status FROM queue_jobs WHERE id = $1', [runId]))[0].status;
+      await waitFor(
+        async () => (await fires(created.id))[0]?.status === 'running' && (await jobStatus()) === 'running',
+        10_000,
+        'the fire and the job to start',
+      );
       const stoppedAt = Date.now();
       expect(await draining.stop()).toBe(0);
       // One 3 s deadline for both: draining them one after the other took 6 s and more.

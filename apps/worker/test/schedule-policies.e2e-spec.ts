@@ -36,7 +36,10 @@ describe('schedule policies: overlap and catch-up (real worker, real HTTP)', () 
   });
 
   async function create(json: Record<string, unknown>): Promise<{ id: string }> {
-    const response = await call(api.url, 'POST', '/schedules', { token: ROOT_KEY, json: { name: uniqueName('policy'), cron_expr: YEARLY, ...json } });
+    const response = await call(api.url, 'POST', '/schedules', {
+      token: ROOT_KEY,
+      json: { name: uniqueName('policy'), cron_expr: YEARLY, ...json },
+    });
     expect(response.status, response.text).toBe(201);
     return response.body;
   }
@@ -48,10 +51,16 @@ describe('schedule policies: overlap and catch-up (real worker, real HTTP)', () 
     expect(response.status, response.text).toBe(202);
     return response.body as Fire;
   };
-  const fires = async (id: string): Promise<Fire[]> => (await call(api.url, 'GET', `/schedules/${id}/runs?limit=100&sort_order=asc`, { token: ROOT_KEY })).body.data;
+  const fires = async (id: string): Promise<Fire[]> =>
+    (await call(api.url, 'GET', `/schedules/${id}/runs?limit=100&sort_order=asc`, { token: ROOT_KEY })).body.data;
   const settled = (id: string, count: number) =>
-    waitFor(async () => (await fires(id)).filter((fire) => FINAL.includes(fire.status)).length >= count, 30_000, `${count} final fires of ${id}`);
-  const running = (id: string) => waitFor(async () => (await fires(id)).some((fire) => fire.status === 'running'), 10_000, `a running fire of ${id}`);
+    waitFor(
+      async () => (await fires(id)).filter((fire) => FINAL.includes(fire.status)).length >= count,
+      30_000,
+      `${count} final fires of ${id}`,
+    );
+  const running = (id: string) =>
+    waitFor(async () => (await fires(id)).some((fire) => fire.status === 'running'), 10_000, `a running fire of ${id}`);
 
   it('overlap skip (the default): a trigger while the previous fire is in flight is recorded as skipped/overlap', async () => {
     const schedule = await sleeper('skip');
@@ -74,7 +83,11 @@ describe('schedule policies: overlap and catch-up (real worker, real HTTP)', () 
     await trigger(schedule.id);
     await running(schedule.id);
     expect(await trigger(schedule.id)).toMatchObject({ status: 'queued', reason: null });
-    await waitFor(async () => (await fires(schedule.id)).filter((fire) => fire.status === 'running').length === 2, 10_000, 'two fires running at once');
+    await waitFor(
+      async () => (await fires(schedule.id)).filter((fire) => fire.status === 'running').length === 2,
+      10_000,
+      'two fires running at once',
+    );
     await settled(schedule.id, 2);
     expect((await fires(schedule.id)).map((fire) => fire.status)).toEqual(['success', 'success']);
   });
@@ -96,7 +109,14 @@ describe('schedule policies: overlap and catch-up (real worker, real HTTP)', () 
     // 50 missed slots of a schedule whose fires run one at a time (each a 1 s run): 50 queued fires, more
     // than a worker's claim window. Another schedule's trigger must still fire right away.
     const minute = (new Date().getUTCMinutes() + 30) % 60;
-    const backlog = await create({ method: 'POST', endpoint: '/agents/sleep-agent/runs', payload: { message: '1', background: true }, cron_expr: `${minute} * * * *`, catchup_policy: 'all', catchup_limit: 50 });
+    const backlog = await create({
+      method: 'POST',
+      endpoint: '/agents/sleep-agent/runs',
+      payload: { message: '1', background: true },
+      cron_expr: `${minute} * * * *`,
+      catchup_policy: 'all',
+      catchup_limit: 50,
+    });
     await query(databaseUrl, `UPDATE schedules SET next_run_at = now() - interval '3 days' WHERE id = $1`, [backlog.id]);
     await waitFor(async () => (await fires(backlog.id)).filter((fire) => fire.status === 'queued').length >= 40, 10_000, 'the backlog');
     const other = await create({ method: 'GET', endpoint: '/health' });
@@ -127,10 +147,17 @@ describe('schedule policies: overlap and catch-up (real worker, real HTTP)', () 
       // which is what hours of downtime leave in the table); then a worker starts again.
       await worker.stop();
       const schedule = await create({ method: 'GET', endpoint: '/health', cron_expr: `${minute} * * * *`, ...catchup });
-      await query(databaseUrl, `UPDATE schedules SET next_run_at = $2 WHERE id = $1`, [schedule.id, new Date(latest.getTime() - 4 * 3600_000)]);
+      await query(databaseUrl, `UPDATE schedules SET next_run_at = $2 WHERE id = $1`, [
+        schedule.id,
+        new Date(latest.getTime() - 4 * 3600_000),
+      ]);
       expect(await fires(schedule.id)).toEqual([]);
       worker = await startWorker(workerEnv());
-      await waitFor(async () => (await fires(schedule.id)).length >= 5 && (await fires(schedule.id)).every((fire) => FINAL.includes(fire.status)), 20_000, 'the catch-up');
+      await waitFor(
+        async () => (await fires(schedule.id)).length >= 5 && (await fires(schedule.id)).every((fire) => FINAL.includes(fire.status)),
+        20_000,
+        'the catch-up',
+      );
       // Not a fixed wait before counting: a probe schedule made due now has fired, so the worker ticked since.
       const probe = await create({ method: 'GET', endpoint: '/health' });
       await query(databaseUrl, `UPDATE schedules SET next_run_at = now() - interval '1 second' WHERE id = $1`, [probe.id]);
@@ -152,7 +179,9 @@ describe('schedule policies: overlap and catch-up (real worker, real HTTP)', () 
     it('all, capped by catchup_limit: the latest slots fire oldest first, the rest are recorded as missed', async () => {
       const history = await missedFiveHours({ catchup_policy: 'all', catchup_limit: 3 });
       expect(summary(history)).toEqual(['skipped:missed', 'skipped:missed', 'success', 'success', 'success']);
-      const fired = history.filter((fire) => fire.status === 'success').sort((a, b) => a.started_at! - b.started_at! || a.due_at - b.due_at);
+      const fired = history
+        .filter((fire) => fire.status === 'success')
+        .sort((a, b) => a.started_at! - b.started_at! || a.due_at - b.due_at);
       expect(fired.map((fire) => fire.due_at)).toEqual([...fired.map((fire) => fire.due_at)].sort((a, b) => a - b));
       expect(Math.max(...history.filter((fire) => fire.status === 'skipped').map((fire) => fire.due_at))).toBeLessThan(fired[0].due_at);
     });
@@ -160,7 +189,8 @@ describe('schedule policies: overlap and catch-up (real worker, real HTTP)', () 
 
   it('counts skipped fires by reason in /metrics', async () => {
     const metrics = (await call(api.url, 'GET', '/metrics', { token: ROOT_KEY })).text;
-    const count = (reason: string) => Number(new RegExp(`^schedule_fires_skipped_total\\{reason="${reason}"\\} (\\d+)$`, 'm').exec(metrics)?.[1]);
+    const count = (reason: string) =>
+      Number(new RegExp(`^schedule_fires_skipped_total\\{reason="${reason}"\\} (\\d+)$`, 'm').exec(metrics)?.[1]);
     expect(count('overlap')).toBeGreaterThanOrEqual(1);
     expect(count('buffer_full')).toBeGreaterThanOrEqual(1);
     expect(count('missed')).toBeGreaterThanOrEqual(11);
@@ -168,13 +198,40 @@ describe('schedule policies: overlap and catch-up (real worker, real HTTP)', () 
 
   it('keeps a disabled_reason given with enabled: false until the schedule is enabled again', async () => {
     const schedule = await create({ method: 'GET', endpoint: '/health' });
-    const paused = await call(api.url, 'PATCH', `/schedules/${schedule.id}`, { token: ROOT_KEY, json: { enabled: false, disabled_reason: 'provider outage, INC-42' } });
+    const paused = await call(api.url, 'PATCH', `/schedules/${schedule.id}`, {
+      token: ROOT_KEY,
+      json: { enabled: false, disabled_reason: 'provider outage, INC-42' },
+    });
     expect(paused.body).toMatchObject({ enabled: false, disabled_reason: 'provider outage, INC-42', next_run_at: null });
-    expect((await call(api.url, 'PATCH', `/schedules/${schedule.id}`, { token: ROOT_KEY, json: { description: 'still paused' } })).body.disabled_reason).toBe('provider outage, INC-42');
-    expect((await call(api.url, 'PATCH', `/schedules/${schedule.id}`, { token: ROOT_KEY, json: { enabled: true } })).body).toMatchObject({ enabled: true, disabled_reason: null });
-    expect(expectValidationBody(await call(api.url, 'PATCH', `/schedules/${schedule.id}`, { token: ROOT_KEY, json: { disabled_reason: 'no enabled:false' } }))).toEqual([['body', 'disabled_reason']]);
-    expect(expectValidationBody(await call(api.url, 'PATCH', `/schedules/${schedule.id}`, { token: ROOT_KEY, json: { enabled: false, disabled_reason: 'x'.repeat(501) } }))).toEqual([['body', 'disabled_reason']]);
-    expect(expectValidationBody(await call(api.url, 'POST', '/schedules', { token: ROOT_KEY, json: { name: uniqueName('p'), cron_expr: YEARLY, endpoint: '/health', overlap_policy: 'queue', catchup_limit: 0 } }))).toEqual([
+    expect(
+      (await call(api.url, 'PATCH', `/schedules/${schedule.id}`, { token: ROOT_KEY, json: { description: 'still paused' } })).body
+        .disabled_reason,
+    ).toBe('provider outage, INC-42');
+    expect((await call(api.url, 'PATCH', `/schedules/${schedule.id}`, { token: ROOT_KEY, json: { enabled: true } })).body).toMatchObject({
+      enabled: true,
+      disabled_reason: null,
+    });
+    expect(
+      expectValidationBody(
+        await call(api.url, 'PATCH', `/schedules/${schedule.id}`, { token: ROOT_KEY, json: { disabled_reason: 'no enabled:false' } }),
+      ),
+    ).toEqual([['body', 'disabled_reason']]);
+    expect(
+      expectValidationBody(
+        await call(api.url, 'PATCH', `/schedules/${schedule.id}`, {
+          token: ROOT_KEY,
+          json: { enabled: false, disabled_reason: 'x'.repeat(501) },
+        }),
+      ),
+    ).toEqual([['body', 'disabled_reason']]);
+    expect(
+      expectValidationBody(
+        await call(api.url, 'POST', '/schedules', {
+          token: ROOT_KEY,
+          json: { name: uniqueName('p'), cron_expr: YEARLY, endpoint: '/health', overlap_policy: 'queue', catchup_limit: 0 },
+        }),
+      ),
+    ).toEqual([
       ['body', 'overlap_policy'],
       ['body', 'catchup_limit'],
     ]);

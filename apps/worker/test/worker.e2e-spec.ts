@@ -56,7 +56,8 @@ describe('worker', () => {
     expect(response.status, response.text).toBe(202);
     return response.body.run_id;
   };
-  const job = async (id: string): Promise<JobRow> => (await query<JobRow & Record<string, unknown>>(databaseUrl, 'SELECT * FROM queue_jobs WHERE id = $1', [id]))[0];
+  const job = async (id: string): Promise<JobRow> =>
+    (await query<JobRow & Record<string, unknown>>(databaseUrl, 'SELECT * FROM queue_jobs WHERE id = $1', [id]))[0];
   const requeue = (id: string, params = '') => call(api.url, 'POST', `/queue/jobs/${id}/requeue${params}`, { token: ROOT_KEY });
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -102,14 +103,22 @@ describe('worker', () => {
       await expect.poll(async () => (await job(id)).status).toBe('completed');
       expect(await job(id)).toMatchObject({ attempt: 1, locked_by: null, error: null, completed_at: expect.any(Date) });
       const lines = logLines(first).filter((line) => line.job_id === id);
-      expect(lines.map((line) => [line.msg, line.attempt])).toEqual([['job running', 1], ['job completed', 1]]);
+      expect(lines.map((line) => [line.msg, line.attempt])).toEqual([
+        ['job running', 1],
+        ['job completed', 1],
+      ]);
       const run = await call(api.url, 'GET', `/agents/echo-agent/runs/${id}`, { token: ROOT_KEY });
       expect(run.body).toMatchObject({ status: 'completed', content: 'hello', completed_at: expect.any(Number) });
     });
 
     it('retries a failure with backoff 2^(N-1) s while attempts remain, then fails for good', async () => {
       await expect.poll(async () => (await job(retried)).status, { timeout: 20_000 }).toBe('failed');
-      expect(await job(retried)).toMatchObject({ attempt: 3, max_attempts: 3, error: 'fail-agent always fails', completed_at: expect.any(Date) });
+      expect(await job(retried)).toMatchObject({
+        attempt: 3,
+        max_attempts: 3,
+        error: 'fail-agent always fails',
+        completed_at: expect.any(Date),
+      });
       const lines = logLines(first).filter((line) => line.job_id === retried);
       expect(lines.map((line) => line.status)).toEqual(['running', 'queued', 'running', 'queued', 'running', 'failed']);
       const startedAt = lines.filter((line) => line.msg === 'job running').map((line) => Date.parse(line.time));
@@ -138,7 +147,9 @@ describe('worker', () => {
       await expect.poll(async () => (await job(id)).status, { timeout: 15_000 }).toBe('failed');
       const swept = await job(id);
       expect(swept).toMatchObject({ attempt: 1, max_attempts: 1, locked_by: null, completed_at: expect.any(Date) });
-      expect(swept.error).toMatch(/lost the job: no heartbeat for over 3 s during attempt 1 of 1; attempt budget exhausted, so it was not re-executed/);
+      expect(swept.error).toMatch(
+        /lost the job: no heartbeat for over 3 s during attempt 1 of 1; attempt budget exhausted, so it was not re-executed/,
+      );
       // Instead of a fixed wait: the second worker claims and finishes a new job, so it has been claiming since the sweep.
       const probe = await post('echo-agent', 'probe');
       await expect.poll(async () => (await job(probe)).status).toBe('completed');
@@ -171,7 +182,11 @@ describe('worker', () => {
     expect(final).toMatchObject({ attempt: 2, locked_by: null });
     const rejected = logLines(frozen).find((line) => line.msg.startsWith('job write rejected by the fence'));
     expect(rejected).toMatchObject({ job_id: id, attempt: 1, worker: frozenId });
-    expect(logLines(rescuer).filter((line) => line.job_id === id).map((line) => [line.msg, line.attempt])).toEqual([
+    expect(
+      logLines(rescuer)
+        .filter((line) => line.job_id === id)
+        .map((line) => [line.msg, line.attempt]),
+    ).toEqual([
       ['job swept to failed', undefined],
       ['job running', 2],
       ['job completed', 2],
@@ -205,7 +220,12 @@ describe('worker', () => {
   });
 
   it('SIGTERM with jobs claimed ahead (WORKER_PREFETCH): those never started go back with their attempt given back, nothing is lost', async () => {
-    const ids = [await post('sleep-agent', '30'), await post('sleep-agent', '30'), await post('sleep-agent', '30'), await post('sleep-agent', '30')];
+    const ids = [
+      await post('sleep-agent', '30'),
+      await post('sleep-agent', '30'),
+      await post('sleep-agent', '30'),
+      await post('sleep-agent', '30'),
+    ];
     const draining = await worker({ WORKER_CONCURRENCY: '1', WORKER_PREFETCH: '3', WORKER_SHUTDOWN_TIMEOUT_SECONDS: '1' });
     // One claim takes all four: one runs, three wait in the worker's buffer, all locked by it.
     await expect.poll(async () => (await Promise.all(ids.map(job))).every((row) => row.status === 'running')).toBe(true);
@@ -223,7 +243,12 @@ describe('worker', () => {
   });
 
   it('kill -9 with jobs claimed ahead (WORKER_PREFETCH): the buffered jobs are swept like running ones, and another worker finishes every one', async () => {
-    const ids = [await post('sleep-agent', '3'), await post('sleep-agent', '3'), await post('sleep-agent', '3'), await post('sleep-agent', '3')];
+    const ids = [
+      await post('sleep-agent', '3'),
+      await post('sleep-agent', '3'),
+      await post('sleep-agent', '3'),
+      await post('sleep-agent', '3'),
+    ];
     // A second attempt each, so a swept job goes back to the queue rather than failing for good.
     await query(databaseUrl, 'UPDATE queue_jobs SET max_attempts = 2 WHERE id = ANY($1)', [ids]);
     const crashing = await worker({ WORKER_CONCURRENCY: '1', WORKER_PREFETCH: '3' });
@@ -236,14 +261,26 @@ describe('worker', () => {
     expect(logLines(crashing).filter((line) => ids.includes(line.job_id!) && line.msg === 'job completed')).toHaveLength(0);
 
     const rescuer = await worker();
-    await expect.poll(async () => (await Promise.all(ids.map(job))).map((row) => row.status), { timeout: 30_000 }).toEqual(['completed', 'completed', 'completed', 'completed']);
+    await expect
+      .poll(async () => (await Promise.all(ids.map(job))).map((row) => row.status), { timeout: 30_000 })
+      .toEqual(['completed', 'completed', 'completed', 'completed']);
     for (const id of ids) {
       expect(await job(id)).toMatchObject({ attempt: 2, max_attempts: 2, locked_by: null });
     }
     // Each was swept once (the buffered ones too) and run once more, by the rescuer.
     const lines = logLines(rescuer).filter((line) => ids.includes(line.job_id!));
-    expect(lines.filter((line) => line.msg.startsWith('job swept to')).map((line) => line.job_id).sort()).toEqual([...ids].sort());
-    expect(lines.filter((line) => line.msg === 'job completed').map((line) => line.job_id).sort()).toEqual([...ids].sort());
+    expect(
+      lines
+        .filter((line) => line.msg.startsWith('job swept to'))
+        .map((line) => line.job_id)
+        .sort(),
+    ).toEqual([...ids].sort());
+    expect(
+      lines
+        .filter((line) => line.msg === 'job completed')
+        .map((line) => line.job_id)
+        .sort(),
+    ).toEqual([...ids].sort());
     await rescuer.stop();
   }, 60_000);
 
@@ -255,8 +292,20 @@ describe('worker', () => {
     await query(databaseUrl, 'UPDATE queue_jobs SET max_attempts = 10, attempt = $2 WHERE id = $1', [ids[2], 8]);
     const retrier = await worker();
     const backoff = async (id: string) =>
-      (await query<{ status: string; attempt: number; seconds: number }>(databaseUrl, 'SELECT status, attempt, extract(epoch FROM available_at - updated_at)::float AS seconds FROM queue_jobs WHERE id = $1', [id]))[0];
-    await expect.poll(async () => (await Promise.all(ids.map(backoff))).map((row) => [row.status, row.attempt]), { timeout: 20_000 }).toEqual([['queued', 6], ['queued', 7], ['queued', 9]]);
+      (
+        await query<{ status: string; attempt: number; seconds: number }>(
+          databaseUrl,
+          'SELECT status, attempt, extract(epoch FROM available_at - updated_at)::float AS seconds FROM queue_jobs WHERE id = $1',
+          [id],
+        )
+      )[0];
+    await expect
+      .poll(async () => (await Promise.all(ids.map(backoff))).map((row) => [row.status, row.attempt]), { timeout: 20_000 })
+      .toEqual([
+        ['queued', 6],
+        ['queued', 7],
+        ['queued', 9],
+      ]);
     const [below, capped, far] = await Promise.all(ids.map(backoff));
     expect(below.seconds).toBeCloseTo(32, 0);
     expect(capped.seconds).toBeCloseTo(60, 0);
@@ -279,9 +328,17 @@ describe('worker', () => {
     await Promise.all(producers);
     expect(new Set(ids).size).toBe(2000);
     const completed = async () =>
-      (await query<{ n: number }>(databaseUrl, `SELECT count(*)::int AS n FROM queue_jobs WHERE id = ANY($1) AND status = 'completed'`, [ids]))[0].n;
+      (
+        await query<{ n: number }>(databaseUrl, `SELECT count(*)::int AS n FROM queue_jobs WHERE id = ANY($1) AND status = 'completed'`, [
+          ids,
+        ])
+      )[0].n;
     await expect.poll(completed, { timeout: 120_000, interval: 500 }).toBe(2000);
-    const attempts = await query<{ attempt: number; n: number }>(databaseUrl, 'SELECT attempt, count(*)::int AS n FROM queue_jobs WHERE id = ANY($1) GROUP BY attempt', [ids]);
+    const attempts = await query<{ attempt: number; n: number }>(
+      databaseUrl,
+      'SELECT attempt, count(*)::int AS n FROM queue_jobs WHERE id = ANY($1) GROUP BY attempt',
+      [ids],
+    );
     expect(attempts).toEqual([{ attempt: 1, n: 2000 }]);
     // Handler invocations, counted from each worker's "job running" line (logged as the handler is called).
     const invocations = new Map<string, number>();
@@ -298,7 +355,7 @@ describe('worker', () => {
     await Promise.all(pair.map((process) => process.stop()));
   }, 240_000);
 
-  it('retention deletes only terminal jobs past QUEUE_RETENTION_SECONDS, and a deleted job\'s run keeps the state it ended in (here: swept after kill -9)', async () => {
+  it("retention deletes only terminal jobs past QUEUE_RETENTION_SECONDS, and a deleted job's run keeps the state it ended in (here: swept after kill -9)", async () => {
     const id = await post('sleep-agent', '30');
     const crashed = await worker();
     await expect.poll(async () => (await job(id)).status, { timeout: 20_000 }).toBe('running');
@@ -316,12 +373,18 @@ describe('worker', () => {
     await call(api.url, 'POST', `/agents/echo-agent/runs/${recent}/cancel`, { token: ROOT_KEY });
     expect(await job(recent)).toMatchObject({ status: 'cancelled', completed_at: expect.any(Date) });
     const paused = await post('echo-agent', 'paused');
-    await query(databaseUrl, `UPDATE queue_jobs SET status = 'paused', created_at = now() - interval '2 hours', updated_at = now() - interval '2 hours' WHERE id = $1`, [paused]);
+    await query(
+      databaseUrl,
+      `UPDATE queue_jobs SET status = 'paused', created_at = now() - interval '2 hours', updated_at = now() - interval '2 hours' WHERE id = $1`,
+      [paused],
+    );
 
     const cleaner = await worker({ QUEUE_RETENTION_SECONDS: '3600' });
     await expect.poll(async () => (await job(id)) === undefined, { timeout: 20_000 }).toBe(true);
     // One DELETE statement chose the rows: once the old one is gone, the pass that removed it has kept these.
-    await expect.poll(() => logLines(cleaner).find((line) => line.msg === 'deleted terminal jobs past retention'), { timeout: 10_000 }).toMatchObject({ deleted: 1 });
+    await expect
+      .poll(() => logLines(cleaner).find((line) => line.msg === 'deleted terminal jobs past retention'), { timeout: 10_000 })
+      .toMatchObject({ deleted: 1 });
     expect(await job(recent)).toMatchObject({ status: 'cancelled' });
     expect(await job(paused)).toMatchObject({ status: 'paused' });
     const afterExpiry = await call(api.url, 'GET', `/agents/sleep-agent/runs/${id}`, { token: ROOT_KEY });

@@ -52,7 +52,8 @@ export function attributedUser(principal: Principal, requested?: string | null):
   if (requested === undefined || requested === null || requested === principal.userId) {
     return principal.userId;
   }
-  const mayNameAnother = principal.kind === 'security_key' || principal.kind === 'anonymous' || (principal.kind === 'jwt' && isAdmin(principal));
+  const mayNameAnother =
+    principal.kind === 'security_key' || principal.kind === 'anonymous' || (principal.kind === 'jwt' && isAdmin(principal));
   if (!mayNameAnother) {
     return principal.userId;
   }

@@ -64,7 +64,13 @@ describe('scope language', () => {
   });
 
   it('lets a route that narrows per component be used with any one component grant', () => {
-    const token = (scopes: string[]): Principal => ({ kind: 'service_account', userId: 'sa:x', scopes, scopesEnforced: true, selfScoped: true });
+    const token = (scopes: string[]): Principal => ({
+      kind: 'service_account',
+      userId: 'sa:x',
+      scopes,
+      scopesEnforced: true,
+      selfScoped: true,
+    });
     expect(mayUseSome(token(['agents:echo-agent:run']), 'agents:run', true)).toBe(true);
     expect(mayUseSome(token(['agents:echo-agent:run']), 'agents:run', false)).toBe(false);
     expect(mayUseSome(token(['agents:run']), 'agents:run', false)).toBe(true);

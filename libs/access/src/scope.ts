@@ -3,7 +3,18 @@
  * (`*` as id means every component), plus the admin scope.
  */
 export const ADMIN_SCOPE = 'platform:admin';
-export const RESOURCES = ['agents', 'teams', 'workflows', 'sessions', 'memories', 'knowledge', 'traces', 'config', 'schedules', 'service_accounts'] as const;
+export const RESOURCES = [
+  'agents',
+  'teams',
+  'workflows',
+  'sessions',
+  'memories',
+  'knowledge',
+  'traces',
+  'config',
+  'schedules',
+  'service_accounts',
+] as const;
 export const ACTIONS = ['read', 'run', 'write', 'delete'] as const;
 export const DEFAULT_SCOPES = ['agents:run', 'teams:run', 'workflows:run', 'sessions:read', 'config:read'];
 

@@ -182,7 +182,11 @@ export class Authenticator {
   private fromServiceAccount(verification: Verification): Principal {
     switch (verification.outcome) {
       case 'ok':
-        return serviceAccountCaller(serviceAccountPrincipal(verification.account.name), verification.account.scopes, verification.account.id);
+        return serviceAccountCaller(
+          serviceAccountPrincipal(verification.account.name),
+          verification.account.scopes,
+          verification.account.id,
+        );
       case 'invalid':
         return this.anonymousOr('Invalid or expired service account token');
       case 'throttled':
@@ -199,7 +203,10 @@ export class Authenticator {
    */
   private async fromSchedule(owner: ScheduleOwner | null): Promise<Principal> {
     if (!owner) {
-      throw new AuthException(AuthErrorCode.Unauthenticated, 'Invalid or expired schedule credential, not issued for this call, or the schedule is disabled');
+      throw new AuthException(
+        AuthErrorCode.Unauthenticated,
+        'Invalid or expired schedule credential, not issued for this call, or the schedule is disabled',
+      );
     }
     switch (owner.kind) {
       case 'service_account': {

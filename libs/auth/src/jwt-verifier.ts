@@ -1,7 +1,7 @@
 import { createPublicKey, KeyObject } from 'node:crypto';
 
 import { Injectable, Logger } from '@nestjs/common';
-import { createRemoteJWKSet, errors, JWTPayload, jwtVerify,JWTVerifyGetKey } from 'jose';
+import { createRemoteJWKSet, errors, JWTPayload, jwtVerify, JWTVerifyGetKey } from 'jose';
 
 import { Env } from '@app/config';
 
@@ -82,7 +82,7 @@ export class JwtVerifier extends SignedTokenVerifier {
     super(restKey(env), { issuer: env.JWT_ISSUER, audience: env.JWT_AUDIENCE });
     if (env.JWT_JWKS_URL && !env.JWT_AUDIENCE) {
       new Logger(JwtVerifier.name).warn(
-        'JWT_JWKS_URL is set without JWT_AUDIENCE: any token its key set signs is accepted here, including tokens issued for other services. Set JWT_AUDIENCE to this service\'s audience.',
+        "JWT_JWKS_URL is set without JWT_AUDIENCE: any token its key set signs is accepted here, including tokens issued for other services. Set JWT_AUDIENCE to this service's audience.",
       );
     }
   }

@@ -47,4 +47,3 @@ export function RequireScope(scope: string, { anonymous, ...options }: RequireSc
     ApiForbiddenResponse({ description: `Requires scope \`${scope}\``, type: ErrorBodyDto }),
   );
 }
-

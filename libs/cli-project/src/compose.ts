@@ -25,14 +25,20 @@ export function findComposeFile(cwd: string, explicit?: string): string {
       }
     }
   }
-  throw new CliError(`No compose file found in ${cwd} or ${join(cwd, 'infra')}.`, 'Pass --file <compose file>, or run from the project directory.');
+  throw new CliError(
+    `No compose file found in ${cwd} or ${join(cwd, 'infra')}.`,
+    'Pass --file <compose file>, or run from the project directory.',
+  );
 }
 
 export type ComposeAction = 'up' | 'down';
 
 /** The full argv of one compose run. */
 export function composeCommand(composeFile: string, action: ComposeAction, options: { pull?: boolean; volumes?: boolean }): string[] {
-  const args = action === 'up' ? ['up', '-d', '--build', ...(options.pull ? ['--pull', 'always'] : [])] : ['down', ...(options.volumes ? ['--volumes'] : [])];
+  const args =
+    action === 'up'
+      ? ['up', '-d', '--build', ...(options.pull ? ['--pull', 'always'] : [])]
+      : ['down', ...(options.volumes ? ['--volumes'] : [])];
   return ['docker', 'compose', '-f', composeFile, ...args];
 }
 
@@ -59,6 +65,10 @@ export async function runCompose(command: string[], composeFile: string, capture
 
 /** Asked only after a failed run, so a working setup pays nothing. */
 async function composePluginMissing(): Promise<boolean> {
-  const probe = await runProcess('docker', ['compose', 'version'], { timeoutMs: 10_000, capture: true, missing: 'docker is required' }).catch(() => null);
+  const probe = await runProcess('docker', ['compose', 'version'], {
+    timeoutMs: 10_000,
+    capture: true,
+    missing: 'docker is required',
+  }).catch(() => null);
   return probe !== null && probe.code !== 0 && /not a docker command|unknown shorthand flag|unknown command "?compose/i.test(probe.stderr);
 }

@@ -11,7 +11,11 @@ export interface ProcessOutcome {
  * Runs a program with an argv array (never a shell), killing it after the timeout. Output is captured
  * (and stderr returned) when `capture`, else streamed to this terminal.
  */
-export function runProcess(command: string, args: string[], options: { cwd?: string; timeoutMs: number; capture: boolean; missing: string }): Promise<ProcessOutcome> {
+export function runProcess(
+  command: string,
+  args: string[],
+  options: { cwd?: string; timeoutMs: number; capture: boolean; missing: string },
+): Promise<ProcessOutcome> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
       cwd: options.cwd,

@@ -6,7 +6,7 @@ import { CliError } from '@app/cli-terminal';
 /** The spec's starter templates (`svc create -t`), each with a one-line description. */
 export const TEMPLATES = {
   'platform-docker': 'Docker (compose): PostgreSQL, api and worker from the platform image',
-  'platform-node': 'Node.js: the platform checkout\'s npm start, no Docker',
+  'platform-node': "Node.js: the platform checkout's npm start, no Docker",
   'platform-aws': 'AWS',
   'platform-azure': 'Azure',
   'platform-fly': 'Fly.io',
@@ -30,7 +30,10 @@ export function isBundled(template: TemplateName): template is BundledTemplate {
 
 /** The error for a spec template name this version does not ship: exit 1 with the alternatives, nothing cloned. */
 export function unbundledTemplateError(template: string): CliError {
-  return new CliError(`Template '${template}' is not bundled with this version of svc.`, `Bundled templates: ${BUNDLED_TEMPLATES.join(', ')}; or use -u <git url>`);
+  return new CliError(
+    `Template '${template}' is not bundled with this version of svc.`,
+    `Bundled templates: ${BUNDLED_TEMPLATES.join(', ')}; or use -u <git url>`,
+  );
 }
 
 /**
@@ -58,7 +61,10 @@ export function bundledTemplateDirectory(template: BundledTemplate): string {
   const root = platformRoot();
   const directory = root && join(root, 'templates', template);
   if (!directory || !existsSync(directory)) {
-    throw new CliError(`The bundled template '${template}' is missing from this installation of svc.`, 'Run svc from a complete platform checkout, or use -u <git url>.');
+    throw new CliError(
+      `The bundled template '${template}' is missing from this installation of svc.`,
+      'Run svc from a complete platform checkout, or use -u <git url>.',
+    );
   }
   return directory;
 }

@@ -2,7 +2,15 @@ import { homedir } from 'node:os';
 
 import { CliError } from '@app/cli-terminal';
 
-import { CHAT_APP_CLIENTS, ChatAppClientId, ClientAdapter, ClientContext, ClientId, IN_PLACE_CLIENTS, InPlaceClientId } from './client-adapter';
+import {
+  CHAT_APP_CLIENTS,
+  ChatAppClientId,
+  ClientAdapter,
+  ClientContext,
+  ClientId,
+  IN_PLACE_CLIENTS,
+  InPlaceClientId,
+} from './client-adapter';
 import { codeAgentA } from './code-agent-a';
 import { CodeAgentB } from './code-agent-b';
 import { desktopAppA } from './desktop-app-a';
@@ -31,10 +39,16 @@ export function isChatApp(client: ClientId): client is ChatAppClientId {
 /** `--clients a,b`: identifiers or aliases, case-insensitive; duplicates collapse, order is kept. */
 export function parseClientList(value: string): ClientId[] {
   const selected: ClientId[] = [];
-  for (const raw of value.split(',').map((item) => item.trim().toLowerCase()).filter(Boolean)) {
+  for (const raw of value
+    .split(',')
+    .map((item) => item.trim().toLowerCase())
+    .filter(Boolean)) {
     const client = (ALL_CLIENTS as readonly string[]).includes(raw) ? (raw as ClientId) : CLIENT_ALIASES[raw];
     if (!client) {
-      throw new CliError(`Unknown client: ${raw}`, `Supported: ${ALL_CLIENTS.join(', ')} (aliases: ${Object.keys(CLIENT_ALIASES).join(', ')}).`);
+      throw new CliError(
+        `Unknown client: ${raw}`,
+        `Supported: ${ALL_CLIENTS.join(', ')} (aliases: ${Object.keys(CLIENT_ALIASES).join(', ')}).`,
+      );
     }
     if (!selected.includes(client)) {
       selected.push(client);

@@ -21,7 +21,10 @@ function parseToml(path: string, text: string): TomlTable {
   try {
     return plain(parse(text));
   } catch (error) {
-    throw new CliError(`Refusing to modify ${path}: the existing file is not valid TOML (${(error as Error).message.split('\n')[0]}).`, 'Fix or move the file, then re-run.');
+    throw new CliError(
+      `Refusing to modify ${path}: the existing file is not valid TOML (${(error as Error).message.split('\n')[0]}).`,
+      'Fix or move the file, then re-run.',
+    );
   }
 }
 
@@ -124,7 +127,11 @@ export class CodeAgentB implements ClientAdapter {
     const rest = cutServerTable(text, name);
     const next = `${rest ? `${rest}\n\n` : ''}${block.join('\n')}\n`;
     const expected = { url, ...(token ? { http_headers: { Authorization: `Bearer ${token}` } } : {}) };
-    this.check(next, (after) => isDeepStrictEqual(servers(after)[name], expected) && isDeepStrictEqual(withoutServer(after, name), withoutServer(before, name)));
+    this.check(
+      next,
+      (after) =>
+        isDeepStrictEqual(servers(after)[name], expected) && isDeepStrictEqual(withoutServer(after, name), withoutServer(before, name)),
+    );
     writeFileAtomically(this.path, next, { secret: token !== null });
     return { location: this.path };
   }

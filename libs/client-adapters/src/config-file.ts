@@ -1,5 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fchmodSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
 import { CliError } from '@app/cli-terminal';
@@ -28,7 +40,10 @@ export function readJsonObject(path: string): Record<string, unknown> | null {
   try {
     parsed = JSON.parse(text);
   } catch (error) {
-    throw new CliError(`Refusing to modify ${path}: the existing file is not valid JSON (${(error as Error).message}).`, 'Fix or move the file, then re-run.');
+    throw new CliError(
+      `Refusing to modify ${path}: the existing file is not valid JSON (${(error as Error).message}).`,
+      'Fix or move the file, then re-run.',
+    );
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new CliError(`Refusing to modify ${path}: it does not hold a JSON object.`, 'Fix or move the file, then re-run.');

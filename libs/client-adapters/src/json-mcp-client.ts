@@ -101,7 +101,10 @@ export class JsonMcpClient implements ClientAdapter {
     for (const key of source.keyPath) {
       const next = node[key] ?? {};
       if (typeof next !== 'object' || next === null || Array.isArray(next)) {
-        throw new CliError(`Refusing to modify ${source.path}: "${source.keyPath.join('.')}" is not a JSON object.`, 'Fix or move the file, then re-run.');
+        throw new CliError(
+          `Refusing to modify ${source.path}: "${source.keyPath.join('.')}" is not a JSON object.`,
+          'Fix or move the file, then re-run.',
+        );
       }
       node[key] = next;
       node = next as Record<string, unknown>;

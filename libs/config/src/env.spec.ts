@@ -5,7 +5,14 @@ import { EnvError, loadEnv } from './env';
 describe('loadEnv', () => {
   it('applies the documented defaults', () => {
     const env = loadEnv({});
-    expect(env).toMatchObject({ HOST: '127.0.0.1', PORT: 7777, QUEUE_ENABLED: true, QUEUE_LOCK_GRACE_SECONDS: 60, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: 30, MCP_ENABLED: false });
+    expect(env).toMatchObject({
+      HOST: '127.0.0.1',
+      PORT: 7777,
+      QUEUE_ENABLED: true,
+      QUEUE_LOCK_GRACE_SECONDS: 60,
+      SERVICE_ACCOUNT_CACHE_TTL_SECONDS: 30,
+      MCP_ENABLED: false,
+    });
     expect(env.publicUrl).toBe('http://127.0.0.1:7777');
     expect(env.jwtScopesEnforced).toBe(false);
   });
@@ -32,8 +39,14 @@ describe('loadEnv', () => {
   });
 
   it('makes /mcp an OAuth-protected resource only with MCP on and an issuer, whose JWKS is then required', () => {
-    expect(() => loadEnv({ MCP_ENABLED: 'true', MCP_OAUTH_ISSUER: 'https://auth.example.com' })).toThrow(/MCP_OAUTH_JWKS_URL=undefined: must be an https URL .*\(required with MCP_OAUTH_ISSUER\)/);
-    const oauth = { MCP_OAUTH_ISSUER: 'https://auth.example.com', MCP_OAUTH_JWKS_URL: 'https://auth.example.com/jwks', PUBLIC_URL: 'https://svc.example.com/' };
+    expect(() => loadEnv({ MCP_ENABLED: 'true', MCP_OAUTH_ISSUER: 'https://auth.example.com' })).toThrow(
+      /MCP_OAUTH_JWKS_URL=undefined: must be an https URL .*\(required with MCP_OAUTH_ISSUER\)/,
+    );
+    const oauth = {
+      MCP_OAUTH_ISSUER: 'https://auth.example.com',
+      MCP_OAUTH_JWKS_URL: 'https://auth.example.com/jwks',
+      PUBLIC_URL: 'https://svc.example.com/',
+    };
     expect(loadEnv(oauth).mcpOAuthConfigured).toBe(false);
     const env = loadEnv({ ...oauth, MCP_ENABLED: 'true' });
     expect(env.mcpOAuthConfigured).toBe(true);

@@ -48,9 +48,10 @@ function IsEnvBoolean(): PropertyDecorator {
 /** Parses an env integer; anything but digits is kept as a string so validation names it. */
 function IsEnvInt(min: number, max = Number.MAX_SAFE_INTEGER): PropertyDecorator {
   return (target, key) => {
-    Transform(({ value }: { value: unknown }) =>
-      typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value,
-    )(target, key);
+    Transform(({ value }: { value: unknown }) => (typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value))(
+      target,
+      key,
+    );
     IsInt({ message: `must be a whole number from ${min} to ${max}` })(target, key);
     Min(min, { message: `must be a whole number from ${min} to ${max}` })(target, key);
     Max(max, { message: `must be a whole number from ${min} to ${max}` })(target, key);

@@ -1,5 +1,20 @@
-const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
-const CONNECTION_MESSAGES = /(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|the database system is (starting up|shutting down))/i;
+const CONNECTION_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EPIPE',
+  'EHOSTUNREACH',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08001',
+  '08003',
+  '08006',
+]);
+const CONNECTION_MESSAGES =
+  /(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|the database system is (starting up|shutting down))/i;
 
 /** True when an error means "the database cannot be reached", as opposed to a bad query. */
 export function isDatabaseUnavailable(error: unknown): boolean {
@@ -12,6 +27,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 
 /** Postgres unique_violation: a constraint named in `constraint` was hit. */
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {
-  const driverError = (error as { driverError?: { code?: string; constraint?: string } }).driverError ?? (error as { code?: string; constraint?: string });
+  const driverError =
+    (error as { driverError?: { code?: string; constraint?: string } }).driverError ?? (error as { code?: string; constraint?: string });
   return driverError?.code === '23505' && (constraint === undefined || driverError.constraint === constraint);
 }

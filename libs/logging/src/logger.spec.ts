@@ -9,7 +9,15 @@ import { PinoLoggerService } from './logger';
 function capture(): { service: PinoLoggerService; lines: () => Record<string, any>[] } {
   const chunks: string[] = [];
   const stream = new Writable({ write: (chunk, _encoding, done) => (chunks.push(String(chunk)), done()) });
-  return { service: new PinoLoggerService(pino({ level: 'debug' }, stream)), lines: () => chunks.join('').trim().split('\n').map((line) => JSON.parse(line)) };
+  return {
+    service: new PinoLoggerService(pino({ level: 'debug' }, stream)),
+    lines: () =>
+      chunks
+        .join('')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line)),
+  };
 }
 
 describe('PinoLoggerService (Nest logging into pino)', () => {
@@ -20,7 +28,13 @@ describe('PinoLoggerService (Nest logging into pino)', () => {
     Logger.overrideLogger(service);
     new Logger('ScheduleTicker').warn({ err: new TypeError('boom'), schedule_id: 's1' }, 'Schedule claim failed');
     const [line] = lines();
-    expect(line).toMatchObject({ level: 40, msg: 'Schedule claim failed', context: 'ScheduleTicker', schedule_id: 's1', err: { type: 'TypeError', message: 'boom' } });
+    expect(line).toMatchObject({
+      level: 40,
+      msg: 'Schedule claim failed',
+      context: 'ScheduleTicker',
+      schedule_id: 's1',
+      err: { type: 'TypeError', message: 'boom' },
+    });
     expect(line.err.stack).toContain('TypeError: boom');
   });
 

@@ -33,7 +33,13 @@ export function loggerOptions(settings: LogSettings, service: string): LoggerOpt
       ? {
           transport: {
             target: 'pino-pretty',
-            options: { colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,context', messageFormat: '{service} {msg}', singleLine: true },
+            options: {
+              colorize: process.stdout.isTTY === true,
+              translateTime: 'SYS:HH:MM:ss.l',
+              ignore: 'pid,hostname,context',
+              messageFormat: '{service} {msg}',
+              singleLine: true,
+            },
           },
         }
       : {}),
@@ -93,7 +99,10 @@ export class PinoLoggerService implements LoggerService {
     }
     // Nest's own error lines carry a stack as the parameter before the context.
     const trace = level === 'error' && params.length > 1 && typeof params[0] === 'string' ? params[0] : undefined;
-    this.logger[level]({ context, ...(trace ? { trace } : {}), ...(message instanceof Error ? { err: message } : {}) }, message instanceof Error ? message.message : String(message));
+    this.logger[level](
+      { context, ...(trace ? { trace } : {}), ...(message instanceof Error ? { err: message } : {}) },
+      message instanceof Error ? message.message : String(message),
+    );
   }
 }
 

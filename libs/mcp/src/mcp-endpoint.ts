@@ -2,14 +2,14 @@ import { IncomingMessage, ServerResponse } from 'node:http';
 
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { type CallToolResult,ListToolsRequestSchema, ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, ListToolsRequestSchema, ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
 import { Inject, Injectable } from '@nestjs/common';
 
 import { Principal } from '@app/access';
 import { Authenticator, requiredScope } from '@app/auth';
 import { Env, SERVICE_VERSION } from '@app/config';
 
-import { McpToolRegistry,RegisteredMcpTool } from './mcp-tool.registry';
+import { McpToolRegistry, RegisteredMcpTool } from './mcp-tool.registry';
 
 /** Turns an error into what a client reads: an HTTP-like status and a one-line explanation. */
 export interface McpErrorRenderer {
@@ -20,7 +20,7 @@ export const MCP_ERROR_RENDERER = Symbol('McpErrorRenderer');
 
 const INSTRUCTIONS =
   'Tools of a platform service that runs agents, teams and workflows. Each tool mirrors one REST route and ' +
-  'needs that route\'s scope; the tool list shows the tools your credential may call, and a refusal names the missing scope.';
+  "needs that route's scope; the tool list shows the tools your credential may call, and a refusal names the missing scope.";
 
 /**
  * Serves one MCP HTTP request statelessly: a fresh server and transport per request, so any api
@@ -47,7 +47,10 @@ export class McpEndpoint {
   }
 
   private serverFor(principal: Principal): McpServer {
-    const server = new McpServer({ name: this.env.OS_ID, version: SERVICE_VERSION }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+    const server = new McpServer(
+      { name: this.env.OS_ID, version: SERVICE_VERSION },
+      { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
+    );
     for (const tool of this.registry.tools) {
       server.registerTool(
         tool.name,
@@ -92,5 +95,8 @@ function toolDefinition(tool: RegisteredMcpTool): ListToolsResult['tools'][numbe
 
 function toolResult(value: unknown): CallToolResult {
   const structured = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-  return { content: [{ type: 'text', text: JSON.stringify(value ?? null, null, 2) }], ...(structured ? { structuredContent: structured } : {}) };
+  return {
+    content: [{ type: 'text', text: JSON.stringify(value ?? null, null, 2) }],
+    ...(structured ? { structuredContent: structured } : {}),
+  };
 }

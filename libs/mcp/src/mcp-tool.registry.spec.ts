@@ -33,7 +33,12 @@ class GoodTools {
 @McpToolset()
 @Injectable()
 class MissingRouteTools {
-  @McpTool({ name: 'delete_agent', mirrors: 'DELETE /agents/:agent_id', description: 'No such route', input: z.object({ agent_id: z.string() }) })
+  @McpTool({
+    name: 'delete_agent',
+    mirrors: 'DELETE /agents/:agent_id',
+    description: 'No such route',
+    input: z.object({ agent_id: z.string() }),
+  })
   remove(): void {}
 }
 
@@ -61,10 +66,14 @@ describe('McpToolRegistry', () => {
   });
 
   it('fails the boot when a tool mirrors a route that does not exist', async () => {
-    await expect(registryWith(MissingRouteTools)).rejects.toThrow('MCP tool delete_agent mirrors DELETE /agents/:agent_id, which is not a REST route declaring @RequireScope');
+    await expect(registryWith(MissingRouteTools)).rejects.toThrow(
+      'MCP tool delete_agent mirrors DELETE /agents/:agent_id, which is not a REST route declaring @RequireScope',
+    );
   });
 
   it('fails the boot when a tool cannot narrow a per-component scope', async () => {
-    await expect(registryWith(UnnarrowedTools)).rejects.toThrow('MCP tool get_any_agent mirrors GET /agents/:agent_id but takes no agent_id argument');
+    await expect(registryWith(UnnarrowedTools)).rejects.toThrow(
+      'MCP tool get_any_agent mirrors GET /agents/:agent_id but takes no agent_id argument',
+    );
   });
 });

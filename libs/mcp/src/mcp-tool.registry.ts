@@ -37,7 +37,9 @@ export class McpToolRegistry implements OnModuleInit {
 
   onModuleInit(): void {
     const scopes = this.routes.collect();
-    const tools = this.discovery.getProviders({ metadataKey: McpToolset.KEY }).flatMap((wrapper) => this.toolsOf(wrapper.instance as object, scopes));
+    const tools = this.discovery
+      .getProviders({ metadataKey: McpToolset.KEY })
+      .flatMap((wrapper) => this.toolsOf(wrapper.instance as object, scopes));
     const names = tools.map((tool) => tool.name);
     const duplicate = names.find((name, index) => names.indexOf(name) !== index);
     if (duplicate) {
@@ -59,7 +61,9 @@ export class McpToolRegistry implements OnModuleInit {
       }
       const input = options.input ?? z.object({});
       if (rule.componentParam && !(rule.componentParam in input.shape)) {
-        throw new Error(`MCP tool ${options.name} mirrors ${options.mirrors} but takes no ${rule.componentParam} argument to narrow its scope`);
+        throw new Error(
+          `MCP tool ${options.name} mirrors ${options.mirrors} but takes no ${rule.componentParam} argument to narrow its scope`,
+        );
       }
       const inputJsonSchema = toJsonSchemaCompat(input, { strictUnions: true, pipeStrategy: 'input' });
       return [{ ...options, input, inputJsonSchema, rule, handler: prototype[method].bind(instance) }];

@@ -65,13 +65,24 @@ export function PageQuery<SortField extends string>(options: PageQueryOptions<So
     /** The options this query was built with, for other surfaces (MCP tool schemas) to describe the same bounds. */
     static readonly pageOptions: Required<PageQueryOptions<SortField>> = { ...options, defaultLimit };
 
-    @IntField({ optional: true, fromString: true, min: 1, max: options.maxLimit, default: defaultLimit, description: `Page size, 1 to ${options.maxLimit}` })
+    @IntField({
+      optional: true,
+      fromString: true,
+      min: 1,
+      max: options.maxLimit,
+      default: defaultLimit,
+      description: `Page size, 1 to ${options.maxLimit}`,
+    })
     limit: number = defaultLimit;
 
     @IntField({ optional: true, fromString: true, min: 1, default: 1, description: 'Page number, 1 or more' })
     page: number = 1;
 
-    @ApiProperty({ required: false, default: options.defaultSort, description: `Sort field: ${options.sortFields.join(', ')}; unknown fields are ignored` })
+    @ApiProperty({
+      required: false,
+      default: options.defaultSort,
+      description: `Sort field: ${options.sortFields.join(', ')}; unknown fields are ignored`,
+    })
     @Optional()
     sort_by?: string;
 

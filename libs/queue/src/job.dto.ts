@@ -7,14 +7,24 @@ import { BoolField, IntField, Optional, StringField } from '@app/validation';
 
 import { JOB_STATUSES, JobStatus } from './job-status';
 
-export const JOB_SORT_FIELDS = ['created_at', 'updated_at', 'completed_at', 'status', 'attempt', 'component_type', 'component_id', 'user_id'] as const;
+export const JOB_SORT_FIELDS = [
+  'created_at',
+  'updated_at',
+  'completed_at',
+  'status',
+  'attempt',
+  'component_type',
+  'component_id',
+  'user_id',
+] as const;
 export type JobSortField = (typeof JOB_SORT_FIELDS)[number];
 
 export class ListJobsQuery extends PageQuery({ maxLimit: 1000, sortFields: JOB_SORT_FIELDS, defaultSort: 'created_at' }) {
   @ApiPropertyOptional({
     type: [String],
     enum: JOB_STATUSES,
-    description: 'Repeatable; repeated values match any. `failed` alone is the dead-letter list; `failed` and `cancelled` the requeueable set.',
+    description:
+      'Repeatable; repeated values match any. `failed` alone is the dead-letter list; `failed` and `cancelled` the requeueable set.',
   })
   @Optional()
   // One `status=` arrives as a string, several as an array.
@@ -24,10 +34,20 @@ export class ListJobsQuery extends PageQuery({ maxLimit: 1000, sortFields: JOB_S
 }
 
 export class RequeueQuery {
-  @BoolField({ optional: true, fromString: true, default: false, description: 'Required as true to requeue a cancelled job whose cancellation intent is still live; clears the recorded cancel' })
+  @BoolField({
+    optional: true,
+    fromString: true,
+    default: false,
+    description: 'Required as true to requeue a cancelled job whose cancellation intent is still live; clears the recorded cancel',
+  })
   clear_cancellation: boolean = false;
 
-  @BoolField({ optional: true, fromString: true, default: false, description: 'Required as true to requeue a job that failed within the last lock_grace seconds' })
+  @BoolField({
+    optional: true,
+    fromString: true,
+    default: false,
+    description: 'Required as true to requeue a job that failed within the last lock_grace seconds',
+  })
   force: boolean = false;
 }
 
@@ -55,7 +75,11 @@ export class JobDto {
 export class JobPageDto extends PageOf(JobDto) {}
 
 export class QueueStatsDto {
-  @ApiProperty({ type: 'object', additionalProperties: { type: 'integer' }, example: { queued: 3, running: 1, completed: 10, failed: 0, cancelled: 0, paused: 0 } })
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { type: 'integer' },
+    example: { queued: 3, running: 1, completed: 10, failed: 0, cancelled: 0, paused: 0 },
+  })
   counts!: Record<JobStatus, number>;
 
   @ApiProperty({ type: 'integer', nullable: true, description: 'Age of the oldest queued job; null when none is queued' })
@@ -86,7 +110,7 @@ export class JobFilterDto {
   @IntField({ optional: true, min: 0, description: 'Created before (epoch seconds)' })
   created_before?: number;
 
-  @StringField({ optional: true, minLength: 1, maxLength: 500, description: 'The job\'s last error contains this text (case-insensitive)' })
+  @StringField({ optional: true, minLength: 1, maxLength: 500, description: "The job's last error contains this text (case-insensitive)" })
   error_contains?: string;
 
   @ApiPropertyOptional({ type: [String], format: 'uuid', maxItems: BULK_IDS_MAX, description: `These jobs (at most ${BULK_IDS_MAX})` })
@@ -104,10 +128,20 @@ export class BulkJobsDto {
   @Type(() => JobFilterDto)
   filter!: JobFilterDto;
 
-  @BoolField({ optional: true, default: true, description: 'Only count and report what would change (the default): pass false to change jobs' })
+  @BoolField({
+    optional: true,
+    default: true,
+    description: 'Only count and report what would change (the default): pass false to change jobs',
+  })
   dry_run: boolean = true;
 
-  @IntField({ optional: true, min: 1, max: BULK_LIMIT_MAX, default: 1000, description: `Jobs selected at most, oldest first (1 to ${BULK_LIMIT_MAX})` })
+  @IntField({
+    optional: true,
+    min: 1,
+    max: BULK_LIMIT_MAX,
+    default: 1000,
+    description: `Jobs selected at most, oldest first (1 to ${BULK_LIMIT_MAX})`,
+  })
   limit: number = 1000;
 
   @BoolField({ optional: true, default: false, description: 'Requeue: also jobs that failed within the lock grace' })
@@ -119,7 +153,11 @@ export class BulkJobsDto {
 
 export class SkippedJobDto {
   @ApiProperty({ format: 'uuid' }) id!: string;
-  @ApiProperty({ example: 'status:running', description: '`status:<status>` (not in a state the operation applies to), `lock_grace` (failed too recently; pass force) or `moved` (changed meanwhile)' })
+  @ApiProperty({
+    example: 'status:running',
+    description:
+      '`status:<status>` (not in a state the operation applies to), `lock_grace` (failed too recently; pass force) or `moved` (changed meanwhile)',
+  })
   reason!: string;
 }
 

@@ -8,7 +8,18 @@ import { ValidationFailedException } from '@app/errors';
 import { fetchPage, Page, toPage } from '@app/pagination';
 
 import { CancellationIntents } from './cancellation-intents';
-import { BULK_SKIPPED_SHOWN, BulkJobsDto, BulkJobsResultDto, JobDto, JobFilterDto, JobSortField, ListJobsQuery, QueueStatsDto, RequeueQuery, SkippedJobDto } from './job.dto';
+import {
+  BULK_SKIPPED_SHOWN,
+  BulkJobsDto,
+  BulkJobsResultDto,
+  JobDto,
+  JobFilterDto,
+  JobSortField,
+  ListJobsQuery,
+  QueueStatsDto,
+  RequeueQuery,
+  SkippedJobDto,
+} from './job.dto';
 import { QueueJobEntity } from './job.entity';
 import { toJobDto } from './job.mapper';
 import { JOB_STATUSES, JobStatus } from './job-status';
@@ -82,16 +93,20 @@ export class QueueAdminService {
       if (options.clear_cancellation) {
         await this.intents.clear(manager, id);
       }
-      await manager.update(QueueJobEntity, { id }, {
-        status: 'queued',
-        maxAttempts: () => 'max_attempts + 1',
-        availableAt: () => 'now()',
-        lockedBy: null,
-        lockedAt: null,
-        heartbeatAt: null,
-        completedAt: null,
-        updatedAt: () => 'now()',
-      });
+      await manager.update(
+        QueueJobEntity,
+        { id },
+        {
+          status: 'queued',
+          maxAttempts: () => 'max_attempts + 1',
+          availableAt: () => 'now()',
+          lockedBy: null,
+          lockedAt: null,
+          heartbeatAt: null,
+          completedAt: null,
+          updatedAt: () => 'now()',
+        },
+      );
       await manager.query('SELECT pg_notify($1, $2)', [JOBS_READY_CHANNEL, '']);
       return toJobDto(await this.find(manager, id, false));
     });
@@ -104,7 +119,8 @@ export class QueueAdminService {
    */
   async bulkRequeue(request: BulkJobsDto): Promise<BulkJobsResultDto> {
     return this.bulk(request, {
-      reasonToSkip: (job) => (job.status !== 'failed' && job.status !== 'cancelled' ? `status:${job.status}` : job.recent && !request.force ? 'lock_grace' : null),
+      reasonToSkip: (job) =>
+        job.status !== 'failed' && job.status !== 'cancelled' ? `status:${job.status}` : job.recent && !request.force ? 'lock_grace' : null,
       apply: async (manager, ids) => {
         // TypeORM answers an UPDATE with [rows, affected count].
         const [changed]: [{ id: string }[], number] = await manager.query(
@@ -117,7 +133,10 @@ export class QueueAdminService {
         );
         if (changed.length > 0) {
           if (request.clear_cancellation) {
-            await this.intents.clear(manager, changed.map((row) => row.id));
+            await this.intents.clear(
+              manager,
+              changed.map((row) => row.id),
+            );
           }
           await manager.query('SELECT pg_notify($1, $2)', [JOBS_READY_CHANNEL, '']);
         }
@@ -192,7 +211,13 @@ export class QueueAdminService {
     }
     if (conditions.length === 0) {
       throw new ValidationFailedException([
-        { loc: ['body', 'filter'], msg: 'filter must name at least one condition (status, component, time window, error text or ids)', type: 'empty_filter', input: filter, ctx: {} },
+        {
+          loc: ['body', 'filter'],
+          msg: 'filter must name at least one condition (status, component, time window, error text or ids)',
+          type: 'empty_filter',
+          input: filter,
+          ctx: {},
+        },
       ]);
     }
     params.push(this.env.QUEUE_LOCK_GRACE_SECONDS, limit);
@@ -205,7 +230,10 @@ export class QueueAdminService {
 
   private assertRequeueable(job: QueueJobEntity, options: RequeueQuery): void {
     if (job.status !== 'failed' && job.status !== 'cancelled') {
-      throw new QueueException(QueueErrorCode.NotRequeueable, `Job ${job.id} is ${job.status}; only failed and cancelled jobs can be requeued`);
+      throw new QueueException(
+        QueueErrorCode.NotRequeueable,
+        `Job ${job.id} is ${job.status}; only failed and cancelled jobs can be requeued`,
+      );
     }
     const grace = this.env.QUEUE_LOCK_GRACE_SECONDS;
     const failedRecently = job.status === 'failed' && job.completedAt !== null && Date.now() - job.completedAt.getTime() < grace * 1000;

@@ -17,15 +17,28 @@ const FAILED_OUTCOMES = ['failed', 'retried', 'lost'];
 @Injectable()
 export class QueueMetricsService {
   readonly registry = new Registry();
-  private readonly depth = new Gauge({ name: 'queue_jobs', help: 'Queue jobs by status', labelNames: ['status'], registers: [this.registry] });
-  private readonly oldest = new Gauge({ name: 'queue_oldest_queued_age_seconds', help: 'Age of the oldest queued job (0 when none)', registers: [this.registry] });
+  private readonly depth = new Gauge({
+    name: 'queue_jobs',
+    help: 'Queue jobs by status',
+    labelNames: ['status'],
+    registers: [this.registry],
+  });
+  private readonly oldest = new Gauge({
+    name: 'queue_oldest_queued_age_seconds',
+    help: 'Age of the oldest queued job (0 when none)',
+    registers: [this.registry],
+  });
   private readonly processed = new Counter({
     name: 'queue_jobs_processed_total',
     help: 'Job attempts finished, by outcome: completed, failed, retried, cancelled, paused, lost (swept)',
     labelNames: ['outcome'],
     registers: [this.registry],
   });
-  private readonly failed = new Counter({ name: 'queue_jobs_failed_total', help: 'Job attempts that failed: an error (final or retried) or a lost worker', registers: [this.registry] });
+  private readonly failed = new Counter({
+    name: 'queue_jobs_failed_total',
+    help: 'Job attempts that failed: an error (final or retried) or a lost worker',
+    registers: [this.registry],
+  });
 
   constructor(
     private readonly admin: QueueAdminService,

@@ -23,7 +23,9 @@ export class ComponentRegistry implements OnModuleInit {
     this.register(...(this.env.DEMO_COMPONENTS ? DEMO_COMPONENTS : []), ...this.deployment);
     if (this.env.COMPONENTS_MODULE) {
       const ids = this.deployment.map((component) => `${component.kind}/${component.id}`);
-      new Logger(ComponentRegistry.name).log(`Loaded ${ids.length} component(s) from ${this.env.COMPONENTS_MODULE}: ${ids.join(', ') || 'none'}`);
+      new Logger(ComponentRegistry.name).log(
+        `Loaded ${ids.length} component(s) from ${this.env.COMPONENTS_MODULE}: ${ids.join(', ') || 'none'}`,
+      );
     }
   }
 

@@ -77,7 +77,10 @@ function check(file: string, components: unknown[], registered: readonly Compone
       throw new ComponentsModuleError(file, `${where}: kind must be one of ${COMPONENT_KINDS.join(', ')} (got ${JSON.stringify(kind)})`);
     }
     if (typeof id !== 'string' || !COMPONENT_ID.test(id)) {
-      throw new ComponentsModuleError(file, `${where}: id must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit (got ${JSON.stringify(id)})`);
+      throw new ComponentsModuleError(
+        file,
+        `${where}: id must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit (got ${JSON.stringify(id)})`,
+      );
     }
     if (typeof run !== 'function') {
       throw new ComponentsModuleError(file, `${kind} '${id}' has no run function`);

@@ -6,7 +6,13 @@ import type { ModelAgentOptions } from './authoring';
 import { ModelUsage, RunCancelled, RunContext, Turn } from './component';
 import { modelAgent, runModelAgent } from './model-agent';
 
-const OPTIONS: ModelAgentOptions = { id: 'a', instructions: 'Be brief.', model: 'mock-1', baseURL: 'http://127.0.0.1:1/v1', historyTurns: 2 };
+const OPTIONS: ModelAgentOptions = {
+  id: 'a',
+  instructions: 'Be brief.',
+  model: 'mock-1',
+  baseURL: 'http://127.0.0.1:1/v1',
+  historyTurns: 2,
+};
 
 const USAGE = {
   inputTokens: { total: 7, noCache: 7, cacheRead: undefined, cacheWrite: undefined },
@@ -63,7 +69,8 @@ describe('modelAgent (with the AI SDK test model)', () => {
     await runModelAgent(model, OPTIONS, context({ history }));
     const prompt = model.doStreamCalls[0].prompt.map((message) => ({
       role: message.role,
-      text: typeof message.content === 'string' ? message.content : message.content.map((part) => ('text' in part ? part.text : '')).join(''),
+      text:
+        typeof message.content === 'string' ? message.content : message.content.map((part) => ('text' in part ? part.text : '')).join(''),
     }));
     expect(prompt).toEqual([
       { role: 'system', text: 'Be brief.' },
@@ -76,10 +83,19 @@ describe('modelAgent (with the AI SDK test model)', () => {
   it('names the provider status when the call fails', async () => {
     const model = new MockLanguageModelV3({
       doStream: async () => {
-        throw new APICallError({ message: 'Too Many Requests', url: 'http://x/v1/chat/completions', requestBodyValues: {}, statusCode: 429, responseBody: '{"error":"slow down"}', isRetryable: true });
+        throw new APICallError({
+          message: 'Too Many Requests',
+          url: 'http://x/v1/chat/completions',
+          requestBodyValues: {},
+          statusCode: 429,
+          responseBody: '{"error":"slow down"}',
+          isRetryable: true,
+        });
       },
     });
-    await expect(runModelAgent(model, OPTIONS, context())).rejects.toThrow('Model provider answered HTTP 429 (http://127.0.0.1:1/v1): {"error":"slow down"}');
+    await expect(runModelAgent(model, OPTIONS, context())).rejects.toThrow(
+      'Model provider answered HTTP 429 (http://127.0.0.1:1/v1): {"error":"slow down"}',
+    );
   });
 
   it('ends as a cancellation, not a failure, when the run’s signal aborts', async () => {

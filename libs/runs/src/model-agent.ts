@@ -4,7 +4,6 @@ import { APICallError, LanguageModel, LanguageModelUsage, ModelMessage, streamTe
 import type { ModelAgentOptions } from './authoring';
 import { Component, RunCancelled, RunContext } from './component';
 
-
 const DEFAULT_HISTORY_TURNS = 10;
 const DEFAULT_TIMEOUT_SECONDS = 300;
 const MAX_PROVIDER_TEXT = 300;
@@ -76,7 +75,13 @@ export async function runModelAgent(model: LanguageModel, options: ModelAgentOpt
 }
 
 /** A failure the run's error can show: the provider's status, a timeout, or the connection problem. */
-function describeFailure(error: unknown, options: ModelAgentOptions, cancel: AbortSignal, timeout: AbortSignal, timeoutSeconds: number): Error {
+function describeFailure(
+  error: unknown,
+  options: ModelAgentOptions,
+  cancel: AbortSignal,
+  timeout: AbortSignal,
+  timeoutSeconds: number,
+): Error {
   if (cancel.aborted) {
     return cancel.reason instanceof Error ? cancel.reason : new RunCancelled();
   }
@@ -85,7 +90,9 @@ function describeFailure(error: unknown, options: ModelAgentOptions, cancel: Abo
   }
   if (APICallError.isInstance(error)) {
     if (error.statusCode !== undefined) {
-      return new Error(`Model provider answered HTTP ${error.statusCode} (${options.baseURL}): ${clip(error.responseBody ?? error.message)}`);
+      return new Error(
+        `Model provider answered HTTP ${error.statusCode} (${options.baseURL}): ${clip(error.responseBody ?? error.message)}`,
+      );
     }
     const cause = error.cause as { code?: string; cause?: { code?: string } } | undefined;
     return new Error(`Model provider unreachable at ${options.baseURL}: ${cause?.code ?? cause?.cause?.code ?? error.message}`);

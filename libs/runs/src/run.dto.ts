@@ -20,13 +20,27 @@ export class StartRunDto {
   @BoolField({ optional: true, fromString: true, default: false, description: 'Queue the run as a durable job and answer 202 at once' })
   background?: boolean;
 
-  @StringField({ optional: true, maxLength: 128, pattern: SESSION_ID, patternMessage: 'session_id must be 1-128 letters, digits, ., _, : or -', description: 'Session to continue; a new one when absent' })
+  @StringField({
+    optional: true,
+    maxLength: 128,
+    pattern: SESSION_ID,
+    patternMessage: 'session_id must be 1-128 letters, digits, ., _, : or -',
+    description: 'Session to continue; a new one when absent',
+  })
   session_id?: string;
 
-  @StringField({ optional: true, maxLength: 255, description: 'User the run is for; ignored for callers with an identity of their own (service accounts, isolated JWT users)' })
+  @StringField({
+    optional: true,
+    maxLength: 255,
+    description: 'User the run is for; ignored for callers with an identity of their own (service accounts, isolated JWT users)',
+  })
   user_id?: string;
 
-  @StringField({ optional: true, maxLength: IDEMPOTENCY_KEY_MAX, description: 'Dedupe key (the Idempotency-Key header wins when both are sent)' })
+  @StringField({
+    optional: true,
+    maxLength: IDEMPOTENCY_KEY_MAX,
+    description: 'Dedupe key (the Idempotency-Key header wins when both are sent)',
+  })
   idempotency_key?: string;
 }
 

@@ -48,7 +48,10 @@ export class RunRepository {
   }
 
   pageBySession(scope: DataScope, sessionId: string, request: PageRequest<SessionRunSortField>): Promise<[RunEntity[], number]> {
-    return fetchPage(this.withJob(scope).andWhere('run.session_id = :sessionId', { sessionId }), request, { sort: 'run.created_at', id: 'run.id' });
+    return fetchPage(this.withJob(scope).andWhere('run.session_id = :sessionId', { sessionId }), request, {
+      sort: 'run.created_at',
+      id: 'run.id',
+    });
   }
 
   /** The session's completed runs before `runId`, as turns, oldest first. */
@@ -82,7 +85,15 @@ export class RunRepository {
                completed_at = CASE WHEN $2::varchar IN ('completed', 'failed', 'cancelled') THEN now() ELSE NULL END,
                model = $5, input_tokens = $6, output_tokens = $7
              WHERE id = $1`,
-      values: [id, outcome.status, outcome.content, outcome.error, outcome.usage?.model ?? null, outcome.usage?.inputTokens ?? null, outcome.usage?.outputTokens ?? null],
+      values: [
+        id,
+        outcome.status,
+        outcome.content,
+        outcome.error,
+        outcome.usage?.model ?? null,
+        outcome.usage?.inputTokens ?? null,
+        outcome.usage?.outputTokens ?? null,
+      ],
     });
   }
 
@@ -99,7 +110,10 @@ export class RunRepository {
 
   private withJob(scope: DataScope): SelectQueryBuilder<RunEntity> {
     const owner = scope.where('run.user_id');
-    return this.rows.createQueryBuilder('run').leftJoinAndMapOne('run.job', QueueJobEntity, 'job', 'job.id = run.id').where(owner.sql, owner.params);
+    return this.rows
+      .createQueryBuilder('run')
+      .leftJoinAndMapOne('run.job', QueueJobEntity, 'job', 'job.id = run.id')
+      .where(owner.sql, owner.params);
   }
 }
 

@@ -7,7 +7,7 @@ import { DataSource, EntityManager } from 'typeorm';
 
 import { attributedUser, DataScope, Principal } from '@app/access';
 import { Env } from '@app/config';
-import { isUniqueViolation,toEpoch } from '@app/database';
+import { isUniqueViolation, toEpoch } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
 import { CancellationIntents, JobProducer, TERMINAL_STATUSES } from '@app/queue';
 
@@ -69,12 +69,29 @@ export class RunsService {
   }
 
   /** Like run(), reporting progress as events: RunStarted, RunContent*, then RunCompleted, RunError or RunCancelled. */
-  async stream(caller: Principal, kind: ComponentKind, componentId: string, request: RunRequest, send: (event: RunEvent) => void): Promise<void> {
+  async stream(
+    caller: Principal,
+    kind: ComponentKind,
+    componentId: string,
+    request: RunRequest,
+    send: (event: RunEvent) => void,
+  ): Promise<void> {
     const component = this.registry.get(kind, componentId);
     const { run, created } = await this.create(caller, component, request, false);
-    send({ event: 'RunStarted', data: { run_id: run.id, session_id: run.sessionId, component_type: kind, component_id: componentId, created_at: toEpoch(run.createdAt) } });
+    send({
+      event: 'RunStarted',
+      data: {
+        run_id: run.id,
+        session_id: run.sessionId,
+        component_type: kind,
+        component_id: componentId,
+        created_at: toEpoch(run.createdAt),
+      },
+    });
     if (created) {
-      const outcome = await this.executor.execute(component, toInput(run, request), { onDelta: (content) => send({ event: 'RunContent', data: { run_id: run.id, content } }) });
+      const outcome = await this.executor.execute(component, toInput(run, request), {
+        onDelta: (content) => send({ event: 'RunContent', data: { run_id: run.id, content } }),
+      });
       await this.runs.finish(run.id, outcome);
     }
     const finished = await this.get(caller, kind, componentId, run.id);
@@ -85,7 +102,10 @@ export class RunsService {
   /** Stores the run and its durable job (same id) in one transaction; a worker runs it. */
   async enqueue(caller: Principal, kind: ComponentKind, componentId: string, request: RunRequest): Promise<AcceptedRunDto> {
     if (!this.env.QUEUE_ENABLED) {
-      throw new RunException(RunErrorCode.QueueDisabled, 'Background runs need the durable job queue, which is not enabled on this replica');
+      throw new RunException(
+        RunErrorCode.QueueDisabled,
+        'Background runs need the durable job queue, which is not enabled on this replica',
+      );
     }
     const component = this.registry.get(kind, componentId);
     const { run, created } = await this.create(caller, component, request, true);
@@ -101,7 +121,10 @@ export class RunsService {
   async get(caller: Principal, kind: ComponentKind, componentId: string, runId: string): Promise<RunDto> {
     // Run ids are UUIDs: anything else cannot name a run (and must not reach a uuid column). A component
     // id holding NUL names no component either (REST refuses it as a path id; MCP arguments reach here).
-    const run = isUUID(runId) && !componentId.includes('\u0000') ? await this.runs.findById(DataScope.of(caller), runId, { kind, id: componentId }) : null;
+    const run =
+      isUUID(runId) && !componentId.includes('\u0000')
+        ? await this.runs.findById(DataScope.of(caller), runId, { kind, id: componentId })
+        : null;
     if (!run) {
       throw new RunException(RunErrorCode.RunNotFound, `Run '${runId}' not found`);
     }
@@ -129,7 +152,10 @@ export class RunsService {
 
   private async create(caller: Principal, component: Component, request: RunRequest, background: boolean): Promise<Created> {
     if (request.stream && request.background) {
-      throw new RunException(RunErrorCode.InvalidRequest, 'stream=true cannot be combined with background=true: poll GET .../runs/{run_id} instead');
+      throw new RunException(
+        RunErrorCode.InvalidRequest,
+        'stream=true cannot be combined with background=true: poll GET .../runs/{run_id} instead',
+      );
     }
     const userId = attributedUser(caller, request.user_id);
     const key = idempotencyKey(request);
@@ -243,7 +269,13 @@ function newRun(component: Component, request: RunRequest, userId: string | null
 }
 
 function toInput(run: RunEntity, request: RunRequest): RunInput {
-  return { id: run.id, sessionId: run.sessionId, userId: run.userId, message: run.message, continuesSession: request.session_id !== undefined };
+  return {
+    id: run.id,
+    sessionId: run.sessionId,
+    userId: run.userId,
+    message: run.message,
+    continuesSession: request.session_id !== undefined,
+  };
 }
 
 function toComponentDto(component: Component): ComponentDto {

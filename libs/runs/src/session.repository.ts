@@ -39,6 +39,9 @@ export class SessionRepository {
 
   page(scope: DataScope, request: PageRequest<SessionSortField>): Promise<[SessionEntity[], number]> {
     const owner = scope.where('session.user_id');
-    return fetchPage(this.rows.createQueryBuilder('session').where(owner.sql, owner.params), request, { sort: SORT_COLUMNS[request.sortBy], id: 'session.id' });
+    return fetchPage(this.rows.createQueryBuilder('session').where(owner.sql, owner.params), request, {
+      sort: SORT_COLUMNS[request.sortBy],
+      id: 'session.id',
+    });
   }
 }

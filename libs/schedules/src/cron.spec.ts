@@ -94,8 +94,14 @@ describe('cron', () => {
     });
 
     it('keeps local wall-clock time for a 09:00 job across both changes', () => {
-      expect(slots('0 9 * * *', 'Europe/Berlin', '2026-03-28T12:00:00Z', 2)).toEqual(['2026-03-29T07:00:00.000Z', '2026-03-30T07:00:00.000Z']);
-      expect(slots('0 9 * * *', 'Europe/Berlin', '2026-10-24T12:00:00Z', 2)).toEqual(['2026-10-25T08:00:00.000Z', '2026-10-26T08:00:00.000Z']);
+      expect(slots('0 9 * * *', 'Europe/Berlin', '2026-03-28T12:00:00Z', 2)).toEqual([
+        '2026-03-29T07:00:00.000Z',
+        '2026-03-30T07:00:00.000Z',
+      ]);
+      expect(slots('0 9 * * *', 'Europe/Berlin', '2026-10-24T12:00:00Z', 2)).toEqual([
+        '2026-10-25T08:00:00.000Z',
+        '2026-10-26T08:00:00.000Z',
+      ]);
     });
   });
 });

@@ -79,12 +79,17 @@ export class ScheduleCredentials {
 
   /** Stops a schedule whose owner can no longer make its call; re-enabling it is an owner's or an admin's decision. */
   async disable(scheduleId: string, reason: string): Promise<void> {
-    await this.schedules.update({ id: scheduleId, enabled: true }, { enabled: false, nextRunAt: null, disabledReason: reason, updatedAt: new Date() });
+    await this.schedules.update(
+      { id: scheduleId, enabled: true },
+      { enabled: false, nextRunAt: null, disabledReason: reason, updatedAt: new Date() },
+    );
   }
 
   private async mac(scheduleId: string, expiresAt: number, call: ScheduleCall): Promise<string> {
     const message = `${scheduleId}.${expiresAt}.${call.method.toUpperCase()} ${call.url}`;
-    return createHmac('sha256', await this.key()).update(message).digest('base64url');
+    return createHmac('sha256', await this.key())
+      .update(message)
+      .digest('base64url');
   }
 
   private key(): Promise<Buffer> {

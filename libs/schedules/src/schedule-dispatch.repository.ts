@@ -41,12 +41,19 @@ const MISSED_SLOTS_SEEN = 100_000;
 const MISSED_SLOTS_RECORDED = 100;
 
 /** Which due slots of one schedule fire now, and which are recorded as skipped (`missed`). */
-export function catchUp(row: Pick<DueRow, 'cron_expr' | 'timezone' | 'next_run_at' | 'catchup_policy' | 'catchup_limit'>, now: Date): { fire: Date[]; missed: Date[] } {
+export function catchUp(
+  row: Pick<DueRow, 'cron_expr' | 'timezone' | 'next_run_at' | 'catchup_policy' | 'catchup_limit'>,
+  now: Date,
+): { fire: Date[]; missed: Date[] } {
   // Only the latest slots matter (fired, or recorded as missed), so only those are kept while walking to now.
   const window = row.catchup_limit + MISSED_SLOTS_RECORDED;
   const slots: Date[] = [row.next_run_at];
   let seen = 1;
-  for (let slot = nextRunAt(row.cron_expr, row.timezone, row.next_run_at); slot && slot <= now && seen < MISSED_SLOTS_SEEN; slot = nextRunAt(row.cron_expr, row.timezone, slot)) {
+  for (
+    let slot = nextRunAt(row.cron_expr, row.timezone, row.next_run_at);
+    slot && slot <= now && seen < MISSED_SLOTS_SEEN;
+    slot = nextRunAt(row.cron_expr, row.timezone, slot)
+  ) {
     slots.push(slot);
     seen += 1;
     if (slots.length > window) {
@@ -150,7 +157,12 @@ export class ScheduleDispatchRepository {
           `INSERT INTO schedule_runs (id, schedule_id, trigger, status, reason, due_at, completed_at, error)
            SELECT gen_random_uuid(), v.id, 'cron', 'skipped', v.reason, v.due_at, now(), v.error
            FROM unnest($1::uuid[], $2::timestamptz[], $3::varchar[], $4::text[]) AS v(id, due_at, reason, error)`,
-          [skipped.map(([id]) => id), skipped.map(([, slot]) => slot), skipped.map(([, , reason]) => reason), skipped.map(([, , reason]) => SKIP_ERRORS[reason as keyof typeof SKIP_ERRORS])],
+          [
+            skipped.map(([id]) => id),
+            skipped.map(([, slot]) => slot),
+            skipped.map(([, , reason]) => reason),
+            skipped.map(([, , reason]) => SKIP_ERRORS[reason as keyof typeof SKIP_ERRORS]),
+          ],
         );
       }
       return due.length;
@@ -179,9 +191,17 @@ export class ScheduleDispatchRepository {
       );
       const serial = [...new Set(queued.filter((fire) => fire.overlap_policy !== 'allow').map((fire) => fire.schedule_id))].sort();
       const locked: { id: string }[] = serial.length
-        ? await manager.query(`SELECT id FROM unnest($1::uuid[]) AS s(id) WHERE pg_try_advisory_xact_lock(hashtextextended('schedule-fire:' || id::text, 0))`, [serial])
+        ? await manager.query(
+            `SELECT id FROM unnest($1::uuid[]) AS s(id) WHERE pg_try_advisory_xact_lock(hashtextextended('schedule-fire:' || id::text, 0))`,
+            [serial],
+          )
         : [];
-      const states = locked.length ? await fireStates(manager, locked.map((row) => row.id)) : new Map<string, FireState>();
+      const states = locked.length
+        ? await fireStates(
+            manager,
+            locked.map((row) => row.id),
+          )
+        : new Map<string, FireState>();
       const start: string[] = [];
       const started = new Set<string>();
       for (const fire of queued) {
@@ -222,12 +242,27 @@ export class ScheduleDispatchRepository {
   }
 
   /** Ends a fire, with its last attempt when it made one: one statement for the common single-attempt fire. */
-  async finish(runId: string, workerId: string, status: Exclude<ScheduleRunStatus, 'queued' | 'running'>, error: string | null, last?: ScheduleAttempt): Promise<void> {
+  async finish(
+    runId: string,
+    workerId: string,
+    status: Exclude<ScheduleRunStatus, 'queued' | 'running'>,
+    error: string | null,
+    last?: ScheduleAttempt,
+  ): Promise<void> {
     await this.db.query(
       `UPDATE schedule_runs SET status = $3, error = $4, completed_at = now(), attempts = attempts || $5::jsonb,
               status_code = COALESCE($6, status_code), run_id = COALESCE($7, run_id), run_status = COALESCE($8, run_status)
        WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
-      [runId, workerId, status, error, JSON.stringify(last ? [last] : []), last?.status_code ?? null, last?.run_id ?? null, last?.run_status ?? null],
+      [
+        runId,
+        workerId,
+        status,
+        error,
+        JSON.stringify(last ? [last] : []),
+        last?.status_code ?? null,
+        last?.run_id ?? null,
+        last?.run_status ?? null,
+      ],
     );
   }
 
@@ -241,9 +276,9 @@ export class ScheduleDispatchRepository {
 
   /** The system disabling a schedule: it never fires again until someone re-enables it. */
   async disable(scheduleId: string, reason: string): Promise<void> {
-    await this.db.query(`UPDATE schedules SET enabled = false, next_run_at = NULL, disabled_reason = $2, updated_at = now() WHERE id = $1`, [
-      scheduleId,
-      reason,
-    ]);
+    await this.db.query(
+      `UPDATE schedules SET enabled = false, next_run_at = NULL, disabled_reason = $2, updated_at = now() WHERE id = $1`,
+      [scheduleId, reason],
+    );
   }
 }

@@ -70,7 +70,11 @@ export function CronExpression({ optional }: Presence = {}): PropertyDecorator {
         defaultMessage: (args) => (typeof args?.value === 'string' ? (cronProblem(args.value) ?? '') : 'cron_expr must be a string'),
       },
     }),
-    (optional ? ApiPropertyOptional : ApiProperty)({ maxLength: 128, example: '0 9 * * MON-FRI', description: 'minute hour day-of-month month day-of-week, or @hourly/@daily/...' }),
+    (optional ? ApiPropertyOptional : ApiProperty)({
+      maxLength: 128,
+      example: '0 9 * * MON-FRI',
+      description: 'minute hour day-of-month month day-of-week, or @hourly/@daily/...',
+    }),
   );
 }
 
@@ -102,9 +106,12 @@ export function Payload(): PropertyDecorator {
   );
 }
 
-export const TimeoutSeconds = (): PropertyDecorator => IntField({ optional: true, min: 1, max: 86400, default: 3600, description: 'Per attempt, including following a background run' });
-export const MaxRetries = (): PropertyDecorator => IntField({ optional: true, min: 0, max: 10, default: 0, description: 'Attempts after the first' });
-export const RetryDelaySeconds = (): PropertyDecorator => IntField({ optional: true, min: 1, max: 3600, default: 60, description: 'Wait before each retry' });
+export const TimeoutSeconds = (): PropertyDecorator =>
+  IntField({ optional: true, min: 1, max: 86400, default: 3600, description: 'Per attempt, including following a background run' });
+export const MaxRetries = (): PropertyDecorator =>
+  IntField({ optional: true, min: 0, max: 10, default: 0, description: 'Attempts after the first' });
+export const RetryDelaySeconds = (): PropertyDecorator =>
+  IntField({ optional: true, min: 1, max: 3600, default: 60, description: 'Wait before each retry' });
 
 export function ManagedBy(): PropertyDecorator {
   return StringField({

@@ -53,7 +53,11 @@ export class ScheduleFirer {
     );
   }
 
-  private async run(fire: ClaimedFire, workerId: string, shutdown: AbortSignal): Promise<{ status: string; statusCode: number | null; attempts: number }> {
+  private async run(
+    fire: ClaimedFire,
+    workerId: string,
+    shutdown: AbortSignal,
+  ): Promise<{ status: string; statusCode: number | null; attempts: number }> {
     if (!fire.enabled) {
       await this.dispatch.finish(fire.runId, workerId, 'skipped', 'The schedule was disabled before this fire started');
       return { status: 'skipped', statusCode: null, attempts: 0 };
@@ -85,12 +89,21 @@ export class ScheduleFirer {
     }
     const reason = `owner_${standing.state}:${standing.principal ?? fire.ownerServiceAccountId}`;
     await this.dispatch.disable(fire.scheduleId, reason);
-    await this.dispatch.finish(fire.runId, workerId, 'failed', `Not fired: the schedule's service account is ${standing.state}; the schedule is disabled (${reason})`);
+    await this.dispatch.finish(
+      fire.runId,
+      workerId,
+      'failed',
+      `Not fired: the schedule's service account is ${standing.state}; the schedule is disabled (${reason})`,
+    );
     this.logger.warn(`Schedule ${fire.scheduleId} disabled: ${reason}`);
     return false;
   }
 
-  private async attempt(fire: ClaimedFire, attempt: number, shutdown: AbortSignal): Promise<{ outcome: AttemptOutcome; record: ScheduleAttempt }> {
+  private async attempt(
+    fire: ClaimedFire,
+    attempt: number,
+    shutdown: AbortSignal,
+  ): Promise<{ outcome: AttemptOutcome; record: ScheduleAttempt }> {
     const startedAt = Date.now();
     const signal = AbortSignal.any([shutdown, AbortSignal.timeout(fire.timeoutSeconds * 1000)]);
     const outcome = await this.call(fire, signal).catch((error: unknown) => this.failure(error, fire, shutdown));
@@ -113,7 +126,10 @@ export class ScheduleFirer {
     const url = new URL(`${this.env.publicUrl}${normalizedEndpoint(path)}`);
     // The api sees the path below PUBLIC_URL's own (a proxy in front strips that prefix).
     const prefix = new URL(this.env.publicUrl).pathname.replace(/\/$/, '');
-    const credential = await this.credentials.mint(fire.scheduleId, fire.timeoutSeconds + 60, { method, url: `${url.pathname.slice(prefix.length)}${url.search}` });
+    const credential = await this.credentials.mint(fire.scheduleId, fire.timeoutSeconds + 60, {
+      method,
+      url: `${url.pathname.slice(prefix.length)}${url.search}`,
+    });
     return { url, authorization: `Bearer ${credential}` };
   }
 
@@ -128,7 +144,13 @@ export class ScheduleFirer {
     });
     const text = await response.text();
     if (!response.ok) {
-      return { ok: false, retryable: isRetryableStatus(response.status), statusCode: response.status, error: `HTTP ${response.status}: ${clip(text)}`, run: null };
+      return {
+        ok: false,
+        retryable: isRetryableStatus(response.status),
+        statusCode: response.status,
+        error: `HTTP ${response.status}: ${clip(text)}`,
+        run: null,
+      };
     }
     const run = fire.targetType && fire.targetId ? startedRun(text) : null;
     if (!run) {
@@ -139,7 +161,11 @@ export class ScheduleFirer {
 
   /** Polls the run the endpoint started until it ends; a run that ends other than completed fails the attempt. */
   private async follow(fire: ClaimedFire, run: StartedRun, statusCode: number, body: string, signal: AbortSignal): Promise<AttemptOutcome> {
-    const { url, authorization } = await this.signed(fire, 'GET', runPath({ type: fire.targetType as TargetType, id: fire.targetId! }, run.runId));
+    const { url, authorization } = await this.signed(
+      fire,
+      'GET',
+      runPath({ type: fire.targetType as TargetType, id: fire.targetId! }, run.runId),
+    );
     let current = run;
     let delay = FOLLOW_FIRST_POLL_MS;
     try {
@@ -150,7 +176,13 @@ export class ScheduleFirer {
         const response = await fetch(url, { headers: { authorization }, signal });
         body = await response.text();
         if (response.status >= 400 && !isRetryableStatus(response.status)) {
-          return { ok: false, retryable: false, statusCode: response.status, error: `Could not follow run ${run.runId}: HTTP ${response.status}: ${clip(body)}`, run: current };
+          return {
+            ok: false,
+            retryable: false,
+            statusCode: response.status,
+            error: `Could not follow run ${run.runId}: HTTP ${response.status}: ${clip(body)}`,
+            run: current,
+          };
         }
         current = (response.ok && startedRun(body)) || current;
       }
@@ -159,7 +191,13 @@ export class ScheduleFirer {
         throw error;
       }
       // Not retried: the run is accepted and may still finish; a retry would start a second one.
-      return { ok: false, retryable: false, statusCode, error: `Run ${run.runId} was still ${current.status} after ${fire.timeoutSeconds}s`, run: current };
+      return {
+        ok: false,
+        retryable: false,
+        statusCode,
+        error: `Run ${run.runId} was still ${current.status} after ${fire.timeoutSeconds}s`,
+        run: current,
+      };
     }
     const ok = current.status.toLowerCase() === 'completed';
     // Only a run that failed is worth another attempt; a cancelled or paused one was stopped on purpose.
@@ -176,6 +214,12 @@ export class ScheduleFirer {
       return { ok: false, retryable: true, statusCode: null, error: `Timed out after ${fire.timeoutSeconds}s`, run: null };
     }
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-    return { ok: false, retryable: true, statusCode: null, error: `Request failed: ${cause?.code ?? cause?.message ?? (error as Error).message}`, run: null };
+    return {
+      ok: false,
+      retryable: true,
+      statusCode: null,
+      error: `Request failed: ${cause?.code ?? cause?.message ?? (error as Error).message}`,
+      run: null,
+    };
   }
 }

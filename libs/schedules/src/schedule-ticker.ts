@@ -37,7 +37,10 @@ export class ScheduleTicker implements OnApplicationBootstrap, OnModuleDestroy, 
   ) {}
 
   onApplicationBootstrap(): void {
-    this.registry.addInterval(TIMER, setInterval(() => void this.tick(), this.env.SCHEDULE_TICK_INTERVAL_MS));
+    this.registry.addInterval(
+      TIMER,
+      setInterval(() => void this.tick(), this.env.SCHEDULE_TICK_INTERVAL_MS),
+    );
     void this.tick();
   }
 
@@ -103,7 +106,9 @@ export class ScheduleTicker implements OnApplicationBootstrap, OnModuleDestroy, 
   private start(fire: ClaimedFire): void {
     const running: Promise<void> = this.firer
       .fire(fire, this.workerId, this.shutdown.signal)
-      .catch((error: unknown) => this.logger.error({ err: error, fire_id: fire.runId, schedule_id: fire.scheduleId }, 'Schedule fire failed'))
+      .catch((error: unknown) =>
+        this.logger.error({ err: error, fire_id: fire.runId, schedule_id: fire.scheduleId }, 'Schedule fire failed'),
+      )
       .finally(() => {
         this.inFlight.delete(running);
         void this.fill().catch((error: unknown) => this.logger.warn({ err: error }, 'Schedule claim failed'));

@@ -30,14 +30,23 @@ function PolicyField(values: readonly string[], description: string, fallback: s
   };
 }
 
-const OVERLAP_DESCRIPTION = 'While the previous fire (its call, or the background run it started) is in flight: `skip` the new one (recorded as skipped), `allow` it, or `buffer_one` (keep at most one waiting)';
-const CATCHUP_DESCRIPTION = 'Slots missed while no worker ran: fire `once` on recovery, `skip` them (recorded as skipped), or fire `all` of them oldest first (at most catchup_limit)';
+const OVERLAP_DESCRIPTION =
+  'While the previous fire (its call, or the background run it started) is in flight: `skip` the new one (recorded as skipped), `allow` it, or `buffer_one` (keep at most one waiting)';
+const CATCHUP_DESCRIPTION =
+  'Slots missed while no worker ran: fire `once` on recovery, `skip` them (recorded as skipped), or fire `all` of them oldest first (at most catchup_limit)';
 
 /** The policy fields of create and PATCH (absent: untouched on PATCH, the defaults on create). */
 class SchedulePolicyFields {
   @PolicyField(OVERLAP_POLICIES, OVERLAP_DESCRIPTION, 'skip') overlap_policy?: OverlapPolicy;
   @PolicyField(CATCHUP_POLICIES, CATCHUP_DESCRIPTION, 'once') catchup_policy?: CatchupPolicy;
-  @IntField({ optional: true, min: 1, max: 100, default: 10, description: 'With catchup_policy `all`: the most missed slots fired on recovery (1 to 100)' }) catchup_limit?: number;
+  @IntField({
+    optional: true,
+    min: 1,
+    max: 100,
+    default: 10,
+    description: 'With catchup_policy `all`: the most missed slots fired on recovery (1 to 100)',
+  })
+  catchup_limit?: number;
 }
 
 export class CreateScheduleDto extends SchedulePolicyFields {
@@ -54,7 +63,12 @@ export class CreateScheduleDto extends SchedulePolicyFields {
   @BoolField({ optional: true, default: true }) enabled?: boolean;
   @ManagedBy() managed_by?: string | null;
 
-  @StringField({ optional: true, nullable: true, maxLength: 255, description: 'Owner to attribute the schedule to; only for callers without an identity of their own (security key, open instance)' })
+  @StringField({
+    optional: true,
+    nullable: true,
+    maxLength: 255,
+    description: 'Owner to attribute the schedule to; only for callers without an identity of their own (security key, open instance)',
+  })
   user_id?: string | null;
 }
 
@@ -72,7 +86,12 @@ export class UpdateScheduleDto extends SchedulePolicyFields {
   @RetryDelaySeconds() retry_delay_seconds?: number;
   @BoolField({ optional: true, description: 'false pauses the schedule; true re-arms it and clears disabled_reason' }) enabled?: boolean;
 
-  @StringField({ optional: true, nullable: true, maxLength: 500, description: 'With enabled: false, why it is paused; kept until it is enabled again' })
+  @StringField({
+    optional: true,
+    nullable: true,
+    maxLength: 500,
+    description: 'With enabled: false, why it is paused; kept until it is enabled again',
+  })
   disabled_reason?: string | null;
 }
 
@@ -106,11 +125,21 @@ export class ScheduleDto {
   @ApiProperty({ type: 'string', nullable: true }) description!: string | null;
   @ApiProperty({ type: 'object', additionalProperties: true, nullable: true }) payload!: JsonObject | null;
   @ApiProperty({ type: 'integer', nullable: true, description: 'Next cron slot; null while disabled' }) next_run_at!: number | null;
-  @ApiProperty({ type: 'string', nullable: true, description: 'Tool that owns the definition; null when managed through this API' }) managed_by!: string | null;
-  @ApiProperty({ type: 'string', nullable: true, enum: TARGET_TYPES, description: 'Kind of component a run endpoint targets; null for other endpoints' })
+  @ApiProperty({ type: 'string', nullable: true, description: 'Tool that owns the definition; null when managed through this API' })
+  managed_by!: string | null;
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    enum: TARGET_TYPES,
+    description: 'Kind of component a run endpoint targets; null for other endpoints',
+  })
   target_type!: string | null;
   @ApiProperty({ type: 'string', nullable: true, description: 'Id of the component a run endpoint targets' }) target_id!: string | null;
-  @ApiProperty({ type: 'string', nullable: true, description: 'Why the service disabled the schedule, e.g. `owner_revoked:sa:ci` or `owner_lacks_scope:config:read`' })
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    description: 'Why the service disabled the schedule, e.g. `owner_revoked:sa:ci` or `owner_lacks_scope:config:read`',
+  })
   disabled_reason!: string | null;
   @ApiProperty({ enum: OVERLAP_POLICIES, description: OVERLAP_DESCRIPTION }) overlap_policy!: OverlapPolicy;
   @ApiProperty({ enum: CATCHUP_POLICIES, description: CATCHUP_DESCRIPTION }) catchup_policy!: CatchupPolicy;
@@ -129,7 +158,8 @@ export class ScheduleAttemptDto {
   @ApiProperty({ type: 'integer', nullable: true, description: 'HTTP status; null when no response arrived' }) status_code!: number | null;
   @ApiProperty({ type: 'string', nullable: true }) error!: string | null;
   @ApiProperty({ type: 'string', nullable: true }) run_id!: string | null;
-  @ApiProperty({ type: 'string', nullable: true, description: 'Final status of the background run this attempt followed' }) run_status!: string | null;
+  @ApiProperty({ type: 'string', nullable: true, description: 'Final status of the background run this attempt followed' }) run_status!:
+    string | null;
 }
 
 export class ScheduleRunDto {
@@ -137,7 +167,13 @@ export class ScheduleRunDto {
   @ApiProperty({ format: 'uuid' }) schedule_id!: string;
   @ApiProperty({ enum: ['cron', 'manual'] }) trigger!: string;
   @ApiProperty({ enum: ['queued', 'running', 'success', 'failed', 'skipped'] }) status!: string;
-  @ApiProperty({ type: 'string', nullable: true, enum: SKIP_REASONS, description: 'Why a policy skipped it: `overlap`, `missed` or `buffer_full`' }) reason!: string | null;
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    enum: SKIP_REASONS,
+    description: 'Why a policy skipped it: `overlap`, `missed` or `buffer_full`',
+  })
+  reason!: string | null;
   @ApiProperty({ type: 'integer', description: 'The cron slot, or when the manual trigger was accepted' }) due_at!: number;
   @ApiProperty({ type: 'integer', nullable: true }) started_at!: number | null;
   @ApiProperty({ type: 'integer', nullable: true }) completed_at!: number | null;

@@ -8,7 +8,14 @@ import { ValidationFailedException } from '@app/errors';
 import { Page, toPage } from '@app/pagination';
 
 import { nextRunAt } from './cron';
-import { CreateScheduleDto, ListScheduleRunsQuery, ListSchedulesQuery, ScheduleDto, ScheduleRunDto, UpdateScheduleDto } from './schedule.dto';
+import {
+  CreateScheduleDto,
+  ListScheduleRunsQuery,
+  ListSchedulesQuery,
+  ScheduleDto,
+  ScheduleRunDto,
+  UpdateScheduleDto,
+} from './schedule.dto';
 import { ScheduleEntity } from './schedule.entity';
 import { ScheduleErrorCode as Code, ScheduleException } from './schedule.exception';
 import { toScheduleDto, toScheduleRunDto } from './schedule.mapper';
@@ -109,7 +116,13 @@ export class SchedulesService {
     }
     if (request.disabled_reason !== undefined && request.enabled !== false) {
       throw new ValidationFailedException([
-        { loc: ['body', 'disabled_reason'], msg: 'disabled_reason goes with enabled: false', type: 'value_error', input: request.disabled_reason, ctx: {} },
+        {
+          loc: ['body', 'disabled_reason'],
+          msg: 'disabled_reason goes with enabled: false',
+          type: 'value_error',
+          input: request.disabled_reason,
+          ctx: {},
+        },
       ]);
     }
     if (request.enabled === true) {
@@ -127,7 +140,12 @@ export class SchedulesService {
     const updated = Object.assign(new ScheduleEntity(), schedule, changes, { updatedAt: new Date() });
     const rearm = request.cron_expr !== undefined || request.timezone !== undefined || request.enabled !== undefined;
     this.derive(updated, updated.updatedAt, rearm);
-    const written: Partial<ScheduleEntity> = { ...changes, updatedAt: updated.updatedAt, targetType: updated.targetType, targetId: updated.targetId };
+    const written: Partial<ScheduleEntity> = {
+      ...changes,
+      updatedAt: updated.updatedAt,
+      targetType: updated.targetType,
+      targetId: updated.targetId,
+    };
     if (rearm) {
       written.nextRunAt = updated.nextRunAt;
     }
@@ -149,7 +167,10 @@ export class SchedulesService {
   async trigger(caller: Principal, id: string): Promise<ScheduleRunDto> {
     const schedule = await this.findToChange(caller, id);
     if (!schedule.enabled) {
-      throw new ScheduleException(Code.Disabled, `Schedule '${id}' is disabled${schedule.disabledReason ? ` (${schedule.disabledReason})` : ''}; enable it first`);
+      throw new ScheduleException(
+        Code.Disabled,
+        `Schedule '${id}' is disabled${schedule.disabledReason ? ` (${schedule.disabledReason})` : ''}; enable it first`,
+      );
     }
     const [reason] = admit(schedule.overlapPolicy, await this.runs.fireState(schedule.id), 1);
     const now = new Date();
@@ -231,7 +252,13 @@ export class SchedulesService {
   private assertMayCall(caller: Principal, method: string, endpoint: string): void {
     if (isScheduleRoute(endpoint)) {
       throw new ValidationFailedException([
-        { loc: ['body', 'endpoint'], msg: 'A schedule cannot call the schedule routes (/schedules...)', type: 'schedule_route', input: endpoint, ctx: {} },
+        {
+          loc: ['body', 'endpoint'],
+          msg: 'A schedule cannot call the schedule routes (/schedules...)',
+          type: 'schedule_route',
+          input: endpoint,
+          ctx: {},
+        },
       ]);
     }
     const scope = this.endpoints.routeOf(method, endpoint)?.scope;
@@ -261,11 +288,20 @@ export class SchedulesService {
 
 /** The owner columns for `caller`: its credential kind, identity and scopes as they are now. */
 function ownedBy(caller: Principal): Pick<ScheduleEntity, 'ownerKind' | 'ownerId' | 'ownerScopes' | 'ownerServiceAccountId'> {
-  return { ownerKind: caller.kind, ownerId: caller.userId, ownerScopes: [...caller.scopes], ownerServiceAccountId: caller.serviceAccountId ?? null };
+  return {
+    ownerKind: caller.kind,
+    ownerId: caller.userId,
+    ownerScopes: [...caller.scopes],
+    ownerServiceAccountId: caller.serviceAccountId ?? null,
+  };
 }
 
 function isOwner(caller: Principal, schedule: ScheduleEntity): boolean {
-  return caller.kind === schedule.ownerKind && caller.userId === schedule.ownerId && (caller.serviceAccountId ?? null) === schedule.ownerServiceAccountId;
+  return (
+    caller.kind === schedule.ownerKind &&
+    caller.userId === schedule.ownerId &&
+    (caller.serviceAccountId ?? null) === schedule.ownerServiceAccountId
+  );
 }
 
 /** A schedule's fire never writes schedules, whatever its owner may do (a schedule targeting POST /mcp, say). */

@@ -20,10 +20,7 @@ export interface VerifiedAccount {
 }
 
 export type Verification =
-  | { outcome: 'ok'; account: VerifiedAccount }
-  | { outcome: 'invalid' }
-  | { outcome: 'throttled' }
-  | { outcome: 'unavailable' };
+  { outcome: 'ok'; account: VerifiedAccount } | { outcome: 'invalid' } | { outcome: 'throttled' } | { outcome: 'unavailable' };
 
 const CACHE_CAPACITY = 2048;
 /** last_used_at is advisory: one write per account per minute per process is plenty. */

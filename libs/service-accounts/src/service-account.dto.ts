@@ -14,7 +14,11 @@ export const DEFAULT_GRACE_SECONDS = 3600;
 export const MAX_GRACE_SECONDS = 86_400;
 
 export class ScopeGrantDto {
-  @ApiProperty({ description: '`<resource>:<action>`, `<resource>:<id>:<action>` or `platform:admin`', example: 'agents:run', maxLength: 255 })
+  @ApiProperty({
+    description: '`<resource>:<action>`, `<resource>:<id>:<action>` or `platform:admin`',
+    example: 'agents:run',
+    maxLength: 255,
+  })
   @IsString()
   @MaxLength(255)
   scope!: string;
@@ -30,7 +34,13 @@ function toScopeGrants({ value }: { value: unknown }): unknown {
   if (!Array.isArray(value)) {
     return value;
   }
-  return value.map((grant: unknown) => (typeof grant === 'string' ? plainToInstance(ScopeGrantDto, { scope: grant }) : isObject(grant) ? plainToInstance(ScopeGrantDto, grant) : grant));
+  return value.map((grant: unknown) =>
+    typeof grant === 'string'
+      ? plainToInstance(ScopeGrantDto, { scope: grant })
+      : isObject(grant)
+        ? plainToInstance(ScopeGrantDto, grant)
+        : grant,
+  );
 }
 
 function isObject(value: unknown): value is object {
@@ -61,10 +71,21 @@ export class CreateServiceAccountDto {
   @Transform(toScopeGrants)
   scopes?: ScopeGrantDto[] | null;
 
-  @BoolField({ optional: true, default: false, description: 'Must be true when any privileged scope (write, delete, admin, service_accounts) is granted' })
+  @BoolField({
+    optional: true,
+    default: false,
+    description: 'Must be true when any privileged scope (write, delete, admin, service_accounts) is granted',
+  })
   allow_privileged_scopes?: boolean;
 
-  @IntField({ optional: true, nullable: true, min: 1, max: MAX_EXPIRY_DAYS, default: DEFAULT_EXPIRY_DAYS, description: 'Lifetime in days (1 to 3650)' })
+  @IntField({
+    optional: true,
+    nullable: true,
+    min: 1,
+    max: MAX_EXPIRY_DAYS,
+    default: DEFAULT_EXPIRY_DAYS,
+    description: 'Lifetime in days (1 to 3650)',
+  })
   expires_in_days?: number | null;
 
   @BoolField({ optional: true, default: false, description: 'A token without expiry; overrides expires_in_days' })
@@ -83,7 +104,11 @@ export class RotateServiceAccountDto {
   grace_seconds?: number;
 }
 
-export class ListServiceAccountsQuery extends PageQuery({ maxLimit: 100, sortFields: SERVICE_ACCOUNT_SORT_FIELDS, defaultSort: 'created_at' }) {
+export class ListServiceAccountsQuery extends PageQuery({
+  maxLimit: 100,
+  sortFields: SERVICE_ACCOUNT_SORT_FIELDS,
+  defaultSort: 'created_at',
+}) {
   @BoolField({ optional: true, fromString: true, default: true, description: 'Include revoked accounts' })
   include_revoked: boolean = true;
 }
@@ -99,7 +124,12 @@ export class ServiceAccountDto {
   @ApiProperty({ type: 'integer' }) created_at!: number;
   @ApiProperty({ type: 'integer', nullable: true }) expires_at!: number | null;
   @ApiProperty({ type: 'integer', nullable: true }) last_used_at!: number | null;
-  @ApiProperty({ type: 'string', nullable: true, example: '203.0.113.7', description: 'Client address of the last successful use; null until used' })
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    example: '203.0.113.7',
+    description: 'Client address of the last successful use; null until used',
+  })
   last_used_ip!: string | null;
   @ApiProperty({ type: 'integer', nullable: true }) revoked_at!: number | null;
 }

@@ -38,7 +38,11 @@ export class ServiceAccountRepository {
     return account && scope.includes(account.ownerId) ? account : null;
   }
 
-  async page(scope: DataScope, request: PageRequest<ServiceAccountSortField>, includeRevoked: boolean): Promise<[ServiceAccountEntity[], number]> {
+  async page(
+    scope: DataScope,
+    request: PageRequest<ServiceAccountSortField>,
+    includeRevoked: boolean,
+  ): Promise<[ServiceAccountEntity[], number]> {
     const owner = scope.where('account.owner_id');
     const query = this.rows.createQueryBuilder('account').where(owner.sql, owner.params);
     if (!includeRevoked) {
@@ -49,7 +53,12 @@ export class ServiceAccountRepository {
 
   /** Sets revoked_at once; a second revoke keeps the first timestamp. */
   async revoke(id: string): Promise<void> {
-    await this.rows.createQueryBuilder().update().set({ revokedAt: () => 'now()' }).where('id = :id AND revoked_at IS NULL', { id }).execute();
+    await this.rows
+      .createQueryBuilder()
+      .update()
+      .set({ revokedAt: () => 'now()' })
+      .where('id = :id AND revoked_at IS NULL', { id })
+      .execute();
   }
 
   /** An expired account that still holds `name` lets it go; it stays expired, not revoked. */

@@ -2,7 +2,16 @@ import { randomUUID } from 'node:crypto';
 
 import { Injectable } from '@nestjs/common';
 
-import { covers, DataScope, DEFAULT_SCOPES, isAdmin, isPrivilegedScope, isValidScope, Principal, serviceAccountPrincipal } from '@app/access';
+import {
+  covers,
+  DataScope,
+  DEFAULT_SCOPES,
+  isAdmin,
+  isPrivilegedScope,
+  isValidScope,
+  Principal,
+  serviceAccountPrincipal,
+} from '@app/access';
 import { isUniqueViolation, toEpoch } from '@app/database';
 import { Page, toPage } from '@app/pagination';
 
@@ -77,7 +86,12 @@ export class ServiceAccountsService {
     const startedAt = performance.now();
     const request = query.toPageRequest();
     const [rows, total] = await this.accounts.page(DataScope.of(caller), request, query.include_revoked);
-    return toPage(request, rows.map((row) => this.map(row)), total, startedAt);
+    return toPage(
+      request,
+      rows.map((row) => this.map(row)),
+      total,
+      startedAt,
+    );
   }
 
   /** One-way and idempotent; this replica stops accepting the token at once, others within the cache TTL. */

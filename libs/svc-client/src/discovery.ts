@@ -153,14 +153,20 @@ function sameService(a: string, b: string): boolean {
     return true;
   }
   const [left, right] = [new URL(a), new URL(b)];
-  return isLoopbackUrl(a) && isLoopbackUrl(b) && left.port === right.port && left.pathname === right.pathname && left.protocol === right.protocol;
+  return (
+    isLoopbackUrl(a) && isLoopbackUrl(b) && left.port === right.port && left.pathname === right.pathname && left.protocol === right.protocol
+  );
 }
 
 /**
  * Interactive connect/disconnect: every candidate (env file, localhost defaults, URLs in existing client
  * configs) is probed; when several answer the operator picks one. Explicit URLs are used as they are.
  */
-export async function discoverInteractively(request: DiscoveryRequest, fromClientConfigs: Candidate[], terminal: Terminal): Promise<ServiceDescriptor> {
+export async function discoverInteractively(
+  request: DiscoveryRequest,
+  fromClientConfigs: Candidate[],
+  terminal: Terminal,
+): Promise<ServiceDescriptor> {
   const groups = candidateGroups(request);
   const explicit = groups[0][0].source === 'flag' || groups[0][0].source === 'env';
   if (explicit || !terminal.interactive) {
@@ -172,7 +178,9 @@ export async function discoverInteractively(request: DiscoveryRequest, fromClien
       candidates.push(candidate);
     }
   }
-  const found = (await Promise.all(candidates.map((candidate) => probe(candidate)))).filter((item): item is ServiceDescriptor => item !== null);
+  const found = (await Promise.all(candidates.map((candidate) => probe(candidate)))).filter(
+    (item): item is ServiceDescriptor => item !== null,
+  );
   const envFileCandidate = candidates.find((candidate) => candidate.source === 'env-file');
   if (envFileCandidate && !found.some((descriptor) => descriptor.url_source === 'env-file')) {
     terminal.note(`Nothing answered at ${envFileCandidate.url} (${describeSource(envFileCandidate)}).`);

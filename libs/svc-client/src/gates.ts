@@ -28,7 +28,10 @@ export async function confirmDiscoveredUrl(descriptor: ServiceDescriptor, yes: b
   }
   const where = descriptor.url_source === 'env-file' ? descriptor.url_source_file : `client configs (${descriptor.url_source_file})`;
   if (!terminal.interactive) {
-    throw new CliError(`The URL in ${where} points to a remote host (${descriptor.url}).`, 'Pass --url to target it explicitly, or --yes to trust it.');
+    throw new CliError(
+      `The URL in ${where} points to a remote host (${descriptor.url}).`,
+      'Pass --url to target it explicitly, or --yes to trust it.',
+    );
   }
   if (!(await terminal.confirm(`Trust SERVICE_URL=${descriptor.url} (from ${where})?`, true))) {
     throw new CliError('Aborted; no changes made.', 'Pass --url to choose the service explicitly.');
@@ -40,7 +43,12 @@ export async function confirmDiscoveredUrl(descriptor: ServiceDescriptor, yes: b
  * authorization) a hidden prompt on a terminal or an error in --json and non-TTY runs. Whenever
  * there is one to send, the plaintext-HTTP gate applies first (before anyone types a secret).
  */
-export async function resolveAdminCredential(descriptor: ServiceDescriptor, env: CliEnv, terminal: Terminal, allowHttp: boolean): Promise<string | null> {
+export async function resolveAdminCredential(
+  descriptor: ServiceDescriptor,
+  env: CliEnv,
+  terminal: Terminal,
+  allowHttp: boolean,
+): Promise<string | null> {
   const exported = env.adminToken ?? env.securityKey;
   if (!exported && descriptor.auth_mode === 'none') {
     return null;

@@ -1,7 +1,6 @@
 import { CliError } from '@app/cli-terminal';
 import { SERVICE_VERSION } from '@app/version';
 
-
 export interface HttpResult {
   status: number;
   // The parsed JSON of whichever route was called; each API wrapper reads it as that route's shape.
@@ -59,7 +58,10 @@ export function errorDetail(result: HttpResult): string {
   }
   if (Array.isArray(detail)) {
     return detail
-      .map((item: { msg?: string; loc?: unknown[] }) => `${item.msg ?? 'invalid'}${Array.isArray(item.loc) ? ` (at ${item.loc.join('.')})` : ''}`)
+      .map(
+        (item: { msg?: string; loc?: unknown[] }) =>
+          `${item.msg ?? 'invalid'}${Array.isArray(item.loc) ? ` (at ${item.loc.join('.')})` : ''}`,
+      )
       .join('; ');
   }
   return `HTTP ${result.status}`;

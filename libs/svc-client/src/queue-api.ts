@@ -108,7 +108,10 @@ export class QueueApi extends AdminApi {
     let truncated = false;
     const pageSize = request.componentId ? PAGE_SIZE : Math.min(PAGE_SIZE, request.limit);
     for (let page = 1; ; page += 1) {
-      const result = await this.call('GET', `/queue/jobs${queryString({ status: request.statuses, limit: pageSize, page, sort_by: 'created_at', sort_order: 'desc' })}`);
+      const result = await this.call(
+        'GET',
+        `/queue/jobs${queryString({ status: request.statuses, limit: pageSize, page, sort_by: 'created_at', sort_order: 'desc' })}`,
+      );
       if (result.status !== 200) {
         throw this.failure('Could not list queue jobs', result);
       }
@@ -136,7 +139,16 @@ export class QueueApi extends AdminApi {
     if (!request.componentId && total > jobs.length) {
       truncated = true;
     }
-    return { jobs, meta: { limit: request.limit, count: jobs.length, total_count: total, scanned: request.componentId ? scanned : jobs.length, truncated } };
+    return {
+      jobs,
+      meta: {
+        limit: request.limit,
+        count: jobs.length,
+        total_count: total,
+        scanned: request.componentId ? scanned : jobs.length,
+        truncated,
+      },
+    };
   }
 
   async get(id: string): Promise<Job> {
@@ -160,7 +172,10 @@ export class QueueApi extends AdminApi {
 
   /** One job; a refusal of this job (404, 400, 409) is returned as its error, a refusal of the credential throws. */
   async requeue(id: string, options: { force?: boolean; clearCancellation?: boolean }): Promise<{ job: Job } | { error: string }> {
-    const flags = queryString({ force: options.force ? 'true' : undefined, clear_cancellation: options.clearCancellation ? 'true' : undefined });
+    const flags = queryString({
+      force: options.force ? 'true' : undefined,
+      clear_cancellation: options.clearCancellation ? 'true' : undefined,
+    });
     const result = await this.call('POST', `/queue/jobs/${encodeURIComponent(id)}/requeue${flags}`);
     if (result.status === 200) {
       return { job: result.body as Job };
@@ -175,7 +190,10 @@ export class QueueApi extends AdminApi {
   async bulkRequeue(request: BulkRequeueRequest): Promise<BulkResult> {
     const result = await this.call('POST', '/queue/jobs/requeue', request);
     if (result.status === 404 || result.status === 405) {
-      throw new CliError('This service has no bulk requeue (POST /queue/jobs/requeue).', 'Upgrade the service, or requeue jobs by id: svc jobs requeue <id>...');
+      throw new CliError(
+        'This service has no bulk requeue (POST /queue/jobs/requeue).',
+        'Upgrade the service, or requeue jobs by id: svc jobs requeue <id>...',
+      );
     }
     if (result.status !== 200) {
       throw this.failure('Could not requeue jobs', result);

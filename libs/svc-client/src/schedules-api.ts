@@ -64,7 +64,8 @@ export interface ScheduleRun {
   [field: string]: unknown;
 }
 
-const SCHEDULES_HINT = 'Use SVC_ADMIN_TOKEN with schedules:read (schedules:write to trigger, pause or resume; platform:admin for schedules another principal owns), or OS_SECURITY_KEY.';
+const SCHEDULES_HINT =
+  'Use SVC_ADMIN_TOKEN with schedules:read (schedules:write to trigger, pause or resume; platform:admin for schedules another principal owns), or OS_SECURITY_KEY.';
 const PAGE_SIZE = 100;
 
 /** The schedules API (/schedules/...). */
@@ -75,7 +76,10 @@ export class SchedulesApi extends AdminApi {
   async list(): Promise<Schedule[]> {
     const schedules: Schedule[] = [];
     for (let page = 1; ; page += 1) {
-      const result = await this.call('GET', `/schedules${queryString({ limit: PAGE_SIZE, page, sort_by: 'created_at', sort_order: 'asc' })}`);
+      const result = await this.call(
+        'GET',
+        `/schedules${queryString({ limit: PAGE_SIZE, page, sort_by: 'created_at', sort_order: 'asc' })}`,
+      );
       if (result.status !== 200) {
         throw this.failure('Could not list schedules', result);
       }
@@ -97,7 +101,10 @@ export class SchedulesApi extends AdminApi {
 
   /** The newest `limit` fires. */
   async runs(id: string, limit: number): Promise<{ runs: ScheduleRun[]; meta: PageMeta }> {
-    const result = await this.call('GET', `/schedules/${encodeURIComponent(id)}/runs${queryString({ limit, sort_by: 'created_at', sort_order: 'desc' })}`);
+    const result = await this.call(
+      'GET',
+      `/schedules/${encodeURIComponent(id)}/runs${queryString({ limit, sort_by: 'created_at', sort_order: 'desc' })}`,
+    );
     this.expectFound(id, result);
     if (result.status !== 200) {
       throw this.failure(`Could not read the fires of schedule '${id}'`, result);

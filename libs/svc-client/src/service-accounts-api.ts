@@ -28,7 +28,6 @@ export interface MintRequest {
   privileged?: boolean;
 }
 
-
 /** An active account of that name exists (409). */
 export class NameConflictError extends CliError {}
 
@@ -109,7 +108,11 @@ export class ServiceAccountsApi {
   async findActive(name: string): Promise<ServiceAccount | null> {
     // An expired account keeps revoked_at null (its name may have been minted again): active also means unexpired.
     const now = Date.now() / 1000;
-    return (await this.list(true)).find((account) => account.name === name && account.revoked_at === null && (account.expires_at === null || account.expires_at > now)) ?? null;
+    return (
+      (await this.list(true)).find(
+        (account) => account.name === name && account.revoked_at === null && (account.expires_at === null || account.expires_at > now),
+      ) ?? null
+    );
   }
 
   async revoke(account: ServiceAccount): Promise<ServiceAccount> {
@@ -126,12 +129,19 @@ export class ServiceAccountsApi {
 
   /** A new token for the account; the old one keeps working for `graceSeconds` (absent: the server's default). */
   async rotate(account: ServiceAccount, graceSeconds?: number): Promise<MintedServiceAccount> {
-    const result = await this.call('POST', `/service-accounts/${encodeURIComponent(account.id)}/rotate`, graceSeconds === undefined ? {} : { grace_seconds: graceSeconds });
+    const result = await this.call(
+      'POST',
+      `/service-accounts/${encodeURIComponent(account.id)}/rotate`,
+      graceSeconds === undefined ? {} : { grace_seconds: graceSeconds },
+    );
     if (result.status === 404) {
       throw new CliError(`No service account named '${account.name}' found.`);
     }
     if (result.status === 409) {
-      throw new CliError(`Service account '${account.name}' is no longer active: ${errorDetail(result)}`, `Mint a new one: svc tokens create ${account.name}`);
+      throw new CliError(
+        `Service account '${account.name}' is no longer active: ${errorDetail(result)}`,
+        `Mint a new one: svc tokens create ${account.name}`,
+      );
     }
     if (result.status !== 200) {
       throw new CliError(`Could not rotate service account '${account.name}': ${errorDetail(result)}`);

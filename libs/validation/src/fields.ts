@@ -13,7 +13,14 @@ interface FieldOptions {
 }
 
 function documented(type: unknown, options: FieldOptions, extra: Record<string, unknown> = {}): PropertyDecorator {
-  const doc = { type, description: options.description, example: options.example, default: options.default, nullable: options.nullable, ...extra };
+  const doc = {
+    type,
+    description: options.description,
+    example: options.example,
+    default: options.default,
+    nullable: options.nullable,
+    ...extra,
+  };
   return options.optional ? ApiPropertyOptional(doc as never) : ApiProperty(doc as never);
 }
 
@@ -31,7 +38,16 @@ const queryNumber = Transform(({ value }: { value: unknown }) =>
   typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value,
 );
 
-const BOOLEAN_WORDS: Record<string, boolean> = { true: true, '1': true, yes: true, on: true, false: false, '0': false, no: false, off: false };
+const BOOLEAN_WORDS: Record<string, boolean> = {
+  true: true,
+  '1': true,
+  yes: true,
+  on: true,
+  false: false,
+  '0': false,
+  no: false,
+  off: false,
+};
 
 /** Query strings arrive as text: map the usual words to booleans, leave anything else for validation to reject. */
 const queryBoolean = Transform(({ value }: { value: unknown }) =>
@@ -46,10 +62,7 @@ export interface IntFieldOptions extends FieldOptions {
 }
 
 export function IntField(options: IntFieldOptions = {}): PropertyDecorator {
-  const bounds = [
-    ...(options.min === undefined ? [] : [Min(options.min)]),
-    ...(options.max === undefined ? [] : [Max(options.max)]),
-  ];
+  const bounds = [...(options.min === undefined ? [] : [Min(options.min)]), ...(options.max === undefined ? [] : [Max(options.max)])];
   return applyDecorators(
     ...optionality(options),
     ...(options.fromString ? [queryNumber] : []),
@@ -78,12 +91,7 @@ export function StringField(options: StringFieldOptions = {}): PropertyDecorator
 }
 
 export function BoolField(options: FieldOptions & { fromString?: boolean } = {}): PropertyDecorator {
-  return applyDecorators(
-    ...optionality(options),
-    ...(options.fromString ? [queryBoolean] : []),
-    IsBoolean(),
-    documented(Boolean, options),
-  );
+  return applyDecorators(...optionality(options), ...(options.fromString ? [queryBoolean] : []), IsBoolean(), documented(Boolean, options));
 }
 
 const EMPTY_BODY_ALLOWED = 'validation:empty-body-allowed';

@@ -33,7 +33,8 @@ export class ConfigDto {
   @ApiProperty() name!: string;
   @ApiProperty() version!: string;
   @ApiProperty({ enum: ['none', 'security_key', 'jwt'] }) auth_mode!: string;
-  @ApiProperty({ type: 'string', nullable: true, description: 'The caller principal (`sa:<name>`, JWT sub) or null' }) principal!: string | null;
+  @ApiProperty({ type: 'string', nullable: true, description: 'The caller principal (`sa:<name>`, JWT sub) or null' }) principal!:
+    string | null;
   @ApiProperty({ type: [String], description: 'Scopes the caller holds (empty for unscoped credentials)' }) scopes!: string[];
   @ApiProperty({ type: McpInfoDto, description: 'Whether and where MCP is mounted' }) mcp!: McpInfoDto;
   @ApiProperty({ type: [ComponentDto], description: 'Agents the caller may run' }) agents!: ComponentDto[];

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 
 import { forComponent, mayUse, Principal } from '@app/access';
 import { Authenticator } from '@app/auth';
-import { API_VERSION,Env, MCP_PATH, SERVICE_VERSION } from '@app/config';
+import { API_VERSION, Env, MCP_PATH, SERVICE_VERSION } from '@app/config';
 import { mcpOAuthInfo } from '@app/mcp';
 import { ComponentDto, ComponentKind, RunsService } from '@app/runs';
 

@@ -8,12 +8,7 @@ import { ScheduleErrorCode } from '@app/schedules';
 import { ServiceAccountErrorCode } from '@app/service-accounts';
 
 export type DomainErrorCode =
-  | RequestErrorCode
-  | AuthErrorCode
-  | ServiceAccountErrorCode
-  | RunErrorCode
-  | QueueErrorCode
-  | ScheduleErrorCode;
+  RequestErrorCode | AuthErrorCode | ServiceAccountErrorCode | RunErrorCode | QueueErrorCode | ScheduleErrorCode;
 
 /** Every domain error code and its HTTP status; a new code without a case does not compile. */
 export function statusOf(code: DomainErrorCode): HttpStatus {

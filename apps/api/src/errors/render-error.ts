@@ -43,7 +43,10 @@ export function renderError(exception: unknown, context: ErrorContext): Rendered
   }
   if (isKnownDomainException(exception)) {
     const status = statusOf(exception.code);
-    const headers = exception instanceof AuthException && exception.code === AuthErrorCode.Unauthenticated ? { 'www-authenticate': exception.challenge } : undefined;
+    const headers =
+      exception instanceof AuthException && exception.code === AuthErrorCode.Unauthenticated
+        ? { 'www-authenticate': exception.challenge }
+        : undefined;
     return { status, body: { detail: exception.detail }, headers };
   }
   if (exception instanceof HttpException) {
@@ -60,7 +63,10 @@ export function renderError(exception: unknown, context: ErrorContext): Rendered
   }
   const errorId = randomUUID();
   logger.error({ err: exception, error_id: errorId, method: context.method, url: context.url }, 'Unhandled error');
-  return { status: HttpStatus.INTERNAL_SERVER_ERROR, body: { detail: 'Internal server error', error_id: errorId, error_type: 'internal_error' } };
+  return {
+    status: HttpStatus.INTERNAL_SERVER_ERROR,
+    body: { detail: 'Internal server error', error_id: errorId, error_type: 'internal_error' },
+  };
 }
 
 function renderHttpException(exception: HttpException, context: ErrorContext): RenderedError {

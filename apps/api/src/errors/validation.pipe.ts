@@ -109,7 +109,10 @@ export class RequestValidationPipe extends ValidationPipe {
     if (metadata.type === 'body' || metadata.type === 'query' || metadata.type === 'param') {
       const problem = findInputProblem(value, metadata.data ? [metadata.data] : []);
       if (problem && pathAsNotFound) {
-        throw new RequestException(RequestErrorCode.NotFound, `Not found: ${problem.loc.join('.') || 'path'} ${shown(problem.input)} names nothing`);
+        throw new RequestException(
+          RequestErrorCode.NotFound,
+          `Not found: ${problem.loc.join('.') || 'path'} ${shown(problem.input)} names nothing`,
+        );
       }
       if (problem) {
         throw new ValidationFailedException([{ loc: [location, ...problem.loc], input: problem.input, ...PROBLEM_ISSUES[problem.kind] }]);

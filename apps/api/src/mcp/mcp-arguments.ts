@@ -32,7 +32,10 @@ export function pageArguments(query: { pageOptions: Required<PageQueryOptions<st
   return {
     limit: z.number().int().min(1).optional().describe(`Page size, 1 to ${maxLimit} (default ${defaultLimit})`),
     page: z.number().int().min(1).optional().describe('Page number, 1 or more'),
-    sort_by: z.string().optional().describe(`${sortFields.join(', ')} (default ${defaultSort}); unknown fields are ignored`),
+    sort_by: z
+      .string()
+      .optional()
+      .describe(`${sortFields.join(', ')} (default ${defaultSort}); unknown fields are ignored`),
     sort_order: z.enum(['asc', 'desc']).optional().describe('Default desc'),
   };
 }

@@ -37,9 +37,14 @@ export class McpController {
   @ApiOperation({ summary: 'MCP JSON-RPC (initialize, tools/list, tools/call); tool calls need the scope of the REST route they mirror' })
   @ApiBearerAuth('bearer')
   @ApiExtension('x-required-scope', 'per tool: the scope of the REST route it mirrors')
-  @ApiOkResponse({ description: 'The JSON-RPC response, as application/json or a text/event-stream; a refused tool call is a result with isError' })
+  @ApiOkResponse({
+    description: 'The JSON-RPC response, as application/json or a text/event-stream; a refused tool call is a result with isError',
+  })
   @ApiAcceptedResponse({ description: 'A notification or response from the client, accepted (no body)' })
-  @ApiUnauthorizedResponse({ description: 'Missing or invalid credential (with a WWW-Authenticate challenge when /mcp is OAuth-protected)', type: ErrorBodyDto })
+  @ApiUnauthorizedResponse({
+    description: 'Missing or invalid credential (with a WWW-Authenticate challenge when /mcp is OAuth-protected)',
+    type: ErrorBodyDto,
+  })
   @ApiForbiddenResponse({ description: 'Browser Origin not allowed', type: ErrorBodyDto })
   async post(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (!isAllowedOrigin(request.headers.origin, this.env.publicUrl)) {

@@ -24,6 +24,16 @@ export function mcpWiring(env: Env): Wiring {
   return {
     imports: [McpModule.forRoot({ errorRenderer: McpToolErrors })],
     controllers: [McpController, ProtectedResourceController],
-    providers: [McpArguments, DiscoveryTools, ServiceAccountTools, AgentRunTools, TeamRunTools, WorkflowRunTools, SessionTools, ScheduleTools, QueueTools],
+    providers: [
+      McpArguments,
+      DiscoveryTools,
+      ServiceAccountTools,
+      AgentRunTools,
+      TeamRunTools,
+      WorkflowRunTools,
+      SessionTools,
+      ScheduleTools,
+      QueueTools,
+    ],
   };
 }

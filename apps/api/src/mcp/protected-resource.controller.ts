@@ -4,7 +4,7 @@ import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nest
 import { Public } from '@app/auth';
 import { Env } from '@app/config';
 import { ErrorBodyDto, RequestErrorCode, RequestException } from '@app/errors';
-import { PROTECTED_RESOURCE_PATHS, ProtectedResourceMetadata,protectedResourceMetadata } from '@app/mcp';
+import { PROTECTED_RESOURCE_PATHS, ProtectedResourceMetadata, protectedResourceMetadata } from '@app/mcp';
 
 /** RFC 9728 metadata of /mcp: where an MCP client signs in. Exists only in OAuth-protected resource mode. */
 @ApiTags('mcp')

@@ -19,7 +19,10 @@ export class MetricsController {
   @Get()
   @RequireScope(ADMIN_SCOPE)
   @Header('cache-control', 'no-store')
-  @ApiOperation({ summary: 'Prometheus text: queue depth by status, oldest queued age, processed and failed attempts of all workers, skipped schedule fires' })
+  @ApiOperation({
+    summary:
+      'Prometheus text: queue depth by status, oldest queued age, processed and failed attempts of all workers, skipped schedule fires',
+  })
   @ApiProduces('text/plain')
   @ApiOkResponse({ description: 'Prometheus exposition format 0.0.4' })
   async scrape(@Res() reply: FastifyReply): Promise<void> {

@@ -13,7 +13,18 @@ import {
 import { ADMIN_SCOPE } from '@app/access';
 import { RequireScope } from '@app/auth';
 import { ErrorBodyDto, ValidationErrorBodyDto } from '@app/errors';
-import { BulkJobsDto, BulkJobsResultDto, JobDto, JobIdParams, JobPageDto, ListJobsQuery, QueueAdminService, QueueEnabledGuard, QueueStatsDto, RequeueQuery } from '@app/queue';
+import {
+  BulkJobsDto,
+  BulkJobsResultDto,
+  JobDto,
+  JobIdParams,
+  JobPageDto,
+  ListJobsQuery,
+  QueueAdminService,
+  QueueEnabledGuard,
+  QueueStatsDto,
+  RequeueQuery,
+} from '@app/queue';
 
 @ApiTags('queue')
 @UseGuards(QueueEnabledGuard)
@@ -73,7 +84,10 @@ export class QueueController {
   @ApiOkResponse({ type: JobDto })
   @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'The job is neither failed nor cancelled' })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'Failed within the lock grace period: its worker may still be executing; retry later or pass force=true' })
+  @ApiConflictResponse({
+    type: ErrorBodyDto,
+    description: 'Failed within the lock grace period: its worker may still be executing; retry later or pass force=true',
+  })
   requeue(@Param() { job_id }: JobIdParams, @Query() query: RequeueQuery): Promise<JobDto> {
     return this.queue.requeue(job_id, query);
   }

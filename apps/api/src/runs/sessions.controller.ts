@@ -4,7 +4,15 @@ import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocess
 import { Principal } from '@app/access';
 import { CurrentPrincipal, RequireScope } from '@app/auth';
 import { ErrorBodyDto, ValidationErrorBodyDto } from '@app/errors';
-import { ListSessionRunsQuery, ListSessionsQuery, RunPageDto, SessionDto, SessionIdParams, SessionPageDto, SessionsService } from '@app/runs';
+import {
+  ListSessionRunsQuery,
+  ListSessionsQuery,
+  RunPageDto,
+  SessionDto,
+  SessionIdParams,
+  SessionPageDto,
+  SessionsService,
+} from '@app/runs';
 
 @ApiTags('sessions')
 @ApiUnprocessableEntityResponse({ type: ValidationErrorBodyDto, description: 'Validation error' })

@@ -1,5 +1,15 @@
 import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiConflictResponse, ApiCreatedResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
+import {
+  ApiAcceptedResponse,
+  ApiConflictResponse,
+  ApiCreatedResponse,
+  ApiNoContentResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  ApiUnprocessableEntityResponse,
+} from '@nestjs/swagger';
 
 import { Principal } from '@app/access';
 import { CurrentPrincipal, RequireScope } from '@app/auth';
@@ -56,7 +66,11 @@ export class SchedulesController {
   @ApiOkResponse({ type: ScheduleDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'Renamed onto another schedule of the owner' })
-  update(@CurrentPrincipal() caller: Principal, @Param() params: ScheduleIdParams, @Body() request: UpdateScheduleDto): Promise<ScheduleDto> {
+  update(
+    @CurrentPrincipal() caller: Principal,
+    @Param() params: ScheduleIdParams,
+    @Body() request: UpdateScheduleDto,
+  ): Promise<ScheduleDto> {
     return this.schedules.update(caller, params.schedule_id, request);
   }
 
@@ -86,7 +100,11 @@ export class SchedulesController {
   @ApiOperation({ summary: 'History of fires, each with every attempt it made' })
   @ApiOkResponse({ type: ScheduleRunPageDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
-  runs(@CurrentPrincipal() caller: Principal, @Param() params: ScheduleIdParams, @Query() query: ListScheduleRunsQuery): Promise<ScheduleRunPageDto> {
+  runs(
+    @CurrentPrincipal() caller: Principal,
+    @Param() params: ScheduleIdParams,
+    @Query() query: ListScheduleRunsQuery,
+  ): Promise<ScheduleRunPageDto> {
     return this.schedules.listRuns(caller, params.schedule_id, query);
   }
 

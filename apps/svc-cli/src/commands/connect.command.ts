@@ -272,7 +272,10 @@ class Connection {
     const grace = formatDuration(DEFAULT_GRACE_SECONDS);
     let rotate = Boolean(this.options.rotate);
     if (!rotate && this.terminal.interactive) {
-      rotate = await this.terminal.confirm(`Service account '${name}' already exists. Rotate its token (the old one keeps working for ${grace})?`, false);
+      rotate = await this.terminal.confirm(
+        `Service account '${name}' already exists. Rotate its token (the old one keeps working for ${grace})?`,
+        false,
+      );
       if (!rotate) {
         return { status: 'skipped', error: 'Service account exists; kept untouched.' };
       }
@@ -325,11 +328,17 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
     announce(descriptor, terminal);
     await confirmDiscoveredUrl(descriptor, Boolean(options.yes), terminal);
     if (!descriptor.mcp.enabled) {
-      throw new CliError(`MCP is not enabled on the service at ${descriptor.url}.`, 'Start the service with MCP_ENABLED=true, then re-run svc connect.');
+      throw new CliError(
+        `MCP is not enabled on the service at ${descriptor.url}.`,
+        'Start the service with MCP_ENABLED=true, then re-run svc connect.',
+      );
     }
     const connection = new Connection(descriptor, serverNameFor(options.serverName, descriptor.name), options, terminal);
     if (connection.oauthMode && (options.name || options.scopes || options.expires || options.privileged)) {
-      throw new CliError('/mcp on this service signs in with OAuth: --name, --scopes, --expires and --privileged apply to minted tokens only.', 'Add --pat to mint tokens anyway.');
+      throw new CliError(
+        '/mcp on this service signs in with OAuth: --name, --scopes, --expires and --privileged apply to minted tokens only.',
+        'Add --pat to mint tokens anyway.',
+      );
     }
 
     let selected: ClientId[];
@@ -343,7 +352,10 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
         autoChatApps.push(...CHAT_APP_CLIENTS);
       }
       if (selected.length === 0 && autoChatApps.length === 0) {
-        throw new CliError('No supported clients detected on this machine.', `Pass --clients with any of: ${[...IN_PLACE_CLIENTS, ...CHAT_APP_CLIENTS].join(', ')}.`);
+        throw new CliError(
+          'No supported clients detected on this machine.',
+          `Pass --clients with any of: ${[...IN_PLACE_CLIENTS, ...CHAT_APP_CLIENTS].join(', ')}.`,
+        );
       }
     }
     const inPlace = selected.filter((id): id is InPlaceClientId => !isChatApp(id)).map((id) => adapters[id]);
@@ -370,7 +382,9 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
     terminal.line(`MCP server '${connection.serverName}' at ${connection.mcpUrl}`);
     for (const result of results) {
       const mark = ['connected', 'already-connected', 'needs-login', 'manual'].includes(result.status) ? color.green('✓') : color.red('✗');
-      terminal.line(`${mark} ${clientLabel(result.client)}: ${result.status}${result.location ? ` (${result.location})` : ''}${result.verify?.ok ? `, ${result.verify.tools} tools` : ''}`);
+      terminal.line(
+        `${mark} ${clientLabel(result.client)}: ${result.status}${result.location ? ` (${result.location})` : ''}${result.verify?.ok ? `, ${result.verify.tools} tools` : ''}`,
+      );
       for (const line of [result.error, result.note, ...(result.instructions ?? []), result.url ? `MCP URL: ${result.url}` : null]) {
         if (line) {
           terminal.line(`    ${line}`);
@@ -379,7 +393,9 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
     }
     if (results.some((result) => result.status === 'connected')) {
       terminal.line('Restart the connected apps to load the new entry.');
-      terminal.line("In a connected app, the get_config tool shows what its token may do: its scopes and the agents, teams and workflows it can run.");
+      terminal.line(
+        'In a connected app, the get_config tool shows what its token may do: its scopes and the agents, teams and workflows it can run.',
+      );
     }
     const accounts = [...new Set(results.map((result) => result.account?.name).filter(Boolean))];
     if (accounts.length) {
@@ -420,7 +436,10 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
     return true;
   }
 
-  @Option({ flags: '--rotate', description: 'Rewrite existing entries without asking (rotate the token; the old one keeps working for 1h)' })
+  @Option({
+    flags: '--rotate',
+    description: 'Rewrite existing entries without asking (rotate the token; the old one keeps working for 1h)',
+  })
   parseRotate(): boolean {
     return true;
   }

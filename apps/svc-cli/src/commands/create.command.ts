@@ -76,7 +76,10 @@ export class CreateCommand extends SvcCommand<CreateOptions> {
     return 0;
   }
 
-  @Option({ flags: '-t, --template <starter>', description: `Template: ${TEMPLATE_NAMES.join(', ')} (default ${DEFAULT_TEMPLATE}; bundled: ${BUNDLED_TEMPLATES.join(', ')})` })
+  @Option({
+    flags: '-t, --template <starter>',
+    description: `Template: ${TEMPLATE_NAMES.join(', ')} (default ${DEFAULT_TEMPLATE}; bundled: ${BUNDLED_TEMPLATES.join(', ')})`,
+  })
   parseTemplate(value: string): TemplateName {
     return oneOf(value, TEMPLATE_NAMES);
   }

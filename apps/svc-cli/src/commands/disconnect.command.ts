@@ -1,7 +1,15 @@
 import { Command, Option } from 'nest-commander';
 
 import { Terminal } from '@app/cli-terminal';
-import { chatAppRemovalSteps, clientContext, ClientId, createAdapters, IN_PLACE_CLIENTS, isChatApp, parseClientList } from '@app/client-adapters';
+import {
+  chatAppRemovalSteps,
+  clientContext,
+  ClientId,
+  createAdapters,
+  IN_PLACE_CLIENTS,
+  isChatApp,
+  parseClientList,
+} from '@app/client-adapters';
 import {
   candidateGroups,
   confirmDiscoveredUrl,
@@ -53,7 +61,8 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
     }
     const context = clientContext();
     const adapters = createAdapters(context);
-    const selected: ClientId[] = options.clients === undefined ? IN_PLACE_CLIENTS.filter((id) => adapters[id].detect()) : parseClientList(options.clients);
+    const selected: ClientId[] =
+      options.clients === undefined ? IN_PLACE_CLIENTS.filter((id) => adapters[id].detect()) : parseClientList(options.clients);
     const env = readCliEnv();
     const request = { flagUrl: options.url, env, cwd: context.cwd };
 
@@ -69,7 +78,11 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
       }
     }
     // Offline: every URL discovery would have tried is a target.
-    const targetUrls = descriptor ? [descriptor.url] : candidateGroups(request).flat().map((candidate) => candidate.url);
+    const targetUrls = descriptor
+      ? [descriptor.url]
+      : candidateGroups(request)
+          .flat()
+          .map((candidate) => candidate.url);
     if (!descriptor && options.serverName === undefined) {
       terminal.note(`No running service answered; removing entries that point at ${targetUrls.join(', ')}.`);
     }
@@ -88,7 +101,9 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
       try {
         const matching = adapter
           .entries()
-          .filter((entry) => (options.serverName !== undefined ? entry.name === options.serverName : targetUrls.some((url) => urlBelongsTo(entry.url, url))));
+          .filter((entry) =>
+            options.serverName !== undefined ? entry.name === options.serverName : targetUrls.some((url) => urlBelongsTo(entry.url, url)),
+          );
         const removed: string[] = [];
         const locations: string[] = [];
         for (const entry of matching) {
@@ -131,7 +146,8 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
 
   private report(results: DisconnectResult[], revocations: Revocation[], revoked: boolean, terminal: Terminal): void {
     for (const result of results) {
-      const detail = result.status === 'removed' ? ` ${result.removed.join(', ')} from ${result.location}` : result.error ? ` ${result.error}` : '';
+      const detail =
+        result.status === 'removed' ? ` ${result.removed.join(', ')} from ${result.location}` : result.error ? ` ${result.error}` : '';
       terminal.line(`${result.client}: ${result.status}${detail}`);
       for (const line of result.instructions ?? []) {
         terminal.line(`    ${line}`);

@@ -72,11 +72,22 @@ export class JobsListCommand extends CredentialedCommand<ListOptions> {
     if (list.jobs.length === 0) {
       terminal.line('No jobs.');
     } else {
-      const rows = list.jobs.map((job) => [job.id, job.status, cell(component(job), 40), `${job.attempt}/${job.max_attempts}`, formatTime(job.created_at), cell(job.error, 50)]);
-      printTable(['ID', 'Status', 'Component', 'Attempt', 'Created', 'Error'], rows, terminal, (text, column) => (column === 1 ? statusColour(terminal, text)(text) : text));
+      const rows = list.jobs.map((job) => [
+        job.id,
+        job.status,
+        cell(component(job), 40),
+        `${job.attempt}/${job.max_attempts}`,
+        formatTime(job.created_at),
+        cell(job.error, 50),
+      ]);
+      printTable(['ID', 'Status', 'Component', 'Attempt', 'Created', 'Error'], rows, terminal, (text, column) =>
+        column === 1 ? statusColour(terminal, text)(text) : text,
+      );
     }
     if (options.component) {
-      terminal.note(`Filtered by component here: ${plural(list.meta.count, 'match', 'matches')} among the newest ${plural(list.meta.scanned, 'job')} read.`);
+      terminal.note(
+        `Filtered by component here: ${plural(list.meta.count, 'match', 'matches')} among the newest ${plural(list.meta.scanned, 'job')} read.`,
+      );
     }
     if (list.meta.truncated) {
       terminal.note(
@@ -142,11 +153,16 @@ export class JobsStatsCommand extends CredentialedCommand<ServiceOptions> {
     const stats = await api.stats();
     terminal.document(stats);
     if (!terminal.json) {
-      const statuses = [...JOB_STATUSES, ...Object.keys(stats.counts).filter((status) => !(JOB_STATUSES as readonly string[]).includes(status))];
+      const statuses = [
+        ...JOB_STATUSES,
+        ...Object.keys(stats.counts).filter((status) => !(JOB_STATUSES as readonly string[]).includes(status)),
+      ];
       const rows = statuses.map((status) => [sanitize(status), String(stats.counts[status as keyof typeof stats.counts] ?? 0)]);
       printTable(['Status', 'Jobs'], rows, terminal, (text, column) => (column === 0 ? statusColour(terminal, text)(text) : text));
       terminal.line('');
-      terminal.line(`Oldest queued job: ${stats.oldest_queued_age_seconds === null ? 'none queued' : `${age(stats.oldest_queued_age_seconds)} old`}`);
+      terminal.line(
+        `Oldest queued job: ${stats.oldest_queued_age_seconds === null ? 'none queued' : `${age(stats.oldest_queued_age_seconds)} old`}`,
+      );
     }
     return 0;
   }
@@ -177,10 +193,14 @@ const SKIP_REASONS: Record<string, string> = {
 })
 export class JobsRequeueCommand extends CredentialedCommand<RequeueOptions> {
   protected async execute(ids: string[], options: RequeueOptions, terminal: Terminal): Promise<number> {
-    const filtering = ['status', 'component', 'since', 'limit', 'dryRun'].filter((key) => options[key as keyof RequeueOptions] !== undefined);
+    const filtering = ['status', 'component', 'since', 'limit', 'dryRun'].filter(
+      (key) => options[key as keyof RequeueOptions] !== undefined,
+    );
     if (ids.length > 0) {
       if (filtering.length > 0) {
-        throw new UsageError('job ids and --status, --component, --since, --limit or --dry-run do not mix: name jobs, or select them by filter');
+        throw new UsageError(
+          'job ids and --status, --component, --since, --limit or --dry-run do not mix: name jobs, or select them by filter',
+        );
       }
       return this.requeueByIds([...new Set(ids)], options, terminal);
     }
@@ -188,7 +208,9 @@ export class JobsRequeueCommand extends CredentialedCommand<RequeueOptions> {
       throw new UsageError('name the jobs to requeue (svc jobs requeue <id>...) or select them with --status failed|cancelled');
     }
     if (!options.dryRun && !options.yes && !terminal.interactive) {
-      throw new UsageError('a bulk requeue without a terminal to confirm on (or with --json) changes jobs only with --yes; pass --dry-run to see what it would change');
+      throw new UsageError(
+        'a bulk requeue without a terminal to confirm on (or with --json) changes jobs only with --yes; pass --dry-run to see what it would change',
+      );
     }
     return this.requeueByFilter(options, terminal);
   }
@@ -201,7 +223,9 @@ export class JobsRequeueCommand extends CredentialedCommand<RequeueOptions> {
       const outcome = await api.requeue(id, { force: options.force, clearCancellation: options.clearCancellation });
       if ('job' in outcome) {
         requeued.push(outcome.job);
-        terminal.line(`Requeued ${outcome.job.id} (${sanitize(component(outcome.job))}; ${outcome.job.attempt} of ${outcome.job.max_attempts} attempts used).`);
+        terminal.line(
+          `Requeued ${outcome.job.id} (${sanitize(component(outcome.job))}; ${outcome.job.attempt} of ${outcome.job.max_attempts} attempts used).`,
+        );
       } else {
         failed.push({ id, error: outcome.error });
         if (!terminal.json) {
@@ -282,8 +306,12 @@ export class JobsRequeueCommand extends CredentialedCommand<RequeueOptions> {
     if (skipped > 0) {
       const reasons = new Map<string, number>();
       result.skipped.forEach((skip) => reasons.set(skip.reason, (reasons.get(skip.reason) ?? 0) + 1));
-      const listed = [...reasons].map(([reason, count]) => `${count} ${sanitize(reason)}${SKIP_REASONS[reason] ? ` (${SKIP_REASONS[reason]})` : ''}`);
-      terminal.line(`Skipped ${skipped}${listed.length ? `: ${listed.join(', ')}` : ''}${result.skipped.length < skipped ? ` (the first ${result.skipped.length} shown)` : ''}.`);
+      const listed = [...reasons].map(
+        ([reason, count]) => `${count} ${sanitize(reason)}${SKIP_REASONS[reason] ? ` (${SKIP_REASONS[reason]})` : ''}`,
+      );
+      terminal.line(
+        `Skipped ${skipped}${listed.length ? `: ${listed.join(', ')}` : ''}${result.skipped.length < skipped ? ` (the first ${result.skipped.length} shown)` : ''}.`,
+      );
     }
     const limit = options.limit ?? 1000;
     if (result.matched >= limit) {

@@ -41,7 +41,12 @@ function printSchedule(schedule: Schedule, terminal: Terminal): void {
       ...(schedule.overlap_policy === undefined ? [] : ([['Overlap', cell(schedule.overlap_policy)]] as [string, string][])),
       ...(schedule.catchup_policy === undefined
         ? []
-        : ([['Catch-up', `${cell(schedule.catchup_policy)}${schedule.catchup_policy === 'all' ? ` (at most ${schedule.catchup_limit})` : ''}`]] as [string, string][])),
+        : ([
+            [
+              'Catch-up',
+              `${cell(schedule.catchup_policy)}${schedule.catchup_policy === 'all' ? ` (at most ${schedule.catchup_limit})` : ''}`,
+            ],
+          ] as [string, string][])),
       ['Payload', schedule.payload === null ? '-' : sanitize(JSON.stringify(schedule.payload))],
       ['Created', formatSeconds(schedule.created_at)],
       ['Updated', formatSeconds(schedule.updated_at)],
@@ -82,7 +87,8 @@ export class SchedulesListCommand extends CredentialedCommand<ServiceOptions> {
           formatTime(schedule.next_run_at),
           target(schedule),
         ]);
-        const paint = (text: string, column: number): string => (column !== 4 ? text : text.trim() === 'yes' ? terminal.color.green(text) : terminal.color.yellow(text));
+        const paint = (text: string, column: number): string =>
+          column !== 4 ? text : text.trim() === 'yes' ? terminal.color.green(text) : terminal.color.yellow(text);
         printTable(['ID', 'Name', 'Cron', 'Timezone', 'Enabled', 'Next run', 'Target'], rows, terminal, paint);
       }
     }
@@ -130,7 +136,9 @@ export class SchedulesRunsCommand extends CredentialedCommand<RunsOptions> {
       fire.run_id === null ? '-' : `${fire.run_id}${fire.run_status ? ` (${cell(fire.run_status, 12)})` : ''}`,
       cell(fire.error, 50),
     ]);
-    printTable(['ID', 'Trigger', 'Status', 'Due', 'Code', 'Attempts', 'Run', 'Error'], rows, terminal, (text, column) => (column === 2 ? statusColour(terminal, text.split(' ')[0])(text) : text));
+    printTable(['ID', 'Trigger', 'Status', 'Due', 'Code', 'Attempts', 'Run', 'Error'], rows, terminal, (text, column) =>
+      column === 2 ? statusColour(terminal, text.split(' ')[0])(text) : text,
+    );
     if (meta.total_count > runs.length) {
       terminal.note(`Showing ${runs.length} of ${meta.total_count}; raise --limit to see more.`);
     }
@@ -143,14 +151,20 @@ export class SchedulesRunsCommand extends CredentialedCommand<RunsOptions> {
   }
 }
 
-@SubCommand({ name: 'trigger', arguments: '<id>', description: 'Fire a schedule now (POST /schedules/{id}/trigger): prints the queued fire' })
+@SubCommand({
+  name: 'trigger',
+  arguments: '<id>',
+  description: 'Fire a schedule now (POST /schedules/{id}/trigger): prints the queued fire',
+})
 export class SchedulesTriggerCommand extends CredentialedCommand<ServiceOptions> {
   protected async execute([id]: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
     const api = await schedulesApi(options, terminal);
     const fire = await api.trigger(id);
     terminal.document({ run: fire });
     if (!terminal.json) {
-      terminal.line(`Queued a fire of schedule ${fire.schedule_id}; a worker runs it next. Follow it with: svc schedules runs ${fire.schedule_id}`);
+      terminal.line(
+        `Queued a fire of schedule ${fire.schedule_id}; a worker runs it next. Follow it with: svc schedules runs ${fire.schedule_id}`,
+      );
       printFire(fire, terminal);
     }
     return 0;
@@ -172,9 +186,13 @@ export class SchedulesPauseCommand extends CredentialedCommand<PauseOptions> {
     const schedule = await api.update(id, body);
     // A service that does not take disabled_reason drops it silently: say so rather than imply it was kept.
     const warning =
-      options.reason !== undefined && schedule.disabled_reason !== options.reason ? 'The service did not record the reason (it does not accept disabled_reason).' : undefined;
+      options.reason !== undefined && schedule.disabled_reason !== options.reason
+        ? 'The service did not record the reason (it does not accept disabled_reason).'
+        : undefined;
     terminal.document(warning ? { schedule, warning } : { schedule });
-    terminal.line(`Paused schedule '${sanitize(schedule.name)}' (${schedule.id}).${schedule.disabled_reason ? ` Reason: ${sanitize(schedule.disabled_reason)}` : ''}`);
+    terminal.line(
+      `Paused schedule '${sanitize(schedule.name)}' (${schedule.id}).${schedule.disabled_reason ? ` Reason: ${sanitize(schedule.disabled_reason)}` : ''}`,
+    );
     if (warning) {
       terminal.warn(warning);
     }
@@ -201,7 +219,14 @@ export class SchedulesResumeCommand extends CredentialedCommand<ServiceOptions> 
 @Command({
   name: 'schedules',
   description: 'Inspect, trigger, pause and resume schedules',
-  subCommands: [SchedulesListCommand, SchedulesGetCommand, SchedulesRunsCommand, SchedulesTriggerCommand, SchedulesPauseCommand, SchedulesResumeCommand],
+  subCommands: [
+    SchedulesListCommand,
+    SchedulesGetCommand,
+    SchedulesRunsCommand,
+    SchedulesTriggerCommand,
+    SchedulesPauseCommand,
+    SchedulesResumeCommand,
+  ],
 })
 export class SchedulesCommand extends CommandRunner {
   async run(): Promise<void> {

@@ -33,7 +33,11 @@ export class StatusCommand extends ServiceCommand<StatusOptions> {
     terminal.line(`  MCP:       ${descriptor.mcp.enabled ? `${mcpUrl}${descriptor.mcp.oauth ? ' (OAuth)' : ''}` : 'not enabled'}`);
     terminal.line(`Clients (entry '${serverName}'):`);
     for (const client of clients) {
-      const state = client.configured ? color.green(`configured in ${client.location}`) : client.detected ? 'detected, not configured' : color.dim('not detected');
+      const state = client.configured
+        ? color.green(`configured in ${client.location}`)
+        : client.detected
+          ? 'detected, not configured'
+          : color.dim('not detected');
       terminal.line(`  ${clientLabel(client.client).padEnd(31)} ${state}`);
     }
     return 0;

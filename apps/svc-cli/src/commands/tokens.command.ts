@@ -28,14 +28,20 @@ const EXPIRES_SOON_SECONDS = 14 * 86_400;
 
 /** The service-accounts API with the admin credential (resolving it applies the plaintext-HTTP gate). */
 async function accountsApi(descriptor: ServiceDescriptor, options: ServiceOptions, terminal: Terminal): Promise<ServiceAccountsApi> {
-  return new ServiceAccountsApi(descriptor.url, await resolveAdminCredential(descriptor, readCliEnv(), terminal, Boolean(options.allowHttp)));
+  return new ServiceAccountsApi(
+    descriptor.url,
+    await resolveAdminCredential(descriptor, readCliEnv(), terminal, Boolean(options.allowHttp)),
+  );
 }
 
 @SubCommand({ name: 'create', arguments: '<name>', description: 'Mint a service-account token (shown once)' })
 export class TokensCreateCommand extends MintingCommand<MintOptions> {
   protected async execute([name]: string[], options: MintOptions, terminal: Terminal): Promise<number> {
     if (!SERVICE_ACCOUNT_NAME.test(name)) {
-      throw new CliError(`Invalid service account name '${name}'.`, "Use a lowercase slug of a-z, 0-9, '-' and '_', starting with a letter or digit, at most 63 characters.");
+      throw new CliError(
+        `Invalid service account name '${name}'.`,
+        "Use a lowercase slug of a-z, 0-9, '-' and '_', starting with a letter or digit, at most 63 characters.",
+      );
     }
     const expiresInDays = parseExpires(options.expires ?? '90d');
     requirePrivilegedFlag(options.scopes ?? [], options.privileged);
@@ -83,7 +89,12 @@ export class TokensListCommand extends CredentialedCommand<ServiceOptions> {
 
 /** Active and not yet expired, but within 14 days of it: time to rotate or re-mint. */
 function expiresSoon(account: ServiceAccount, now: number): boolean {
-  return account.revoked_at === null && account.expires_at !== null && account.expires_at > now && account.expires_at - now <= EXPIRES_SOON_SECONDS;
+  return (
+    account.revoked_at === null &&
+    account.expires_at !== null &&
+    account.expires_at > now &&
+    account.expires_at - now <= EXPIRES_SOON_SECONDS
+  );
 }
 
 function status(account: ServiceAccount & { expires_soon: boolean }): string {
@@ -125,7 +136,9 @@ export class TokensRevokeCommand extends CredentialedCommand<ServiceOptions> {
         throw new CliError(`No service account named '${name}' found.`, 'List them with: svc tokens list');
       }
       terminal.document({ revoked: earlier });
-      terminal.line(`Service account '${name}' was already revoked (at ${new Date(earlier.revoked_at! * 1000).toISOString()}); nothing to do.`);
+      terminal.line(
+        `Service account '${name}' was already revoked (at ${new Date(earlier.revoked_at! * 1000).toISOString()}); nothing to do.`,
+      );
       return 0;
     }
     if (terminal.interactive && !options.yes) {
@@ -185,7 +198,10 @@ export class TokensRotateCommand extends CredentialedCommand<RotateOptions> {
     return 0;
   }
 
-  @Option({ flags: '--grace <duration>', description: "How long the old token keeps working: '30s', '15m', '1h', '1d' or seconds, at most 1d (default 1h)" })
+  @Option({
+    flags: '--grace <duration>',
+    description: "How long the old token keeps working: '30s', '15m', '1h', '1d' or seconds, at most 1d (default 1h)",
+  })
   parseGrace(value: string): number {
     return parseGrace(value);
   }

@@ -62,7 +62,9 @@ export class CreateRunsAndQueue1764000000001 implements MigrationInterface {
         "completed_at" timestamptz,
         CONSTRAINT "PK_queue_jobs" PRIMARY KEY ("id")
       )`);
-    await queryRunner.query(`CREATE INDEX "IDX_queue_jobs_claimable" ON "queue_jobs" ("available_at", "created_at") WHERE "status" = 'queued'`);
+    await queryRunner.query(
+      `CREATE INDEX "IDX_queue_jobs_claimable" ON "queue_jobs" ("available_at", "created_at") WHERE "status" = 'queued'`,
+    );
     await queryRunner.query(`CREATE INDEX "IDX_queue_jobs_running_heartbeat" ON "queue_jobs" ("heartbeat_at") WHERE "status" = 'running'`);
     await queryRunner.query(`CREATE INDEX "IDX_queue_jobs_status_created" ON "queue_jobs" ("status", "created_at")`);
     await queryRunner.query(`CREATE INDEX "IDX_queue_jobs_created" ON "queue_jobs" ("created_at")`);

@@ -60,7 +60,9 @@ export class CreateSchedules1764100000001 implements MigrationInterface {
       )`);
     await queryRunner.query(`CREATE INDEX "IDX_schedule_runs_schedule_created" ON "schedule_runs" ("schedule_id", "created_at")`);
     await queryRunner.query(`CREATE INDEX "IDX_schedule_runs_queued" ON "schedule_runs" ("due_at") WHERE "status" = 'queued'`);
-    await queryRunner.query(`CREATE INDEX "IDX_schedule_runs_running_deadline" ON "schedule_runs" ("deadline_at") WHERE "status" = 'running'`);
+    await queryRunner.query(
+      `CREATE INDEX "IDX_schedule_runs_running_deadline" ON "schedule_runs" ("deadline_at") WHERE "status" = 'running'`,
+    );
 
     await queryRunner.query(`
       CREATE TABLE "internal_secrets" (

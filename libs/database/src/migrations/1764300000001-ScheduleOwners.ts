@@ -14,11 +14,15 @@ export class ScheduleOwners1764300000001 implements MigrationInterface {
     await queryRunner.query(`ALTER TABLE "schedules" RENAME COLUMN "creator_scopes" TO "owner_scopes"`);
     await queryRunner.query(`ALTER TABLE "schedules" RENAME COLUMN "creator_service_account_id" TO "owner_service_account_id"`);
     // Reasons the service wrote name the owner now (`creator_revoked:sa:ci` → `owner_revoked:sa:ci`).
-    await queryRunner.query(`UPDATE "schedules" SET "disabled_reason" = 'owner_' || substr("disabled_reason", 9) WHERE "disabled_reason" LIKE 'creator\\_%'`);
+    await queryRunner.query(
+      `UPDATE "schedules" SET "disabled_reason" = 'owner_' || substr("disabled_reason", 9) WHERE "disabled_reason" LIKE 'creator\\_%'`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`UPDATE "schedules" SET "disabled_reason" = 'creator_' || substr("disabled_reason", 7) WHERE "disabled_reason" LIKE 'owner\\_%'`);
+    await queryRunner.query(
+      `UPDATE "schedules" SET "disabled_reason" = 'creator_' || substr("disabled_reason", 7) WHERE "disabled_reason" LIKE 'owner\\_%'`,
+    );
     await queryRunner.query(`ALTER TABLE "schedules" RENAME COLUMN "owner_service_account_id" TO "creator_service_account_id"`);
     await queryRunner.query(`ALTER TABLE "schedules" RENAME COLUMN "owner_scopes" TO "creator_scopes"`);
     await queryRunner.query(`ALTER TABLE "schedules" RENAME COLUMN "owner_id" TO "creator_id"`);

@@ -18,6 +18,8 @@ export class ServiceAccountRotation1764500000001 implements MigrationInterface {
 
   async down(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`DROP INDEX "IDX_service_accounts_previous_token_hash"`);
-    await queryRunner.query(`ALTER TABLE "service_accounts" DROP COLUMN "last_used_ip", DROP COLUMN "previous_token_expires_at", DROP COLUMN "previous_token_hash"`);
+    await queryRunner.query(
+      `ALTER TABLE "service_accounts" DROP COLUMN "last_used_ip", DROP COLUMN "previous_token_expires_at", DROP COLUMN "previous_token_hash"`,
+    );
   }
 }

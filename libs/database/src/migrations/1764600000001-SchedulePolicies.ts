@@ -15,7 +15,9 @@ export class SchedulePolicies1764600000001 implements MigrationInterface {
     );
     await queryRunner.query(`ALTER TABLE "schedule_runs" ADD "reason" varchar(16)`);
     // The overlap check looks for a schedule's fires in flight.
-    await queryRunner.query(`CREATE INDEX "IDX_schedule_runs_schedule_running" ON "schedule_runs" ("schedule_id") WHERE "status" IN ('queued', 'running')`);
+    await queryRunner.query(
+      `CREATE INDEX "IDX_schedule_runs_schedule_running" ON "schedule_runs" ("schedule_id") WHERE "status" IN ('queued', 'running')`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

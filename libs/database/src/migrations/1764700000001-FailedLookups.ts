@@ -8,7 +8,9 @@ export class FailedLookups1764700000001 implements MigrationInterface {
   name = 'FailedLookups1764700000001';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`CREATE TABLE "failed_token_lookups" ("key" varchar(255) PRIMARY KEY, "points" integer NOT NULL DEFAULT 0, "expire" bigint)`);
+    await queryRunner.query(
+      `CREATE TABLE "failed_token_lookups" ("key" varchar(255) PRIMARY KEY, "points" integer NOT NULL DEFAULT 0, "expire" bigint)`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

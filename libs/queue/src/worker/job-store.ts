@@ -208,7 +208,11 @@ export class JobStore {
   }
 
   async cancellationRequested(id: string, cancelIntentTtlSeconds: number): Promise<boolean> {
-    const { rows } = await this.pool.query<{ live: boolean }>({ name: 'queue_intent_live', text: INTENT_LIVE, values: [id, cancelIntentTtlSeconds] });
+    const { rows } = await this.pool.query<{ live: boolean }>({
+      name: 'queue_intent_live',
+      text: INTENT_LIVE,
+      values: [id, cancelIntentTtlSeconds],
+    });
     return rows[0].live;
   }
 
@@ -216,7 +220,11 @@ export class JobStore {
    * Deletes terminal jobs past retention, a batch per transaction until none is left; `settle`
    * gets each batch inside its transaction (the job types' expire hooks). Returns how many went.
    */
-  async deleteExpired(retentionSeconds: number, cancelIntentTtlSeconds: number, settle: (tx: ClientBase, jobs: ExpiredRow[]) => Promise<void>): Promise<number> {
+  async deleteExpired(
+    retentionSeconds: number,
+    cancelIntentTtlSeconds: number,
+    settle: (tx: ClientBase, jobs: ExpiredRow[]) => Promise<void>,
+  ): Promise<number> {
     let deleted = 0;
     let batch: number;
     do {
@@ -227,7 +235,10 @@ export class JobStore {
     return deleted;
   }
 
-  private async deleteExpiredBatch(retentionSeconds: number, settle: (tx: ClientBase, jobs: ExpiredRow[]) => Promise<void>): Promise<number> {
+  private async deleteExpiredBatch(
+    retentionSeconds: number,
+    settle: (tx: ClientBase, jobs: ExpiredRow[]) => Promise<void>,
+  ): Promise<number> {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');

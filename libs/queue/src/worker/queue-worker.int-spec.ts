@@ -46,7 +46,15 @@ describe('QueueWorker handler contract', () => {
     });
   }
 
-  const job = (id: string) => ({ id, jobType: JOB_TYPE, componentType: 'agent', componentId: 'x', sessionId: 's', userId: null, payload: {} });
+  const job = (id: string) => ({
+    id,
+    jobType: JOB_TYPE,
+    componentType: 'agent',
+    componentId: 'x',
+    sessionId: 's',
+    userId: null,
+    payload: {},
+  });
 
   it('a stop past the deadline aborts the signal of a handler that holds it, fails its next checkpoint, and gives the job back', async () => {
     const seen: { reason?: unknown; checkpoint?: string } = {};

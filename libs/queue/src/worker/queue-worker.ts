@@ -97,7 +97,10 @@ export class QueueWorker {
       this.timers.push(setInterval(() => void this.deleteExpired(), RETENTION_INTERVAL_MS));
     }
     this.loop = this.claimLoop();
-    this.log.info({ concurrency: this.options.concurrency, prefetch: this.options.prefetch, job_types: [...this.options.handlers.keys()] }, 'queue worker started');
+    this.log.info(
+      { concurrency: this.options.concurrency, prefetch: this.options.prefetch, job_types: [...this.options.handlers.keys()] },
+      'queue worker started',
+    );
   }
 
   /** Stops claiming, lets running jobs finish until the deadline, then releases the rest (attempt given back). */
@@ -152,7 +155,10 @@ export class QueueWorker {
 
   private begin(job: ClaimedJob): void {
     const execution = new Execution(job);
-    this.log.info({ job_id: job.id, job_type: job.jobType, attempt: job.attempt, max_attempts: job.maxAttempts, status: 'running' }, 'job running');
+    this.log.info(
+      { job_id: job.id, job_type: job.jobType, attempt: job.attempt, max_attempts: job.maxAttempts, status: 'running' },
+      'job running',
+    );
     execution.done = this.execute(execution).then((result) => this.settle(execution, result));
     this.executions.set(job.id, execution);
   }
@@ -202,7 +208,9 @@ export class QueueWorker {
       return;
     }
     const recording = this.recordWith(attempt, result.record)
-      .catch((error: unknown) => this.log.error({ err: error, job_id: job.id }, 'recording the outcome failed; the sweeper will settle the job'))
+      .catch((error: unknown) =>
+        this.log.error({ err: error, job_id: job.id }, 'recording the outcome failed; the sweeper will settle the job'),
+      )
       .finally(() => this.recordings.delete(recording));
     this.recordings.add(recording);
   }
@@ -261,9 +269,15 @@ export class QueueWorker {
     for (const attempt of batch) {
       const status = statuses.get(attempt.id);
       if (status === undefined) {
-        this.log.warn({ job_id: attempt.id, attempt: attempt.attempt, outcome: attempt.outcome }, 'job write rejected by the fence: the job was swept, requeued or released meanwhile');
+        this.log.warn(
+          { job_id: attempt.id, attempt: attempt.attempt, outcome: attempt.outcome },
+          'job write rejected by the fence: the job was swept, requeued or released meanwhile',
+        );
       } else {
-        this.log.info({ job_id: attempt.id, attempt: attempt.attempt, status, ...(attempt.error ? { error: attempt.error } : {}) }, `job ${status}`);
+        this.log.info(
+          { job_id: attempt.id, attempt: attempt.attempt, status, ...(attempt.error ? { error: attempt.error } : {}) },
+          `job ${status}`,
+        );
       }
     }
   }
@@ -279,7 +293,10 @@ export class QueueWorker {
       for (const execution of running) {
         const { job } = execution;
         if (!still.has(job.id) && this.executions.get(job.id) === execution) {
-          this.log.warn({ job_id: job.id, attempt: job.attempt }, 'job lost: its lock was swept or requeued; stopping it at the next checkpoint');
+          this.log.warn(
+            { job_id: job.id, attempt: job.attempt },
+            'job lost: its lock was swept or requeued; stopping it at the next checkpoint',
+          );
           execution.stop('Worker lost the job (swept or requeued)');
         }
       }
@@ -302,7 +319,9 @@ export class QueueWorker {
 
   private async deleteExpired(): Promise<void> {
     try {
-      const deleted = await this.store.deleteExpired(this.options.retentionSeconds, this.options.cancelIntentTtlSeconds, (tx, rows) => this.expire(tx, rows));
+      const deleted = await this.store.deleteExpired(this.options.retentionSeconds, this.options.cancelIntentTtlSeconds, (tx, rows) =>
+        this.expire(tx, rows),
+      );
       if (deleted > 0) {
         this.log.info({ deleted }, 'deleted terminal jobs past retention');
       }
@@ -314,7 +333,9 @@ export class QueueWorker {
   /** Hands each job type's expired jobs to its handler's expire hook, in the deleting transaction. */
   private async expire(tx: ClientBase, rows: readonly ExpiredRow[]): Promise<void> {
     for (const [jobType, handler] of this.options.handlers) {
-      const jobs = rows.filter((row) => row.job_type === jobType).map((row) => ({ id: row.id, status: row.status, error: row.error, completedAt: row.completed_at }));
+      const jobs = rows
+        .filter((row) => row.job_type === jobType)
+        .map((row) => ({ id: row.id, status: row.status, error: row.error, completedAt: row.completed_at }));
       if (handler.expire && jobs.length > 0) {
         await handler.expire(tx, jobs);
       }
@@ -331,7 +352,9 @@ export class QueueWorker {
       const released = new Set(await this.store.release(ahead));
       ahead
         .filter((job) => released.has(job.id))
-        .forEach((job) => this.log.info({ job_id: job.id, attempt: job.attempt, status: 'queued' }, 'job released at shutdown; its attempt was given back'));
+        .forEach((job) =>
+          this.log.info({ job_id: job.id, attempt: job.attempt, status: 'queued' }, 'job released at shutdown; its attempt was given back'),
+        );
     } catch (error) {
       this.log.error({ err: error }, 'releasing prefetched jobs failed; the sweeper will settle them');
     }

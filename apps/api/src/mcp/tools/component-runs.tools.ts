@@ -59,7 +59,9 @@ function componentTools({ kind, resource, param }: ComponentTools): Type<unknown
     async run(principal: Principal, args: Record<string, unknown>): Promise<RunDto | AcceptedRunDto> {
       const { [param]: id, ...body } = args;
       const request = await this.args.as(StartRunDto, body, 'body');
-      return request.background ? this.runs.enqueue(principal, kind, String(id), request) : this.runs.run(principal, kind, String(id), request);
+      return request.background
+        ? this.runs.enqueue(principal, kind, String(id), request)
+        : this.runs.run(principal, kind, String(id), request);
     }
 
     @McpTool({

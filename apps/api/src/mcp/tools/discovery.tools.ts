@@ -14,7 +14,8 @@ export class DiscoveryTools {
   @McpTool({
     name: 'get_config',
     mirrors: 'GET /config',
-    description: 'Start here: the service configuration as the caller sees it: its principal, its scopes, and the agents, teams and workflows it can run.',
+    description:
+      'Start here: the service configuration as the caller sees it: its principal, its scopes, and the agents, teams and workflows it can run.',
     annotations: { readOnlyHint: true },
   })
   config(principal: Principal): ConfigDto {

@@ -66,7 +66,13 @@ export class QueueTools {
     return this.queue.list(await this.args.as(ListJobsQuery, args));
   }
 
-  @McpTool({ name: 'get_queue_job', mirrors: 'GET /queue/jobs/:job_id', description: 'One queue job (admins).', input: z.object({ job_id: jobId }), annotations: { readOnlyHint: true } })
+  @McpTool({
+    name: 'get_queue_job',
+    mirrors: 'GET /queue/jobs/:job_id',
+    description: 'One queue job (admins).',
+    input: z.object({ job_id: jobId }),
+    annotations: { readOnlyHint: true },
+  })
   get(_principal: unknown, args: Record<string, unknown>): Promise<JobDto> {
     this.queueEnabled.canActivate();
     return this.queue.get(String(args.job_id));
@@ -110,7 +116,12 @@ export class QueueTools {
     return this.queue.bulkCancel(await this.args.as(BulkJobsDto, args, 'body'));
   }
 
-  @McpTool({ name: 'get_queue_stats', mirrors: 'GET /queue/stats', description: 'Job counts by status and the age of the oldest queued job (admins).', annotations: { readOnlyHint: true } })
+  @McpTool({
+    name: 'get_queue_stats',
+    mirrors: 'GET /queue/stats',
+    description: 'Job counts by status and the age of the oldest queued job (admins).',
+    annotations: { readOnlyHint: true },
+  })
   stats(): Promise<QueueStatsDto> {
     this.queueEnabled.canActivate();
     return this.queue.stats();

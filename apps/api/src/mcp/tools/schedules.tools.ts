@@ -30,8 +30,14 @@ const fields = {
   max_retries: z.number().int().optional().describe('Attempts after the first, 0 to 10'),
   retry_delay_seconds: z.number().int().optional().describe('Wait before each retry, 1 to 3600'),
   enabled: z.boolean().optional(),
-  overlap_policy: z.enum(OVERLAP_POLICIES).optional().describe('While the previous fire is in flight: skip (default), allow, or buffer_one'),
-  catchup_policy: z.enum(CATCHUP_POLICIES).optional().describe('Slots missed while no worker ran: once (default), skip, or all (at most catchup_limit)'),
+  overlap_policy: z
+    .enum(OVERLAP_POLICIES)
+    .optional()
+    .describe('While the previous fire is in flight: skip (default), allow, or buffer_one'),
+  catchup_policy: z
+    .enum(CATCHUP_POLICIES)
+    .optional()
+    .describe('Slots missed while no worker ran: once (default), skip, or all (at most catchup_limit)'),
   catchup_limit: z.number().int().optional().describe('With catchup_policy all: 1 to 100 (default 10)'),
 };
 
@@ -55,7 +61,13 @@ export class ScheduleTools {
     return this.schedules.list(principal, await this.args.as(ListSchedulesQuery, args));
   }
 
-  @McpTool({ name: 'get_schedule', mirrors: 'GET /schedules/:schedule_id', description: 'One schedule.', input: z.object({ schedule_id: scheduleId }), annotations: { readOnlyHint: true } })
+  @McpTool({
+    name: 'get_schedule',
+    mirrors: 'GET /schedules/:schedule_id',
+    description: 'One schedule.',
+    input: z.object({ schedule_id: scheduleId }),
+    annotations: { readOnlyHint: true },
+  })
   async get(principal: Principal, args: Record<string, unknown>): Promise<ScheduleDto> {
     return this.schedules.get(principal, (await this.idOf(args)).schedule_id);
   }
@@ -63,7 +75,8 @@ export class ScheduleTools {
   @McpTool({
     name: 'create_schedule',
     mirrors: 'POST /schedules',
-    description: 'Create a schedule that calls an endpoint of this service (e.g. /agents/echo-agent/runs) on a cron expression. You must hold the scope that endpoint requires; the schedule fires with your rights. /schedules endpoints are refused.',
+    description:
+      'Create a schedule that calls an endpoint of this service (e.g. /agents/echo-agent/runs) on a cron expression. You must hold the scope that endpoint requires; the schedule fires with your rights. /schedules endpoints are refused.',
     input: z.object({
       name: z.string().describe('Unique among your schedules, max 255 characters'),
       cron_expr: z.string().describe('Five-field cron expression, e.g. "0 9 * * 1-5"'),
@@ -78,7 +91,8 @@ export class ScheduleTools {
   @McpTool({
     name: 'update_schedule',
     mirrors: 'PATCH /schedules/:schedule_id',
-    description: 'Update a schedule; fields left out are untouched. enabled=false pauses it. You become its owner: it fires with your rights. Another principal\'s schedule needs platform:admin.',
+    description:
+      "Update a schedule; fields left out are untouched. enabled=false pauses it. You become its owner: it fires with your rights. Another principal's schedule needs platform:admin.",
     input: z.object({
       schedule_id: scheduleId,
       name: z.string().optional(),

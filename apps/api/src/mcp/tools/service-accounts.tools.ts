@@ -3,10 +3,15 @@ import { z } from 'zod';
 
 import { Principal } from '@app/access';
 import { McpTool, McpToolset } from '@app/mcp';
-import { ListServiceAccountsQuery, ServiceAccountDto, ServiceAccountIdParams, ServiceAccountPageDto, ServiceAccountsService } from '@app/service-accounts';
+import {
+  ListServiceAccountsQuery,
+  ServiceAccountDto,
+  ServiceAccountIdParams,
+  ServiceAccountPageDto,
+  ServiceAccountsService,
+} from '@app/service-accounts';
 
 import { McpArguments, pageArguments } from '../mcp-arguments';
-
 
 /**
  * Listing and revoking only: minting is left to REST and `svc tokens`, because a tool result would
@@ -24,7 +29,10 @@ export class ServiceAccountTools {
     name: 'list_service_accounts',
     mirrors: 'GET /service-accounts',
     description: 'List service accounts (metadata and token prefix only, never tokens).',
-    input: z.object({ ...pageArguments(ListServiceAccountsQuery), include_revoked: z.boolean().optional().describe('Include revoked accounts (default true)') }),
+    input: z.object({
+      ...pageArguments(ListServiceAccountsQuery),
+      include_revoked: z.boolean().optional().describe('Include revoked accounts (default true)'),
+    }),
     annotations: { readOnlyHint: true },
   })
   async list(principal: Principal, args: Record<string, unknown>): Promise<ServiceAccountPageDto> {

@@ -3,7 +3,15 @@ import { z } from 'zod';
 
 import { Principal } from '@app/access';
 import { McpTool, McpToolset } from '@app/mcp';
-import { ListSessionRunsQuery, ListSessionsQuery, RunPageDto, SessionDto, SessionIdParams, SessionPageDto, SessionsService } from '@app/runs';
+import {
+  ListSessionRunsQuery,
+  ListSessionsQuery,
+  RunPageDto,
+  SessionDto,
+  SessionIdParams,
+  SessionPageDto,
+  SessionsService,
+} from '@app/runs';
 
 import { McpArguments, pageArguments } from '../mcp-arguments';
 
@@ -29,7 +37,13 @@ export class SessionTools {
     return this.sessions.list(principal, await this.args.as(ListSessionsQuery, args));
   }
 
-  @McpTool({ name: 'get_session', mirrors: 'GET /sessions/:session_id', description: 'One session.', input: z.object({ session_id: sessionId }), annotations: { readOnlyHint: true } })
+  @McpTool({
+    name: 'get_session',
+    mirrors: 'GET /sessions/:session_id',
+    description: 'One session.',
+    input: z.object({ session_id: sessionId }),
+    annotations: { readOnlyHint: true },
+  })
   async get(principal: Principal, args: Record<string, unknown>): Promise<SessionDto> {
     const { session_id } = await this.args.as(SessionIdParams, args, 'param');
     return this.sessions.get(principal, session_id);
