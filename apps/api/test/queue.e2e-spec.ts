@@ -5,29 +5,9 @@ import { expectErrorBody, expectValidationBody } from '../../../test/support/err
 import { call } from '../../../test/support/http';
 import { JWT_SECRET, mintAccount, MintedAccount, ROOT_KEY, signJwt } from '../../../test/support/principals';
 import { RunningApi, RunningProcess, startApi, startWorker } from '../../../test/support/processes';
+import { JOB_KEYS } from '../../../test/support/wire-shapes';
 
 const LOCK_GRACE = 3;
-const JOB_FIELDS = [
-  'attempt',
-  'available_at',
-  'completed_at',
-  'component_id',
-  'component_type',
-  'created_at',
-  'error',
-  'id',
-  'idempotency_key',
-  'job_type',
-  'locked_at',
-  'locked_by',
-  'max_attempts',
-  'payload',
-  'session_id',
-  'status',
-  'updated_at',
-  'user_id',
-];
-
 interface JobRow {
   status: string;
   attempt: number;
@@ -71,7 +51,7 @@ describe('queue operations (jwt mode with the security key as root)', () => {
       const ids = [await post('echo-agent', 'a'), await post('echo-agent', 'b'), await post('sleep-agent', '1')];
       const response = await call(api.url, 'GET', '/queue/jobs?limit=2&sort_by=created_at&sort_order=asc', { token: ROOT_KEY });
       expect(response.status, response.text).toBe(200);
-      expect(Object.keys(response.body.data[0]).sort()).toEqual(JOB_FIELDS);
+      expect(Object.keys(response.body.data[0]).sort()).toEqual(JOB_KEYS);
       expect(response.body.data.map((j: { id: string }) => j.id)).toEqual(ids.slice(0, 2));
       expect(response.body.data[0]).toMatchObject({
         status: 'queued',

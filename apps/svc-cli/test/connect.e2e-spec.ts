@@ -11,22 +11,10 @@ import { CliSandbox, cliSandbox, LiveService, runCli, startService } from '../..
 import { query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
+import { ACCOUNT_KEYS } from '../../../test/support/wire-shapes';
 
 const ALL_IN_PLACE = 'code-agent-a,desktop-app-a,code-agent-b,editor-c';
 const RESULT_KEYS = ['account', 'client', 'error', 'location', 'status', 'verify'];
-const ACCOUNT_KEYS = [
-  'created_at',
-  'expires_at',
-  'id',
-  'last_used_at',
-  'last_used_ip',
-  'name',
-  'principal',
-  'revoked_at',
-  'scopes',
-  'token_prefix',
-];
-
 const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8'));
 const mode = (path: string) => statSync(path).mode & 0o777;
 

@@ -8,27 +8,7 @@ import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
 import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../../../test/support/processes';
 import { TmuxSession } from '../../../test/support/tmux';
-
-const JOB_KEYS = [
-  'attempt',
-  'available_at',
-  'completed_at',
-  'component_id',
-  'component_type',
-  'created_at',
-  'error',
-  'id',
-  'idempotency_key',
-  'job_type',
-  'locked_at',
-  'locked_by',
-  'max_attempts',
-  'payload',
-  'session_id',
-  'status',
-  'updated_at',
-  'user_id',
-];
+import { JOB_KEYS } from '../../../test/support/wire-shapes';
 
 interface Job {
   id: string;

@@ -4,21 +4,9 @@ import { CliSandbox, cliSandbox, LiveService, runCli, startService } from '../..
 import { query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY, uniqueName } from '../../../test/support/principals';
+import { ACCOUNT_KEYS } from '../../../test/support/wire-shapes';
 
 const DEFAULT_SCOPES = ['agents:run', 'teams:run', 'workflows:run', 'sessions:read', 'config:read'];
-const ACCOUNT_KEYS = [
-  'created_at',
-  'expires_at',
-  'id',
-  'last_used_at',
-  'last_used_ip',
-  'name',
-  'principal',
-  'revoked_at',
-  'scopes',
-  'token_prefix',
-];
-
 describe('svc tokens against a live api and worker (security_key mode)', () => {
   let service: LiveService;
   let sandbox: CliSandbox;
