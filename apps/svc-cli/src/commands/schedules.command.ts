@@ -162,8 +162,11 @@ export class SchedulesTriggerCommand extends CredentialedCommand<ServiceOptions>
     const fire = await api.trigger(id);
     terminal.document({ run: fire });
     if (!terminal.json) {
+      // The schedule's overlap policy may drop the fire at once (its previous one is still in flight).
       terminal.line(
-        `Queued a fire of schedule ${fire.schedule_id}; a worker runs it next. Follow it with: svc schedules runs ${fire.schedule_id}`,
+        fire.status === 'skipped'
+          ? `Not fired: schedule ${fire.schedule_id}'s overlap policy skipped it (${fire.reason ?? fire.error}).`
+          : `Queued a fire of schedule ${fire.schedule_id}; a worker runs it next. Follow it with: svc schedules runs ${fire.schedule_id}`,
       );
       printFire(fire, terminal);
     }
