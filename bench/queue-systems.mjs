@@ -205,10 +205,19 @@ const platformQueue = (name, prefetch) => ({
   },
 });
 
+const { Env } = require('../dist/libs/config/src/env.js');
+const defaultPrefetch = new Env().WORKER_PREFETCH;
+
+// BENCH_QUEUE_PREFETCH=0,100,500 adds our queue at those prefetch sizes (a tuning run).
+const tuning = (process.env.BENCH_QUEUE_PREFETCH ?? '')
+  .split(',')
+  .filter(Boolean)
+  .map((size) => [`prefetch${size}`, platformQueue(`platform queue (prefetch ${size})`, Number(size))]);
+
 export const systems = {
   graphile,
   pgBoss,
-  // prefetch 500 is the counterpart of graphile's local queue of 500; 0 is the worker app's default.
-  ours: platformQueue('platform queue (prefetch 500)', 500),
-  oursDefault: platformQueue('platform queue (prefetch 0, the default)', 0),
+  // The worker app's configuration as shipped: what an operator gets without tuning.
+  ours: platformQueue(`platform queue (default: prefetch ${defaultPrefetch})`, defaultPrefetch),
+  ...Object.fromEntries(tuning),
 };

@@ -11,4 +11,4 @@ export function startEmbeddedPostgres(options: {
   detached?: boolean;
   /** Called when the server ends without stop(). */
   onExit?: (ended: { code: number | null; signal: NodeJS.Signals | null; lastError: string | null }) => void;
-}): Promise<{ url(database?: string): string; stop(): Promise<void> }>;
+}): Promise<{ url(database?: string): string; stop(): Promise<void>; pid(): number | undefined }>;

@@ -238,7 +238,7 @@ async function replaceLegacyPassword(port, passwordFile) {
 /**
  * Starts (initialising on first use) a cluster in `databaseDir`, on 127.0.0.1:`port`.
  * A kept cluster (`persistent`, the default) needs `passwordFile`: its superuser password, made
- * at first start and reused. Returns { url(database), stop() }; the URL carries the password, so
+ * at first start and reused. Returns { url(database), stop(), pid() }; the URL carries the password, so
  * pass it through the environment, never a command line or a log.
  * `persistent: false` deletes the directory on stop. `detached` runs PostgreSQL in its own process
  * group (a terminal's Ctrl-C does not reach it; stop() does); `onExit({ code, signal, lastError })`
@@ -314,5 +314,7 @@ export async function startEmbeddedPostgres({
   return {
     url: (database = 'postgres') => `postgresql://${DB_USER}:${encodeURIComponent(password)}@${LISTEN_ADDRESS}:${port}/${database}`,
     stop: () => cluster.stop(),
+    /** The postmaster's process id (tests kill it to rehearse a crash). */
+    pid: () => cluster.process?.pid,
   };
 }

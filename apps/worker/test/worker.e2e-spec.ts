@@ -219,7 +219,7 @@ describe('worker', () => {
     await next.stop();
   });
 
-  it('SIGTERM with jobs claimed ahead (WORKER_PREFETCH): those never started go back with their attempt given back, nothing is lost', async () => {
+  it('SIGTERM with jobs claimed ahead (WORKER_PREFETCH): the running one goes back with its attempt given back, the reserved ones as they were', async () => {
     const ids = [
       await post('sleep-agent', '30'),
       await post('sleep-agent', '30'),
@@ -227,60 +227,80 @@ describe('worker', () => {
       await post('sleep-agent', '30'),
     ];
     const draining = await worker({ WORKER_CONCURRENCY: '1', WORKER_PREFETCH: '3', WORKER_SHUTDOWN_TIMEOUT_SECONDS: '1' });
-    // One claim takes all four: one runs, three wait in the worker's buffer, all locked by it.
-    await expect.poll(async () => (await Promise.all(ids.map(job))).every((row) => row.status === 'running')).toBe(true);
+    // One claim takes all four: one runs, three wait reserved in the worker's buffer (queued, locked by it, no attempt spent).
+    await expect.poll(async () => (await Promise.all(ids.map(job))).filter((row) => row.locked_by !== null).length).toBe(4);
+    const held = await Promise.all(ids.map(job));
+    expect(held.map((row) => [row.status, row.attempt])).toEqual([
+      ['running', 1],
+      ['queued', 0],
+      ['queued', 0],
+      ['queued', 0],
+    ]);
     expect(await draining.stop('SIGTERM')).toBe(0);
-    for (const id of ids) {
-      const released = await job(id);
-      expect(released).toMatchObject({ status: 'queued', attempt: 1, max_attempts: 2, locked_by: null });
-      expect(released.error).toMatch(/^Released by worker .* at shutdown/);
+    const released = await job(ids[0]);
+    expect(released).toMatchObject({ status: 'queued', attempt: 1, max_attempts: 2, locked_by: null });
+    expect(released.error).toMatch(/^Released by worker .* at shutdown/);
+    for (const id of ids.slice(1)) {
+      expect(await job(id)).toMatchObject({ status: 'queued', attempt: 0, max_attempts: 1, locked_by: null, error: null });
     }
     const lines = logLines(draining).filter((line) => ids.includes(line.job_id!));
-    expect(lines.filter((line) => line.msg === 'job running')).toHaveLength(1);
-    expect(lines.filter((line) => line.msg === 'job released at shutdown; its attempt was given back')).toHaveLength(4);
+    expect(lines.filter((line) => line.msg === 'job running').map((line) => line.job_id)).toEqual([ids[0]]);
+    expect(lines.filter((line) => line.msg === 'job released at shutdown; its attempt was given back').map((line) => line.job_id)).toEqual([
+      ids[0],
+    ]);
+    expect(
+      lines
+        .filter((line) => line.msg === 'reserved job handed back at shutdown; it never started')
+        .map((line) => line.job_id)
+        .sort(),
+    ).toEqual(ids.slice(1).sort());
     // Thirty-second jobs would only slow the tests below.
     await query(databaseUrl, `UPDATE queue_jobs SET status = 'cancelled', completed_at = now() WHERE id = ANY($1)`, [ids]);
   });
 
-  it('kill -9 with jobs claimed ahead (WORKER_PREFETCH): the buffered jobs are swept like running ones, and another worker finishes every one', async () => {
+  it('kill -9 with jobs claimed ahead (WORKER_PREFETCH): the reserved jobs go back untouched and run once on another worker, spending no extra attempt', async () => {
     const ids = [
       await post('sleep-agent', '3'),
       await post('sleep-agent', '3'),
       await post('sleep-agent', '3'),
       await post('sleep-agent', '3'),
     ];
-    // A second attempt each, so a swept job goes back to the queue rather than failing for good.
-    await query(databaseUrl, 'UPDATE queue_jobs SET max_attempts = 2 WHERE id = ANY($1)', [ids]);
+    // The default budget of one attempt: the job that was running is failed by the sweep, the reserved ones must not be.
     const crashing = await worker({ WORKER_CONCURRENCY: '1', WORKER_PREFETCH: '3' });
-    const crashingId = async () => (await job(ids[0])).locked_by;
-    // One claim takes all four: one runs, three wait in the worker's buffer, all locked by it.
-    await expect.poll(async () => (await Promise.all(ids.map(job))).every((row) => row.status === 'running')).toBe(true);
-    const lockedBy = await crashingId();
-    expect(new Set((await Promise.all(ids.map(job))).map((row) => row.locked_by))).toEqual(new Set([lockedBy]));
+    await expect.poll(async () => (await Promise.all(ids.map(job))).filter((row) => row.locked_by !== null).length).toBe(4);
+    const lockedBy = (await job(ids[0])).locked_by;
+    expect((await Promise.all(ids.map(job))).map((row) => [row.status, row.attempt, row.locked_by])).toEqual([
+      ['running', 1, lockedBy],
+      ['queued', 0, lockedBy],
+      ['queued', 0, lockedBy],
+      ['queued', 0, lockedBy],
+    ]);
     expect(await crashing.stop('SIGKILL')).toBeNull();
     expect(logLines(crashing).filter((line) => ids.includes(line.job_id!) && line.msg === 'job completed')).toHaveLength(0);
 
     const rescuer = await worker();
     await expect
       .poll(async () => (await Promise.all(ids.map(job))).map((row) => row.status), { timeout: 30_000 })
-      .toEqual(['completed', 'completed', 'completed', 'completed']);
-    for (const id of ids) {
-      expect(await job(id)).toMatchObject({ attempt: 2, max_attempts: 2, locked_by: null });
+      .toEqual(['failed', 'completed', 'completed', 'completed']);
+    expect(await job(ids[0])).toMatchObject({ attempt: 1, max_attempts: 1, locked_by: null });
+    expect((await job(ids[0])).error).toMatch(/lost the job: no heartbeat .* attempt budget exhausted/);
+    for (const id of ids.slice(1)) {
+      expect(await job(id)).toMatchObject({ attempt: 1, max_attempts: 1, locked_by: null, error: null });
     }
-    // Each was swept once (the buffered ones too) and run once more, by the rescuer.
     const lines = logLines(rescuer).filter((line) => ids.includes(line.job_id!));
+    expect(lines.filter((line) => line.msg === 'job swept to failed').map((line) => line.job_id)).toEqual([ids[0]]);
     expect(
       lines
-        .filter((line) => line.msg.startsWith('job swept to'))
+        .filter((line) => line.msg === 'reserved job handed back to the queue: its worker was lost before starting it')
         .map((line) => line.job_id)
         .sort(),
-    ).toEqual([...ids].sort());
+    ).toEqual(ids.slice(1).sort());
     expect(
       lines
         .filter((line) => line.msg === 'job completed')
         .map((line) => line.job_id)
         .sort(),
-    ).toEqual([...ids].sort());
+    ).toEqual(ids.slice(1).sort());
     await rescuer.stop();
   }, 60_000);
 

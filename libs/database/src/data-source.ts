@@ -1,5 +1,6 @@
 import { DataSource, DataSourceOptions } from 'typeorm';
 
+import { ConnectionClient } from './connection-client';
 import { MIGRATIONS } from './migrations';
 
 export function dataSourceOptions(url: string, entities: DataSourceOptions['entities'] = []): DataSourceOptions {
@@ -12,7 +13,7 @@ export function dataSourceOptions(url: string, entities: DataSourceOptions['enti
     synchronize: false,
     migrationsRun: false,
     // Fail fast when the database is gone instead of queueing requests forever.
-    extra: { max: 20, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30000 },
+    extra: { max: 20, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30000, Client: ConnectionClient },
   };
 }
 

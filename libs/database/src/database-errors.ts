@@ -1,6 +1,8 @@
 const CONNECTION_ERROR_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
+  'ECONNABORTED',
+  'EAI_AGAIN',
   'ETIMEDOUT',
   'ENOTFOUND',
   'EPIPE',
@@ -16,10 +18,16 @@ const CONNECTION_ERROR_CODES = new Set([
 const CONNECTION_MESSAGES =
   /(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|the database system is (starting up|shutting down))/i;
 
+const RELEASED_CONNECTION_ERRORS = new Set(['QueryRunnerAlreadyReleasedError', 'QueryRunnerProviderAlreadyReleasedError']);
+
 /** True when an error means "the database cannot be reached", as opposed to a bad query. */
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) {
     return false;
+  }
+  // TypeORM releases a transaction's connection when it breaks; the transaction's next statement then meets one of these.
+  if (RELEASED_CONNECTION_ERRORS.has(error.name)) {
+    return true;
   }
   const code = (error as { code?: string }).code ?? (error as { driverError?: { code?: string } }).driverError?.code;
   return (code !== undefined && CONNECTION_ERROR_CODES.has(code)) || CONNECTION_MESSAGES.test(error.message);

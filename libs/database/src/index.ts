@@ -1,3 +1,4 @@
+export * from './connection-client';
 export * from './data-source';
 export * from './database-errors';
 export * from './database.module';

@@ -32,7 +32,16 @@ export class JobProducer {
     const result = await manager
       .createQueryBuilder()
       .update(QueueJobEntity)
-      .set({ status: 'cancelled', completedAt: () => 'now()', updatedAt: () => 'now()', error: 'Cancelled before it started' })
+      .set({
+        status: 'cancelled',
+        completedAt: () => 'now()',
+        updatedAt: () => 'now()',
+        error: 'Cancelled before it started',
+        // A worker may hold it reserved (prefetch): its start is fenced on the status.
+        lockedBy: null,
+        lockedAt: null,
+        heartbeatAt: null,
+      })
       .where({ id, status: In(WAITING) })
       .execute();
     return (result.affected ?? 0) > 0;

@@ -6,10 +6,10 @@ import type { JobStatus } from './job-status';
 export type JobPayload = Record<string, string | number | boolean | null>;
 
 @Entity('queue_jobs')
-// The claim query: oldest claimable first, among queued jobs only.
-@Index('IDX_queue_jobs_claimable', ['availableAt', 'createdAt'], { where: `"status" = 'queued'` })
-// The sweeper: running jobs by heartbeat age.
-@Index('IDX_queue_jobs_running_heartbeat', ['heartbeatAt'], { where: `"status" = 'running'` })
+// The claim query: oldest claimable first, among queued jobs no worker has reserved.
+@Index('IDX_queue_jobs_claimable', ['availableAt', 'createdAt'], { where: `"status" = 'queued' AND "locked_by" IS NULL` })
+// The sweeper: locked jobs (running, or reserved by a worker's prefetch) by heartbeat age.
+@Index('IDX_queue_jobs_locked_heartbeat', ['heartbeatAt'], { where: `"locked_by" IS NOT NULL` })
 // The statuses that wait for an operator: the dead-letter list (failed, cancelled) and paused jobs.
 // No wider list index: each one is written again at every claim and outcome (migration 1764200000001).
 @Index('IDX_queue_jobs_dead_letter', ['status', 'createdAt'], { where: `"status" IN ('failed', 'cancelled', 'paused')` })
@@ -53,6 +53,7 @@ export class QueueJobEntity {
   @Column({ name: 'available_at', type: 'timestamptz', default: () => 'now()' })
   availableAt!: Date;
 
+  /** The worker running the job, or holding a `queued` one it claimed ahead of a free slot (not yet started). */
   @Column({ name: 'locked_by', type: 'varchar', length: 128, nullable: true })
   lockedBy!: string | null;
 

@@ -151,7 +151,8 @@ export class QueueAdminService {
       reasonToSkip: (job) => (job.status === 'queued' || job.status === 'paused' ? null : `status:${job.status}`),
       apply: async (manager, ids) => {
         const [changed]: [{ id: string }[], number] = await manager.query(
-          `UPDATE queue_jobs SET status = 'cancelled', completed_at = now(), updated_at = now(), error = 'Cancelled by an operator before it started'
+          `UPDATE queue_jobs SET status = 'cancelled', completed_at = now(), updated_at = now(), error = 'Cancelled by an operator before it started',
+                  locked_by = NULL, locked_at = NULL, heartbeat_at = NULL
            WHERE id = ANY ($1::uuid[]) AND status IN ('queued', 'paused')
            RETURNING id`,
           [ids],

@@ -8,6 +8,7 @@ import { ServiceAccountRotation1764500000001 } from './1764500000001-ServiceAcco
 import { SchedulePolicies1764600000001 } from './1764600000001-SchedulePolicies';
 import { FailedLookups1764700000001 } from './1764700000001-FailedLookups';
 import { ServiceAccountNameRelease1764800000001 } from './1764800000001-ServiceAccountNameRelease';
+import { QueueReservations1764900000001 } from './1764900000001-QueueReservations';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   SchedulePolicies1764600000001,
   FailedLookups1764700000001,
   ServiceAccountNameRelease1764800000001,
+  QueueReservations1764900000001,
 ];

@@ -14,6 +14,11 @@ export interface ClaimedJob {
   payload: JobPayload;
   attempt: number;
   maxAttempts: number;
+  /**
+   * The attempt is spent and the job is `running`. False for a job claimed ahead of a free slot:
+   * reserved for this worker, still `queued`, and started (attempt spent) only when a slot frees.
+   */
+  started: boolean;
   /** A live cancellation intent existed when the job was claimed: the worker treats that as its first checkpoint. */
   cancelRequested: boolean;
 }

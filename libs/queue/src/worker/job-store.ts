@@ -32,6 +32,11 @@ export interface HeldJob {
   attempt: number;
 }
 
+export interface StartedAttempt {
+  attempt: number;
+  cancelRequested: boolean;
+}
+
 interface ClaimRow {
   id: string;
   job_type: string;
@@ -42,32 +47,56 @@ interface ClaimRow {
   payload: JobPayload;
   attempt: number;
   max_attempts: number;
+  started: boolean;
   cancel_requested: boolean;
 }
 
 // Retry backoff after failed attempt N: 2^(N-1) s, capped at 60 s.
 const BACKOFF = `make_interval(secs => least(60, power(2, greatest(j.attempt, 1) - 1)))`;
 
+/** SQL: a live cancellation intent exists for job j; `ttl` is the parameter holding the intents' lifetime. */
+const cancelRequested = (ttl: string) =>
+  `EXISTS (SELECT 1 FROM queue_cancellation_intents c WHERE c.run_id = j.id AND ${intentIsLive('c', ttl)}) AS cancel_requested`;
+
 /**
  * Oldest claimable first; SKIP LOCKED lets any number of workers claim side by side, and
  * `attempt < max_attempts` makes re-execution beyond the budget impossible whatever the state.
+ * The first $5 jobs start at once (`running`, attempt spent); the rest are reserved for this
+ * worker's prefetch buffer: still `queued`, locked and heartbeated by it, no attempt spent.
  * The rows locked by `next` are updated through their tuple ids (a direct heap fetch, no
  * primary-key lookup): a locked row cannot move before the UPDATE in the same statement, and a
  * row that changed between the snapshot and the lock is simply not claimed this time.
  */
 const CLAIM = `
   WITH next AS (
-    SELECT ctid FROM queue_jobs
-    WHERE status = 'queued' AND available_at <= now() AND attempt < max_attempts AND job_type = ANY($3::varchar[])
+    SELECT ctid, available_at, created_at FROM queue_jobs
+    WHERE status = 'queued' AND locked_by IS NULL AND available_at <= now() AND attempt < max_attempts AND job_type = ANY($3::varchar[])
     ORDER BY available_at, created_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED
+  ), starting AS (
+    SELECT ctid FROM next ORDER BY available_at, created_at LIMIT $5
   )
   UPDATE queue_jobs j
-  SET status = 'running', attempt = j.attempt + 1, locked_by = $1, locked_at = now(), heartbeat_at = now(), updated_at = now()
+  SET status = CASE WHEN j.ctid = ANY (ARRAY (SELECT ctid FROM starting)) THEN 'running' ELSE 'queued' END,
+      attempt = j.attempt + CASE WHEN j.ctid = ANY (ARRAY (SELECT ctid FROM starting)) THEN 1 ELSE 0 END,
+      locked_by = $1, locked_at = now(), heartbeat_at = now(), updated_at = now()
   WHERE j.ctid = ANY (ARRAY (SELECT ctid FROM next))
   RETURNING j.id, j.job_type, j.component_type, j.component_id, j.session_id, j.user_id, j.payload, j.attempt, j.max_attempts,
-    EXISTS (SELECT 1 FROM queue_cancellation_intents c WHERE c.run_id = j.id AND ${intentIsLive('c', '$4')}) AS cancel_requested`;
+    j.status = 'running' AS started, ${cancelRequested('$4')}`;
+
+/**
+ * Starts reserved jobs: one statement for every job a worker starts in one turn of its event loop.
+ * Fenced: a job cancelled, or swept back to the queue, since it was reserved is not started.
+ * Idempotent: a job this statement already started (its answer lost with the connection) answers again.
+ */
+const START = `
+  UPDATE queue_jobs j
+  SET status = 'running', attempt = h.attempt + 1, locked_at = now(), heartbeat_at = now(), updated_at = now()
+  FROM unnest($2::uuid[], $3::int[]) AS h(id, attempt)
+  WHERE j.id = ANY ($2::uuid[]) AND j.id = h.id AND j.locked_by = $1
+    AND ((j.status = 'queued' AND j.attempt = h.attempt AND j.attempt < j.max_attempts) OR (j.status = 'running' AND j.attempt = h.attempt + 1))
+  RETURNING j.id, j.attempt, ${cancelRequested('$4')}`;
 
 /**
  * Records outcomes, fenced: a row whose attempt or lock changed (swept, requeued, released)
@@ -93,16 +122,21 @@ const FINISH = `
   )
   SELECT id, status FROM done`;
 
+/** Renews the lock of running and reserved jobs alike; a job that moved meanwhile is absent from the result. */
 const HEARTBEAT = `
   UPDATE queue_jobs j SET heartbeat_at = now()
   FROM unnest($2::uuid[], $3::int[]) AS h(id, attempt)
-  WHERE j.id = ANY ($2::uuid[]) AND j.id = h.id AND j.attempt = h.attempt AND j.locked_by = $1 AND j.status = 'running'
+  WHERE j.id = ANY ($2::uuid[]) AND j.id = h.id AND j.attempt = h.attempt AND j.locked_by = $1 AND j.status IN ('running', 'queued')
   RETURNING j.id`;
 
-/** Running jobs whose heartbeat is older than the grace: their worker is gone (or frozen). */
+/**
+ * Locked jobs whose heartbeat is older than the grace: their worker is gone (or frozen). A running
+ * job spent an attempt: it is retried or failed. A reserved one never started: it goes back to the
+ * queue as it was, its attempt untouched.
+ */
 const SWEEP = `
   WITH stale AS (
-    SELECT id FROM queue_jobs WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => $1)
+    SELECT id FROM queue_jobs WHERE locked_by IS NOT NULL AND heartbeat_at < now() - make_interval(secs => $1)
     FOR UPDATE SKIP LOCKED
   ), swept AS (
     UPDATE queue_jobs j SET
@@ -113,22 +147,33 @@ const SWEEP = `
         || CASE WHEN j.attempt < j.max_attempts THEN '; retrying'
            ELSE '; attempt budget exhausted, so it was not re-executed. Requeue it (POST /queue/jobs/{job_id}/requeue) to grant one more attempt' END,
       locked_by = NULL, locked_at = NULL, heartbeat_at = NULL, updated_at = now()
-    FROM stale WHERE j.id = stale.id
+    FROM stale WHERE j.id = stale.id AND j.status = 'running'
+    RETURNING j.id, j.status, j.error
+  ), unreserved AS (
+    UPDATE queue_jobs j SET locked_by = NULL, locked_at = NULL, heartbeat_at = NULL, updated_at = now()
+    FROM stale WHERE j.id = stale.id AND j.status = 'queued'
     RETURNING j.id, j.status, j.error
   ), counted AS (
     INSERT INTO queue_job_outcome_counters (outcome, total) SELECT 'lost', count(*) FROM swept HAVING count(*) > 0
     ON CONFLICT (outcome) DO UPDATE SET total = queue_job_outcome_counters.total + EXCLUDED.total
   )
-  SELECT id, status, error FROM swept`;
+  SELECT id, status, error, true AS started FROM swept
+  UNION ALL
+  SELECT id, status, error, false AS started FROM unreserved`;
 
-/** Gives jobs back at shutdown with their attempt refunded (max_attempts raised), so nothing is lost. */
+/**
+ * Gives jobs back at shutdown, nothing lost: a started one with its attempt refunded (max_attempts
+ * raised), a reserved one as it was.
+ */
 const RELEASE = `
   WITH released AS (
-    UPDATE queue_jobs j SET status = 'queued', max_attempts = j.max_attempts + 1, available_at = now(),
-      error = format('Released by worker %s at shutdown during attempt %s before it finished; the attempt was given back', $1, j.attempt),
-      locked_by = NULL, locked_at = NULL, heartbeat_at = NULL, updated_at = now()
+    UPDATE queue_jobs j SET status = 'queued', available_at = now(), locked_by = NULL, locked_at = NULL, heartbeat_at = NULL, updated_at = now(),
+      max_attempts = CASE WHEN j.status = 'running' THEN j.max_attempts + 1 ELSE j.max_attempts END,
+      error = CASE WHEN j.status = 'running'
+        THEN format('Released by worker %s at shutdown during attempt %s before it finished; the attempt was given back', $1, j.attempt)
+        ELSE j.error END
     FROM unnest($2::uuid[], $3::int[]) AS r(id, attempt)
-    WHERE j.id = ANY ($2::uuid[]) AND j.id = r.id AND j.attempt = r.attempt AND j.locked_by = $1 AND j.status = 'running'
+    WHERE j.id = ANY ($2::uuid[]) AND j.id = r.id AND j.attempt = r.attempt AND j.locked_by = $1 AND j.status IN ('running', 'queued')
     RETURNING j.id
   )
   SELECT id, pg_notify('${JOBS_READY_CHANNEL}', '') IS NULL AS notified FROM released`;
@@ -162,8 +207,15 @@ export class JobStore {
     readonly workerId: string,
   ) {}
 
-  async claim(limit: number, jobTypes: string[], cancelIntentTtlSeconds: number): Promise<ClaimedJob[]> {
-    const { rows } = await this.pool.query<ClaimRow>({ text: CLAIM, values: [this.workerId, limit, jobTypes, cancelIntentTtlSeconds] });
+  /**
+   * Claims up to `limit` jobs; the first `startNow` start at once (`started`), the rest are reserved
+   * and must go through start() before their handler runs.
+   */
+  async claim(limit: number, startNow: number, jobTypes: string[], cancelIntentTtlSeconds: number): Promise<ClaimedJob[]> {
+    const { rows } = await this.pool.query<ClaimRow>({
+      text: CLAIM,
+      values: [this.workerId, limit, jobTypes, cancelIntentTtlSeconds, startNow],
+    });
     return rows.map((row) => ({
       id: row.id,
       jobType: row.job_type,
@@ -174,8 +226,18 @@ export class JobStore {
       payload: row.payload,
       attempt: row.attempt,
       maxAttempts: row.max_attempts,
+      started: row.started,
       cancelRequested: row.cancel_requested,
     }));
+  }
+
+  /** Starts reserved jobs in one statement; returns those still held, with the attempt they now run. */
+  async start(jobs: readonly HeldJob[], cancelIntentTtlSeconds: number): Promise<Map<string, StartedAttempt>> {
+    const { rows } = await this.pool.query<{ id: string; attempt: number; cancel_requested: boolean }>({
+      text: START,
+      values: [this.workerId, jobs.map((job) => job.id), jobs.map((job) => job.attempt), cancelIntentTtlSeconds],
+    });
+    return new Map(rows.map((row) => [row.id, { attempt: row.attempt, cancelRequested: row.cancel_requested }]));
   }
 
   /** Records many outcomes in one statement; returns the states written (fence-rejected attempts are absent). */
@@ -197,7 +259,8 @@ export class JobStore {
     return new Set(rows.map((row) => row.id));
   }
 
-  async sweep(lockGraceSeconds: number): Promise<{ id: string; status: JobStatus; error: string }[]> {
+  /** `started`: a running job swept (attempt spent); otherwise a reservation handed back to the queue. */
+  async sweep(lockGraceSeconds: number): Promise<{ id: string; status: JobStatus; error: string | null; started: boolean }[]> {
     return (await this.pool.query({ name: 'queue_sweep', text: SWEEP, values: [lockGraceSeconds] })).rows;
   }
 

@@ -26,7 +26,10 @@ describe('QueueWorker handler contract', () => {
     await pool.end();
   });
 
-  function startWorker(handler: JobHandler): QueueWorker {
+  function startWorker(
+    handler: JobHandler,
+    sizes: { concurrency: number; prefetch: number } = { concurrency: 2, prefetch: 0 },
+  ): QueueWorker {
     return new QueueWorker({
       pool,
       connectListener: async () => {
@@ -36,8 +39,7 @@ describe('QueueWorker handler contract', () => {
       },
       workerId: 'contract-test-worker',
       handlers: new Map([[JOB_TYPE, handler]]),
-      concurrency: 2,
-      prefetch: 0,
+      ...sizes,
       pollIntervalMs: 100,
       lockGraceSeconds: 30,
       cancelIntentTtlSeconds: 3600,
@@ -111,5 +113,83 @@ describe('QueueWorker handler contract', () => {
 
     expect(late?.aborted).toBe(true);
     expect(late?.reason).toBe('Worker is shutting down');
+  });
+
+  it('jobs claimed ahead of a free slot stay queued and spend no attempt until they start; one cancelled meanwhile never starts', async () => {
+    const ran: string[] = [];
+    const gates = new Map<string, () => void>();
+    const worker = startWorker(
+      {
+        async handle(claimed) {
+          ran.push(claimed.id);
+          await new Promise<void>((resolve) => gates.set(claimed.id, resolve));
+          return { outcome: 'completed' };
+        },
+      },
+      { concurrency: 1, prefetch: 3 },
+    );
+    const ids = [
+      'b1c7a9e0-0000-4000-8000-000000000001',
+      'b1c7a9e0-0000-4000-8000-000000000002',
+      'b1c7a9e0-0000-4000-8000-000000000003',
+      'b1c7a9e0-0000-4000-8000-000000000004',
+    ];
+    await enqueueJobs(pool, ids.map(job));
+    await worker.start();
+    const rows = async () =>
+      query<{ id: string; status: string; attempt: number; locked_by: string | null }>(
+        url,
+        'SELECT id, status, attempt, locked_by FROM queue_jobs ORDER BY id',
+      );
+    await expect.poll(() => ran.length).toBe(1);
+    // One claim took all four: the first runs, three wait reserved for this worker, no attempt spent.
+    expect(await rows()).toEqual([
+      { id: ids[0], status: 'running', attempt: 1, locked_by: 'contract-test-worker' },
+      { id: ids[1], status: 'queued', attempt: 0, locked_by: 'contract-test-worker' },
+      { id: ids[2], status: 'queued', attempt: 0, locked_by: 'contract-test-worker' },
+      { id: ids[3], status: 'queued', attempt: 0, locked_by: 'contract-test-worker' },
+    ]);
+    // Cancelled as the runs service does it while the job waits in the worker's buffer.
+    await query(url, `UPDATE queue_jobs SET status = 'cancelled', completed_at = now(), locked_by = NULL WHERE id = $1`, [ids[1]]);
+
+    gates.get(ids[0])!();
+    await expect.poll(() => ran.length).toBe(2);
+    gates.get(ids[2])!();
+    await expect.poll(() => ran.length).toBe(3);
+    gates.get(ids[3])!();
+    await expect.poll(async () => (await rows()).map((row) => row.status)).toEqual(['completed', 'cancelled', 'completed', 'completed']);
+    expect(ran).toEqual([ids[0], ids[2], ids[3]]);
+    expect((await rows()).map((row) => row.attempt)).toEqual([1, 0, 1, 1]);
+    await worker.stop(1000);
+  });
+
+  it('a stop hands reserved jobs back to the queue as they were, and releases the running one with its attempt given back', async () => {
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const worker = startWorker(
+      {
+        async handle(_job, context) {
+          started();
+          await once(context.signal, 'abort');
+          return { outcome: 'completed' };
+        },
+      },
+      { concurrency: 1, prefetch: 3 },
+    );
+    const ids = ['c2d8b0f1-0000-4000-8000-000000000001', 'c2d8b0f1-0000-4000-8000-000000000002', 'c2d8b0f1-0000-4000-8000-000000000003'];
+    await enqueueJobs(pool, ids.map(job));
+    await worker.start();
+    await running;
+    await worker.stop(100);
+    const rows = await query<{ status: string; attempt: number; max_attempts: number; locked_by: string | null; error: string | null }>(
+      url,
+      'SELECT status, attempt, max_attempts, locked_by, error FROM queue_jobs ORDER BY id',
+    );
+    expect(rows[0]).toMatchObject({ status: 'queued', attempt: 1, max_attempts: 2, locked_by: null });
+    expect(rows[0].error).toContain('Released by worker contract-test-worker at shutdown');
+    expect(rows.slice(1)).toEqual([
+      { status: 'queued', attempt: 0, max_attempts: 1, locked_by: null, error: null },
+      { status: 'queued', attempt: 0, max_attempts: 1, locked_by: null, error: null },
+    ]);
   });
 });

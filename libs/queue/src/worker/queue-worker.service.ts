@@ -3,9 +3,10 @@ import { hostname } from 'node:os';
 
 import { BeforeApplicationShutdown, Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
-import { Client, Pool } from 'pg';
+import { Pool } from 'pg';
 
 import { Env } from '@app/config';
+import { ConnectionClient } from '@app/database';
 import { createLogger } from '@app/logging';
 
 import { JOB_TYPES } from '../job-status';
@@ -41,11 +42,11 @@ export class QueueWorkerService implements OnApplicationBootstrap, OnModuleDestr
       return;
     }
     const connectionString = this.env.databaseUrl;
-    this.pool = new Pool({ connectionString, max: this.env.WORKER_CONCURRENCY + 2 });
+    this.pool = new Pool({ connectionString, max: this.env.WORKER_CONCURRENCY + 2, Client: ConnectionClient });
     this.worker = new QueueWorker({
       pool: this.pool,
       connectListener: async () => {
-        const client = new Client({ connectionString });
+        const client = new ConnectionClient({ connectionString });
         await client.connect();
         return client;
       },

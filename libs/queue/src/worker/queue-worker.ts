@@ -3,9 +3,11 @@ import { setImmediate as setImmediatePromise, setTimeout as sleep } from 'node:t
 import type { Client, ClientBase, Pool } from 'pg';
 import type { Logger } from 'pino';
 
+import { isDatabaseUnavailable } from '@app/database';
+
 import { JOBS_READY_CHANNEL } from '../notify';
 import { ClaimedJob, JobContext, JobHandler, JobResult, JobStopped } from './job-handler';
-import { ExpiredRow, FinishedAttempt, JobStore } from './job-store';
+import { ExpiredRow, FinishedAttempt, JobStore, StartedAttempt } from './job-store';
 
 export interface QueueWorkerOptions {
   pool: Pool;
@@ -15,9 +17,9 @@ export interface QueueWorkerOptions {
   handlers: ReadonlyMap<string, JobHandler>;
   concurrency: number;
   /**
-   * Jobs claimed ahead of a free slot and held locked in memory (like graphile-worker's local
-   * queue): fewer, larger claims for throughput. Released at a graceful stop; lost with the
-   * process on a crash (swept like a running job), so 0 keeps every claimed job started at once.
+   * Jobs claimed ahead of a free slot (like graphile-worker's local queue): fewer, larger claims.
+   * Such a job stays `queued`, reserved for this worker, and spends no attempt until it starts;
+   * handed back at a graceful stop, and swept back to the queue untouched after a crash.
    */
   prefetch: number;
   pollIntervalMs: number;
@@ -57,6 +59,7 @@ class Execution {
 }
 
 const RETENTION_INTERVAL_MS = 10 * 60_000;
+const LISTEN_BACKOFF_MAX_MS = 30_000;
 
 /**
  * The job loop of one worker process: claims up to `concurrency` jobs in batches (woken by
@@ -67,7 +70,11 @@ export class QueueWorker {
   private readonly store: JobStore;
   private readonly log: Logger;
   private readonly executions = new Map<string, Execution>();
+  /** Reserved jobs (claimed ahead, not started), oldest first. */
   private readonly buffer: ClaimedJob[] = [];
+  /** Reserved jobs given a free slot, whose start is being recorded. */
+  private readonly starting: ClaimedJob[] = [];
+  private startWrite: Promise<void> | null = null;
   private readonly outcomes: FinishedAttempt[] = [];
   private flushing: Promise<void> | null = null;
   private readonly recordings = new Set<Promise<void>>();
@@ -77,6 +84,7 @@ export class QueueWorker {
   private stopping = false;
   private notified = false;
   private wake: (() => void) | null = null;
+  private listenFailures = 0;
 
   constructor(private readonly options: QueueWorkerOptions) {
     this.store = new JobStore(options.pool, options.workerId);
@@ -108,6 +116,7 @@ export class QueueWorker {
     this.stopping = true;
     this.wakeUp();
     await this.loop;
+    await this.startWrite;
     await this.releaseBuffered();
     const drained = await Promise.race([this.allDone().then(() => true), sleep(timeoutMs).then(() => false)]);
     if (!drained) {
@@ -126,7 +135,8 @@ export class QueueWorker {
     // With a prefetch buffer, refill only once half of it is free, so claims stay large.
     const refillAt = this.options.prefetch === 0 ? 1 : Math.ceil(capacity / 2);
     while (!this.stopping) {
-      const room = capacity - this.executions.size - this.buffer.length;
+      const held = this.executions.size + this.starting.length + this.buffer.length;
+      const room = capacity - held;
       if (room < refillAt) {
         await this.idle(null);
         continue;
@@ -134,11 +144,18 @@ export class QueueWorker {
       this.notified = false;
       let claimed: ClaimedJob[] = [];
       try {
-        claimed = await this.store.claim(room, jobTypes, this.options.cancelIntentTtlSeconds);
+        const startNow = Math.max(0, this.options.concurrency - held);
+        claimed = await this.store.claim(room, startNow, jobTypes, this.options.cancelIntentTtlSeconds);
       } catch (error) {
         this.log.error({ err: error }, 'claim failed; retrying after the poll interval');
       }
-      this.buffer.push(...claimed);
+      for (const job of claimed) {
+        if (job.started) {
+          this.begin(job);
+        } else {
+          this.buffer.push(job);
+        }
+      }
       this.startBuffered();
       // A short batch means the queue looked empty: wait for NOTIFY, a free slot or the poll.
       if (claimed.length < room && !this.notified) {
@@ -147,10 +164,52 @@ export class QueueWorker {
     }
   }
 
+  private freeSlots(): number {
+    return this.options.concurrency - this.executions.size - this.starting.length;
+  }
+
+  /** Gives free slots to reserved jobs; their starts are recorded together, once per turn of the event loop. */
   private startBuffered(): void {
-    while (!this.stopping && this.executions.size < this.options.concurrency && this.buffer.length > 0) {
-      this.begin(this.buffer.shift()!);
+    while (!this.stopping && this.freeSlots() > 0 && this.buffer.length > 0) {
+      this.starting.push(this.buffer.shift()!);
     }
+    if (this.starting.length > 0) {
+      this.startWrite ??= this.recordStarts().finally(() => {
+        this.startWrite = null;
+        // At shutdown a start that could not be recorded is handed back with the buffer instead.
+        if (this.starting.length > 0 && !this.stopping) {
+          this.startBuffered();
+        }
+      });
+    }
+  }
+
+  /**
+   * Spends the attempts of the jobs given a slot in this turn, in one statement, then runs them. A
+   * job cancelled or swept back meanwhile is dropped. When the write fails, the same jobs are tried
+   * again after the poll interval (the statement is idempotent), so a job never runs unrecorded.
+   */
+  private async recordStarts(): Promise<void> {
+    await setImmediatePromise();
+    const batch = this.starting.slice();
+    let started: Map<string, StartedAttempt>;
+    try {
+      started = await this.store.start(batch, this.options.cancelIntentTtlSeconds);
+    } catch (error) {
+      this.log.error({ err: error, jobs: batch.length }, 'recording job starts failed; retrying after the poll interval');
+      await sleep(this.options.pollIntervalMs);
+      return;
+    }
+    this.starting.splice(0, batch.length);
+    for (const job of batch) {
+      const attempt = started.get(job.id);
+      if (attempt) {
+        this.begin({ ...job, ...attempt, started: true });
+      } else {
+        this.log.info({ job_id: job.id }, 'reserved job not started: it was cancelled or handed back to the queue meanwhile');
+      }
+    }
+    this.wakeUp();
   }
 
   private begin(job: ClaimedJob): void {
@@ -215,7 +274,33 @@ export class QueueWorker {
     this.recordings.add(recording);
   }
 
+  /**
+   * A write that failed because the database is unreachable is kept and tried again after the
+   * poll interval (every write is fenced, so a late one cannot overwrite a sweep or requeue);
+   * true when the caller should retry. At shutdown nothing waits: the sweeper settles what is left.
+   */
+  private async waitForDatabase(error: unknown, jobs: number): Promise<boolean> {
+    if (this.stopping || !isDatabaseUnavailable(error)) {
+      return false;
+    }
+    this.log.warn({ err: error, jobs }, 'database unavailable: keeping job outcomes to write when it is back');
+    await sleep(this.options.pollIntervalMs);
+    return true;
+  }
+
   private async recordWith(attempt: FinishedAttempt, record: NonNullable<JobResult['record']>): Promise<void> {
+    for (;;) {
+      try {
+        return await this.recordOnce(attempt, record);
+      } catch (error) {
+        if (!(await this.waitForDatabase(error, 1))) {
+          throw error;
+        }
+      }
+    }
+  }
+
+  private async recordOnce(attempt: FinishedAttempt, record: NonNullable<JobResult['record']>): Promise<void> {
     const client = await this.options.pool.connect();
     try {
       await client.query('BEGIN');
@@ -245,7 +330,11 @@ export class QueueWorker {
         try {
           this.logWritten(batch, await this.store.finish(batch));
         } catch (error) {
-          this.log.error({ err: error, jobs: batch.length }, 'recording outcomes failed; the sweeper will settle these jobs');
+          if (await this.waitForDatabase(error, batch.length)) {
+            this.outcomes.unshift(...batch);
+          } else {
+            this.log.error({ err: error, jobs: batch.length }, 'recording outcomes failed; the sweeper will settle these jobs');
+          }
         }
       }
     })().finally(() => {
@@ -284,7 +373,7 @@ export class QueueWorker {
 
   private async heartbeat(): Promise<void> {
     const running = [...this.executions.values()];
-    const held = [...running.map(({ job }) => job), ...this.buffer];
+    const held = [...running.map(({ job }) => job), ...this.starting, ...this.buffer];
     if (held.length === 0) {
       return;
     }
@@ -310,7 +399,14 @@ export class QueueWorker {
   private async sweep(): Promise<void> {
     try {
       for (const job of await this.store.sweep(this.options.lockGraceSeconds)) {
-        this.log.warn({ job_id: job.id, status: job.status, error: job.error }, `job swept to ${job.status}`);
+        if (job.started) {
+          this.log.warn({ job_id: job.id, status: job.status, error: job.error }, `job swept to ${job.status}`);
+        } else {
+          this.log.warn(
+            { job_id: job.id, status: job.status },
+            'reserved job handed back to the queue: its worker was lost before starting it',
+          );
+        }
       }
     } catch (error) {
       this.log.error({ err: error }, 'sweep failed');
@@ -342,9 +438,9 @@ export class QueueWorker {
     }
   }
 
-  /** Jobs claimed ahead never started: they go back at once, attempt given back. */
+  /** Reserved jobs never started: they go back to the queue at once, as they were. */
   private async releaseBuffered(): Promise<void> {
-    const ahead = this.buffer.splice(0);
+    const ahead = [...this.starting.splice(0), ...this.buffer.splice(0)];
     if (ahead.length === 0) {
       return;
     }
@@ -353,10 +449,13 @@ export class QueueWorker {
       ahead
         .filter((job) => released.has(job.id))
         .forEach((job) =>
-          this.log.info({ job_id: job.id, attempt: job.attempt, status: 'queued' }, 'job released at shutdown; its attempt was given back'),
+          this.log.info(
+            { job_id: job.id, attempt: job.attempt, status: 'queued' },
+            'reserved job handed back at shutdown; it never started',
+          ),
         );
     } catch (error) {
-      this.log.error({ err: error }, 'releasing prefetched jobs failed; the sweeper will settle them');
+      this.log.error({ err: error }, 'handing back reserved jobs failed; the sweeper will return them to the queue');
     }
   }
 
@@ -385,23 +484,38 @@ export class QueueWorker {
   }
 
   private async listen(): Promise<void> {
+    // A dying connection can report more than one error: the first one schedules the reconnect.
+    let lost = false;
+    const reconnect = (error: unknown, client: Client | null, message: string): void => {
+      if (lost) {
+        return;
+      }
+      lost = true;
+      this.log.warn({ err: error }, message);
+      this.listener = null;
+      void client?.end().catch(() => undefined);
+      // Backoff, so a database that is down is not asked every poll interval by every worker.
+      const delay = Math.min(this.options.pollIntervalMs * 2 ** this.listenFailures, LISTEN_BACKOFF_MAX_MS);
+      this.listenFailures += 1;
+      setTimeout(() => void (this.stopping ? undefined : this.listen()), delay).unref();
+    };
+    let client: Client | null = null;
     try {
-      const client = await this.options.connectListener();
-      client.on('notification', () => {
+      client = await this.options.connectListener();
+      const connection = client;
+      connection.on('notification', () => {
         this.notified = true;
         this.wakeUp();
       });
-      client.on('error', (error) => {
-        this.log.warn({ err: error }, 'LISTEN connection lost; polling until it is back');
-        this.listener = null;
-        void client.end().catch(() => undefined);
-        setTimeout(() => void (this.stopping ? undefined : this.listen()), this.options.pollIntervalMs).unref();
-      });
-      await client.query(`LISTEN ${JOBS_READY_CHANNEL}`);
-      this.listener = client;
+      connection.on('error', (error) => reconnect(error, connection, 'LISTEN connection lost; polling until it is back'));
+      await connection.query(`LISTEN ${JOBS_READY_CHANNEL}`);
+      this.listener = connection;
+      if (this.listenFailures > 0) {
+        this.log.info({ failures: this.listenFailures }, 'LISTEN connection restored');
+      }
+      this.listenFailures = 0;
     } catch (error) {
-      this.log.warn({ err: error }, 'LISTEN failed; polling until it works');
-      setTimeout(() => void (this.stopping ? undefined : this.listen()), this.options.pollIntervalMs).unref();
+      reconnect(error, client, 'LISTEN failed; polling until it works');
     }
   }
 

@@ -1,0 +1,130 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { freePort, startEmbeddedPostgres } from '../../scripts/embedded-postgres.mjs';
+import { query } from '../support/database';
+import { call } from '../support/http';
+import { ROOT_KEY } from '../support/principals';
+import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../support/processes';
+
+type Cluster = Awaited<ReturnType<typeof startEmbeddedPostgres>>;
+
+const FINAL = ['completed', 'failed', 'cancelled'];
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A database crash, not a clean restart: the postmaster is killed with SIGKILL while runs are being
+ * posted and executed, then started again (crash recovery). A cluster of its own, so the rest of the
+ * suite keeps its database.
+ */
+describe('PostgreSQL postmaster killed with SIGKILL under load', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'platform-crash-pg-'));
+  const options = { databaseDir: join(dir, 'data'), passwordFile: join(dir, 'password'), port: 0 };
+  let cluster: Cluster;
+  let url: string;
+  let api: RunningApi;
+  let worker: RunningProcess;
+
+  beforeAll(async () => {
+    options.port = await freePort();
+    cluster = await startEmbeddedPostgres(options);
+    url = cluster.url();
+    execFileSync(process.execPath, ['dist/libs/database/src/migrate.main.js'], { env: { ...process.env, DATABASE_URL: url } });
+    const env = { DATABASE_URL: url, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' };
+    api = await startApi(env);
+    worker = await startWorker({
+      DATABASE_URL: url,
+      DEMO_COMPONENTS: 'true',
+      QUEUE_LOCK_GRACE_SECONDS: '5',
+      QUEUE_POLL_INTERVAL_MS: '200',
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all([api?.stop('SIGKILL'), worker?.stop('SIGKILL')]);
+    await cluster?.stop().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('keeps the worker alive, answers 503 (never 500) while the database is down, and brings every accepted run to a final state', async () => {
+    const accepted: string[] = [];
+    const statuses = new Map<number, number>();
+    const unexpected: string[] = [];
+    let posting = true;
+    const posters = Array.from({ length: 8 }, async () => {
+      while (posting) {
+        const response = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+          token: ROOT_KEY,
+          raw: { body: 'message=hello&background=true', contentType: 'application/x-www-form-urlencoded' },
+        }).catch(() => null);
+        if (response) {
+          if (response.status !== 202 && response.status !== 503) {
+            unexpected.push(`${response.status} ${response.text.slice(0, 300)}`);
+          }
+          statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+          if (response.status === 202) {
+            accepted.push((response.body as { run_id: string }).run_id);
+          }
+          if (response.status >= 500) {
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          }
+        }
+      }
+    });
+
+    await waitFor(async () => accepted.length >= 100 || unexpected.length > 0, 30_000, '100 accepted runs before the crash');
+    expect(unexpected.slice(0, 5)).toEqual([]);
+    const postmaster = cluster.pid()!;
+    process.kill(postmaster, 'SIGKILL');
+    // Its backends notice the postmaster is gone and exit; only then can a new one start on the data directory.
+    await waitFor(async () => !alive(postmaster), 10_000, 'the postmaster to die');
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const acceptedDuringOutage = accepted.length;
+    cluster = await startEmbeddedPostgres(options);
+    await waitFor(async () => accepted.length >= acceptedDuringOutage + 100, 60_000, '100 more accepted runs after recovery');
+    posting = false;
+    await Promise.all(posters);
+
+    expect(statuses.get(503) ?? 0, 'the outage was seen by the api').toBeGreaterThan(0);
+    expect(
+      unexpected.slice(0, 5),
+      api
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('"level":50'))
+        .slice(0, 2)
+        .join('\n'),
+    ).toEqual([]);
+    expect(worker.child.exitCode, `worker output:\n${worker.output().slice(-3000)}`).toBeNull();
+    expect(api.child.exitCode).toBeNull();
+    // Its LISTEN connection came back on its own: new jobs wake it again instead of waiting for the poll.
+    expect(worker.output()).toContain('LISTEN connection lost');
+    await waitFor(async () => worker.output().includes('LISTEN connection restored'), 30_000, 'the LISTEN connection to be restored');
+
+    // Every run the api accepted (answered 202) survived the crash and reaches a final state.
+    await expect
+      .poll(
+        async () =>
+          (
+            await query<{ n: number }>(url, 'SELECT count(*)::int AS n FROM queue_jobs WHERE id = ANY($1) AND status = ANY($2)', [
+              accepted,
+              FINAL,
+            ])
+          )[0].n,
+        { timeout: 60_000, interval: 500 },
+      )
+      .toBe(accepted.length);
+  }, 180_000);
+});
