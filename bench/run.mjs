@@ -4,12 +4,14 @@ import { benchBulkRequeue } from './bulk-requeue.mjs';
 import { benchCliVersion } from './cli-version.mjs';
 import { benchModelStream } from './model-stream.mjs';
 import { benchQueue } from './queue.mjs';
+import { benchQueueReads } from './queue-reads.mjs';
 import { benchSchedules } from './schedules.mjs';
 
 const only = process.argv[2];
 const benches = {
   auth: benchAuth,
   queue: benchQueue,
+  'queue-reads': benchQueueReads,
   schedules: benchSchedules,
   'cli-version': benchCliVersion,
   'model-stream': benchModelStream,

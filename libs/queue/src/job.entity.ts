@@ -10,8 +10,10 @@ export type JobPayload = Record<string, string | number | boolean | null>;
 @Index('IDX_queue_jobs_claimable', ['availableAt', 'createdAt'], { where: `"status" = 'queued' AND "locked_by" IS NULL` })
 // The sweeper: locked jobs (running, or reserved by a worker's prefetch) by heartbeat age.
 @Index('IDX_queue_jobs_locked_heartbeat', ['heartbeatAt'], { where: `"locked_by" IS NOT NULL` })
+// The operator's list, first page by creation time; and the oldest queued job, for /queue/stats.
+@Index('IDX_queue_jobs_created', ['createdAt'])
+@Index('IDX_queue_jobs_queued_created', ['createdAt'], { where: `"status" = 'queued'` })
 // The statuses that wait for an operator: the dead-letter list (failed, cancelled) and paused jobs.
-// No wider list index: each one is written again at every claim and outcome (migration 1764200000001).
 @Index('IDX_queue_jobs_dead_letter', ['status', 'createdAt'], { where: `"status" IN ('failed', 'cancelled', 'paused')` })
 // Idempotency keys are unique per caller, anonymous callers (NULL user) included: the migration
 // creates it NULLS NOT DISTINCT, which TypeORM cannot express, so it is not synchronised from here.

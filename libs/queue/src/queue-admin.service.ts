@@ -1,11 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { isUUID } from 'class-validator';
-import { EntityManager, Repository } from 'typeorm';
+import { EntityManager } from 'typeorm';
 
 import { Env } from '@app/config';
 import { ValidationFailedException } from '@app/errors';
-import { fetchPage, Page, toPage } from '@app/pagination';
+import { Page, toPage } from '@app/pagination';
 
 import { CancellationIntents } from './cancellation-intents';
 import {
@@ -14,7 +12,6 @@ import {
   BulkJobsResultDto,
   JobDto,
   JobFilterDto,
-  JobSortField,
   ListJobsQuery,
   QueueStatsDto,
   RequeueQuery,
@@ -22,30 +19,11 @@ import {
 } from './job.dto';
 import { QueueJobEntity } from './job.entity';
 import { toJobDto } from './job.mapper';
-import { JOB_STATUSES, JobStatus } from './job-status';
-import { JOBS_READY_CHANNEL } from './notify';
+import { QueueJobRepository, SelectedJob } from './job.repository';
 import { QueueErrorCode, QueueException } from './queue.exception';
-
-const SORT_COLUMNS: Record<JobSortField, string> = {
-  created_at: 'job.created_at',
-  updated_at: 'job.updated_at',
-  completed_at: 'job.completed_at',
-  status: 'job.status',
-  attempt: 'job.attempt',
-  component_type: 'job.component_type',
-  component_id: 'job.component_id',
-  user_id: 'job.user_id',
-};
 
 /** Jobs changed per statement (and transaction) of a bulk operation: 10,000 jobs never hold one long transaction. */
 const BULK_BATCH = 500;
-
-interface Selected {
-  id: string;
-  status: JobStatus;
-  /** Failed within the lock grace: its worker may still be executing. */
-  recent: boolean;
-}
 
 /** The operator's view of the queue: list, one job, stats, and the requeue remedy. Admin-gated at the route. */
 @Injectable()
@@ -53,17 +31,13 @@ export class QueueAdminService {
   constructor(
     private readonly env: Env,
     private readonly intents: CancellationIntents,
-    @InjectRepository(QueueJobEntity) private readonly jobs: Repository<QueueJobEntity>,
+    private readonly jobs: QueueJobRepository,
   ) {}
 
   async list(query: ListJobsQuery): Promise<Page<JobDto>> {
     const startedAt = performance.now();
     const request = query.toPageRequest();
-    const builder = this.jobs.createQueryBuilder('job');
-    if (query.status?.length) {
-      builder.where('job.status IN (:...statuses)', { statuses: [...new Set(query.status)] });
-    }
-    const [rows, total] = await fetchPage(builder, request, { sort: SORT_COLUMNS[request.sortBy], id: 'job.id' });
+    const [rows, total] = await this.jobs.page([...new Set(query.status ?? [])], request);
     return toPage(request, rows.map(toJobDto), total, startedAt);
   }
 
@@ -72,14 +46,8 @@ export class QueueAdminService {
   }
 
   async stats(): Promise<QueueStatsDto> {
-    const rows: { status: JobStatus; count: number; oldest: number | null }[] = await this.jobs.query(
-      `SELECT status, count(*)::int AS count,
-              CASE WHEN status = 'queued' THEN floor(extract(epoch FROM now() - min(created_at)))::int END AS oldest
-       FROM queue_jobs GROUP BY status`,
-    );
-    const counts = Object.fromEntries(JOB_STATUSES.map((status) => [status, 0])) as Record<JobStatus, number>;
-    rows.forEach((row) => (counts[row.status] = row.count));
-    return { counts, oldest_queued_age_seconds: rows.find((row) => row.status === 'queued')?.oldest ?? null };
+    const [counts, oldest] = await Promise.all([this.jobs.countByStatus(), this.jobs.oldestQueuedAgeSeconds()]);
+    return { counts, oldest_queued_age_seconds: oldest };
   }
 
   /**
@@ -93,21 +61,7 @@ export class QueueAdminService {
       if (options.clear_cancellation) {
         await this.intents.clear(manager, id);
       }
-      await manager.update(
-        QueueJobEntity,
-        { id },
-        {
-          status: 'queued',
-          maxAttempts: () => 'max_attempts + 1',
-          availableAt: () => 'now()',
-          lockedBy: null,
-          lockedAt: null,
-          heartbeatAt: null,
-          completedAt: null,
-          updatedAt: () => 'now()',
-        },
-      );
-      await manager.query('SELECT pg_notify($1, $2)', [JOBS_READY_CHANNEL, '']);
+      await this.jobs.requeue(manager, id);
       return toJobDto(await this.find(manager, id, false));
     });
   }
@@ -122,25 +76,11 @@ export class QueueAdminService {
       reasonToSkip: (job) =>
         job.status !== 'failed' && job.status !== 'cancelled' ? `status:${job.status}` : job.recent && !request.force ? 'lock_grace' : null,
       apply: async (manager, ids) => {
-        // TypeORM answers an UPDATE with [rows, affected count].
-        const [changed]: [{ id: string }[], number] = await manager.query(
-          `UPDATE queue_jobs SET status = 'queued', max_attempts = max_attempts + 1, available_at = now(), locked_by = NULL,
-                  locked_at = NULL, heartbeat_at = NULL, completed_at = NULL, updated_at = now()
-           WHERE id = ANY ($1::uuid[]) AND status IN ('failed', 'cancelled')
-             AND ($2 OR status <> 'failed' OR completed_at IS NULL OR completed_at <= now() - make_interval(secs => $3))
-           RETURNING id`,
-          [ids, request.force, this.env.QUEUE_LOCK_GRACE_SECONDS],
-        );
-        if (changed.length > 0) {
-          if (request.clear_cancellation) {
-            await this.intents.clear(
-              manager,
-              changed.map((row) => row.id),
-            );
-          }
-          await manager.query('SELECT pg_notify($1, $2)', [JOBS_READY_CHANNEL, '']);
+        const changed = await this.jobs.requeueBatch(manager, ids, request.force, this.env.QUEUE_LOCK_GRACE_SECONDS);
+        if (changed.length > 0 && request.clear_cancellation) {
+          await this.intents.clear(manager, changed);
         }
-        return changed.map((row) => row.id);
+        return changed;
       },
     });
   }
@@ -149,22 +89,13 @@ export class QueueAdminService {
   async bulkCancel(request: BulkJobsDto): Promise<BulkJobsResultDto> {
     return this.bulk(request, {
       reasonToSkip: (job) => (job.status === 'queued' || job.status === 'paused' ? null : `status:${job.status}`),
-      apply: async (manager, ids) => {
-        const [changed]: [{ id: string }[], number] = await manager.query(
-          `UPDATE queue_jobs SET status = 'cancelled', completed_at = now(), updated_at = now(), error = 'Cancelled by an operator before it started',
-                  locked_by = NULL, locked_at = NULL, heartbeat_at = NULL
-           WHERE id = ANY ($1::uuid[]) AND status IN ('queued', 'paused')
-           RETURNING id`,
-          [ids],
-        );
-        return changed.map((row) => row.id);
-      },
+      apply: (manager, ids) => this.jobs.cancelBatch(manager, ids),
     });
   }
 
   private async bulk(
     request: BulkJobsDto,
-    rules: { reasonToSkip: (job: Selected) => string | null; apply: (manager: EntityManager, ids: string[]) => Promise<string[]> },
+    rules: { reasonToSkip: (job: SelectedJob) => string | null; apply: (manager: EntityManager, ids: string[]) => Promise<string[]> },
   ): Promise<BulkJobsResultDto> {
     const selected = await this.select(request.filter, request.limit);
     const skipped: SkippedJobDto[] = [];
@@ -192,25 +123,9 @@ export class QueueAdminService {
   }
 
   /** The jobs a filter selects, oldest first; an empty filter would select everything, so it is refused. */
-  private async select(filter: JobFilterDto, limit: number): Promise<Selected[]> {
-    const clauses: [unknown, (placeholder: string) => string][] = [
-      [filter.status?.length ? [...new Set(filter.status)] : undefined, (p) => `status = ANY (${p}::varchar[])`],
-      [filter.component_type, (p) => `component_type = ${p}`],
-      [filter.component_id, (p) => `component_id = ${p}`],
-      [filter.created_after, (p) => `created_at >= to_timestamp(${p})`],
-      [filter.created_before, (p) => `created_at < to_timestamp(${p})`],
-      [filter.error_contains, (p) => `strpos(lower(error), lower(${p})) > 0`],
-      [filter.ids?.length ? filter.ids : undefined, (p) => `id = ANY (${p}::uuid[])`],
-    ];
-    const conditions: string[] = [];
-    const params: unknown[] = [];
-    for (const [value, condition] of clauses) {
-      if (value !== undefined) {
-        params.push(value);
-        conditions.push(condition(`$${params.length}`));
-      }
-    }
-    if (conditions.length === 0) {
+  private async select(filter: JobFilterDto, limit: number): Promise<SelectedJob[]> {
+    const selected = await this.jobs.select(filter, limit, this.env.QUEUE_LOCK_GRACE_SECONDS);
+    if (!selected) {
       throw new ValidationFailedException([
         {
           loc: ['body', 'filter'],
@@ -221,12 +136,7 @@ export class QueueAdminService {
         },
       ]);
     }
-    params.push(this.env.QUEUE_LOCK_GRACE_SECONDS, limit);
-    return this.jobs.query(
-      `SELECT id, status, (status = 'failed' AND completed_at > now() - make_interval(secs => $${params.length - 1})) AS recent
-       FROM queue_jobs WHERE ${conditions.join(' AND ')} ORDER BY created_at, id LIMIT $${params.length}`,
-      params,
-    );
+    return selected;
   }
 
   private assertRequeueable(job: QueueJobEntity, options: RequeueQuery): void {
@@ -248,9 +158,7 @@ export class QueueAdminService {
   }
 
   private async find(manager: EntityManager, id: string, lock: boolean): Promise<QueueJobEntity> {
-    const job = isUUID(id)
-      ? await manager.findOne(QueueJobEntity, { where: { id }, ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}) })
-      : null;
+    const job = await this.jobs.findById(manager, id, lock);
     if (!job) {
       throw new QueueException(QueueErrorCode.JobNotFound, `Queue job '${id}' not found`);
     }

@@ -9,6 +9,7 @@ import { SchedulePolicies1764600000001 } from './1764600000001-SchedulePolicies'
 import { FailedLookups1764700000001 } from './1764700000001-FailedLookups';
 import { ServiceAccountNameRelease1764800000001 } from './1764800000001-ServiceAccountNameRelease';
 import { QueueReservations1764900000001 } from './1764900000001-QueueReservations';
+import { QueueJobCounts1765000000001 } from './1765000000001-QueueJobCounts';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -23,4 +24,5 @@ export const MIGRATIONS = [
   FailedLookups1764700000001,
   ServiceAccountNameRelease1764800000001,
   QueueReservations1764900000001,
+  QueueJobCounts1765000000001,
 ];

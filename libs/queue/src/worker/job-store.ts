@@ -189,6 +189,17 @@ const DELETE_EXPIRED = `
 
 const EXPIRY_BATCH = 1000;
 
+/**
+ * Folds the per-status count deltas the table's triggers append into one row per status, so reading
+ * the counts stays a sum over a handful of rows. Rows appended meanwhile are not in this statement's
+ * snapshot and stay as they are: no change is lost or counted twice, with any number of workers.
+ */
+const FOLD_COUNTS = `
+  WITH folded AS (
+    DELETE FROM queue_job_counts WHERE (SELECT count(*) FROM queue_job_counts) > $1 RETURNING status, delta
+  )
+  INSERT INTO queue_job_counts (status, delta) SELECT status, sum(delta) FROM folded GROUP BY status HAVING sum(delta) <> 0`;
+
 const INTENT_LIVE = `SELECT EXISTS (SELECT 1 FROM queue_cancellation_intents i WHERE i.run_id = $1 AND ${intentIsLive('i', '$2')}) AS live`;
 
 const DELETE_STALE_INTENTS = `DELETE FROM queue_cancellation_intents i WHERE NOT (${intentIsLive('i', '$1')})`;
@@ -268,6 +279,11 @@ export class JobStore {
     const values = [this.workerId, jobs.map((job) => job.id), jobs.map((job) => job.attempt)];
     const { rows } = await this.pool.query<{ id: string }>({ text: RELEASE, values });
     return rows.map((row) => row.id);
+  }
+
+  /** Folds the count deltas when there are more rows than statuses. */
+  async foldCounts(statuses: number): Promise<void> {
+    await this.pool.query({ name: 'queue_fold_counts', text: FOLD_COUNTS, values: [statuses] });
   }
 
   async cancellationRequested(id: string, cancelIntentTtlSeconds: number): Promise<boolean> {
