@@ -39,6 +39,31 @@ const ENQUEUE_SQL = `
 
 const BULK_ANALYZE_THRESHOLD = 1000;
 
+/** Placeholders (`$n`, or SQL expressions over the source's columns) for the columns of a job made with its subject. */
+export interface JobColumns {
+  componentType: string;
+  componentId: string;
+  sessionId: string;
+  userId: string;
+  payload: string;
+  idempotencyKey: string;
+}
+
+/**
+ * For a statement that creates a job's subject (a run) and the job in one round trip: CTE bodies
+ * that insert one run job per row of `source` (a CTE whose `id` becomes the job id) and then
+ * notify idle workers, delivered on commit. `job` then yields the ids inserted.
+ */
+export function enqueueWith(source: string, columns: JobColumns): { job: string; notified: string } {
+  return {
+    job: `INSERT INTO queue_jobs (id, job_type, component_type, component_id, session_id, user_id, payload, idempotency_key, max_attempts)
+          SELECT id, '${RUN_JOB_TYPE}', ${columns.componentType}, ${columns.componentId}, ${columns.sessionId}, ${columns.userId},
+                 ${columns.payload}::jsonb, ${columns.idempotencyKey}, 1
+          FROM ${source} RETURNING id`,
+    notified: `CASE WHEN EXISTS (SELECT 1 FROM job) THEN pg_notify('${JOBS_READY_CHANNEL}', '') END`,
+  };
+}
+
 export async function enqueueJobs(db: Queryable, requests: readonly EnqueueRequest[]): Promise<string[]> {
   const columns = requests.map((request) => [
     request.id ?? randomUUID(),

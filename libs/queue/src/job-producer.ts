@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { EntityManager, In } from 'typeorm';
 
 import { CancellationIntents } from './cancellation-intents';
-import { enqueueJobs, EnqueueRequest } from './enqueue';
 import { QueueJobEntity } from './job.entity';
 import { JobStatus } from './job-status';
 
@@ -10,17 +9,12 @@ import { JobStatus } from './job-status';
 const WAITING: JobStatus[] = ['queued', 'paused'];
 
 /**
- * The producer side of the queue, always inside the caller's transaction so a job exists
- * exactly when the row it works on (the run) does.
+ * The producer side's changes to a job, inside the caller's transaction so the job and the row it
+ * works on (the run) change together. Jobs are created with their run in one statement (enqueueWith).
  */
 @Injectable()
 export class JobProducer {
   constructor(private readonly intents: CancellationIntents) {}
-
-  /** The job is skipped when its id or idempotency key exists: the run insert beside it settles which run answers. */
-  async enqueue(manager: EntityManager, request: EnqueueRequest & { id: string }): Promise<void> {
-    await enqueueJobs(manager, [request]);
-  }
 
   /**
    * Records a cancellation intent; a waiting job becomes `cancelled` at once (a worker's claim

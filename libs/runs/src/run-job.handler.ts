@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import type { ClientBase } from 'pg';
 
-import { ClaimedJob, ExpiredJob, HandlesJobs, JobContext, JobHandler, JobResult, RUN_JOB_TYPE } from '@app/queue';
+import { ClaimedJob, ExpiredJob, HandlesJobs, JobContext, JobHandler, JobResult, RecordedResult, RUN_JOB_TYPE } from '@app/queue';
 
 import { ComponentKind } from './component';
 import { ComponentRegistry } from './component.registry';
-import { RunRepository } from './run.repository';
+import { RunOutcome, RunRepository } from './run.repository';
 import { RunExecutor } from './run-executor';
 
 /** Executes a background run on a worker; the run's row is written with the job's outcome, under the job's fence. */
@@ -34,8 +34,16 @@ export class RunJobHandler implements JobHandler {
     return {
       outcome: outcome.status === 'completed' || outcome.status === 'cancelled' || outcome.status === 'paused' ? outcome.status : 'failed',
       error: outcome.error,
-      record: (tx) => this.runs.recordInQueueTransaction(tx, job.id, outcome),
+      details: outcome,
     };
+  }
+
+  /** The runs' content and usage, in the queue's fenced transaction: one statement per batch of finished jobs. */
+  record(tx: ClientBase, results: readonly RecordedResult[]): Promise<void> {
+    return this.runs.recordOutcomes(
+      tx,
+      results.map(({ id, details }) => ({ id, outcome: details as RunOutcome })),
+    );
   }
 
   /** A run whose job ended without the handler writing it (swept, cancelled at claim) keeps the job's final state. */

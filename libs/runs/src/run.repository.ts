@@ -5,7 +5,7 @@ import { EntityManager, IsNull, Repository, SelectQueryBuilder } from 'typeorm';
 
 import { DataScope } from '@app/access';
 import { fetchPage, PageRequest } from '@app/pagination';
-import { ExpiredJob, QueueJobEntity } from '@app/queue';
+import { enqueueWith, ExpiredJob, JobPayload, QueueJobEntity } from '@app/queue';
 
 import { ComponentKind, ModelUsage, Turn } from './component';
 import { RunEntity } from './run.entity';
@@ -22,6 +22,36 @@ export interface RunOutcome {
   usage?: ModelUsage | null;
 }
 
+const BACKGROUND_JOB = enqueueWith('run', {
+  componentType: '$3',
+  componentId: '$4',
+  sessionId: '$2',
+  userId: '$5',
+  payload: '$8',
+  idempotencyKey: '$7',
+});
+
+/** The session of a run that opens it. */
+const NEW_SESSION = `INSERT INTO sessions (id, component_type, component_id, user_id) VALUES ($2, $3, $4, $5) RETURNING id`;
+
+/** A session the run continues: created when the id is new, marked used when it is the same user's, else nothing (no row). */
+const JOINED_SESSION = `INSERT INTO sessions (id, component_type, component_id, user_id) VALUES ($2, $3, $4, $5)
+  ON CONFLICT (id) DO UPDATE SET updated_at = now() WHERE sessions.user_id IS NOT DISTINCT FROM EXCLUDED.user_id
+  RETURNING id`;
+
+/** A background run in one statement: its session, the run, its job, and the wake-up of idle workers. */
+const backgroundRun = (session: string) => `
+  WITH session AS (${session}),
+  run AS (
+    INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message, idempotency_key)
+    SELECT $1, id, $3, $4, $5, true, 'queued', $6, $7 FROM session RETURNING id
+  ),
+  job AS (${BACKGROUND_JOB.job})
+  SELECT (SELECT count(*)::int FROM job) AS created, ${BACKGROUND_JOB.notified} AS notified`;
+
+const BACKGROUND_RUN_NEW_SESSION = backgroundRun(NEW_SESSION);
+const BACKGROUND_RUN_JOINED_SESSION = backgroundRun(JOINED_SESSION);
+
 /** Earlier turns a run sees: at most this many runs back, so a long session costs a bounded read. */
 const HISTORY_RUNS = 50;
 
@@ -32,6 +62,26 @@ export class RunRepository {
 
   async insert(manager: EntityManager, run: RunEntity): Promise<void> {
     await manager.insert(RunEntity, run);
+  }
+
+  /**
+   * A background run in one round trip and no entity hydration: its session (new, or an existing
+   * one of the same user, marked used), the run and its job, workers notified on commit. False,
+   * with nothing written, when the session belongs to another user. A repeated idempotency key
+   * fails with the unique violation of RUN_IDEMPOTENCY_CONSTRAINT.
+   */
+  async insertBackground(run: RunEntity, newSession: boolean, payload: JobPayload): Promise<boolean> {
+    const [row]: { created: number }[] = await this.rows.query(newSession ? BACKGROUND_RUN_NEW_SESSION : BACKGROUND_RUN_JOINED_SESSION, [
+      run.id,
+      run.sessionId,
+      run.componentType,
+      run.componentId,
+      run.userId,
+      run.message,
+      run.idempotencyKey,
+      JSON.stringify(payload),
+    ]);
+    return row.created === 1;
   }
 
   findById(scope: DataScope, id: string, component?: { kind: ComponentKind; id: string }): Promise<RunEntity | null> {
@@ -77,22 +127,24 @@ export class RunRepository {
     await this.rows.update({ id }, { ...result, ...usageColumns(usage), completedAt: () => 'now()', updatedAt: () => 'now()' });
   }
 
-  /** A background run's outcome, written inside the queue's fenced transaction (see JobResult.record). */
-  async recordInQueueTransaction(tx: ClientBase, id: string, outcome: RunOutcome): Promise<void> {
+  /** Background runs' outcomes, written inside the queue's fenced transaction (see JobHandler.record): one statement. */
+  async recordOutcomes(tx: ClientBase, results: readonly { id: string; outcome: RunOutcome }[]): Promise<void> {
+    const column = <T>(pick: (outcome: RunOutcome) => T) => results.map(({ outcome }) => pick(outcome));
     await tx.query({
-      name: 'runs_record_outcome',
-      text: `UPDATE runs SET status = $2::varchar, content = $3, error = $4, updated_at = now(),
-               completed_at = CASE WHEN $2::varchar IN ('completed', 'failed', 'cancelled') THEN now() ELSE NULL END,
-               model = $5, input_tokens = $6, output_tokens = $7
-             WHERE id = $1`,
+      text: `UPDATE runs r SET status = o.status, content = o.content, error = o.error, updated_at = now(),
+               completed_at = CASE WHEN o.status IN ('completed', 'failed', 'cancelled') THEN now() ELSE NULL END,
+               model = o.model, input_tokens = o.input_tokens, output_tokens = o.output_tokens
+             FROM unnest($1::uuid[], $2::varchar[], $3::text[], $4::text[], $5::varchar[], $6::int[], $7::int[])
+               AS o(id, status, content, error, model, input_tokens, output_tokens)
+             WHERE r.id = ANY ($1::uuid[]) AND r.id = o.id`,
       values: [
-        id,
-        outcome.status,
-        outcome.content,
-        outcome.error,
-        outcome.usage?.model ?? null,
-        outcome.usage?.inputTokens ?? null,
-        outcome.usage?.outputTokens ?? null,
+        results.map(({ id }) => id),
+        column((outcome) => outcome.status),
+        column((outcome) => outcome.content),
+        column((outcome) => outcome.error),
+        column((outcome) => outcome.usage?.model ?? null),
+        column((outcome) => outcome.usage?.inputTokens ?? null),
+        column((outcome) => outcome.usage?.outputTokens ?? null),
       ],
     });
   }

@@ -9,7 +9,7 @@ import { attributedUser, DataScope, Principal } from '@app/access';
 import { Env } from '@app/config';
 import { isUniqueViolation, toEpoch } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
-import { CancellationIntents, JobProducer, TERMINAL_STATUSES } from '@app/queue';
+import { CancellationIntents, JobPayload, JobProducer, TERMINAL_STATUSES } from '@app/queue';
 
 import { Component, ComponentKind } from './component';
 import { ComponentRegistry } from './component.registry';
@@ -159,18 +159,26 @@ export class RunsService {
     }
     const userId = attributedUser(caller, request.user_id);
     const key = idempotencyKey(request);
-    if (key !== null) {
-      const earlier = await this.runs.findByIdempotencyKey(userId, key);
-      if (earlier) {
-        return { run: this.sameComponent(earlier, component, key), created: false };
-      }
-    }
     const run = newRun(component, request, userId, key, background);
+    const newSession = request.session_id === undefined;
     try {
-      await this.dataSource.transaction((manager) => this.store(manager, run, request.session_id === undefined));
+      if (background) {
+        // One round trip: no lookup first; a repeated key meets the unique constraint and answers below.
+        if (!(await this.runs.insertBackground(run, newSession, jobPayload(run, newSession)))) {
+          throw new RunException(RunErrorCode.SessionNotFound, `Session '${run.sessionId}' not found`);
+        }
+        return { run, created: true };
+      }
+      if (key !== null) {
+        const earlier = await this.runs.findByIdempotencyKey(userId, key);
+        if (earlier) {
+          return { run: this.sameComponent(earlier, component, key), created: false };
+        }
+      }
+      await this.dataSource.transaction((manager) => this.store(manager, run, newSession));
     } catch (error) {
       if (key !== null && isUniqueViolation(error, RUN_IDEMPOTENCY_CONSTRAINT)) {
-        // A concurrent request with the same key won the race: answer with its run.
+        // An earlier request with the same key (or a concurrent one that won the race): answer with its run.
         return { run: this.sameComponent((await this.runs.findByIdempotencyKey(userId, key))!, component, key), created: false };
       }
       throw error;
@@ -178,6 +186,7 @@ export class RunsService {
     return { run, created: true };
   }
 
+  /** A run executed in this process: its session and the run, in the caller's transaction. */
   private async store(manager: EntityManager, run: RunEntity, newSession: boolean): Promise<void> {
     const session = Object.assign(new SessionEntity(), {
       id: run.sessionId,
@@ -191,18 +200,6 @@ export class RunsService {
       throw new RunException(RunErrorCode.SessionNotFound, `Session '${run.sessionId}' not found`);
     }
     await this.runs.insert(manager, run);
-    if (run.background) {
-      await this.producer.enqueue(manager, {
-        id: run.id,
-        componentType: run.componentType,
-        componentId: run.componentId,
-        sessionId: run.sessionId,
-        userId: run.userId,
-        // A run that opened its session has no history: the worker skips reading it.
-        payload: newSession ? { message: run.message } : { message: run.message, continues_session: true },
-        idempotencyKey: run.idempotencyKey,
-      });
-    }
   }
 
   private sameComponent(run: RunEntity, component: Component, key: string): RunEntity {
@@ -266,6 +263,11 @@ function newRun(component: Component, request: RunRequest, userId: string | null
     updatedAt: now,
     completedAt: null,
   });
+}
+
+/** What the worker needs besides the job's columns. A run that opened its session has no history: the worker skips reading it. */
+function jobPayload(run: RunEntity, newSession: boolean): JobPayload {
+  return newSession ? { message: run.message } : { message: run.message, continues_session: true };
 }
 
 function toInput(run: RunEntity, request: RunRequest): RunInput {

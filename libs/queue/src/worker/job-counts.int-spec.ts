@@ -64,7 +64,11 @@ describe('queue job counts', () => {
       `SELECT id, attempt FROM queue_jobs WHERE status = 'running' ORDER BY id`,
     );
     const outcomes = ['completed', 'failed', 'cancelled', 'paused'] as const;
-    await store.finish(running.slice(0, 40).map((row, i) => ({ id: row.id, attempt: row.attempt, outcome: outcomes[i % 4], error: null })));
+    await store.finish(
+      running
+        .slice(0, 40)
+        .map((row, i) => ({ id: row.id, jobType: JOB_TYPE, attempt: row.attempt, outcome: outcomes[i % 4], error: null })),
+    );
     await expectExactCounts();
 
     // The rest of the running jobs, and the reservations, lose their worker: swept.

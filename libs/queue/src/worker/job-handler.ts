@@ -36,11 +36,14 @@ export interface JobResult {
   outcome: JobOutcome;
   /** The attempt's error (failed, cancelled); null when it succeeded. */
   error?: string | null;
-  /**
-   * Writes that belong with the outcome (a run's content): run in the transaction that records
-   * the outcome, and only when the fence still holds, so a lost worker's late result never lands.
-   */
-  record?: (tx: ClientBase) => Promise<void>;
+  /** What the handler keeps in its own records about this attempt (a run's content): handed to its record(). */
+  details?: unknown;
+}
+
+/** One attempt's details, for JobHandler.record. */
+export interface RecordedResult {
+  id: string;
+  details: unknown;
 }
 
 /** A terminal job deleted past QUEUE_RETENTION_SECONDS, with the state it ended in. */
@@ -54,6 +57,12 @@ export interface ExpiredJob {
 /** Runs one job type. Boot fails when a job type has no handler or two. */
 export interface JobHandler {
   handle(job: ClaimedJob, context: JobContext): Promise<JobResult>;
+  /**
+   * Writes that belong with the outcomes (a run's content), for a batch of attempts that returned
+   * details: inside the transaction that records the outcomes, and only for the attempts whose
+   * fence held, so a lost worker's late result never lands.
+   */
+  record?(tx: ClientBase, results: readonly RecordedResult[]): Promise<void>;
   /**
    * Jobs of this type being deleted past retention, inside the deleting transaction: the place to
    * keep their final state in the handler's own records, since the job was its authority until now.

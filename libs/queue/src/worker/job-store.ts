@@ -9,9 +9,12 @@ import { ClaimedJob, ExpiredJob, JobOutcome } from './job-handler';
 /** One finished attempt, fenced by (id, attempt) and the worker that holds it. */
 export interface FinishedAttempt {
   id: string;
+  jobType: string;
   attempt: number;
   outcome: JobOutcome;
   error: string | null;
+  /** What the handler keeps about the attempt in its own records (JobResult.details). */
+  details?: unknown;
 }
 
 export interface RecordedState {

@@ -8,7 +8,7 @@ import { isDatabaseUnavailable } from '@app/database';
 import { JOB_STATUSES } from '../job-status';
 import { JOBS_READY_CHANNEL } from '../notify';
 import { ClaimedJob, JobContext, JobHandler, JobResult, JobStopped } from './job-handler';
-import { ExpiredRow, FinishedAttempt, JobStore, StartedAttempt } from './job-store';
+import { ExpiredRow, FinishedAttempt, JobStore, RecordedState, StartedAttempt } from './job-store';
 
 export interface QueueWorkerOptions {
   pool: Pool;
@@ -80,7 +80,6 @@ export class QueueWorker {
   private startWrite: Promise<void> | null = null;
   private readonly outcomes: FinishedAttempt[] = [];
   private flushing: Promise<void> | null = null;
-  private readonly recordings = new Set<Promise<void>>();
   private timers: NodeJS.Timeout[] = [];
   private listener: Client | null = null;
   private loop: Promise<void> | null = null;
@@ -126,7 +125,6 @@ export class QueueWorker {
     if (!drained) {
       await this.releaseUnfinished();
     }
-    await Promise.all([...this.recordings]);
     await this.flushAll();
     this.timers.forEach(clearInterval);
     await this.listener?.end().catch(() => undefined);
@@ -256,26 +254,20 @@ export class QueueWorker {
     }
   }
 
-  /**
-   * The slot frees as soon as the handler returns. Outcomes without extra writes join the next
-   * batched write; one with a `record` step gets its own fenced transaction.
-   */
+  /** The slot frees as soon as the handler returns; the outcome joins the next batched write. */
   private settle({ job }: Execution, result: JobResult): void {
     this.executions.delete(job.id);
     this.startBuffered();
     this.wakeUp();
-    const attempt: FinishedAttempt = { id: job.id, attempt: job.attempt, outcome: result.outcome, error: result.error ?? null };
-    if (!result.record) {
-      this.outcomes.push(attempt);
-      void this.flush();
-      return;
-    }
-    const recording = this.recordWith(attempt, result.record)
-      .catch((error: unknown) =>
-        this.log.error({ err: error, job_id: job.id }, 'recording the outcome failed; the sweeper will settle the job'),
-      )
-      .finally(() => this.recordings.delete(recording));
-    this.recordings.add(recording);
+    this.outcomes.push({
+      id: job.id,
+      jobType: job.jobType,
+      attempt: job.attempt,
+      outcome: result.outcome,
+      error: result.error ?? null,
+      details: result.details,
+    });
+    void this.flush();
   }
 
   /**
@@ -292,28 +284,34 @@ export class QueueWorker {
     return true;
   }
 
-  private async recordWith(attempt: FinishedAttempt, record: NonNullable<JobResult['record']>): Promise<void> {
-    for (;;) {
-      try {
-        return await this.recordOnce(attempt, record);
-      } catch (error) {
-        if (!(await this.waitForDatabase(error, 1))) {
-          throw error;
-        }
-      }
+  /**
+   * One batch of outcomes. When handlers keep records of their own (a run's content), those are
+   * written in the same transaction, for the attempts whose fence held only: a lost worker's late
+   * result never lands. Either way one statement per kind of write, whatever the batch size.
+   */
+  private async write(batch: readonly FinishedAttempt[]): Promise<RecordedState[]> {
+    const recorded = [...this.options.handlers].filter(
+      ([jobType, handler]) => handler.record && batch.some((attempt) => attempt.jobType === jobType && attempt.details !== undefined),
+    );
+    if (recorded.length === 0) {
+      return this.store.finish(batch);
     }
-  }
-
-  private async recordOnce(attempt: FinishedAttempt, record: NonNullable<JobResult['record']>): Promise<void> {
     const client = await this.options.pool.connect();
     try {
       await client.query('BEGIN');
-      const written = await this.store.finish([attempt], client);
-      if (written.length > 0) {
-        await record(client);
+      const written = await this.store.finish(batch, client);
+      const held = new Set(written.map((row) => row.id));
+      for (const [jobType, handler] of recorded) {
+        const results = batch.filter((attempt) => attempt.jobType === jobType && attempt.details !== undefined && held.has(attempt.id));
+        if (results.length > 0) {
+          await handler.record!(
+            client,
+            results.map((attempt) => ({ id: attempt.id, details: attempt.details })),
+          );
+        }
       }
       await client.query('COMMIT');
-      this.logWritten([attempt], written);
+      return written;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;
@@ -332,7 +330,7 @@ export class QueueWorker {
       while (this.outcomes.length > 0) {
         const batch = this.outcomes.splice(0);
         try {
-          this.logWritten(batch, await this.store.finish(batch));
+          this.logWritten(batch, await this.write(batch));
         } catch (error) {
           if (await this.waitForDatabase(error, batch.length)) {
             this.outcomes.unshift(...batch);
