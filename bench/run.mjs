@@ -1,5 +1,6 @@
 // `npm run bench`: every benchmark, one after another, printing markdown to paste into bench/RESULTS.md.
 import { benchAuth } from './auth.mjs';
+import { benchBackgroundPost } from './background-post.mjs';
 import { benchBulkRequeue } from './bulk-requeue.mjs';
 import { benchCliVersion } from './cli-version.mjs';
 import { benchModelStream } from './model-stream.mjs';
@@ -11,6 +12,7 @@ const only = process.argv[2];
 const benches = {
   auth: benchAuth,
   queue: benchQueue,
+  'background-post': benchBackgroundPost,
   'queue-reads': benchQueueReads,
   schedules: benchSchedules,
   'cli-version': benchCliVersion,

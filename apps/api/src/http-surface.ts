@@ -1,4 +1,3 @@
-import helmet from '@fastify/helmet';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { FastifyReply, FastifyRequest } from 'fastify';
 import helmetHeaders, { HelmetOptions } from 'helmet';
@@ -27,7 +26,7 @@ export const CONTENT_SECURITY_POLICY = {
 };
 
 /**
- * Security headers on every response, from @fastify/helmet: nosniff, no Referer, no framing
+ * Security headers on every response, from helmet: nosniff, no Referer, no framing
  * (X-Frame-Options: DENY and frame-ancestors 'none'), the CSP above. No Strict-Transport-Security and no
  * upgrade-insecure-requests: the api speaks plain HTTP and TLS belongs to whatever terminates it, which
  * decides about HSTS for its whole host name.
@@ -39,11 +38,21 @@ const SECURITY_HEADERS: HelmetOptions = {
   strictTransportSecurity: false,
 };
 
-async function registerSecurityHeaders(app: NestFastifyApplication): Promise<void> {
-  await app.register(helmet, SECURITY_HEADERS);
-}
-
+/** Built once: helmet turns the options into header values when called, not per response. */
 const setSecurityHeaders = helmetHeaders(SECURITY_HEADERS);
+
+/**
+ * On every response. helmet's own Fastify plugin rebuilds the middleware (and re-parses the CSP) for
+ * every request; the headers never change, so one middleware serves them all.
+ */
+function registerSecurityHeaders(app: NestFastifyApplication): void {
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: () => void) =>
+      setSecurityHeaders(request.raw, reply.raw, done),
+    );
+}
 
 /**
  * The same headers for a reply that no hook sees: Fastify answers a malformed URL from its router
@@ -145,7 +154,7 @@ function refuseForeignHosts(app: NestFastifyApplication, env: Env, mode: AuthMod
 
 /** The rules every route shares, registered before any route or plugin so that they reach all of them. */
 export async function registerHttpSurface(app: NestFastifyApplication, env: Env, mode: AuthMode, bodyLimit: number): Promise<void> {
-  await registerSecurityHeaders(app);
+  registerSecurityHeaders(app);
   refuseForeignHosts(app, env, mode);
   acceptEmptyBodies(app, bodyLimit);
 }
