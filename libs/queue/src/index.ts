@@ -17,3 +17,4 @@ export * from './worker/job-handler';
 export * from './worker/job-store';
 export * from './worker/queue-worker';
 export * from './worker/queue-worker.module';
+export * from './worker/work-store';

@@ -11,6 +11,7 @@ import { createLogger } from '@app/logging';
 
 import { JOB_TYPES } from '../job-status';
 import { JOB_HANDLER, JobHandler } from './job-handler';
+import { JobStore } from './job-store';
 import { QueueWorker } from './queue-worker';
 
 /** `host:pid:random`: unique per process, and readable in `locked_by`. */
@@ -50,13 +51,12 @@ export class QueueWorkerService implements OnApplicationBootstrap, OnModuleDestr
         await client.connect();
         return client;
       },
-      workerId: newWorkerId(),
+      store: new JobStore(this.pool, newWorkerId(), this.env.QUEUE_CANCEL_INTENT_TTL_SECONDS),
       handlers,
       concurrency: this.env.WORKER_CONCURRENCY,
       prefetch: this.env.WORKER_PREFETCH,
       pollIntervalMs: this.env.QUEUE_POLL_INTERVAL_MS,
       lockGraceSeconds: this.env.QUEUE_LOCK_GRACE_SECONDS,
-      cancelIntentTtlSeconds: this.env.QUEUE_CANCEL_INTENT_TTL_SECONDS,
       retentionSeconds: this.env.QUEUE_RETENTION_SECONDS,
       logger,
     });
