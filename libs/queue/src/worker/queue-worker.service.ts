@@ -14,6 +14,13 @@ import { JOB_HANDLER, JobHandler } from './job-handler';
 import { JobStore } from './job-store';
 import { QueueWorker } from './queue-worker';
 
+/** The dedicated connection a queue engine LISTENs on. */
+export async function connectListener(connectionString: string): Promise<ConnectionClient> {
+  const client = new ConnectionClient({ connectionString });
+  await client.connect();
+  return client;
+}
+
 /** `host:pid:random`: unique per process, and readable in `locked_by`. */
 function newWorkerId(): string {
   return `${hostname().slice(0, 80)}:${process.pid}:${randomBytes(3).toString('hex')}`;
@@ -46,11 +53,7 @@ export class QueueWorkerService implements OnApplicationBootstrap, OnModuleDestr
     this.pool = new Pool({ connectionString, max: this.env.WORKER_CONCURRENCY + 2, Client: ConnectionClient });
     this.worker = new QueueWorker({
       pool: this.pool,
-      connectListener: async () => {
-        const client = new ConnectionClient({ connectionString });
-        await client.connect();
-        return client;
-      },
+      connectListener: () => connectListener(connectionString),
       store: new JobStore(this.pool, newWorkerId(), this.env.QUEUE_CANCEL_INTENT_TTL_SECONDS),
       handlers,
       concurrency: this.env.WORKER_CONCURRENCY,

@@ -22,6 +22,11 @@ export interface QueueWorkerOptions<Work extends HeldWork = ClaimedJob> {
    * handed back at a graceful stop, and swept back to the queue untouched after a crash.
    */
   prefetch: number;
+  /**
+   * Without prefetch: while anything runs, claim only once this many slots are free (default 1), so
+   * a store whose claim is a transaction of several statements makes fewer, larger ones.
+   */
+  claimAtLeast?: number;
   pollIntervalMs: number;
   lockGraceSeconds: number;
   /** 0: the store keeps its finished items. */
@@ -137,11 +142,11 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     const jobTypes = [...this.options.handlers.keys()];
     const capacity = this.options.concurrency + this.options.prefetch;
     // With a prefetch buffer, refill only once half of it is free, so claims stay large.
-    const refillAt = this.options.prefetch === 0 ? 1 : Math.ceil(capacity / 2);
+    const refillAt = this.options.prefetch === 0 ? (this.options.claimAtLeast ?? 1) : Math.ceil(capacity / 2);
     while (!this.stopping) {
       const held = this.executions.size + this.starting.length + this.buffer.length;
       const room = capacity - held;
-      if (room < refillAt) {
+      if (room === 0 || (room < refillAt && held > 0)) {
         await this.idle(null);
         continue;
       }
