@@ -59,7 +59,12 @@ async function round(db, url, api, workerCount) {
   // A minute boundary at least 20 s away, so the workers have booted before it.
   const due = new Date(Math.ceil((Date.now() + 20_000) / 60_000) * 60_000);
   await db.query(`UPDATE schedules SET next_run_at = $1 WHERE name LIKE 'bench-%'`, [due]);
-  const workerEnv = { DATABASE_URL: url, PUBLIC_URL: apiUrl, OS_SECURITY_KEY: ROOT_KEY, ...(process.env.BENCH_SCHEDULE_CONCURRENCY ? { SCHEDULE_CONCURRENCY: process.env.BENCH_SCHEDULE_CONCURRENCY } : {}) };
+  const workerEnv = {
+    DATABASE_URL: url,
+    PUBLIC_URL: apiUrl,
+    OS_SECURITY_KEY: ROOT_KEY,
+    ...(process.env.BENCH_SCHEDULE_CONCURRENCY ? { SCHEDULE_CONCURRENCY: process.env.BENCH_SCHEDULE_CONCURRENCY } : {}),
+  };
   const workers = await Promise.all(
     Array.from({ length: workerCount }, () =>
       startApp('dist/apps/worker/src/main.js', workerEnv, { portVariable: 'WORKER_HEALTH_PORT', healthPath: '/readyz' }),

@@ -3,7 +3,7 @@ import type { ClientBase, Pool } from 'pg';
 import { FinishedAttempt, HeldJob, HeldWork, JobOutcome, RecordedState, StartedAttempt, SweptWork, WorkStore } from '@app/queue';
 
 import { JsonObject, OverlapPolicy } from './schedule.entity';
-import { FireState, fireInFlight, fireStates } from './schedule-overlap';
+import { fireInFlight, FireState, fireStates } from './schedule-overlap';
 import { ScheduleAttempt, ScheduleRunStatus } from './schedule-run.entity';
 
 export const SCHEDULE_FIRE_JOB_TYPE = 'schedule_fire';

@@ -8,8 +8,8 @@ import { ServiceAccountsService } from '@app/service-accounts';
 
 import { ScheduleCredentials } from './schedule-credentials';
 import { ScheduleDispatchRepository } from './schedule-dispatch.repository';
-import { ClaimedFire, FIRE_STATUS, FireDetails } from './schedule-fire-store';
 import { normalizedEndpoint } from './schedule-endpoint';
+import { ClaimedFire, FIRE_STATUS, FireDetails } from './schedule-fire-store';
 import { clip, isRetryableStatus, isTerminalRunStatus, requestBody, runError, StartedRun, startedRun } from './schedule-http';
 import { ScheduleAttempt } from './schedule-run.entity';
 import { runPath, TargetType } from './schedule-target';
@@ -74,7 +74,11 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
       const { outcome, record } = await this.attempt(fire, attempt, shutdown);
       const final = outcome.ok || !outcome.retryable || attempt > fire.maxRetries || shutdown.aborted;
       if (final) {
-        return { fired: result(outcome.ok ? 'completed' : 'failed', outcome.error, record), statusCode: outcome.statusCode, attempts: attempt };
+        return {
+          fired: result(outcome.ok ? 'completed' : 'failed', outcome.error, record),
+          statusCode: outcome.statusCode,
+          attempts: attempt,
+        };
       }
       await this.dispatch.recordAttempt(fire.id, fire.lockedBy, record);
       await sleep(fire.retryDelaySeconds * 1000, shutdown);

@@ -271,10 +271,7 @@ export class JobStore implements WorkStore<ClaimedJob> {
    * Deletes terminal jobs past retention, a batch per transaction until none is left; `settle`
    * gets each batch inside its transaction (the job types' expire hooks). Returns how many went.
    */
-  async deleteExpired(
-    retentionSeconds: number,
-    settle: (tx: ClientBase, jobs: ExpiredRow[]) => Promise<void>,
-  ): Promise<number> {
+  async deleteExpired(retentionSeconds: number, settle: (tx: ClientBase, jobs: ExpiredRow[]) => Promise<void>): Promise<number> {
     let deleted = 0;
     let batch: number;
     do {
