@@ -17,3 +17,5 @@ export * from './worker/job-handler';
 export * from './worker/job-store';
 export * from './worker/queue-worker';
 export * from './worker/queue-worker.module';
+export { connectListener } from './worker/queue-worker.service';
+export * from './worker/work-store';

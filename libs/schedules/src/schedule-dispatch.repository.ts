@@ -3,25 +3,10 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 
 import { nextRunAt } from './cron';
-import { CatchupPolicy, JsonObject, OverlapPolicy } from './schedule.entity';
-import { admit, fireInFlight, FireState, fireStates, SKIP_ERRORS } from './schedule-overlap';
-import { ScheduleAttempt, ScheduleRunStatus } from './schedule-run.entity';
-
-/** A fire a worker has claimed, with what it needs from its schedule. */
-export interface ClaimedFire {
-  runId: string;
-  scheduleId: string;
-  method: string;
-  endpoint: string;
-  payload: JsonObject | null;
-  timeoutSeconds: number;
-  maxRetries: number;
-  retryDelaySeconds: number;
-  enabled: boolean;
-  ownerServiceAccountId: string | null;
-  targetType: string | null;
-  targetId: string | null;
-}
+import { CatchupPolicy, OverlapPolicy } from './schedule.entity';
+import { SCHEDULE_FIRES_READY_CHANNEL } from './schedule-fire-store';
+import { admit, fireStates, SKIP_ERRORS } from './schedule-overlap';
+import { ScheduleAttempt } from './schedule-run.entity';
 
 interface DueRow {
   id: string;
@@ -88,30 +73,11 @@ function nextSlots(due: DueRow[]): (Date | null)[] {
   });
 }
 
-function toClaimedFire(row: Record<string, unknown>): ClaimedFire {
-  return {
-    runId: row.run_id as string,
-    scheduleId: row.schedule_id as string,
-    method: row.method as string,
-    endpoint: row.endpoint as string,
-    payload: row.payload as JsonObject | null,
-    timeoutSeconds: row.timeout_seconds as number,
-    maxRetries: row.max_retries as number,
-    retryDelaySeconds: row.retry_delay_seconds as number,
-    enabled: row.enabled as boolean,
-    ownerServiceAccountId: row.owner_service_account_id as string | null,
-    targetType: row.target_type as string | null,
-    targetId: row.target_id as string | null,
-  };
-}
-
-/** Slack past the worst case of a fire (every attempt timing out) before a running fire counts as lost. */
-const LOST_AFTER_SLACK_SECONDS = 60;
-
 /**
- * The worker's SQL: every statement is one round trip and safe with any number of
- * workers, because rows are taken with FOR UPDATE SKIP LOCKED and every later write
- * about a fire is fenced by (id, locked_by, status = 'running').
+ * The schedule side of the worker's SQL: turning due slots into queued fires, and the writes a fire
+ * makes about itself on its way. Claiming, heartbeats, outcomes and lost fires are the queue
+ * engine's (ScheduleFireStore). Safe with any number of workers: rows are taken with FOR UPDATE
+ * SKIP LOCKED, and a fire's writes are fenced by (id, locked_by, status = 'running').
  */
 @Injectable()
 export class ScheduleDispatchRepository {
@@ -137,7 +103,7 @@ export class ScheduleDispatchRepository {
         `UPDATE schedules s SET next_run_at = v.next_run_at FROM unnest($1::uuid[], $2::timestamptz[]) AS v(id, next_run_at) WHERE s.id = v.id`,
         [ids, nextSlots(due)],
       );
-      const states = await fireStates(manager, ids);
+      const states = await fireStates((text, values) => manager.query(text, values), ids);
       const queued: [string, Date][] = [];
       const skipped: [string, Date, string][] = [];
       for (const row of due) {
@@ -152,6 +118,10 @@ export class ScheduleDispatchRepository {
          SELECT gen_random_uuid(), v.id, 'cron', 'queued', v.due_at FROM unnest($1::uuid[], $2::timestamptz[]) AS v(id, due_at)`,
         [queued.map(([id]) => id), queued.map(([, slot]) => slot)],
       );
+      if (queued.length > 0) {
+        // Delivered at commit: every worker's fire engine claims now, not at its next poll.
+        await manager.query(`SELECT pg_notify($1, '')`, [SCHEDULE_FIRES_READY_CHANNEL]);
+      }
       if (skipped.length > 0) {
         await manager.query(
           `INSERT INTO schedule_runs (id, schedule_id, trigger, status, reason, due_at, completed_at, error)
@@ -169,68 +139,6 @@ export class ScheduleDispatchRepository {
     });
   }
 
-  /**
-   * Takes up to `limit` queued fires (oldest slot first) for this worker. A schedule that does not
-   * `allow` overlap starts one fire at a time: its oldest queued fire, only when none of it runs. The
-   * decision holds a transaction-scoped advisory lock per such schedule, and the running check is a
-   * statement made after the lock is held (a fresh snapshot), so two workers never start two fires of
-   * one schedule at once.
-   */
-  async claim(workerId: string, limit: number): Promise<ClaimedFire[]> {
-    return this.db.transaction(async (manager) => {
-      // Only fires that could start: any of an `allow` schedule; of another, its oldest queued fire when none
-      // of it is in flight. Fires that must wait never fill the window and hold back other schedules.
-      const queued: { id: string; schedule_id: string; overlap_policy: OverlapPolicy }[] = await manager.query(
-        `SELECT r.id, r.schedule_id, s.overlap_policy FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
-         WHERE r.status = 'queued'
-           AND (s.overlap_policy = 'allow'
-                OR (NOT EXISTS (SELECT 1 FROM schedule_runs o WHERE o.schedule_id = r.schedule_id AND o.status = 'queued' AND (o.due_at, o.id) < (r.due_at, r.id))
-                    AND NOT ${fireInFlight('r.schedule_id')}))
-         ORDER BY r.due_at, r.id LIMIT $1 FOR UPDATE OF r SKIP LOCKED`,
-        [limit],
-      );
-      const serial = [...new Set(queued.filter((fire) => fire.overlap_policy !== 'allow').map((fire) => fire.schedule_id))].sort();
-      const locked: { id: string }[] = serial.length
-        ? await manager.query(
-            `SELECT id FROM unnest($1::uuid[]) AS s(id) WHERE pg_try_advisory_xact_lock(hashtextextended('schedule-fire:' || id::text, 0))`,
-            [serial],
-          )
-        : [];
-      const states = locked.length
-        ? await fireStates(
-            manager,
-            locked.map((row) => row.id),
-          )
-        : new Map<string, FireState>();
-      const start: string[] = [];
-      const started = new Set<string>();
-      for (const fire of queued) {
-        const state = states.get(fire.schedule_id);
-        if (fire.overlap_policy === 'allow') {
-          start.push(fire.id);
-        } else if (state && !state.running && !started.has(fire.schedule_id)) {
-          // Not locked (no state): another worker is deciding this schedule right now.
-          start.push(fire.id);
-          started.add(fire.schedule_id);
-        }
-      }
-      if (start.length === 0) {
-        return [];
-      }
-      const [rows]: [Record<string, unknown>[], number] = await manager.query(
-        `UPDATE schedule_runs r
-         SET status = 'running', locked_by = $1, started_at = now(),
-             deadline_at = now() + make_interval(secs => (s.max_retries + 1) * s.timeout_seconds + s.max_retries * s.retry_delay_seconds + ${LOST_AFTER_SLACK_SECONDS})
-         FROM schedules s
-         WHERE r.id = ANY ($2::uuid[]) AND s.id = r.schedule_id
-         RETURNING r.id AS run_id, s.id AS schedule_id, s.method, s.endpoint, s.payload, s.timeout_seconds, s.max_retries,
-                   s.retry_delay_seconds, s.enabled, s.owner_service_account_id, s.target_type, s.target_id`,
-        [workerId, start],
-      );
-      return rows.map(toClaimedFire);
-    });
-  }
-
   /** Appends an attempt to a fire that goes on (a retry follows). */
   async recordAttempt(runId: string, workerId: string, attempt: ScheduleAttempt): Promise<void> {
     await this.db.query(
@@ -238,39 +146,6 @@ export class ScheduleDispatchRepository {
               run_id = COALESCE($6, run_id), run_status = COALESCE($7, run_status)
        WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
       [runId, workerId, JSON.stringify([attempt]), attempt.status_code, attempt.error, attempt.run_id, attempt.run_status],
-    );
-  }
-
-  /** Ends a fire, with its last attempt when it made one: one statement for the common single-attempt fire. */
-  async finish(
-    runId: string,
-    workerId: string,
-    status: Exclude<ScheduleRunStatus, 'queued' | 'running'>,
-    error: string | null,
-    last?: ScheduleAttempt,
-  ): Promise<void> {
-    await this.db.query(
-      `UPDATE schedule_runs SET status = $3, error = $4, completed_at = now(), attempts = attempts || $5::jsonb,
-              status_code = COALESCE($6, status_code), run_id = COALESCE($7, run_id), run_status = COALESCE($8, run_status)
-       WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
-      [
-        runId,
-        workerId,
-        status,
-        error,
-        JSON.stringify(last ? [last] : []),
-        last?.status_code ?? null,
-        last?.run_id ?? null,
-        last?.run_status ?? null,
-      ],
-    );
-  }
-
-  /** Fires whose worker died mid-way are failed, not re-run: the call may already have happened. */
-  async failLost(): Promise<void> {
-    await this.db.query(
-      `UPDATE schedule_runs SET status = 'failed', completed_at = now(), error = 'The worker running this fire was lost; it was not retried'
-       WHERE status = 'running' AND deadline_at < now()`,
     );
   }
 

@@ -3,11 +3,13 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Injectable, Logger } from '@nestjs/common';
 
 import { Env } from '@app/config';
+import { JobContext, JobHandler, JobResult } from '@app/queue';
 import { ServiceAccountsService } from '@app/service-accounts';
 
 import { ScheduleCredentials } from './schedule-credentials';
-import { ClaimedFire, ScheduleDispatchRepository } from './schedule-dispatch.repository';
+import { ScheduleDispatchRepository } from './schedule-dispatch.repository';
 import { normalizedEndpoint } from './schedule-endpoint';
+import { ClaimedFire, FIRE_STATUS, FireDetails } from './schedule-fire-store';
 import { clip, isRetryableStatus, isTerminalRunStatus, requestBody, runError, StartedRun, startedRun } from './schedule-http';
 import { ScheduleAttempt } from './schedule-run.entity';
 import { runPath, TargetType } from './schedule-target';
@@ -28,13 +30,19 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return delay(ms, undefined, { signal }).catch(() => undefined);
 }
 
+/** How a fire ended, as the queue engine records it (see ScheduleFireStore). */
+function result(outcome: JobResult['outcome'], error: string | null, last?: ScheduleAttempt): JobResult {
+  return { outcome, error, details: { last } satisfies FireDetails };
+}
+
 /**
- * Runs one claimed fire: `method PUBLIC_URL+endpoint` with the payload and the schedule's
- * own credential, each attempt bounded by timeout_seconds (following a background run to its
- * end counts against it), retried up to max_retries after retry_delay_seconds, every attempt recorded.
+ * Runs one claimed fire (the queue engine's handler of schedule fires): `method PUBLIC_URL+endpoint`
+ * with the payload and the schedule's own credential, each attempt bounded by timeout_seconds
+ * (following a background run to its end counts against it), retried up to max_retries after
+ * retry_delay_seconds, every attempt recorded. The engine's signal stops it at the shutdown deadline.
  */
 @Injectable()
-export class ScheduleFirer {
+export class ScheduleFirer implements JobHandler<ClaimedFire> {
   private readonly logger = new Logger(ScheduleFirer.name);
 
   constructor(
@@ -45,58 +53,51 @@ export class ScheduleFirer {
   ) {}
 
   /** Runs the fire and logs one line about it: which schedule, what it called, how it ended, how long it took. */
-  async fire(fire: ClaimedFire, workerId: string, shutdown: AbortSignal): Promise<void> {
+  async handle(fire: ClaimedFire, context: JobContext): Promise<JobResult> {
     const startedAt = Date.now();
-    const { status, statusCode, attempts } = await this.run(fire, workerId, shutdown);
+    const { fired, statusCode, attempts } = await this.run(fire, context.signal);
     this.logger.log(
-      `schedule fired: ${fire.scheduleId} ${fire.method} ${fire.endpoint} → ${status}${statusCode === null ? '' : ` (HTTP ${statusCode})`}, ${attempts} attempt(s), ${Date.now() - startedAt} ms`,
+      `schedule fired: ${fire.scheduleId} ${fire.method} ${fire.endpoint} → ${FIRE_STATUS[fired.outcome]}${statusCode === null ? '' : ` (HTTP ${statusCode})`}, ${attempts} attempt(s), ${Date.now() - startedAt} ms`,
     );
+    return fired;
   }
 
-  private async run(
-    fire: ClaimedFire,
-    workerId: string,
-    shutdown: AbortSignal,
-  ): Promise<{ status: string; statusCode: number | null; attempts: number }> {
+  private async run(fire: ClaimedFire, shutdown: AbortSignal): Promise<{ fired: JobResult; statusCode: number | null; attempts: number }> {
     if (!fire.enabled) {
-      await this.dispatch.finish(fire.runId, workerId, 'skipped', 'The schedule was disabled before this fire started');
-      return { status: 'skipped', statusCode: null, attempts: 0 };
+      return { fired: result('cancelled', 'The schedule was disabled before this fire started'), statusCode: null, attempts: 0 };
     }
-    if (!(await this.ownerStillValid(fire, workerId))) {
-      return { status: 'failed', statusCode: null, attempts: 0 };
+    const refusal = await this.ownerRefusal(fire);
+    if (refusal) {
+      return { fired: result('failed', refusal), statusCode: null, attempts: 0 };
     }
     for (let attempt = 1; ; attempt += 1) {
       const { outcome, record } = await this.attempt(fire, attempt, shutdown);
       const final = outcome.ok || !outcome.retryable || attempt > fire.maxRetries || shutdown.aborted;
       if (final) {
-        const status = outcome.ok ? 'success' : 'failed';
-        await this.dispatch.finish(fire.runId, workerId, status, outcome.error, record);
-        return { status, statusCode: outcome.statusCode, attempts: attempt };
+        return {
+          fired: result(outcome.ok ? 'completed' : 'failed', outcome.error, record),
+          statusCode: outcome.statusCode,
+          attempts: attempt,
+        };
       }
-      await this.dispatch.recordAttempt(fire.runId, workerId, record);
+      await this.dispatch.recordAttempt(fire.id, fire.lockedBy, record);
       await sleep(fire.retryDelaySeconds * 1000, shutdown);
     }
   }
 
-  /** A schedule whose owning service account is revoked or expired is disabled, and this fire makes no call. */
-  private async ownerStillValid(fire: ClaimedFire, workerId: string): Promise<boolean> {
+  /** A schedule whose owning service account is revoked or expired is disabled, and this fire makes no call: the reason why. */
+  private async ownerRefusal(fire: ClaimedFire): Promise<string | null> {
     if (!fire.ownerServiceAccountId) {
-      return true;
+      return null;
     }
     const standing = await this.accounts.standing(fire.ownerServiceAccountId);
     if (standing.state === 'active') {
-      return true;
+      return null;
     }
     const reason = `owner_${standing.state}:${standing.principal ?? fire.ownerServiceAccountId}`;
     await this.dispatch.disable(fire.scheduleId, reason);
-    await this.dispatch.finish(
-      fire.runId,
-      workerId,
-      'failed',
-      `Not fired: the schedule's service account is ${standing.state}; the schedule is disabled (${reason})`,
-    );
     this.logger.warn(`Schedule ${fire.scheduleId} disabled: ${reason}`);
-    return false;
+    return `Not fired: the schedule's service account is ${standing.state}; the schedule is disabled (${reason})`;
   }
 
   private async attempt(
@@ -138,7 +139,7 @@ export class ScheduleFirer {
     const { body, headers } = requestBody(fire.method, fire.payload);
     const response = await fetch(url, {
       method: fire.method,
-      headers: { ...headers, authorization, 'x-request-id': `schedule-run-${fire.runId}` },
+      headers: { ...headers, authorization, 'x-request-id': `schedule-run-${fire.id}` },
       body,
       signal,
     });

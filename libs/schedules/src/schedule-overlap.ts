@@ -1,7 +1,8 @@
-import { EntityManager } from 'typeorm';
-
 import { OverlapPolicy } from './schedule.entity';
 import { SkipReason } from './schedule-run.entity';
+
+/** Runs one statement and answers its rows: TypeORM's `manager.query` or a pg client's, whichever holds the transaction. */
+export type SqlRunner = <Row>(text: string, values: unknown[]) => Promise<Row[]>;
 
 /** What a schedule has going when a new fire of it is created. */
 export interface FireState {
@@ -31,8 +32,8 @@ export function fireInFlight(schedule: string): string {
  * Per schedule: is a fire of it in flight, and how many wait? One statement for any number of
  * schedules; the partial index on (schedule_id) for queued and running fires serves it.
  */
-export async function fireStates(manager: EntityManager, scheduleIds: string[]): Promise<Map<string, FireState>> {
-  const rows: { id: string; running: boolean; queued: number }[] = await manager.query(
+export async function fireStates(sql: SqlRunner, scheduleIds: string[]): Promise<Map<string, FireState>> {
+  const rows = await sql<{ id: string; running: boolean; queued: number }>(
     `SELECT s.id, ${fireInFlight('s.id')} AS running,
             (SELECT count(*)::int FROM schedule_runs r WHERE r.schedule_id = s.id AND r.status = 'queued') AS queued
      FROM unnest($1::uuid[]) AS s(id)`,

@@ -27,7 +27,7 @@ export interface ScheduleAttempt {
 // The worker's claim: queued fires, oldest slot first.
 @Index('IDX_schedule_runs_queued', ['dueAt'], { where: `"status" = 'queued'` })
 // The sweep of fires whose worker died.
-@Index('IDX_schedule_runs_running_deadline', ['deadlineAt'], { where: `"status" = 'running'` })
+@Index('IDX_schedule_runs_running_heartbeat', ['heartbeatAt'], { where: `"status" = 'running'` })
 // The overlap check: a schedule's fires in flight.
 @Index('IDX_schedule_runs_schedule_running', ['scheduleId'], { where: `"status" IN ('queued', 'running')` })
 export class ScheduleRunEntity {
@@ -60,9 +60,9 @@ export class ScheduleRunEntity {
   @Column({ name: 'locked_by', type: 'varchar', length: 64, nullable: true })
   lockedBy!: string | null;
 
-  /** A running fire past this instant lost its worker. */
-  @Column({ name: 'deadline_at', type: 'timestamptz', nullable: true })
-  deadlineAt!: Date | null;
+  /** Renewed by the worker running the fire; older than the lock grace: that worker was lost. */
+  @Column({ name: 'heartbeat_at', type: 'timestamptz', nullable: true })
+  heartbeatAt!: Date | null;
 
   @Column({ type: 'jsonb', default: () => `'[]'` })
   attempts!: ScheduleAttempt[];

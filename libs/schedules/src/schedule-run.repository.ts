@@ -4,6 +4,7 @@ import { Repository } from 'typeorm';
 
 import { fetchPage, PageRequest } from '@app/pagination';
 
+import { SCHEDULE_FIRES_READY_CHANNEL } from './schedule-fire-store';
 import { FireState, fireStates } from './schedule-overlap';
 import { ScheduleRunEntity } from './schedule-run.entity';
 import { ScheduleRunSortField } from './schedule-sorting';
@@ -19,13 +20,19 @@ const SORT_COLUMNS: Record<ScheduleRunSortField, string> = {
 export class ScheduleRunRepository {
   constructor(@InjectRepository(ScheduleRunEntity) private readonly rows: Repository<ScheduleRunEntity>) {}
 
+  /** A queued fire is announced to the workers' fire engines when its insert commits. */
   async insert(run: ScheduleRunEntity): Promise<void> {
-    await this.rows.insert(run);
+    await this.rows.manager.transaction(async (manager) => {
+      await manager.insert(ScheduleRunEntity, run);
+      if (run.status === 'queued') {
+        await manager.query(`SELECT pg_notify($1, '')`, [SCHEDULE_FIRES_READY_CHANNEL]);
+      }
+    });
   }
 
   /** Whether a fire of the schedule runs and how many wait: what its overlap policy decides a new fire by. */
   async fireState(scheduleId: string): Promise<FireState> {
-    return (await fireStates(this.rows.manager, [scheduleId])).get(scheduleId)!;
+    return (await fireStates((text, values) => this.rows.manager.query(text, values), [scheduleId])).get(scheduleId)!;
   }
 
   findOfSchedule(scheduleId: string, id: string): Promise<ScheduleRunEntity | null> {

@@ -184,7 +184,7 @@ export class SchedulesService {
       startedAt: null,
       completedAt: reason ? now : null,
       lockedBy: null,
-      deadlineAt: null,
+      heartbeatAt: null,
       attempts: [],
       statusCode: null,
       error: reason ? SKIP_ERRORS[reason] : null,

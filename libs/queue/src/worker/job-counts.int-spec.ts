@@ -16,7 +16,7 @@ const JOB_TYPE = 'count-test';
 describe('queue job counts', () => {
   let url: string;
   let pool: Pool;
-  const worker = () => new JobStore(pool, 'counts-worker');
+  const worker = () => new JobStore(pool, 'counts-worker', 3600);
 
   beforeAll(async () => {
     url = await createTestDatabase();
@@ -52,9 +52,9 @@ describe('queue job counts', () => {
     await expectExactCounts();
 
     // 100 claimed: 40 start at once, 60 reserved (still queued); 30 of those then start.
-    const claimed = await store.claim(100, 40, [JOB_TYPE], 3600);
+    const claimed = await store.claim(100, 40, [JOB_TYPE]);
     const reserved = claimed.filter((row) => !row.started);
-    await store.start(reserved.slice(0, 30), 3600);
+    await store.start(reserved.slice(0, 30));
     await expectExactCounts();
     expect((await query<{ n: number }>(url, `SELECT count(*)::int AS n FROM queue_jobs WHERE status = 'running'`))[0].n).toBe(70);
 
@@ -85,15 +85,15 @@ describe('queue job counts', () => {
       url,
       `UPDATE queue_jobs SET status = 'cancelled', completed_at = now() WHERE id IN (SELECT id FROM queue_jobs WHERE status = 'queued' LIMIT 25)`,
     );
-    await store.foldCounts(JOB_STATUSES.length);
+    await store.maintain();
     await expectExactCounts();
 
     // Retention deletes terminal jobs; a fold between writes changes nothing.
     await query(url, `UPDATE queue_jobs SET completed_at = now() - interval '2 days' WHERE status IN ('completed', 'cancelled')`);
-    const deleted = await store.deleteExpired(86400, 3600, async () => undefined);
+    const deleted = await store.deleteExpired(86400, async () => undefined);
     expect(deleted).toBeGreaterThan(0);
     await expectExactCounts();
-    await store.foldCounts(JOB_STATUSES.length);
+    await store.maintain();
     await expectExactCounts();
     const rows = await query<{ n: number }>(url, 'SELECT count(*)::int AS n FROM queue_job_counts');
     expect(rows[0].n).toBeLessThanOrEqual(JOB_STATUSES.length);

@@ -3,15 +3,13 @@ import type { ClientBase } from 'pg';
 
 import type { JobPayload } from '../job.entity';
 
-/** A job as a worker holds it: the fence of every write it makes is (id, attempt, this worker). */
-export interface ClaimedJob {
+/**
+ * What the queue engine needs of anything it holds, a job or a schedule fire: the fence of every
+ * write it makes is (id, attempt, this worker).
+ */
+export interface HeldWork {
   id: string;
   jobType: string;
-  componentType: string;
-  componentId: string;
-  sessionId: string;
-  userId: string | null;
-  payload: JobPayload;
   attempt: number;
   maxAttempts: number;
   /**
@@ -21,6 +19,15 @@ export interface ClaimedJob {
   started: boolean;
   /** A live cancellation intent existed when the job was claimed: the worker treats that as its first checkpoint. */
   cancelRequested: boolean;
+}
+
+/** A job of queue_jobs as a worker holds it. */
+export interface ClaimedJob extends HeldWork {
+  componentType: string;
+  componentId: string;
+  sessionId: string;
+  userId: string | null;
+  payload: JobPayload;
 }
 
 export interface JobContext {
@@ -55,8 +62,8 @@ export interface ExpiredJob {
 }
 
 /** Runs one job type. Boot fails when a job type has no handler or two. */
-export interface JobHandler {
-  handle(job: ClaimedJob, context: JobContext): Promise<JobResult>;
+export interface JobHandler<Work extends HeldWork = ClaimedJob> {
+  handle(job: Work, context: JobContext): Promise<JobResult>;
   /**
    * Writes that belong with the outcomes (a run's content), for a batch of attempts that returned
    * details: inside the transaction that records the outcomes, and only for the attempts whose

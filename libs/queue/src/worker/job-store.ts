@@ -2,43 +2,10 @@ import type { ClientBase, Pool } from 'pg';
 
 import { intentIsLive } from '../cancellation-intents';
 import { JobPayload } from '../job.entity';
-import { JobStatus } from '../job-status';
+import { JOB_STATUSES } from '../job-status';
 import { JOBS_READY_CHANNEL } from '../notify';
-import { ClaimedJob, ExpiredJob, JobOutcome } from './job-handler';
-
-/** One finished attempt, fenced by (id, attempt) and the worker that holds it. */
-export interface FinishedAttempt {
-  id: string;
-  jobType: string;
-  attempt: number;
-  outcome: JobOutcome;
-  error: string | null;
-  /** What the handler keeps about the attempt in its own records (JobResult.details). */
-  details?: unknown;
-}
-
-export interface RecordedState {
-  id: string;
-  status: JobStatus;
-}
-
-export interface ExpiredRow {
-  id: string;
-  job_type: string;
-  status: ExpiredJob['status'];
-  error: string | null;
-  completed_at: Date | null;
-}
-
-export interface HeldJob {
-  id: string;
-  attempt: number;
-}
-
-export interface StartedAttempt {
-  attempt: number;
-  cancelRequested: boolean;
-}
+import { ClaimedJob } from './job-handler';
+import { ExpiredRow, FinishedAttempt, HeldJob, RecordedState, StartedAttempt, SweptWork, WorkStore } from './work-store';
 
 interface ClaimRow {
   id: string;
@@ -215,20 +182,23 @@ const DELETE_STALE_INTENTS = `DELETE FROM queue_cancellation_intents i WHERE NOT
  * (id, attempt, locked_by). The batch statements are planned per call (unnamed): a cached generic
  * plan cannot see how many ids a batch holds and picks nested loops over whole-table scans.
  */
-export class JobStore {
+export class JobStore implements WorkStore<ClaimedJob> {
+  readonly readyChannel = JOBS_READY_CHANNEL;
+
   constructor(
     private readonly pool: Pool,
     readonly workerId: string,
+    private readonly cancelIntentTtlSeconds: number,
   ) {}
 
   /**
    * Claims up to `limit` jobs; the first `startNow` start at once (`started`), the rest are reserved
    * and must go through start() before their handler runs.
    */
-  async claim(limit: number, startNow: number, jobTypes: string[], cancelIntentTtlSeconds: number): Promise<ClaimedJob[]> {
+  async claim(limit: number, startNow: number, jobTypes: string[]): Promise<ClaimedJob[]> {
     const { rows } = await this.pool.query<ClaimRow>({
       text: CLAIM,
-      values: [this.workerId, limit, jobTypes, cancelIntentTtlSeconds, startNow],
+      values: [this.workerId, limit, jobTypes, this.cancelIntentTtlSeconds, startNow],
     });
     return rows.map((row) => ({
       id: row.id,
@@ -246,10 +216,10 @@ export class JobStore {
   }
 
   /** Starts reserved jobs in one statement; returns those still held, with the attempt they now run. */
-  async start(jobs: readonly HeldJob[], cancelIntentTtlSeconds: number): Promise<Map<string, StartedAttempt>> {
+  async start(jobs: readonly HeldJob[]): Promise<Map<string, StartedAttempt>> {
     const { rows } = await this.pool.query<{ id: string; attempt: number; cancel_requested: boolean }>({
       text: START,
-      values: [this.workerId, jobs.map((job) => job.id), jobs.map((job) => job.attempt), cancelIntentTtlSeconds],
+      values: [this.workerId, jobs.map((job) => job.id), jobs.map((job) => job.attempt), this.cancelIntentTtlSeconds],
     });
     return new Map(rows.map((row) => [row.id, { attempt: row.attempt, cancelRequested: row.cancel_requested }]));
   }
@@ -273,8 +243,7 @@ export class JobStore {
     return new Set(rows.map((row) => row.id));
   }
 
-  /** `started`: a running job swept (attempt spent); otherwise a reservation handed back to the queue. */
-  async sweep(lockGraceSeconds: number): Promise<{ id: string; status: JobStatus; error: string | null; started: boolean }[]> {
+  async sweep(lockGraceSeconds: number): Promise<SweptWork[]> {
     return (await this.pool.query({ name: 'queue_sweep', text: SWEEP, values: [lockGraceSeconds] })).rows;
   }
 
@@ -285,15 +254,15 @@ export class JobStore {
   }
 
   /** Folds the count deltas when there are more rows than statuses. */
-  async foldCounts(statuses: number): Promise<void> {
-    await this.pool.query({ name: 'queue_fold_counts', text: FOLD_COUNTS, values: [statuses] });
+  async maintain(): Promise<void> {
+    await this.pool.query({ name: 'queue_fold_counts', text: FOLD_COUNTS, values: [JOB_STATUSES.length] });
   }
 
-  async cancellationRequested(id: string, cancelIntentTtlSeconds: number): Promise<boolean> {
+  async cancellationRequested(id: string): Promise<boolean> {
     const { rows } = await this.pool.query<{ live: boolean }>({
       name: 'queue_intent_live',
       text: INTENT_LIVE,
-      values: [id, cancelIntentTtlSeconds],
+      values: [id, this.cancelIntentTtlSeconds],
     });
     return rows[0].live;
   }
@@ -302,18 +271,14 @@ export class JobStore {
    * Deletes terminal jobs past retention, a batch per transaction until none is left; `settle`
    * gets each batch inside its transaction (the job types' expire hooks). Returns how many went.
    */
-  async deleteExpired(
-    retentionSeconds: number,
-    cancelIntentTtlSeconds: number,
-    settle: (tx: ClientBase, jobs: ExpiredRow[]) => Promise<void>,
-  ): Promise<number> {
+  async deleteExpired(retentionSeconds: number, settle: (tx: ClientBase, jobs: ExpiredRow[]) => Promise<void>): Promise<number> {
     let deleted = 0;
     let batch: number;
     do {
       batch = await this.deleteExpiredBatch(retentionSeconds, settle);
       deleted += batch;
     } while (batch === EXPIRY_BATCH);
-    await this.pool.query({ name: 'queue_delete_stale_intents', text: DELETE_STALE_INTENTS, values: [cancelIntentTtlSeconds] });
+    await this.pool.query({ name: 'queue_delete_stale_intents', text: DELETE_STALE_INTENTS, values: [this.cancelIntentTtlSeconds] });
     return deleted;
   }
 

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestDatabase, query } from '../../../../test/support/database';
 import { enqueueJobs } from '../enqueue';
 import { JobContext, JobHandler } from './job-handler';
+import { JobStore } from './job-store';
 import { QueueWorker } from './queue-worker';
 
 const JOB_TYPE = 'contract-test';
@@ -37,12 +38,11 @@ describe('QueueWorker handler contract', () => {
         await client.connect();
         return client;
       },
-      workerId: 'contract-test-worker',
+      store: new JobStore(pool, 'contract-test-worker', 3600),
       handlers: new Map([[JOB_TYPE, handler]]),
       ...sizes,
       pollIntervalMs: 100,
       lockGraceSeconds: 30,
-      cancelIntentTtlSeconds: 3600,
       retentionSeconds: 0,
       logger: pino({ level: 'silent' }),
     });

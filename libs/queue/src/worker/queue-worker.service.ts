@@ -11,7 +11,15 @@ import { createLogger } from '@app/logging';
 
 import { JOB_TYPES } from '../job-status';
 import { JOB_HANDLER, JobHandler } from './job-handler';
+import { JobStore } from './job-store';
 import { QueueWorker } from './queue-worker';
+
+/** The dedicated connection a queue engine LISTENs on. */
+export async function connectListener(connectionString: string): Promise<ConnectionClient> {
+  const client = new ConnectionClient({ connectionString });
+  await client.connect();
+  return client;
+}
 
 /** `host:pid:random`: unique per process, and readable in `locked_by`. */
 function newWorkerId(): string {
@@ -45,18 +53,13 @@ export class QueueWorkerService implements OnApplicationBootstrap, OnModuleDestr
     this.pool = new Pool({ connectionString, max: this.env.WORKER_CONCURRENCY + 2, Client: ConnectionClient });
     this.worker = new QueueWorker({
       pool: this.pool,
-      connectListener: async () => {
-        const client = new ConnectionClient({ connectionString });
-        await client.connect();
-        return client;
-      },
-      workerId: newWorkerId(),
+      connectListener: () => connectListener(connectionString),
+      store: new JobStore(this.pool, newWorkerId(), this.env.QUEUE_CANCEL_INTENT_TTL_SECONDS),
       handlers,
       concurrency: this.env.WORKER_CONCURRENCY,
       prefetch: this.env.WORKER_PREFETCH,
       pollIntervalMs: this.env.QUEUE_POLL_INTERVAL_MS,
       lockGraceSeconds: this.env.QUEUE_LOCK_GRACE_SECONDS,
-      cancelIntentTtlSeconds: this.env.QUEUE_CANCEL_INTENT_TTL_SECONDS,
       retentionSeconds: this.env.QUEUE_RETENTION_SECONDS,
       logger,
     });

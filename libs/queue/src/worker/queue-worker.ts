@@ -5,17 +5,16 @@ import type { Logger } from 'pino';
 
 import { isDatabaseUnavailable } from '@app/database';
 
-import { JOB_STATUSES } from '../job-status';
-import { JOBS_READY_CHANNEL } from '../notify';
-import { ClaimedJob, JobContext, JobHandler, JobResult, JobStopped } from './job-handler';
-import { ExpiredRow, FinishedAttempt, JobStore, RecordedState, StartedAttempt } from './job-store';
+import { ClaimedJob, HeldWork, JobContext, JobHandler, JobResult, JobStopped } from './job-handler';
+import { ExpiredRow, FinishedAttempt, RecordedState, StartedAttempt, WorkStore } from './work-store';
 
-export interface QueueWorkerOptions {
+export interface QueueWorkerOptions<Work extends HeldWork = ClaimedJob> {
   pool: Pool;
-  /** Opens the dedicated connection that LISTENs for new jobs. */
+  /** The table's SQL: queue_jobs (JobStore) or schedule fires. */
+  store: WorkStore<Work>;
+  /** Opens the dedicated connection that LISTENs for new work. */
   connectListener: () => Promise<Client>;
-  workerId: string;
-  handlers: ReadonlyMap<string, JobHandler>;
+  handlers: ReadonlyMap<string, JobHandler<Work>>;
   concurrency: number;
   /**
    * Jobs claimed ahead of a free slot (like graphile-worker's local queue): fewer, larger claims.
@@ -23,20 +22,25 @@ export interface QueueWorkerOptions {
    * handed back at a graceful stop, and swept back to the queue untouched after a crash.
    */
   prefetch: number;
+  /**
+   * Without prefetch: while anything runs, claim only once this many slots are free (default 1), so
+   * a store whose claim is a transaction of several statements makes fewer, larger ones.
+   */
+  claimAtLeast?: number;
   pollIntervalMs: number;
   lockGraceSeconds: number;
-  cancelIntentTtlSeconds: number;
+  /** 0: the store keeps its finished items. */
   retentionSeconds: number;
   logger: Logger;
 }
 
 /** One running attempt. Its AbortSignal is made on first use: most handlers only call checkpoint(). */
-class Execution {
+class Execution<Work extends HeldWork> {
   done: Promise<void> = Promise.resolve();
   private stopReason: string | null = null;
   private controller: AbortController | null = null;
 
-  constructor(readonly job: ClaimedJob) {}
+  constructor(readonly job: Work) {}
 
   get signal(): AbortSignal {
     if (!this.controller) {
@@ -61,22 +65,23 @@ class Execution {
 
 const RETENTION_INTERVAL_MS = 10 * 60_000;
 const LISTEN_BACKOFF_MAX_MS = 30_000;
-/** How often the per-status count deltas are folded: at 10,000 jobs/s a second leaves a few thousand rows to sum. */
-const FOLD_COUNTS_INTERVAL_MS = 1000;
+/** How often the store's bookkeeping runs (the queue folds its count deltas: at 10,000 jobs/s a second leaves a few thousand rows to sum). */
+const MAINTAIN_INTERVAL_MS = 1000;
 
 /**
- * The job loop of one worker process: claims up to `concurrency` jobs in batches (woken by
- * NOTIFY, else every poll interval), runs them, records outcomes in batches, heartbeats its
- * locks, sweeps other workers' stale locks, and on stop() drains then releases what is left.
+ * The queue engine of one worker process, for one table (queue jobs, or schedule fires): claims up
+ * to `concurrency` items in batches (woken by NOTIFY or wake(), else every poll interval), runs them,
+ * records outcomes in batches, heartbeats its locks, sweeps other workers' stale locks, and on
+ * stop() drains until the deadline, then releases what is left.
  */
-export class QueueWorker {
-  private readonly store: JobStore;
+export class QueueWorker<Work extends HeldWork = ClaimedJob> {
+  private readonly store: WorkStore<Work>;
   private readonly log: Logger;
-  private readonly executions = new Map<string, Execution>();
+  private readonly executions = new Map<string, Execution<Work>>();
   /** Reserved jobs (claimed ahead, not started), oldest first. */
-  private readonly buffer: ClaimedJob[] = [];
+  private readonly buffer: Work[] = [];
   /** Reserved jobs given a free slot, whose start is being recorded. */
-  private readonly starting: ClaimedJob[] = [];
+  private readonly starting: Work[] = [];
   private startWrite: Promise<void> | null = null;
   private readonly outcomes: FinishedAttempt[] = [];
   private flushing: Promise<void> | null = null;
@@ -88,9 +93,9 @@ export class QueueWorker {
   private wake: (() => void) | null = null;
   private listenFailures = 0;
 
-  constructor(private readonly options: QueueWorkerOptions) {
-    this.store = new JobStore(options.pool, options.workerId);
-    this.log = options.logger.child({ worker: options.workerId });
+  constructor(private readonly options: QueueWorkerOptions<Work>) {
+    this.store = options.store;
+    this.log = options.logger.child({ worker: options.store.workerId });
     // An idle connection that drops (database restart, network cut) must not take the process down:
     // the next query reconnects, and claim/heartbeat failures are logged and retried.
     options.pool.on('error', (error) => this.log.warn({ err: error }, 'idle database connection lost'));
@@ -101,8 +106,10 @@ export class QueueWorker {
     const lockPeriodMs = Math.max(1000, (this.options.lockGraceSeconds * 1000) / 3);
     this.timers.push(setInterval(() => void this.heartbeat(), lockPeriodMs));
     this.timers.push(setInterval(() => void this.sweep(), lockPeriodMs));
-    this.timers.push(setInterval(() => void this.foldCounts(), FOLD_COUNTS_INTERVAL_MS));
-    if (this.options.retentionSeconds > 0) {
+    if (this.store.maintain) {
+      this.timers.push(setInterval(() => void this.maintain(), MAINTAIN_INTERVAL_MS));
+    }
+    if (this.options.retentionSeconds > 0 && this.store.deleteExpired) {
       // At start too: a worker redeployed more often than the interval would otherwise never clean up.
       void this.deleteExpired();
       this.timers.push(setInterval(() => void this.deleteExpired(), RETENTION_INTERVAL_MS));
@@ -135,19 +142,19 @@ export class QueueWorker {
     const jobTypes = [...this.options.handlers.keys()];
     const capacity = this.options.concurrency + this.options.prefetch;
     // With a prefetch buffer, refill only once half of it is free, so claims stay large.
-    const refillAt = this.options.prefetch === 0 ? 1 : Math.ceil(capacity / 2);
+    const refillAt = this.options.prefetch === 0 ? (this.options.claimAtLeast ?? 1) : Math.ceil(capacity / 2);
     while (!this.stopping) {
       const held = this.executions.size + this.starting.length + this.buffer.length;
       const room = capacity - held;
-      if (room < refillAt) {
+      if (room === 0 || (room < refillAt && held > 0)) {
         await this.idle(null);
         continue;
       }
       this.notified = false;
-      let claimed: ClaimedJob[] = [];
+      let claimed: Work[] = [];
       try {
         const startNow = Math.max(0, this.options.concurrency - held);
-        claimed = await this.store.claim(room, startNow, jobTypes, this.options.cancelIntentTtlSeconds);
+        claimed = await this.store.claim(room, startNow, jobTypes);
       } catch (error) {
         this.log.error({ err: error }, 'claim failed; retrying after the poll interval');
       }
@@ -196,7 +203,7 @@ export class QueueWorker {
     const batch = this.starting.slice();
     let started: Map<string, StartedAttempt>;
     try {
-      started = await this.store.start(batch, this.options.cancelIntentTtlSeconds);
+      started = await this.store.start(batch);
     } catch (error) {
       this.log.error({ err: error, jobs: batch.length }, 'recording job starts failed; retrying after the poll interval');
       await sleep(this.options.pollIntervalMs);
@@ -214,7 +221,7 @@ export class QueueWorker {
     this.wakeUp();
   }
 
-  private begin(job: ClaimedJob): void {
+  private begin(job: Work): void {
     const execution = new Execution(job);
     this.log.info(
       { job_id: job.id, job_type: job.jobType, attempt: job.attempt, max_attempts: job.maxAttempts, status: 'running' },
@@ -224,7 +231,7 @@ export class QueueWorker {
     this.executions.set(job.id, execution);
   }
 
-  private async execute(execution: Execution): Promise<JobResult> {
+  private async execute(execution: Execution<Work>): Promise<JobResult> {
     const { job } = execution;
     if (job.cancelRequested) {
       // The claim saw a live cancellation intent: that is the attempt's first checkpoint.
@@ -234,7 +241,7 @@ export class QueueWorker {
       if (execution.stopped !== null) {
         throw new JobStopped(execution.stopped);
       }
-      if (await this.store.cancellationRequested(job.id, this.options.cancelIntentTtlSeconds)) {
+      if (await this.store.cancellationRequested(job.id)) {
         throw new JobStopped('Run was cancelled');
       }
     };
@@ -255,7 +262,7 @@ export class QueueWorker {
   }
 
   /** The slot frees as soon as the handler returns; the outcome joins the next batched write. */
-  private settle({ job }: Execution, result: JobResult): void {
+  private settle({ job }: Execution<Work>, result: JobResult): void {
     this.executions.delete(job.id);
     this.startBuffered();
     this.wakeUp();
@@ -415,19 +422,17 @@ export class QueueWorker {
     }
   }
 
-  private async foldCounts(): Promise<void> {
+  private async maintain(): Promise<void> {
     try {
-      await this.store.foldCounts(JOB_STATUSES.length);
+      await this.store.maintain?.();
     } catch (error) {
-      this.log.warn({ err: error }, 'folding the job counts failed; retrying in a second');
+      this.log.warn({ err: error }, 'queue bookkeeping (folding the job counts) failed; retrying in a second');
     }
   }
 
   private async deleteExpired(): Promise<void> {
     try {
-      const deleted = await this.store.deleteExpired(this.options.retentionSeconds, this.options.cancelIntentTtlSeconds, (tx, rows) =>
-        this.expire(tx, rows),
-      );
+      const deleted = (await this.store.deleteExpired?.(this.options.retentionSeconds, (tx, rows) => this.expire(tx, rows))) ?? 0;
       if (deleted > 0) {
         this.log.info({ deleted }, 'deleted terminal jobs past retention');
       }
@@ -513,12 +518,9 @@ export class QueueWorker {
     try {
       client = await this.options.connectListener();
       const connection = client;
-      connection.on('notification', () => {
-        this.notified = true;
-        this.wakeUp();
-      });
+      connection.on('notification', () => this.workQueued());
       connection.on('error', (error) => reconnect(error, connection, 'LISTEN connection lost; polling until it is back'));
-      await connection.query(`LISTEN ${JOBS_READY_CHANNEL}`);
+      await connection.query(`LISTEN ${this.store.readyChannel}`);
       this.listener = connection;
       if (this.listenFailures > 0) {
         this.log.info({ failures: this.listenFailures }, 'LISTEN connection restored');
@@ -541,6 +543,12 @@ export class QueueWorker {
         resolve();
       };
     });
+  }
+
+  /** New work was queued (a NOTIFY, or the caller in this process): claim now. */
+  workQueued(): void {
+    this.notified = true;
+    this.wakeUp();
   }
 
   private wakeUp(): void {

@@ -1,0 +1,77 @@
+import type { ClientBase, Pool } from 'pg';
+
+import { HeldWork, JobOutcome } from './job-handler';
+
+/** One finished attempt, fenced by (id, attempt) and the worker that holds it. */
+export interface FinishedAttempt {
+  id: string;
+  jobType: string;
+  attempt: number;
+  outcome: JobOutcome;
+  error: string | null;
+  /** What the handler keeps about the attempt in its own records (JobResult.details). */
+  details?: unknown;
+}
+
+export interface RecordedState {
+  id: string;
+  status: string;
+}
+
+export interface HeldJob {
+  id: string;
+  attempt: number;
+}
+
+export interface StartedAttempt {
+  attempt: number;
+  cancelRequested: boolean;
+}
+
+/** `started`: a running item swept (its attempt spent); otherwise a reservation handed back to the queue. */
+export interface SweptWork {
+  id: string;
+  status: string;
+  error: string | null;
+  started: boolean;
+}
+
+export interface ExpiredRow {
+  id: string;
+  job_type: string;
+  status: 'completed' | 'failed' | 'cancelled';
+  error: string | null;
+  completed_at: Date | null;
+}
+
+/**
+ * The SQL side of the queue engine for one table. The engine (QueueWorker) owns everything else:
+ * slots, the prefetch buffer, batched starts and outcomes, heartbeat and sweep timers, the shutdown
+ * deadline. Every write is fenced by (id, attempt, workerId).
+ */
+export interface WorkStore<Work extends HeldWork> {
+  readonly workerId: string;
+  /** NOTIFY channel that announces claimable work. */
+  readonly readyChannel: string;
+  /** Claims up to `limit`; the first `startNow` start at once, the rest are reserved (see HeldWork.started). */
+  claim(limit: number, startNow: number, jobTypes: string[]): Promise<Work[]>;
+  /** Starts reserved items in one statement; returns those still held, with the attempt they now run. */
+  start(held: readonly HeldJob[]): Promise<Map<string, StartedAttempt>>;
+  /** Records many outcomes in one statement; fence-rejected attempts are absent from the result. */
+  finish(attempts: readonly FinishedAttempt[], client?: ClientBase | Pool): Promise<RecordedState[]>;
+  /** Renews the locks of the items still held; returns their ids. */
+  heartbeat(held: readonly HeldJob[]): Promise<Set<string>>;
+  /** Settles items whose worker stopped heartbeating for longer than the grace. */
+  sweep(lockGraceSeconds: number): Promise<SweptWork[]>;
+  /** Hands items back at shutdown; returns the ids handed back (their late outcomes are then fenced out). */
+  release(held: readonly HeldJob[]): Promise<string[]>;
+  /** A live cancellation request for the item (checked at each checkpoint). */
+  cancellationRequested(id: string): Promise<boolean>;
+  /** Periodic bookkeeping (the queue's count folding), every second. */
+  maintain?(): Promise<void>;
+  /**
+   * Deletes terminal items past retention, a batch per transaction; `settle` gets each batch inside
+   * its transaction. Returns how many went.
+   */
+  deleteExpired?(retentionSeconds: number, settle: (tx: ClientBase, rows: ExpiredRow[]) => Promise<void>): Promise<number>;
+}

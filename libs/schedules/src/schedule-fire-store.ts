@@ -1,0 +1,226 @@
+import type { ClientBase, Pool } from 'pg';
+
+import { FinishedAttempt, HeldJob, HeldWork, JobOutcome, RecordedState, StartedAttempt, SweptWork, WorkStore } from '@app/queue';
+
+import { JsonObject, OverlapPolicy } from './schedule.entity';
+import { fireInFlight, FireState, fireStates } from './schedule-overlap';
+import { ScheduleAttempt, ScheduleRunStatus } from './schedule-run.entity';
+
+export const SCHEDULE_FIRE_JOB_TYPE = 'schedule_fire';
+export const SCHEDULE_FIRES_READY_CHANNEL = 'schedule_fires_ready';
+
+/** A fire a worker has claimed, with what it needs from its schedule. */
+export interface ClaimedFire extends HeldWork {
+  /** The worker holding the fire: the fence of the writes its handler makes on the way (retried attempts). */
+  lockedBy: string;
+  scheduleId: string;
+  method: string;
+  endpoint: string;
+  payload: JsonObject | null;
+  timeoutSeconds: number;
+  maxRetries: number;
+  retryDelaySeconds: number;
+  enabled: boolean;
+  ownerServiceAccountId: string | null;
+  targetType: string | null;
+  targetId: string | null;
+}
+
+/** What a fire's handler reports with its outcome (JobResult.details): the last HTTP attempt, when it made one. */
+export interface FireDetails {
+  last?: ScheduleAttempt;
+}
+
+/** A fire is one attempt of the engine: its retries are HTTP attempts inside it, never a second fire. */
+const FIRE_ATTEMPT = 1;
+
+/** The status a fire's history shows for each outcome its handler reports. */
+export const FIRE_STATUS: Record<JobOutcome, Exclude<ScheduleRunStatus, 'queued' | 'running'>> = {
+  completed: 'success',
+  failed: 'failed',
+  // The handler cancels a fire it does not make (the schedule was disabled before it started).
+  cancelled: 'skipped',
+  paused: 'failed',
+};
+
+/**
+ * Queued fires that could start: any of an `allow` schedule; of another, its oldest queued fire when
+ * none of it is in flight. Fires that must wait never fill the window and hold back other schedules.
+ */
+const CANDIDATES = `
+  SELECT r.id, r.schedule_id, s.overlap_policy FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
+  WHERE r.status = 'queued'
+    AND (s.overlap_policy = 'allow'
+         OR (NOT EXISTS (SELECT 1 FROM schedule_runs o WHERE o.schedule_id = r.schedule_id AND o.status = 'queued' AND (o.due_at, o.id) < (r.due_at, r.id))
+             AND NOT ${fireInFlight('r.schedule_id')}))
+  ORDER BY r.due_at, r.id LIMIT $1 FOR UPDATE OF r SKIP LOCKED`;
+
+const LOCK_SCHEDULES = `SELECT id FROM unnest($1::uuid[]) AS s(id) WHERE pg_try_advisory_xact_lock(hashtextextended('schedule-fire:' || id::text, 0))`;
+
+const START_FIRES = `
+  UPDATE schedule_runs r SET status = 'running', locked_by = $1, started_at = now(), heartbeat_at = now()
+  FROM schedules s
+  WHERE r.id = ANY ($2::uuid[]) AND s.id = r.schedule_id
+  RETURNING r.id, r.locked_by, s.id AS schedule_id, s.method, s.endpoint, s.payload, s.timeout_seconds, s.max_retries,
+            s.retry_delay_seconds, s.enabled, s.owner_service_account_id, s.target_type, s.target_id`;
+
+/** Ends fires, with their last attempt when they made one; fenced, and one statement for a batch. */
+const FINISH = `
+  UPDATE schedule_runs r SET status = v.status, error = v.error, completed_at = now(), heartbeat_at = NULL,
+    attempts = r.attempts || v.last, status_code = COALESCE(v.status_code, r.status_code),
+    run_id = COALESCE(v.run_id, r.run_id), run_status = COALESCE(v.run_status, r.run_status)
+  FROM unnest($2::uuid[], $3::varchar[], $4::text[], $5::jsonb[], $6::int[], $7::varchar[], $8::varchar[])
+    AS v(id, status, error, last, status_code, run_id, run_status)
+  WHERE r.id = ANY ($2::uuid[]) AND r.id = v.id AND r.locked_by = $1 AND r.status = 'running'
+  RETURNING r.id, r.status`;
+
+const HEARTBEAT = `
+  UPDATE schedule_runs SET heartbeat_at = now() WHERE id = ANY ($2::uuid[]) AND locked_by = $1 AND status = 'running' RETURNING id`;
+
+/** A fire whose worker died is failed, never fired again: its call may already have happened. */
+const SWEEP = `
+  UPDATE schedule_runs SET status = 'failed', completed_at = now(), heartbeat_at = NULL,
+    error = 'The worker running this fire was lost; it was not retried'
+  WHERE id IN (SELECT id FROM schedule_runs WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => $1) FOR UPDATE SKIP LOCKED)
+  RETURNING id, status, error, true AS started`;
+
+interface StartedRow {
+  id: string;
+  locked_by: string;
+  schedule_id: string;
+  method: string;
+  endpoint: string;
+  payload: JsonObject | null;
+  timeout_seconds: number;
+  max_retries: number;
+  retry_delay_seconds: number;
+  enabled: boolean;
+  owner_service_account_id: string | null;
+  target_type: string | null;
+  target_id: string | null;
+}
+
+function toClaimedFire(row: StartedRow): ClaimedFire {
+  return {
+    id: row.id,
+    jobType: SCHEDULE_FIRE_JOB_TYPE,
+    attempt: FIRE_ATTEMPT,
+    maxAttempts: FIRE_ATTEMPT,
+    started: true,
+    cancelRequested: false,
+    lockedBy: row.locked_by,
+    scheduleId: row.schedule_id,
+    method: row.method,
+    endpoint: row.endpoint,
+    payload: row.payload,
+    timeoutSeconds: row.timeout_seconds,
+    maxRetries: row.max_retries,
+    retryDelaySeconds: row.retry_delay_seconds,
+    enabled: row.enabled,
+    ownerServiceAccountId: row.owner_service_account_id,
+    targetType: row.target_type,
+    targetId: row.target_id,
+  };
+}
+
+/**
+ * The queue engine's SQL for schedule fires (schedule_runs). Every fire is claimed started: a fire
+ * has no prefetch, no cancellation and no second attempt, and its claim obeys the schedule's overlap
+ * policy. Every write is fenced by (id, locked_by, status = 'running').
+ */
+export class ScheduleFireStore implements WorkStore<ClaimedFire> {
+  readonly readyChannel = SCHEDULE_FIRES_READY_CHANNEL;
+
+  constructor(
+    private readonly pool: Pool,
+    readonly workerId: string,
+  ) {}
+
+  /**
+   * Takes up to `limit` queued fires (oldest slot first). A schedule that does not `allow` overlap
+   * starts one fire at a time: its oldest queued fire, only when none of it runs. The decision holds a
+   * transaction-scoped advisory lock per such schedule, and the running check is a statement made
+   * after the lock is held (a fresh snapshot), so two workers never start two fires of one schedule.
+   */
+  async claim(limit: number): Promise<ClaimedFire[]> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const rows = await this.claimIn(client, limit);
+      await client.query('COMMIT');
+      return rows;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  private async claimIn(client: ClientBase, limit: number): Promise<ClaimedFire[]> {
+    const sql = async <Row>(text: string, values: unknown[]): Promise<Row[]> => (await client.query({ text, values })).rows as Row[];
+    const queued = await sql<{ id: string; schedule_id: string; overlap_policy: OverlapPolicy }>(CANDIDATES, [limit]);
+    const serial = [...new Set(queued.filter((fire) => fire.overlap_policy !== 'allow').map((fire) => fire.schedule_id))].sort();
+    const locked = serial.length ? await sql<{ id: string }>(LOCK_SCHEDULES, [serial]) : [];
+    const states = locked.length
+      ? await fireStates(
+          sql,
+          locked.map((row) => row.id),
+        )
+      : new Map<string, FireState>();
+    const start: string[] = [];
+    const started = new Set<string>();
+    for (const fire of queued) {
+      const state = states.get(fire.schedule_id);
+      if (fire.overlap_policy === 'allow') {
+        start.push(fire.id);
+      } else if (state && !state.running && !started.has(fire.schedule_id)) {
+        // Not locked (no state): another worker is deciding this schedule right now.
+        start.push(fire.id);
+        started.add(fire.schedule_id);
+      }
+    }
+    return start.length ? (await sql<StartedRow>(START_FIRES, [this.workerId, start])).map(toClaimedFire) : [];
+  }
+
+  /** Never called with anything: fires are claimed started. */
+  async start(): Promise<Map<string, StartedAttempt>> {
+    return new Map();
+  }
+
+  async finish(attempts: readonly FinishedAttempt[], client: ClientBase | Pool = this.pool): Promise<RecordedState[]> {
+    const last = attempts.map((attempt) => (attempt.details as FireDetails | undefined)?.last);
+    const values = [
+      this.workerId,
+      attempts.map((attempt) => attempt.id),
+      attempts.map((attempt) => FIRE_STATUS[attempt.outcome]),
+      attempts.map((attempt) => attempt.error),
+      last.map((attempt) => JSON.stringify(attempt ? [attempt] : [])),
+      last.map((attempt) => attempt?.status_code ?? null),
+      last.map((attempt) => attempt?.run_id ?? null),
+      last.map((attempt) => attempt?.run_status ?? null),
+    ];
+    return (await client.query<RecordedState>({ text: FINISH, values })).rows;
+  }
+
+  async heartbeat(held: readonly HeldJob[]): Promise<Set<string>> {
+    const { rows } = await this.pool.query<{ id: string }>({ text: HEARTBEAT, values: [this.workerId, held.map((fire) => fire.id)] });
+    return new Set(rows.map((row) => row.id));
+  }
+
+  async sweep(lockGraceSeconds: number): Promise<SweptWork[]> {
+    return (await this.pool.query<SweptWork>({ name: 'schedule_fire_sweep', text: SWEEP, values: [lockGraceSeconds] })).rows;
+  }
+
+  /**
+   * Nothing is handed back: a fire is never made twice. Stopped at the shutdown deadline, its handler
+   * records it as cut; one that cannot is failed by the sweeper once its heartbeat is stale.
+   */
+  async release(): Promise<string[]> {
+    return [];
+  }
+
+  async cancellationRequested(): Promise<boolean> {
+    return false;
+  }
+}

@@ -1,0 +1,72 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+
+import { BeforeApplicationShutdown, Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Pool } from 'pg';
+
+import { Env } from '@app/config';
+import { ConnectionClient } from '@app/database';
+import { createLogger } from '@app/logging';
+import { connectListener, QueueWorker } from '@app/queue';
+
+import { ClaimedFire, SCHEDULE_FIRE_JOB_TYPE, ScheduleFireStore } from './schedule-fire-store';
+import { ScheduleFirer } from './schedule-firer';
+
+/** Connections of the engine's own statements (claim, outcomes, heartbeat, sweep); a fire's handler uses the app's pool. */
+const ENGINE_CONNECTIONS = 3;
+
+/**
+ * Runs queued schedule fires on the queue engine, beside the job queue's: up to SCHEDULE_CONCURRENCY
+ * at once, heartbeated, a lost fire swept to failed, and at shutdown one deadline shared with the
+ * job queue, after which a fire still in flight is stopped and recorded as cut. Fires keep their own
+ * pool of slots so that a fire following a background run never holds the slot that run needs.
+ */
+@Injectable()
+export class ScheduleFireWorker implements OnApplicationBootstrap, OnModuleDestroy, BeforeApplicationShutdown {
+  /** Fits schedule_runs.locked_by (64). */
+  readonly workerId = `${hostname().slice(0, 40)}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  private engine: QueueWorker<ClaimedFire> | null = null;
+  private pool: Pool | null = null;
+  private stopped: Promise<void> | null = null;
+
+  constructor(
+    private readonly env: Env,
+    private readonly firer: ScheduleFirer,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const connectionString = this.env.databaseUrl;
+    this.pool = new Pool({ connectionString, max: ENGINE_CONNECTIONS, Client: ConnectionClient });
+    this.engine = new QueueWorker<ClaimedFire>({
+      pool: this.pool,
+      store: new ScheduleFireStore(this.pool, this.workerId),
+      connectListener: () => connectListener(connectionString),
+      handlers: new Map([[SCHEDULE_FIRE_JOB_TYPE, this.firer]]),
+      concurrency: this.env.SCHEDULE_CONCURRENCY,
+      prefetch: 0,
+      // A fire's claim is a transaction of several statements (the overlap policy): refill a quarter at a time.
+      claimAtLeast: Math.ceil(this.env.SCHEDULE_CONCURRENCY / 4),
+      pollIntervalMs: this.env.SCHEDULE_TICK_INTERVAL_MS,
+      lockGraceSeconds: this.env.QUEUE_LOCK_GRACE_SECONDS,
+      // A fire is the schedule's history (GET /schedules/{id}/runs), not a queue entry: it is kept.
+      retentionSeconds: 0,
+      logger: createLogger(this.env, 'schedules'),
+    });
+    await this.engine.start();
+  }
+
+  /** Fires were queued in this process: claim them now rather than at the next poll. */
+  workQueued(): void {
+    this.engine?.workQueued();
+  }
+
+  /** Shutdown starts here for every module at once, so fires and queue jobs share one deadline. */
+  onModuleDestroy(): void {
+    this.stopped = this.engine?.stop(this.env.WORKER_SHUTDOWN_TIMEOUT_SECONDS * 1000) ?? null;
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.stopped;
+    await this.pool?.end();
+  }
+}
