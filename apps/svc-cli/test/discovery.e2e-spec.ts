@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { freePort } from '../../../scripts/embedded-postgres.mjs';
-import { CliSandbox, cliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
+import { CliSandbox, cliSandbox, LiveService, startService } from '../../../test/support/cli';
+import { runCommand } from '../../../test/support/cli-in-process';
 import { query } from '../../../test/support/database';
 import { ROOT_KEY, uniqueName } from '../../../test/support/principals';
 import { remoteProxy, TcpProxy } from '../../../test/support/tcp-proxy';
@@ -37,7 +38,7 @@ describe('svc URL discovery and the credential gates', () => {
     sandbox = cliSandbox();
   });
 
-  const status = (args: string[] = [], env: Record<string, string> = {}) => runCli(['status', '--json', ...args], sandbox, { env });
+  const status = (args: string[] = [], env: Record<string, string> = {}) => runCommand(['status', '--json', ...args], sandbox, { env });
 
   it('--url comes first and yields the full descriptor from /info', async () => {
     const run = await status(['--url', `${service.api.url}/`], { SERVICE_URL: deadUrl });
@@ -100,7 +101,7 @@ describe('svc URL discovery and the credential gates', () => {
     const listening = await Promise.all(DEFAULT_PORTS.map((port) => accepts(port)));
     // Something else on this machine holds a default port: the probe order cannot be observed, so say so.
     context.skip(listening.some(Boolean), `a default port is in use (${DEFAULT_PORTS.filter((_, i) => listening[i]).join(', ')})`);
-    const run = await runCli(['tokens', 'list', '--json'], sandbox, { env: { OS_SECURITY_KEY: ROOT_KEY } });
+    const run = await runCommand(['tokens', 'list', '--json'], sandbox, { env: { OS_SECURITY_KEY: ROOT_KEY } });
     expect(run.code).toBe(1);
     expect(run.json().error).toBe(
       'No running service found (tried: http://localhost:7777 (from default), http://localhost:7778 (from default), http://localhost:7779 (from default), http://localhost:8000 (from default)).',
@@ -117,7 +118,7 @@ describe('svc URL discovery and the credential gates', () => {
     });
     await new Promise<void>((done) => fake.listen(7779, 'localhost', done));
     try {
-      const run = await runCli(['status'], sandbox);
+      const run = await runCommand(['status'], sandbox);
       expect(run.code, run.stderr).toBe(0);
       expect(run.stderr.split('\n')[0]).toBe(
         'Using http://localhost:7779 (no --url, SERVICE_URL, or SERVICE_URL in ./.env.production or ./.env; tried the default ports).',
@@ -148,7 +149,7 @@ describe('svc URL discovery and the credential gates', () => {
         ['tokens', 'create', name],
         ['tokens', 'revoke', name, '--yes'],
       ]) {
-        const run = await runCli([...args, '--url', remoteUrl, '--json'], sandbox, { env: { OS_SECURITY_KEY: ROOT_KEY } });
+        const run = await runCommand([...args, '--url', remoteUrl, '--json'], sandbox, { env: { OS_SECURITY_KEY: ROOT_KEY } });
         expect(run.code).toBe(1);
         expect(run.json()).toEqual({
           error: expect.stringMatching(new RegExp(`^Refusing to send the admin credential.* to ${remoteUrl} over plaintext HTTP\\.$`)),
@@ -171,13 +172,13 @@ describe('svc URL discovery and the credential gates', () => {
           ['disconnect', '--revoke', '--clients', 'cursor'],
           ['tokens', 'list'],
         ]) {
-          const run = await runCli([...args, '--url', openUrl, '--json'], sandbox, { env });
+          const run = await runCommand([...args, '--url', openUrl, '--json'], sandbox, { env });
           expect(run.code, run.stdout).toBe(1);
           expect(run.json().error).toMatch(new RegExp(`^Refusing to send the admin credential to ${openUrl} over plaintext HTTP\\.$`));
         }
         expect(openProxy.received()).toContain('GET /health');
         expect(openProxy.received().toLowerCase()).not.toContain('authorization');
-        const allowed = await runCli(
+        const allowed = await runCommand(
           ['disconnect', '--revoke', '--clients', 'cursor', '--url', openUrl, '--allow-http', '--json'],
           sandbox,
           { env },
@@ -198,7 +199,7 @@ describe('svc URL discovery and the credential gates', () => {
     });
 
     it('sends it with --allow-http', async () => {
-      const run = await runCli(['tokens', 'create', uniqueName('remote'), '--url', remoteUrl, '--allow-http', '--json'], sandbox, {
+      const run = await runCommand(['tokens', 'create', uniqueName('remote'), '--url', remoteUrl, '--allow-http', '--json'], sandbox, {
         env: { OS_SECURITY_KEY: ROOT_KEY },
       });
       expect(run.code).toBe(0);
@@ -210,15 +211,15 @@ describe('svc URL discovery and the credential gates', () => {
     it('trusts a remote SERVICE_URL from a .env file only with --yes', async () => {
       writeFileSync(join(sandbox.cwd, '.env'), `SERVICE_URL=${remoteUrl}\n`);
       const env = { OS_SECURITY_KEY: ROOT_KEY };
-      const untrusted = await runCli(['tokens', 'list', '--json'], sandbox, { env });
+      const untrusted = await runCommand(['tokens', 'list', '--json'], sandbox, { env });
       expect(untrusted.code).toBe(1);
       expect(untrusted.json()).toEqual({
         error: `The URL in .env points to a remote host (${remoteUrl}).`,
         hint: 'Pass --url to target it explicitly, or --yes to trust it.',
       });
-      const trusted = await runCli(['tokens', 'list', '--yes', '--json'], sandbox, { env });
+      const trusted = await runCommand(['tokens', 'list', '--yes', '--json'], sandbox, { env });
       expect(trusted.json().error).toMatch(/^Refusing to send the admin credential/);
-      const allowed = await runCli(['tokens', 'list', '--yes', '--allow-http', '--json'], sandbox, { env });
+      const allowed = await runCommand(['tokens', 'list', '--yes', '--allow-http', '--json'], sandbox, { env });
       expect(allowed.code).toBe(0);
       expect(allowed.json().service_accounts).toEqual(expect.any(Array));
       await proxy.cut();

@@ -8,9 +8,9 @@ import { CancellationIntents } from './cancellation-intents';
 import { enqueueJobs } from './enqueue';
 import { BulkJobsDto, RequeueQuery } from './job.dto';
 import { JobStatus } from './job-status';
-import { QueueAdminService } from './queue-admin.service';
 import { QueueErrorCode } from './queue.exception';
 import { QueueModule } from './queue.module';
+import { QueueAdminService } from './queue-admin.service';
 
 /** The state a job is put in, as a worker, the sweeper or an earlier operator would have left it. */
 interface Placed {
@@ -170,6 +170,5 @@ describe('QueueAdminService', () => {
       });
       expect((await statuses(ids)).map((job) => job.status)).toEqual(['cancelled', 'cancelled', 'running', 'completed']);
     });
-
   });
 });

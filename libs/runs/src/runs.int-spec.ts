@@ -53,7 +53,9 @@ describe('RunsService', () => {
       const accepted = await runs.enqueue(root, 'agent', 'echo', ask());
       expect(accepted.status).toBe('queued');
 
-      await app.sql(`UPDATE queue_jobs SET status = 'failed', error = 'lost its worker', completed_at = now() WHERE id = $1`, [accepted.run_id]);
+      await app.sql(`UPDATE queue_jobs SET status = 'failed', error = 'lost its worker', completed_at = now() WHERE id = $1`, [
+        accepted.run_id,
+      ]);
 
       const [row] = await app.sql<{ status: string }>('SELECT status FROM runs WHERE id = $1', [accepted.run_id]);
       expect(row.status).toBe('queued');
@@ -65,12 +67,16 @@ describe('RunsService', () => {
       });
     });
 
-    it("a synchronous run answers its own row; content only once completed", async () => {
+    it('a synchronous run answers its own row; content only once completed', async () => {
       const finished = await runs.run(root, 'agent', 'echo', ask({ message: 'ping' }));
       expect(finished).toMatchObject({ status: 'completed', content: 'echo: ping', error: null, background: false });
 
       await app.sql(`UPDATE runs SET status = 'failed', error = 'rewritten' WHERE id = $1`, [finished.run_id]);
-      await expect(runs.get(root, 'agent', 'echo', finished.run_id)).resolves.toMatchObject({ status: 'failed', content: null, error: 'rewritten' });
+      await expect(runs.get(root, 'agent', 'echo', finished.run_id)).resolves.toMatchObject({
+        status: 'failed',
+        content: null,
+        error: 'rewritten',
+      });
     });
 
     it('a run is found only under its own component, and only by a caller who may see it', async () => {
@@ -90,7 +96,9 @@ describe('RunsService', () => {
       const again = await runs.run(root, 'agent', 'echo', ask({ message: 'two', idempotency_key }));
 
       expect(again).toEqual(first);
-      const [{ count }] = await app.sql<{ count: number }>('SELECT count(*)::int AS count FROM runs WHERE idempotency_key = $1', [idempotency_key]);
+      const [{ count }] = await app.sql<{ count: number }>('SELECT count(*)::int AS count FROM runs WHERE idempotency_key = $1', [
+        idempotency_key,
+      ]);
       expect(count).toBe(1);
     });
 
@@ -134,7 +142,9 @@ describe('RunsService', () => {
         code: RunErrorCode.InvalidRequest,
       });
       // Positive control: 512 characters is allowed.
-      await expect(runs.run(root, 'agent', 'echo', ask({ idempotencyKeyHeader: 'k'.repeat(512) }))).resolves.toMatchObject({ status: 'completed' });
+      await expect(runs.run(root, 'agent', 'echo', ask({ idempotencyKeyHeader: 'k'.repeat(512) }))).resolves.toMatchObject({
+        status: 'completed',
+      });
     });
   });
 

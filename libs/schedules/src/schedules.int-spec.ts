@@ -44,7 +44,11 @@ describe('SchedulesService', () => {
   const freshName = () => `Nightly (v${++counter})`;
 
   beforeAll(async () => {
-    app = await bootModule({ imports: [AuthModule, SchedulesModule], controllers: [AgentRunRoute], providers: [ScheduleDispatchRepository] });
+    app = await bootModule({
+      imports: [AuthModule, SchedulesModule],
+      controllers: [AgentRunRoute],
+      providers: [ScheduleDispatchRepository],
+    });
     schedules = app.get(SchedulesService);
   });
 
@@ -147,9 +151,10 @@ describe('SchedulesService', () => {
       await expect(schedules.remove(mallory, created.id)).rejects.toMatchObject({ code: Code.Forbidden });
 
       await schedules.update(admin, created.id, patch({ description: 'taken over' }));
-      const [row] = await app.sql<{ owner_id: string; owner_scopes: string[] }>('SELECT owner_id, owner_scopes FROM schedules WHERE id = $1', [
-        created.id,
-      ]);
+      const [row] = await app.sql<{ owner_id: string; owner_scopes: string[] }>(
+        'SELECT owner_id, owner_scopes FROM schedules WHERE id = $1',
+        [created.id],
+      );
       expect(row).toEqual({ owner_id: 'root-operator', owner_scopes: ['platform:admin'] });
       await expect(schedules.update(alice, created.id, patch({ description: 'back' }))).rejects.toMatchObject({ code: Code.Forbidden });
     });
@@ -203,7 +208,9 @@ describe('SchedulesService', () => {
     const thisYear = new Date().getUTCFullYear();
     const slots = [3, 2, 1, 0].map((ago) => `${thisYear - ago}-01-01T00:00:00.000Z`);
 
-    async function dueSince(catchup: Partial<CreateScheduleDto>): Promise<{ id: string; queued: string[]; missed: string[]; nextRunAt: Date | null }> {
+    async function dueSince(
+      catchup: Partial<CreateScheduleDto>,
+    ): Promise<{ id: string; queued: string[]; missed: string[]; nextRunAt: Date | null }> {
       const created = await schedules.create(alice, createRequest({ name: freshName(), cron_expr: '0 0 1 1 *', ...catchup }));
       await app.sql('UPDATE schedules SET next_run_at = $2 WHERE id = $1', [created.id, slots[0]]);
       // Other schedules may be due too; each is queued once.

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { ModuleOnDatabase, bootModule, principals } from '../../../test/support/nest-module';
+import { bootModule, ModuleOnDatabase, principals } from '../../../test/support/nest-module';
 import { CreateServiceAccountDto } from './service-account.dto';
 import { ServiceAccountErrorCode as Code } from './service-account.exception';
 import { ServiceAccountVerifier } from './service-account-verifier';
@@ -57,7 +57,10 @@ describe('ServiceAccountsService', () => {
     });
 
     it('honours expires_in_days and never_expires (which wins over it), and de-duplicates scopes', async () => {
-      const short = await accounts.mint(root, mintRequest({ name: freshName(), expires_in_days: 7, scopes: scopes('agents:read', 'agents:read') }));
+      const short = await accounts.mint(
+        root,
+        mintRequest({ name: freshName(), expires_in_days: 7, scopes: scopes('agents:read', 'agents:read') }),
+      );
       const forever = await accounts.mint(root, mintRequest({ name: freshName(), expires_in_days: 7, never_expires: true }));
 
       expect(short.expires_at! - short.created_at).toBe(7 * DAY_S);
@@ -66,27 +69,37 @@ describe('ServiceAccountsService', () => {
     });
 
     it('refuses an anonymous caller even on an open instance (401), before looking at anything else', async () => {
-      await expect(accounts.mint(principals.anonymous(), mintRequest({ name: freshName(), scopes: scopes('nope') }))).rejects.toMatchObject({
-        code: Code.CredentialRequired,
-      });
+      await expect(accounts.mint(principals.anonymous(), mintRequest({ name: freshName(), scopes: scopes('nope') }))).rejects.toMatchObject(
+        {
+          code: Code.CredentialRequired,
+        },
+      );
     });
 
     it('checks scopes in order: invalid (400), then privileged without the flag (400), then not held (403)', async () => {
       const writer = principals.jwt('alice', ['service_accounts:write', 'agents:run', 'sessions:write']);
 
-      await expect(accounts.mint(writer, mintRequest({ name: freshName(), scopes: scopes('bogus', 'sessions:write') }))).rejects.toMatchObject({
+      await expect(
+        accounts.mint(writer, mintRequest({ name: freshName(), scopes: scopes('bogus', 'sessions:write') })),
+      ).rejects.toMatchObject({
         code: Code.InvalidScopes,
         detail: 'Invalid scope(s): bogus',
       });
-      await expect(accounts.mint(writer, mintRequest({ name: freshName(), scopes: scopes('sessions:write', 'teams:run') }))).rejects.toMatchObject(
-        { code: Code.PrivilegedNotAllowed },
-      );
       await expect(
-        accounts.mint(writer, mintRequest({ name: freshName(), scopes: scopes('sessions:write', 'teams:run'), allow_privileged_scopes: true })),
+        accounts.mint(writer, mintRequest({ name: freshName(), scopes: scopes('sessions:write', 'teams:run') })),
+      ).rejects.toMatchObject({ code: Code.PrivilegedNotAllowed });
+      await expect(
+        accounts.mint(
+          writer,
+          mintRequest({ name: freshName(), scopes: scopes('sessions:write', 'teams:run'), allow_privileged_scopes: true }),
+        ),
       ).rejects.toMatchObject({ code: Code.CannotGrant, detail: 'Cannot grant scope(s) you do not hold: teams:run' });
       // Positive control: the same caller may grant what it holds.
       await expect(
-        accounts.mint(writer, mintRequest({ name: freshName(), scopes: scopes('sessions:write', 'agents:run'), allow_privileged_scopes: true })),
+        accounts.mint(
+          writer,
+          mintRequest({ name: freshName(), scopes: scopes('sessions:write', 'agents:run'), allow_privileged_scopes: true }),
+        ),
       ).resolves.toMatchObject({ scopes: ['sessions:write', 'agents:run'], created_by: 'alice' });
     });
 
@@ -196,8 +209,14 @@ describe('ServiceAccountsService', () => {
       await expire(expired.id);
       const active = await accounts.mint(root, mintRequest({ name: freshName() }));
 
-      await expect(accounts.rotate(root, revoked.id, {})).rejects.toMatchObject({ code: Code.NotActive, detail: expect.stringContaining('is revoked') });
-      await expect(accounts.rotate(root, expired.id, {})).rejects.toMatchObject({ code: Code.NotActive, detail: expect.stringContaining('is expired') });
+      await expect(accounts.rotate(root, revoked.id, {})).rejects.toMatchObject({
+        code: Code.NotActive,
+        detail: expect.stringContaining('is revoked'),
+      });
+      await expect(accounts.rotate(root, expired.id, {})).rejects.toMatchObject({
+        code: Code.NotActive,
+        detail: expect.stringContaining('is expired'),
+      });
       await expect(accounts.rotate(principals.anonymous(), active.id, {})).rejects.toMatchObject({ code: Code.CredentialRequired });
     });
 

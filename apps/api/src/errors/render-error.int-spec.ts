@@ -18,16 +18,20 @@ import { RequestValidationPipe } from './validation.pipe';
 
 /** The spec's status of every domain error code (its Errors section and the operator decisions). */
 const SPEC_STATUS: [new (code: never, detail: string) => DomainException, Record<string, string>, Record<string, number>][] = [
-  [
-    RequestException,
-    RequestErrorCode,
-    { BadRequest: 400, NotFound: 404, Unauthenticated: 401, Forbidden: 403, DatabaseUnavailable: 503 },
-  ],
+  [RequestException, RequestErrorCode, { BadRequest: 400, NotFound: 404, Unauthenticated: 401, Forbidden: 403, DatabaseUnavailable: 503 }],
   [AuthException, AuthErrorCode, { Unauthenticated: 401, Forbidden: 403, Throttled: 429, Unavailable: 503 }],
   [
     ServiceAccountException,
     ServiceAccountErrorCode,
-    { NotFound: 404, NameTaken: 409, InvalidScopes: 400, PrivilegedNotAllowed: 400, CannotGrant: 403, NotActive: 409, CredentialRequired: 401 },
+    {
+      NotFound: 404,
+      NameTaken: 409,
+      InvalidScopes: 400,
+      PrivilegedNotAllowed: 400,
+      CannotGrant: 403,
+      NotActive: 409,
+      CredentialRequired: 401,
+    },
   ],
   [
     RunException,
@@ -158,7 +162,11 @@ describe('error rendering', () => {
     const response = await request('GET', '/probe/unknown');
     expect(response.statusCode).toBe(500);
     const body = response.json<Record<string, string>>();
-    expect(body).toEqual({ detail: 'Internal server error', error_id: expect.stringMatching(/^[0-9a-f-]{36}$/), error_type: 'internal_error' });
+    expect(body).toEqual({
+      detail: 'Internal server error',
+      error_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      error_type: 'internal_error',
+    });
     expect(response.body).not.toContain('secret internals');
   });
 
