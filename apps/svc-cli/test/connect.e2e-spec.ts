@@ -586,8 +586,9 @@ describe.skipIf(!HAS_OPENSSL)('svc connect on a public https URL (security_key m
     sandbox = cliSandbox();
   });
 
+  // Spawned: NODE_OPTIONS and NODE_EXTRA_CA_CERTS act on a new process only.
   it('adds the chat-app steps whenever the service is on a public URL, whatever its auth mode', async () => {
-    const run = await runCommand(['connect', '--json'], sandbox, {
+    const run = await runCli(['connect', '--json'], sandbox, {
       env: {
         SERVICE_URL: publicUrl,
         OS_SECURITY_KEY: ROOT_KEY,

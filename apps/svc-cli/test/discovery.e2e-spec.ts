@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { freePort } from '../../../scripts/embedded-postgres.mjs';
-import { CliSandbox, cliSandbox, LiveService, startService } from '../../../test/support/cli';
+import { CliSandbox, cliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
 import { runCommand } from '../../../test/support/cli-in-process';
 import { query } from '../../../test/support/database';
 import { ROOT_KEY, uniqueName } from '../../../test/support/principals';
@@ -134,6 +134,7 @@ describe('svc URL discovery and the credential gates', () => {
     expect(run.json().error).toBe('Invalid service URL: ftp://example.com (from --url)');
   });
 
+  // Spawned: each run a fresh process, as an operator's, so no connection outlives a run through the proxy.
   describe('a service that looks remote (reached through a non-loopback address)', () => {
     let proxy: TcpProxy;
     let remoteUrl: string;
@@ -149,7 +150,7 @@ describe('svc URL discovery and the credential gates', () => {
         ['tokens', 'create', name],
         ['tokens', 'revoke', name, '--yes'],
       ]) {
-        const run = await runCommand([...args, '--url', remoteUrl, '--json'], sandbox, { env: { OS_SECURITY_KEY: ROOT_KEY } });
+        const run = await runCli([...args, '--url', remoteUrl, '--json'], sandbox, { env: { OS_SECURITY_KEY: ROOT_KEY } });
         expect(run.code).toBe(1);
         expect(run.json()).toEqual({
           error: expect.stringMatching(new RegExp(`^Refusing to send the admin credential.* to ${remoteUrl} over plaintext HTTP\\.$`)),
@@ -172,13 +173,13 @@ describe('svc URL discovery and the credential gates', () => {
           ['disconnect', '--revoke', '--clients', 'cursor'],
           ['tokens', 'list'],
         ]) {
-          const run = await runCommand([...args, '--url', openUrl, '--json'], sandbox, { env });
+          const run = await runCli([...args, '--url', openUrl, '--json'], sandbox, { env });
           expect(run.code, run.stdout).toBe(1);
           expect(run.json().error).toMatch(new RegExp(`^Refusing to send the admin credential to ${openUrl} over plaintext HTTP\\.$`));
         }
         expect(openProxy.received()).toContain('GET /health');
         expect(openProxy.received().toLowerCase()).not.toContain('authorization');
-        const allowed = await runCommand(
+        const allowed = await runCli(
           ['disconnect', '--revoke', '--clients', 'cursor', '--url', openUrl, '--allow-http', '--json'],
           sandbox,
           { env },
@@ -199,7 +200,7 @@ describe('svc URL discovery and the credential gates', () => {
     });
 
     it('sends it with --allow-http', async () => {
-      const run = await runCommand(['tokens', 'create', uniqueName('remote'), '--url', remoteUrl, '--allow-http', '--json'], sandbox, {
+      const run = await runCli(['tokens', 'create', uniqueName('remote'), '--url', remoteUrl, '--allow-http', '--json'], sandbox, {
         env: { OS_SECURITY_KEY: ROOT_KEY },
       });
       expect(run.code).toBe(0);
@@ -211,15 +212,15 @@ describe('svc URL discovery and the credential gates', () => {
     it('trusts a remote SERVICE_URL from a .env file only with --yes', async () => {
       writeFileSync(join(sandbox.cwd, '.env'), `SERVICE_URL=${remoteUrl}\n`);
       const env = { OS_SECURITY_KEY: ROOT_KEY };
-      const untrusted = await runCommand(['tokens', 'list', '--json'], sandbox, { env });
+      const untrusted = await runCli(['tokens', 'list', '--json'], sandbox, { env });
       expect(untrusted.code).toBe(1);
       expect(untrusted.json()).toEqual({
         error: `The URL in .env points to a remote host (${remoteUrl}).`,
         hint: 'Pass --url to target it explicitly, or --yes to trust it.',
       });
-      const trusted = await runCommand(['tokens', 'list', '--yes', '--json'], sandbox, { env });
+      const trusted = await runCli(['tokens', 'list', '--yes', '--json'], sandbox, { env });
       expect(trusted.json().error).toMatch(/^Refusing to send the admin credential/);
-      const allowed = await runCommand(['tokens', 'list', '--yes', '--allow-http', '--json'], sandbox, { env });
+      const allowed = await runCli(['tokens', 'list', '--yes', '--allow-http', '--json'], sandbox, { env });
       expect(allowed.code).toBe(0);
       expect(allowed.json().service_accounts).toEqual(expect.any(Array));
       await proxy.cut();
