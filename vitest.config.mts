@@ -16,7 +16,14 @@ export default defineConfig({
     alias: aliases,
   },
   test: {
-    include: ['apps/**/*.spec.ts', 'apps/**/*.e2e-spec.ts', 'libs/**/*.spec.ts', 'libs/**/*.int-spec.ts', 'test/**/*.spec.ts'],
+    include: [
+      'apps/**/*.spec.ts',
+      'apps/**/*.e2e-spec.ts',
+      'libs/**/*.spec.ts',
+      'libs/**/*.int-spec.ts',
+      'apps/**/*.int-spec.ts',
+      'test/**/*.spec.ts',
+    ],
     globalSetup: ['test/support/global-setup.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
     // Tests boot real api and worker processes on two cores shared with other work: boots alone can take 10+ s.

@@ -61,20 +61,25 @@ export function runCli(
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);
-      resolvePromise({
-        code,
-        stdout,
-        stderr,
-        json: () => {
-          try {
-            return JSON.parse(stdout);
-          } catch {
-            throw new Error(`stdout is not one JSON document (exit ${code}):\n${stdout}\nstderr:\n${stderr}`);
-          }
-        },
-      });
+      resolvePromise(cliRun(code, stdout, stderr));
     });
   });
+}
+
+/** A finished svc run as the tests read it. */
+export function cliRun(code: number | null, stdout: string, stderr: string): CliRun {
+  return {
+    code,
+    stdout,
+    stderr,
+    json: () => {
+      try {
+        return JSON.parse(stdout);
+      } catch {
+        throw new Error(`stdout is not one JSON document (exit ${code}):\n${stdout}\nstderr:\n${stderr}`);
+      }
+    },
+  };
 }
 
 export interface LiveService {

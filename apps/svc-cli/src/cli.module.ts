@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
 
+import { Output } from '@app/cli-terminal';
+
 import { ConnectCommand } from './commands/connect.command';
 import { CreateCommand } from './commands/create.command';
 import { DisconnectCommand } from './commands/disconnect.command';
@@ -46,6 +48,8 @@ import { UsageErrors } from './usage-errors';
     SchedulesPauseCommand,
     SchedulesResumeCommand,
     UsageErrors,
+    // The process's streams; a test provides its own to read what a command printed.
+    { provide: Output, useFactory: () => new Output() },
   ],
 })
 export class CliModule {}

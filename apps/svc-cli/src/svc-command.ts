@@ -1,7 +1,8 @@
+import { Inject } from '@nestjs/common';
 import { CommandRunner, Option } from 'nest-commander';
 
 import { DEFAULT_SCOPES } from '@app/access';
-import { Terminal } from '@app/cli-terminal';
+import { Output, Terminal } from '@app/cli-terminal';
 
 import { collect, JsonOptions, MintOptions, ServiceOptions } from './options';
 import { parseExpires as parseExpiresValue } from './scopes';
@@ -16,13 +17,16 @@ import { UsageError } from './usage-errors';
  * a UsageError thrown by the command exits 2 the same way.
  */
 export abstract class SvcCommand<Options extends JsonOptions> extends CommandRunner {
+  // A property, not a constructor parameter, so commands with constructors of their own need not pass it on.
+  @Inject(Output) private readonly output!: Output;
+
   async run(params: string[], options: Options): Promise<void> {
-    const terminal = new Terminal(Boolean(options.json));
+    const terminal = new Terminal(Boolean(options.json), this.output);
     try {
       process.exitCode = await this.execute(params, options, terminal);
     } catch (error) {
       if (error instanceof UsageError) {
-        process.stderr.write(`error: ${error.message}\n`);
+        this.output.stderr.write(`error: ${error.message}\n`);
         process.exitCode = 2;
         return;
       }

@@ -1,25 +1,37 @@
 import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { InjectCommander } from 'nest-commander';
 
+import { Output } from '@app/cli-terminal';
+
 interface CommanderCommand {
   commands: readonly CommanderCommand[];
   exitOverride(handler: (error: { exitCode: number }) => never): unknown;
   allowExcessArguments(allow: boolean): unknown;
+  configureOutput(output: { writeOut(text: string): void; writeErr(text: string): void }): unknown;
 }
 
 /**
  * Usage and parse errors exit 2 on stderr with no JSON (help exits 0), on every command and
  * subcommand; nest-commander's own errorHandler reaches the root command only. Extra positional
- * arguments are usage errors too (commander 11 ignores them by default).
+ * arguments are usage errors too (commander 11 ignores them by default). Help and commander's own
+ * messages go to the commands' Output like everything else.
  */
 @Injectable()
 export class UsageErrors implements OnApplicationBootstrap {
-  constructor(@InjectCommander() private readonly root: CommanderCommand) {}
+  constructor(
+    @InjectCommander() private readonly root: CommanderCommand,
+    private readonly output: Output,
+  ) {}
 
   onApplicationBootstrap(): void {
+    const streams = {
+      writeOut: (text: string) => void this.output.stdout.write(text),
+      writeErr: (text: string) => void this.output.stderr.write(text),
+    };
     const override = (command: CommanderCommand): void => {
       command.exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2));
       command.allowExcessArguments(false);
+      command.configureOutput(streams);
       command.commands.forEach(override);
     };
     override(this.root);

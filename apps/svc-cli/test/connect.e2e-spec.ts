@@ -8,6 +8,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { AuthorizationServer } from '../../../test/support/authorization-server';
 import { CliSandbox, cliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
+import { runCommand } from '../../../test/support/cli-in-process';
 import { query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
@@ -158,10 +159,10 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
   });
 
   it('a second run finds every client already connected and mints nothing', async () => {
-    expect((await runCli(['connect', '--clients', ALL_IN_PLACE, '--json'], sandbox, { env: env(), timeoutMs: 60_000 })).code).toBe(0);
+    expect((await runCommand(['connect', '--clients', ALL_IN_PLACE, '--json'], sandbox, { env: env() })).code).toBe(0);
     const before = storedTokens(sandbox);
     const accounts = await activeAccounts(service.databaseUrl);
-    const run = await runCli(['connect', '--clients', ALL_IN_PLACE, '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
+    const run = await runCommand(['connect', '--clients', ALL_IN_PLACE, '--json'], sandbox, { env: env() });
     expect(run.code).toBe(0);
     expect(run.json().results.map((result: { status: string }) => result.status)).toEqual([
       'already-connected',
@@ -176,7 +177,7 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
 
   it('--rotate rotates the account behind each entry and rewrites the entry in place: the old token works through its grace', async () => {
     const files = configPaths(sandbox);
-    await runCli(['connect', '--clients', 'code-agent-b,editor-c', '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
+    await runCommand(['connect', '--clients', 'code-agent-b,editor-c', '--json'], sandbox, { env: env() });
     const before = storedTokens(sandbox);
     const ids = async () =>
       Object.fromEntries(
@@ -185,9 +186,8 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
         ).map((row) => [row.name, row.id]),
       );
     const accountsBefore = await ids();
-    const run = await runCli(['connect', '--clients', 'code-agent-b,editor-c', '--rotate', '--json'], sandbox, {
+    const run = await runCommand(['connect', '--clients', 'code-agent-b,editor-c', '--rotate', '--json'], sandbox, {
       env: env(),
-      timeoutMs: 60_000,
     });
     expect(run.code, run.stdout + run.stderr).toBe(0);
     for (const result of run.json().results) {
@@ -221,12 +221,12 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
 
   it('an existing account is never touched with --skip-existing, and is a failure without --rotate off a TTY', async () => {
     const existing = await mintAccount(service.api.url, ROOT_KEY, { name: 'editor-c' });
-    const skipped = await runCli(['connect', '--clients', 'editor-c', '--skip-existing', '--json'], sandbox, { env: env() });
+    const skipped = await runCommand(['connect', '--clients', 'editor-c', '--skip-existing', '--json'], sandbox, { env: env() });
     expect(skipped.code).toBe(1);
     expect(skipped.json().results).toEqual([
       expect.objectContaining({ client: 'editor-c', status: 'skipped', error: 'Service account exists; kept untouched.' }),
     ]);
-    const failed = await runCli(['connect', '--clients', 'editor-c,code-agent-b', '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
+    const failed = await runCommand(['connect', '--clients', 'editor-c,code-agent-b', '--json'], sandbox, { env: env() });
     expect(failed.code).toBe(3);
     expect(failed.json().exit_code).toBe(3);
     const [editor, codex] = failed.json().results;
@@ -242,22 +242,22 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     const files = configPaths(sandbox);
     mkdirSync(join(sandbox.home, '.cursor'));
     writeFileSync(files.cursor, JSON.stringify({ mcpServers: { 'platform-service': { url: 'https://old.example.com/mcp' } } }));
-    const kept = await runCli(['connect', '--clients', 'editor-c', '--skip-existing', '--json'], sandbox, { env: env() });
+    const kept = await runCommand(['connect', '--clients', 'editor-c', '--skip-existing', '--json'], sandbox, { env: env() });
     expect(kept.json().results[0]).toMatchObject({
       status: 'skipped',
       error: 'Existing entry points at https://old.example.com/mcp; left untouched.',
     });
     expect(readJson(files.cursor).mcpServers['platform-service'].url).toBe('https://old.example.com/mcp');
-    const replaced = await runCli(['connect', '--clients', 'editor-c', '--json'], sandbox, { env: env() });
+    const replaced = await runCommand(['connect', '--clients', 'editor-c', '--json'], sandbox, { env: env() });
     expect(replaced.json().results[0]).toMatchObject({ status: 'connected', replaced_url: 'https://old.example.com/mcp' });
     expect(readJson(files.cursor).mcpServers['platform-service'].url).toBe(mcpUrl);
   });
 
   it('--project writes <cwd>/.mcp.json and <cwd>/.cursor/mcp.json with a note, mode 0600', async () => {
-    const run = await runCli(
+    const run = await runCommand(
       ['connect', '--clients', 'code-agent-a,editor-c', '--project', '--server-name', 'team_platform', '--json'],
       sandbox,
-      { env: env(), timeoutMs: 60_000 },
+      { env: env() },
     );
     expect(run.code).toBe(0);
     const [agent, editor] = run.json().results;
@@ -278,7 +278,7 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
   });
 
   it('--name shares one account; --scopes, --privileged and --expires shape it', async () => {
-    const run = await runCli(
+    const run = await runCommand(
       [
         'connect',
         '--clients',
@@ -295,7 +295,7 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
         '--json',
       ],
       sandbox,
-      { env: env(), timeoutMs: 60_000 },
+      { env: env() },
     );
     expect(run.code).toBe(0);
     const [codex, editor] = run.json().results;
@@ -304,7 +304,7 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     expect(codex.account.expires_at - codex.account.created_at).toBe(7 * 86_400);
     const tokens = storedTokens(sandbox);
     expect(tokens['code-agent-b']).toBe(tokens['editor-c']);
-    const unprivileged = await runCli(['connect', '--clients', 'editor-c', '-s', 'sessions:write', '--json'], sandbox, { env: env() });
+    const unprivileged = await runCommand(['connect', '--clients', 'editor-c', '-s', 'sessions:write', '--json'], sandbox, { env: env() });
     expect(unprivileged.code).toBe(1);
     expect(unprivileged.json().error).toBe('Privileged scope(s) need --privileged: sessions:write');
   });
@@ -315,7 +315,7 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     const target = join(sandbox.home, 'innocent.json');
     writeFileSync(target, '{}');
     symlinkSync(target, files.cursor);
-    const run = await runCli(['connect', '--clients', 'editor-c', '--json'], sandbox, { env: env() });
+    const run = await runCommand(['connect', '--clients', 'editor-c', '--json'], sandbox, { env: env() });
     expect(run.code).toBe(1);
     expect(run.json().results[0]).toMatchObject({ status: 'failed', error: `Refusing to write ${files.cursor}: it is a symbolic link.` });
     expect(readFileSync(target, 'utf8')).toBe('{}');
@@ -324,16 +324,16 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
   it('connects the detected clients by default; none detected is an error', async () => {
     mkdirSync(join(sandbox.home, '.cursor'));
     mkdirSync(join(sandbox.home, '.codex'));
-    const run = await runCli(['connect', '--json'], sandbox, { env: env(), timeoutMs: 60_000 });
+    const run = await runCommand(['connect', '--json'], sandbox, { env: env() });
     expect(run.code).toBe(0);
     expect(run.json().results.map((result: { client: string }) => result.client)).toEqual(['code-agent-b', 'editor-c']);
-    const none = await runCli(['connect', '--json'], cliSandbox(), { env: env() });
+    const none = await runCommand(['connect', '--json'], cliSandbox(), { env: env() });
     expect(none.code).toBe(1);
     expect(none.json()).toEqual({ error: 'No supported clients detected on this machine.', hint: expect.stringContaining('--clients') });
   });
 
   it('chat apps get manual steps and the MCP URL, with a note when the service is not public', async () => {
-    const run = await runCli(['connect', '--clients', 'chatgpt,claude-ai', '--json'], sandbox, { env: env() });
+    const run = await runCommand(['connect', '--clients', 'chatgpt,claude-ai', '--json'], sandbox, { env: env() });
     expect(run.code).toBe(0);
     const [chatA, chatB] = run.json().results;
     expect(chatA).toEqual({
@@ -379,7 +379,7 @@ describe('svc connect: MCP off, OAuth-protected /mcp, and unauthenticated MCP', 
   it('refuses when the service does not serve MCP', async () => {
     const service = await startService({ OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'false' });
     try {
-      const run = await runCli(['connect', '--clients', 'cursor', '--json'], sandbox, {
+      const run = await runCommand(['connect', '--clients', 'cursor', '--json'], sandbox, {
         env: { SERVICE_URL: service.api.url, OS_SECURITY_KEY: ROOT_KEY },
       });
       expect(run.code).toBe(1);
@@ -410,7 +410,7 @@ describe('svc connect: MCP off, OAuth-protected /mcp, and unauthenticated MCP', 
     });
 
     it('writes entries without tokens, mints nothing, and reports needs-login with instructions', async () => {
-      const run = await runCli(['connect', '--clients', 'code-agent-a,code-agent-b', '--json'], sandbox, {
+      const run = await runCommand(['connect', '--clients', 'code-agent-a,code-agent-b', '--json'], sandbox, {
         env: { SERVICE_URL: service.api.url },
       });
       expect(run.code, run.stdout).toBe(0);
@@ -431,17 +431,19 @@ describe('svc connect: MCP off, OAuth-protected /mcp, and unauthenticated MCP', 
         { url: `${service.api.url}/mcp` },
       );
       expect(await activeAccounts(service.databaseUrl)).toEqual([]);
-      const again = await runCli(['connect', '--clients', 'code-agent-a', '--json'], sandbox, { env: { SERVICE_URL: service.api.url } });
+      const again = await runCommand(['connect', '--clients', 'code-agent-a', '--json'], sandbox, {
+        env: { SERVICE_URL: service.api.url },
+      });
       expect(again.json().results[0].status).toBe('already-connected');
     });
 
     it('--pat mints tokens anyway; token options without --pat are an error', async () => {
-      const refused = await runCli(['connect', '--clients', 'cursor', '--name', 'x', '--json'], sandbox, {
+      const refused = await runCommand(['connect', '--clients', 'cursor', '--name', 'x', '--json'], sandbox, {
         env: { SERVICE_URL: service.api.url, OS_SECURITY_KEY: ROOT_KEY },
       });
       expect(refused.code).toBe(1);
       expect(refused.json().hint).toBe('Add --pat to mint tokens anyway.');
-      const run = await runCli(['connect', '--clients', 'cursor', '--pat', '--json'], sandbox, {
+      const run = await runCommand(['connect', '--clients', 'cursor', '--pat', '--json'], sandbox, {
         env: { SERVICE_URL: service.api.url, OS_SECURITY_KEY: ROOT_KEY },
       });
       expect(run.code).toBe(0);
@@ -483,7 +485,7 @@ describe('svc connect: MCP off, OAuth-protected /mcp, and unauthenticated MCP', 
     });
 
     it('still connects with minted tokens and sets the warning', async () => {
-      const run = await runCli(['connect', '--clients', 'cursor', '--json'], sandbox, {
+      const run = await runCommand(['connect', '--clients', 'cursor', '--json'], sandbox, {
         env: { SERVICE_URL: frontUrl, OS_SECURITY_KEY: ROOT_KEY },
       });
       expect(run.code).toBe(0);
@@ -496,7 +498,7 @@ describe('svc connect: MCP off, OAuth-protected /mcp, and unauthenticated MCP', 
   it('on a service without auth, entries carry no token and still verify', async () => {
     const service = await startService({ MCP_ENABLED: 'true' });
     try {
-      const run = await runCli(['connect', '--clients', 'editor-c', '--json'], sandbox, { env: { SERVICE_URL: service.api.url } });
+      const run = await runCommand(['connect', '--clients', 'editor-c', '--json'], sandbox, { env: { SERVICE_URL: service.api.url } });
       expect(run.code).toBe(0);
       expect(run.json().results[0]).toMatchObject({ status: 'connected', account: null, verify: { ok: true } });
       expect(readJson(join(sandbox.home, '.cursor', 'mcp.json')).mcpServers['platform-service']).toEqual({ url: `${service.api.url}/mcp` });
@@ -584,6 +586,7 @@ describe.skipIf(!HAS_OPENSSL)('svc connect on a public https URL (security_key m
     sandbox = cliSandbox();
   });
 
+  // Spawned: NODE_OPTIONS and NODE_EXTRA_CA_CERTS act on a new process only.
   it('adds the chat-app steps whenever the service is on a public URL, whatever its auth mode', async () => {
     const run = await runCli(['connect', '--json'], sandbox, {
       env: {

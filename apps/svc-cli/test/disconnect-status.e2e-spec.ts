@@ -6,6 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { freePort } from '../../../scripts/embedded-postgres.mjs';
 import { CliSandbox, cliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
+import { runCommand } from '../../../test/support/cli-in-process';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
 
@@ -104,7 +105,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
 
   it('status reports each client as detected and configured from its real config file', async () => {
     const files = writeConfigs(sandbox, targetMcp);
-    const run = await runCli(['status', '--url', service.api.url, '--json'], sandbox);
+    const run = await runCommand(['status', '--url', service.api.url, '--json'], sandbox);
     expect(run.code).toBe(0);
     expect(run.json().clients).toEqual([
       { client: 'code-agent-a', detected: true, configured: true, location: files.claude },
@@ -112,10 +113,10 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       { client: 'code-agent-b', detected: true, configured: true, location: files.codex },
       { client: 'editor-c', detected: true, configured: true, location: files.cursor },
     ]);
-    const other = await runCli(['status', '--url', service.api.url, '--server-name', 'other', '--json'], sandbox);
+    const other = await runCommand(['status', '--url', service.api.url, '--server-name', 'other', '--json'], sandbox);
     // "other" exists but points at another server: not configured for this one.
     expect(other.json().clients.every((client: { configured: boolean }) => !client.configured)).toBe(true);
-    const empty = await runCli(['status', '--url', service.api.url, '--json'], cliSandbox());
+    const empty = await runCommand(['status', '--url', service.api.url, '--json'], cliSandbox());
     expect(empty.json().clients.every((client: { detected: boolean; configured: boolean }) => !client.detected && !client.configured)).toBe(
       true,
     );
@@ -123,7 +124,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
 
   it('removes every entry pointing at the target, in every scope, and nothing else', async () => {
     const files = writeConfigs(sandbox, targetMcp);
-    const run = await runCli(['disconnect', '--url', service.api.url, '--json'], sandbox);
+    const run = await runCommand(['disconnect', '--url', service.api.url, '--json'], sandbox);
     expect(run.code).toBe(0);
     const document = run.json();
     expect(Object.keys(document).sort()).toEqual(['exit_code', 'os', 'results', 'revocations', 'server_name', 'target_urls']);
@@ -164,7 +165,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     });
     expect(codexText).toContain('# my codex settings');
 
-    const again = await runCli(['disconnect', '--url', service.api.url, '--json'], sandbox);
+    const again = await runCommand(['disconnect', '--url', service.api.url, '--json'], sandbox);
     expect(again.code).toBe(0);
     expect(again.json().results.map((result: { status: string }) => result.status)).toEqual([
       'not-found',
@@ -183,7 +184,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
         projects: { [sandbox.cwd]: { mcpServers: { 'platform-service': { type: 'http', url: targetMcp } } } },
       }),
     );
-    const run = await runCli(['disconnect', '--url', service.api.url, '--clients', 'code-agent-a', '--json'], sandbox);
+    const run = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'code-agent-a', '--json'], sandbox);
     expect(run.code).toBe(0);
     expect(run.json().results).toEqual([
       { client: 'code-agent-a', status: 'removed', error: null, removed: ['platform-service'], location: claude },
@@ -200,7 +201,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
         projects: { [sandbox.cwd]: { mcpServers: { 'platform-service': { type: 'http', url: OTHER_MCP } } } },
       }),
     );
-    expect((await runCli(['disconnect', '--url', service.api.url, '--clients', 'code-agent-a', '--json'], sandbox)).code).toBe(0);
+    expect((await runCommand(['disconnect', '--url', service.api.url, '--clients', 'code-agent-a', '--json'], sandbox)).code).toBe(0);
     expect(readJson(claude)).toEqual({
       mcpServers: {},
       projects: { [sandbox.cwd]: { mcpServers: { 'platform-service': { type: 'http', url: OTHER_MCP } } } },
@@ -209,7 +210,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
 
   it('--server-name removes exactly that entry, whatever it points at', async () => {
     const files = writeConfigs(sandbox, targetMcp);
-    const run = await runCli(['disconnect', '--server-name', 'other', '--clients', 'code-agent-b,cursor', '--json'], sandbox);
+    const run = await runCommand(['disconnect', '--server-name', 'other', '--clients', 'code-agent-b,cursor', '--json'], sandbox);
     expect(run.code).toBe(0);
     expect(run.json()).toMatchObject({ os: null, server_name: 'other', target_urls: [] });
     expect(run.json().results.map((result: { client: string; removed: string[] }) => [result.client, result.removed])).toEqual([
@@ -228,7 +229,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     const dead = `http://127.0.0.1:${await freePort()}`;
     writeFileSync(join(sandbox.cwd, '.env'), `SERVICE_URL=${dead}\n`);
     const files = writeConfigs(sandbox, `${dead}/mcp`);
-    const run = await runCli(['disconnect', '--clients', 'editor-c', '--json'], sandbox);
+    const run = await runCommand(['disconnect', '--clients', 'editor-c', '--json'], sandbox);
     expect(run.code).toBe(0);
     expect(run.json()).toMatchObject({
       os: null,
@@ -245,7 +246,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     const { rmSync } = await import('node:fs');
     rmSync(files.cursor);
     symlinkSync(real, files.cursor);
-    const partial = await runCli(['disconnect', '--url', service.api.url, '--clients', 'cursor,codex', '--json'], sandbox);
+    const partial = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'cursor,codex', '--json'], sandbox);
     expect(partial.code).toBe(3);
     const [editor, codex] = partial.json().results;
     expect(editor).toMatchObject({
@@ -257,7 +258,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect(partial.json().exit_code).toBe(3);
     expect(readJson(real).mcpServers['platform-service']).toEqual({ url: targetMcp });
 
-    const total = await runCli(['disconnect', '--url', service.api.url, '--clients', 'cursor', '--json'], sandbox);
+    const total = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'cursor', '--json'], sandbox);
     expect(total.code).toBe(1);
     expect(total.json().exit_code).toBe(1);
   });
@@ -265,7 +266,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
   it('an unparseable client config: status and disconnect read it as holding no entry, go on with the other clients, never rewrite it', async () => {
     const files = writeConfigs(sandbox, targetMcp);
     writeFileSync(files.desktop, '{ not json');
-    const status = await runCli(['status', '--url', service.api.url, '--json'], sandbox);
+    const status = await runCommand(['status', '--url', service.api.url, '--json'], sandbox);
     expect(status.code, status.stderr).toBe(0);
     // Installed (its config directory is there) but holding no usable entry; the other clients are read as before.
     expect(status.json().clients).toEqual([
@@ -274,7 +275,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       { client: 'code-agent-b', detected: true, configured: true, location: files.codex },
       { client: 'editor-c', detected: true, configured: true, location: files.cursor },
     ]);
-    const run = await runCli(['disconnect', '--url', service.api.url, '--clients', 'desktop-app-a,editor-c', '--json'], sandbox);
+    const run = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'desktop-app-a,editor-c', '--json'], sandbox);
     expect(run.code, run.stderr).toBe(0);
     // Nothing to remove from the unreadable file; the next client is still handled.
     expect(run.json().results).toEqual([
@@ -316,7 +317,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
   it('--revoke revokes the per-client accounts (or the --name one) with the admin credential', async () => {
     writeConfigs(sandbox, targetMcp);
     const codeAgent = await mintAccount(service.api.url, ROOT_KEY, { name: 'code-agent-a' });
-    const run = await runCli(
+    const run = await runCommand(
       ['disconnect', '--url', service.api.url, '--clients', 'code-agent-a,editor-c', '--revoke', '--json'],
       sandbox,
       { env: asAdmin() },
@@ -329,7 +330,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect((await call(service.api.url, 'GET', '/config', { token: codeAgent.token })).status).toBe(401);
 
     const shared = await mintAccount(service.api.url, ROOT_KEY, { name: 'shared-laptop' });
-    const named = await runCli(
+    const named = await runCommand(
       ['disconnect', '--url', service.api.url, '--clients', 'codex', '--revoke', '--name', 'shared-laptop', '--json'],
       sandbox,
       { env: asAdmin() },
@@ -341,7 +342,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
   it('--revoke with a rejected credential still removes entries and exits 3', async () => {
     const files = writeConfigs(sandbox, targetMcp);
     await mintAccount(service.api.url, ROOT_KEY, { name: 'editor-c' });
-    const run = await runCli(['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--json'], sandbox, {
+    const run = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--json'], sandbox, {
       env: { SVC_ADMIN_TOKEN: 'wrong' },
     });
     expect(run.code).toBe(3);
@@ -353,7 +354,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
   });
 
   it('--revoke needs the service: an unreachable one is an error (exit 1)', async () => {
-    const run = await runCli(
+    const run = await runCommand(
       ['disconnect', '--url', `http://127.0.0.1:${await freePort()}`, '--revoke', '--clients', 'cursor', '--json'],
       sandbox,
       { env: asAdmin() },

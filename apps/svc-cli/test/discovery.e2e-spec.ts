@@ -7,6 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { freePort } from '../../../scripts/embedded-postgres.mjs';
 import { CliSandbox, cliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
+import { runCommand } from '../../../test/support/cli-in-process';
 import { query } from '../../../test/support/database';
 import { ROOT_KEY, uniqueName } from '../../../test/support/principals';
 import { remoteProxy, TcpProxy } from '../../../test/support/tcp-proxy';
@@ -37,7 +38,7 @@ describe('svc URL discovery and the credential gates', () => {
     sandbox = cliSandbox();
   });
 
-  const status = (args: string[] = [], env: Record<string, string> = {}) => runCli(['status', '--json', ...args], sandbox, { env });
+  const status = (args: string[] = [], env: Record<string, string> = {}) => runCommand(['status', '--json', ...args], sandbox, { env });
 
   it('--url comes first and yields the full descriptor from /info', async () => {
     const run = await status(['--url', `${service.api.url}/`], { SERVICE_URL: deadUrl });
@@ -100,7 +101,7 @@ describe('svc URL discovery and the credential gates', () => {
     const listening = await Promise.all(DEFAULT_PORTS.map((port) => accepts(port)));
     // Something else on this machine holds a default port: the probe order cannot be observed, so say so.
     context.skip(listening.some(Boolean), `a default port is in use (${DEFAULT_PORTS.filter((_, i) => listening[i]).join(', ')})`);
-    const run = await runCli(['tokens', 'list', '--json'], sandbox, { env: { OS_SECURITY_KEY: ROOT_KEY } });
+    const run = await runCommand(['tokens', 'list', '--json'], sandbox, { env: { OS_SECURITY_KEY: ROOT_KEY } });
     expect(run.code).toBe(1);
     expect(run.json().error).toBe(
       'No running service found (tried: http://localhost:7777 (from default), http://localhost:7778 (from default), http://localhost:7779 (from default), http://localhost:8000 (from default)).',
@@ -117,7 +118,7 @@ describe('svc URL discovery and the credential gates', () => {
     });
     await new Promise<void>((done) => fake.listen(7779, 'localhost', done));
     try {
-      const run = await runCli(['status'], sandbox);
+      const run = await runCommand(['status'], sandbox);
       expect(run.code, run.stderr).toBe(0);
       expect(run.stderr.split('\n')[0]).toBe(
         'Using http://localhost:7779 (no --url, SERVICE_URL, or SERVICE_URL in ./.env.production or ./.env; tried the default ports).',
@@ -133,6 +134,7 @@ describe('svc URL discovery and the credential gates', () => {
     expect(run.json().error).toBe('Invalid service URL: ftp://example.com (from --url)');
   });
 
+  // Spawned: each run a fresh process, as an operator's, so no connection outlives a run through the proxy.
   describe('a service that looks remote (reached through a non-loopback address)', () => {
     let proxy: TcpProxy;
     let remoteUrl: string;

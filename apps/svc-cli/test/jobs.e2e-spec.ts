@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 import { CliSandbox, cliSandbox, runCli, SVC_BIN } from '../../../test/support/cli';
+import { runCommand } from '../../../test/support/cli-in-process';
 import { createTestDatabase } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
@@ -72,7 +73,7 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
 
   describe('list, get and stats', () => {
     it('list --json prints {jobs, meta}, newest first, filtered by repeated --status', async () => {
-      const all = await runCli(['jobs', 'list', '--limit', '100', '--json'], sandbox, { env: asAdmin });
+      const all = await runCommand(['jobs', 'list', '--limit', '100', '--json'], sandbox, { env: asAdmin });
       expect(all.code, all.stderr).toBe(0);
       const body = all.json();
       expect(Object.keys(body)).toEqual(['jobs', 'meta']);
@@ -83,28 +84,30 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       const created = body.jobs.map((listed: { created_at: number }) => listed.created_at);
       expect(created).toEqual([...created].sort((a, b) => b - a));
 
-      const failed = (await runCli(['jobs', 'list', '--status', 'failed', '--limit', '100', '--json'], sandbox, { env: asAdmin })).json();
+      const failed = (
+        await runCommand(['jobs', 'list', '--status', 'failed', '--limit', '100', '--json'], sandbox, { env: asAdmin })
+      ).json();
       expect(failed.jobs.map((listed: Job) => listed.id).sort()).toEqual([...ids.failed].sort());
       const two = (
-        await runCli(['jobs', 'list', '--status', 'cancelled', '--status', 'running', '--json'], sandbox, { env: asAdmin })
+        await runCommand(['jobs', 'list', '--status', 'cancelled', '--status', 'running', '--json'], sandbox, { env: asAdmin })
       ).json();
       expect(two.jobs.map((listed: Job) => listed.id).sort()).toEqual([...ids.cancelled, ...ids.running].sort());
     });
 
     it('list --limit cuts the list and says so in meta', async () => {
-      const run = await runCli(['jobs', 'list', '--limit', '3', '--json'], sandbox, { env: asAdmin });
+      const run = await runCommand(['jobs', 'list', '--limit', '3', '--json'], sandbox, { env: asAdmin });
       expect(run.json().jobs).toHaveLength(3);
       expect(run.json().meta).toEqual({ limit: 3, count: 3, total_count: 12, scanned: 3, truncated: true });
     });
 
     it('list --component filters client-side over the newest jobs, up to --limit', async () => {
-      const run = await runCli(['jobs', 'list', '--component', 'echo-agent', '--json'], sandbox, { env: asAdmin });
+      const run = await runCommand(['jobs', 'list', '--component', 'echo-agent', '--json'], sandbox, { env: asAdmin });
       expect(run.code).toBe(0);
       const { jobs, meta } = run.json();
       expect(jobs.map((listed: Job) => listed.id).sort()).toEqual([...ids.completed, ...ids.queued, ...ids.cancelled].sort());
       expect(meta).toEqual({ limit: 20, count: 3, total_count: 12, scanned: 12, truncated: false });
       const limited = (
-        await runCli(['jobs', 'list', '--component', 'fail-agent', '--status', 'failed', '--limit', '2', '--json'], sandbox, {
+        await runCommand(['jobs', 'list', '--component', 'fail-agent', '--status', 'failed', '--limit', '2', '--json'], sandbox, {
           env: asAdmin,
         })
       ).json();
@@ -114,7 +117,7 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
     });
 
     it('list prints an aligned table without colour off a terminal, and notes the component filter on stderr', async () => {
-      const run = await runCli(['jobs', 'list', '--component', 'sleep-agent'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+      const run = await runCommand(['jobs', 'list', '--component', 'sleep-agent'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
       expect(run.code).toBe(0);
       const lines = run.stdout.trimEnd().split('\n');
       expect(lines[0]).toMatch(/^ID\s+Status\s+Component\s+Attempt\s+Created\s+Error$/);
@@ -128,7 +131,7 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
     });
 
     it('get --json prints {job}; the text form shows its fields; an unknown id exits 1', async () => {
-      const run = await runCli(['jobs', 'get', ids.failed[0], '--json'], sandbox, { env: asAdmin });
+      const run = await runCommand(['jobs', 'get', ids.failed[0], '--json'], sandbox, { env: asAdmin });
       expect(run.code).toBe(0);
       expect(Object.keys(run.json())).toEqual(['job']);
       expect(run.json().job).toMatchObject({
@@ -139,21 +142,21 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       });
       expect(Object.keys(run.json().job).sort()).toEqual(JOB_KEYS);
 
-      const text = await runCli(['jobs', 'get', ids.failed[0]], sandbox, { env: asAdmin });
+      const text = await runCommand(['jobs', 'get', ids.failed[0]], sandbox, { env: asAdmin });
       expect(text.stdout).toMatch(/^ID:\s+[0-9a-f-]{36}$/m);
       expect(text.stdout).toMatch(/^Status:\s+failed$/m);
       expect(text.stdout).toMatch(/^Component:\s+agent:fail-agent$/m);
       expect(text.stdout).toMatch(/^Error:\s+.*fail-agent always fails/m);
 
       for (const id of [randomUUID(), 'not-a-job']) {
-        const missing = await runCli(['jobs', 'get', id, '--json'], sandbox, { env: asAdmin });
+        const missing = await runCommand(['jobs', 'get', id, '--json'], sandbox, { env: asAdmin });
         expect(missing.code).toBe(1);
         expect(missing.json()).toEqual({ error: `No queue job '${id}' found.`, hint: 'List them with: svc jobs list' });
       }
     });
 
     it('stats --json prints the api body; the text form a table and the oldest queued age', async () => {
-      const run = await runCli(['jobs', 'stats', '--json'], sandbox, { env: asAdmin });
+      const run = await runCommand(['jobs', 'stats', '--json'], sandbox, { env: asAdmin });
       expect(run.code).toBe(0);
       const direct = (await call(api.url, 'GET', '/queue/stats', { token: ROOT_KEY })).body;
       expect(Object.keys(run.json())).toEqual(Object.keys(direct));
@@ -161,7 +164,7 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       expect(run.json().counts).toMatchObject({ failed: 8, completed: 1, running: 1, cancelled: 1, queued: 1 });
       expect(run.json().oldest_queued_age_seconds).toEqual(expect.any(Number));
 
-      const text = await runCli(['jobs', 'stats'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+      const text = await runCommand(['jobs', 'stats'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
       expect(text.stdout).toMatch(/^Status\s+Jobs$/m);
       expect(text.stdout).toMatch(/^running\s+1$/m);
       expect(text.stdout).toMatch(/^Oldest queued job: \d+[smhd] old$/m);
@@ -211,14 +214,14 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
         ['jobs', 'requeue', ids.failed[0], ids.failed[1], '--json'],
         ['jobs', 'requeue', '--status', 'failed', '--yes', '--json'],
       ]) {
-        const run = await runCli(args, sandbox, { env });
+        const run = await runCommand(args, sandbox, { env });
         expect(run.code, args.join(' ')).toBe(1);
         expect(run.json()).toEqual({
           error: 'The service refused the credential (403: Insufficient permissions. Required scope(s): platform:admin).',
           hint: expect.stringContaining('platform:admin'),
         });
       }
-      const text = await runCli(['jobs', 'list'], sandbox, { env });
+      const text = await runCommand(['jobs', 'list'], sandbox, { env });
       expect(text.code).toBe(1);
       expect(text.stdout).toBe('');
       expect(text.stderr).toContain(
@@ -231,14 +234,14 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
   describe('requeue by id', () => {
     it('a failed job inside the lock grace needs --force; with it the job is queued with one more attempt', async () => {
       const id = ids.failed[0];
-      const refused = await runCli(['jobs', 'requeue', id], sandbox, { env: asAdmin });
+      const refused = await runCommand(['jobs', 'requeue', id], sandbox, { env: asAdmin });
       expect(refused.code).toBe(1);
       expect(refused.stderr).toContain(`Could not requeue ${id}: Job ${id} failed within the last 3600s`);
       expect(refused.stderr).toContain('pass --force');
       expect((await job(id)).status).toBe('failed');
 
       const before = await job(id);
-      const run = await runCli(['jobs', 'requeue', id, '--force', '--json'], sandbox, { env: asAdmin });
+      const run = await runCommand(['jobs', 'requeue', id, '--force', '--json'], sandbox, { env: asAdmin });
       expect(run.code).toBe(0);
       expect(Object.keys(run.json())).toEqual(['requeued', 'failed']);
       expect(run.json().failed).toEqual([]);
@@ -249,7 +252,7 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
 
     it('some requeued and some refused: exit 3 with each failure named; all refused: exit 1', async () => {
       const unknown = randomUUID();
-      const run = await runCli(['jobs', 'requeue', ids.failed[1], ids.completed[0], unknown, '--force', '--json'], sandbox, {
+      const run = await runCommand(['jobs', 'requeue', ids.failed[1], ids.completed[0], unknown, '--force', '--json'], sandbox, {
         env: asAdmin,
       });
       expect(run.code).toBe(3);
@@ -260,7 +263,7 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
         { id: unknown, error: `No queue job '${unknown}' found.` },
       ]);
 
-      const none = await runCli(['jobs', 'requeue', ids.running[0], '--json'], sandbox, { env: asAdmin });
+      const none = await runCommand(['jobs', 'requeue', ids.running[0], '--json'], sandbox, { env: asAdmin });
       expect(none.code).toBe(1);
       expect(none.json()).toEqual({
         requeued: [],
@@ -271,7 +274,7 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
 
     it('--clear-cancellation requeues a cancelled job (text form)', async () => {
       const id = ids.cancelled[0];
-      const run = await runCli(['jobs', 'requeue', id, '--clear-cancellation'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+      const run = await runCommand(['jobs', 'requeue', id, '--clear-cancellation'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
       expect(run.code, run.stderr).toBe(0);
       expect(run.stdout).toMatch(new RegExp(`^Requeued ${id} \\(agent:echo-agent; 0 of 2 attempts used\\)\\.$`, 'm'));
       expect((await job(id)).status).toBe('queued');
@@ -283,7 +286,7 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
     const stillFailed = () => ids.failed.slice(2);
 
     it('--dry-run --json prints the dry run and changes nothing; without --force the lock grace skips every job', async () => {
-      const run = await runCli(['jobs', 'requeue', '--status', 'failed', '--component', 'fail-agent', '--dry-run', '--json'], sandbox, {
+      const run = await runCommand(['jobs', 'requeue', '--status', 'failed', '--component', 'fail-agent', '--dry-run', '--json'], sandbox, {
         env: asAdmin,
       });
       expect(run.code, run.stderr).toBe(0);
@@ -292,7 +295,7 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       expect(body.skipped.map((skip: { id: string }) => skip.id).sort()).toEqual([...stillFailed()].sort());
       expect(new Set(body.skipped.map((skip: { reason: string }) => skip.reason))).toEqual(new Set(['lock_grace']));
 
-      const forced = await runCli(['jobs', 'requeue', '--status', 'failed', '--since', '1h', '--force', '--dry-run'], sandbox, {
+      const forced = await runCommand(['jobs', 'requeue', '--status', 'failed', '--since', '1h', '--force', '--dry-run'], sandbox, {
         env: { ...asAdmin, NO_COLOR: '1' },
       });
       expect(forced.code).toBe(0);
@@ -305,14 +308,14 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
 
     it('--since leaves out older jobs', async () => {
       await new Promise((resolve) => setTimeout(resolve, 2_100));
-      const run = await runCli(['jobs', 'requeue', '--status', 'failed', '--since', '2', '--force', '--dry-run', '--json'], sandbox, {
+      const run = await runCommand(['jobs', 'requeue', '--status', 'failed', '--since', '2', '--force', '--dry-run', '--json'], sandbox, {
         env: asAdmin,
       });
       expect(run.json()).toEqual({ dry_run: true, matched: 0, changed: 0, skipped: [] });
     });
 
     it('--limit selects the oldest jobs first', async () => {
-      const run = await runCli(['jobs', 'requeue', '--status', 'failed', '--limit', '2', '--force', '--dry-run', '--json'], sandbox, {
+      const run = await runCommand(['jobs', 'requeue', '--status', 'failed', '--limit', '2', '--force', '--dry-run', '--json'], sandbox, {
         env: asAdmin,
       });
       expect(run.json()).toMatchObject({ dry_run: true, matched: 2, changed: 2 });
@@ -322,7 +325,7 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       const target = stillFailed().slice(-2);
       const before = await Promise.all(target.map(job));
       // Two jobs are left for the prompt test below: narrow by component and limit instead of ids.
-      const run = await runCli(
+      const run = await runCommand(
         ['jobs', 'requeue', '--status', 'failed', '--component', 'fail-agent', '--limit', '2', '--force', '--yes', '--json'],
         sandbox,
         { env: asAdmin },

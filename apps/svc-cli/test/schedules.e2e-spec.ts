@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { CliSandbox, cliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
+import { runCommand } from '../../../test/support/cli-in-process';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY, uniqueName } from '../../../test/support/principals';
 import { waitFor } from '../../../test/support/processes';
@@ -48,14 +49,14 @@ describe('svc schedules against a live api and worker', () => {
   it('list --json prints {schedules}; the text form a table with id, name, cron, timezone, enabled, next run and target', async () => {
     const targeted = await createSchedule();
     const plain = await createSchedule({ endpoint: '/health', method: 'GET', payload: null, enabled: false });
-    const run = await runCli(['schedules', 'list', '--json'], sandbox, { env: asAdmin });
+    const run = await runCommand(['schedules', 'list', '--json'], sandbox, { env: asAdmin });
     expect(run.code, run.stderr).toBe(0);
     expect(Object.keys(run.json())).toEqual(['schedules']);
     const byId = new Map(run.json().schedules.map((schedule: Schedule) => [schedule.id, schedule]));
     expect(byId.get(targeted.id)).toEqual(await read(targeted.id));
     expect(byId.get(plain.id)).toMatchObject({ enabled: false, target_type: null });
 
-    const text = await runCli(['schedules', 'list'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+    const text = await runCommand(['schedules', 'list'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
     expect(text.code).toBe(0);
     const lines = text.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^ID\s+Name\s+Cron\s+Timezone\s+Enabled\s+Next run\s+Target$/);
@@ -72,14 +73,14 @@ describe('svc schedules against a live api and worker', () => {
 
   it('get --json prints {schedule}; an unknown or malformed id exits 1', async () => {
     const schedule = await createSchedule();
-    const run = await runCli(['schedules', 'get', schedule.id, '--json'], sandbox, { env: asAdmin });
+    const run = await runCommand(['schedules', 'get', schedule.id, '--json'], sandbox, { env: asAdmin });
     expect(run.code).toBe(0);
     expect(run.json()).toEqual({ schedule: await read(schedule.id) });
-    const text = await runCli(['schedules', 'get', schedule.id], sandbox, { env: asAdmin });
+    const text = await runCommand(['schedules', 'get', schedule.id], sandbox, { env: asAdmin });
     expect(text.stdout).toMatch(/^Call:\s+POST \/agents\/echo-agent\/runs$/m);
     expect(text.stdout).toMatch(/^Target:\s+agent:echo-agent$/m);
     for (const id of [randomUUID(), 'nope']) {
-      const missing = await runCli(['schedules', 'get', id, '--json'], sandbox, { env: asAdmin });
+      const missing = await runCommand(['schedules', 'get', id, '--json'], sandbox, { env: asAdmin });
       expect(missing.code).toBe(1);
       expect(missing.json()).toEqual({ error: `No schedule '${id}' found.`, hint: 'List them with: svc schedules list' });
     }
@@ -87,7 +88,7 @@ describe('svc schedules against a live api and worker', () => {
 
   it('trigger prints the queued fire (202); runs shows the fire history with status, due, status code and attempts', async () => {
     const schedule = await createSchedule();
-    const run = await runCli(['schedules', 'trigger', schedule.id, '--json'], sandbox, { env: asAdmin });
+    const run = await runCommand(['schedules', 'trigger', schedule.id, '--json'], sandbox, { env: asAdmin });
     expect(run.code, run.stderr).toBe(0);
     expect(Object.keys(run.json())).toEqual(['run']);
     const fire = run.json().run;
@@ -99,7 +100,7 @@ describe('svc schedules against a live api and worker', () => {
       30_000,
       'the fire to succeed',
     );
-    const runs = await runCli(['schedules', 'runs', schedule.id, '--json'], sandbox, { env: asAdmin });
+    const runs = await runCommand(['schedules', 'runs', schedule.id, '--json'], sandbox, { env: asAdmin });
     expect(runs.code).toBe(0);
     expect(Object.keys(runs.json())).toEqual(['runs', 'meta']);
     expect(runs.json().meta).toMatchObject({ total_count: 1 });
@@ -112,34 +113,34 @@ describe('svc schedules against a live api and worker', () => {
       }),
     ]);
 
-    const text = await runCli(['schedules', 'runs', schedule.id], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+    const text = await runCommand(['schedules', 'runs', schedule.id], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
     const lines = text.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^ID\s+Trigger\s+Status\s+Due\s+Code\s+Attempts\s+Run\s+Error$/);
     expect(lines[1]).toMatch(
       new RegExp(`^${fire.id}\\s+manual\\s+success\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC\\s+200\\s+1\\s+`),
     );
 
-    const triggered = await runCli(['schedules', 'trigger', schedule.id], sandbox, { env: asAdmin });
+    const triggered = await runCommand(['schedules', 'trigger', schedule.id], sandbox, { env: asAdmin });
     expect(triggered.stdout).toContain(`Queued a fire of schedule ${schedule.id}`);
     expect(triggered.stdout).toMatch(/^Status:\s+queued$/m);
   });
 
   it('pause sends enabled: false (and disabled_reason only with --reason); trigger then exits 1; resume re-arms it', async () => {
     const schedule = await createSchedule();
-    const paused = await runCli(['schedules', 'pause', schedule.id, '--json'], sandbox, { env: asAdmin });
+    const paused = await runCommand(['schedules', 'pause', schedule.id, '--json'], sandbox, { env: asAdmin });
     expect(paused.code, paused.stderr).toBe(0);
     expect(paused.json()).toEqual({
       schedule: expect.objectContaining({ id: schedule.id, enabled: false, next_run_at: null, disabled_reason: null }),
     });
 
-    const refused = await runCli(['schedules', 'trigger', schedule.id, '--json'], sandbox, { env: asAdmin });
+    const refused = await runCommand(['schedules', 'trigger', schedule.id, '--json'], sandbox, { env: asAdmin });
     expect(refused.code).toBe(1);
     expect(refused.json()).toEqual({
       error: expect.stringMatching(new RegExp(`^Could not trigger schedule '${schedule.id}': .+`)),
       hint: `Resume it first: svc schedules resume ${schedule.id}`,
     });
 
-    const resumed = await runCli(['schedules', 'resume', schedule.id], sandbox, { env: asAdmin });
+    const resumed = await runCommand(['schedules', 'resume', schedule.id], sandbox, { env: asAdmin });
     expect(resumed.code).toBe(0);
     expect(resumed.stdout).toMatch(
       new RegExp(`^Resumed schedule '${schedule.name}' \\(${schedule.id}\\); next run \\d{4}-.* UTC\\.$`, 'm'),
@@ -149,25 +150,25 @@ describe('svc schedules against a live api and worker', () => {
 
   it('pause --reason records disabled_reason; resume clears it', async () => {
     const schedule = await createSchedule();
-    const run = await runCli(['schedules', 'pause', schedule.id, '--reason', 'vendor outage', '--json'], sandbox, { env: asAdmin });
+    const run = await runCommand(['schedules', 'pause', schedule.id, '--reason', 'vendor outage', '--json'], sandbox, { env: asAdmin });
     expect(run.code, run.stderr).toBe(0);
     const body = run.json();
     expect(body).toEqual({ schedule: expect.objectContaining({ id: schedule.id, enabled: false, disabled_reason: 'vendor outage' }) });
-    const text = await runCli(['schedules', 'get', schedule.id], sandbox, { env: asAdmin });
+    const text = await runCommand(['schedules', 'get', schedule.id], sandbox, { env: asAdmin });
     expect(text.stdout).toMatch(/^Disabled reason:\s+vendor outage$/m);
-    const again = await runCli(['schedules', 'pause', schedule.id, '--reason', 'still out'], sandbox, {
+    const again = await runCommand(['schedules', 'pause', schedule.id, '--reason', 'still out'], sandbox, {
       env: { ...asAdmin, NO_COLOR: '1' },
     });
     expect(again.stdout).toBe(`Paused schedule '${schedule.name}' (${schedule.id}). Reason: still out\n`);
     expect(again.stderr).not.toContain('Warning');
-    const resumed = await runCli(['schedules', 'resume', schedule.id, '--json'], sandbox, { env: asAdmin });
+    const resumed = await runCommand(['schedules', 'resume', schedule.id, '--json'], sandbox, { env: asAdmin });
     expect(resumed.json().schedule).toMatchObject({ enabled: true, disabled_reason: null });
   });
 
   it("a token without the schedules scopes gets the api's 403 as exit 1 with its detail", async () => {
     const schedule = await createSchedule();
     const runner = await mintAccount(service.api.url, ROOT_KEY, { scopes: ['agents:run'] });
-    const list = await runCli(['schedules', 'list', '--json'], sandbox, {
+    const list = await runCommand(['schedules', 'list', '--json'], sandbox, {
       env: { SERVICE_URL: service.api.url, SVC_ADMIN_TOKEN: runner.token },
     });
     expect(list.code).toBe(1);
@@ -176,7 +177,7 @@ describe('svc schedules against a live api and worker', () => {
       hint: expect.stringContaining('schedules:read'),
     });
     const reader = await mintAccount(service.api.url, ROOT_KEY, { scopes: ['schedules:read'] });
-    const pause = await runCli(['schedules', 'pause', schedule.id], sandbox, {
+    const pause = await runCommand(['schedules', 'pause', schedule.id], sandbox, {
       env: { SERVICE_URL: service.api.url, SVC_ADMIN_TOKEN: reader.token },
     });
     expect(pause.code).toBe(1);

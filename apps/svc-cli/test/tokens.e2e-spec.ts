@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { CliSandbox, cliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
+import { runCommand } from '../../../test/support/cli-in-process';
 import { query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY, uniqueName } from '../../../test/support/principals';
@@ -34,7 +35,7 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
 
   it('create passes repeated -s scopes, --expires and --privileged', async () => {
     const name = uniqueName('cli');
-    const run = await runCli(
+    const run = await runCommand(
       ['tokens', 'create', name, '-s', 'agents:run', '-s', 'sessions:write', '--expires', '30', '--privileged', '--json'],
       sandbox,
       { env: asAdmin },
@@ -43,13 +44,15 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     const account = run.json();
     expect(account.scopes).toEqual(['agents:run', 'sessions:write']);
     expect(account.expires_at - account.created_at).toBe(30 * 86_400);
-    const never = (await runCli(['tokens', 'create', uniqueName('cli'), '--expires', 'never', '--json'], sandbox, { env: asAdmin })).json();
+    const never = (
+      await runCommand(['tokens', 'create', uniqueName('cli'), '--expires', 'never', '--json'], sandbox, { env: asAdmin })
+    ).json();
     expect(never.expires_at).toBeNull();
   });
 
   it('refuses privileged scopes without --privileged before any request (exit 1)', async () => {
     const name = uniqueName('cli');
-    const run = await runCli(['tokens', 'create', name, '-s', 'platform:admin', '--json'], sandbox, { env: asAdmin });
+    const run = await runCommand(['tokens', 'create', name, '-s', 'platform:admin', '--json'], sandbox, { env: asAdmin });
     expect(run.code).toBe(1);
     expect(run.json()).toEqual({ error: 'Privileged scope(s) need --privileged: platform:admin', hint: expect.any(String) });
     expect(await query(service.databaseUrl, 'SELECT 1 FROM service_accounts WHERE name = $1', [name])).toHaveLength(0);
@@ -58,7 +61,7 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
   it('reports a name conflict as {error, hint} with exit 1', async () => {
     const name = uniqueName('cli');
     await mintAccount(service.api.url, ROOT_KEY, { name });
-    const run = await runCli(['tokens', 'create', name, '--json'], sandbox, { env: asAdmin });
+    const run = await runCommand(['tokens', 'create', name, '--json'], sandbox, { env: asAdmin });
     expect(run.code).toBe(1);
     expect(run.json()).toEqual({
       error: `A service account named '${name}' already exists.`,
@@ -105,7 +108,7 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     const kept = await mintAccount(service.api.url, ROOT_KEY);
     const gone = await mintAccount(service.api.url, ROOT_KEY);
     await call(service.api.url, 'DELETE', `/service-accounts/${gone.id}`, { token: ROOT_KEY });
-    const run = await runCli(['tokens', 'list', '--json'], sandbox, { env: asAdmin });
+    const run = await runCommand(['tokens', 'list', '--json'], sandbox, { env: asAdmin });
     expect(run.code).toBe(0);
     const { service_accounts: accounts } = run.json();
     expect(Object.keys(run.json())).toEqual(['service_accounts']);
@@ -122,7 +125,7 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     const total = (await query<{ count: string }>(service.databaseUrl, 'SELECT count(*) FROM service_accounts'))[0].count;
     const missing = Math.max(0, 101 - Number(total));
     await Promise.all(Array.from({ length: missing }, () => mintAccount(service.api.url, ROOT_KEY)));
-    const run = await runCli(['tokens', 'list', '--json'], sandbox, { env: asAdmin });
+    const run = await runCommand(['tokens', 'list', '--json'], sandbox, { env: asAdmin });
     const count = (await query<{ count: string }>(service.databaseUrl, 'SELECT count(*) FROM service_accounts'))[0].count;
     expect(run.json().service_accounts).toHaveLength(Number(count));
     expect(Number(count)).toBeGreaterThan(100);
@@ -130,7 +133,7 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
 
   it('human list prints a table with prefixes, never tokens', async () => {
     const account = await mintAccount(service.api.url, ROOT_KEY);
-    const run = await runCli(['tokens', 'list'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+    const run = await runCommand(['tokens', 'list'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^Name\s+Token\s+Scopes\s+Expires\s+Last used\s+Status/);
     expect(run.stdout).toContain(`${account.token_prefix}…`);
@@ -147,7 +150,7 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     const expired = await mintAccount(service.api.url, ROOT_KEY, { expires_in_days: 3 });
     await query(service.databaseUrl, `UPDATE service_accounts SET expires_at = now() - interval '1 minute' WHERE id = $1`, [expired.id]);
 
-    const listed = await runCli(['tokens', 'list', '--json'], sandbox, { env: asAdmin });
+    const listed = await runCommand(['tokens', 'list', '--json'], sandbox, { env: asAdmin });
     expect(listed.code).toBe(0);
     const byName = new Map<string, { expires_soon: boolean }>(
       listed.json().service_accounts.map((account: { name: string }) => [account.name, account]),
@@ -160,7 +163,7 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
       false,
     ]);
 
-    const table = await runCli(['tokens', 'list'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+    const table = await runCommand(['tokens', 'list'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
     const row = (name: string) => table.stdout.split('\n').find((line) => line.startsWith(`${name} `))!;
     expect(row(soon.name)).toMatch(/expires soon$/);
     expect(row(later.name)).toMatch(/active$/);
@@ -170,7 +173,7 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
 
   it('rotate --json prints the account with its new token, like create; the old token keeps working for the grace', async () => {
     const account = await mintAccount(service.api.url, ROOT_KEY);
-    const run = await runCli(['tokens', 'rotate', account.name, '--json'], sandbox, { env: asAdmin });
+    const run = await runCommand(['tokens', 'rotate', account.name, '--json'], sandbox, { env: asAdmin });
     expect(run.code, run.stdout + run.stderr).toBe(0);
     const rotated = run.json();
     expect(Object.keys(rotated).sort()).toEqual([...ACCOUNT_KEYS, 'token'].sort());
@@ -194,7 +197,7 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
 
   it('rotate prints the new token once and when the old one stops; --grace 0 ends it at once', async () => {
     const account = await mintAccount(service.api.url, ROOT_KEY);
-    const run = await runCli(['tokens', 'rotate', account.name, '--grace', '15m'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+    const run = await runCommand(['tokens', 'rotate', account.name, '--grace', '15m'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
     expect(run.code, run.stderr).toBe(0);
     const token = /^(svc_pat_[0-9A-Za-z]+)$/m.exec(run.stdout)![1];
     expect(run.stdout.split(token)).toHaveLength(2);
@@ -202,7 +205,7 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     expect(run.stdout).toContain('New token (shown once; store it now):');
     expect((await call(service.api.url, 'GET', '/config', { token })).status).toBe(200);
 
-    const now = await runCli(['tokens', 'rotate', account.name, '--grace', '0', '--json'], sandbox, { env: asAdmin });
+    const now = await runCommand(['tokens', 'rotate', account.name, '--grace', '0', '--json'], sandbox, { env: asAdmin });
     expect(now.code).toBe(0);
     expect((await call(service.api.url, 'GET', '/config', { token })).status).toBe(401);
     expect((await call(service.api.url, 'GET', '/config', { token: now.json().token })).status).toBe(200);
@@ -232,7 +235,7 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
 
   it('revoke --json revokes without a prompt off a TTY; the token stops working', async () => {
     const account = await mintAccount(service.api.url, ROOT_KEY);
-    const run = await runCli(['tokens', 'revoke', account.name, '--json'], sandbox, { env: asAdmin });
+    const run = await runCommand(['tokens', 'revoke', account.name, '--json'], sandbox, { env: asAdmin });
     expect(run.code).toBe(0);
     const { revoked } = run.json();
     expect(revoked).toMatchObject({ id: account.id, name: account.name, revoked_at: expect.any(Number) });
@@ -242,31 +245,31 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
 
   it('revoke of a name revoked before says so and succeeds, changing nothing', async () => {
     const account = await mintAccount(service.api.url, ROOT_KEY);
-    expect((await runCli(['tokens', 'revoke', account.name, '--json'], sandbox, { env: asAdmin })).code).toBe(0);
+    expect((await runCommand(['tokens', 'revoke', account.name, '--json'], sandbox, { env: asAdmin })).code).toBe(0);
     const first = (await call(service.api.url, 'GET', `/service-accounts?limit=100`, { token: ROOT_KEY })).body.data.find(
       (row: { id: string }) => row.id === account.id,
     );
-    const again = await runCli(['tokens', 'revoke', account.name], sandbox, { env: asAdmin });
+    const again = await runCommand(['tokens', 'revoke', account.name], sandbox, { env: asAdmin });
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(new RegExp(`Service account '${account.name}' was already revoked \\(at \\d{4}-.*\\); nothing to do\\.`));
-    const json = await runCli(['tokens', 'revoke', account.name, '--json'], sandbox, { env: asAdmin });
+    const json = await runCommand(['tokens', 'revoke', account.name, '--json'], sandbox, { env: asAdmin });
     expect(json.json().revoked).toMatchObject({ id: account.id, revoked_at: first.revoked_at });
   });
 
   it('revoke of an unknown name exits 1 with an error', async () => {
-    const run = await runCli(['tokens', 'revoke', 'no-such-account', '--yes', '--json'], sandbox, { env: asAdmin });
+    const run = await runCommand(['tokens', 'revoke', 'no-such-account', '--yes', '--json'], sandbox, { env: asAdmin });
     expect(run.code).toBe(1);
     expect(run.json()).toEqual({ error: "No service account named 'no-such-account' found.", hint: 'List them with: svc tokens list' });
   });
 
   it('takes SVC_ADMIN_TOKEN before OS_SECURITY_KEY', async () => {
-    const rejected = await runCli(['tokens', 'list', '--json'], sandbox, {
+    const rejected = await runCommand(['tokens', 'list', '--json'], sandbox, {
       env: { ...asAdmin, SVC_ADMIN_TOKEN: 'not-a-valid-credential' },
     });
     expect(rejected.code).toBe(1);
     expect(rejected.json().error).toMatch(/^The service rejected the admin credential/);
     const admin = await mintAccount(service.api.url, ROOT_KEY, { scopes: ['platform:admin'], privileged: true });
-    const accepted = await runCli(['tokens', 'create', uniqueName('cli'), '--json'], sandbox, {
+    const accepted = await runCommand(['tokens', 'create', uniqueName('cli'), '--json'], sandbox, {
       env: { SERVICE_URL: service.api.url, SVC_ADMIN_TOKEN: admin.token, OS_SECURITY_KEY: 'wrong' },
     });
     expect(accepted.code).toBe(0);
@@ -277,7 +280,7 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
       ['tokens', 'list', '--json'],
       ['tokens', 'list'],
     ]) {
-      const run = await runCli(args, sandbox, { env: { SERVICE_URL: service.api.url } });
+      const run = await runCommand(args, sandbox, { env: { SERVICE_URL: service.api.url } });
       expect(run.code).toBe(1);
       const message = 'This service requires an admin credential (auth mode: security_key).';
       if (args.includes('--json')) {

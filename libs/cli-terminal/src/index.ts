@@ -1,2 +1,3 @@
 export * from './cli-error';
+export * from './output';
 export * from './terminal';

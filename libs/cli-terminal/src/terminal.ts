@@ -2,6 +2,7 @@ import { createSpinner } from 'nanospinner';
 import { createColors } from 'picocolors';
 
 import { CliError } from './cli-error';
+import { Output } from './output';
 
 type Colors = ReturnType<typeof createColors>;
 
@@ -32,37 +33,40 @@ export class Terminal {
   readonly interactive: boolean;
   private readonly spinners: boolean;
 
-  constructor(readonly json: boolean) {
+  constructor(
+    readonly json: boolean,
+    private readonly output: Output,
+  ) {
     const noColor = process.env.NO_COLOR !== undefined;
-    this.color = createColors(!json && !noColor && Boolean(process.stdout.isTTY));
-    this.interactive = !json && Boolean(process.stdin.isTTY);
-    this.spinners = !json && Boolean(process.stderr.isTTY) && process.env.TERM !== 'dumb';
+    this.color = createColors(!json && !noColor && Boolean(output.stdout.isTTY));
+    this.interactive = !json && Boolean(output.stdin.isTTY);
+    this.spinners = !json && Boolean(output.stderr.isTTY) && process.env.TERM !== 'dumb';
   }
 
   /** A human line on stdout (nothing in --json mode). */
   line(text = ''): void {
     if (!this.json) {
-      process.stdout.write(`${text}\n`);
+      this.output.stdout.write(`${text}\n`);
     }
   }
 
   /** A side note on stderr, so stdout stays the command's result (nothing in --json mode). */
   note(text: string): void {
     if (!this.json) {
-      process.stderr.write(`${this.color.dim(text)}\n`);
+      this.output.stderr.write(`${this.color.dim(text)}\n`);
     }
   }
 
   warn(text: string): void {
     if (!this.json) {
-      process.stderr.write(`${this.color.yellow(`Warning: ${text}`)}\n`);
+      this.output.stderr.write(`${this.color.yellow(`Warning: ${text}`)}\n`);
     }
   }
 
   /** The command's JSON document (only in --json mode). */
   document(value: unknown): void {
     if (this.json) {
-      process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+      this.output.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
     }
   }
 
@@ -72,9 +76,9 @@ export class Terminal {
     if (this.json) {
       this.document(cliError.hint ? { error: cliError.message, hint: cliError.hint } : { error: cliError.message });
     } else {
-      process.stderr.write(`${this.color.red(`Error: ${sanitize(cliError.message)}`)}\n`);
+      this.output.stderr.write(`${this.color.red(`Error: ${sanitize(cliError.message)}`)}\n`);
       if (cliError.hint) {
-        process.stderr.write(`${this.color.magenta(sanitize(cliError.hint))}\n`);
+        this.output.stderr.write(`${this.color.magenta(sanitize(cliError.hint))}\n`);
       }
     }
     return 1;
@@ -86,10 +90,10 @@ export class Terminal {
       return { succeed: () => undefined, fail: () => undefined };
     }
     if (!this.spinners) {
-      process.stderr.write(`${text}...\n`);
+      this.output.stderr.write(`${text}...\n`);
       return { succeed: () => undefined, fail: () => undefined };
     }
-    const spinner = createSpinner(text, { stream: process.stderr }).start();
+    const spinner = createSpinner(text, { stream: this.output.stderr as NodeJS.WriteStream }).start();
     return {
       succeed: (done) => void spinner.success({ text: done ?? text }),
       fail: (failed) => void spinner.error({ text: failed ?? text }),

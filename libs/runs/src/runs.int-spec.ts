@@ -1,0 +1,194 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { CancellationIntents } from '@app/queue';
+
+import { bootModule, ModuleOnDatabase, principals } from '../../../test/support/nest-module';
+import { Component, RunContext } from './component';
+import { RunErrorCode } from './runs.exception';
+import { RunsModule } from './runs.module';
+import { RunRequest, RunsService } from './runs.service';
+
+const root = principals.securityKey();
+
+/** Resolves when a run of the `held` agent has started; its `release` lets the run go on to its checkpoint. */
+class Gate {
+  private started!: () => void;
+  readonly running = new Promise<void>((resolve) => (this.started = resolve));
+  release!: () => void;
+  private readonly released = new Promise<void>((resolve) => (this.release = resolve));
+
+  async pass(context: RunContext): Promise<string> {
+    this.started();
+    await this.released;
+    await context.checkpoint();
+    return 'went on';
+  }
+}
+
+// The run domain's rules (status precedence, idempotency, cancellation), in process on a cloned database.
+describe('RunsService', () => {
+  let app: ModuleOnDatabase;
+  let runs: RunsService;
+  let gate = new Gate();
+  const components: Component[] = [
+    { kind: 'agent', id: 'echo', name: 'Echo', run: async ({ message }) => `echo: ${message}` },
+    { kind: 'agent', id: 'other', name: 'Other', run: async () => 'other' },
+    { kind: 'agent', id: 'held', name: 'Held', run: (context) => gate.pass(context) },
+  ];
+  let counter = 0;
+  const key = () => `key-${++counter}`;
+  const ask = (fields: Partial<RunRequest> = {}): RunRequest => ({ message: 'hi', ...fields });
+
+  beforeAll(async () => {
+    app = await bootModule({ imports: [RunsModule.forRoot({ components })] }, { QUEUE_CANCEL_INTENT_TTL_SECONDS: '60' });
+    runs = app.get(RunsService);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  describe('status precedence', () => {
+    it("a background run answers its job's status and error, whatever its own row says", async () => {
+      const accepted = await runs.enqueue(root, 'agent', 'echo', ask());
+      expect(accepted.status).toBe('queued');
+
+      await app.sql(`UPDATE queue_jobs SET status = 'failed', error = 'lost its worker', completed_at = now() WHERE id = $1`, [
+        accepted.run_id,
+      ]);
+
+      const [row] = await app.sql<{ status: string }>('SELECT status FROM runs WHERE id = $1', [accepted.run_id]);
+      expect(row.status).toBe('queued');
+      await expect(runs.get(root, 'agent', 'echo', accepted.run_id)).resolves.toMatchObject({
+        status: 'failed',
+        error: 'lost its worker',
+        content: null,
+        background: true,
+      });
+    });
+
+    it('a synchronous run answers its own row; content only once completed', async () => {
+      const finished = await runs.run(root, 'agent', 'echo', ask({ message: 'ping' }));
+      expect(finished).toMatchObject({ status: 'completed', content: 'echo: ping', error: null, background: false });
+
+      await app.sql(`UPDATE runs SET status = 'failed', error = 'rewritten' WHERE id = $1`, [finished.run_id]);
+      await expect(runs.get(root, 'agent', 'echo', finished.run_id)).resolves.toMatchObject({
+        status: 'failed',
+        content: null,
+        error: 'rewritten',
+      });
+    });
+
+    it('a run is found only under its own component, and only by a caller who may see it', async () => {
+      const finished = await runs.run(principals.jwt('alice', []), 'agent', 'echo', ask());
+      const bob = { ...principals.jwt('bob', []), selfScoped: true };
+
+      await expect(runs.get(root, 'agent', 'other', finished.run_id)).rejects.toMatchObject({ code: RunErrorCode.RunNotFound });
+      await expect(runs.get(bob, 'agent', 'echo', finished.run_id)).rejects.toMatchObject({ code: RunErrorCode.RunNotFound });
+      await expect(runs.get(root, 'agent', 'echo', 'not-a-uuid')).rejects.toMatchObject({ code: RunErrorCode.RunNotFound });
+    });
+  });
+
+  describe('idempotency', () => {
+    it('a repeated key answers the earlier run without running again', async () => {
+      const idempotency_key = key();
+      const first = await runs.run(root, 'agent', 'echo', ask({ message: 'one', idempotency_key }));
+      const again = await runs.run(root, 'agent', 'echo', ask({ message: 'two', idempotency_key }));
+
+      expect(again).toEqual(first);
+      const [{ count }] = await app.sql<{ count: number }>('SELECT count(*)::int AS count FROM runs WHERE idempotency_key = $1', [
+        idempotency_key,
+      ]);
+      expect(count).toBe(1);
+    });
+
+    it('the header wins over the body field', async () => {
+      const header = key();
+      const byHeader = await runs.run(root, 'agent', 'echo', ask({ idempotencyKeyHeader: header, idempotency_key: key() }));
+      const again = await runs.run(root, 'agent', 'echo', ask({ idempotency_key: header }));
+      expect(again.run_id).toBe(byHeader.run_id);
+    });
+
+    it('a key reused for another component is a 409; the same key of another user is theirs', async () => {
+      const idempotency_key = key();
+      const alice = principals.jwt('alice', []);
+      const first = await runs.run(alice, 'agent', 'echo', ask({ idempotency_key }));
+
+      await expect(runs.run(alice, 'agent', 'other', ask({ idempotency_key }))).rejects.toMatchObject({
+        code: RunErrorCode.IdempotencyKeyReused,
+      });
+      const bobs = await runs.run(principals.jwt('bob', []), 'agent', 'other', ask({ idempotency_key }));
+      expect(bobs.run_id).not.toBe(first.run_id);
+    });
+
+    it('a background run with a repeated key is one run and one job', async () => {
+      const idempotency_key = key();
+      const first = await runs.enqueue(root, 'agent', 'echo', ask({ idempotency_key }));
+      const again = await runs.enqueue(root, 'agent', 'echo', ask({ idempotency_key }));
+
+      expect(again.run_id).toBe(first.run_id);
+      const [{ count }] = await app.sql<{ count: number }>('SELECT count(*)::int AS count FROM queue_jobs WHERE id = $1', [first.run_id]);
+      expect(count).toBe(1);
+    });
+
+    it('refuses an over-long or control-character header (422 on header.idempotency-key), and stream with background (400)', async () => {
+      await expect(runs.run(root, 'agent', 'echo', ask({ idempotencyKeyHeader: 'k'.repeat(513) }))).rejects.toMatchObject({
+        issues: [{ loc: ['header', 'idempotency-key'], type: 'maxLength' }],
+      });
+      await expect(runs.run(root, 'agent', 'echo', ask({ idempotencyKeyHeader: 'a\tb' }))).rejects.toMatchObject({
+        issues: [{ loc: ['header', 'idempotency-key'], type: 'pattern' }],
+      });
+      await expect(runs.enqueue(root, 'agent', 'echo', ask({ stream: true, background: true }))).rejects.toMatchObject({
+        code: RunErrorCode.InvalidRequest,
+      });
+      // Positive control: 512 characters is allowed.
+      await expect(runs.run(root, 'agent', 'echo', ask({ idempotencyKeyHeader: 'k'.repeat(512) }))).resolves.toMatchObject({
+        status: 'completed',
+      });
+    });
+  });
+
+  describe('cancellation', () => {
+    it('a queued background run is cancelled at once, and a finished one is answered unchanged', async () => {
+      const accepted = await runs.enqueue(root, 'agent', 'echo', ask());
+      await expect(runs.cancel(root, 'agent', 'echo', accepted.run_id)).resolves.toMatchObject({ status: 'cancelled' });
+      const [job] = await app.sql<{ status: string }>('SELECT status FROM queue_jobs WHERE id = $1', [accepted.run_id]);
+      expect(job.status).toBe('cancelled');
+
+      const finished = await runs.run(root, 'agent', 'echo', ask());
+      await expect(runs.cancel(root, 'agent', 'echo', finished.run_id)).resolves.toEqual(finished);
+    });
+
+    it('a running run stops at its next checkpoint once cancelled', async () => {
+      gate = new Gate();
+      const running = runs.run(root, 'agent', 'held', ask());
+      await gate.running;
+      const [{ id }] = await app.sql<{ id: string }>(`SELECT id FROM runs WHERE component_id = 'held' AND status = 'running'`);
+
+      await runs.cancel(root, 'agent', 'held', id);
+      gate.release();
+
+      await expect(running).resolves.toMatchObject({ status: 'cancelled', error: 'Run was cancelled' });
+    });
+
+    it('an intent is live for QUEUE_CANCEL_INTENT_TTL_SECONDS after the latest request, then no longer cancels', async () => {
+      const intents = app.get(CancellationIntents);
+      gate = new Gate();
+      const running = runs.run(root, 'agent', 'held', ask());
+      await gate.running;
+      const [{ id }] = await app.sql<{ id: string }>(`SELECT id FROM runs WHERE component_id = 'held' AND status = 'running'`);
+      await runs.cancel(root, 'agent', 'held', id);
+      expect(await intents.isLive(id)).toBe(true);
+
+      // Recorded 61 s ago with a 60 s TTL: past its life, so the run's checkpoint lets it go on.
+      await app.sql(`UPDATE queue_cancellation_intents SET requested_at = now() - interval '61 seconds' WHERE run_id = $1`, [id]);
+      expect(await intents.isLive(id)).toBe(false);
+      gate.release();
+      await expect(running).resolves.toMatchObject({ status: 'completed', content: 'went on' });
+
+      // A repeated cancel renews it.
+      await app.dataSource.transaction((manager) => intents.record(manager, id, null));
+      expect(await intents.isLive(id)).toBe(true);
+    });
+  });
+});

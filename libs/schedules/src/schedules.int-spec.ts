@@ -1,0 +1,258 @@
+import { Controller, Post } from '@nestjs/common';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { AuthModule, RequireScope } from '@app/auth';
+import { ValidationFailedException } from '@app/errors';
+
+import { bootModule, ModuleOnDatabase, principals } from '../../../test/support/nest-module';
+import { CreateScheduleDto, UpdateScheduleDto } from './schedule.dto';
+import { ScheduleErrorCode as Code } from './schedule.exception';
+import { ScheduleDispatchRepository } from './schedule-dispatch.repository';
+import { SchedulesModule } from './schedules.module';
+import { SchedulesService } from './schedules.service';
+
+/** A route a schedule may call, declared as the api declares its run route: its scope is what a schedule's owner needs. */
+@Controller('agents')
+class AgentRunRoute {
+  @Post(':agent_id/runs')
+  @RequireScope('agents:run', { componentParam: 'agent_id' })
+  run(): void {}
+}
+
+const AGENT_RUN = '/agents/echo-agent/runs';
+const alice = principals.jwt('alice', ['schedules:write', 'agents:run']);
+
+function createRequest(fields: Partial<CreateScheduleDto> & { name: string }): CreateScheduleDto {
+  return Object.assign(new CreateScheduleDto(), { cron_expr: '0 9 * * *', endpoint: AGENT_RUN, ...fields });
+}
+
+function patch(fields: Partial<UpdateScheduleDto>): UpdateScheduleDto {
+  return Object.assign(new UpdateScheduleDto(), fields);
+}
+
+/** Wall-clock hour and minute of an epoch-seconds instant in a time zone. */
+function localTime(epochSeconds: number, timeZone: string): string {
+  return new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(epochSeconds * 1000);
+}
+
+// The rules of SchedulesService (update, re-arming, ownership, trigger) and of the worker's due-slot
+// queueing (missed ticks), in process on a cloned database.
+describe('SchedulesService', () => {
+  let app: ModuleOnDatabase;
+  let schedules: SchedulesService;
+  let counter = 0;
+  const freshName = () => `Nightly (v${++counter})`;
+
+  beforeAll(async () => {
+    app = await bootModule({
+      imports: [AuthModule, SchedulesModule],
+      controllers: [AgentRunRoute],
+      providers: [ScheduleDispatchRepository],
+    });
+    schedules = app.get(SchedulesService);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  async function storedNextRun(id: string): Promise<Date | null> {
+    const [row] = await app.sql<{ next_run_at: Date | null }>('SELECT next_run_at FROM schedules WHERE id = $1', [id]);
+    return row.next_run_at;
+  }
+
+  describe('arming', () => {
+    it("arms next_run_at at the next slot on the schedule's own clock", async () => {
+      const now = Date.now() / 1000;
+      const created = await schedules.create(alice, createRequest({ name: freshName(), timezone: 'Europe/Berlin' }));
+
+      expect(localTime(created.next_run_at!, 'Europe/Berlin')).toBe('09:00');
+      expect(created.next_run_at!).toBeGreaterThan(now);
+      expect(created.next_run_at! - now).toBeLessThanOrEqual(25 * 3600);
+      expect(created).toMatchObject({ target_type: 'agent', target_id: 'echo-agent', overlap_policy: 'skip', catchup_policy: 'once' });
+    });
+
+    it('a PATCH that changes neither cron, zone nor enabled leaves next_run_at as a worker left it', async () => {
+      const created = await schedules.create(alice, createRequest({ name: freshName() }));
+      const advanced = new Date('2031-01-01T00:00:00Z');
+      await app.sql('UPDATE schedules SET next_run_at = $2 WHERE id = $1', [created.id, advanced]);
+
+      const updated = await schedules.update(alice, created.id, patch({ description: 'renamed', timeout_seconds: 30 }));
+
+      expect(await storedNextRun(created.id)).toEqual(advanced);
+      expect(updated).toMatchObject({ description: 'renamed', timeout_seconds: 30 });
+    });
+
+    it('a new cron_expr or timezone re-arms next_run_at', async () => {
+      const created = await schedules.create(alice, createRequest({ name: freshName() }));
+
+      const hourly = await schedules.update(alice, created.id, patch({ cron_expr: '30 * * * *' }));
+      expect(localTime(hourly.next_run_at!, 'UTC').endsWith(':30')).toBe(true);
+
+      const zoned = await schedules.update(alice, created.id, patch({ cron_expr: '0 9 * * *', timezone: 'Asia/Tokyo' }));
+      expect(localTime(zoned.next_run_at!, 'Asia/Tokyo')).toBe('09:00');
+      expect((await storedNextRun(created.id))!.getTime()).toBe(zoned.next_run_at! * 1000);
+    });
+
+    it('pausing clears next_run_at and keeps the reason; resuming re-arms it and clears the reason', async () => {
+      const created = await schedules.create(alice, createRequest({ name: freshName() }));
+
+      const paused = await schedules.update(alice, created.id, patch({ enabled: false, disabled_reason: 'maintenance' }));
+      expect(paused).toMatchObject({ enabled: false, next_run_at: null, disabled_reason: 'maintenance' });
+      expect(await storedNextRun(created.id)).toBeNull();
+
+      const resumed = await schedules.update(alice, created.id, patch({ enabled: true }));
+      expect(resumed).toMatchObject({ enabled: true, disabled_reason: null });
+      expect(resumed.next_run_at).toBe(created.next_run_at);
+    });
+
+    it('refuses disabled_reason without enabled: false (422 on body.disabled_reason)', async () => {
+      const created = await schedules.create(alice, createRequest({ name: freshName() }));
+      const refusal = schedules.update(alice, created.id, patch({ disabled_reason: 'why' }));
+      await expect(refusal).rejects.toBeInstanceOf(ValidationFailedException);
+      await expect(refusal).rejects.toMatchObject({ issues: [{ loc: ['body', 'disabled_reason'], type: 'value_error' }] });
+    });
+  });
+
+  describe('names and calls', () => {
+    it('a name in use is a 409; names with spaces and parentheses are fine', async () => {
+      const name = freshName();
+      await schedules.create(alice, createRequest({ name }));
+      await expect(schedules.create(alice, createRequest({ name }))).rejects.toMatchObject({ code: Code.NameTaken });
+      const other = await schedules.create(alice, createRequest({ name: freshName() }));
+      await expect(schedules.update(alice, other.id, patch({ name }))).rejects.toMatchObject({ code: Code.NameTaken });
+    });
+
+    it('refuses a call to the schedule routes however it is spelled (422), and one the caller may not make (403)', async () => {
+      for (const endpoint of ['/schedules', '//schedules/x/trigger', '/x/../%73chedules']) {
+        await expect(schedules.create(alice, createRequest({ name: freshName(), endpoint }))).rejects.toMatchObject({
+          issues: [{ loc: ['body', 'endpoint'], type: 'schedule_route' }],
+        });
+      }
+      const noRun = principals.jwt('bob', ['schedules:write']);
+      await expect(schedules.create(noRun, createRequest({ name: freshName() }))).rejects.toMatchObject({
+        code: Code.Forbidden,
+        detail: expect.stringContaining('Required scope(s): agents:echo-agent:run'),
+      });
+      // A grant for the one agent it calls is enough.
+      const narrow = principals.jwt('bob', ['schedules:write', 'agents:echo-agent:run']);
+      await expect(schedules.create(narrow, createRequest({ name: freshName() }))).resolves.toMatchObject({ endpoint: AGENT_RUN });
+    });
+  });
+
+  describe('ownership', () => {
+    it("another principal's schedule needs platform:admin to change; the admin who changes it becomes its owner", async () => {
+      const created = await schedules.create(alice, createRequest({ name: freshName() }));
+      const mallory = principals.jwt('mallory', ['schedules:write', 'agents:run']);
+      const admin = principals.jwt('root-operator', ['platform:admin']);
+
+      await expect(schedules.update(mallory, created.id, patch({ description: 'mine' }))).rejects.toMatchObject({ code: Code.Forbidden });
+      await expect(schedules.trigger(mallory, created.id)).rejects.toMatchObject({ code: Code.Forbidden });
+      await expect(schedules.remove(mallory, created.id)).rejects.toMatchObject({ code: Code.Forbidden });
+
+      await schedules.update(admin, created.id, patch({ description: 'taken over' }));
+      const [row] = await app.sql<{ owner_id: string; owner_scopes: string[] }>(
+        'SELECT owner_id, owner_scopes FROM schedules WHERE id = $1',
+        [created.id],
+      );
+      expect(row).toEqual({ owner_id: 'root-operator', owner_scopes: ['platform:admin'] });
+      await expect(schedules.update(alice, created.id, patch({ description: 'back' }))).rejects.toMatchObject({ code: Code.Forbidden });
+    });
+
+    it('an owner who lost the scope of the call may still pause it, but not resume it', async () => {
+      const created = await schedules.create(alice, createRequest({ name: freshName() }));
+      const demoted = principals.jwt('alice', ['schedules:write']);
+
+      await expect(schedules.update(demoted, created.id, patch({ enabled: false }))).resolves.toMatchObject({ enabled: false });
+      await expect(schedules.update(demoted, created.id, patch({ enabled: true }))).rejects.toMatchObject({ code: Code.Forbidden });
+    });
+
+    it('a schedule fire may not write schedules, whatever its owner may do', async () => {
+      const created = await schedules.create(alice, createRequest({ name: freshName() }));
+      const fire = { ...principals.securityKey(), scheduleId: created.id };
+      await expect(schedules.update(fire, created.id, patch({ description: 'loop' }))).rejects.toMatchObject({ code: Code.Forbidden });
+      await expect(schedules.create(fire, createRequest({ name: freshName() }))).rejects.toMatchObject({ code: Code.Forbidden });
+    });
+  });
+
+  describe('trigger', () => {
+    it('queues a manual fire without touching next_run_at; the overlap policy skips the next while it waits', async () => {
+      const created = await schedules.create(alice, createRequest({ name: freshName() }));
+
+      const first = await schedules.trigger(alice, created.id);
+      const second = await schedules.trigger(alice, created.id);
+
+      expect(first).toMatchObject({ trigger: 'manual', status: 'queued', reason: null });
+      expect(second).toMatchObject({ trigger: 'manual', status: 'skipped', reason: 'overlap' });
+      expect((await storedNextRun(created.id))!.getTime()).toBe(created.next_run_at! * 1000);
+    });
+
+    it('with overlap_policy allow, every trigger is queued', async () => {
+      const created = await schedules.create(alice, createRequest({ name: freshName(), overlap_policy: 'allow' }));
+      await schedules.trigger(alice, created.id);
+      await expect(schedules.trigger(alice, created.id)).resolves.toMatchObject({ status: 'queued' });
+    });
+
+    it('refuses a paused schedule (409 naming the reason)', async () => {
+      const created = await schedules.create(alice, createRequest({ name: freshName() }));
+      await schedules.update(alice, created.id, patch({ enabled: false, disabled_reason: 'quiet week' }));
+      await expect(schedules.trigger(alice, created.id)).rejects.toMatchObject({
+        code: Code.Disabled,
+        detail: expect.stringContaining('(quiet week)'),
+      });
+    });
+  });
+
+  describe('missed ticks (the worker queueing due slots)', () => {
+    // A yearly schedule due three years ago: four slots (Jan 1 of each year up to this one) are due now.
+    const thisYear = new Date().getUTCFullYear();
+    const slots = [3, 2, 1, 0].map((ago) => `${thisYear - ago}-01-01T00:00:00.000Z`);
+
+    async function dueSince(
+      catchup: Partial<CreateScheduleDto>,
+    ): Promise<{ id: string; queued: string[]; missed: string[]; nextRunAt: Date | null }> {
+      const created = await schedules.create(alice, createRequest({ name: freshName(), cron_expr: '0 0 1 1 *', ...catchup }));
+      await app.sql('UPDATE schedules SET next_run_at = $2 WHERE id = $1', [created.id, slots[0]]);
+      // Other schedules may be due too; each is queued once.
+      await app.get(ScheduleDispatchRepository).queueDue(500);
+      const fires = await app.sql<{ status: string; reason: string | null; due_at: Date }>(
+        'SELECT status, reason, due_at FROM schedule_runs WHERE schedule_id = $1 ORDER BY due_at',
+        [created.id],
+      );
+      return {
+        id: created.id,
+        queued: fires.filter((fire) => fire.status === 'queued').map((fire) => fire.due_at.toISOString()),
+        missed: fires.filter((fire) => fire.reason === 'missed').map((fire) => fire.due_at.toISOString()),
+        nextRunAt: await storedNextRun(created.id),
+      };
+    }
+
+    it('catchup_policy once fires the latest missed slot once and records the others as missed', async () => {
+      const result = await dueSince({ catchup_policy: 'once' });
+      expect(result.queued).toEqual(slots.slice(3));
+      expect(result.missed).toEqual(slots.slice(0, 3));
+      expect(result.nextRunAt!.toISOString()).toBe(`${thisYear + 1}-01-01T00:00:00.000Z`);
+    });
+
+    it('catchup_policy all fires the latest catchup_limit slots, oldest first', async () => {
+      const result = await dueSince({ catchup_policy: 'all', catchup_limit: 2 });
+      expect(result.queued).toEqual(slots.slice(2));
+      expect(result.missed).toEqual(slots.slice(0, 2));
+    });
+
+    it('catchup_policy skip fires none of them', async () => {
+      const result = await dueSince({ catchup_policy: 'skip' });
+      expect(result.queued).toEqual([]);
+      expect(result.missed).toEqual(slots);
+    });
+
+    it('a slot is queued once: a second pass finds nothing due', async () => {
+      const result = await dueSince({ catchup_policy: 'once' });
+      await app.get(ScheduleDispatchRepository).queueDue(500);
+      const [{ count }] = await app.sql<{ count: number }>('SELECT count(*)::int AS count FROM schedule_runs WHERE schedule_id = $1', [
+        result.id,
+      ]);
+      expect(count).toBe(4);
+    });
+  });
+});
