@@ -16,4 +16,5 @@ export * from './queue.module';
 export * from './worker/job-handler';
 export * from './worker/job-store';
 export * from './worker/queue-worker';
+export * from './worker/queue-worker-metrics';
 export * from './worker/queue-worker.module';

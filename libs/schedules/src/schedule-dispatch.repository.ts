@@ -21,6 +21,9 @@ export interface ClaimedFire {
   ownerServiceAccountId: string | null;
   targetType: string | null;
   targetId: string | null;
+  trigger: string;
+  /** Seconds from the time the fire was due to its claim. */
+  lagSeconds: number;
 }
 
 interface DueRow {
@@ -102,6 +105,8 @@ function toClaimedFire(row: Record<string, unknown>): ClaimedFire {
     ownerServiceAccountId: row.owner_service_account_id as string | null,
     targetType: row.target_type as string | null,
     targetId: row.target_id as string | null,
+    trigger: row.trigger as string,
+    lagSeconds: row.lag_seconds as number,
   };
 }
 
@@ -224,7 +229,8 @@ export class ScheduleDispatchRepository {
          FROM schedules s
          WHERE r.id = ANY ($2::uuid[]) AND s.id = r.schedule_id
          RETURNING r.id AS run_id, s.id AS schedule_id, s.method, s.endpoint, s.payload, s.timeout_seconds, s.max_retries,
-                   s.retry_delay_seconds, s.enabled, s.owner_service_account_id, s.target_type, s.target_id`,
+                   s.retry_delay_seconds, s.enabled, s.owner_service_account_id, s.target_type, s.target_id,
+                   r.trigger, extract(epoch FROM r.started_at - r.due_at)::float8 AS lag_seconds`,
         [workerId, start],
       );
       return rows.map(toClaimedFire);

@@ -8,6 +8,7 @@ import { ServiceAccountsService } from '@app/service-accounts';
 import { ScheduleCredentials } from './schedule-credentials';
 import { ClaimedFire, ScheduleDispatchRepository } from './schedule-dispatch.repository';
 import { normalizedEndpoint } from './schedule-endpoint';
+import { ScheduleFireMetrics } from './schedule-fire-metrics';
 import { clip, isRetryableStatus, isTerminalRunStatus, requestBody, runError, StartedRun, startedRun } from './schedule-http';
 import { ScheduleAttempt } from './schedule-run.entity';
 import { runPath, TargetType } from './schedule-target';
@@ -42,12 +43,15 @@ export class ScheduleFirer {
     private readonly dispatch: ScheduleDispatchRepository,
     private readonly credentials: ScheduleCredentials,
     private readonly accounts: ServiceAccountsService,
+    private readonly metrics: ScheduleFireMetrics,
   ) {}
 
   /** Runs the fire and logs one line about it: which schedule, what it called, how it ended, how long it took. */
   async fire(fire: ClaimedFire, workerId: string, shutdown: AbortSignal): Promise<void> {
     const startedAt = Date.now();
+    this.metrics.lag.observe({ trigger: fire.trigger }, Math.max(0, fire.lagSeconds));
     const { status, statusCode, attempts } = await this.run(fire, workerId, shutdown);
+    this.metrics.fires.inc({ outcome: status });
     this.logger.log(
       `schedule fired: ${fire.scheduleId} ${fire.method} ${fire.endpoint} → ${status}${statusCode === null ? '' : ` (HTTP ${statusCode})`}, ${attempts} attempt(s), ${Date.now() - startedAt} ms`,
     );

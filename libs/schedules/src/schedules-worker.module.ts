@@ -1,16 +1,18 @@
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 
+import { HealthModule } from '@app/health';
 import { ServiceAccountsModule } from '@app/service-accounts';
 
 import { ScheduleCredentialsModule } from './schedule-credentials.module';
 import { ScheduleDispatchRepository } from './schedule-dispatch.repository';
+import { ScheduleFireMetrics } from './schedule-fire-metrics';
 import { ScheduleFirer } from './schedule-firer';
 import { ScheduleTicker } from './schedule-ticker';
 
 /** What a worker imports to fire schedules; nothing else of the worker is needed. */
 @Module({
-  imports: [ScheduleModule.forRoot(), ScheduleCredentialsModule, ServiceAccountsModule],
-  providers: [ScheduleDispatchRepository, ScheduleFirer, ScheduleTicker],
+  imports: [ScheduleModule.forRoot(), ScheduleCredentialsModule, ServiceAccountsModule, HealthModule],
+  providers: [ScheduleDispatchRepository, ScheduleFireMetrics, ScheduleFirer, ScheduleTicker],
 })
 export class SchedulesWorkerModule {}

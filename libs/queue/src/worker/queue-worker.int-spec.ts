@@ -2,12 +2,14 @@ import { once } from 'node:events';
 
 import { Client, Pool } from 'pg';
 import pino from 'pino';
+import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { createTestDatabase, query } from '../../../../test/support/database';
 import { enqueueJobs } from '../enqueue';
 import { JobContext, JobHandler } from './job-handler';
 import { QueueWorker } from './queue-worker';
+import { QueueWorkerMetrics } from './queue-worker-metrics';
 
 const JOB_TYPE = 'contract-test';
 
@@ -45,6 +47,7 @@ describe('QueueWorker handler contract', () => {
       cancelIntentTtlSeconds: 3600,
       retentionSeconds: 0,
       logger: pino({ level: 'silent' }),
+      metrics: new QueueWorkerMetrics(new Registry()),
     });
   }
 

@@ -3,15 +3,17 @@ import { hostname } from 'node:os';
 
 import { BeforeApplicationShutdown, Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
+import { PinoLogger } from 'nestjs-pino';
 import { Pool } from 'pg';
 
 import { Env } from '@app/config';
 import { ConnectionClient } from '@app/database';
-import { createLogger } from '@app/logging';
+import { MetricsRegistry } from '@app/health';
 
 import { JOB_TYPES } from '../job-status';
 import { JOB_HANDLER, JobHandler } from './job-handler';
 import { QueueWorker } from './queue-worker';
+import { QueueWorkerMetrics } from './queue-worker-metrics';
 
 /** `host:pid:random`: unique per process, and readable in `locked_by`. */
 function newWorkerId(): string {
@@ -32,11 +34,14 @@ export class QueueWorkerService implements OnApplicationBootstrap, OnModuleDestr
   constructor(
     private readonly env: Env,
     private readonly discovery: DiscoveryService,
+    private readonly metrics: MetricsRegistry,
+    private readonly pino: PinoLogger,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     const handlers = this.findHandlers();
-    const logger = createLogger(this.env, 'worker');
+    // The process's pino logger itself: the job loop adds its own bindings (worker id) with child().
+    const logger = this.pino.logger;
     if (!this.env.QUEUE_ENABLED) {
       logger.info('QUEUE_ENABLED=false: this worker claims no jobs');
       return;
@@ -59,6 +64,7 @@ export class QueueWorkerService implements OnApplicationBootstrap, OnModuleDestr
       cancelIntentTtlSeconds: this.env.QUEUE_CANCEL_INTENT_TTL_SECONDS,
       retentionSeconds: this.env.QUEUE_RETENTION_SECONDS,
       logger,
+      metrics: new QueueWorkerMetrics(this.metrics),
     });
     await this.worker.start();
   }

@@ -9,6 +9,7 @@ import { JOB_STATUSES } from '../job-status';
 import { JOBS_READY_CHANNEL } from '../notify';
 import { ClaimedJob, JobContext, JobHandler, JobResult, JobStopped } from './job-handler';
 import { ExpiredRow, FinishedAttempt, JobStore, RecordedState, StartedAttempt } from './job-store';
+import { QueueWorkerMetrics } from './queue-worker-metrics';
 
 export interface QueueWorkerOptions {
   pool: Pool;
@@ -28,6 +29,7 @@ export interface QueueWorkerOptions {
   cancelIntentTtlSeconds: number;
   retentionSeconds: number;
   logger: Logger;
+  metrics: QueueWorkerMetrics;
 }
 
 /** One running attempt. Its AbortSignal is made on first use: most handlers only call checkpoint(). */
@@ -148,7 +150,10 @@ export class QueueWorker {
       try {
         const startNow = Math.max(0, this.options.concurrency - held);
         claimed = await this.store.claim(room, startNow, jobTypes, this.options.cancelIntentTtlSeconds);
+        this.options.metrics.claims.inc({ result: 'ok' });
+        this.options.metrics.claimed.inc(claimed.length);
       } catch (error) {
+        this.options.metrics.claims.inc({ result: 'error' });
         this.log.error({ err: error }, 'claim failed; retrying after the poll interval');
       }
       for (const job of claimed) {
@@ -220,7 +225,14 @@ export class QueueWorker {
       { job_id: job.id, job_type: job.jobType, attempt: job.attempt, max_attempts: job.maxAttempts, status: 'running' },
       'job running',
     );
-    execution.done = this.execute(execution).then((result) => this.settle(execution, result));
+    const { metrics } = this.options;
+    const endTimer = metrics.duration.startTimer({ job_type: job.jobType });
+    metrics.running.inc();
+    execution.done = this.execute(execution).then((result) => {
+      endTimer({ outcome: result.outcome });
+      metrics.running.dec();
+      this.settle(execution, result);
+    });
     this.executions.set(job.id, execution);
   }
 
@@ -381,6 +393,7 @@ export class QueueWorker {
     }
     try {
       const still = await this.store.heartbeat(held);
+      this.options.metrics.heartbeats.inc({ result: 'ok' });
       for (const execution of running) {
         const { job } = execution;
         if (!still.has(job.id) && this.executions.get(job.id) === execution) {
@@ -389,18 +402,24 @@ export class QueueWorker {
             'job lost: its lock was swept or requeued; stopping it at the next checkpoint',
           );
           execution.stop('Worker lost the job (swept or requeued)');
+          this.options.metrics.lost.inc();
         }
       }
       const lostAhead = this.buffer.filter((job) => !still.has(job.id) && held.includes(job));
       lostAhead.forEach((job) => this.buffer.splice(this.buffer.indexOf(job), 1));
     } catch (error) {
+      this.options.metrics.heartbeats.inc({ result: 'error' });
       this.log.error({ err: error }, 'heartbeat failed');
     }
   }
 
   private async sweep(): Promise<void> {
+    const { metrics } = this.options;
     try {
-      for (const job of await this.store.sweep(this.options.lockGraceSeconds)) {
+      const swept = await this.store.sweep(this.options.lockGraceSeconds);
+      metrics.sweeps.inc({ result: 'ok' });
+      for (const job of swept) {
+        metrics.swept.inc({ status: job.status });
         if (job.started) {
           this.log.warn({ job_id: job.id, status: job.status, error: job.error }, `job swept to ${job.status}`);
         } else {
@@ -411,6 +430,7 @@ export class QueueWorker {
         }
       }
     } catch (error) {
+      metrics.sweeps.inc({ result: 'error' });
       this.log.error({ err: error }, 'sweep failed');
     }
   }
