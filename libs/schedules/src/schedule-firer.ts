@@ -52,8 +52,10 @@ export class ScheduleFirer {
     this.metrics.lag.observe({ trigger: fire.trigger }, Math.max(0, fire.lagSeconds));
     const { status, statusCode, attempts } = await this.run(fire, workerId, shutdown);
     this.metrics.fires.inc({ outcome: status });
+    const ms = Date.now() - startedAt;
     this.logger.log(
-      `schedule fired: ${fire.scheduleId} ${fire.method} ${fire.endpoint} → ${status}${statusCode === null ? '' : ` (HTTP ${statusCode})`}, ${attempts} attempt(s), ${Date.now() - startedAt} ms`,
+      { schedule_id: fire.scheduleId, fire_id: fire.runId, status, status_code: statusCode, attempts, ms },
+      `schedule fired: ${fire.scheduleId} ${fire.method} ${fire.endpoint} → ${status}${statusCode === null ? '' : ` (HTTP ${statusCode})`}, ${attempts} attempt(s), ${ms} ms`,
     );
   }
 
@@ -99,7 +101,7 @@ export class ScheduleFirer {
       'failed',
       `Not fired: the schedule's service account is ${standing.state}; the schedule is disabled (${reason})`,
     );
-    this.logger.warn(`Schedule ${fire.scheduleId} disabled: ${reason}`);
+    this.logger.warn({ schedule_id: fire.scheduleId, reason }, `Schedule ${fire.scheduleId} disabled: ${reason}`);
     return false;
   }
 
