@@ -8,7 +8,7 @@ import type { Options as HttpLogOptions } from 'pino-http';
 import type { Env } from '@app/config';
 
 /** Credentials never reach a log line, whatever object carries them. */
-export const REDACTED_PATHS = [
+const REDACTED_PATHS = [
   'req.headers.authorization',
   'req.headers.cookie',
   'headers.authorization',
@@ -27,7 +27,7 @@ function isPretty(format: LogSettings['LOG_FORMAT']): boolean {
   return format === 'pretty' || (format === 'auto' && process.stdout.isTTY === true);
 }
 
-export function loggerOptions(settings: LogSettings, service: string): LoggerOptions {
+function loggerOptions(settings: LogSettings, service: string): LoggerOptions {
   return {
     level: settings.LOG_LEVEL,
     base: { service },
@@ -51,10 +51,6 @@ export function loggerOptions(settings: LogSettings, service: string): LoggerOpt
   };
 }
 
-export function createLogger(settings: LogSettings, service: string): Logger {
-  return pino(loggerOptions(settings, service));
-}
-
 /** The fields of an access line: flat, and nothing of the request's headers (so no credential). */
 function accessFields(request: IncomingMessage, response: ServerResponse, ms: number): object {
   return { method: request.method, url: request.url, status: response.statusCode, ms };
@@ -68,7 +64,7 @@ function accessMessage(request: IncomingMessage, response: ServerResponse, ms: n
  * One access line per request (pino-http, when the response is sent): `GET /config 200 3 ms`,
  * with the request id every other line of the request carries; error level for a 5xx only.
  */
-export function accessLogOptions(logger: Logger): HttpLogOptions {
+function accessLogOptions(logger: Logger): HttpLogOptions {
   return {
     logger,
     quietReqLogger: true,
@@ -113,7 +109,7 @@ export class LoggingModule {
       module: LoggingModule,
       imports: [
         LoggerModule.forRoot({
-          pinoHttp: accessLogOptions(createLogger(settings, service)),
+          pinoHttp: accessLogOptions(pino(loggerOptions(settings, service))),
           // Every path: nestjs-pino's default pattern matches no request under Nest's Fastify adapter.
           forRoutes: [{ path: '/*path', method: RequestMethod.ALL }],
         }),
