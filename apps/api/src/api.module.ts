@@ -5,6 +5,7 @@ import { AuthModule, ScopeGuard } from '@app/auth';
 import { ConfigModule, Env } from '@app/config';
 import { DatabaseModule } from '@app/database';
 import { HealthModule } from '@app/health';
+import { LoggingModule } from '@app/logging';
 import { QueueModule } from '@app/queue';
 import { Component, RunsModule } from '@app/runs';
 import { SchedulesModule } from '@app/schedules';
@@ -32,6 +33,7 @@ export class ApiModule {
       module: ApiModule,
       imports: [
         ConfigModule.forRoot(env),
+        LoggingModule.forRoot(env, 'api'),
         DatabaseModule,
         AuthModule,
         ServiceAccountsModule,

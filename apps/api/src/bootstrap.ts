@@ -4,14 +4,16 @@ import { Duplex } from 'node:stream';
 
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { FastifyError, FastifyReply, FastifyRequest, LogController } from 'fastify';
+import { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 
 import { authMode } from '@app/auth';
 import { Env } from '@app/config';
-import { createLogger, PinoLoggerService } from '@app/logging';
+import { MetricsRegistry } from '@app/health';
+import { AppLogger } from '@app/logging';
 import { Component } from '@app/runs';
 
 import { ApiModule } from './api.module';
+import { recordRequestDurations } from './http-metrics';
 import { addSecurityHeaders, registerHttpSurface } from './http-surface';
 import { mountDocs } from './openapi';
 
@@ -40,17 +42,13 @@ function answerClientError(error: Error & { code?: string }, socket: Duplex): vo
 
 /** Builds the api (not yet listening): used by main.ts and nothing else needs to know how. */
 export async function createApiApp(env: Env, components: Component[] = []): Promise<NestFastifyApplication> {
-  const logger = createLogger(env, 'api');
   const adapter = new FastifyAdapter({
-    loggerInstance: logger,
     bodyLimit: BODY_LIMIT_BYTES,
     // Keep a caller's request id when it is sane, so logs can be joined across services.
     genReqId: (request: IncomingMessage) => {
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    // One access line per request (the onResponse hook below) instead of Fastify's two.
-    logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     // Router-level rejections (malformed URL, over-long path parameter) never reach Nest's filter.
     // A request Node's parser refuses (a NUL or other control character in a header, a bad request line)
     // never reaches Fastify's routes: answer it with the standard error body instead of Fastify's own.
@@ -63,10 +61,12 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
     },
   });
   const app = await NestFactory.create<NestFastifyApplication>(ApiModule.forRoot(env, components), adapter, {
-    logger: new PinoLoggerService(logger),
+    // Nest's own lines wait for AppLogger, so they come out in the same format.
+    bufferLogs: true,
     // A failed boot reaches main's one-line report instead of process.abort() (SIGABRT, a core dump).
     abortOnError: false,
   });
+  app.useLogger(app.get(AppLogger));
   const fastify = app.getHttpAdapter().getInstance();
   // Security headers, the Host rule of an open instance and empty bodies: first, so every route has them.
   await registerHttpSurface(app, env, authMode(env), BODY_LIMIT_BYTES);
@@ -75,13 +75,7 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  fastify.addHook('onResponse', async (request, reply) => {
-    const ms = Math.round(reply.elapsedTime);
-    request.log.info(
-      { method: request.method, url: request.url, status: reply.statusCode, ms },
-      `${request.method} ${request.url} ${reply.statusCode} ${ms} ms`,
-    );
-  });
+  recordRequestDurations(fastify, app.get(MetricsRegistry));
   app.enableShutdownHooks();
   mountDocs(app, env);
   return app;

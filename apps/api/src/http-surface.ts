@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { FastifyReply, FastifyRequest } from 'fastify';
 import helmetHeaders, { HelmetOptions } from 'helmet';
@@ -67,6 +68,7 @@ export function addSecurityHeaders(reply: FastifyReply): void {
  * carry no data worth a rebinding attack (liveness, and readiness with the database's state).
  */
 const HOST_CHECK_EXEMPT = new Set(['/health', '/readyz']);
+const logger = new Logger('HttpSurface');
 
 /**
  * The Host names an instance without authentication answers, against DNS rebinding: a page on
@@ -143,7 +145,7 @@ function refuseForeignHosts(app: NestFastifyApplication, env: Env, mode: AuthMod
         return;
       }
       const host = String(request.headers.host ?? '').slice(0, 100);
-      request.log.warn({ host }, 'refused a request for a Host this open instance does not serve');
+      logger.warn({ host, request_id: request.id }, 'refused a request for a Host this open instance does not serve');
       return reply.code(403).send({
         detail:
           `Host '${host}' is not allowed on an instance without authentication; ` +

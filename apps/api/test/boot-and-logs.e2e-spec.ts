@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 
@@ -7,7 +8,13 @@ import { freePort } from '../../../scripts/embedded-postgres.mjs';
 import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
-import { spawnNode, startApi } from '../../../test/support/processes';
+import { spawnNode, startApi, waitFor } from '../../../test/support/processes';
+import { TmuxSession } from '../../../test/support/tmux';
+
+const haveTmux = spawnSync('sh', ['-c', 'command -v tmux']).status === 0;
+if (!haveTmux) {
+  console.warn('Skipping the terminal log test: tmux not installed (.ci/run installs it).');
+}
 
 describe('configuration at boot', () => {
   it('refuses to start on bad values, naming every variable and what it accepts', async () => {
@@ -80,31 +87,40 @@ describe('structured logs', () => {
     }
   });
 
-  it('logs one access line per request, and Nest’s start-up chatter only at debug', async () => {
-    const api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, LOG_LEVEL: 'info' });
-    try {
-      await call(api.url, 'GET', '/config', { token: ROOT_KEY, headers: { 'x-request-id': 'one-line-please' } });
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      const entries = api
-        .output()
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line));
-      const request = entries.filter((entry) => entry.request_id === 'one-line-please');
-      expect(request).toHaveLength(1);
-      expect(request[0]).toMatchObject({
-        level: 30,
-        method: 'GET',
-        url: '/config',
-        status: 200,
-        ms: expect.any(Number),
-        msg: expect.stringMatching(/^GET \/config 200 \d+ ms$/),
-      });
-      expect(entries.filter((entry) => ['InstanceLoader', 'RoutesResolver', 'RouterExplorer'].includes(entry.context))).toEqual([]);
-    } finally {
-      await api.stop();
-    }
-  });
+  it.each([
+    ['stdout is not a terminal', {}],
+    ['LOG_FORMAT=json', { LOG_FORMAT: 'json' }],
+  ])(
+    'logs JSON with one access line per request and no Authorization value when %s; Nest’s start-up chatter only at debug',
+    async (_, format) => {
+      const api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, LOG_LEVEL: 'info', ...format });
+      try {
+        await call(api.url, 'GET', '/config', { token: ROOT_KEY, headers: { 'x-request-id': 'one-line-please' } });
+        await call(api.url, 'GET', '/health', { headers: { 'x-request-id': 'second-request' } });
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect(api.output()).not.toContain(ROOT_KEY);
+        const entries = api
+          .output()
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line));
+        const request = entries.filter((entry) => entry.request_id === 'one-line-please');
+        expect(request).toHaveLength(1);
+        expect(request[0]).toMatchObject({
+          level: 30,
+          method: 'GET',
+          url: '/config',
+          status: 200,
+          ms: expect.any(Number),
+          msg: expect.stringMatching(/^GET \/config 200 \d+ ms$/),
+        });
+        expect(entries.filter((entry) => entry.request_id === 'second-request')).toMatchObject([{ url: '/health', status: 200 }]);
+        expect(entries.filter((entry) => ['InstanceLoader', 'RoutesResolver', 'RouterExplorer'].includes(entry.context))).toEqual([]);
+      } finally {
+        await api.stop();
+      }
+    },
+  );
 
   it('writes one readable line per event with LOG_FORMAT=pretty (the default on a terminal)', async () => {
     const api = await startApi({
@@ -124,6 +140,38 @@ describe('structured logs', () => {
       expect(lines.every((line) => !line.startsWith('{'))).toBe(true);
     } finally {
       await api.stop();
+    }
+  });
+});
+
+describe.skipIf(!haveTmux)('logs on a terminal (tmux)', () => {
+  it('are pretty and coloured by default, one line per request, without the route-mapping lines', async () => {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const env = {
+      PATH: process.env.PATH ?? '',
+      TERM: 'xterm-256color',
+      DATABASE_URL: await createTestDatabase(),
+      OS_SECURITY_KEY: ROOT_KEY,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LOG_LEVEL: 'info',
+    };
+    const session = TmuxSession.start([process.execPath, 'dist/apps/api/src/main.js'], env, process.cwd());
+    try {
+      await waitFor(async () => (await fetch(`${url}/health`)).ok, 60_000, 'the api to answer /health');
+      await call(url, 'GET', '/config', { token: ROOT_KEY });
+      const screen = await session.waitForText(/INFO.*api GET \/config 200 \d+ ms/);
+      expect(screen).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO.*api GET \/health 200 \d+ ms/m);
+      expect(screen).not.toContain('Mapped {');
+      expect(screen).not.toContain('dependencies initialized');
+      expect(screen).not.toContain('{"level"');
+      expect(screen).not.toContain(ROOT_KEY);
+      // Colour: the screen with its escape sequences has some (SGR, `ESC [ n m`) that the plain one has not.
+      expect(session.screen(true)).toContain('\u001b[');
+      expect(screen).not.toContain('\u001b[');
+    } finally {
+      session.kill();
     }
   });
 });

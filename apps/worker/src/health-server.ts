@@ -3,13 +3,14 @@ import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
 
 import { Env } from '@app/config';
-import { DatabaseHealth, NOT_READY_DETAIL } from '@app/health';
+import { DatabaseHealth, MetricsRegistry, NOT_READY_DETAIL } from '@app/health';
 
-type Probe = () => Promise<{ status: number; body: object }>;
+type Probe = () => Promise<{ status: number; body: object | string; contentType?: string }>;
 
 /**
- * The worker's only listener: `/livez` (the process answers) and `/readyz` (the database
- * answers, is migrated, and the worker is not shutting down) on WORKER_HEALTH_PORT, for orchestrators.
+ * The worker's only listener: `/livez` (the process answers), `/readyz` (the database answers, is
+ * migrated, and the worker is not shutting down) and `/metrics` (this process's Prometheus text) on
+ * WORKER_HEALTH_PORT, for orchestrators and scrapers.
  */
 @Injectable()
 export class WorkerHealthServer implements OnApplicationBootstrap, OnModuleDestroy, OnApplicationShutdown {
@@ -19,11 +20,13 @@ export class WorkerHealthServer implements OnApplicationBootstrap, OnModuleDestr
   private readonly probes: Record<string, Probe> = {
     '/livez': async () => ({ status: 200, body: { status: 'ok' } }),
     '/readyz': () => this.readiness(),
+    '/metrics': async () => ({ status: 200, body: await this.metrics.metrics(), contentType: this.metrics.contentType }),
   };
 
   constructor(
     private readonly env: Env,
     private readonly database: DatabaseHealth,
+    private readonly metrics: MetricsRegistry,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -37,7 +40,7 @@ export class WorkerHealthServer implements OnApplicationBootstrap, OnModuleDestr
       server.listen(port, this.env.HOST, resolve);
     });
     this.server = server;
-    this.logger.log(`Health probes on http://${this.env.HOST}:${port}/livez and /readyz`);
+    this.logger.log(`Health probes on http://${this.env.HOST}:${port}/livez and /readyz, metrics on /metrics`);
   }
 
   /** The first shutdown hook: stop reporting ready while the job loop drains; /livez stays up. */
@@ -68,7 +71,7 @@ export class WorkerHealthServer implements OnApplicationBootstrap, OnModuleDestr
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const path = (request.url ?? '/').split('?')[0];
     const probe = this.probes[path];
-    let result: { status: number; body: object };
+    let result: Awaited<ReturnType<Probe>>;
     if (!probe) {
       result = { status: 404, body: { detail: `No route for ${request.method} ${path}` } };
     } else if (request.method !== 'GET' && request.method !== 'HEAD') {
@@ -76,7 +79,8 @@ export class WorkerHealthServer implements OnApplicationBootstrap, OnModuleDestr
     } else {
       result = await probe();
     }
-    response.writeHead(result.status, { 'content-type': 'application/json; charset=utf-8' });
-    response.end(request.method === 'HEAD' ? undefined : JSON.stringify(result.body));
+    const body = typeof result.body === 'string' ? result.body : JSON.stringify(result.body);
+    response.writeHead(result.status, { 'content-type': result.contentType ?? 'application/json; charset=utf-8' });
+    response.end(request.method === 'HEAD' ? undefined : body);
   }
 }

@@ -1,7 +1,8 @@
+import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 
 import { describeBootFailure, loadEnv } from '@app/config';
-import { createLogger, PinoLoggerService } from '@app/logging';
+import { AppLogger } from '@app/logging';
 import { deploymentComponents } from '@app/runs';
 
 import { WorkerModule } from './worker.module';
@@ -12,12 +13,14 @@ async function main(): Promise<void> {
   const env = loadEnv();
   // Fail at boot, naming the variable, rather than at the first query.
   void env.databaseUrl;
-  const logger = createLogger(env, 'worker');
   const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(env, await deploymentComponents(env)), {
-    logger: new PinoLoggerService(logger),
+    // Nest's own lines wait for AppLogger, so they come out in the same format.
+    bufferLogs: true,
     // A failed boot reaches the one-line report below instead of process.abort() (SIGABRT, a core dump).
     abortOnError: false,
   });
+  app.useLogger(app.get(AppLogger));
+  const logger = new Logger('Worker');
   // Stays up until a signal even when no loop holds the event loop open (QUEUE_ENABLED=false).
   const keepAlive = setInterval(() => undefined, 60_000);
   // A clean stop (jobs drained or released) exits 0; a second signal during the drain is ignored.
@@ -28,7 +31,7 @@ async function main(): Promise<void> {
     }
     stopping = true;
     clearInterval(keepAlive);
-    logger.info({ signal }, 'worker stopping');
+    logger.log({ signal }, 'worker stopping');
     app.close().then(
       () => process.exit(0),
       (error: unknown) => {
@@ -39,7 +42,7 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  logger.info('worker ready');
+  logger.log('worker ready');
 }
 
 main().catch((error: unknown) => {

@@ -3,6 +3,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { ConfigModule, Env } from '@app/config';
 import { DatabaseModule } from '@app/database';
 import { HealthModule } from '@app/health';
+import { LoggingModule } from '@app/logging';
 import { QueueWorkerModule } from '@app/queue';
 import { Component, RunsModule } from '@app/runs';
 import { SchedulesWorkerModule } from '@app/schedules';
@@ -17,6 +18,7 @@ export class WorkerModule {
       module: WorkerModule,
       imports: [
         ConfigModule.forRoot(env),
+        LoggingModule.forRoot(env, 'worker'),
         DatabaseModule,
         HealthModule,
         RunsModule.forRoot({ components }),

@@ -44,7 +44,7 @@ describe('worker health port (WORKER_HEALTH_PORT)', () => {
   });
 
   it('answers other paths and methods with the standard error body', async () => {
-    expect(await call(probes, 'GET', '/metrics')).toMatchObject({ status: 404, body: { detail: 'No route for GET /metrics' } });
+    expect(await call(probes, 'GET', '/nope')).toMatchObject({ status: 404, body: { detail: 'No route for GET /nope' } });
     expect(await call(probes, 'POST', '/readyz')).toMatchObject({ status: 405, body: { detail: 'Method POST not allowed on /readyz' } });
   });
 

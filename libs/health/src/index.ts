@@ -1,2 +1,3 @@
 export * from './database-health.service';
 export * from './health.module';
+export * from './metrics-registry';

@@ -1,10 +1,14 @@
-import { LoggerService } from '@nestjs/common';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+import { DynamicModule, Injectable, Module, RequestMethod } from '@nestjs/common';
+import { Logger as PinoNestLogger, LoggerModule } from 'nestjs-pino';
 import pino, { Logger, LoggerOptions } from 'pino';
+import type { Options as HttpLogOptions } from 'pino-http';
 
 import type { Env } from '@app/config';
 
 /** Credentials never reach a log line, whatever object carries them. */
-export const REDACTED_PATHS = [
+const REDACTED_PATHS = [
   'req.headers.authorization',
   'req.headers.cookie',
   'headers.authorization',
@@ -23,7 +27,7 @@ function isPretty(format: LogSettings['LOG_FORMAT']): boolean {
   return format === 'pretty' || (format === 'auto' && process.stdout.isTTY === true);
 }
 
-export function loggerOptions(settings: LogSettings, service: string): LoggerOptions {
+function loggerOptions(settings: LogSettings, service: string): LoggerOptions {
   return {
     level: settings.LOG_LEVEL,
     base: { service },
@@ -36,7 +40,8 @@ export function loggerOptions(settings: LogSettings, service: string): LoggerOpt
             options: {
               colorize: process.stdout.isTTY === true,
               translateTime: 'SYS:HH:MM:ss.l',
-              ignore: 'pid,hostname,context',
+              // An access line says its method, URL and time in its text already.
+              ignore: 'pid,hostname,context,method,url,ms',
               messageFormat: '{service} {msg}',
               singleLine: true,
             },
@@ -46,68 +51,71 @@ export function loggerOptions(settings: LogSettings, service: string): LoggerOpt
   };
 }
 
-const loggers = new Map<string, Logger>();
+/** The fields of an access line: flat, and nothing of the request's headers (so no credential). */
+function accessFields(request: IncomingMessage, response: ServerResponse, ms: number): object {
+  return { method: request.method, url: request.url, status: response.statusCode, ms };
+}
 
-/** One logger per service and process: every part of a process writes to the same stream (and, pretty, the same transport). */
-export function createLogger(settings: LogSettings, service: string): Logger {
-  const key = `${service}:${settings.LOG_LEVEL}:${settings.LOG_FORMAT}`;
-  let logger = loggers.get(key);
-  if (!logger) {
-    logger = pino(loggerOptions(settings, service));
-    loggers.set(key, logger);
-  }
-  return logger;
+function accessMessage(request: IncomingMessage, response: ServerResponse, ms: number): string {
+  return `${request.method} ${request.url} ${response.statusCode} ${ms} ms`;
+}
+
+/**
+ * One access line per request (pino-http, when the response is sent): `GET /config 200 3 ms`,
+ * with the request id every other line of the request carries; error level for a 5xx only.
+ */
+function accessLogOptions(logger: Logger): HttpLogOptions {
+  return {
+    logger,
+    quietReqLogger: true,
+    quietResLogger: true,
+    customAttributeKeys: { reqId: 'request_id', responseTime: 'ms' },
+    customLogLevel: (_request, response, error) => (error || response.statusCode >= 500 ? 'error' : 'info'),
+    customSuccessObject: (request, response, value: { ms: number }) => accessFields(request, response, value.ms),
+    // The exception filter logs the error itself; the access line stays the same shape.
+    customErrorObject: (request, response, _error, value: { ms: number }) => accessFields(request, response, value.ms),
+    customSuccessMessage: accessMessage,
+    // pino-http passes the response time here too, as a fourth argument its types leave out.
+    customErrorMessage: ((request: IncomingMessage, response: ServerResponse, _error: Error, ms: number) =>
+      accessMessage(request, response, ms)) as HttpLogOptions['customErrorMessage'],
+  };
 }
 
 /** Nest's own start-up chatter (modules loaded, routes mapped): useful when debugging, noise at info. */
 const BOOT_CONTEXTS = new Set(['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication']);
 
 /**
- * Routes Nest's logging into the same structured stream. Nest's Logger passes `(message, ...params, context)`;
- * a message that is an object is logged as fields, with the next parameter as the text:
- * `logger.warn({ err, schedule_id }, 'Schedule claim failed')`, so errors keep their type, message and stack.
+ * Nest's logging through nestjs-pino: `logger.warn({ err, schedule_id }, 'Schedule claim failed')`
+ * logs the object as fields (errors keep type, message and stack), with the request id inside a request.
+ * Nest's start-up lines go to debug.
  */
-export class PinoLoggerService implements LoggerService {
-  constructor(private readonly logger: Logger) {}
-
-  log(message: unknown, ...params: unknown[]): void {
-    const context = contextOf(params);
-    this.write(context !== undefined && BOOT_CONTEXTS.has(context) ? 'debug' : 'info', message, params);
-  }
-
-  error(message: unknown, ...params: unknown[]): void {
-    this.write('error', message, params);
-  }
-
-  warn(message: unknown, ...params: unknown[]): void {
-    this.write('warn', message, params);
-  }
-
-  debug(message: unknown, ...params: unknown[]): void {
-    this.write('debug', message, params);
-  }
-
-  verbose(message: unknown, ...params: unknown[]): void {
-    this.write('trace', message, params);
-  }
-
-  private write(level: 'error' | 'warn' | 'info' | 'debug' | 'trace', message: unknown, params: unknown[]): void {
-    const context = contextOf(params);
-    if (typeof message === 'object' && message !== null && !(message instanceof Error)) {
-      this.logger[level]({ ...message, context }, typeof params[0] === 'string' && params.length > 1 ? params[0] : '');
-      return;
+@Injectable()
+export class AppLogger extends PinoNestLogger {
+  override log(message: unknown, ...params: unknown[]): void {
+    const context = params[params.length - 1];
+    if (typeof context === 'string' && BOOT_CONTEXTS.has(context)) {
+      this.debug(message, ...params);
+    } else {
+      super.log(message, ...params);
     }
-    // Nest's own error lines carry a stack as the parameter before the context.
-    const trace = level === 'error' && params.length > 1 && typeof params[0] === 'string' ? params[0] : undefined;
-    this.logger[level](
-      { context, ...(trace ? { trace } : {}), ...(message instanceof Error ? { err: message } : {}) },
-      message instanceof Error ? message.message : String(message),
-    );
   }
 }
 
-/** Nest puts the logger's context last. */
-function contextOf(params: unknown[]): string | undefined {
-  const last = params[params.length - 1];
-  return typeof last === 'string' ? last : undefined;
+/** A process's logging: one pino logger (JSON, or pretty on a terminal), its access lines and AppLogger. */
+@Module({})
+export class LoggingModule {
+  static forRoot(settings: LogSettings, service: string): DynamicModule {
+    return {
+      module: LoggingModule,
+      imports: [
+        LoggerModule.forRoot({
+          pinoHttp: accessLogOptions(pino(loggerOptions(settings, service))),
+          // Every path: nestjs-pino's default pattern matches no request under Nest's Fastify adapter.
+          forRoutes: [{ path: '/*path', method: RequestMethod.ALL }],
+        }),
+      ],
+      providers: [AppLogger],
+      exports: [AppLogger],
+    };
+  }
 }

@@ -16,6 +16,7 @@ export * from './queue.module';
 export * from './worker/job-handler';
 export * from './worker/job-store';
 export * from './worker/queue-worker';
+export * from './worker/queue-worker-metrics';
 export * from './worker/queue-worker.module';
 export { connectListener } from './worker/queue-worker.service';
 export * from './worker/work-store';

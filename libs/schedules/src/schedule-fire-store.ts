@@ -24,6 +24,10 @@ export interface ClaimedFire extends HeldWork {
   ownerServiceAccountId: string | null;
   targetType: string | null;
   targetId: string | null;
+  /** What made the fire: its cron slot, or a manual trigger. */
+  trigger: string;
+  /** Seconds from the time the fire was due to its start. */
+  lagSeconds: number;
 }
 
 /** What a fire's handler reports with its outcome (JobResult.details): the last HTTP attempt, when it made one. */
@@ -62,7 +66,8 @@ const START_FIRES = `
   FROM schedules s
   WHERE r.id = ANY ($2::uuid[]) AND s.id = r.schedule_id
   RETURNING r.id, r.locked_by, s.id AS schedule_id, s.method, s.endpoint, s.payload, s.timeout_seconds, s.max_retries,
-            s.retry_delay_seconds, s.enabled, s.owner_service_account_id, s.target_type, s.target_id`;
+            s.retry_delay_seconds, s.enabled, s.owner_service_account_id, s.target_type, s.target_id,
+            r.trigger, extract(epoch FROM r.started_at - r.due_at)::float8 AS lag_seconds`;
 
 /** Ends fires, with their last attempt when they made one; fenced, and one statement for a batch. */
 const FINISH = `
@@ -98,6 +103,8 @@ interface StartedRow {
   owner_service_account_id: string | null;
   target_type: string | null;
   target_id: string | null;
+  trigger: string;
+  lag_seconds: number;
 }
 
 function toClaimedFire(row: StartedRow): ClaimedFire {
@@ -120,6 +127,8 @@ function toClaimedFire(row: StartedRow): ClaimedFire {
     ownerServiceAccountId: row.owner_service_account_id,
     targetType: row.target_type,
     targetId: row.target_id,
+    trigger: row.trigger,
+    lagSeconds: row.lag_seconds,
   };
 }
 

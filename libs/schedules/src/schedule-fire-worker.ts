@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 
 import { BeforeApplicationShutdown, Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { PinoLogger } from 'nestjs-pino';
 import { Pool } from 'pg';
 
 import { Env } from '@app/config';
 import { ConnectionClient } from '@app/database';
-import { createLogger } from '@app/logging';
 import { connectListener, QueueWorker } from '@app/queue';
 
 import { ClaimedFire, SCHEDULE_FIRE_JOB_TYPE, ScheduleFireStore } from './schedule-fire-store';
@@ -32,6 +32,7 @@ export class ScheduleFireWorker implements OnApplicationBootstrap, OnModuleDestr
   constructor(
     private readonly env: Env,
     private readonly firer: ScheduleFirer,
+    private readonly pino: PinoLogger,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -50,7 +51,7 @@ export class ScheduleFireWorker implements OnApplicationBootstrap, OnModuleDestr
       lockGraceSeconds: this.env.QUEUE_LOCK_GRACE_SECONDS,
       // A fire is the schedule's history (GET /schedules/{id}/runs), not a queue entry: it is kept.
       retentionSeconds: 0,
-      logger: createLogger(this.env, 'schedules'),
+      logger: this.pino.logger.child({ context: 'schedules' }),
     });
     await this.engine.start();
   }

@@ -9,6 +9,7 @@ import { ServiceAccountsService } from '@app/service-accounts';
 import { ScheduleCredentials } from './schedule-credentials';
 import { ScheduleDispatchRepository } from './schedule-dispatch.repository';
 import { normalizedEndpoint } from './schedule-endpoint';
+import { ScheduleFireMetrics } from './schedule-fire-metrics';
 import { ClaimedFire, FIRE_STATUS, FireDetails } from './schedule-fire-store';
 import { clip, isRetryableStatus, isTerminalRunStatus, requestBody, runError, StartedRun, startedRun } from './schedule-http';
 import { ScheduleAttempt } from './schedule-run.entity';
@@ -50,14 +51,20 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
     private readonly dispatch: ScheduleDispatchRepository,
     private readonly credentials: ScheduleCredentials,
     private readonly accounts: ServiceAccountsService,
+    private readonly metrics: ScheduleFireMetrics,
   ) {}
 
   /** Runs the fire and logs one line about it: which schedule, what it called, how it ended, how long it took. */
   async handle(fire: ClaimedFire, context: JobContext): Promise<JobResult> {
     const startedAt = Date.now();
+    this.metrics.lag.observe({ trigger: fire.trigger }, Math.max(0, fire.lagSeconds));
     const { fired, statusCode, attempts } = await this.run(fire, context.signal);
+    const status = FIRE_STATUS[fired.outcome];
+    this.metrics.fires.inc({ outcome: status });
+    const ms = Date.now() - startedAt;
     this.logger.log(
-      `schedule fired: ${fire.scheduleId} ${fire.method} ${fire.endpoint} → ${FIRE_STATUS[fired.outcome]}${statusCode === null ? '' : ` (HTTP ${statusCode})`}, ${attempts} attempt(s), ${Date.now() - startedAt} ms`,
+      { schedule_id: fire.scheduleId, fire_id: fire.id, status, status_code: statusCode, attempts, ms },
+      `schedule fired: ${fire.scheduleId} ${fire.method} ${fire.endpoint} → ${status}${statusCode === null ? '' : ` (HTTP ${statusCode})`}, ${attempts} attempt(s), ${ms} ms`,
     );
     return fired;
   }
@@ -96,7 +103,7 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
     }
     const reason = `owner_${standing.state}:${standing.principal ?? fire.ownerServiceAccountId}`;
     await this.dispatch.disable(fire.scheduleId, reason);
-    this.logger.warn(`Schedule ${fire.scheduleId} disabled: ${reason}`);
+    this.logger.warn({ schedule_id: fire.scheduleId, reason }, `Schedule ${fire.scheduleId} disabled: ${reason}`);
     return `Not fired: the schedule's service account is ${standing.state}; the schedule is disabled (${reason})`;
   }
 

@@ -1,6 +1,9 @@
+import { Logger } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
 
 import { RunEvent } from '@app/runs';
+
+const logger = new Logger('EventStream');
 
 function frame(event: RunEvent): string {
   return `event: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`;
@@ -31,7 +34,7 @@ export async function sendEventStream(reply: FastifyReply, produce: (send: (even
     if (!started) {
       throw error;
     }
-    reply.log.error({ err: error }, 'run stream failed');
+    logger.error({ err: error }, 'run stream failed');
     reply.raw.write(frame({ event: 'RunError', data: { error: 'Internal server error' } }));
   }
   reply.raw.end();

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 
 import { Client, Pool } from 'pg';
 import pino from 'pino';
+import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { createTestDatabase, query } from '../../../../test/support/database';
@@ -9,6 +10,7 @@ import { enqueueJobs } from '../enqueue';
 import { JobContext, JobHandler } from './job-handler';
 import { JobStore } from './job-store';
 import { QueueWorker } from './queue-worker';
+import { QueueWorkerMetrics } from './queue-worker-metrics';
 
 const JOB_TYPE = 'contract-test';
 
@@ -45,6 +47,7 @@ describe('QueueWorker handler contract', () => {
       lockGraceSeconds: 30,
       retentionSeconds: 0,
       logger: pino({ level: 'silent' }),
+      metrics: new QueueWorkerMetrics(new Registry()),
     });
   }
 

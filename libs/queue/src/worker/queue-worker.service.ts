@@ -3,16 +3,18 @@ import { hostname } from 'node:os';
 
 import { BeforeApplicationShutdown, Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
+import { PinoLogger } from 'nestjs-pino';
 import { Pool } from 'pg';
 
 import { Env } from '@app/config';
 import { ConnectionClient } from '@app/database';
-import { createLogger } from '@app/logging';
+import { MetricsRegistry } from '@app/health';
 
 import { JOB_TYPES } from '../job-status';
 import { JOB_HANDLER, JobHandler } from './job-handler';
 import { JobStore } from './job-store';
 import { QueueWorker } from './queue-worker';
+import { QueueWorkerMetrics } from './queue-worker-metrics';
 
 /** The dedicated connection a queue engine LISTENs on. */
 export async function connectListener(connectionString: string): Promise<ConnectionClient> {
@@ -40,11 +42,14 @@ export class QueueWorkerService implements OnApplicationBootstrap, OnModuleDestr
   constructor(
     private readonly env: Env,
     private readonly discovery: DiscoveryService,
+    private readonly metrics: MetricsRegistry,
+    private readonly pino: PinoLogger,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     const handlers = this.findHandlers();
-    const logger = createLogger(this.env, 'worker');
+    // The process's pino logger itself: the job loop adds its own bindings (worker id) with child().
+    const logger = this.pino.logger;
     if (!this.env.QUEUE_ENABLED) {
       logger.info('QUEUE_ENABLED=false: this worker claims no jobs');
       return;
@@ -62,6 +67,7 @@ export class QueueWorkerService implements OnApplicationBootstrap, OnModuleDestr
       lockGraceSeconds: this.env.QUEUE_LOCK_GRACE_SECONDS,
       retentionSeconds: this.env.QUEUE_RETENTION_SECONDS,
       logger,
+      metrics: new QueueWorkerMetrics(this.metrics),
     });
     await this.worker.start();
   }

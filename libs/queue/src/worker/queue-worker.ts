@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { isDatabaseUnavailable } from '@app/database';
 
 import { ClaimedJob, HeldWork, JobContext, JobHandler, JobResult, JobStopped } from './job-handler';
+import { QueueWorkerMetrics } from './queue-worker-metrics';
 import { ExpiredRow, FinishedAttempt, RecordedState, StartedAttempt, WorkStore } from './work-store';
 
 export interface QueueWorkerOptions<Work extends HeldWork = ClaimedJob> {
@@ -32,6 +33,8 @@ export interface QueueWorkerOptions<Work extends HeldWork = ClaimedJob> {
   /** 0: the store keeps its finished items. */
   retentionSeconds: number;
   logger: Logger;
+  /** The job queue's figures on the worker's /metrics; none for schedule fires, which count their own. */
+  metrics?: QueueWorkerMetrics;
 }
 
 /** One running attempt. Its AbortSignal is made on first use: most handlers only call checkpoint(). */
@@ -155,7 +158,10 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
       try {
         const startNow = Math.max(0, this.options.concurrency - held);
         claimed = await this.store.claim(room, startNow, jobTypes);
+        this.options.metrics?.claims.inc({ result: 'ok' });
+        this.options.metrics?.claimed.inc(claimed.length);
       } catch (error) {
+        this.options.metrics?.claims.inc({ result: 'error' });
         this.log.error({ err: error }, 'claim failed; retrying after the poll interval');
       }
       for (const job of claimed) {
@@ -227,7 +233,14 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
       { job_id: job.id, job_type: job.jobType, attempt: job.attempt, max_attempts: job.maxAttempts, status: 'running' },
       'job running',
     );
-    execution.done = this.execute(execution).then((result) => this.settle(execution, result));
+    const { metrics } = this.options;
+    const endTimer = metrics?.duration.startTimer({ job_type: job.jobType });
+    metrics?.running.inc();
+    execution.done = this.execute(execution).then((result) => {
+      endTimer?.({ outcome: result.outcome });
+      metrics?.running.dec();
+      this.settle(execution, result);
+    });
     this.executions.set(job.id, execution);
   }
 
@@ -388,6 +401,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     }
     try {
       const still = await this.store.heartbeat(held);
+      this.options.metrics?.heartbeats.inc({ result: 'ok' });
       for (const execution of running) {
         const { job } = execution;
         if (!still.has(job.id) && this.executions.get(job.id) === execution) {
@@ -396,18 +410,24 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
             'job lost: its lock was swept or requeued; stopping it at the next checkpoint',
           );
           execution.stop('Worker lost the job (swept or requeued)');
+          this.options.metrics?.lost.inc();
         }
       }
       const lostAhead = this.buffer.filter((job) => !still.has(job.id) && held.includes(job));
       lostAhead.forEach((job) => this.buffer.splice(this.buffer.indexOf(job), 1));
     } catch (error) {
+      this.options.metrics?.heartbeats.inc({ result: 'error' });
       this.log.error({ err: error }, 'heartbeat failed');
     }
   }
 
   private async sweep(): Promise<void> {
+    const { metrics } = this.options;
     try {
-      for (const job of await this.store.sweep(this.options.lockGraceSeconds)) {
+      const swept = await this.store.sweep(this.options.lockGraceSeconds);
+      metrics?.sweeps.inc({ result: 'ok' });
+      for (const job of swept) {
+        metrics?.swept.inc({ status: job.status });
         if (job.started) {
           this.log.warn({ job_id: job.id, status: job.status, error: job.error }, `job swept to ${job.status}`);
         } else {
@@ -418,6 +438,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
         }
       }
     } catch (error) {
+      metrics?.sweeps.inc({ result: 'error' });
       this.log.error({ err: error }, 'sweep failed');
     }
   }
