@@ -1,6 +1,6 @@
 import { CliError } from '@app/cli-terminal';
 
-import { Answer, errorDetail, ServiceClient,serviceClient } from './http';
+import { Answer, errorDetail, ServiceClient, serviceClient } from './http';
 
 /**
  * An API of one service called with the operator's credential. A 401 or 403 ends the command:
