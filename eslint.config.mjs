@@ -7,7 +7,7 @@ import simpleImportSort from 'eslint-plugin-simple-import-sort';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', '.data/', 'templates/', 'openapi.json'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', '.data/', 'templates/', 'openapi.json', 'libs/svc-client/src/generated/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -4,7 +4,7 @@ import { CliError } from '@app/cli-terminal';
 import { parseClientList } from '@app/client-adapters';
 
 /** A repeatable option: every occurrence is kept, in order. */
-export function collect(value: string, previous: string[] | undefined): string[] {
+export function collect<T extends string>(value: T, previous: T[] | undefined): T[] {
   return [...(previous ?? []), value];
 }
 

@@ -2,7 +2,7 @@ import { CliError, Terminal } from '@app/cli-terminal';
 
 import { CliEnv } from './cli-env';
 import { serviceUrlFromEnvFiles } from './env-file';
-import { DISCOVERY_TIMEOUT_MS, httpRequest } from './http';
+import { probeRequest } from './http';
 import { isLoopbackUrl, normalizeBaseUrl } from './urls';
 
 export type UrlSource = 'flag' | 'env' | 'env-file' | 'client-config' | 'default';
@@ -87,37 +87,39 @@ function authModeFromConfigProbe(status: number, detail: unknown): AuthMode {
   return 'unknown';
 }
 
+function text(value: unknown): string | null {
+  return typeof value === 'string' ? value : null;
+}
+
 /** GET /health then GET /info; servers without structured discovery are probed via POST /mcp and GET /config. */
 export async function probe(candidate: Candidate): Promise<ServiceDescriptor | null> {
-  const health = await httpRequest('GET', `${candidate.url}/health`, { timeoutMs: DISCOVERY_TIMEOUT_MS }).catch(() => null);
-  if (!health || health.status !== 200 || typeof health.body !== 'object' || health.body === null) {
+  const health = await probeRequest('GET', `${candidate.url}/health`).catch(() => null);
+  if (!health || health.status !== 200 || health.body === null) {
     return null;
   }
-  const info = await httpRequest('GET', `${candidate.url}/info`, { timeoutMs: DISCOVERY_TIMEOUT_MS }).catch(() => null);
-  const body = info?.status === 200 && info.body && typeof info.body === 'object' ? info.body : {};
+  const info = await probeRequest('GET', `${candidate.url}/info`).catch(() => null);
+  const body: Record<string, unknown> = info?.status === 200 && info.body ? info.body : {};
   const base = {
     url: candidate.url,
-    name: typeof body.name === 'string' ? body.name : null,
-    os_id: typeof body.os_id === 'string' ? body.os_id : null,
-    version: typeof body.version === 'string' ? body.version : null,
+    name: text(body.name),
+    os_id: text(body.os_id),
+    version: text(body.version),
     url_source: candidate.source,
     url_source_file: candidate.sourceFile,
   };
-  if (body.mcp && typeof body.mcp === 'object' && typeof body.auth_mode === 'string') {
-    const oauth = body.mcp.oauth && typeof body.mcp.oauth === 'object' ? (body.mcp.oauth as McpOAuth) : null;
+  const mcp = body.mcp && typeof body.mcp === 'object' ? (body.mcp as Record<string, unknown>) : null;
+  if (mcp && typeof body.auth_mode === 'string') {
+    const oauth = mcp.oauth && typeof mcp.oauth === 'object' ? (mcp.oauth as McpOAuth) : null;
     const authMode = (['none', 'security_key', 'jwt'] as const).find((mode) => mode === body.auth_mode) ?? 'unknown';
     return {
       ...base,
-      mcp: { enabled: Boolean(body.mcp.enabled), path: typeof body.mcp.path === 'string' ? body.mcp.path : null, oauth },
+      mcp: { enabled: Boolean(mcp.enabled), path: text(mcp.path), oauth },
       auth_mode: authMode,
       discovered_via: 'info',
     };
   }
-  const mcpProbe = await httpRequest('POST', `${candidate.url}/mcp`, {
-    json: { jsonrpc: '2.0', id: 0, method: 'ping' },
-    timeoutMs: DISCOVERY_TIMEOUT_MS,
-  }).catch(() => null);
-  const configProbe = await httpRequest('GET', `${candidate.url}/config`, { timeoutMs: DISCOVERY_TIMEOUT_MS }).catch(() => null);
+  const mcpProbe = await probeRequest('POST', `${candidate.url}/mcp`, { jsonrpc: '2.0', id: 0, method: 'ping' }).catch(() => null);
+  const configProbe = await probeRequest('GET', `${candidate.url}/config`).catch(() => null);
   const mcpEnabled = mcpProbe !== null && mcpProbe.status !== 404;
   return {
     ...base,

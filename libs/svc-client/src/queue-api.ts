@@ -1,73 +1,22 @@
 import { CliError } from '@app/cli-terminal';
 
-import { AdminApi, queryString } from './admin-api';
-import { errorDetail } from './http';
+import { AdminApi } from './admin-api';
+import { errorDetail, Schemas } from './http';
 
-/** The job statuses the api knows (GET /queue/jobs `status`). */
-export const JOB_STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled', 'paused'] as const;
-export type JobStatus = (typeof JOB_STATUSES)[number];
+export type Job = Schemas['JobDto'];
+export type JobStatus = Job['status'];
+/** The job statuses the api knows (GET /queue/jobs `status`), for checking --status before any request. */
+export const JOB_STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled', 'paused'] as const satisfies readonly JobStatus[];
 /** The statuses a requeue applies to. */
-export const REQUEUEABLE_STATUSES = ['failed', 'cancelled'] as const;
-
-/** A queue job as GET /queue/jobs/{id} answers it. */
-export interface Job {
-  id: string;
-  component_type: string;
-  component_id: string;
-  session_id: string;
-  job_type: string;
-  user_id: string | null;
-  payload: Record<string, unknown>;
-  status: JobStatus;
-  attempt: number;
-  max_attempts: number;
-  idempotency_key: string | null;
-  available_at: number | null;
-  locked_by: string | null;
-  locked_at: number | null;
-  error: string | null;
-  created_at: number | null;
-  updated_at: number | null;
-  completed_at: number | null;
-}
-
-export interface PageMeta {
-  page: number;
-  limit: number;
-  total_pages: number;
-  total_count: number;
-  search_time_ms: number;
-}
-
-export interface QueueStats {
-  counts: Record<JobStatus, number>;
-  oldest_queued_age_seconds: number | null;
-}
-
-export interface JobFilter {
-  status?: string[];
-  component_id?: string;
-  created_after?: number;
-  created_before?: number;
-}
-
-export interface BulkRequeueRequest {
-  filter: JobFilter;
-  dry_run: boolean;
-  limit?: number;
-  force?: boolean;
-  clear_cancellation?: boolean;
-}
-
-export interface BulkResult {
-  dry_run: boolean;
-  matched: number;
-  changed: number;
-  skipped: { id: string; reason: string }[];
-}
+export const REQUEUEABLE_STATUSES = ['failed', 'cancelled'] as const satisfies readonly JobStatus[];
+export type PageMeta = Schemas['PageMeta'];
+export type QueueStats = Schemas['QueueStatsDto'];
+export type JobFilter = Schemas['JobFilterDto'];
+export type BulkRequeueRequest = Schemas['BulkJobsDto'];
+export type BulkResult = Schemas['BulkJobsResultDto'];
 
 export interface JobListRequest {
-  statuses?: string[];
+  statuses?: JobStatus[];
   /** Filtered here: GET /queue/jobs has no component filter. */
   componentId?: string;
   limit: number;
@@ -108,15 +57,10 @@ export class QueueApi extends AdminApi {
     let truncated = false;
     const pageSize = request.componentId ? PAGE_SIZE : Math.min(PAGE_SIZE, request.limit);
     for (let page = 1; ; page += 1) {
-      const result = await this.call(
-        'GET',
-        `/queue/jobs${queryString({ status: request.statuses, limit: pageSize, page, sort_by: 'created_at', sort_order: 'desc' })}`,
-      );
-      if (result.status !== 200) {
-        throw this.failure('Could not list queue jobs', result);
-      }
-      const rows = result.body.data as Job[];
-      total = result.body.meta?.total_count ?? rows.length;
+      const query = { status: request.statuses, limit: pageSize, page, sort_by: 'created_at', sort_order: 'desc' } as const;
+      const body = this.expect(await this.send(this.client.GET('/queue/jobs', { params: { query } })), 200, 'Could not list queue jobs');
+      const rows = body.data;
+      total = body.meta?.total_count ?? rows.length;
       scanned += rows.length;
       for (const job of rows) {
         if (jobs.length === request.limit) {
@@ -127,7 +71,7 @@ export class QueueApi extends AdminApi {
           jobs.push(job);
         }
       }
-      const lastPage = page >= (result.body.meta?.total_pages ?? 1) || rows.length === 0;
+      const lastPage = page >= (body.meta?.total_pages ?? 1) || rows.length === 0;
       if (lastPage) {
         break;
       }
@@ -152,52 +96,40 @@ export class QueueApi extends AdminApi {
   }
 
   async get(id: string): Promise<Job> {
-    const result = await this.call('GET', `/queue/jobs/${encodeURIComponent(id)}`);
-    if (result.status === 404) {
+    const answer = await this.send(this.client.GET('/queue/jobs/{job_id}', { params: { path: { job_id: id } } }));
+    if (answer.response.status === 404) {
       throw new CliError(`No queue job '${id}' found.`, 'List them with: svc jobs list');
     }
-    if (result.status !== 200) {
-      throw this.failure(`Could not read queue job '${id}'`, result);
-    }
-    return result.body as Job;
+    return this.expect(answer, 200, `Could not read queue job '${id}'`);
   }
 
   async stats(): Promise<QueueStats> {
-    const result = await this.call('GET', '/queue/stats');
-    if (result.status !== 200) {
-      throw this.failure('Could not read the queue stats', result);
-    }
-    return result.body as QueueStats;
+    return this.expect(await this.send(this.client.GET('/queue/stats')), 200, 'Could not read the queue stats');
   }
 
   /** One job; a refusal of this job (404, 400, 409) is returned as its error, a refusal of the credential throws. */
   async requeue(id: string, options: { force?: boolean; clearCancellation?: boolean }): Promise<{ job: Job } | { error: string }> {
-    const flags = queryString({
-      force: options.force ? 'true' : undefined,
-      clear_cancellation: options.clearCancellation ? 'true' : undefined,
-    });
-    const result = await this.call('POST', `/queue/jobs/${encodeURIComponent(id)}/requeue${flags}`);
-    if (result.status === 200) {
-      return { job: result.body as Job };
+    // Flags that are off are left out of the query, as the api's defaults.
+    const query = { force: options.force || undefined, clear_cancellation: options.clearCancellation || undefined };
+    const answer = await this.send(this.client.POST('/queue/jobs/{job_id}/requeue', { params: { path: { job_id: id }, query } }));
+    if (answer.response.status === 200 && answer.data) {
+      return { job: answer.data };
     }
-    if (result.status === 404) {
+    if (answer.response.status === 404) {
       return { error: `No queue job '${id}' found.` };
     }
-    return { error: errorDetail(result) };
+    return { error: errorDetail(answer) };
   }
 
   /** POST /queue/jobs/requeue: a dry run unless dry_run is false. */
   async bulkRequeue(request: BulkRequeueRequest): Promise<BulkResult> {
-    const result = await this.call('POST', '/queue/jobs/requeue', request);
-    if (result.status === 404 || result.status === 405) {
+    const answer = await this.send(this.client.POST('/queue/jobs/requeue', { body: request }));
+    if (answer.response.status === 404 || answer.response.status === 405) {
       throw new CliError(
         'This service has no bulk requeue (POST /queue/jobs/requeue).',
         'Upgrade the service, or requeue jobs by id: svc jobs requeue <id>...',
       );
     }
-    if (result.status !== 200) {
-      throw this.failure('Could not requeue jobs', result);
-    }
-    return result.body as BulkResult;
+    return this.expect(answer, 200, 'Could not requeue jobs');
   }
 }

@@ -1,68 +1,14 @@
 import { CliError } from '@app/cli-terminal';
 
-import { AdminApi, queryString } from './admin-api';
-import { HttpResult } from './http';
+import { AdminApi } from './admin-api';
+import { Answer, Schemas } from './http';
 import { PageMeta } from './queue-api';
 
-/** A schedule as GET /schedules/{id} answers it. */
-export interface Schedule {
-  id: string;
-  name: string;
-  method: string;
-  endpoint: string;
-  cron_expr: string;
-  timezone: string;
-  timeout_seconds: number;
-  max_retries: number;
-  retry_delay_seconds: number;
-  enabled: boolean;
-  user_id: string | null;
-  description: string | null;
-  payload: Record<string, unknown> | null;
-  next_run_at: number | null;
-  managed_by: string | null;
-  target_type: string | null;
-  target_id: string | null;
-  disabled_reason: string | null;
-  /** Policies of services that have them: what a fire does while the previous one runs, and with missed slots. */
-  overlap_policy?: string;
-  catchup_policy?: string;
-  catchup_limit?: number;
-  created_at: number;
-  updated_at: number;
-  [field: string]: unknown;
-}
-
-export interface ScheduleAttempt {
-  attempt: number;
-  started_at: number;
-  completed_at: number;
-  duration_ms: number;
-  status_code: number | null;
-  error: string | null;
-  run_id: string | null;
-  run_status: string | null;
-}
-
+/** A schedule as GET /schedules/{id} answers it; services older than the overlap and catch-up policies leave them out. */
+export type Schedule = Omit<Schemas['ScheduleDto'], PolicyField> & Partial<Pick<Schemas['ScheduleDto'], PolicyField>>;
+type PolicyField = 'overlap_policy' | 'catchup_policy' | 'catchup_limit';
 /** One fire of a schedule (GET /schedules/{id}/runs). */
-export interface ScheduleRun {
-  id: string;
-  schedule_id: string;
-  trigger: string;
-  status: string;
-  /** Why a policy skipped the fire (`overlap`, `missed`, `buffer_full`), on services that have policies. */
-  reason?: string | null;
-  due_at: number;
-  started_at: number | null;
-  completed_at: number | null;
-  status_code: number | null;
-  error: string | null;
-  run_id: string | null;
-  run_status: string | null;
-  attempts: ScheduleAttempt[];
-  created_at: number;
-  [field: string]: unknown;
-}
+export type ScheduleRun = Schemas['ScheduleRunDto'];
 
 const SCHEDULES_HINT =
   'Use SVC_ADMIN_TOKEN with schedules:read (schedules:write to trigger, pause or resume; platform:admin for schedules another principal owns), or OS_SECURITY_KEY.';
@@ -76,68 +22,53 @@ export class SchedulesApi extends AdminApi {
   async list(): Promise<Schedule[]> {
     const schedules: Schedule[] = [];
     for (let page = 1; ; page += 1) {
-      const result = await this.call(
-        'GET',
-        `/schedules${queryString({ limit: PAGE_SIZE, page, sort_by: 'created_at', sort_order: 'asc' })}`,
-      );
-      if (result.status !== 200) {
-        throw this.failure('Could not list schedules', result);
-      }
-      schedules.push(...(result.body.data as Schedule[]));
-      if (page >= (result.body.meta?.total_pages ?? 1) || result.body.data.length === 0) {
+      const query = { limit: PAGE_SIZE, page, sort_by: 'created_at', sort_order: 'asc' } as const;
+      const body = this.expect(await this.send(this.client.GET('/schedules', { params: { query } })), 200, 'Could not list schedules');
+      schedules.push(...body.data);
+      if (page >= (body.meta?.total_pages ?? 1) || body.data.length === 0) {
         return schedules;
       }
     }
   }
 
   async get(id: string): Promise<Schedule> {
-    const result = await this.call('GET', `/schedules/${encodeURIComponent(id)}`);
-    this.expectFound(id, result);
-    if (result.status !== 200) {
-      throw this.failure(`Could not read schedule '${id}'`, result);
-    }
-    return result.body as Schedule;
+    const answer = await this.send(this.client.GET('/schedules/{schedule_id}', { params: { path: { schedule_id: id } } }));
+    return this.expect(this.found(id, answer), 200, `Could not read schedule '${id}'`);
   }
 
   /** The newest `limit` fires. */
   async runs(id: string, limit: number): Promise<{ runs: ScheduleRun[]; meta: PageMeta }> {
-    const result = await this.call(
-      'GET',
-      `/schedules/${encodeURIComponent(id)}/runs${queryString({ limit, sort_by: 'created_at', sort_order: 'desc' })}`,
-    );
-    this.expectFound(id, result);
-    if (result.status !== 200) {
-      throw this.failure(`Could not read the fires of schedule '${id}'`, result);
-    }
-    return { runs: result.body.data as ScheduleRun[], meta: result.body.meta as PageMeta };
+    const params = { path: { schedule_id: id }, query: { limit, sort_by: 'created_at', sort_order: 'desc' } } as const;
+    const answer = await this.send(this.client.GET('/schedules/{schedule_id}/runs', { params }));
+    const { data, meta } = this.expect(this.found(id, answer), 200, `Could not read the fires of schedule '${id}'`);
+    return { runs: data, meta };
   }
 
   /** Queues a fire now (202); a disabled schedule is a 409. */
   async trigger(id: string): Promise<ScheduleRun> {
-    const result = await this.call('POST', `/schedules/${encodeURIComponent(id)}/trigger`);
-    this.expectFound(id, result);
-    if (result.status === 409) {
-      throw this.failure(`Could not trigger schedule '${id}'`, result, `Resume it first: svc schedules resume ${id}`);
-    }
-    if (result.status !== 202) {
-      throw this.failure(`Could not trigger schedule '${id}'`, result);
-    }
-    return result.body as ScheduleRun;
+    const answer = this.found(
+      id,
+      await this.send(this.client.POST('/schedules/{schedule_id}/trigger', { params: { path: { schedule_id: id } } })),
+    );
+    const hint = answer.response.status === 409 ? `Resume it first: svc schedules resume ${id}` : undefined;
+    return this.expect(answer, 202, `Could not trigger schedule '${id}'`, hint);
   }
 
-  async update(id: string, body: Record<string, unknown>): Promise<Schedule> {
-    const result = await this.call('PATCH', `/schedules/${encodeURIComponent(id)}`, body);
-    this.expectFound(id, result);
-    if (result.status !== 200) {
-      throw this.failure(`Could not update schedule '${id}'`, result);
-    }
-    return result.body as Schedule;
+  async update(id: string, body: Schemas['UpdateScheduleDto']): Promise<Schedule> {
+    const answer = await this.send(this.client.PATCH('/schedules/{schedule_id}', { params: { path: { schedule_id: id } }, body }));
+    return this.expect(this.found(id, answer), 200, `Could not update schedule '${id}'`);
   }
 
-  private expectFound(id: string, result: HttpResult): void {
-    // A malformed id is a 422 on these routes (schedule_id must be a UUID): the same answer for the operator.
-    if (result.status === 404 || (result.status === 422 && JSON.stringify(result.body?.detail ?? '').includes('schedule_id'))) {
+  /** The answer, unless it says there is no such schedule. */
+  private found<T extends Answer>(id: string, answer: T): T {
+    // A malformed id is a 422 on older services (schedule_id had to be a UUID): the same answer for the operator.
+    const { status } = answer.response;
+    if (
+      status === 404 ||
+      (status === 422 && JSON.stringify((answer.error as { detail?: unknown } | undefined)?.detail ?? '').includes('schedule_id'))
+    ) {
       throw new CliError(`No schedule '${id}' found.`, 'List them with: svc schedules list');
     }
+    return answer;
   }
 }

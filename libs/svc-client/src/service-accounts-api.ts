@@ -1,24 +1,12 @@
 import { CliError } from '@app/cli-terminal';
 
-import { errorDetail, httpRequest, HttpResult } from './http';
+import { AdminApi } from './admin-api';
+import { Answer, errorDetail, Schemas } from './http';
 
 /** A service account as the CLI prints it: never the hash, and the token only where the spec says. */
-export interface ServiceAccount {
-  id: string;
-  name: string;
-  principal: string;
-  token_prefix: string;
-  scopes: string[];
-  created_at: number;
-  expires_at: number | null;
-  last_used_at: number | null;
-  last_used_ip: string | null;
-  revoked_at: number | null;
-}
+export type ServiceAccount = Omit<Schemas['ServiceAccountDto'], 'created_by'>;
 
-export interface MintedServiceAccount extends ServiceAccount {
-  token: string;
-}
+export type MintedServiceAccount = ServiceAccount & Pick<Schemas['CreatedServiceAccountDto'], 'token'>;
 
 export interface MintRequest {
   name: string;
@@ -39,10 +27,8 @@ function scopeString(scope: unknown): string {
   return item.raw ?? item.scope ?? String(scope);
 }
 
-/** An account as the api answers it (older services list scopes as grant objects). */
-type AccountBody = Omit<ServiceAccount, 'scopes'> & { scopes?: unknown };
-
-export function toServiceAccount(body: AccountBody): ServiceAccount {
+/** An account as the api answers it; older services list scopes as grant objects, which scopeString reads too. */
+export function toServiceAccount(body: Schemas['ServiceAccountDto']): ServiceAccount {
   return {
     id: body.id,
     name: body.name,
@@ -60,14 +46,15 @@ export function toServiceAccount(body: AccountBody): ServiceAccount {
 const CREDENTIAL_HINT = 'Use an admin credential: SVC_ADMIN_TOKEN with service_accounts scopes (or platform:admin), or OS_SECURITY_KEY.';
 
 /** The service-accounts API of one service, called with the admin credential. */
-export class ServiceAccountsApi {
-  constructor(
-    private readonly baseUrl: string,
-    private readonly credential: string | null,
-  ) {}
+export class ServiceAccountsApi extends AdminApi {
+  protected readonly credentialHint = CREDENTIAL_HINT;
+
+  protected override refusal(answer: Answer): string {
+    return `The service rejected the admin credential (${errorDetail(answer)}).`;
+  }
 
   async mint(request: MintRequest): Promise<MintedServiceAccount> {
-    const body: Record<string, unknown> = { name: request.name };
+    const body: Schemas['CreateServiceAccountDto'] = { name: request.name };
     if (request.scopes) {
       body.scopes = request.scopes.map((scope) => ({ scope, effect: 'allow' }));
     }
@@ -79,27 +66,31 @@ export class ServiceAccountsApi {
     if (request.privileged) {
       body.allow_privileged_scopes = true;
     }
-    const result = await this.call('POST', '/service-accounts', body);
-    if (result.status === 409) {
+    const answer = await this.send(this.client.POST('/service-accounts', { body }));
+    if (answer.response.status === 409) {
       throw new NameConflictError(`A service account named '${request.name}' already exists.`);
     }
-    if (result.status !== 201) {
-      throw new CliError(`Could not create service account '${request.name}': ${errorDetail(result)}`);
-    }
-    return { ...toServiceAccount(result.body), token: result.body.token };
+    return this.minted(this.expect(answer, 201, `Could not create service account '${request.name}'`));
   }
 
   /** Every account, page by page (including revoked ones unless activeOnly). */
   async list(activeOnly = false): Promise<ServiceAccount[]> {
     const accounts: ServiceAccount[] = [];
     for (let page = 1; ; page += 1) {
-      const query = `limit=100&page=${page}&sort_by=created_at&sort_order=asc${activeOnly ? '&include_revoked=false' : ''}`;
-      const result = await this.call('GET', `/service-accounts?${query}`);
-      if (result.status !== 200) {
-        throw new CliError(`Could not list service accounts: ${errorDetail(result)}`);
-      }
-      accounts.push(...(result.body.data as AccountBody[]).map(toServiceAccount));
-      if (page >= (result.body.meta?.total_pages ?? 1)) {
+      const query = {
+        limit: 100,
+        page,
+        sort_by: 'created_at',
+        sort_order: 'asc',
+        include_revoked: activeOnly ? false : undefined,
+      } as const;
+      const body = this.expect(
+        await this.send(this.client.GET('/service-accounts', { params: { query } })),
+        200,
+        'Could not list service accounts',
+      );
+      accounts.push(...body.data.map(toServiceAccount));
+      if (page >= (body.meta?.total_pages ?? 1)) {
         return accounts;
       }
     }
@@ -116,44 +107,39 @@ export class ServiceAccountsApi {
   }
 
   async revoke(account: ServiceAccount): Promise<ServiceAccount> {
-    const result = await this.call('DELETE', `/service-accounts/${encodeURIComponent(account.id)}`);
-    if (result.status === 404) {
-      throw new CliError(`No service account named '${account.name}' found.`);
-    }
-    if (result.status !== 200 && result.status !== 204) {
-      throw new CliError(`Could not revoke service account '${account.name}': ${errorDetail(result)}`);
+    const answer = await this.send(this.client.DELETE('/service-accounts/{id}', { params: { path: { id: account.id } } }));
+    this.found(account, answer);
+    const { status } = answer.response;
+    if (status !== 200 && status !== 204) {
+      throw this.failure(`Could not revoke service account '${account.name}'`, answer);
     }
     // A 204 carries no body: the revocation time is stamped locally then.
-    return result.status === 200 && result.body ? toServiceAccount(result.body) : { ...account, revoked_at: Math.floor(Date.now() / 1000) };
+    return answer.data ? toServiceAccount(answer.data) : { ...account, revoked_at: Math.floor(Date.now() / 1000) };
   }
 
   /** A new token for the account; the old one keeps working for `graceSeconds` (absent: the server's default). */
   async rotate(account: ServiceAccount, graceSeconds?: number): Promise<MintedServiceAccount> {
-    const result = await this.call(
-      'POST',
-      `/service-accounts/${encodeURIComponent(account.id)}/rotate`,
-      graceSeconds === undefined ? {} : { grace_seconds: graceSeconds },
+    const answer = await this.send(
+      this.client.POST('/service-accounts/{id}/rotate', { params: { path: { id: account.id } }, body: { grace_seconds: graceSeconds } }),
     );
-    if (result.status === 404) {
-      throw new CliError(`No service account named '${account.name}' found.`);
-    }
-    if (result.status === 409) {
-      throw new CliError(
-        `Service account '${account.name}' is no longer active: ${errorDetail(result)}`,
+    this.found(account, answer);
+    if (answer.response.status === 409) {
+      throw this.failure(
+        `Service account '${account.name}' is no longer active`,
+        answer,
         `Mint a new one: svc tokens create ${account.name}`,
       );
     }
-    if (result.status !== 200) {
-      throw new CliError(`Could not rotate service account '${account.name}': ${errorDetail(result)}`);
-    }
-    return { ...toServiceAccount(result.body), token: result.body.token };
+    return this.minted(this.expect(answer, 200, `Could not rotate service account '${account.name}'`));
   }
 
-  private async call(method: string, path: string, json?: unknown): Promise<HttpResult> {
-    const result = await httpRequest(method, `${this.baseUrl}${path}`, { credential: this.credential, json });
-    if (result.status === 401 || result.status === 403) {
-      throw new CliError(`The service rejected the admin credential (${errorDetail(result)}).`, CREDENTIAL_HINT);
+  private minted(body: Schemas['CreatedServiceAccountDto']): MintedServiceAccount {
+    return { ...toServiceAccount(body), token: body.token };
+  }
+
+  private found(account: ServiceAccount, answer: Answer): void {
+    if (answer.response.status === 404) {
+      throw new CliError(`No service account named '${account.name}' found.`);
     }
-    return result;
   }
 }

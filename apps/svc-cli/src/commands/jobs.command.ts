@@ -7,6 +7,7 @@ import {
   Job,
   JOB_STATUSES,
   JobFilter,
+  JobStatus,
   QueueApi,
   readCliEnv,
   REQUEUEABLE_STATUSES,
@@ -50,7 +51,7 @@ function plural(count: number, noun: string, nouns = `${noun}s`): string {
 }
 
 interface ListOptions extends ServiceOptions {
-  status?: string[];
+  status?: JobStatus[];
   component?: string;
   limit?: number;
 }
@@ -100,7 +101,7 @@ export class JobsListCommand extends CredentialedCommand<ListOptions> {
   }
 
   @Option({ flags: '--status <status>', description: `Only jobs in this status (repeatable: ${JOB_STATUSES.join(', ')})` })
-  parseStatus(value: string, previous?: string[]): string[] {
+  parseStatus(value: string, previous?: JobStatus[]): JobStatus[] {
     return collect(oneOf(value, JOB_STATUSES), previous);
   }
 
@@ -169,7 +170,7 @@ export class JobsStatsCommand extends CredentialedCommand<ServiceOptions> {
 }
 
 interface RequeueOptions extends ServiceOptions {
-  status?: string[];
+  status?: JobStatus[];
   component?: string;
   since?: number;
   limit?: number;
@@ -320,8 +321,8 @@ export class JobsRequeueCommand extends CredentialedCommand<RequeueOptions> {
   }
 
   @Option({ flags: '--status <status>', description: `Bulk: jobs in this status (repeatable: ${REQUEUEABLE_STATUSES.join(', ')})` })
-  parseStatus(value: string, previous?: string[]): string[] {
-    return collect(oneOf(value, REQUEUEABLE_STATUSES), previous);
+  parseStatus(value: string, previous?: JobStatus[]): JobStatus[] {
+    return collect<JobStatus>(oneOf(value, REQUEUEABLE_STATUSES), previous);
   }
 
   @Option({ flags: '--component <id>', description: 'Bulk: only jobs of this component id' })

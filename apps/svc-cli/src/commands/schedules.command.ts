@@ -182,11 +182,7 @@ interface PauseOptions extends ServiceOptions {
 export class SchedulesPauseCommand extends CredentialedCommand<PauseOptions> {
   protected async execute([id]: string[], options: PauseOptions, terminal: Terminal): Promise<number> {
     const api = await schedulesApi(options, terminal);
-    const body: Record<string, unknown> = { enabled: false };
-    if (options.reason !== undefined) {
-      body.disabled_reason = options.reason;
-    }
-    const schedule = await api.update(id, body);
+    const schedule = await api.update(id, { enabled: false, disabled_reason: options.reason });
     // A service that does not take disabled_reason drops it silently: say so rather than imply it was kept.
     const warning =
       options.reason !== undefined && schedule.disabled_reason !== options.reason

@@ -5,7 +5,7 @@ import { Principal } from '@app/access';
 import { McpTool, McpToolset } from '@app/mcp';
 import { AcceptedRunDto, ComponentDto, ComponentKind, RunDto, RunsService, StartRunDto } from '@app/runs';
 
-import { McpArguments } from '../mcp-arguments';
+import { dtoArguments, McpArguments } from '../mcp-arguments';
 
 interface ComponentTools {
   kind: ComponentKind;
@@ -47,14 +47,8 @@ function componentTools({ kind, resource, param }: ComponentTools): Type<unknown
       description:
         `Run the ${kind} with a message. Waits for the finished run (status, content, error) by default; ` +
         `with background=true it queues a durable job and returns {run_id, session_id, status: "queued"} at once (poll get_${kind}_run).`,
-      input: z.object({
-        [param]: componentId,
-        message: z.string().describe('The input of the run'),
-        session_id: z.string().optional().describe('Session to continue; a new one when absent'),
-        background: z.boolean().optional().describe('Queue the run and return at once (default false)'),
-        idempotency_key: z.string().optional().describe('Dedupe key: repeating it returns the earlier run'),
-        user_id: z.string().optional().describe('User the run is for; ignored when the caller has its own identity (service accounts)'),
-      }),
+      // A tool answers once, so the route's `stream` has no meaning here.
+      input: z.object({ [param]: componentId, ...dtoArguments(StartRunDto, ['stream']) }),
     })
     async run(principal: Principal, args: Record<string, unknown>): Promise<RunDto | AcceptedRunDto> {
       const { [param]: id, ...body } = args;

@@ -4,8 +4,6 @@ import { z } from 'zod';
 import { McpTool, McpToolset } from '@app/mcp';
 import { Page } from '@app/pagination';
 import {
-  BULK_IDS_MAX,
-  BULK_LIMIT_MAX,
   BulkJobsDto,
   BulkJobsResultDto,
   JOB_STATUSES,
@@ -17,26 +15,12 @@ import {
   RequeueQuery,
 } from '@app/queue';
 
-import { McpArguments, pageArguments } from '../mcp-arguments';
+import { dtoArguments, McpArguments, pageArguments } from '../mcp-arguments';
 
 const jobId = z.string().describe('Job id (the run_id of the background run)');
 
-/** The bulk routes' body: a filter (at least one condition), a dry run by default, a limit. */
-const bulkArguments = {
-  filter: z
-    .object({
-      status: z.array(z.enum(JOB_STATUSES)).optional(),
-      component_type: z.string().optional(),
-      component_id: z.string().optional(),
-      created_after: z.number().int().optional().describe('Epoch seconds'),
-      created_before: z.number().int().optional().describe('Epoch seconds'),
-      error_contains: z.string().optional(),
-      ids: z.array(z.string()).optional().describe(`At most ${BULK_IDS_MAX} job ids`),
-    })
-    .describe('Which jobs: every given condition must hold; at least one is required'),
-  dry_run: z.boolean().optional().describe('Default true: only count; pass false to change jobs'),
-  limit: z.number().int().optional().describe(`Jobs selected at most, oldest first, 1 to ${BULK_LIMIT_MAX} (default 1000)`),
-};
+/** The bulk routes' body: a filter (at least one condition), a dry run by default, a limit; requeue also takes its two flags. */
+const cancelArguments = dtoArguments(BulkJobsDto, ['force', 'clear_cancellation']);
 
 /**
  * Operator tools for the durable queue. Like the REST routes: platform:admin first (the mirrored
@@ -98,7 +82,7 @@ export class QueueTools {
     description:
       'Requeue failed or cancelled jobs by filter (admins), each under the single-job rules. Dry run by default: look at matched/changed/skipped, ' +
       'then call again with dry_run=false. force and clear_cancellation as for requeue_queue_job.',
-    input: z.object({ ...bulkArguments, force: z.boolean().optional(), clear_cancellation: z.boolean().optional() }),
+    input: z.object(dtoArguments(BulkJobsDto)),
   })
   async requeueMany(_principal: unknown, args: Record<string, unknown>): Promise<BulkJobsResultDto> {
     this.queueEnabled.canActivate();
@@ -109,7 +93,7 @@ export class QueueTools {
     name: 'cancel_queue_jobs',
     mirrors: 'POST /queue/jobs/cancel',
     description: 'Cancel queued and paused jobs by filter (admins); running and finished jobs are never touched. Dry run by default.',
-    input: z.object(bulkArguments),
+    input: z.object(cancelArguments),
   })
   async cancelMany(_principal: unknown, args: Record<string, unknown>): Promise<BulkJobsResultDto> {
     this.queueEnabled.canActivate();

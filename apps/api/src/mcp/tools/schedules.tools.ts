@@ -5,11 +5,9 @@ import { Principal } from '@app/access';
 import { McpTool, McpToolset } from '@app/mcp';
 import { Page } from '@app/pagination';
 import {
-  CATCHUP_POLICIES,
   CreateScheduleDto,
   ListScheduleRunsQuery,
   ListSchedulesQuery,
-  OVERLAP_POLICIES,
   ScheduleDto,
   ScheduleIdParams,
   ScheduleRunDto,
@@ -18,29 +16,9 @@ import {
   UpdateScheduleDto,
 } from '@app/schedules';
 
-import { McpArguments, pageArguments } from '../mcp-arguments';
+import { dtoArguments, McpArguments, pageArguments } from '../mcp-arguments';
 
 const scheduleId = z.string().describe('Schedule id (UUID)');
-const fields = {
-  description: z.string().nullable().optional().describe('Free text, max 1024 characters'),
-  payload: z.record(z.string(), z.unknown()).nullable().optional().describe('JSON body sent to the endpoint'),
-  method: z.string().optional().describe('HTTP method to call: GET, POST, PUT, PATCH or DELETE (default POST)'),
-  timezone: z.string().optional().describe('IANA time zone of cron_expr (default UTC)'),
-  timeout_seconds: z.number().int().optional().describe('Per attempt, 1 to 86400'),
-  max_retries: z.number().int().optional().describe('Attempts after the first, 0 to 10'),
-  retry_delay_seconds: z.number().int().optional().describe('Wait before each retry, 1 to 3600'),
-  enabled: z.boolean().optional(),
-  overlap_policy: z
-    .enum(OVERLAP_POLICIES)
-    .optional()
-    .describe('While the previous fire is in flight: skip (default), allow, or buffer_one'),
-  catchup_policy: z
-    .enum(CATCHUP_POLICIES)
-    .optional()
-    .describe('Slots missed while no worker ran: once (default), skip, or all (at most catchup_limit)'),
-  catchup_limit: z.number().int().optional().describe('With catchup_policy all: 1 to 100 (default 10)'),
-};
-
 /** Schedules call an endpoint of this service on a cron expression, with the rights of their owner (whoever created or last changed them). */
 @McpToolset()
 @Injectable()
@@ -77,12 +55,7 @@ export class ScheduleTools {
     mirrors: 'POST /schedules',
     description:
       'Create a schedule that calls an endpoint of this service (e.g. /agents/echo-agent/runs) on a cron expression. You must hold the scope that endpoint requires; the schedule fires with your rights. /schedules endpoints are refused.',
-    input: z.object({
-      name: z.string().describe('Unique among your schedules, max 255 characters'),
-      cron_expr: z.string().describe('Five-field cron expression, e.g. "0 9 * * 1-5"'),
-      endpoint: z.string().describe('Path of this service to call, e.g. /agents/echo-agent/runs'),
-      ...fields,
-    }),
+    input: z.object(dtoArguments(CreateScheduleDto)),
   })
   async create(principal: Principal, args: Record<string, unknown>): Promise<ScheduleDto> {
     return this.schedules.create(principal, await this.args.as(CreateScheduleDto, args, 'body'));
@@ -93,14 +66,7 @@ export class ScheduleTools {
     mirrors: 'PATCH /schedules/:schedule_id',
     description:
       "Update a schedule; fields left out are untouched. enabled=false pauses it. You become its owner: it fires with your rights. Another principal's schedule needs platform:admin.",
-    input: z.object({
-      schedule_id: scheduleId,
-      name: z.string().optional(),
-      cron_expr: z.string().optional(),
-      endpoint: z.string().optional(),
-      ...fields,
-      disabled_reason: z.string().nullable().optional().describe('With enabled=false: why it is paused (max 500 characters)'),
-    }),
+    input: z.object({ schedule_id: scheduleId, ...dtoArguments(UpdateScheduleDto) }),
   })
   async update(principal: Principal, args: Record<string, unknown>): Promise<ScheduleDto> {
     const { schedule_id, ...changes } = args;

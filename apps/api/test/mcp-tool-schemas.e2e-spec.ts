@@ -1,0 +1,117 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase } from '../../../test/support/database';
+import { call } from '../../../test/support/http';
+import { callTool, connectMcp } from '../../../test/support/mcp';
+import { ROOT_KEY, uniqueName } from '../../../test/support/principals';
+import { RunningApi, startApi } from '../../../test/support/processes';
+
+type Schema = Record<string, any>;
+
+/** The rules a schema states about a value: what the DTO enforces and a tool schema must repeat. */
+const RULES = ['type', 'enum', 'default', 'minimum', 'maximum', 'minLength', 'maxLength', 'pattern', 'format', 'minItems', 'maxItems'];
+
+/**
+ * A schema reduced to its rules, the same way for both documents: OpenAPI's `$ref` resolved and its
+ * `type: [T, "null"]` read as nullable, the tool schema's `anyOf: [T, null]` read the same way.
+ */
+function rulesOf(schema: Schema, components: Record<string, Schema>): Schema {
+  if (schema.$ref) {
+    return rulesOf(components[String(schema.$ref).split('/').pop()!], components);
+  }
+  const nullBranch = schema.anyOf?.find((branch: Schema) => branch.type === 'null');
+  if (nullBranch) {
+    return {
+      ...rulesOf(
+        schema.anyOf.find((branch: Schema) => branch !== nullBranch),
+        components,
+      ),
+      nullable: true,
+    };
+  }
+  const rules: Schema = Object.fromEntries(RULES.filter((rule) => schema[rule] !== undefined).map((rule) => [rule, schema[rule]]));
+  if (Array.isArray(rules.type)) {
+    rules.type = rules.type.filter((type: string) => type !== 'null')[0];
+    rules.nullable = true;
+  }
+  if (schema.items) {
+    rules.items = rulesOf(schema.items, components);
+  }
+  if (schema.properties) {
+    rules.properties = Object.fromEntries(
+      Object.entries(schema.properties as Record<string, Schema>).map(([name, property]) => [name, rulesOf(property, components)]),
+    );
+    rules.required = [...(schema.required ?? [])].sort();
+  }
+  return rules;
+}
+
+/** The tools whose arguments are their route's body DTO, beside the path arguments they add and the DTO fields they leave out. */
+const BODY_TOOLS = [
+  { tool: 'create_schedule', dto: 'CreateScheduleDto', path: [], omitted: [] },
+  { tool: 'update_schedule', dto: 'UpdateScheduleDto', path: ['schedule_id'], omitted: [] },
+  { tool: 'requeue_queue_jobs', dto: 'BulkJobsDto', path: [], omitted: [] },
+  { tool: 'cancel_queue_jobs', dto: 'BulkJobsDto', path: [], omitted: ['force', 'clear_cancellation'] },
+  { tool: 'run_agent', dto: 'StartRunDto', path: ['agent_id'], omitted: ['stream'] },
+];
+
+describe('MCP tool schemas state the rules of their route’s DTO', () => {
+  let api: RunningApi;
+  let client: Client;
+  let components: Record<string, Schema>;
+  let tools: Map<string, Schema>;
+
+  beforeAll(async () => {
+    api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true' });
+    client = await connectMcp(api.url, ROOT_KEY);
+    components = (await call(api.url, 'GET', '/openapi.json')).body.components.schemas;
+    tools = new Map((await client.listTools()).tools.map((tool) => [tool.name, tool.inputSchema as Schema]));
+  });
+  afterAll(async () => {
+    await client?.close();
+    await api?.stop();
+  });
+
+  it.each(BODY_TOOLS)('$tool states every bound, choice and default of $dto', ({ tool, dto, path, omitted }) => {
+    const expected = rulesOf(components[dto], components);
+    for (const name of omitted) {
+      delete expected.properties[name];
+    }
+    expected.required = expected.required.filter((name: string) => !omitted.includes(name));
+    const stated = rulesOf(tools.get(tool)!, components);
+    for (const name of path) {
+      delete stated.properties[name];
+    }
+    stated.required = stated.required.filter((name: string) => !path.includes(name));
+    expect(stated).toEqual(expected);
+  });
+
+  it('a schedule field at its stated bound is taken, one past it is refused by the tool as by REST, with the same issue', async () => {
+    const schema = tools.get('create_schedule')!.properties as Record<string, Schema>;
+    const bounded = Object.entries(schema).filter(([, property]) => property.type === 'integer' && property.maximum !== undefined);
+    // timeout_seconds (1 to 86400), max_retries, retry_delay_seconds, catchup_limit: the bounds every schedule client meets.
+    expect(bounded.map(([name]) => name).sort()).toEqual(['catchup_limit', 'max_retries', 'retry_delay_seconds', 'timeout_seconds']);
+    const base = () => ({ name: uniqueName('bounds'), cron_expr: '0 0 1 1 *', endpoint: '/health' });
+
+    // Positive control: the stated bounds themselves are valid, so the refusals below are about the bound and nothing else.
+    for (const end of ['minimum', 'maximum'] as const) {
+      const atBounds = Object.fromEntries(bounded.map(([name, property]) => [name, property[end]]));
+      const created = await callTool(client, 'create_schedule', { ...base(), ...atBounds });
+      expect(created.isError, created.text).toBe(false);
+      expect(created.structured).toMatchObject(atBounds);
+    }
+
+    for (const [name, property] of bounded) {
+      for (const value of [property.minimum - 1, property.maximum + 1]) {
+        const rest = await call(api.url, 'POST', '/schedules', { token: ROOT_KEY, json: { ...base(), [name]: value } });
+        expect(rest.status, `${name}=${value}`).toBe(422);
+        expect(rest.body.detail).toHaveLength(1);
+        const [issue] = rest.body.detail;
+        expect(issue.loc).toEqual(['body', name]);
+        const viaTool = await callTool(client, 'create_schedule', { ...base(), [name]: value });
+        expect(viaTool).toMatchObject({ isError: true, text: `422: Invalid arguments: ${name}: ${issue.msg}` });
+      }
+    }
+  });
+});
