@@ -10,6 +10,7 @@ import { authMode } from '@app/auth';
 import { Env } from '@app/config';
 import { createLogger, PinoLoggerService } from '@app/logging';
 import { Component } from '@app/runs';
+import { RunSocketGateway } from '@app/websocket';
 
 import { ApiModule } from './api.module';
 import { addSecurityHeaders, registerHttpSurface } from './http-surface';
@@ -82,6 +83,7 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
       `${request.method} ${request.url} ${reply.statusCode} ${ms} ms`,
     );
   });
+  await app.get(RunSocketGateway).register(fastify, BODY_LIMIT_BYTES);
   app.enableShutdownHooks();
   mountDocs(app, env);
   return app;
