@@ -50,9 +50,9 @@ export class RunSocket {
     this.socket.on('close', () => this.dispose());
     this.heartbeatTimer = setInterval(() => this.heartbeat(), HEARTBEAT_MS);
     const { authorization } = this.credentials;
-    if (authorization !== undefined || this.services.authenticator.mode === 'none') {
+    if (authorization !== undefined) {
       this.principal = this.identify(authorization);
-    } else {
+    } else if (this.services.authenticator.mode !== 'none') {
       this.authTimer = setTimeout(
         () => this.authFailed('No credential within 10 s: send {"action": "authenticate", "token": "..."} first'),
         AUTH_TIMEOUT_MS,
@@ -71,6 +71,10 @@ export class RunSocket {
     if (frame.action === 'authenticate') {
       this.authenticateWith(frame.token);
       return;
+    }
+    if (!this.principal && this.services.authenticator.mode === 'none') {
+      // An open instance serves anonymous callers, as REST does; a token, once sent, must verify.
+      this.principal = this.identify(undefined);
     }
     if (!this.principal) {
       this.send({ event: 'error', status: 401, detail: 'Authenticate first: {"action": "authenticate", "token": "..."}' });
