@@ -60,7 +60,10 @@ export class SocketClient {
 
   /** The final event of a run (RunCompleted, RunError or RunCancelled). */
   final(runId: string, timeoutMs?: number): Promise<Frame> {
-    return this.next((frame) => ['RunCompleted', 'RunError', 'RunCancelled'].includes(frame.event) && frame.data?.run_id === runId, timeoutMs);
+    return this.next(
+      (frame) => ['RunCompleted', 'RunError', 'RunCancelled'].includes(frame.event) && frame.data?.run_id === runId,
+      timeoutMs,
+    );
   }
 
   close(): void {

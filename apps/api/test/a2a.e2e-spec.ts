@@ -49,13 +49,19 @@ function userMessage(text: string, contextId = '') {
 }
 
 function artifactText(task: Task): string {
-  return task.artifacts.flatMap((artifact) => artifact.parts.map((part) => (part.content?.$case === 'text' ? part.content.value : ''))).join('');
+  return task.artifacts
+    .flatMap((artifact) => artifact.parts.map((part) => (part.content?.$case === 'text' ? part.content.value : '')))
+    .join('');
 }
 
 async function send(client: Client, text: string, options: { contextId?: string; returnImmediately?: boolean } = {}): Promise<Task> {
   const result = await client.sendMessage({
     ...userMessage(text, options.contextId),
-    configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: options.returnImmediately ?? false },
+    configuration: {
+      acceptedOutputModes: [],
+      taskPushNotificationConfig: undefined,
+      returnImmediately: options.returnImmediately ?? false,
+    },
   });
   expect('id' in result, JSON.stringify(result)).toBe(true);
   return result as Task;
@@ -78,7 +84,8 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     other = await mintAccount(api.url, ROOT_KEY, { scopes: all });
     readOnly = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:read'] });
     defaultToken = await mintAccount(api.url, ROOT_KEY);
-  });
+    // An api and a worker: on two shared cores their boots alone have taken over a minute.
+  }, 180_000);
   afterAll(async () => {
     await worker?.stop();
     await api?.stop();
@@ -169,7 +176,8 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
         const sleeper = await connect(api, 'agents/sleep-agent', binding, owner.token);
         const submitted = await send(sleeper, '30', { returnImmediately: true });
         await waitFor(
-          async () => (await call(api.url, 'GET', `/agents/sleep-agent/runs/${submitted.id}`, { token: owner.token })).body.status === 'running',
+          async () =>
+            (await call(api.url, 'GET', `/agents/sleep-agent/runs/${submitted.id}`, { token: owner.token })).body.status === 'running',
           30_000,
           'the worker to start the task',
         );
@@ -183,17 +191,15 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
       });
 
       it("keeps a default token's task invisible to another token", async () => {
-        const asDefault = await connect(
-          api,
-          'agents/echo-agent',
-          binding,
-          defaultToken.token,
-        ).catch(() => null);
+        const asDefault = await connect(api, 'agents/echo-agent', binding, defaultToken.token).catch(() => null);
         // A default token holds agents:run but not agents:read: it cannot read the card, so it uses the owner's.
         const card = await (await connect(api, 'agents/echo-agent', binding, owner.token)).getAgentCard();
         expect(asDefault).toBeNull();
         const defaultClient = await new ClientFactory({
-          transports: [new JsonRpcTransportFactory({ fetchImpl: withToken(defaultToken.token) }), new RestTransportFactory({ fetchImpl: withToken(defaultToken.token) })],
+          transports: [
+            new JsonRpcTransportFactory({ fetchImpl: withToken(defaultToken.token) }),
+            new RestTransportFactory({ fetchImpl: withToken(defaultToken.token) }),
+          ],
           preferredTransports: [binding],
         }).createFromAgentCard(card);
         const task = await send(defaultClient, 'mine');
@@ -211,7 +217,12 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     const narrow = await connect(api, 'agents/echo-agent', 'JSONRPC', readOnly.token);
     await expect(send(narrow, 'x')).rejects.toThrow(/403/);
 
-    const rpc = { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'x' }] } } };
+    const rpc = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'x' }] } },
+    };
     expectErrorBody(await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: rpc }), 401);
     const refused = await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: rpc, token: readOnly.token });
     expectErrorBody(refused, 403);
@@ -219,7 +230,11 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     expectErrorBody(await call(api.url, 'POST', '/a2a/agents/echo-agent/message:send', { json: rpc.params, token: readOnly.token }), 403);
     // Reading a task needs agents:read only.
     const getTask = { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: randomUUID() } };
-    const unknown = await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: getTask, token: readOnly.token, headers: { 'a2a-version': '1.0' } });
+    const unknown = await call(api.url, 'POST', '/a2a/agents/echo-agent', {
+      json: getTask,
+      token: readOnly.token,
+      headers: { 'a2a-version': '1.0' },
+    });
     expect(unknown.status).toBe(200);
     expect(unknown.body).toMatchObject({ jsonrpc: '2.0', id: 2, error: { code: -32001 } });
   });

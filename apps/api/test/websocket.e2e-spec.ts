@@ -42,7 +42,8 @@ describe('WebSocket /ws', () => {
     alice = await mintAccount(api.url, ROOT_KEY);
     bob = await mintAccount(api.url, ROOT_KEY);
     teamsOnly = await mintAccount(api.url, ROOT_KEY, { scopes: ['teams:run'] });
-  });
+    // Two apis and a worker: on two shared cores their boots alone have taken over a minute.
+  }, 180_000);
   afterAll(async () => {
     sockets.forEach((socket) => socket.close());
     await worker?.stop();
@@ -106,7 +107,10 @@ describe('WebSocket /ws', () => {
   });
 
   it('follows a background run with watch until its final event', async () => {
-    const queued = await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: alice.token, json: { message: '0.5', background: true } });
+    const queued = await call(api.url, 'POST', '/agents/sleep-agent/runs', {
+      token: alice.token,
+      json: { message: '0.5', background: true },
+    });
     expect(queued.status).toBe(202);
     const socket = await connect(api.url, alice.token);
     socket.send({ action: 'watch', run_id: queued.body.run_id });
@@ -118,9 +122,16 @@ describe('WebSocket /ws', () => {
   });
 
   it('cancels a run, and keeps another token from watching or cancelling it', async () => {
-    const queued = await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: alice.token, json: { message: '30', background: true } });
+    const queued = await call(api.url, 'POST', '/agents/sleep-agent/runs', {
+      token: alice.token,
+      json: { message: '30', background: true },
+    });
     const runId = queued.body.run_id as string;
-    await waitFor(async () => (await call(api.url, 'GET', `/agents/sleep-agent/runs/${runId}`, { token: alice.token })).body.status === 'running', 30_000, 'the run to start');
+    await waitFor(
+      async () => (await call(api.url, 'GET', `/agents/sleep-agent/runs/${runId}`, { token: alice.token })).body.status === 'running',
+      30_000,
+      'the run to start',
+    );
     const asBob = await connect(api.url, bob.token);
     asBob.send({ action: 'cancel', run_id: runId });
     expect(await asBob.next((frame) => frame.event === 'error')).toMatchObject({ status: 404 });
@@ -132,7 +143,7 @@ describe('WebSocket /ws', () => {
     expect(await socket.final(runId, 30_000)).toMatchObject({ event: 'RunCancelled', data: { status: 'cancelled' } });
   });
 
-  it("answers a missing scope with a 403 frame and keeps the socket open", async () => {
+  it('answers a missing scope with a 403 frame and keeps the socket open', async () => {
     const socket = await connect(api.url, teamsOnly.token);
     socket.send({ action: 'run', component_type: 'agent', component_id: 'echo-agent', message: 'not mine' });
     const refused = await socket.next((frame) => frame.event === 'error');
@@ -140,8 +151,28 @@ describe('WebSocket /ws', () => {
     const events = await runOver(socket, { component_type: 'team', component_id: 'echo-team', message: 'still open' });
     expect(events.at(-1)).toMatchObject({ event: 'RunCompleted', data: { content: 'still open' } });
     socket.send({ action: 'launch' });
-    expect(await socket.next((frame) => frame.event === 'error' && frame.status === 400)).toMatchObject({ detail: expect.stringContaining('action') });
+    expect(await socket.next((frame) => frame.event === 'error' && frame.status === 400)).toMatchObject({
+      detail: expect.stringContaining('action'),
+    });
   });
+
+  it('closes a socket whose client stops reading once 1 MiB of frames wait for it (1013), instead of buffering without bound', async () => {
+    const socket = await connect(api.url, alice.token);
+    await socket.next((frame) => frame.event === 'authenticated');
+    const tcp = (socket.socket as unknown as { _socket: { pause(): void; resume(): void } })._socket;
+    tcp.pause();
+    const big = 'x'.repeat(512 * 1024);
+    for (let index = 0; index < 40; index += 1) {
+      socket.send({ action: 'run', component_type: 'agent', component_id: 'echo-agent', message: big });
+    }
+    // Let the server run them and fill the kernel's buffers and then its own, then read again.
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    tcp.resume();
+    const closed = await socket.closed;
+    expect(closed).toEqual({ code: 1013, reason: 'Send buffer full: the client reads too slowly' });
+    expect(socket.frames.filter((frame) => frame.event === 'RunCompleted').length).toBeLessThan(40);
+    expect(api.output()).toContain('closing a WebSocket whose client reads too slowly');
+  }, 60_000);
 
   it('answers a plain GET with 426', async () => {
     const response = await call(api.url, 'GET', '/ws');
@@ -153,8 +184,12 @@ describe('WebSocket /ws', () => {
     const results = await Promise.all(
       many.map((socket, index) => runOver(socket, { component_type: 'agent', component_id: 'echo-agent', message: `socket ${index}` })),
     );
-    results.forEach((events, index) => expect(events.at(-1)).toMatchObject({ event: 'RunCompleted', data: { content: `socket ${index}` } }));
-    expect(many.flatMap((socket) => socket.frames).filter((frame) => FINAL.includes(frame.event) === false && frame.event === 'error')).toEqual([]);
+    results.forEach((events, index) =>
+      expect(events.at(-1)).toMatchObject({ event: 'RunCompleted', data: { content: `socket ${index}` } }),
+    );
+    expect(
+      many.flatMap((socket) => socket.frames).filter((frame) => FINAL.includes(frame.event) === false && frame.event === 'error'),
+    ).toEqual([]);
     many.forEach((socket) => socket.close());
   }, 120_000);
 });

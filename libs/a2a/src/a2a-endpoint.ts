@@ -14,7 +14,7 @@ import {
   StreamResponse,
   Task,
 } from '@a2a-js/sdk';
-import { RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
+import { A2AError, RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
 import { defaultServerCallContextBuilder, JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
 import { Inject, Injectable } from '@nestjs/common';
 
@@ -39,7 +39,13 @@ export interface A2ACall {
 }
 
 /** JSON-RPC methods that start or stop work need the kind's `:run` scope; the rest read (DESIGN.md, agno's A2A scope map). */
-const RUN_METHODS = new Set(['SendMessage', 'SendStreamingMessage', 'CancelTask', 'CreateTaskPushNotificationConfig', 'DeleteTaskPushNotificationConfig']);
+const RUN_METHODS = new Set([
+  'SendMessage',
+  'SendStreamingMessage',
+  'CancelTask',
+  'CreateTaskPushNotificationConfig',
+  'DeleteTaskPushNotificationConfig',
+]);
 
 /**
  * Serves A2A for every component with the SDK's JSON-RPC transport and its HTTP+JSON wire format, over
@@ -138,7 +144,8 @@ export class A2AEndpoint {
         writeJson(response, 200, body, A2A_CONTENT_TYPE);
       }
     } catch (error) {
-      writeRestError(response, error);
+      // The handler turns every failure of its own into an A2A error: anything else is a body the binding's types refused.
+      writeRestError(response, error instanceof A2AError ? error : new RequestMalformedError('The body is not a valid A2A request'));
     }
   }
 

@@ -24,7 +24,12 @@ export function agentCard(component: ComponentDto, options: CardOptions): AgentC
   return {
     name: component.name,
     description: component.description || component.name,
-    supportedInterfaces: A2A_BINDINGS.map((protocolBinding) => ({ url, protocolBinding, tenant: '', protocolVersion: A2A_PROTOCOL_VERSION })),
+    supportedInterfaces: A2A_BINDINGS.map((protocolBinding) => ({
+      url,
+      protocolBinding,
+      tenant: '',
+      protocolVersion: A2A_PROTOCOL_VERSION,
+    })),
     provider: { organization: options.provider, url: options.baseUrl },
     version: options.version,
     capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },

@@ -11,7 +11,11 @@ const STATES: Record<string, TaskState> = {
   cancelled: TaskState.TASK_STATE_CANCELED,
 };
 
-export const FINAL_STATES: readonly TaskState[] = [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED];
+export const FINAL_STATES: readonly TaskState[] = [
+  TaskState.TASK_STATE_COMPLETED,
+  TaskState.TASK_STATE_FAILED,
+  TaskState.TASK_STATE_CANCELED,
+];
 
 export function taskState(status: string): TaskState {
   return STATES[status] ?? TaskState.TASK_STATE_UNSPECIFIED;
@@ -41,7 +45,14 @@ function message(run: Pick<RunDto, 'run_id' | 'session_id'>, role: Role, suffix:
 
 /** A run's content is one artifact, streamed in pieces and complete once the run is. */
 export function contentArtifact(runId: string, text: string): Artifact {
-  return { artifactId: `${runId}-content`, name: 'content', description: 'The run content', parts: [textPart(text)], metadata: {}, extensions: [] };
+  return {
+    artifactId: `${runId}-content`,
+    name: 'content',
+    description: 'The run content',
+    parts: [textPart(text)],
+    metadata: {},
+    extensions: [],
+  };
 }
 
 /** A run's state as an A2A status; a failed or cancelled run carries its error as the agent's message. */

@@ -1,5 +1,4 @@
-import { on } from 'node:events';
-import { EventEmitter } from 'node:events';
+import { EventEmitter, on } from 'node:events';
 
 import {
   AgentCard,

@@ -1,10 +1,19 @@
 import { Controller, Get, HttpCode, NotFoundException, Param, Post, Req, Res, Type } from '@nestjs/common';
-import { ApiBearerAuth, ApiExtension, ApiOkResponse, ApiOperation, ApiParam, ApiProduces, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import {
+  ApiBearerAuth,
+  ApiExtension,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiProduces,
+  ApiTags,
+  ApiUnauthorizedResponse,
+} from '@nestjs/swagger';
 import { FastifyReply, FastifyRequest } from 'fastify';
 
-import { Principal } from '@app/access';
 import { A2ACall, A2AEndpoint } from '@app/a2a';
-import { Authenticator, CurrentPrincipal, Public, RequireScope, requiredScope } from '@app/auth';
+import { Principal } from '@app/access';
+import { Authenticator, CurrentPrincipal, Public, requiredScope, RequireScope } from '@app/auth';
 import { ErrorBodyDto } from '@app/errors';
 import { ComponentKind } from '@app/runs';
 
@@ -67,7 +76,12 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @ComponentParam()
     @RequireScope(run, { componentParam: param })
     @ApiOperation({ summary: 'A2A HTTP+JSON SendMessage' })
-    async send(@CurrentPrincipal() caller: Principal, @Param(param) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    async send(
+      @CurrentPrincipal() caller: Principal,
+      @Param(param) id: string,
+      @Req() request: FastifyRequest,
+      @Res() reply: FastifyReply,
+    ): Promise<void> {
       await this.serve(reply, id, caller, request, (call) => this.a2a.restSend(call, request.body, false, reply.raw));
     }
 
@@ -75,12 +89,23 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @ComponentParam()
     @RequireScope(run, { componentParam: param })
     @ApiOperation({ summary: 'A2A HTTP+JSON SendStreamingMessage (text/event-stream)' })
-    async stream(@CurrentPrincipal() caller: Principal, @Param(param) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    async stream(
+      @CurrentPrincipal() caller: Principal,
+      @Param(param) id: string,
+      @Req() request: FastifyRequest,
+      @Res() reply: FastifyReply,
+    ): Promise<void> {
       await this.serve(reply, id, caller, request, (call) => this.a2a.restSend(call, request.body, true, reply.raw));
     }
 
     /** Hijacks the reply once the component is known to exist: an unknown one is the REST 404. */
-    async serve(reply: FastifyReply, id: string, principal: Principal, request: FastifyRequest, write: (call: A2ACall) => Promise<void>): Promise<void> {
+    async serve(
+      reply: FastifyReply,
+      id: string,
+      principal: Principal,
+      request: FastifyRequest,
+      write: (call: A2ACall) => Promise<void>,
+    ): Promise<void> {
       this.a2a.card(kind, resource, id);
       reply.raw.setHeader('x-request-id', request.id);
       reply.hijack();
@@ -106,18 +131,23 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
       await this.serve(reply, id, caller, request, (call) => this.a2a.restGetTask(call, taskId, historyLength, reply.raw));
     }
 
-    @Post(`:${param}/tasks/:task_action`)
+    @Post(`:${param}/tasks/:task_id`)
     @ComponentParam()
+    @ApiParam({
+      name: 'task_id',
+      description: "The task id followed by `:cancel` (the binding's custom method)",
+      example: '{task_id}:cancel',
+    })
     @RequireScope(run, { componentParam: param })
     @ApiOperation({ summary: 'A2A HTTP+JSON CancelTask: POST .../tasks/{task_id}:cancel' })
     async cancelTask(
       @CurrentPrincipal() caller: Principal,
       @Param(param) id: string,
-      @Param('task_action') action: string,
+      @Param('task_id') taskAndMethod: string,
       @Req() request: FastifyRequest,
       @Res() reply: FastifyReply,
     ): Promise<void> {
-      const taskId = /^(.+):cancel$/.exec(action)?.[1];
+      const taskId = /^(.+):cancel$/.exec(taskAndMethod)?.[1];
       if (!taskId) {
         throw new NotFoundException(`Cannot POST ${request.url}`);
       }
