@@ -93,7 +93,8 @@ export class RunsRequestHandler implements A2ARequestHandler {
       .stream(caller, this.component.kind, this.component.id, request, (event) => events.emit('event', event))
       .then(
         () => events.emit('end'),
-        (error: unknown) => events.emit('error', this.toA2AError(error, 'SendStreamingMessage')),
+        // Only while the stream is read: an 'error' nobody listens for would throw here instead.
+        (error: unknown) => events.listenerCount('error') > 0 && events.emit('error', this.toA2AError(error, 'SendStreamingMessage')),
       );
     const task = { taskId: '', contextId: '', input: request.message, streamed: false };
     try {
