@@ -392,7 +392,8 @@ async function send(baseUrl: string, request: BadRequest): Promise<Answer> {
 export function problemWith(answer: Answer, path: string): string | null {
   if (answer.status >= 500) return `status ${answer.status}`;
   if (answer.status < 400) return null;
-  if (!answer.contentType.includes('application/json')) return `a ${answer.status} that is not JSON (${answer.contentType})`;
+  // application/json, or a JSON media type of its own (A2A's application/a2a+json).
+  if (!/application\/([\w.-]+\+)?json/.test(answer.contentType)) return `a ${answer.status} that is not JSON (${answer.contentType})`;
   let body: any;
   try {
     body = JSON.parse(answer.text);
