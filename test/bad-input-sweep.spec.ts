@@ -6,7 +6,7 @@
  * the admin credential, some anonymous or with a bad token. Every answer must be below 500, and every
  * 4xx must carry the spec's error body: `{detail, error_id?, error_type?}`, or for 422 the
  * `{detail: [{loc, msg, type, input, ctx}]}` list. /mcp answers JSON-RPC, whose errors are JSON-RPC
- * objects; there only "no 5xx" and "JSON" are asserted.
+ * objects; there only "no 5xx" and "JSON" are asserted. A2A's HTTP+JSON routes answer the A2A error object.
  *
  * Deterministic: the seed is FAST_CHECK_SEED or a constant, and each operation gets SWEEP_RUNS cases
  * (default 30), so CI replays the same requests. A failure prints the seed and the request to replay.
@@ -392,7 +392,8 @@ async function send(baseUrl: string, request: BadRequest): Promise<Answer> {
 export function problemWith(answer: Answer, path: string): string | null {
   if (answer.status >= 500) return `status ${answer.status}`;
   if (answer.status < 400) return null;
-  if (!answer.contentType.includes('application/json')) return `a ${answer.status} that is not JSON (${answer.contentType})`;
+  // application/json, or a JSON media type of its own (A2A's application/a2a+json).
+  if (!/application\/([\w.-]+\+)?json/.test(answer.contentType)) return `a ${answer.status} that is not JSON (${answer.contentType})`;
   let body: any;
   try {
     body = JSON.parse(answer.text);
@@ -400,6 +401,8 @@ export function problemWith(answer: Answer, path: string): string | null {
     return `a ${answer.status} whose body does not parse`;
   }
   if (path.split('?')[0] === MCP_PATH && body?.jsonrpc === '2.0') return null;
+  // A2A's HTTP+JSON binding answers its protocol's error object (what A2A clients parse); auth and unknown components keep ours.
+  if (path.startsWith('/a2a/') && typeof body?.error?.message === 'string' && Object.keys(body).join() === 'error') return null;
   if (answer.status === 422) {
     const issues = body?.detail;
     if (Object.keys(body ?? {}).join() !== 'detail' || !Array.isArray(issues) || issues.length === 0)

@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 
+import { a2aProviders } from '@app/a2a';
 import { AuthModule, ScopeGuard } from '@app/auth';
 import { ConfigModule, Env } from '@app/config';
 import { DatabaseModule } from '@app/database';
@@ -10,10 +11,13 @@ import { QueueModule } from '@app/queue';
 import { Component, RunsModule } from '@app/runs';
 import { SchedulesModule } from '@app/schedules';
 import { ServiceAccountsModule } from '@app/service-accounts';
+import { websocketProviders } from '@app/websocket';
 
+import { AgentA2AController, TeamA2AController, WorkflowA2AController } from './a2a/a2a.controller';
 import { DiscoveryController } from './discovery/discovery.controller';
 import { ServiceInfoService } from './discovery/service-info.service';
 import { HttpExceptionFilter } from './errors/http-exception.filter';
+import { OneLineErrors } from './errors/one-line-errors';
 import { RequestValidationPipe } from './errors/validation.pipe';
 import { ReadinessController } from './health/readiness.controller';
 import { mcpWiring } from './mcp/mcp.wiring';
@@ -54,10 +58,15 @@ export class ApiModule {
         QueueController,
         MetricsController,
         SchedulesController,
+        AgentA2AController,
+        TeamA2AController,
+        WorkflowA2AController,
         ...mcp.controllers,
       ],
       providers: [
         ...mcp.providers,
+        ...a2aProviders(OneLineErrors),
+        ...websocketProviders(OneLineErrors),
         ServiceInfoService,
         { provide: APP_GUARD, useClass: ScopeGuard },
         { provide: APP_FILTER, useClass: HttpExceptionFilter },

@@ -11,6 +11,7 @@ import { Env } from '@app/config';
 import { MetricsRegistry } from '@app/health';
 import { AppLogger } from '@app/logging';
 import { Component } from '@app/runs';
+import { RunSocketGateway } from '@app/websocket';
 
 import { ApiModule } from './api.module';
 import { recordRequestDurations } from './http-metrics';
@@ -76,6 +77,7 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
     reply.header('x-request-id', request.id);
   });
   recordRequestDurations(fastify, app.get(MetricsRegistry));
+  await app.get(RunSocketGateway).register(fastify, BODY_LIMIT_BYTES);
   app.enableShutdownHooks();
   mountDocs(app, env);
   return app;

@@ -2,6 +2,7 @@ import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 
 import { API_VERSION, Env } from '@app/config';
+import { WEBSOCKET_PATH, WEBSOCKET_PATH_ITEM } from '@app/websocket';
 
 export function buildOpenApiDocument(app: NestFastifyApplication, env: Env): OpenAPIObject {
   const config = new DocumentBuilder()
@@ -23,7 +24,10 @@ export function buildOpenApiDocument(app: NestFastifyApplication, env: Env): Ope
       'bearer',
     )
     .build();
-  return withPublicOperationsMarked(SwaggerModule.createDocument(app, config));
+  const document = SwaggerModule.createDocument(app, config);
+  // Fastify's own route (see RunSocketGateway): Nest's scanner does not see it.
+  document.paths[WEBSOCKET_PATH] = WEBSOCKET_PATH_ITEM as OpenAPIObject['paths'][string];
+  return withPublicOperationsMarked(document);
 }
 
 /** An operation without a required scope is public: say so with `security: []` rather than by omission. */

@@ -18,9 +18,18 @@ describe('discovery', () => {
     expect(response.body).toEqual({ status: 'ok', instantiated_at: expect.any(Number) });
   });
 
-  it('reports the auth mode and MCP mount on /info', async () => {
+  it('reports the auth mode, the MCP mount, A2A and the WebSocket on /info', async () => {
     const response = await call(api.url, 'GET', '/info');
     expect(response.status).toBe(200);
-    expect(response.body).toMatchObject({ auth_mode: 'security_key', mcp: { enabled: false, path: null, oauth: null } });
+    expect(response.body).toMatchObject({
+      auth_mode: 'security_key',
+      mcp: { enabled: false, path: null, oauth: null },
+      a2a: {
+        path: '/a2a',
+        agent_card: '/a2a/{agents|teams|workflows}/{id}/.well-known/agent-card.json',
+        bindings: ['JSONRPC', 'HTTP+JSON'],
+      },
+      websocket: { path: '/ws', actions: ['authenticate', 'run', 'watch', 'cancel'] },
+    });
   });
 });

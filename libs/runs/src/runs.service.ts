@@ -94,9 +94,7 @@ export class RunsService {
       });
       await this.runs.finish(run.id, outcome);
     }
-    const finished = await this.get(caller, kind, componentId, run.id);
-    const event = finished.status === 'completed' ? 'RunCompleted' : finished.status === 'cancelled' ? 'RunCancelled' : 'RunError';
-    send({ event, data: { ...finished } });
+    send(finalEvent(await this.get(caller, kind, componentId, run.id)));
   }
 
   /** Stores the run and its durable job (same id) in one transaction; a worker runs it. */
@@ -125,6 +123,15 @@ export class RunsService {
       isUUID(runId) && !componentId.includes('\u0000')
         ? await this.runs.findById(DataScope.of(caller), runId, { kind, id: componentId })
         : null;
+    if (!run) {
+      throw new RunException(RunErrorCode.RunNotFound, `Run '${runId}' not found`);
+    }
+    return toRunDto(run);
+  }
+
+  /** A run of the caller's, whatever its component: for callers that know only its id (the WebSocket's watch and cancel). */
+  async locate(caller: Principal, runId: string): Promise<RunDto> {
+    const run = isUUID(runId) ? await this.runs.findById(DataScope.of(caller), runId) : null;
     if (!run) {
       throw new RunException(RunErrorCode.RunNotFound, `Run '${runId}' not found`);
     }
@@ -278,6 +285,12 @@ function toInput(run: RunEntity, request: RunRequest): RunInput {
     message: run.message,
     continuesSession: request.session_id !== undefined,
   };
+}
+
+/** The event that ends a run's stream: RunCompleted, RunCancelled or RunError, carrying the finished run. */
+export function finalEvent(run: RunDto): RunEvent {
+  const event = run.status === 'completed' ? 'RunCompleted' : run.status === 'cancelled' ? 'RunCancelled' : 'RunError';
+  return { event, data: { ...run } };
 }
 
 function toComponentDto(component: Component): ComponentDto {

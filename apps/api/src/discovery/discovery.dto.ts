@@ -18,6 +18,21 @@ export class McpInfoDto {
   @ApiProperty({ type: McpOAuthDto, nullable: true }) oauth!: McpOAuthDto | null;
 }
 
+export class A2AInfoDto {
+  @ApiProperty({ example: '/a2a' }) path!: string;
+  @ApiProperty({
+    example: '/a2a/{agents|teams|workflows}/{id}/.well-known/agent-card.json',
+    description: 'Where each agent, team and workflow publishes its A2A agent card',
+  })
+  agent_card!: string;
+  @ApiProperty({ type: [String], example: ['JSONRPC', 'HTTP+JSON'] }) bindings!: string[];
+}
+
+export class WebSocketInfoDto {
+  @ApiProperty({ example: '/ws' }) path!: string;
+  @ApiProperty({ type: [String], example: ['authenticate', 'run', 'watch', 'cancel'] }) actions!: string[];
+}
+
 export class InfoDto {
   @ApiProperty() os_id!: string;
   @ApiProperty() name!: string;
@@ -25,6 +40,8 @@ export class InfoDto {
   @ApiProperty({ description: 'Interface version of the OpenAPI document' }) api_version!: string;
   @ApiProperty({ enum: ['none', 'security_key', 'jwt'] }) auth_mode!: string;
   @ApiProperty({ type: McpInfoDto }) mcp!: McpInfoDto;
+  @ApiProperty({ type: A2AInfoDto, description: 'Agent2Agent (A2A v1.0) for every agent, team and workflow' }) a2a!: A2AInfoDto;
+  @ApiProperty({ type: WebSocketInfoDto, description: 'The WebSocket that runs, watches and cancels runs' }) websocket!: WebSocketInfoDto;
   @ApiProperty({ description: 'Base URL the service announces (PUBLIC_URL)' }) url!: string;
 }
 

@@ -1,10 +1,12 @@
 import { Injectable } from '@nestjs/common';
 
+import { A2A_BINDINGS, A2A_PATH } from '@app/a2a';
 import { forComponent, mayUse, Principal } from '@app/access';
 import { Authenticator } from '@app/auth';
 import { API_VERSION, Env, MCP_PATH, SERVICE_VERSION } from '@app/config';
 import { mcpOAuthInfo } from '@app/mcp';
 import { ComponentDto, ComponentKind, RunsService } from '@app/runs';
+import { WEBSOCKET_PATH } from '@app/websocket';
 
 import { ConfigDto, HealthDto, InfoDto, McpInfoDto } from './discovery.dto';
 
@@ -30,6 +32,12 @@ export class ServiceInfoService {
       api_version: API_VERSION,
       auth_mode: this.authenticator.mode,
       mcp: this.mcp(),
+      a2a: {
+        path: A2A_PATH,
+        agent_card: `${A2A_PATH}/{agents|teams|workflows}/{id}/.well-known/agent-card.json`,
+        bindings: [...A2A_BINDINGS],
+      },
+      websocket: { path: WEBSOCKET_PATH, actions: ['authenticate', 'run', 'watch', 'cancel'] },
       url: this.env.publicUrl,
     };
   }

@@ -3,9 +3,9 @@ import { ModuleMetadata } from '@nestjs/common';
 import { Env } from '@app/config';
 import { McpModule } from '@app/mcp';
 
+import { OneLineErrors } from '../errors/one-line-errors';
 import { McpController } from './mcp.controller';
 import { McpArguments } from './mcp-arguments';
-import { McpToolErrors } from './mcp-tool-errors';
 import { ProtectedResourceController } from './protected-resource.controller';
 import { AgentRunTools, TeamRunTools, WorkflowRunTools } from './tools/component-runs.tools';
 import { DiscoveryTools } from './tools/discovery.tools';
@@ -22,7 +22,7 @@ export function mcpWiring(env: Env): Wiring {
     return { imports: [], controllers: [], providers: [] };
   }
   return {
-    imports: [McpModule.forRoot({ errorRenderer: McpToolErrors })],
+    imports: [McpModule.forRoot({ errorRenderer: OneLineErrors })],
     controllers: [McpController, ProtectedResourceController],
     providers: [
       McpArguments,

@@ -1,12 +1,11 @@
-import { ValidationErrorBodyDto } from '@app/errors';
-import { McpErrorRenderer } from '@app/mcp';
+import { ErrorRenderer, ValidationErrorBodyDto } from '@app/errors';
 
-import { renderError } from '../errors/render-error';
+import { renderError } from './render-error';
 
-/** Tool errors read like the REST response would: `403: Insufficient permissions. Required scope(s): …`. */
-export class McpToolErrors implements McpErrorRenderer {
+/** Errors on MCP, A2A and WebSocket read like the REST response would: `403: Insufficient permissions. Required scope(s): …`. */
+export class OneLineErrors implements ErrorRenderer {
   render(error: unknown, context: string): { status: number; detail: string } {
-    const { status, body } = renderError(error, { method: 'MCP', url: context });
+    const { status, body } = renderError(error, { method: context.split(' ')[0], url: context });
     const detail = typeof body.detail === 'string' ? body.detail : describeIssues(body as ValidationErrorBodyDto);
     return { status, detail: 'error_id' in body && body.error_id ? `${detail} (error_id ${body.error_id})` : detail };
   }

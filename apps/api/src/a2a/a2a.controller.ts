@@ -1,0 +1,165 @@
+import { Controller, Get, HttpCode, NotFoundException, Param, Post, Req, Res, Type } from '@nestjs/common';
+import {
+  ApiBearerAuth,
+  ApiExtension,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiProduces,
+  ApiTags,
+  ApiUnauthorizedResponse,
+} from '@nestjs/swagger';
+import { FastifyReply, FastifyRequest } from 'fastify';
+
+import { A2ACall, A2AEndpoint } from '@app/a2a';
+import { Principal } from '@app/access';
+import { Authenticator, CurrentPrincipal, Public, requiredScope, RequireScope } from '@app/auth';
+import { ErrorBodyDto } from '@app/errors';
+import { ComponentKind } from '@app/runs';
+
+interface A2ARoute {
+  kind: ComponentKind;
+  /** URL segment and scope resource: agents, teams, workflows. */
+  resource: string;
+  /** Path parameter naming the component: agent_id, team_id, workflow_id. */
+  param: string;
+}
+
+/**
+ * The A2A routes of one component kind (DESIGN.md): the agent card, JSON-RPC at the component's A2A URL,
+ * and the HTTP+JSON binding beneath it. Each checks the scope of the REST route it matches: reading needs
+ * `<resource>:read`, sending and cancelling `<resource>:run`; workflows have no task routes.
+ */
+function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
+  const read = `${resource}:read`;
+  const run = `${resource}:run`;
+  const ComponentParam = () => ApiParam({ name: param, description: `Id of the ${kind}` });
+
+  @ApiTags('a2a')
+  @Controller(`a2a/${resource}`)
+  class A2AController {
+    constructor(
+      readonly a2a: A2AEndpoint,
+      readonly authenticator: Authenticator,
+    ) {}
+
+    @Get(`:${param}/.well-known/agent-card.json`)
+    @ComponentParam()
+    @RequireScope(read, { componentParam: param })
+    @ApiOperation({ summary: `The ${kind}'s A2A agent card: JSON-RPC and HTTP+JSON interfaces at /a2a/${resource}/{id}, bearer scheme` })
+    @ApiOkResponse({ description: 'An A2A v1.0 AgentCard', schema: { type: 'object' } })
+    card(@Param(param) id: string): unknown {
+      return this.a2a.card(kind, resource, id);
+    }
+
+    @Post(`:${param}`)
+    @Public()
+    @HttpCode(200)
+    @ComponentParam()
+    @ApiOperation({ summary: 'A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask' })
+    @ApiBearerAuth('bearer')
+    @ApiExtension('x-required-scope', `${read} (GetTask) or ${run} (SendMessage, SendStreamingMessage, CancelTask)`)
+    @ApiProduces('application/json', 'text/event-stream')
+    @ApiOkResponse({ description: 'The JSON-RPC response, or a text/event-stream of them for SendStreamingMessage' })
+    @ApiUnauthorizedResponse({ description: 'Missing or invalid credential', type: ErrorBodyDto })
+    async jsonRpc(@Param(param) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+      // One URL, several methods: the scope follows the method, so the route authenticates itself.
+      const scope = requiredScope({ scope: `${resource}:${A2AEndpoint.actionOf(request.body)}`, componentParam: param }, { [param]: id });
+      const principal = await this.authenticator.authenticate(
+        { authorization: request.headers.authorization, clientKey: request.ip, call: { method: request.method, url: request.url } },
+        scope,
+      );
+      await this.serve(reply, id, principal, request, (call) => this.a2a.jsonRpc(call, request.body, reply.raw));
+    }
+
+    @Post(`:${param}/message::send`)
+    @ComponentParam()
+    @RequireScope(run, { componentParam: param })
+    @ApiOperation({ summary: 'A2A HTTP+JSON SendMessage' })
+    async send(
+      @CurrentPrincipal() caller: Principal,
+      @Param(param) id: string,
+      @Req() request: FastifyRequest,
+      @Res() reply: FastifyReply,
+    ): Promise<void> {
+      await this.serve(reply, id, caller, request, (call) => this.a2a.restSend(call, request.body, false, reply.raw));
+    }
+
+    @Post(`:${param}/message::stream`)
+    @ComponentParam()
+    @RequireScope(run, { componentParam: param })
+    @ApiOperation({ summary: 'A2A HTTP+JSON SendStreamingMessage (text/event-stream)' })
+    async stream(
+      @CurrentPrincipal() caller: Principal,
+      @Param(param) id: string,
+      @Req() request: FastifyRequest,
+      @Res() reply: FastifyReply,
+    ): Promise<void> {
+      await this.serve(reply, id, caller, request, (call) => this.a2a.restSend(call, request.body, true, reply.raw));
+    }
+
+    /** Hijacks the reply once the component is known to exist: an unknown one is the REST 404. */
+    async serve(
+      reply: FastifyReply,
+      id: string,
+      principal: Principal,
+      request: FastifyRequest,
+      write: (call: A2ACall) => Promise<void>,
+    ): Promise<void> {
+      this.a2a.card(kind, resource, id);
+      reply.raw.setHeader('x-request-id', request.id);
+      reply.hijack();
+      await write({ kind, resource, id, principal, headers: request.headers });
+    }
+  }
+
+  /** tasks/get and tasks/cancel over HTTP+JSON: agents and teams only. */
+  class A2ATaskController extends A2AController {
+    @Get(`:${param}/tasks/:task_id`)
+    @ComponentParam()
+    @RequireScope(read, { componentParam: param })
+    @ApiOperation({ summary: 'A2A HTTP+JSON GetTask: the run as a task (task id = run id, context id = session id)' })
+    async getTask(
+      @CurrentPrincipal() caller: Principal,
+      @Param(param) id: string,
+      @Param('task_id') taskId: string,
+      @Req() request: FastifyRequest,
+      @Res() reply: FastifyReply,
+    ): Promise<void> {
+      // Read raw: the binding's own parameter, parsed (and refused) as the SDK's transport does.
+      const { historyLength } = request.query as { historyLength?: string };
+      await this.serve(reply, id, caller, request, (call) => this.a2a.restGetTask(call, taskId, historyLength, reply.raw));
+    }
+
+    @Post(`:${param}/tasks/:task_id`)
+    @ComponentParam()
+    @ApiParam({
+      name: 'task_id',
+      description: "The task id followed by `:cancel` (the binding's custom method)",
+      example: '{task_id}:cancel',
+    })
+    @RequireScope(run, { componentParam: param })
+    @ApiOperation({ summary: 'A2A HTTP+JSON CancelTask: POST .../tasks/{task_id}:cancel' })
+    async cancelTask(
+      @CurrentPrincipal() caller: Principal,
+      @Param(param) id: string,
+      @Param('task_id') taskAndMethod: string,
+      @Req() request: FastifyRequest,
+      @Res() reply: FastifyReply,
+    ): Promise<void> {
+      const taskId = /^(.+):cancel$/.exec(taskAndMethod)?.[1];
+      if (!taskId) {
+        throw new NotFoundException(`Cannot POST ${request.url}`);
+      }
+      await this.serve(reply, id, caller, request, (call) => this.a2a.restCancelTask(call, taskId, reply.raw));
+    }
+  }
+
+  const controller = kind === 'workflow' ? A2AController : A2ATaskController;
+  Object.defineProperty(controller, 'name', { value: `${kind[0].toUpperCase()}${kind.slice(1)}A2AController` });
+  return controller;
+}
+
+export const AgentA2AController = a2aController({ kind: 'agent', resource: 'agents', param: 'agent_id' });
+export const TeamA2AController = a2aController({ kind: 'team', resource: 'teams', param: 'team_id' });
+export const WorkflowA2AController = a2aController({ kind: 'workflow', resource: 'workflows', param: 'workflow_id' });

@@ -1,0 +1,259 @@
+import { randomUUID } from 'node:crypto';
+
+import { Role, Task, TaskState } from '@a2a-js/sdk';
+import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase } from '../../../test/support/database';
+import { expectErrorBody } from '../../../test/support/error-bodies';
+import { call } from '../../../test/support/http';
+import { mintAccount, MintedAccount, ROOT_KEY } from '../../../test/support/principals';
+import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../../../test/support/processes';
+
+type Binding = 'JSONRPC' | 'HTTP+JSON';
+
+/** The SDK's own client for one component, over one binding, presenting `token` (or nothing). */
+async function connect(api: RunningApi, path: string, binding: Binding, token?: string): Promise<Client> {
+  const fetchImpl: typeof fetch = (input, init) => {
+    const headers = new Headers(init?.headers);
+    if (token) {
+      headers.set('authorization', `Bearer ${token}`);
+    }
+    return fetch(input, { ...init, headers });
+  };
+  const factory = new ClientFactory({
+    transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
+    preferredTransports: [binding],
+    cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+  });
+  // The card path resolves against the base like a relative URL: the trailing slash keeps the component segment.
+  return factory.createFromUrl(`${api.url}/a2a/${path}/`);
+}
+
+function userMessage(text: string, contextId = '') {
+  return {
+    tenant: '',
+    metadata: {},
+    configuration: undefined,
+    message: {
+      messageId: randomUUID(),
+      contextId,
+      taskId: '',
+      role: Role.ROLE_USER,
+      parts: [{ content: { $case: 'text' as const, value: text }, mediaType: 'text/plain', filename: '', metadata: {} }],
+      metadata: {},
+      extensions: [],
+      referenceTaskIds: [],
+    },
+  };
+}
+
+function artifactText(task: Task): string {
+  return task.artifacts
+    .flatMap((artifact) => artifact.parts.map((part) => (part.content?.$case === 'text' ? part.content.value : '')))
+    .join('');
+}
+
+async function send(client: Client, text: string, options: { contextId?: string; returnImmediately?: boolean } = {}): Promise<Task> {
+  const result = await client.sendMessage({
+    ...userMessage(text, options.contextId),
+    configuration: {
+      acceptedOutputModes: [],
+      taskPushNotificationConfig: undefined,
+      returnImmediately: options.returnImmediately ?? false,
+    },
+  });
+  expect('id' in result, JSON.stringify(result)).toBe(true);
+  return result as Task;
+}
+
+describe('A2A: agents, teams and workflows over the official SDK client', () => {
+  let api: RunningApi;
+  let worker: RunningProcess;
+  let owner: MintedAccount;
+  let other: MintedAccount;
+  let readOnly: MintedAccount;
+  let defaultToken: MintedAccount;
+
+  beforeAll(async () => {
+    const env = { DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' };
+    api = await startApi(env);
+    worker = await startWorker(env);
+    const all = ['sessions:read', 'agents:read', 'agents:run', 'teams:read', 'teams:run', 'workflows:read', 'workflows:run'];
+    owner = await mintAccount(api.url, ROOT_KEY, { scopes: all });
+    other = await mintAccount(api.url, ROOT_KEY, { scopes: all });
+    readOnly = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:read'] });
+    defaultToken = await mintAccount(api.url, ROOT_KEY);
+    // An api and a worker: on two shared cores their boots alone have taken over a minute.
+  }, 180_000);
+  afterAll(async () => {
+    await worker?.stop();
+    await api?.stop();
+  });
+
+  it('serves an agent card advertising JSON-RPC and HTTP+JSON at the agent URL and the bearer scheme', async () => {
+    const response = await call(api.url, 'GET', '/a2a/agents/echo-agent/.well-known/agent-card.json', { token: owner.token });
+    expect(response.status, response.text).toBe(200);
+    const url = `${api.url}/a2a/agents/echo-agent`;
+    expect(response.body).toMatchObject({
+      name: 'Echo agent',
+      supportedInterfaces: [
+        { url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+        { url, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+      ],
+      capabilities: { streaming: true },
+      securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } } },
+      // A requirement naming the bearer scheme with no scopes (proto JSON leaves out the empty scope list).
+      securityRequirements: [{ schemes: { bearer: {} } }],
+    });
+  });
+
+  it('refuses the card without a credential (401), without agents:read (403) and for an unknown agent (404)', async () => {
+    expectErrorBody(await call(api.url, 'GET', '/a2a/agents/echo-agent/.well-known/agent-card.json'), 401);
+    const forbidden = await call(api.url, 'GET', '/a2a/agents/echo-agent/.well-known/agent-card.json', { token: defaultToken.token });
+    expectErrorBody(forbidden, 403);
+    expect(forbidden.body.detail).toContain('agents:echo-agent:read');
+    expectErrorBody(await call(api.url, 'GET', '/a2a/agents/nobody/.well-known/agent-card.json', { token: owner.token }), 404);
+  });
+
+  for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
+    describe(`over ${binding}`, () => {
+      let client: Client;
+      beforeAll(async () => {
+        client = await connect(api, 'agents/echo-agent', binding, owner.token);
+      });
+
+      it('answers a message with a completed task that is an ordinary run of the caller', async () => {
+        const task = await send(client, `hello over ${binding}`);
+        expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+        expect(artifactText(task)).toBe(`hello over ${binding}`);
+        const run = await call(api.url, 'GET', `/agents/echo-agent/runs/${task.id}`, { token: owner.token });
+        expect(run.body).toMatchObject({ run_id: task.id, session_id: task.contextId, status: 'completed', user_id: `sa:${owner.name}` });
+        const sessionRuns = await call(api.url, 'GET', `/sessions/${task.contextId}/runs`, { token: owner.token });
+        expect(sessionRuns.body.data.map((listed: { run_id: string }) => listed.run_id)).toEqual([task.id]);
+      });
+
+      it('continues the session named by contextId', async () => {
+        const first = await send(client, 'first');
+        const second = await send(client, 'second', { contextId: first.contextId });
+        expect(second.contextId).toBe(first.contextId);
+        expect(second.id).not.toBe(first.id);
+      });
+
+      it('streams the run as a task, its content and a final completed status', async () => {
+        const events = [];
+        for await (const event of client.sendMessageStream(userMessage('streamed'))) {
+          events.push(event);
+        }
+        expect(events[0].payload?.$case).toBe('task');
+        const last = events.at(-1)!.payload;
+        expect(last?.$case).toBe('statusUpdate');
+        expect(last?.$case === 'statusUpdate' && last.value.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+        const content = events.flatMap((event) =>
+          event.payload?.$case === 'artifactUpdate' ? event.payload.value.artifact!.parts.map((part) => part.content?.value) : [],
+        );
+        expect(content.join('')).toBe('streamed');
+      });
+
+      it('queues a background task on returnImmediately and completes it in the worker, polled with tasks/get', async () => {
+        const submitted = await send(client, 'in the background', { returnImmediately: true });
+        expect(submitted.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+        let polled = submitted;
+        await waitFor(
+          async () => {
+            polled = await client.getTask({ id: submitted.id, tenant: '', historyLength: undefined });
+            return polled.status?.state === TaskState.TASK_STATE_COMPLETED;
+          },
+          30_000,
+          'the background task to complete',
+        );
+        expect(artifactText(polled)).toBe('in the background');
+        const run = await call(api.url, 'GET', `/agents/echo-agent/runs/${submitted.id}`, { token: owner.token });
+        expect(run.body).toMatchObject({ background: true, status: 'completed' });
+      });
+
+      it('cancels a sleep-agent task', async () => {
+        const sleeper = await connect(api, 'agents/sleep-agent', binding, owner.token);
+        const submitted = await send(sleeper, '30', { returnImmediately: true });
+        await waitFor(
+          async () =>
+            (await call(api.url, 'GET', `/agents/sleep-agent/runs/${submitted.id}`, { token: owner.token })).body.status === 'running',
+          30_000,
+          'the worker to start the task',
+        );
+        const cancelled = await sleeper.cancelTask({ id: submitted.id, tenant: '', metadata: {} });
+        expect(cancelled.id).toBe(submitted.id);
+        await waitFor(
+          async () => (await sleeper.getTask({ id: submitted.id, tenant: '' })).status?.state === TaskState.TASK_STATE_CANCELED,
+          30_000,
+          'the task to be canceled',
+        );
+      });
+
+      it("keeps a default token's task invisible to another token", async () => {
+        const asDefault = await connect(api, 'agents/echo-agent', binding, defaultToken.token).catch(() => null);
+        // A default token holds agents:run but not agents:read: it cannot read the card, so it uses the owner's.
+        const card = await (await connect(api, 'agents/echo-agent', binding, owner.token)).getAgentCard();
+        expect(asDefault).toBeNull();
+        const defaultClient = await new ClientFactory({
+          transports: [
+            new JsonRpcTransportFactory({ fetchImpl: withToken(defaultToken.token) }),
+            new RestTransportFactory({ fetchImpl: withToken(defaultToken.token) }),
+          ],
+          preferredTransports: [binding],
+        }).createFromAgentCard(card);
+        const task = await send(defaultClient, 'mine');
+        const asOther = await connect(api, 'agents/echo-agent', binding, other.token);
+        await expect(asOther.getTask({ id: task.id, tenant: '' })).rejects.toThrow(/not found/i);
+        await expect(asOther.cancelTask({ id: task.id, tenant: '', metadata: {} })).rejects.toThrow(/not found/i);
+      });
+    });
+  }
+
+  it('answers 401 without a credential and 403 without agents:run, with the standard bodies', async () => {
+    const card = await (await connect(api, 'agents/echo-agent', 'JSONRPC', owner.token)).getAgentCard();
+    const anonymous = await new ClientFactory({ transports: [new JsonRpcTransportFactory()] }).createFromAgentCard(card);
+    await expect(send(anonymous, 'x')).rejects.toThrow(/401/);
+    const narrow = await connect(api, 'agents/echo-agent', 'JSONRPC', readOnly.token);
+    await expect(send(narrow, 'x')).rejects.toThrow(/403/);
+
+    const rpc = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'x' }] } },
+    };
+    expectErrorBody(await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: rpc }), 401);
+    const refused = await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: rpc, token: readOnly.token });
+    expectErrorBody(refused, 403);
+    expect(refused.body.detail).toContain('agents:echo-agent:run');
+    expectErrorBody(await call(api.url, 'POST', '/a2a/agents/echo-agent/message:send', { json: rpc.params, token: readOnly.token }), 403);
+    // Reading a task needs agents:read only.
+    const getTask = { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: randomUUID() } };
+    const unknown = await call(api.url, 'POST', '/a2a/agents/echo-agent', {
+      json: getTask,
+      token: readOnly.token,
+      headers: { 'a2a-version': '1.0' },
+    });
+    expect(unknown.status).toBe(200);
+    expect(unknown.body).toMatchObject({ jsonrpc: '2.0', id: 2, error: { code: -32001 } });
+  });
+
+  it('serves teams like agents, and workflows with card, send and stream only', async () => {
+    const team = await connect(api, 'teams/echo-team', 'JSONRPC', owner.token);
+    expect(artifactText(await send(team, 'team'))).toBe('team');
+    const workflow = await connect(api, 'workflows/echo-workflow', 'HTTP+JSON', owner.token);
+    const task = await send(workflow, 'flow');
+    expect(artifactText(task)).toBe('flow');
+    await expect(workflow.getTask({ id: task.id, tenant: '' })).rejects.toThrow();
+    expect((await call(api.url, 'GET', `/a2a/workflows/echo-workflow/tasks/${task.id}`, { token: owner.token })).status).toBe(404);
+  });
+});
+
+function withToken(token: string): typeof fetch {
+  return (input, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set('authorization', `Bearer ${token}`);
+    return fetch(input, { ...init, headers });
+  };
+}

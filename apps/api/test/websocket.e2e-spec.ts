@@ -1,0 +1,195 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase } from '../../../test/support/database';
+import { expectErrorBody } from '../../../test/support/error-bodies';
+import { streamRun } from '../../../test/support/event-stream';
+import { call } from '../../../test/support/http';
+import { mintAccount, MintedAccount, ROOT_KEY } from '../../../test/support/principals';
+import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../../../test/support/processes';
+import { Frame, SocketClient } from '../../../test/support/websocket';
+
+const FINAL = ['RunCompleted', 'RunError', 'RunCancelled'];
+
+/** Sends a run frame and collects its events up to the final one (a run's events carry its run_id after RunStarted). */
+async function runOver(socket: SocketClient, frame: Record<string, unknown>): Promise<Frame[]> {
+  const from = socket.frames.length;
+  socket.send({ action: 'run', ...frame });
+  const started = await socket.next((received) => received.event === 'RunStarted' || received.event === 'error', 15_000, from);
+  expect(started.event, JSON.stringify(started)).toBe('RunStarted');
+  const runId = started.data!.run_id as string;
+  await socket.final(runId);
+  return socket.frames.slice(from).filter((received) => received.data?.run_id === runId);
+}
+
+describe('WebSocket /ws', () => {
+  let api: RunningApi;
+  let open: RunningApi;
+  let worker: RunningProcess;
+  let alice: MintedAccount;
+  let bob: MintedAccount;
+  let teamsOnly: MintedAccount;
+  const sockets: SocketClient[] = [];
+  const connect = async (baseUrl: string, token?: string) => {
+    const socket = await SocketClient.open(baseUrl, token);
+    sockets.push(socket);
+    return socket;
+  };
+
+  beforeAll(async () => {
+    const env = { DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' };
+    [api, open] = await Promise.all([startApi(env), startApi({ DATABASE_URL: await createTestDatabase(), DEMO_COMPONENTS: 'true' })]);
+    worker = await startWorker(env);
+    alice = await mintAccount(api.url, ROOT_KEY);
+    bob = await mintAccount(api.url, ROOT_KEY);
+    teamsOnly = await mintAccount(api.url, ROOT_KEY, { scopes: ['teams:run'] });
+    // Two apis and a worker: on two shared cores their boots alone have taken over a minute.
+  }, 180_000);
+  afterAll(async () => {
+    sockets.forEach((socket) => socket.close());
+    await worker?.stop();
+    await Promise.all([api?.stop(), open?.stop()]);
+  });
+
+  it('authenticates by the upgrade header and streams a run with the same events as stream=true', async () => {
+    const socket = await connect(api.url, alice.token);
+    expect(await socket.next((frame) => frame.event === 'authenticated')).toEqual({
+      event: 'authenticated',
+      data: { principal: `sa:${alice.name}`, scopes: alice.scopes },
+    });
+    const overSocket = await runOver(socket, { component_type: 'agent', component_id: 'echo-agent', message: 'over the socket' });
+    const overSse = await streamRun(api.url, '/agents/echo-agent/runs', { token: alice.token, json: { message: 'over the socket' } });
+    expect(overSocket.map((frame) => frame.event)).toEqual(overSse.map((event) => event.event));
+    expect(overSocket.map((frame) => frame.event)).toEqual(['RunStarted', 'RunContent', 'RunCompleted']);
+    const [socketDone, sseDone] = [overSocket.at(-1)!.data!, overSse.at(-1)!.data];
+    expect(Object.keys(socketDone).sort()).toEqual(Object.keys(sseDone).sort());
+    expect(socketDone).toMatchObject({ status: 'completed', content: 'over the socket', user_id: `sa:${alice.name}`, background: false });
+    // An ordinary run: readable over REST.
+    const rest = await call(api.url, 'GET', `/agents/echo-agent/runs/${socketDone.run_id}`, { token: alice.token });
+    expect(rest.body).toEqual(socketDone);
+  });
+
+  it('authenticates by a first frame, and refuses actions before it without closing', async () => {
+    const socket = await connect(api.url);
+    socket.send({ action: 'run', component_type: 'agent', component_id: 'echo-agent', message: 'too early' });
+    expect(await socket.next((frame) => frame.event === 'error')).toMatchObject({ status: 401 });
+    socket.send({ action: 'authenticate', token: alice.token });
+    expect(await socket.next((frame) => frame.event === 'authenticated')).toMatchObject({ data: { principal: `sa:${alice.name}` } });
+    const events = await runOver(socket, { component_type: 'team', component_id: 'echo-team', message: 'after the frame' });
+    expect(events.at(-1)).toMatchObject({ event: 'RunCompleted', data: { content: 'after the frame' } });
+  });
+
+  it('closes a socket that sends no credential within 10 s with auth_error', async () => {
+    const started = Date.now();
+    const socket = await connect(api.url);
+    const closed = await socket.closed;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(9_500);
+    expect(closed.code).toBe(1008);
+    expect(socket.frames).toEqual([{ event: 'auth_error', detail: expect.stringContaining('10 s') }]);
+  }, 30_000);
+
+  it('answers a bad token with auth_error and closes, even on an instance without authentication', async () => {
+    const byHeader = await connect(open.url, 'not-a-real-token');
+    expect((await byHeader.closed).code).toBe(1008);
+    expect(byHeader.frames).toEqual([{ event: 'auth_error', detail: 'Invalid authentication token' }]);
+    const byFrame = await connect(open.url);
+    byFrame.send({ action: 'authenticate', token: 'svc_pat_not-a-real-token' });
+    expect((await byFrame.closed).code).toBe(1008);
+    expect(byFrame.frames).toEqual([{ event: 'auth_error', detail: 'Invalid authentication token' }]);
+    // Without a token, an open instance serves the socket anonymously, as it serves REST.
+    const anonymous = await connect(open.url);
+    const events = await runOver(anonymous, { component_type: 'agent', component_id: 'echo-agent', message: 'anonymous' });
+    expect(events.at(-1)).toMatchObject({ event: 'RunCompleted', data: { user_id: null } });
+    expect(anonymous.frames[0]).toEqual({ event: 'authenticated', data: { principal: null, scopes: [] } });
+    const bad = await connect(api.url);
+    bad.send({ action: 'authenticate', token: 'svc_pat_not-a-real-token' });
+    expect((await bad.closed).code).toBe(1008);
+    expect(bad.frames).toEqual([{ event: 'auth_error', detail: expect.any(String) }]);
+  });
+
+  it('follows a background run with watch until its final event', async () => {
+    const queued = await call(api.url, 'POST', '/agents/sleep-agent/runs', {
+      token: alice.token,
+      json: { message: '0.5', background: true },
+    });
+    expect(queued.status).toBe(202);
+    const socket = await connect(api.url, alice.token);
+    socket.send({ action: 'watch', run_id: queued.body.run_id });
+    expect(await socket.next((frame) => frame.event === 'RunStarted')).toMatchObject({ data: { run_id: queued.body.run_id } });
+    expect(await socket.final(queued.body.run_id, 30_000)).toMatchObject({
+      event: 'RunCompleted',
+      data: { status: 'completed', content: 'Slept 0.5 s', background: true },
+    });
+  });
+
+  it('cancels a run, and keeps another token from watching or cancelling it', async () => {
+    const queued = await call(api.url, 'POST', '/agents/sleep-agent/runs', {
+      token: alice.token,
+      json: { message: '30', background: true },
+    });
+    const runId = queued.body.run_id as string;
+    await waitFor(
+      async () => (await call(api.url, 'GET', `/agents/sleep-agent/runs/${runId}`, { token: alice.token })).body.status === 'running',
+      30_000,
+      'the run to start',
+    );
+    const asBob = await connect(api.url, bob.token);
+    asBob.send({ action: 'cancel', run_id: runId });
+    expect(await asBob.next((frame) => frame.event === 'error')).toMatchObject({ status: 404 });
+    const socket = await connect(api.url, alice.token);
+    socket.send({ action: 'watch', run_id: runId });
+    await socket.next((frame) => frame.event === 'RunStarted');
+    socket.send({ action: 'cancel', run_id: runId });
+    expect(await socket.next((frame) => frame.event === 'CancelRequested')).toMatchObject({ data: { run_id: runId } });
+    expect(await socket.final(runId, 30_000)).toMatchObject({ event: 'RunCancelled', data: { status: 'cancelled' } });
+  });
+
+  it('answers a missing scope with a 403 frame and keeps the socket open', async () => {
+    const socket = await connect(api.url, teamsOnly.token);
+    socket.send({ action: 'run', component_type: 'agent', component_id: 'echo-agent', message: 'not mine' });
+    const refused = await socket.next((frame) => frame.event === 'error');
+    expect(refused).toEqual({ event: 'error', status: 403, detail: expect.stringContaining('agents:echo-agent:run') });
+    const events = await runOver(socket, { component_type: 'team', component_id: 'echo-team', message: 'still open' });
+    expect(events.at(-1)).toMatchObject({ event: 'RunCompleted', data: { content: 'still open' } });
+    socket.send({ action: 'launch' });
+    expect(await socket.next((frame) => frame.event === 'error' && frame.status === 400)).toMatchObject({
+      detail: expect.stringContaining('action'),
+    });
+  });
+
+  it('closes a socket whose client stops reading once 1 MiB of frames wait for it (1013), instead of buffering without bound', async () => {
+    const socket = await connect(api.url, alice.token);
+    await socket.next((frame) => frame.event === 'authenticated');
+    const tcp = (socket.socket as unknown as { _socket: { pause(): void; resume(): void } })._socket;
+    tcp.pause();
+    const big = 'x'.repeat(512 * 1024);
+    for (let index = 0; index < 40; index += 1) {
+      socket.send({ action: 'run', component_type: 'agent', component_id: 'echo-agent', message: big });
+    }
+    // Let the server run them and fill the kernel's buffers and then its own, then read again.
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    tcp.resume();
+    const closed = await socket.closed;
+    expect(closed).toEqual({ code: 1013, reason: 'Send buffer full: the client reads too slowly' });
+    expect(socket.frames.filter((frame) => frame.event === 'RunCompleted').length).toBeLessThan(40);
+    expect(api.output()).toContain('closing a WebSocket whose client reads too slowly');
+  }, 60_000);
+
+  it('answers a plain GET with 426', async () => {
+    const response = await call(api.url, 'GET', '/ws');
+    expectErrorBody(response, 426);
+  });
+
+  it('runs echo-agent on 200 concurrent sockets without an error', async () => {
+    const many = await Promise.all(Array.from({ length: 200 }, () => connect(api.url, alice.token)));
+    const results = await Promise.all(
+      many.map((socket, index) => runOver(socket, { component_type: 'agent', component_id: 'echo-agent', message: `socket ${index}` })),
+    );
+    results.forEach((events, index) =>
+      expect(events.at(-1)).toMatchObject({ event: 'RunCompleted', data: { content: `socket ${index}` } }),
+    );
+    expect(
+      many.flatMap((socket) => socket.frames).filter((frame) => FINAL.includes(frame.event) === false && frame.event === 'error'),
+    ).toEqual([]);
+    many.forEach((socket) => socket.close());
+  }, 120_000);
+});

@@ -1,0 +1,243 @@
+import { IncomingHttpHeaders, ServerResponse } from 'node:http';
+
+import {
+  A2A_CONTENT_TYPE,
+  A2A_VERSION_HEADER,
+  AgentCard,
+  Extensions,
+  formatSSEErrorEvent,
+  formatSSEEvent,
+  HTTP_EXTENSION_HEADER,
+  SendMessageRequest,
+  SendMessageResponse,
+  SSE_HEADERS,
+  StreamResponse,
+  Task,
+} from '@a2a-js/sdk';
+import { A2AError, RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
+import { defaultServerCallContextBuilder, JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
+import { Inject, Injectable } from '@nestjs/common';
+
+import { Principal } from '@app/access';
+import { Authenticator } from '@app/auth';
+import { Env, SERVICE_VERSION } from '@app/config';
+import { ErrorRenderer } from '@app/errors';
+import { ComponentKind, RunsService } from '@app/runs';
+
+import { agentCard } from './agent-card';
+import { PrincipalUser, RunsRequestHandler } from './runs-request-handler';
+
+export const A2A_ERROR_RENDERER = Symbol('A2AErrorRenderer');
+
+/** A component's A2A routes: its kind (and URL segment), its id, and the caller the route authenticated. */
+export interface A2ACall {
+  kind: ComponentKind;
+  resource: string;
+  id: string;
+  principal: Principal;
+  headers: IncomingHttpHeaders;
+}
+
+/** JSON-RPC methods that start or stop work need the kind's `:run` scope; the rest read (DESIGN.md, agno's A2A scope map). */
+const RUN_METHODS = new Set([
+  'SendMessage',
+  'SendStreamingMessage',
+  'CancelTask',
+  'CreateTaskPushNotificationConfig',
+  'DeleteTaskPushNotificationConfig',
+]);
+
+/**
+ * Serves A2A for every component with the SDK's JSON-RPC transport and its HTTP+JSON wire format, over
+ * the runs request handler. The routes authenticate first; this writes the protocol's answers.
+ */
+@Injectable()
+export class A2AEndpoint {
+  private readonly handlers = new Map<string, RunsRequestHandler>();
+
+  constructor(
+    private readonly env: Env,
+    private readonly authenticator: Authenticator,
+    private readonly runs: RunsService,
+    @Inject(A2A_ERROR_RENDERER) private readonly errors: ErrorRenderer,
+  ) {}
+
+  /** The scope action a JSON-RPC request needs: `run` or `read`. */
+  static actionOf(body: unknown): 'run' | 'read' {
+    const method = (body as { method?: unknown } | null)?.method;
+    return typeof method === 'string' && RUN_METHODS.has(method) ? 'run' : 'read';
+  }
+
+  /** The card as JSON (404 for an unknown component, as REST answers). */
+  card(kind: ComponentKind, resource: string, id: string): unknown {
+    return AgentCard.toJSON(this.handler(kind, resource, id).card);
+  }
+
+  async jsonRpc(call: A2ACall, body: unknown, response: ServerResponse): Promise<void> {
+    const handler = this.handler(call.kind, call.resource, call.id);
+    const context = callContext(call);
+    const transport = new JsonRpcTransportHandler(handler);
+    const id = (body as { id?: string | number | null } | null)?.id ?? null;
+    try {
+      validateVersion(context.requestedVersion, handler.card, 'JSONRPC');
+    } catch (error) {
+      writeJson(response, 200, { jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(error) });
+      return;
+    }
+    const result = await transport.handle(body as Record<string, unknown>, context);
+    if (!isAsyncIterable(result)) {
+      writeJson(response, 200, result);
+      return;
+    }
+    const rpcError = (error: unknown) => ({ jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(error) });
+    await writeStream(
+      response,
+      result,
+      (error) => formatSSEErrorEvent(rpcError(error)),
+      (error) => writeJson(response, 200, rpcError(error)),
+    );
+  }
+
+  /** HTTP+JSON `POST .../message:send` and `.../message:stream`. */
+  async restSend(call: A2ACall, body: unknown, stream: boolean, response: ServerResponse): Promise<void> {
+    await this.rest(call, response, async (handler, context) => {
+      const params = SendMessageRequest.fromJSON(body ?? {});
+      if (!stream) {
+        return SendMessageResponse.toJSON({ payload: { $case: 'task', value: await handler.sendMessage(params, context) } });
+      }
+      const events = handler.sendMessageStream(params, context);
+      await writeStream(
+        response,
+        mapAsync(events, (event) => StreamResponse.toJSON(event)),
+        (error) => formatSSEErrorEvent(toRestErrorBody(error, restStatusFor(error))),
+        (error) => writeRestError(response, error),
+      );
+      return undefined;
+    });
+  }
+
+  /** HTTP+JSON `GET .../tasks/{id}`. */
+  async restGetTask(call: A2ACall, taskId: string, historyLength: string | undefined, response: ServerResponse): Promise<void> {
+    await this.rest(call, response, async (handler, context) =>
+      Task.toJSON(await handler.getTask({ id: taskId, tenant: '', historyLength: count(historyLength) }, context)),
+    );
+  }
+
+  /** HTTP+JSON `POST .../tasks/{id}:cancel`. */
+  async restCancelTask(call: A2ACall, taskId: string, response: ServerResponse): Promise<void> {
+    await this.rest(call, response, async (handler, context) =>
+      Task.toJSON(await handler.cancelTask({ id: taskId, tenant: '', metadata: {} }, context)),
+    );
+  }
+
+  private async rest(
+    call: A2ACall,
+    response: ServerResponse,
+    answer: (handler: RunsRequestHandler, context: ServerCallContext) => Promise<unknown>,
+  ): Promise<void> {
+    const handler = this.handler(call.kind, call.resource, call.id);
+    try {
+      const context = callContext(call);
+      validateVersion(context.requestedVersion, handler.card, 'HTTP+JSON');
+      const body = await answer(handler, context);
+      if (body !== undefined) {
+        writeJson(response, 200, body, A2A_CONTENT_TYPE);
+      }
+    } catch (error) {
+      // The handler turns every failure of its own into an A2A error: anything else is a body the binding's types refused.
+      writeRestError(response, error instanceof A2AError ? error : new RequestMalformedError('The body is not a valid A2A request'));
+    }
+  }
+
+  private handler(kind: ComponentKind, resource: string, id: string): RunsRequestHandler {
+    const key = `${kind}/${id}`;
+    let handler = this.handlers.get(key);
+    if (!handler) {
+      const component = this.runs.getComponent(kind, id);
+      const card = agentCard(component, {
+        baseUrl: this.env.publicUrl,
+        resource,
+        provider: this.env.OS_NAME,
+        version: SERVICE_VERSION,
+        credentialRequired: this.authenticator.mode !== 'none',
+      });
+      handler = new RunsRequestHandler(this.runs, { kind, id, card, tasks: kind !== 'workflow' }, this.errors);
+      this.handlers.set(key, handler);
+    }
+    return handler;
+  }
+}
+
+function callContext(call: A2ACall): ServerCallContext {
+  const header = (name: string) => {
+    const value = call.headers[name.toLowerCase()];
+    return Array.isArray(value) ? value.join(',') : value;
+  };
+  return defaultServerCallContextBuilder({
+    extensions: Extensions.parseServiceParameter(header(HTTP_EXTENSION_HEADER)),
+    user: new PrincipalUser(call.principal),
+    headers: call.headers,
+    requestedVersion: header(A2A_VERSION_HEADER) || undefined,
+  });
+}
+
+/** `historyLength` of the query string, as the SDK's own HTTP+JSON transport reads it. */
+function count(value: string | undefined): number | undefined {
+  if (value === undefined || value === '') {
+    return undefined;
+  }
+  if (!/^\d+$/.test(value)) {
+    throw new RequestMalformedError('historyLength must be a non-negative integer');
+  }
+  return Number(value);
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return typeof (value as AsyncIterable<unknown> | null)?.[Symbol.asyncIterator] === 'function';
+}
+
+async function* mapAsync<T, U>(source: AsyncIterable<T>, map: (value: T) => U): AsyncGenerator<U> {
+  for await (const value of source) {
+    yield map(value);
+  }
+}
+
+function writeJson(response: ServerResponse, status: number, body: unknown, contentType = 'application/json'): void {
+  response.writeHead(status, { 'content-type': `${contentType}; charset=utf-8` });
+  response.end(JSON.stringify(body));
+}
+
+function writeRestError(response: ServerResponse, error: unknown): void {
+  const status = restStatusFor(error);
+  writeJson(response, status, toRestErrorBody(error, status), A2A_CONTENT_TYPE);
+}
+
+/**
+ * Server-sent events, as the SDK's own transports write them. The response starts with the first event,
+ * so an error before it (a malformed message, an unknown session) is an ordinary error answer.
+ */
+async function writeStream(
+  response: ServerResponse,
+  events: AsyncIterable<unknown>,
+  errorEvent: (error: unknown) => string,
+  errorBeforeStart: (error: unknown) => void,
+): Promise<void> {
+  const iterator = events[Symbol.asyncIterator]();
+  let next: IteratorResult<unknown>;
+  try {
+    next = await iterator.next();
+  } catch (error) {
+    errorBeforeStart(error);
+    return;
+  }
+  response.writeHead(200, SSE_HEADERS);
+  try {
+    while (!next.done) {
+      response.write(formatSSEEvent(next.value));
+      next = await iterator.next();
+    }
+  } catch (error) {
+    response.write(errorEvent(error));
+  }
+  response.end();
+}

@@ -1,0 +1,61 @@
+import { A2A_PROTOCOL_VERSION, AgentCard } from '@a2a-js/sdk';
+
+import { ComponentDto } from '@app/runs';
+
+export const A2A_PATH = '/a2a';
+
+/** The bindings every card advertises, both served at the component's A2A URL (JSON-RPC at it, HTTP+JSON beneath it). */
+export const A2A_BINDINGS = ['JSONRPC', 'HTTP+JSON'] as const;
+
+export interface CardOptions {
+  /** PUBLIC_URL: the interfaces' URLs are absolute. */
+  baseUrl: string;
+  /** URL segment of the kind: agents, teams, workflows. */
+  resource: string;
+  provider: string;
+  version: string;
+  /** False on an instance without authentication: the bearer scheme is advertised but not required. */
+  credentialRequired: boolean;
+}
+
+/** A component's agent card: its A2A URL for each binding, streaming, and the bearer scheme every route takes. */
+export function agentCard(component: ComponentDto, options: CardOptions): AgentCard {
+  const url = `${options.baseUrl.replace(/\/$/, '')}${A2A_PATH}/${options.resource}/${encodeURIComponent(component.id)}`;
+  return {
+    name: component.name,
+    description: component.description || component.name,
+    supportedInterfaces: A2A_BINDINGS.map((protocolBinding) => ({
+      url,
+      protocolBinding,
+      tenant: '',
+      protocolVersion: A2A_PROTOCOL_VERSION,
+    })),
+    provider: { organization: options.provider, url: options.baseUrl },
+    version: options.version,
+    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    securitySchemes: {
+      bearer: {
+        scheme: {
+          $case: 'httpAuthSecurityScheme',
+          value: { scheme: 'Bearer', bearerFormat: '', description: 'A service-account token, a JWT or the security key' },
+        },
+      },
+    },
+    securityRequirements: options.credentialRequired ? [{ schemes: { bearer: { list: [] } } }] : [],
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [
+      {
+        id: component.id,
+        name: component.name,
+        description: component.description || component.name,
+        tags: [component.type],
+        examples: [],
+        inputModes: [],
+        outputModes: [],
+        securityRequirements: [],
+      },
+    ],
+    signatures: [],
+  };
+}

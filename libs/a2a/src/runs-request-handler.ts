@@ -1,0 +1,246 @@
+import { EventEmitter, on } from 'node:events';
+
+import {
+  AgentCard,
+  CancelTaskRequest,
+  GetTaskRequest,
+  Message,
+  SendMessageRequest,
+  StreamResponse,
+  Task,
+  TaskPushNotificationConfig,
+} from '@a2a-js/sdk';
+import {
+  A2AError,
+  PushNotificationNotSupportedError,
+  RequestMalformedError,
+  TaskNotCancelableError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+} from '@a2a-js/sdk/errors';
+import { A2ARequestHandler, ServerCallContext, User } from '@a2a-js/sdk/server';
+
+import { Principal } from '@app/access';
+import { ErrorRenderer } from '@app/errors';
+import { ComponentKind, RunDto, RunErrorCode, RunEvent, RunException, RunRequest, RunsService, SESSION_ID } from '@app/runs';
+
+import { contentArtifact, messageText, startedTask, submittedTask, taskStatus, toTask } from './run-task';
+
+/** The A2A view of an authenticated caller: the transports hand it to the request handler in the call context. */
+export class PrincipalUser implements User {
+  constructor(readonly principal: Principal) {}
+
+  get isAuthenticated(): boolean {
+    return this.principal.kind !== 'anonymous';
+  }
+
+  get userName(): string {
+    return this.principal.userId ?? '';
+  }
+}
+
+export interface A2AComponent {
+  kind: ComponentKind;
+  id: string;
+  card: AgentCard;
+  /** Workflows answer message/send and message/stream only. */
+  tasks: boolean;
+}
+
+/**
+ * The SDK's request handler interface, implemented over the run domain rather than the SDK's in-process
+ * task store: a task is a run (task id = run id, context id = session id), so A2A runs are attributed,
+ * self-scoped, listed, queued and cancelled like any other, on any api replica and in the worker.
+ */
+export class RunsRequestHandler implements A2ARequestHandler {
+  constructor(
+    private readonly runs: RunsService,
+    private readonly component: A2AComponent,
+    private readonly errors: ErrorRenderer,
+  ) {}
+
+  get card(): AgentCard {
+    return this.component.card;
+  }
+
+  async getAgentCard(): Promise<AgentCard> {
+    return this.component.card;
+  }
+
+  getAuthenticatedExtendedAgentCard(): Promise<AgentCard> {
+    return Promise.reject(new UnsupportedOperationError('This agent has no extended card'));
+  }
+
+  /** Waits for the finished run, or with `returnImmediately` queues it as a background run and answers the submitted task. */
+  async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Task> {
+    const caller = principalOf(context);
+    const request = runRequest(params);
+    const { kind, id } = this.component;
+    return this.translated('SendMessage', async () => {
+      if (params.configuration?.returnImmediately) {
+        return submittedTask(await this.runs.enqueue(caller, kind, id, request), request.message, this.component);
+      }
+      return toTask(await this.runs.run(caller, kind, id, request));
+    });
+  }
+
+  /** The run's events as A2A updates: the task (working), its content as one artifact in pieces, then the final status. */
+  async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    const caller = principalOf(context);
+    const request = runRequest(params);
+    const events = new EventEmitter();
+    const finished = this.runs
+      .stream(caller, this.component.kind, this.component.id, request, (event) => events.emit('event', event))
+      .then(
+        () => events.emit('end'),
+        // Only while the stream is read: an 'error' nobody listens for would throw here instead.
+        (error: unknown) => events.listenerCount('error') > 0 && events.emit('error', this.toA2AError(error, 'SendStreamingMessage')),
+      );
+    const task = { taskId: '', contextId: '', input: request.message, streamed: false };
+    try {
+      for await (const [event] of on(events, 'event', { close: ['end'] }) as AsyncIterableIterator<[RunEvent]>) {
+        yield* streamResponses(event, task);
+      }
+    } finally {
+      await finished;
+    }
+  }
+
+  async getTask(params: GetTaskRequest, context: ServerCallContext): Promise<Task> {
+    this.requireTasks();
+    const task = await this.translated('GetTask', async () =>
+      toTask(await this.runs.get(principalOf(context), this.component.kind, this.component.id, params.id)),
+    );
+    if (params.historyLength !== undefined) {
+      task.history = params.historyLength > 0 ? task.history.slice(-params.historyLength) : [];
+    }
+    return task;
+  }
+
+  /** Records the cancellation: a queued task is canceled at once, a working one at its run's next checkpoint. */
+  async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
+    this.requireTasks();
+    const run = await this.translated('CancelTask', () =>
+      this.runs.cancel(principalOf(context), this.component.kind, this.component.id, params.id),
+    );
+    if (run.status === 'completed' || run.status === 'failed') {
+      throw new TaskNotCancelableError(`Task ${run.run_id} already ${run.status}`);
+    }
+    return toTask(run);
+  }
+
+  listTasks(): Promise<never> {
+    return Promise.reject(new UnsupportedOperationError('List the runs of a session with GET /sessions/{session_id}/runs'));
+  }
+
+  resubscribe(): AsyncGenerator<StreamResponse, void, undefined> {
+    return (async function* refuse(): AsyncGenerator<StreamResponse, void, undefined> {
+      yield* [];
+      throw new UnsupportedOperationError('Poll tasks/get, or follow the run with the WebSocket watch action');
+    })();
+  }
+
+  createTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
+    return Promise.reject(new PushNotificationNotSupportedError());
+  }
+
+  getTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
+    return Promise.reject(new PushNotificationNotSupportedError());
+  }
+
+  listTaskPushNotificationConfigs(): Promise<never> {
+    return Promise.reject(new PushNotificationNotSupportedError());
+  }
+
+  deleteTaskPushNotificationConfig(): Promise<void> {
+    return Promise.reject(new PushNotificationNotSupportedError());
+  }
+
+  private requireTasks(): void {
+    if (!this.component.tasks) {
+      throw new UnsupportedOperationError(`A ${this.component.kind} answers message/send and message/stream only`);
+    }
+  }
+
+  private async translated<T>(method: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      throw this.toA2AError(error, method);
+    }
+  }
+
+  /** Our errors as the protocol's: an unknown run is TaskNotFound; anything else keeps the REST wording (and a 500's error_id). */
+  private toA2AError(error: unknown, method: string): A2AError {
+    if (error instanceof A2AError) {
+      return error;
+    }
+    if (error instanceof RunException && error.code === RunErrorCode.RunNotFound) {
+      return new TaskNotFoundError(error.detail);
+    }
+    const { status, detail } = this.errors.render(error, `A2A ${method} ${this.component.kind} ${this.component.id}`);
+    if (status >= 500) {
+      return status === 503 ? new UnsupportedOperationError(detail) : new A2AError(detail);
+    }
+    return new RequestMalformedError(detail);
+  }
+}
+
+function principalOf(context: ServerCallContext): Principal {
+  if (!(context.user instanceof PrincipalUser)) {
+    // The transports always authenticate first; a context without our user is a wiring mistake.
+    throw new A2AError('Unauthenticated A2A call');
+  }
+  return context.user.principal;
+}
+
+/** An A2A message as a run request: its text is the run's message, its context id the session to continue. */
+function runRequest(params: SendMessageRequest): RunRequest {
+  const message: Message | undefined = params.message;
+  if (!message?.messageId) {
+    throw new RequestMalformedError('message.messageId is required');
+  }
+  if (message.taskId) {
+    throw new UnsupportedOperationError('Tasks here finish in one turn: send a new message with the same contextId to continue');
+  }
+  const text = messageText(message);
+  if (text === '') {
+    throw new RequestMalformedError('message needs a text part');
+  }
+  if (message.contextId && !SESSION_ID.test(message.contextId)) {
+    throw new RequestMalformedError('contextId must be 1-128 letters, digits, ., _, : or -');
+  }
+  return { message: text, session_id: message.contextId || undefined };
+}
+
+/** What a stream knows of its task: ids from RunStarted (content events carry the run id only), and whether content has streamed. */
+interface StreamedTask {
+  taskId: string;
+  contextId: string;
+  input: string;
+  streamed: boolean;
+}
+
+function* streamResponses(event: RunEvent, task: StreamedTask): Generator<StreamResponse> {
+  const ids = () => ({ taskId: task.taskId, contextId: task.contextId });
+  switch (event.event) {
+    case 'RunStarted':
+      Object.assign(task, { taskId: String(event.data.run_id), contextId: String(event.data.session_id) });
+      yield { payload: { $case: 'task', value: startedTask(event, task.input) } };
+      return;
+    case 'RunContent': {
+      const artifact = contentArtifact(task.taskId, String(event.data.content));
+      yield { payload: { $case: 'artifactUpdate', value: { ...ids(), artifact, append: task.streamed, lastChunk: false, metadata: {} } } };
+      task.streamed = true;
+      return;
+    }
+    default: {
+      const run = event.data as unknown as RunDto;
+      if (typeof run.content === 'string' && !task.streamed) {
+        const artifact = contentArtifact(task.taskId, run.content);
+        yield { payload: { $case: 'artifactUpdate', value: { ...ids(), artifact, append: false, lastChunk: true, metadata: {} } } };
+      }
+      yield { payload: { $case: 'statusUpdate', value: { ...ids(), status: taskStatus(run), metadata: {} } } };
+    }
+  }
+}

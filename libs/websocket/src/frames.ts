@@ -1,0 +1,73 @@
+import { COMPONENT_KINDS, ComponentKind, SESSION_ID } from '@app/runs';
+
+/** What a client may send on /ws (DESIGN.md): authenticate first unless the upgrade carried a credential, then run, watch or cancel. */
+export type ClientFrame =
+  | { action: 'authenticate'; token: string }
+  | { action: 'run'; component_type: ComponentKind; component_id: string; message: string; session_id?: string }
+  | { action: 'watch'; run_id: string }
+  | { action: 'cancel'; run_id: string };
+
+/** A frame that is not one of the above: answered with an error frame of this status, the socket stays open. */
+export class FrameRejected extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: string,
+  ) {
+    super(detail);
+  }
+}
+
+const KIND_NAMES: Record<string, ComponentKind> = Object.fromEntries(
+  COMPONENT_KINDS.flatMap((kind) => [
+    [kind, kind],
+    [`${kind}s`, kind],
+  ]),
+);
+
+function text(frame: Record<string, unknown>, field: string, optional = false): string | undefined {
+  const value = frame[field];
+  if (value === undefined && optional) {
+    return undefined;
+  }
+  if (typeof value !== 'string' || value === '' || value.includes('\u0000')) {
+    throw new FrameRejected(422, `'${field}' must be a non-empty string`);
+  }
+  return value;
+}
+
+export function parseFrame(data: string): ClientFrame {
+  let frame: unknown;
+  try {
+    frame = JSON.parse(data);
+  } catch {
+    throw new FrameRejected(400, 'A frame is a JSON object with an "action"');
+  }
+  if (typeof frame !== 'object' || frame === null || Array.isArray(frame)) {
+    throw new FrameRejected(400, 'A frame is a JSON object with an "action"');
+  }
+  const fields = frame as Record<string, unknown>;
+  switch (fields.action) {
+    case 'authenticate':
+      return { action: 'authenticate', token: text(fields, 'token')! };
+    case 'run': {
+      const kind = KIND_NAMES[String(fields.component_type)];
+      if (!kind) {
+        throw new FrameRejected(422, "'component_type' must be agent, team or workflow");
+      }
+      const sessionId = text(fields, 'session_id', true);
+      if (sessionId !== undefined && !SESSION_ID.test(sessionId)) {
+        throw new FrameRejected(422, "'session_id' must be 1-128 letters, digits, ., _, : or -");
+      }
+      const message = fields.message;
+      if (typeof message !== 'string' || message.includes('\u0000')) {
+        throw new FrameRejected(422, "'message' must be a string");
+      }
+      return { action: 'run', component_type: kind, component_id: text(fields, 'component_id')!, message, session_id: sessionId };
+    }
+    case 'watch':
+    case 'cancel':
+      return { action: fields.action, run_id: text(fields, 'run_id')! };
+    default:
+      throw new FrameRejected(400, "'action' must be authenticate, run, watch or cancel");
+  }
+}

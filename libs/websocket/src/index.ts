@@ -1,0 +1,4 @@
+export * from './frames';
+export * from './openapi';
+export * from './run-socket';
+export * from './run-socket.gateway';

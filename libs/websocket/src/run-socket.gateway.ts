@@ -1,0 +1,50 @@
+import fastifyWebsocket from '@fastify/websocket';
+import { Inject, Injectable, Provider, Type } from '@nestjs/common';
+import { FastifyInstance } from 'fastify';
+import { PinoLogger } from 'nestjs-pino';
+
+import { Authenticator } from '@app/auth';
+import { ErrorRenderer } from '@app/errors';
+import { RunsService } from '@app/runs';
+
+import { RunSocket } from './run-socket';
+
+export const WEBSOCKET_PATH = '/ws';
+const WS_ERROR_RENDERER = Symbol('WsErrorRenderer');
+
+/**
+ * Mounts /ws on the api's Fastify instance with @fastify/websocket. The route is Fastify's own (Nest has
+ * no WebSocket routes on Fastify); its onRequest hooks (security headers, an open instance's Host rule)
+ * still run for the upgrade. A plain GET answers 426.
+ */
+@Injectable()
+export class RunSocketGateway {
+  constructor(
+    private readonly authenticator: Authenticator,
+    private readonly runs: RunsService,
+    @Inject(WS_ERROR_RENDERER) private readonly errors: ErrorRenderer,
+    private readonly pino: PinoLogger,
+  ) {}
+
+  async register(fastify: FastifyInstance, maxFrameBytes: number): Promise<void> {
+    await fastify.register(fastifyWebsocket, { options: { maxPayload: maxFrameBytes } });
+    const services = { authenticator: this.authenticator, runs: this.runs, errors: this.errors };
+    fastify.route({
+      method: 'GET',
+      url: WEBSOCKET_PATH,
+      handler: (_request, reply) => reply.status(426).header('upgrade', 'websocket').send({ detail: 'Upgrade to a WebSocket to use /ws' }),
+      wsHandler: (socket, request) =>
+        new RunSocket(
+          socket,
+          { authorization: request.headers.authorization, clientKey: request.ip, call: { method: request.method, url: request.url } },
+          services,
+          this.pino.logger.child({ request_id: request.id }),
+        ).start(),
+    });
+  }
+}
+
+/** The gateway, provided in the app's module beside its RunsModule; the app says how errors read. */
+export function websocketProviders(errorRenderer: Type<ErrorRenderer>): Provider[] {
+  return [RunSocketGateway, { provide: WS_ERROR_RENDERER, useClass: errorRenderer }];
+}

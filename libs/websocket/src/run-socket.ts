@@ -1,0 +1,199 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { FastifyBaseLogger } from 'fastify';
+import type { RawData, WebSocket } from 'ws';
+
+import { forComponent, Principal } from '@app/access';
+import { Authenticator, AuthErrorCode, AuthException, Credentials } from '@app/auth';
+import { ErrorRenderer } from '@app/errors';
+import { ComponentKind, finalEvent, RunDto, RunEvent, RunsService } from '@app/runs';
+
+import { ClientFrame, FrameRejected, parseFrame } from './frames';
+
+export const AUTH_TIMEOUT_MS = 10_000;
+export const HEARTBEAT_MS = 30_000;
+/** Bytes a socket may hold unsent before the client counts as too slow and is disconnected (close code 1013). */
+export const MAX_BUFFERED_BYTES = 1024 * 1024;
+/** How often `watch` reads a background run that a worker is running. */
+const WATCH_POLL_MS = 200;
+const FINAL = new Set(['completed', 'failed', 'cancelled']);
+
+export interface SocketServices {
+  authenticator: Authenticator;
+  runs: RunsService;
+  errors: ErrorRenderer;
+}
+
+/**
+ * One /ws connection. It authenticates once (the upgrade's Authorization header, or an `authenticate`
+ * frame within 10 s), then answers each action after the scope check of its REST route, concurrently:
+ * a `cancel` need not wait for a `run` on the same socket.
+ */
+export class RunSocket {
+  private principal: Promise<Principal> | null = null;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private authTimer: NodeJS.Timeout | undefined;
+  private alive = true;
+  private closed = false;
+
+  constructor(
+    private readonly socket: WebSocket,
+    private readonly credentials: Omit<Credentials, 'authorization'> & { authorization?: string },
+    private readonly services: SocketServices,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  /** Listeners first (frames may already be arriving), then the header's credential or the 10 s wait for one. */
+  start(): void {
+    this.socket.on('message', (data: RawData) => void this.onFrame(data));
+    this.socket.on('pong', () => (this.alive = true));
+    this.socket.on('close', () => this.dispose());
+    this.heartbeatTimer = setInterval(() => this.heartbeat(), HEARTBEAT_MS);
+    const { authorization } = this.credentials;
+    if (authorization !== undefined) {
+      this.principal = this.identify(authorization);
+    } else if (this.services.authenticator.mode !== 'none') {
+      this.authTimer = setTimeout(
+        () => this.authFailed('No credential within 10 s: send {"action": "authenticate", "token": "..."} first'),
+        AUTH_TIMEOUT_MS,
+      );
+    }
+  }
+
+  private async onFrame(data: RawData): Promise<void> {
+    let frame: ClientFrame;
+    try {
+      frame = parseFrame(data.toString());
+    } catch (error) {
+      this.fail(error, 'frame');
+      return;
+    }
+    if (frame.action === 'authenticate') {
+      this.authenticateWith(frame.token);
+      return;
+    }
+    if (!this.principal && this.services.authenticator.mode === 'none') {
+      // An open instance serves anonymous callers, as REST does; a token, once sent, must verify.
+      this.principal = this.identify(undefined);
+    }
+    if (!this.principal) {
+      this.send({ event: 'error', status: 401, detail: 'Authenticate first: {"action": "authenticate", "token": "..."}' });
+      return;
+    }
+    const principal = await this.principal.catch(() => null);
+    if (principal) {
+      await this.act(principal, frame).catch((error: unknown) => this.fail(error, frame.action));
+    }
+  }
+
+  private authenticateWith(token: string): void {
+    if (this.principal) {
+      this.send({ event: 'error', status: 400, detail: 'This socket is already authenticated' });
+      return;
+    }
+    clearTimeout(this.authTimer);
+    this.principal = this.identify(`Bearer ${token}`);
+  }
+
+  /** A credential that does not verify closes the socket, even on an open instance (where REST would ignore it). */
+  private identify(authorization: string | undefined): Promise<Principal> {
+    const identified = this.services.authenticator.identify({ ...this.credentials, authorization }).then((principal) => {
+      if (authorization !== undefined && principal.kind === 'anonymous') {
+        throw new AuthException(AuthErrorCode.Unauthenticated, 'Invalid authentication token');
+      }
+      this.send({ event: 'authenticated', data: { principal: principal.userId, scopes: [...principal.scopes] } });
+      return principal;
+    });
+    identified.catch((error: unknown) => this.authFailed(this.services.errors.render(error, 'WS authenticate').detail));
+    return identified;
+  }
+
+  private async act(principal: Principal, frame: Exclude<ClientFrame, { action: 'authenticate' }>): Promise<void> {
+    switch (frame.action) {
+      case 'run':
+        this.authorize(principal, frame.component_type, frame.component_id);
+        await this.services.runs.stream(
+          principal,
+          frame.component_type,
+          frame.component_id,
+          { message: frame.message, session_id: frame.session_id },
+          (event) => this.send(event),
+        );
+        return;
+      case 'watch':
+        await this.watch(principal, await this.located(principal, frame.run_id));
+        return;
+      case 'cancel': {
+        const run = await this.located(principal, frame.run_id);
+        const after = await this.services.runs.cancel(principal, run.component_type as ComponentKind, run.component_id, run.run_id);
+        this.send({ event: 'CancelRequested', data: { ...after } });
+        return;
+      }
+    }
+  }
+
+  /** The caller's run and the right to its REST routes (`<resource>:run`, narrowed to its component). */
+  private async located(principal: Principal, runId: string): Promise<RunDto> {
+    const run = await this.services.runs.locate(principal, runId);
+    this.authorize(principal, run.component_type as ComponentKind, run.component_id);
+    return run;
+  }
+
+  private authorize(principal: Principal, kind: ComponentKind, componentId: string): void {
+    this.services.authenticator.authorize(principal, forComponent(`${kind}s:run`, componentId));
+  }
+
+  /** RunStarted with the run as it stands, then its final event once a worker (or another replica) has finished it. */
+  private async watch(principal: Principal, run: RunDto): Promise<void> {
+    this.send({ event: 'RunStarted', data: { ...run } });
+    let current = run;
+    while (!FINAL.has(current.status) && !this.closed) {
+      await sleep(WATCH_POLL_MS);
+      current = await this.services.runs.get(principal, current.component_type as ComponentKind, current.component_id, current.run_id);
+    }
+    this.send(finalEvent(current));
+  }
+
+  private fail(error: unknown, action: string): void {
+    const { status, detail } = error instanceof FrameRejected ? error : this.services.errors.render(error, `WS ${action}`);
+    this.send({ event: 'error', status, detail });
+  }
+
+  private authFailed(detail: string): void {
+    this.send({ event: 'auth_error', detail });
+    this.socket.close(1008, 'Authentication failed');
+  }
+
+  /**
+   * Never more than MAX_BUFFERED_BYTES waiting for a slow reader: past that the socket is closed (1013,
+   * try again later) rather than buffered without bound. Runs it started go on and stay readable over REST.
+   */
+  private send(frame: RunEvent | Record<string, unknown>): void {
+    if (this.closed) {
+      return;
+    }
+    if (this.socket.bufferedAmount > MAX_BUFFERED_BYTES) {
+      this.log.warn({ buffered: this.socket.bufferedAmount }, 'closing a WebSocket whose client reads too slowly');
+      this.closed = true;
+      this.socket.close(1013, 'Send buffer full: the client reads too slowly');
+      return;
+    }
+    this.socket.send(JSON.stringify(frame));
+  }
+
+  /** A peer that has not answered the previous ping is gone: its socket is dropped. */
+  private heartbeat(): void {
+    if (!this.alive) {
+      this.socket.terminate();
+      return;
+    }
+    this.alive = false;
+    this.socket.ping();
+  }
+
+  private dispose(): void {
+    this.closed = true;
+    clearInterval(this.heartbeatTimer);
+    clearTimeout(this.authTimer);
+  }
+}
