@@ -539,7 +539,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus text: queue depth by status, oldest queued age, processed and failed attempts of all workers, skipped schedule fires */
+        /** Prometheus text: queue depth by status, oldest queued age, processed and failed attempts of all workers, skipped schedule fires; this api process’s HTTP request durations by route and status, process and event-loop figures */
         get: operations["MetricsController_scrape"];
         put?: never;
         post?: never;
@@ -637,6 +637,246 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/a2a/agents/{agent_id}/tasks/{task_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A2A HTTP+JSON GetTask: the run as a task (task id = run id, context id = session id) */
+        get: operations["AgentA2AController_getTask"];
+        put?: never;
+        /** A2A HTTP+JSON CancelTask: POST .../tasks/{task_id}:cancel */
+        post: operations["AgentA2AController_cancelTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/agents/{agent_id}/.well-known/agent-card.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's A2A agent card: JSON-RPC and HTTP+JSON interfaces at /a2a/agents/{id}, bearer scheme */
+        get: operations["AgentA2AController_card"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/agents/{agent_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask */
+        post: operations["AgentA2AController_jsonRpc"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/agents/{agent_id}/message:send": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A2A HTTP+JSON SendMessage */
+        post: operations["AgentA2AController_send"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/agents/{agent_id}/message:stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A2A HTTP+JSON SendStreamingMessage (text/event-stream) */
+        post: operations["AgentA2AController_stream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/teams/{team_id}/tasks/{task_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A2A HTTP+JSON GetTask: the run as a task (task id = run id, context id = session id) */
+        get: operations["TeamA2AController_getTask"];
+        put?: never;
+        /** A2A HTTP+JSON CancelTask: POST .../tasks/{task_id}:cancel */
+        post: operations["TeamA2AController_cancelTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/teams/{team_id}/.well-known/agent-card.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The team's A2A agent card: JSON-RPC and HTTP+JSON interfaces at /a2a/teams/{id}, bearer scheme */
+        get: operations["TeamA2AController_card"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/teams/{team_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask */
+        post: operations["TeamA2AController_jsonRpc"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/teams/{team_id}/message:send": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A2A HTTP+JSON SendMessage */
+        post: operations["TeamA2AController_send"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/teams/{team_id}/message:stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A2A HTTP+JSON SendStreamingMessage (text/event-stream) */
+        post: operations["TeamA2AController_stream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/workflows/{workflow_id}/.well-known/agent-card.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workflow's A2A agent card: JSON-RPC and HTTP+JSON interfaces at /a2a/workflows/{id}, bearer scheme */
+        get: operations["WorkflowA2AController_card"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/workflows/{workflow_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask */
+        post: operations["WorkflowA2AController_jsonRpc"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/workflows/{workflow_id}/message:send": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A2A HTTP+JSON SendMessage */
+        post: operations["WorkflowA2AController_send"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/workflows/{workflow_id}/message:stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A2A HTTP+JSON SendStreamingMessage (text/event-stream) */
+        post: operations["WorkflowA2AController_stream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/mcp": {
         parameters: {
             query?: never;
@@ -688,6 +928,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ws": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Upgrade to a WebSocket that runs, watches and cancels runs
+         * @description Authenticate with the upgrade's Authorization header, or send {"action": "authenticate", "token": "..."} within 10 s; a bad token answers {"event": "auth_error", "detail"} and closes the socket (1008). Actions: {"action": "run", "component_type", "component_id", "message", "session_id"?} streams the same events as stream=true ({"event": "RunStarted" | "RunContent" | "RunCompleted" | "RunError" | "RunCancelled", "data"}); {"action": "watch", "run_id"} follows a run until its final event; {"action": "cancel", "run_id"} answers {"event": "CancelRequested", "data": run}. Each action needs the scope of its REST route (<resource>:run); a refusal is {"event": "error", "status": 403, "detail"} and the socket stays open. The server pings every 30 s; a client that lets more than 1 MiB of frames pile up unread is disconnected (1013).
+         */
+        get: operations["WebSocket_upgrade"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -708,6 +968,35 @@ export interface components {
             path: string | null;
             oauth: components["schemas"]["McpOAuthDto"] | null;
         };
+        A2AInfoDto: {
+            /** @example /a2a */
+            path: string;
+            /**
+             * @description Where each agent, team and workflow publishes its A2A agent card
+             * @example /a2a/{agents|teams|workflows}/{id}/.well-known/agent-card.json
+             */
+            agent_card: string;
+            /**
+             * @example [
+             *       "JSONRPC",
+             *       "HTTP+JSON"
+             *     ]
+             */
+            bindings: string[];
+        };
+        WebSocketInfoDto: {
+            /** @example /ws */
+            path: string;
+            /**
+             * @example [
+             *       "authenticate",
+             *       "run",
+             *       "watch",
+             *       "cancel"
+             *     ]
+             */
+            actions: string[];
+        };
         InfoDto: {
             os_id: string;
             name: string;
@@ -718,6 +1007,10 @@ export interface components {
             /** @enum {string} */
             auth_mode: "none" | "security_key" | "jwt";
             mcp: components["schemas"]["McpInfoDto"];
+            /** @description Agent2Agent (A2A v1.0) for every agent, team and workflow */
+            a2a: components["schemas"]["A2AInfoDto"];
+            /** @description The WebSocket that runs, watches and cancels runs */
+            websocket: components["schemas"]["WebSocketInfoDto"];
             /** @description Base URL the service announces (PUBLIC_URL) */
             url: string;
         };
@@ -3856,6 +4149,548 @@ export interface operations {
             };
         };
     };
+    AgentA2AController_getTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the agent */
+                agent_id: string;
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `agents:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
+    AgentA2AController_cancelTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the agent */
+                agent_id: string;
+                /** @description The task id followed by `:cancel` (the binding's custom method) */
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `agents:run` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
+    AgentA2AController_card: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the agent */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An A2A v1.0 AgentCard */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `agents:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
+    AgentA2AController_jsonRpc: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the agent */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The JSON-RPC response, or a text/event-stream of them for SendStreamingMessage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
+    AgentA2AController_send: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the agent */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `agents:run` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
+    AgentA2AController_stream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the agent */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `agents:run` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
+    TeamA2AController_getTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `teams:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
+    TeamA2AController_cancelTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+                /** @description The task id followed by `:cancel` (the binding's custom method) */
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `teams:run` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
+    TeamA2AController_card: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An A2A v1.0 AgentCard */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `teams:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
+    TeamA2AController_jsonRpc: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The JSON-RPC response, or a text/event-stream of them for SendStreamingMessage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
+    TeamA2AController_send: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `teams:run` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
+    TeamA2AController_stream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `teams:run` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
+    WorkflowA2AController_card: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the workflow */
+                workflow_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An A2A v1.0 AgentCard */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `workflows:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
+    WorkflowA2AController_jsonRpc: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the workflow */
+                workflow_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The JSON-RPC response, or a text/event-stream of them for SendStreamingMessage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
+    WorkflowA2AController_send: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the workflow */
+                workflow_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `workflows:run` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
+    WorkflowA2AController_stream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the workflow */
+                workflow_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `workflows:run` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
     McpController_post: {
         parameters: {
             query?: never;
@@ -3944,6 +4779,36 @@ export interface operations {
             };
             /** @description /mcp is not OAuth-protected (MCP_OAUTH_ISSUER unset) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
+    WebSocket_upgrade: {
+        parameters: {
+            query?: never;
+            header: {
+                Upgrade: "websocket";
+                Connection: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols: the socket is open */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A plain GET: upgrade to a WebSocket */
+            426: {
                 headers: {
                     [name: string]: unknown;
                 };
