@@ -7,6 +7,7 @@ import { benchModelStream } from './model-stream.mjs';
 import { benchQueue } from './queue.mjs';
 import { benchQueueReads } from './queue-reads.mjs';
 import { benchSchedules } from './schedules.mjs';
+import { benchTracing } from './tracing.mjs';
 
 const only = process.argv[2];
 const benches = {
@@ -18,6 +19,7 @@ const benches = {
   'cli-version': benchCliVersion,
   'model-stream': benchModelStream,
   'bulk-requeue': benchBulkRequeue,
+  tracing: benchTracing,
 };
 
 for (const [name, run] of Object.entries(benches)) {

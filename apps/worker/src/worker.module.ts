@@ -6,6 +6,7 @@ import { HealthModule } from '@app/health';
 import { QueueWorkerModule } from '@app/queue';
 import { Component, RunsModule } from '@app/runs';
 import { SchedulesWorkerModule } from '@app/schedules';
+import { TraceRetention, TracesModule } from '@app/traces';
 
 import { WorkerHealthServer } from './health-server';
 
@@ -19,11 +20,12 @@ export class WorkerModule {
         ConfigModule.forRoot(env),
         DatabaseModule,
         HealthModule,
+        TracesModule.forRoot('platform-worker'),
         RunsModule.forRoot({ components }),
         QueueWorkerModule,
         SchedulesWorkerModule,
       ],
-      providers: [WorkerHealthServer],
+      providers: [WorkerHealthServer, TraceRetention],
     };
   }
 }
