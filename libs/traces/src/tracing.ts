@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import {
   Attributes,
@@ -43,24 +43,50 @@ export interface SpanOptions {
  * `@opentelemetry/sdk-node`. With TRACES_ENABLED=false every span is a shared non-recording one.
  */
 @Injectable()
-export class Tracing implements BeforeApplicationShutdown {
+export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
   private readonly log = new Logger('Tracing');
   private readonly propagator = new W3CTraceContextPropagator();
-  private readonly tracer: Tracer | null = null;
+  private readonly store: SpanProcessor | null = null;
+  private tracer: Tracer | null = null;
   private shutdown: (() => Promise<void>) | null = null;
 
-  constructor(env: Env, @InjectDataSource() dataSource: DataSource, @Inject(TRACING_SERVICE) serviceName: string) {
+  constructor(
+    private readonly env: Env,
+    @InjectDataSource() dataSource: DataSource,
+    @Inject(TRACING_SERVICE) private readonly serviceName: string,
+  ) {
     if (!env.TRACES_ENABLED) {
       return;
     }
-    const store = new BatchSpanProcessor({ exporter: new PostgresSpanExporter(dataSource), ...BATCH });
-    if (env.OTEL_EXPORTER_OTLP_ENDPOINT) {
-      this.tracer = this.startSdk(store, env.OTEL_SERVICE_NAME ?? serviceName);
-    } else {
-      const provider = new TracerProvider({ spanProcessors: [store] });
+    this.store = new BatchSpanProcessor({ exporter: new PostgresSpanExporter(dataSource), ...BATCH });
+    if (!env.OTEL_EXPORTER_OTLP_ENDPOINT) {
+      const provider = new TracerProvider({ spanProcessors: [this.store] });
       this.shutdown = () => provider.shutdown();
       this.tracer = provider.getTracer('platform-service');
     }
+  }
+
+  /** The OTLP/HTTP path, before the app serves anything: the SDK registers its provider globally, our store beside the exporter. */
+  async onModuleInit(): Promise<void> {
+    if (!this.store || !this.env.OTEL_EXPORTER_OTLP_ENDPOINT) {
+      return;
+    }
+    // Loaded only here: an instance without an OTLP endpoint never loads the SDK or its exporters.
+    const [{ NodeSDK }, { OTLPTraceExporter }] = await Promise.all([
+      import('@opentelemetry/sdk-node'),
+      import('@opentelemetry/exporter-trace-otlp-http'),
+    ]);
+    const sdk = new NodeSDK({
+      serviceName: this.env.OTEL_SERVICE_NAME ?? this.serviceName,
+      spanProcessors: [this.store, new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), ...BATCH })],
+      // Spans only: no metrics or logs pipelines, no auto-instrumentation.
+      metricReaders: [],
+      logRecordProcessors: [],
+      instrumentations: [],
+    });
+    sdk.start();
+    this.shutdown = () => sdk.shutdown();
+    this.tracer = trace.getTracer('platform-service');
   }
 
   start(name: string, options: SpanOptions = {}): Span {
@@ -95,26 +121,5 @@ export class Tracing implements BeforeApplicationShutdown {
   /** Writes (and exports) what is still batched before the database connection closes. */
   async beforeApplicationShutdown(): Promise<void> {
     await this.shutdown?.().catch((error: unknown) => this.log.warn(`flushing spans failed: ${String(error)}`));
-  }
-
-  /** The OTLP/HTTP path: the SDK registers its provider globally, with our store beside the exporter. */
-  private startSdk(store: SpanProcessor, serviceName: string): Tracer {
-    // Loaded only here: an instance without an OTLP endpoint never loads the SDK or its exporters.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { NodeSDK } = require('@opentelemetry/sdk-node') as typeof import('@opentelemetry/sdk-node');
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { OTLPTraceExporter } =
-      require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
-    const sdk = new NodeSDK({
-      serviceName,
-      spanProcessors: [store, new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), ...BATCH })],
-      // Spans only: no metrics or logs pipelines, no auto-instrumentation.
-      metricReaders: [],
-      logRecordProcessors: [],
-      instrumentations: [],
-    });
-    sdk.start();
-    this.shutdown = () => sdk.shutdown();
-    return trace.getTracer('platform-service');
   }
 }
