@@ -66,7 +66,7 @@ function toTraceDto(row: TraceEntity, spans: TraceSpanEntity[]): TraceDto {
     started_at: toEpoch(row.startedAt),
     ended_at: toEpoch(row.endedAt),
     duration_ms: row.endedAt ? row.endedAt.getTime() - start : null,
-    spans: spans.map((span): SpanDto => ({
+    spans: inOrder(spans).map((span): SpanDto => ({
       span_id: span.spanId,
       parent_id: span.parentId,
       name: span.name,
@@ -77,4 +77,18 @@ function toTraceDto(row: TraceEntity, spans: TraceSpanEntity[]): TraceDto {
       attributes: span.attributes,
     })),
   };
+}
+
+/** Oldest first; a parent before the child it started within the same millisecond (clocks of two processes meet here). */
+function inOrder(spans: TraceSpanEntity[]): TraceSpanEntity[] {
+  const parents = new Map(spans.map((span) => [span.spanId, span.parentId]));
+  const depth = (span: TraceSpanEntity): number => {
+    let levels = 0;
+    for (let parent = span.parentId; parent && parents.has(parent) && levels < spans.length; parent = parents.get(parent) ?? null) {
+      levels += 1;
+    }
+    return levels;
+  };
+  const millis = (span: TraceSpanEntity) => Math.floor(span.startedAt.getTime());
+  return [...spans].sort((a, b) => millis(a) - millis(b) || depth(a) - depth(b));
 }
