@@ -8,6 +8,7 @@ import { benchQueue } from './queue.mjs';
 import { benchQueueReads } from './queue-reads.mjs';
 import { benchSchedules } from './schedules.mjs';
 import { benchSurfaces } from './surfaces.mjs';
+import { benchTracing } from './tracing.mjs';
 
 const only = process.argv[2];
 const benches = {
@@ -20,6 +21,7 @@ const benches = {
   'model-stream': benchModelStream,
   'bulk-requeue': benchBulkRequeue,
   surfaces: benchSurfaces,
+  tracing: benchTracing,
 };
 
 for (const [name, run] of Object.entries(benches)) {

@@ -7,10 +7,12 @@ import { ConfigModule, Env } from '@app/config';
 import { DatabaseModule } from '@app/database';
 import { HealthModule } from '@app/health';
 import { LoggingModule } from '@app/logging';
+import { MemoriesModule } from '@app/memories';
 import { QueueModule } from '@app/queue';
 import { Component, RunsModule } from '@app/runs';
 import { SchedulesModule } from '@app/schedules';
 import { ServiceAccountsModule } from '@app/service-accounts';
+import { TracesModule } from '@app/traces';
 import { websocketProviders } from '@app/websocket';
 
 import { AgentA2AController, TeamA2AController, WorkflowA2AController } from './a2a/a2a.controller';
@@ -21,12 +23,14 @@ import { OneLineErrors } from './errors/one-line-errors';
 import { RequestValidationPipe } from './errors/validation.pipe';
 import { ReadinessController } from './health/readiness.controller';
 import { mcpWiring } from './mcp/mcp.wiring';
+import { MemoriesController } from './memories/memories.controller';
 import { MetricsController } from './queue/metrics.controller';
 import { QueueController } from './queue/queue.controller';
 import { AgentRunsController, TeamRunsController, WorkflowRunsController } from './runs/component-runs.controller';
 import { SessionsController } from './runs/sessions.controller';
 import { SchedulesController } from './schedules/schedules.controller';
 import { ServiceAccountsController } from './service-accounts/service-accounts.controller';
+import { TracesController } from './traces/traces.controller';
 
 /** Wires the libs into the HTTP api; holds no rules of its own. */
 @Module({})
@@ -43,6 +47,8 @@ export class ApiModule {
         ServiceAccountsModule,
         HealthModule,
         RunsModule.forRoot({ components }),
+        MemoriesModule,
+        TracesModule.forRoot('platform-api'),
         QueueModule,
         SchedulesModule,
         ...mcp.imports,
@@ -55,6 +61,8 @@ export class ApiModule {
         TeamRunsController,
         WorkflowRunsController,
         SessionsController,
+        MemoriesController,
+        TracesController,
         QueueController,
         MetricsController,
         SchedulesController,

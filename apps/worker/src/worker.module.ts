@@ -7,6 +7,7 @@ import { LoggingModule } from '@app/logging';
 import { QueueWorkerModule } from '@app/queue';
 import { Component, RunsModule } from '@app/runs';
 import { SchedulesWorkerModule } from '@app/schedules';
+import { TraceRetention, TracesModule } from '@app/traces';
 
 import { WorkerHealthServer } from './health-server';
 
@@ -21,11 +22,12 @@ export class WorkerModule {
         LoggingModule.forRoot(env, 'worker'),
         DatabaseModule,
         HealthModule,
+        TracesModule.forRoot('platform-worker'),
         RunsModule.forRoot({ components }),
         QueueWorkerModule,
         SchedulesWorkerModule,
       ],
-      providers: [WorkerHealthServer],
+      providers: [WorkerHealthServer, TraceRetention],
     };
   }
 }

@@ -203,6 +203,21 @@ export class Env {
   @IsEnvBoolean()
   DEMO_COMPONENTS = false;
 
+  /** Every run records a trace (GET /traces); false records none (and sends nothing to OpenTelemetry). */
+  @IsEnvBoolean()
+  TRACES_ENABLED = true;
+
+  /** OTLP/HTTP collector base URL (the standard OpenTelemetry variable): the same spans are exported there. Unset: nothing is exported. */
+  @IsOptional()
+  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] }, { message: 'must be an http(s) URL' })
+  OTEL_EXPORTER_OTLP_ENDPOINT?: string;
+
+  /** The service name exported spans carry; defaults to platform-api or platform-worker. */
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  OTEL_SERVICE_NAME?: string;
+
   /** A deployment's own agents, teams and workflows: an ES module or CommonJS file (absolute, or relative to the working directory). */
   @IsOptional()
   @IsString()

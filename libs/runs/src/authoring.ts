@@ -4,7 +4,7 @@
  */
 import type { Component } from './component';
 
-export type { Component, ComponentKind, ModelUsage, RunContext, Turn } from './component';
+export type { Component, ComponentKind, Memory, ModelUsage, RunContext, RunMemories, RunSpan, Turn } from './component';
 
 /** An agent backed by an OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, LM Studio, llama.cpp server). */
 export interface ModelAgentOptions {

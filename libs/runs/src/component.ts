@@ -14,6 +14,34 @@ export interface ModelUsage {
   readonly outputTokens: number | null;
 }
 
+/** A fact kept about a user (the body of `GET /memories/{id}`). */
+export interface Memory {
+  readonly memory_id: string;
+  readonly memory: string;
+  readonly topics: readonly string[];
+  readonly user_id: string | null;
+  readonly component_type: string | null;
+  readonly component_id: string | null;
+  readonly created_at: number;
+  readonly updated_at: number;
+}
+
+/** `ctx.memories`: always the run's user's, whatever the component asks. */
+export interface RunMemories {
+  /** The user's latest memories, newest first (at most 100). */
+  list(): Promise<Memory[]>;
+  /** Keeps a memory for the user, attributed to this component; throws (failing the run unless caught) on a bad memory or topics. */
+  add(memory: string, topics?: string[]): Promise<Memory>;
+}
+
+/** A step of a run in its trace (GET /traces, and OpenTelemetry when exported). */
+export interface RunSpan {
+  /** Adds attributes (e.g. what a step produced). */
+  set(attributes: Record<string, string | number | boolean>): void;
+  /** Ends the span; with an error it is marked failed with the error's message. */
+  end(error?: unknown): void;
+}
+
 /** What a component sees of the run it executes. */
 export interface RunContext {
   readonly runId: string;
@@ -34,6 +62,10 @@ export interface RunContext {
   checkpoint(): Promise<void>;
   /** Sends a piece of content to a `stream=true` caller as it is produced; a no-op otherwise. */
   emit(delta: string): void;
+  /** The run's user's memories: read them, and keep new ones (attributed to this component). */
+  readonly memories: RunMemories;
+  /** Starts a span for a step of this run, a child of the run's component span (modelAgent records each model call). */
+  span(name: string, attributes?: Record<string, string | number | boolean>): RunSpan;
   /** Records what a model call consumed (modelAgent does); the last report is stored on the run. */
   recordUsage(usage: ModelUsage): void;
 }

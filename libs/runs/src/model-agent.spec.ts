@@ -43,6 +43,9 @@ function context(overrides: Partial<RunContext> = {}): RunContext & { emitted: s
     checkpoint: async () => undefined,
     emit: (delta) => emitted.push(delta),
     recordUsage: (reported) => usage.push(reported),
+    // modelAgent keeps no memories.
+    memories: null as never,
+    span: () => ({ set: () => undefined, end: () => undefined }),
     emitted,
     usage,
     ...overrides,

@@ -1,8 +1,10 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { APICallError, LanguageModel, LanguageModelUsage, ModelMessage, streamText } from 'ai';
 
+import { SPAN } from '@app/traces';
+
 import type { ModelAgentOptions } from './authoring';
-import { Component, RunCancelled, RunContext } from './component';
+import { Component, ModelUsage, RunCancelled, RunContext } from './component';
 
 const DEFAULT_HISTORY_TURNS = 10;
 const DEFAULT_TIMEOUT_SECONDS = 300;
@@ -37,6 +39,28 @@ export function modelAgent(options: ModelAgentOptions): Component {
  * AI SDK's own retries are off: the job's attempts decide whether a failed run is tried again.
  */
 export async function runModelAgent(model: LanguageModel, options: ModelAgentOptions, context: RunContext): Promise<string> {
+  // OpenTelemetry's GenAI attribute names, so collectors show the call as a model call.
+  const span = context.span(SPAN.modelCall, { 'gen_ai.system': 'openai_compatible', 'gen_ai.request.model': options.model });
+  try {
+    const { content, usage } = await callModel(model, options, context);
+    span.set({
+      ...(usage.inputTokens === null ? {} : { 'gen_ai.usage.input_tokens': usage.inputTokens }),
+      ...(usage.outputTokens === null ? {} : { 'gen_ai.usage.output_tokens': usage.outputTokens }),
+    });
+    span.end();
+    context.recordUsage(usage);
+    return content;
+  } catch (error) {
+    span.end(error);
+    throw error;
+  }
+}
+
+async function callModel(
+  model: LanguageModel,
+  options: ModelAgentOptions,
+  context: RunContext,
+): Promise<{ content: string; usage: ModelUsage }> {
   const timeoutSeconds = options.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
   const timeout = AbortSignal.timeout(timeoutSeconds * 1000);
   const turns = options.historyTurns ?? DEFAULT_HISTORY_TURNS;
@@ -70,8 +94,7 @@ export async function runModelAgent(model: LanguageModel, options: ModelAgentOpt
   } catch (error) {
     throw describeFailure(error, options, context.signal, timeout, timeoutSeconds);
   }
-  context.recordUsage({ model: options.model, inputTokens: usage?.inputTokens ?? null, outputTokens: usage?.outputTokens ?? null });
-  return content;
+  return { content, usage: { model: options.model, inputTokens: usage?.inputTokens ?? null, outputTokens: usage?.outputTokens ?? null } };
 }
 
 /** A failure the run's error can show: the provider's status, a timeout, or the connection problem. */

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
 
+import { Env } from '@app/config';
+import { Tracing } from '@app/traces';
+
 import { Component, RunCancelled } from './component';
 import { RunExecutor } from './run-executor';
 
@@ -19,7 +22,12 @@ function waiting(ms: number): Component {
 
 const input = { id: 'r', sessionId: 's', userId: null, message: 'm', continuesSession: false };
 // The run's own collaborators are not reached: no history is read and the checkpoint is given.
-const executor = new RunExecutor(null as never, null as never);
+const executor = new RunExecutor(
+  null as never,
+  null as never,
+  null as never,
+  new Tracing(Object.assign(new Env(), { TRACES_ENABLED: false }), null as never, 'test'),
+);
 
 describe('RunExecutor: the run’s signal', () => {
   it('is not aborted when a cancellation check fails: the run finishes', async () => {

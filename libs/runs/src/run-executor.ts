@@ -1,8 +1,11 @@
 import { Injectable } from '@nestjs/common';
+import type { Span } from '@opentelemetry/api';
 
+import { MemoriesService } from '@app/memories';
 import { CancellationIntents, JobStopped } from '@app/queue';
+import { RUN_ATTRIBUTES, SPAN, Tracing } from '@app/traces';
 
-import { Component, ModelUsage, RunCancelled, RunContext } from './component';
+import { Component, ModelUsage, RunCancelled, RunContext, RunMemories, RunSpan } from './component';
 import { RunOutcome, RunRepository } from './run.repository';
 
 export interface RunInput {
@@ -21,6 +24,8 @@ export interface ExecutionOptions {
   checkpoint?: () => Promise<void>;
   /** Aborted when the job is lost or its worker stops past its deadline (a queue job's); read only when the component reads ctx.signal. */
   signal?: () => AbortSignal;
+  /** The trace the component span joins: the request's span in this process, or a job's W3C traceparent. */
+  parent?: Span | string;
 }
 
 /** How often a run whose component holds `ctx.signal` checks whether it was cancelled meanwhile. */
@@ -32,12 +37,30 @@ export class RunExecutor {
   constructor(
     private readonly intents: CancellationIntents,
     private readonly runs: RunRepository,
+    private readonly memories: MemoriesService,
+    private readonly tracing: Tracing,
   ) {}
 
   async execute(component: Component, run: RunInput, options: ExecutionOptions = {}): Promise<RunOutcome> {
+    const span = this.tracing.start(SPAN.component, { parent: options.parent, attributes: runAttributes(component, run) });
+    const outcome = await this.runComponent(component, run, options, span);
+    span.setAttribute(RUN_ATTRIBUTES.status, outcome.status);
+    if (outcome.status === 'failed') {
+      this.tracing.fail(span, outcome.error);
+    }
+    span.end();
+    return outcome;
+  }
+
+  private async runComponent(component: Component, run: RunInput, options: ExecutionOptions, span: Span): Promise<RunOutcome> {
     const history = run.continuesSession ? await this.runs.history(run.sessionId, run.id) : [];
     const stop = new Stop(options.checkpoint ?? (() => this.checkpoint(run.id)), options.signal);
     let usage: ModelUsage | null = null;
+    let memories: RunMemories | null = null;
+    const forRun = (): RunMemories => ({
+      list: () => this.memories.latestOf(run.userId),
+      add: (memory, topics) => this.memories.addFor(run.userId, component, memory, topics),
+    });
     const context: RunContext = {
       runId: run.id,
       sessionId: run.sessionId,
@@ -47,7 +70,11 @@ export class RunExecutor {
       get signal() {
         return stop.signal;
       },
+      get memories() {
+        return (memories ??= forRun());
+      },
       checkpoint: () => stop.checkpoint(),
+      span: (name, attributes) => this.childSpan(span, name, attributes),
       emit: (delta) => options.onDelta?.(delta),
       recordUsage: (reported) => {
         usage = reported;
@@ -66,11 +93,35 @@ export class RunExecutor {
     }
   }
 
+  private childSpan(parent: Span, name: string, attributes?: Record<string, string | number | boolean>): RunSpan {
+    const span = this.tracing.start(String(name), { parent, attributes });
+    return {
+      set: (more) => span.setAttributes(more),
+      end: (error) => {
+        if (error !== undefined) {
+          this.tracing.fail(span, error);
+        }
+        span.end();
+      },
+    };
+  }
+
   private async checkpoint(runId: string): Promise<void> {
     if (await this.intents.isLive(runId)) {
       throw new RunCancelled('Run was cancelled');
     }
   }
+}
+
+/** What a run's spans say about it; the trace's summary (GET /traces) is built from them. */
+export function runAttributes(component: Component, run: RunInput): Record<string, string> {
+  return {
+    [RUN_ATTRIBUTES.runId]: run.id,
+    [RUN_ATTRIBUTES.sessionId]: run.sessionId,
+    ...(run.userId === null ? {} : { [RUN_ATTRIBUTES.userId]: run.userId }),
+    [RUN_ATTRIBUTES.componentType]: component.kind,
+    [RUN_ATTRIBUTES.componentId]: component.id,
+  };
 }
 
 /**

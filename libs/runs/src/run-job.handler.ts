@@ -2,11 +2,12 @@ import { Injectable } from '@nestjs/common';
 import type { ClientBase } from 'pg';
 
 import { ClaimedJob, ExpiredJob, HandlesJobs, JobContext, JobHandler, JobResult, RecordedResult, RUN_JOB_TYPE } from '@app/queue';
+import { RUN_ATTRIBUTES, SPAN, Tracing } from '@app/traces';
 
 import { ComponentKind } from './component';
 import { ComponentRegistry } from './component.registry';
 import { RunOutcome, RunRepository } from './run.repository';
-import { RunExecutor } from './run-executor';
+import { runAttributes, RunExecutor, RunInput } from './run-executor';
 
 /** Executes a background run on a worker; the run's row is written with the job's outcome, under the job's fence. */
 @Injectable()
@@ -16,21 +17,34 @@ export class RunJobHandler implements JobHandler {
     private readonly registry: ComponentRegistry,
     private readonly executor: RunExecutor,
     private readonly runs: RunRepository,
+    private readonly tracing: Tracing,
   ) {}
 
   async handle(job: ClaimedJob, context: JobContext): Promise<JobResult> {
     const component = this.registry.get(job.componentType as ComponentKind, job.componentId);
-    const outcome = await this.executor.execute(
-      component,
-      {
-        id: job.id,
-        sessionId: job.sessionId,
-        userId: job.userId,
-        message: String(job.payload.message ?? ''),
-        continuesSession: job.payload.continues_session === true,
-      },
-      { checkpoint: context.checkpoint, signal: () => context.signal },
-    );
+    const input: RunInput = {
+      id: job.id,
+      sessionId: job.sessionId,
+      userId: job.userId,
+      message: String(job.payload.message ?? ''),
+      continuesSession: job.payload.continues_session === true,
+    };
+    // The api's request span, carried on the job: this worker's spans join its trace.
+    const parent = typeof job.payload.traceparent === 'string' ? job.payload.traceparent : undefined;
+    if (parent !== undefined && typeof job.payload.enqueued_at === 'number') {
+      this.tracing
+        .start(SPAN.queueWait, {
+          parent,
+          startTime: job.payload.enqueued_at,
+          attributes: { ...runAttributes(component, input), [RUN_ATTRIBUTES.status]: 'running', 'job.attempt': job.attempt },
+        })
+        .end();
+    }
+    const outcome = await this.executor.execute(component, input, {
+      checkpoint: context.checkpoint,
+      signal: () => context.signal,
+      parent,
+    });
     return {
       outcome: outcome.status === 'completed' || outcome.status === 'cancelled' || outcome.status === 'paused' ? outcome.status : 'failed',
       error: outcome.error,

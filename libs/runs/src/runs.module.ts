@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 
+import { MemoriesModule } from '@app/memories';
 import { QueueModule } from '@app/queue';
 
 import { Component } from './component';
@@ -24,7 +25,7 @@ export class RunsModule {
   static forRoot(options: RunsModuleOptions = {}): DynamicModule {
     return {
       module: RunsModule,
-      imports: [TypeOrmModule.forFeature([RunEntity, SessionEntity]), QueueModule],
+      imports: [TypeOrmModule.forFeature([RunEntity, SessionEntity]), QueueModule, MemoriesModule],
       providers: [
         { provide: DEPLOYMENT_COMPONENTS, useValue: options.components ?? [] },
         ComponentRegistry,

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import { Span, SpanKind } from '@opentelemetry/api';
 import { isUUID } from 'class-validator';
 import { DataSource, EntityManager } from 'typeorm';
 
@@ -10,6 +11,7 @@ import { Env } from '@app/config';
 import { isUniqueViolation, toEpoch } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
 import { CancellationIntents, JobPayload, JobProducer, TERMINAL_STATUSES } from '@app/queue';
+import { RUN_ATTRIBUTES, SPAN, Tracing } from '@app/traces';
 
 import { Component, ComponentKind } from './component';
 import { ComponentRegistry } from './component.registry';
@@ -17,14 +19,16 @@ import { AcceptedRunDto, ComponentDto, IDEMPOTENCY_KEY_MAX, RunDto, RunEvent, St
 import { RunEntity } from './run.entity';
 import { toRunDto } from './run.mapper';
 import { RUN_IDEMPOTENCY_CONSTRAINT, RunRepository } from './run.repository';
-import { RunExecutor, RunInput } from './run-executor';
+import { runAttributes, RunExecutor, RunInput } from './run-executor';
 import { RunErrorCode, RunException } from './runs.exception';
 import { SessionEntity } from './session.entity';
 import { SessionRepository } from './session.repository';
 
-/** Where a run request came from: the body plus the Idempotency-Key header, if any. */
+/** Where a run request came from: the body plus the Idempotency-Key and W3C traceparent headers, if any. */
 export interface RunRequest extends StartRunDto {
   idempotencyKeyHeader?: string;
+  /** The caller's trace context: the run's trace continues it. */
+  traceparent?: string;
 }
 
 interface Created {
@@ -47,6 +51,7 @@ export class RunsService {
     private readonly producer: JobProducer,
     private readonly intents: CancellationIntents,
     private readonly executor: RunExecutor,
+    private readonly tracing: Tracing,
     @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
 
@@ -59,13 +64,15 @@ export class RunsService {
   }
 
   /** Runs to the end in this process and returns the finished run (or the earlier run of a repeated idempotency key). */
-  async run(caller: Principal, kind: ComponentKind, componentId: string, request: RunRequest): Promise<RunDto> {
-    const component = this.registry.get(kind, componentId);
-    const { run, created } = await this.create(caller, component, request, false);
-    if (created) {
-      await this.runs.finish(run.id, await this.executor.execute(component, toInput(run, request)));
-    }
-    return this.get(caller, kind, componentId, run.id);
+  run(caller: Principal, kind: ComponentKind, componentId: string, request: RunRequest): Promise<RunDto> {
+    return this.traced(request, async (span) => {
+      const component = this.registry.get(kind, componentId);
+      const { run, created } = await this.create(caller, component, request, false, span);
+      if (created) {
+        await this.runs.finish(run.id, await this.executor.execute(component, toInput(run, request), { parent: span }));
+      }
+      return this.get(caller, kind, componentId, run.id);
+    });
   }
 
   /** Like run(), reporting progress as events: RunStarted, RunContent*, then RunCompleted, RunError or RunCancelled. */
@@ -76,8 +83,19 @@ export class RunsService {
     request: RunRequest,
     send: (event: RunEvent) => void,
   ): Promise<void> {
+    return this.traced(request, (span) => this.streamTraced(caller, kind, componentId, request, send, span));
+  }
+
+  private async streamTraced(
+    caller: Principal,
+    kind: ComponentKind,
+    componentId: string,
+    request: RunRequest,
+    send: (event: RunEvent) => void,
+    span: Span,
+  ): Promise<void> {
     const component = this.registry.get(kind, componentId);
-    const { run, created } = await this.create(caller, component, request, false);
+    const { run, created } = await this.create(caller, component, request, false, span);
     send({
       event: 'RunStarted',
       data: {
@@ -91,6 +109,7 @@ export class RunsService {
     if (created) {
       const outcome = await this.executor.execute(component, toInput(run, request), {
         onDelta: (content) => send({ event: 'RunContent', data: { run_id: run.id, content } }),
+        parent: span,
       });
       await this.runs.finish(run.id, outcome);
     }
@@ -98,7 +117,17 @@ export class RunsService {
   }
 
   /** Stores the run and its durable job (same id) in one transaction; a worker runs it. */
-  async enqueue(caller: Principal, kind: ComponentKind, componentId: string, request: RunRequest): Promise<AcceptedRunDto> {
+  enqueue(caller: Principal, kind: ComponentKind, componentId: string, request: RunRequest): Promise<AcceptedRunDto> {
+    return this.traced(request, (span) => this.enqueueTraced(caller, kind, componentId, request, span));
+  }
+
+  private async enqueueTraced(
+    caller: Principal,
+    kind: ComponentKind,
+    componentId: string,
+    request: RunRequest,
+    span: Span,
+  ): Promise<AcceptedRunDto> {
     if (!this.env.QUEUE_ENABLED) {
       throw new RunException(
         RunErrorCode.QueueDisabled,
@@ -106,7 +135,7 @@ export class RunsService {
       );
     }
     const component = this.registry.get(kind, componentId);
-    const { run, created } = await this.create(caller, component, request, true);
+    const { run, created } = await this.create(caller, component, request, true, span);
     if (created) {
       // Just committed as queued: answered as such even if a worker, woken by NOTIFY, has already claimed it.
       return { run_id: run.id, session_id: run.sessionId, status: 'queued' };
@@ -157,7 +186,20 @@ export class RunsService {
     return this.get(caller, kind, componentId, runId);
   }
 
-  private async create(caller: Principal, component: Component, request: RunRequest, background: boolean): Promise<Created> {
+  /** The request's span around `work`: a child of the caller's traceparent when one came with the request. */
+  private async traced<T>(request: RunRequest, work: (span: Span) => Promise<T>): Promise<T> {
+    const span = this.tracing.start(SPAN.request, { parent: request.traceparent, kind: SpanKind.SERVER });
+    try {
+      return await work(span);
+    } catch (error) {
+      this.tracing.fail(span, error);
+      throw error;
+    } finally {
+      span.end();
+    }
+  }
+
+  private async create(caller: Principal, component: Component, request: RunRequest, background: boolean, span: Span): Promise<Created> {
     if (request.stream && request.background) {
       throw new RunException(
         RunErrorCode.InvalidRequest,
@@ -171,10 +213,10 @@ export class RunsService {
     try {
       if (background) {
         // One round trip: no lookup first; a repeated key meets the unique constraint and answers below.
-        if (!(await this.runs.insertBackground(run, newSession, jobPayload(run, newSession)))) {
+        if (!(await this.runs.insertBackground(run, newSession, jobPayload(run, newSession, this.tracing.traceparent(span))))) {
           throw new RunException(RunErrorCode.SessionNotFound, `Session '${run.sessionId}' not found`);
         }
-        return { run, created: true };
+        return this.createdIn(span, component, run, request);
       }
       if (key !== null) {
         const earlier = await this.runs.findByIdempotencyKey(userId, key);
@@ -190,6 +232,12 @@ export class RunsService {
       }
       throw error;
     }
+    return this.createdIn(span, component, run, request);
+  }
+
+  /** A new run: its request span names it, so the trace's summary (GET /traces) is the run's. */
+  private createdIn(span: Span, component: Component, run: RunEntity, request: RunRequest): Created {
+    span.setAttributes({ ...runAttributes(component, toInput(run, request)), [RUN_ATTRIBUTES.status]: run.status });
     return { run, created: true };
   }
 
@@ -272,9 +320,17 @@ function newRun(component: Component, request: RunRequest, userId: string | null
   });
 }
 
-/** What the worker needs besides the job's columns. A run that opened its session has no history: the worker skips reading it. */
-function jobPayload(run: RunEntity, newSession: boolean): JobPayload {
-  return newSession ? { message: run.message } : { message: run.message, continues_session: true };
+/**
+ * What the worker needs besides the job's columns. A run that opened its session has no history: the worker skips reading it.
+ * A traced run carries its request span's traceparent and when it was enqueued: the worker's spans continue that trace.
+ */
+function jobPayload(run: RunEntity, newSession: boolean, traceparent: string | undefined): JobPayload {
+  return {
+    message: run.message,
+    ...(newSession ? {} : { continues_session: true }),
+    // Read from the clock OpenTelemetry's spans use (not Date.now, which drifts from it): the queue wait never starts before the request.
+    ...(traceparent === undefined ? {} : { traceparent, enqueued_at: performance.timeOrigin + performance.now() }),
+  };
 }
 
 function toInput(run: RunEntity, request: RunRequest): RunInput {

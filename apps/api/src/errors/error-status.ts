@@ -2,13 +2,22 @@ import { HttpStatus } from '@nestjs/common';
 
 import { AuthErrorCode } from '@app/auth';
 import { assertUnreachable, DomainException, RequestErrorCode } from '@app/errors';
+import { MemoryErrorCode } from '@app/memories';
 import { QueueErrorCode } from '@app/queue';
 import { RunErrorCode } from '@app/runs';
 import { ScheduleErrorCode } from '@app/schedules';
 import { ServiceAccountErrorCode } from '@app/service-accounts';
+import { TraceErrorCode } from '@app/traces';
 
 export type DomainErrorCode =
-  RequestErrorCode | AuthErrorCode | ServiceAccountErrorCode | RunErrorCode | QueueErrorCode | ScheduleErrorCode;
+  | RequestErrorCode
+  | AuthErrorCode
+  | ServiceAccountErrorCode
+  | RunErrorCode
+  | QueueErrorCode
+  | ScheduleErrorCode
+  | MemoryErrorCode
+  | TraceErrorCode;
 
 /** Every domain error code and its HTTP status; a new code without a case does not compile. */
 export function statusOf(code: DomainErrorCode): HttpStatus {
@@ -36,6 +45,8 @@ export function statusOf(code: DomainErrorCode): HttpStatus {
     case QueueErrorCode.JobNotFound:
     case ScheduleErrorCode.NotFound:
     case ScheduleErrorCode.RunNotFound:
+    case MemoryErrorCode.NotFound:
+    case TraceErrorCode.NotFound:
       return HttpStatus.NOT_FOUND;
     case ServiceAccountErrorCode.NameTaken:
     case ServiceAccountErrorCode.NotActive:

@@ -9,6 +9,7 @@ import { McpArguments } from './mcp-arguments';
 import { ProtectedResourceController } from './protected-resource.controller';
 import { AgentRunTools, TeamRunTools, WorkflowRunTools } from './tools/component-runs.tools';
 import { DiscoveryTools } from './tools/discovery.tools';
+import { MemoryTools } from './tools/memories.tools';
 import { QueueTools } from './tools/queue.tools';
 import { ScheduleTools } from './tools/schedules.tools';
 import { ServiceAccountTools } from './tools/service-accounts.tools';
@@ -32,6 +33,7 @@ export function mcpWiring(env: Env): Wiring {
       TeamRunTools,
       WorkflowRunTools,
       SessionTools,
+      MemoryTools,
       ScheduleTools,
       QueueTools,
     ],

@@ -73,6 +73,7 @@ function componentRunsController({ kind, resource, param }: ComponentRoute): Typ
     @ApiConsumes('application/x-www-form-urlencoded', 'application/json')
     @ApiProduces('application/json', 'text/event-stream')
     @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'At most 512 characters; a repeated key returns the earlier run' })
+    @ApiHeader({ name: 'traceparent', required: false, description: 'W3C trace context: the run’s trace continues the caller’s' })
     @ApiOkResponse({ type: RunDto, description: 'The finished run' })
     @ApiAcceptedResponse({ type: AcceptedRunDto, description: 'background=true: the run is queued' })
     @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'stream=true with background=true' })
@@ -84,9 +85,10 @@ function componentRunsController({ kind, resource, param }: ComponentRoute): Typ
       @Param(param) id: string,
       @Body() body: StartRunDto,
       @Headers('idempotency-key') idempotencyKeyHeader: string | undefined,
+      @Headers('traceparent') traceparent: string | undefined,
       @Res() reply: FastifyReply,
     ): Promise<void> {
-      const request = { ...body, idempotencyKeyHeader };
+      const request = { ...body, idempotencyKeyHeader, traceparent };
       if (request.background) {
         await reply.status(HttpStatus.ACCEPTED).send(await this.runs.enqueue(caller, kind, id, request));
       } else if (request.stream) {

@@ -10,6 +10,8 @@ import { FailedLookups1764700000001 } from './1764700000001-FailedLookups';
 import { ServiceAccountNameRelease1764800000001 } from './1764800000001-ServiceAccountNameRelease';
 import { QueueReservations1764900000001 } from './1764900000001-QueueReservations';
 import { QueueJobCounts1765000000001 } from './1765000000001-QueueJobCounts';
+import { CreateMemories1765200000001 } from './1765200000001-CreateMemories';
+import { CreateTraces1765200000002 } from './1765200000002-CreateTraces';
 import { ScheduleFireHeartbeats1765400000001 } from './1765400000001-ScheduleFireHeartbeats';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
@@ -26,5 +28,7 @@ export const MIGRATIONS = [
   ServiceAccountNameRelease1764800000001,
   QueueReservations1764900000001,
   QueueJobCounts1765000000001,
+  CreateMemories1765200000001,
+  CreateTraces1765200000002,
   ScheduleFireHeartbeats1765400000001,
 ];

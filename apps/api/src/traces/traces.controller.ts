@@ -1,0 +1,31 @@
+import { Controller, Get, Param, Query } from '@nestjs/common';
+import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
+
+import { Principal } from '@app/access';
+import { CurrentPrincipal, RequireScope } from '@app/auth';
+import { ErrorBodyDto, ValidationErrorBodyDto } from '@app/errors';
+import { ListTracesQuery, TraceDto, TraceIdParams, TracePageDto, TracesService } from '@app/traces';
+
+@ApiTags('traces')
+@ApiUnprocessableEntityResponse({ type: ValidationErrorBodyDto, description: 'Validation error' })
+@Controller('traces')
+export class TracesController {
+  constructor(private readonly traces: TracesService) {}
+
+  @Get()
+  @RequireScope('traces:read')
+  @ApiOperation({ summary: "Traces of the caller's runs (self-scoped), newest first, each with its spans" })
+  @ApiOkResponse({ type: TracePageDto })
+  list(@CurrentPrincipal() caller: Principal, @Query() query: ListTracesQuery): Promise<TracePageDto> {
+    return this.traces.list(caller, query);
+  }
+
+  @Get(':trace_id')
+  @RequireScope('traces:read')
+  @ApiOperation({ summary: 'One trace with its spans' })
+  @ApiOkResponse({ type: TraceDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  get(@CurrentPrincipal() caller: Principal, @Param() params: TraceIdParams): Promise<TraceDto> {
+    return this.traces.get(caller, params.trace_id);
+  }
+}

@@ -1,0 +1,192 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase } from '../../../test/support/database';
+import { expectErrorBody, expectValidationBody } from '../../../test/support/error-bodies';
+import { call } from '../../../test/support/http';
+import { OpenAiCompatibleServer } from '../../../test/support/openai-compatible-server';
+import { mintAccount, MintedAccount, ROOT_KEY } from '../../../test/support/principals';
+import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../../../test/support/processes';
+
+interface Span {
+  span_id: string;
+  parent_id: string | null;
+  name: string;
+  offset_ms: number;
+  duration_ms: number;
+  attributes: Record<string, unknown>;
+}
+
+const SCOPES = ['traces:read', 'agents:run'];
+
+describe('traces', () => {
+  let provider: OpenAiCompatibleServer;
+  let api: RunningApi;
+  let worker: RunningProcess;
+  let alice: MintedAccount;
+  let bob: MintedAccount;
+
+  beforeAll(async () => {
+    provider = new OpenAiCompatibleServer();
+    const baseURL = await provider.listen();
+    const file = join(mkdtempSync(join(tmpdir(), 'traces-')), 'agents.mjs');
+    writeFileSync(
+      file,
+      `export default ({ modelAgent }) => [modelAgent({ id: 'assistant', instructions: 'Be brief.', model: 'standin-1', baseURL: '${baseURL}' })];`,
+    );
+    const env = { DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, COMPONENTS_MODULE: file, DEMO_COMPONENTS: 'true' };
+    api = await startApi(env);
+    worker = await startWorker(env);
+    alice = await mintAccount(api.url, ROOT_KEY, { scopes: SCOPES });
+    bob = await mintAccount(api.url, ROOT_KEY, { scopes: SCOPES });
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await api?.stop();
+    await provider?.close();
+  });
+
+  /** The run's trace once it holds `spans` spans and a final status (spans are written in batches, off the request). */
+  async function traceOf(
+    runId: string,
+    spans: number,
+    token = ROOT_KEY,
+  ): Promise<{ trace_id: string; status: string; spans: Span[] } & Record<string, unknown>> {
+    let trace: any = null;
+    await waitFor(
+      async () => {
+        trace = (await call(api.url, 'GET', `/traces?run_id=${runId}`, { token })).body.data?.[0] ?? null;
+        return trace !== null && trace.spans.length >= spans && ['completed', 'failed', 'cancelled'].includes(trace.status);
+      },
+      20_000,
+      `the trace of run ${runId}`,
+    );
+    return trace;
+  }
+
+  const byName = (spans: Span[], name: string) => {
+    const found = spans.filter((span) => span.name === name);
+    expect(found, name).toHaveLength(1);
+    return found[0];
+  };
+
+  it('records a background run as request, queue wait, component and model call, in order, with their parents', async () => {
+    provider.next({ chunks: ['Hi', ' there'], usage: { prompt_tokens: 12, completion_tokens: 3 } });
+    const accepted = await call(api.url, 'POST', '/agents/assistant/runs', {
+      token: alice.token,
+      json: { message: 'hello', background: true },
+    });
+    expect(accepted.status, accepted.text).toBe(202);
+    const trace = await traceOf(accepted.body.run_id, 4, alice.token);
+
+    expect(trace).toMatchObject({
+      run_id: accepted.body.run_id,
+      session_id: accepted.body.session_id,
+      user_id: `sa:${alice.name}`,
+      component_type: 'agent',
+      component_id: 'assistant',
+      status: 'completed',
+    });
+    expect(trace.trace_id).toMatch(/^[0-9a-f]{32}$/);
+    expect(trace.duration_ms).toBeGreaterThanOrEqual(0);
+    const request = byName(trace.spans, 'run.request');
+    const wait = byName(trace.spans, 'run.queue_wait');
+    const component = byName(trace.spans, 'run.component');
+    const model = byName(trace.spans, 'model.call');
+    expect(trace.spans.map((span) => span.name)).toEqual(['run.request', 'run.queue_wait', 'run.component', 'model.call']);
+    expect(request.parent_id).toBeNull();
+    expect(wait.parent_id).toBe(request.span_id);
+    expect(component.parent_id).toBe(request.span_id);
+    expect(model.parent_id).toBe(component.span_id);
+    // The wait ends where the component starts; the model call runs inside the component (offsets and durations are each
+    // whole milliseconds, so an end may read 1 ms late).
+    expect(request.offset_ms).toBeLessThanOrEqual(wait.offset_ms);
+    expect(wait.offset_ms + wait.duration_ms).toBeLessThanOrEqual(component.offset_ms + 1);
+    expect(component.offset_ms).toBeLessThanOrEqual(model.offset_ms);
+    expect(model.offset_ms + model.duration_ms).toBeLessThanOrEqual(component.offset_ms + component.duration_ms + 1);
+    expect(model.attributes).toMatchObject({
+      'gen_ai.request.model': 'standin-1',
+      'gen_ai.usage.input_tokens': 12,
+      'gen_ai.usage.output_tokens': 3,
+    });
+    expect(component.attributes).toMatchObject({ 'run.id': accepted.body.run_id, 'run.status': 'completed' });
+
+    const one = await call(api.url, 'GET', `/traces/${trace.trace_id}`, { token: alice.token });
+    expect(one.status).toBe(200);
+    expect(one.body).toEqual(trace);
+  });
+
+  it('records a synchronous run without a queue wait, and a failed run as failed', async () => {
+    const run = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, json: { message: 'sync' } });
+    const trace = await traceOf(run.body.run_id, 2);
+    expect(trace.spans.map((span) => span.name)).toEqual(['run.request', 'run.component']);
+    expect(trace.status).toBe('completed');
+    const failed = await call(api.url, 'POST', '/agents/fail-agent/runs', { token: ROOT_KEY, json: { message: 'x' } });
+    expect((await traceOf(failed.body.run_id, 2)).status).toBe('failed');
+    const listed = await call(api.url, 'GET', '/traces?status=failed&component_id=fail-agent', { token: ROOT_KEY });
+    expect(listed.body.data.map((t: { run_id: string }) => t.run_id)).toEqual([failed.body.run_id]);
+  });
+
+  it('continues the caller’s traceparent: the run’s trace is the caller’s trace, its request span the caller’s child', async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const callerSpan = '00f067aa0ba902b7';
+    provider.next({ chunks: ['ok'] });
+    const accepted = await call(api.url, 'POST', '/agents/assistant/runs', {
+      token: alice.token,
+      json: { message: 'traced', background: true },
+      headers: { traceparent: `00-${traceId}-${callerSpan}-01` },
+    });
+    expect(accepted.status, accepted.text).toBe(202);
+    const trace = await traceOf(accepted.body.run_id, 4, alice.token);
+    expect(trace.trace_id).toBe(traceId);
+    expect(byName(trace.spans, 'run.request').parent_id).toBe(callerSpan);
+    // A malformed traceparent is ignored (W3C): a new trace starts.
+    const fresh = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+      token: alice.token,
+      json: { message: 'x' },
+      headers: { traceparent: 'not-a-traceparent' },
+    });
+    expect(fresh.status).toBe(200);
+    expect((await traceOf(fresh.body.run_id, 2, alice.token)).spans[0].parent_id).toBeNull();
+  });
+
+  it('keeps one token’s traces invisible to another; the security key sees all; filters by session and time window', async () => {
+    const mine = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, json: { message: 'private' } });
+    const trace = await traceOf(mine.body.run_id, 2, alice.token);
+    expectErrorBody(await call(api.url, 'GET', `/traces/${trace.trace_id}`, { token: bob.token }), 404);
+    expect((await call(api.url, 'GET', `/traces?run_id=${mine.body.run_id}`, { token: bob.token })).body.data).toEqual([]);
+    const bobs = await call(api.url, 'GET', '/traces?limit=100', { token: bob.token });
+    expect(bobs.body.data.every((t: { user_id: string }) => t.user_id === `sa:${bob.name}`)).toBe(true);
+    expect((await call(api.url, 'GET', `/traces/${trace.trace_id}`, { token: ROOT_KEY })).body.user_id).toBe(`sa:${alice.name}`);
+
+    const session = await call(api.url, 'GET', `/traces?session_id=${mine.body.session_id}`, { token: alice.token });
+    expect(session.body.data.map((t: { trace_id: string }) => t.trace_id)).toEqual([trace.trace_id]);
+    const now = Math.floor(Date.now() / 1000);
+    const window = (query: string) => call(api.url, 'GET', `/traces?run_id=${mine.body.run_id}&${query}`, { token: alice.token });
+    expect((await window(`started_after=${now - 120}&started_before=${now + 5}`)).body.data).toHaveLength(1);
+    expect((await window(`started_after=${now + 60}`)).body.data).toHaveLength(0);
+  });
+
+  it('refuses the wrong principal and bad input', async () => {
+    expectErrorBody(await call(api.url, 'GET', '/traces'), 401);
+    const narrow = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run'] });
+    expectErrorBody(await call(api.url, 'GET', '/traces', { token: narrow.token }), 403);
+    expectErrorBody(await call(api.url, 'GET', `/traces/${'a'.repeat(32)}`, { token: narrow.token }), 403);
+    expectErrorBody(await call(api.url, 'GET', '/traces/not-hex', { token: ROOT_KEY }), 404);
+    expect(expectValidationBody(await call(api.url, 'GET', '/traces?status=lost', { token: ROOT_KEY }))).toContainEqual([
+      'query',
+      'status',
+    ]);
+    expect(expectValidationBody(await call(api.url, 'GET', '/traces?run_id=nope', { token: ROOT_KEY }))).toContainEqual([
+      'query',
+      'run_id',
+    ]);
+    expect(expectValidationBody(await call(api.url, 'GET', '/traces?started_after=-1', { token: ROOT_KEY }))).toContainEqual([
+      'query',
+      'started_after',
+    ]);
+  });
+});

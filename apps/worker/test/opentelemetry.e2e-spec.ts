@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase } from '../../../test/support/database';
+import { call } from '../../../test/support/http';
+import { OtlpReceiver } from '../../../test/support/otlp-receiver';
+import { ROOT_KEY } from '../../../test/support/principals';
+import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../../../test/support/processes';
+
+describe('OpenTelemetry export over OTLP/HTTP', () => {
+  let receiver: OtlpReceiver;
+  let api: RunningApi;
+  let worker: RunningProcess;
+
+  beforeAll(async () => {
+    receiver = new OtlpReceiver();
+    const endpoint = await receiver.listen();
+    const env = {
+      DATABASE_URL: await createTestDatabase(),
+      OS_SECURITY_KEY: ROOT_KEY,
+      DEMO_COMPONENTS: 'true',
+      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+    };
+    api = await startApi(env);
+    worker = await startWorker(env);
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await api?.stop();
+    await receiver?.close();
+  });
+
+  it('sends the spans of one background run from the api and the worker under one trace id, the one GET /traces shows', async () => {
+    const traceId = '0af7651916cd43dd8448eb211c80319c';
+    const accepted = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+      token: ROOT_KEY,
+      json: { message: 'exported', background: true },
+      headers: { traceparent: `00-${traceId}-b7ad6b7169203331-01` },
+    });
+    expect(accepted.status, accepted.text).toBe(202);
+    await waitFor(async () => receiver.spans.filter((span) => span.traceId === traceId).length >= 3, 20_000, 'the exported spans');
+
+    const spans = receiver.spans.filter((span) => span.traceId === traceId);
+    const request = spans.find((span) => span.name === 'run.request')!;
+    const wait = spans.find((span) => span.name === 'run.queue_wait')!;
+    const component = spans.find((span) => span.name === 'run.component')!;
+    expect(request).toMatchObject({ service: 'platform-api', parentSpanId: 'b7ad6b7169203331' });
+    expect(wait).toMatchObject({ service: 'platform-worker', parentSpanId: request.spanId });
+    expect(component).toMatchObject({ service: 'platform-worker', parentSpanId: request.spanId });
+    expect(receiver.paths.every((path) => path.startsWith('POST /v1/traces'))).toBe(true);
+
+    // The same spans were stored: the run's trace in the api has the exported ids.
+    await waitFor(
+      async () => (await call(api.url, 'GET', `/traces/${traceId}`, { token: ROOT_KEY })).body.spans?.length >= 3,
+      20_000,
+      'the stored trace',
+    );
+    const stored = await call(api.url, 'GET', `/traces/${traceId}`, { token: ROOT_KEY });
+    expect(stored.body.run_id).toBe(accepted.body.run_id);
+    expect(stored.body.spans.map((span: { span_id: string }) => span.span_id).sort()).toEqual(
+      [request.spanId, wait.spanId, component.spanId].sort(),
+    );
+  });
+});

@@ -1,0 +1,5 @@
+export * from './memories.exception';
+export * from './memories.module';
+export * from './memories.service';
+export * from './memory.dto';
+export * from './memory.entity';

@@ -1,0 +1,46 @@
+import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+
+import { Env } from '@app/config';
+
+const RETENTION_INTERVAL_MS = 10 * 60_000;
+
+/** Deletes traces (and their spans) older than QUEUE_RETENTION_SECONDS, on the same clock as the queue's terminal jobs; 0 keeps them. */
+@Injectable()
+export class TraceRetention implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly log = new Logger('TraceRetention');
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly env: Env,
+    @InjectDataSource() private readonly dataSource: DataSource,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (this.env.QUEUE_RETENTION_SECONDS > 0) {
+      this.timer = setInterval(() => void this.deleteExpired(), RETENTION_INTERVAL_MS);
+      this.timer.unref();
+      void this.deleteExpired();
+    }
+  }
+
+  onApplicationShutdown(): void {
+    if (this.timer) {
+      clearInterval(this.timer);
+    }
+  }
+
+  async deleteExpired(): Promise<void> {
+    try {
+      // Spans go by their own age: a request refused before it made a run leaves spans without a trace row.
+      await this.dataSource.query(
+        `WITH expired AS (DELETE FROM traces WHERE started_at < now() - make_interval(secs => $1))
+         DELETE FROM trace_spans WHERE started_at < now() - make_interval(secs => $1)`,
+        [this.env.QUEUE_RETENTION_SECONDS],
+      );
+    } catch (error) {
+      this.log.error(`trace retention cleanup failed: ${String(error)}`);
+    }
+  }
+}

@@ -1,0 +1,94 @@
+import { Injectable } from '@nestjs/common';
+
+import { DataScope, Principal } from '@app/access';
+import { toEpoch } from '@app/database';
+import { Page, toPage } from '@app/pagination';
+
+import { ListTracesQuery, SpanDto, TraceDto } from './trace.dto';
+import { TraceEntity } from './trace.entity';
+import { TraceRepository } from './trace.repository';
+import { TraceSpanEntity } from './trace-span.entity';
+import { TraceErrorCode, TraceException } from './traces.exception';
+
+/** Trace reads, self-scoped like every read. */
+@Injectable()
+export class TracesService {
+  constructor(private readonly traces: TraceRepository) {}
+
+  async list(caller: Principal, query: ListTracesQuery): Promise<Page<TraceDto>> {
+    const startedAt = performance.now();
+    const request = query.toPageRequest();
+    const [rows, total] = await this.traces.page(
+      DataScope.of(caller),
+      {
+        runId: query.run_id,
+        sessionId: query.session_id,
+        componentId: query.component_id,
+        status: query.status,
+        startedAfter: query.started_after,
+        startedBefore: query.started_before,
+      },
+      request,
+    );
+    return toPage(request, await this.withSpans(rows), total, startedAt);
+  }
+
+  async get(caller: Principal, traceId: string): Promise<TraceDto> {
+    const found = await this.traces.findById(DataScope.of(caller), traceId);
+    if (!found) {
+      throw new TraceException(TraceErrorCode.NotFound, `Trace '${traceId}' not found`);
+    }
+    const [dto] = await this.withSpans([found]);
+    return dto;
+  }
+
+  private async withSpans(rows: TraceEntity[]): Promise<TraceDto[]> {
+    const spans = await this.traces.spansOf(rows.map((row) => row.traceId));
+    return rows.map((row) =>
+      toTraceDto(
+        row,
+        spans.filter((span) => span.traceId === row.traceId),
+      ),
+    );
+  }
+}
+
+function toTraceDto(row: TraceEntity, spans: TraceSpanEntity[]): TraceDto {
+  const start = row.startedAt.getTime();
+  return {
+    trace_id: row.traceId,
+    run_id: row.runId,
+    session_id: row.sessionId,
+    user_id: row.userId,
+    component_type: row.componentType,
+    component_id: row.componentId,
+    status: row.status,
+    started_at: toEpoch(row.startedAt),
+    ended_at: toEpoch(row.endedAt),
+    duration_ms: row.endedAt ? row.endedAt.getTime() - start : null,
+    spans: inOrder(spans).map((span): SpanDto => ({
+      span_id: span.spanId,
+      parent_id: span.parentId,
+      name: span.name,
+      started_at: toEpoch(span.startedAt),
+      ended_at: toEpoch(span.endedAt),
+      offset_ms: span.startedAt.getTime() - start,
+      duration_ms: span.endedAt.getTime() - span.startedAt.getTime(),
+      attributes: span.attributes,
+    })),
+  };
+}
+
+/** Oldest first; a parent before the child it started within the same millisecond (clocks of two processes meet here). */
+function inOrder(spans: TraceSpanEntity[]): TraceSpanEntity[] {
+  const parents = new Map(spans.map((span) => [span.spanId, span.parentId]));
+  const depth = (span: TraceSpanEntity): number => {
+    let levels = 0;
+    for (let parent = span.parentId; parent && parents.has(parent) && levels < spans.length; parent = parents.get(parent) ?? null) {
+      levels += 1;
+    }
+    return levels;
+  };
+  const millis = (span: TraceSpanEntity) => Math.floor(span.startedAt.getTime());
+  return [...spans].sort((a, b) => millis(a) - millis(b) || depth(a) - depth(b));
+}
