@@ -430,6 +430,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/memories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's memories (self-scoped), filtered by user, component, topic or text */
+        get: operations["MemoriesController_list"];
+        put?: never;
+        /** Keep a memory; a token’s memories belong to sa:<name> */
+        post: operations["MemoriesController_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/memories/{memory_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One memory */
+        get: operations["MemoriesController_get"];
+        put?: never;
+        post?: never;
+        /** Delete a memory */
+        delete: operations["MemoriesController_remove"];
+        options?: never;
+        head?: never;
+        /** Change a memory’s text or topics; absent fields are untouched */
+        patch: operations["MemoriesController_update"];
+        trace?: never;
+    };
+    "/memory_topics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The distinct topics of the memories the caller sees, alphabetically */
+        get: operations["MemoriesController_topics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/traces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Traces of the caller's runs (self-scoped), newest first, each with its spans */
+        get: operations["TracesController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/traces/{trace_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One trace with its spans */
+        get: operations["TracesController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/queue/jobs": {
         parameters: {
             query?: never;
@@ -1287,6 +1375,76 @@ export interface components {
         };
         RunPageDto: {
             data: components["schemas"]["RunDto"][];
+            meta: components["schemas"]["PageMeta"];
+        };
+        MemoryDto: {
+            /** Format: uuid */
+            memory_id: string;
+            memory: string;
+            topics: string[];
+            user_id: string | null;
+            /** @enum {string|null} */
+            component_type: "agent" | "team" | "workflow" | null;
+            component_id: string | null;
+            created_at: number;
+            updated_at: number;
+        };
+        MemoryPageDto: {
+            data: components["schemas"]["MemoryDto"][];
+            meta: components["schemas"]["PageMeta"];
+        };
+        CreateMemoryDto: {
+            /** @description The fact to keep */
+            memory: string;
+            /** @description At most 20 topics of 1 to 100 characters */
+            topics?: string[];
+            /** @description Whose memory: honoured only for the security key, anonymous callers on an open instance and platform:admin */
+            user_id?: string | null;
+            /** @enum {string} */
+            component_type?: "agent" | "team" | "workflow";
+            component_id?: string;
+        };
+        UpdateMemoryDto: {
+            memory?: string;
+            /** @description At most 20 topics of 1 to 100 characters */
+            topics?: string[];
+        };
+        SpanDto: {
+            /** @description 16 hex digits */
+            span_id: string;
+            /** @description The parent span; null for a trace’s first span */
+            parent_id: string | null;
+            /** @example run.component */
+            name: string;
+            started_at: number;
+            ended_at: number;
+            /** @description Milliseconds from the trace’s start to this span’s */
+            offset_ms: number;
+            duration_ms: number;
+            attributes: {
+                [key: string]: unknown;
+            };
+        };
+        TraceDto: {
+            /** @description W3C trace id: 32 hex digits */
+            trace_id: string;
+            /** Format: uuid */
+            run_id: string;
+            session_id: string;
+            user_id: string | null;
+            /** @enum {string} */
+            component_type: "agent" | "team" | "workflow";
+            component_id: string;
+            /** @enum {string} */
+            status: "queued" | "running" | "completed" | "failed" | "cancelled";
+            started_at: number;
+            ended_at: number | null;
+            duration_ms: number | null;
+            /** @description Oldest first */
+            spans: components["schemas"]["SpanDto"][];
+        };
+        TracePageDto: {
+            data: components["schemas"]["TraceDto"][];
             meta: components["schemas"]["PageMeta"];
         };
         JobDto: {
@@ -2179,6 +2337,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description W3C trace context: the run’s trace continues the caller’s */
+                traceparent?: string;
                 /** @description At most 512 characters; a repeated key returns the earlier run */
                 "Idempotency-Key"?: string;
             };
@@ -2510,6 +2670,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description W3C trace context: the run’s trace continues the caller’s */
+                traceparent?: string;
                 /** @description At most 512 characters; a repeated key returns the earlier run */
                 "Idempotency-Key"?: string;
             };
@@ -2841,6 +3003,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description W3C trace context: the run’s trace continues the caller’s */
+                traceparent?: string;
                 /** @description At most 512 characters; a repeated key returns the earlier run */
                 "Idempotency-Key"?: string;
             };
@@ -3212,6 +3376,455 @@ export interface operations {
                 };
             };
             /** @description Requires scope `sessions:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Validation error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                };
+            };
+        };
+    };
+    MemoriesController_list: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description Page number, 1 or more */
+                page?: number;
+                /** @description Sort field: created_at, updated_at; unknown fields are ignored */
+                sort_by?: string;
+                sort_order?: "asc" | "desc";
+                /** @description Only this user's memories (within what the caller may see) */
+                user_id?: string;
+                component_id?: string;
+                /** @description Only memories with this topic */
+                topic?: string;
+                /** @description Case-insensitive substring of the memory */
+                search?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryPageDto"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `memories:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Validation error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                };
+            };
+        };
+    };
+    MemoriesController_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateMemoryDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryDto"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `memories:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Validation error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                };
+            };
+        };
+    };
+    MemoriesController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryDto"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `memories:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Validation error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                };
+            };
+        };
+    };
+    MemoriesController_remove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `memories:delete` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Validation error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                };
+            };
+        };
+    };
+    MemoriesController_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateMemoryDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryDto"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `memories:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Validation error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                };
+            };
+        };
+    };
+    MemoriesController_topics: {
+        parameters: {
+            query?: {
+                /** @description Only this user's topics (within what the caller may see) */
+                user_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string[];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `memories:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Validation error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                };
+            };
+        };
+    };
+    TracesController_list: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description Page number, 1 or more */
+                page?: number;
+                /** @description Sort field: started_at; unknown fields are ignored */
+                sort_by?: string;
+                sort_order?: "asc" | "desc";
+                run_id?: string;
+                session_id?: string;
+                component_id?: string;
+                status?: "queued" | "running" | "completed" | "failed" | "cancelled";
+                /** @description Only traces started at or after (epoch seconds) */
+                started_after?: number;
+                /** @description Only traces started before (epoch seconds) */
+                started_before?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TracePageDto"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `traces:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Validation error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                };
+            };
+        };
+    };
+    TracesController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description 32 hex digits */
+                trace_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TraceDto"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `traces:read` */
             403: {
                 headers: {
                     [name: string]: unknown;
