@@ -13,6 +13,10 @@ const PUBLIC_OPERATIONS = [
 ];
 // /mcp authenticates its caller, then checks each tool call against the scope of the REST route the tool mirrors.
 const PER_TOOL_SCOPE = 'POST /mcp';
+// One A2A JSON-RPC endpoint serves several methods: its scope depends on the method, and the document names each.
+const PER_METHOD_SCOPE = /^POST \/a2a\/(agents|teams|workflows)\/\{[a-z_]+\}$/;
+// /ws checks each action against the scope of its REST route; a refused credential is a frame, not an HTTP status.
+const PER_ACTION_SCOPE = 'GET /ws';
 
 describe('OpenAPI document and Swagger UI', () => {
   let api: RunningApi;
@@ -40,9 +44,18 @@ describe('OpenAPI document and Swagger UI', () => {
         expect(operation['x-required-scope'], key).toBeUndefined();
         continue;
       }
+      if (key === PER_ACTION_SCOPE) {
+        expect(operation['x-required-scope'], key).toContain('per action');
+        expect(Object.keys(operation.responses).sort(), key).toEqual(['101', '426']);
+        continue;
+      }
       if (key === PER_TOOL_SCOPE) {
         expect(operation['x-required-scope'], key).toContain('per tool');
         expect(Object.keys(operation.responses).sort(), key).toEqual(['200', '202', '401', '403']);
+      } else if (PER_METHOD_SCOPE.test(key)) {
+        expect(operation['x-required-scope'], key).toMatch(
+          /^([a-z]+:read \(GetTask\) or )?[a-z]+:run \(SendMessage, SendStreamingMessage(, CancelTask)?\)$/,
+        );
       } else {
         expect(operation['x-required-scope'], key).toMatch(/^([a-z_]+:)+[a-z_]+$/);
       }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { CancellationIntents } from '@app/queue';
+import { TracesModule } from '@app/traces';
 
 import { bootModule, ModuleOnDatabase, principals } from '../../../test/support/nest-module';
 import { Component, RunContext } from './component';
@@ -40,7 +41,10 @@ describe('RunsService', () => {
   const ask = (fields: Partial<RunRequest> = {}): RunRequest => ({ message: 'hi', ...fields });
 
   beforeAll(async () => {
-    app = await bootModule({ imports: [RunsModule.forRoot({ components })] }, { QUEUE_CANCEL_INTENT_TTL_SECONDS: '60' });
+    app = await bootModule(
+      { imports: [TracesModule.forRoot('platform-test'), RunsModule.forRoot({ components })] },
+      { QUEUE_CANCEL_INTENT_TTL_SECONDS: '60' },
+    );
     runs = app.get(RunsService);
   });
 

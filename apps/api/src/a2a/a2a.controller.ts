@@ -2,6 +2,7 @@ import { Controller, Get, HttpCode, NotFoundException, Param, Post, Req, Res, Ty
 import {
   ApiBearerAuth,
   ApiExtension,
+  ApiForbiddenResponse,
   ApiOkResponse,
   ApiOperation,
   ApiParam,
@@ -58,10 +59,16 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @ComponentParam()
     @ApiOperation({ summary: 'A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask' })
     @ApiBearerAuth('bearer')
-    @ApiExtension('x-required-scope', `${read} (GetTask) or ${run} (SendMessage, SendStreamingMessage, CancelTask)`)
+    @ApiExtension(
+      'x-required-scope',
+      kind === 'workflow'
+        ? `${run} (SendMessage, SendStreamingMessage)`
+        : `${read} (GetTask) or ${run} (SendMessage, SendStreamingMessage, CancelTask)`,
+    )
     @ApiProduces('application/json', 'text/event-stream')
     @ApiOkResponse({ description: 'The JSON-RPC response, or a text/event-stream of them for SendStreamingMessage' })
     @ApiUnauthorizedResponse({ description: 'Missing or invalid credential', type: ErrorBodyDto })
+    @ApiForbiddenResponse({ description: 'The credential lacks the scope of the method called', type: ErrorBodyDto })
     async jsonRpc(@Param(param) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
       // One URL, several methods: the scope follows the method, so the route authenticates itself.
       const scope = requiredScope({ scope: `${resource}:${A2AEndpoint.actionOf(request.body)}`, componentParam: param }, { [param]: id });

@@ -4899,6 +4899,16 @@ export interface operations {
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The credential lacks the scope of the method called */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     AgentA2AController_send: {
@@ -5102,6 +5112,16 @@ export interface operations {
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The credential lacks the scope of the method called */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     TeamA2AController_send: {
@@ -5230,6 +5250,16 @@ export interface operations {
             };
             /** @description Missing or invalid credential */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The credential lacks the scope of the method called */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
