@@ -73,6 +73,11 @@ export class A2AEndpoint {
     return AgentCard.toJSON(this.handler(kind, resource, id).card);
   }
 
+  /** Throws the REST 404 for a component that does not exist; otherwise its (cached) handler is ready. */
+  assertComponent(kind: ComponentKind, resource: string, id: string): void {
+    this.handler(kind, resource, id);
+  }
+
   async jsonRpc(call: A2ACall, body: unknown, response: ServerResponse): Promise<void> {
     const handler = this.handler(call.kind, call.resource, call.id);
     const context = callContext(call);

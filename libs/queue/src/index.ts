@@ -18,5 +18,5 @@ export * from './worker/job-store';
 export * from './worker/queue-worker';
 export * from './worker/queue-worker-metrics';
 export * from './worker/queue-worker.module';
-export { connectListener } from './worker/queue-worker.service';
+export { connectListener, newWorkerId } from './worker/queue-worker.service';
 export * from './worker/work-store';

@@ -1,13 +1,10 @@
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
-
 import { BeforeApplicationShutdown, Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { PinoLogger } from 'nestjs-pino';
 import { Pool } from 'pg';
 
 import { Env } from '@app/config';
 import { ConnectionClient } from '@app/database';
-import { connectListener, QueueWorker } from '@app/queue';
+import { connectListener, newWorkerId, QueueWorker } from '@app/queue';
 
 import { ClaimedFire, SCHEDULE_FIRE_JOB_TYPE, ScheduleFireStore } from './schedule-fire-store';
 import { ScheduleFirer } from './schedule-firer';
@@ -24,7 +21,7 @@ const ENGINE_CONNECTIONS = 3;
 @Injectable()
 export class ScheduleFireWorker implements OnApplicationBootstrap, OnModuleDestroy, BeforeApplicationShutdown {
   /** Fits schedule_runs.locked_by (64). */
-  readonly workerId = `${hostname().slice(0, 40)}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  readonly workerId = newWorkerId(40);
   private engine: QueueWorker<ClaimedFire> | null = null;
   private pool: Pool | null = null;
   private stopped: Promise<void> | null = null;

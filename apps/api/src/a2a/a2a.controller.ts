@@ -113,7 +113,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
       request: FastifyRequest,
       write: (call: A2ACall) => Promise<void>,
     ): Promise<void> {
-      this.a2a.card(kind, resource, id);
+      this.a2a.assertComponent(kind, resource, id);
       reply.raw.setHeader('x-request-id', request.id);
       reply.hijack();
       await write({ kind, resource, id, principal, headers: request.headers });

@@ -23,9 +23,9 @@ export async function connectListener(connectionString: string): Promise<Connect
   return client;
 }
 
-/** `host:pid:random`: unique per process, and readable in `locked_by`. */
-function newWorkerId(): string {
-  return `${hostname().slice(0, 80)}:${process.pid}:${randomBytes(3).toString('hex')}`;
+/** `host:pid:random`: unique per engine, and readable in `locked_by` (the host cut to fit the column). */
+export function newWorkerId(maxHostChars = 80): string {
+  return `${hostname().slice(0, maxHostChars)}:${process.pid}:${randomBytes(3).toString('hex')}`;
 }
 
 /**
