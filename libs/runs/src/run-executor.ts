@@ -42,7 +42,15 @@ export class RunExecutor {
   ) {}
 
   async execute(component: Component, run: RunInput, options: ExecutionOptions = {}): Promise<RunOutcome> {
-    const span = this.tracing.start(SPAN.component, { parent: options.parent, attributes: runAttributes(component, run) });
+    const span = this.tracing.start(SPAN.component, {
+      parent: options.parent,
+      // The session and user are the request span's: a trace says them once.
+      attributes: {
+        [RUN_ATTRIBUTES.runId]: run.id,
+        [RUN_ATTRIBUTES.componentType]: component.kind,
+        [RUN_ATTRIBUTES.componentId]: component.id,
+      },
+    });
     const outcome = await this.runComponent(component, run, options, span);
     span.setAttribute(RUN_ATTRIBUTES.status, outcome.status);
     if (outcome.status === 'failed') {
@@ -113,7 +121,7 @@ export class RunExecutor {
   }
 }
 
-/** What a run's spans say about it; the trace's summary (GET /traces) is built from them. */
+/** What a run's request span says about it; the trace's summary (GET /traces) is built from it. */
 export function runAttributes(component: Component, run: RunInput): Record<string, string> {
   return {
     [RUN_ATTRIBUTES.runId]: run.id,

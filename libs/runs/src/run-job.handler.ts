@@ -7,7 +7,7 @@ import { RUN_ATTRIBUTES, SPAN, Tracing } from '@app/traces';
 import { ComponentKind } from './component';
 import { ComponentRegistry } from './component.registry';
 import { RunOutcome, RunRepository } from './run.repository';
-import { runAttributes, RunExecutor, RunInput } from './run-executor';
+import { RunExecutor, RunInput } from './run-executor';
 
 /** Executes a background run on a worker; the run's row is written with the job's outcome, under the job's fence. */
 @Injectable()
@@ -36,7 +36,7 @@ export class RunJobHandler implements JobHandler {
         .start(SPAN.queueWait, {
           parent,
           startTime: job.payload.enqueued_at,
-          attributes: { ...runAttributes(component, input), [RUN_ATTRIBUTES.status]: 'running', 'job.attempt': job.attempt },
+          attributes: { [RUN_ATTRIBUTES.runId]: input.id, 'job.attempt': job.attempt },
         })
         .end();
     }

@@ -1,40 +1,30 @@
-import type { HrTime } from '@opentelemetry/api';
 import { ExportResult, ExportResultCode, hrTimeToMilliseconds } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
 import type { DataSource } from 'typeorm';
 
-import { RUN_ATTRIBUTES, TERMINAL_RUN_STATUSES } from './run-span';
+import { RUN_ATTRIBUTES, SPAN } from './run-span';
+import type { StoredSpan } from './trace.entity';
 
-interface Summary {
+/** One trace's spans in a batch, and its run when the batch holds the request span that made it. */
+interface TraceBatch {
   traceId: string;
-  runId: string;
-  sessionId: string;
-  userId: string | null;
-  componentType: string;
-  componentId: string;
-  status: string;
   startedAt: number;
-  endedAt: number;
+  spans: StoredSpan[];
+  run?: { id: string; sessionId: string; userId: string | null; componentType: string; componentId: string };
 }
 
 /**
- * A batch of spans and the summaries of their traces in one statement. A summary's terminal status is
- * never replaced by an earlier one arriving late (the api's `queued` after the worker's `completed`).
+ * A batch in one statement: a row of spans (a JSON array, stored as text) per trace, and the summaries
+ * of the runs whose request spans are in it. A caller's traceparent may carry several runs; its trace is
+ * summarised by the first.
  */
 const WRITE_BATCH = `
-  WITH spans AS (
-    INSERT INTO trace_spans (trace_id, span_id, parent_id, name, started_at, ended_at, attributes)
-    SELECT * FROM unnest($1::varchar[], $2::varchar[], $3::varchar[], $4::varchar[], $5::timestamptz[], $6::timestamptz[], $7::jsonb[])
-    ON CONFLICT DO NOTHING
+  WITH summaries AS (
+    INSERT INTO traces (trace_id, run_id, session_id, user_id, component_type, component_id, started_at)
+    SELECT * FROM unnest($4::varchar[], $5::uuid[], $6::varchar[], $7::varchar[], $8::varchar[], $9::varchar[], $10::timestamptz[])
+    ON CONFLICT (trace_id) DO NOTHING
   )
-  INSERT INTO traces (trace_id, run_id, session_id, user_id, component_type, component_id, status, started_at, ended_at)
-  SELECT * FROM unnest($8::varchar[], $9::uuid[], $10::varchar[], $11::varchar[], $12::varchar[], $13::varchar[], $14::varchar[],
-                       $15::timestamptz[], $16::timestamptz[])
-  ON CONFLICT (trace_id) DO UPDATE SET
-    status = CASE WHEN traces.status = ANY ($17::varchar[]) AND NOT EXCLUDED.status = ANY ($17::varchar[])
-                  THEN traces.status ELSE EXCLUDED.status END,
-    started_at = LEAST(traces.started_at, EXCLUDED.started_at),
-    ended_at = GREATEST(traces.ended_at, EXCLUDED.ended_at)`;
+  INSERT INTO trace_spans (trace_id, started_at, spans) SELECT * FROM unnest($1::varchar[], $2::timestamptz[], $3::text[])`;
 
 /**
  * Stores finished spans in PostgreSQL. Driven by OpenTelemetry's BatchSpanProcessor, so spans are
@@ -53,71 +43,68 @@ export class PostgresSpanExporter implements SpanExporter {
   async shutdown(): Promise<void> {}
 
   private async write(spans: ReadableSpan[]): Promise<void> {
-    const summaries = summarize(spans);
-    const column = <T>(pick: (span: ReadableSpan) => T) => spans.map(pick);
-    const summary = <T>(pick: (row: Summary) => T) => summaries.map(pick);
+    const traces = byTrace(spans);
+    if (traces.length === 0) {
+      return;
+    }
+    const runs = traces.flatMap(({ traceId, startedAt, run }) => (run ? [{ traceId, startedAt, ...run }] : []));
     await this.dataSource.query(WRITE_BATCH, [
-      column((span) => span.spanContext().traceId),
-      column((span) => span.spanContext().spanId),
-      column((span) => span.parentSpanContext?.spanId ?? null),
-      column((span) => span.name),
-      column((span) => microsecondsOf(span.startTime)),
-      column((span) => microsecondsOf(span.endTime)),
-      column((span) => JSON.stringify(span.attributes)),
-      summary((row) => row.traceId),
-      summary((row) => row.runId),
-      summary((row) => row.sessionId),
-      summary((row) => row.userId),
-      summary((row) => row.componentType),
-      summary((row) => row.componentId),
-      summary((row) => row.status),
-      summary((row) => isoOf(row.startedAt)),
-      summary((row) => isoOf(row.endedAt)),
-      TERMINAL_RUN_STATUSES,
+      traces.map((trace) => trace.traceId),
+      traces.map((trace) => isoOf(trace.startedAt)),
+      traces.map((trace) => JSON.stringify(trace.spans)),
+      runs.map((run) => run.traceId),
+      runs.map((run) => run.id),
+      runs.map((run) => run.sessionId),
+      runs.map((run) => run.userId),
+      runs.map((run) => run.componentType),
+      runs.map((run) => run.componentId),
+      runs.map((run) => isoOf(run.startedAt)),
     ]);
   }
 }
 
-/** One summary per trace in the batch, from its run spans (those naming a run): earliest start, latest end, last status. */
-function summarize(spans: ReadableSpan[]): Summary[] {
-  const byTrace = new Map<string, Summary>();
+/**
+ * The batch's spans by trace. A request refused before it made a run (its request span names no run)
+ * has nothing to show in GET /traces: its spans are left to the OTLP exporter, if one is set.
+ */
+function byTrace(spans: ReadableSpan[]): TraceBatch[] {
+  const traces = new Map<string, TraceBatch>();
+  const refused = new Set<string>();
   for (const span of spans) {
-    const attributes = span.attributes;
-    const runId = attributes[RUN_ATTRIBUTES.runId];
-    if (typeof runId !== 'string') {
-      continue;
-    }
     const traceId = span.spanContext().traceId;
+    const { attributes } = span;
     const startedAt = hrTimeToMilliseconds(span.startTime);
-    const endedAt = hrTimeToMilliseconds(span.endTime);
-    const status = String(attributes[RUN_ATTRIBUTES.status] ?? 'queued');
-    const known = byTrace.get(traceId);
-    if (known) {
-      known.startedAt = Math.min(known.startedAt, startedAt);
-      known.endedAt = Math.max(known.endedAt, endedAt);
-      if (TERMINAL_RUN_STATUSES.includes(status) || !TERMINAL_RUN_STATUSES.includes(known.status)) {
-        known.status = status;
-      }
-      continue;
+    let trace = traces.get(traceId);
+    if (!trace) {
+      trace = { traceId, startedAt, spans: [] };
+      traces.set(traceId, trace);
     }
-    byTrace.set(traceId, {
-      traceId,
-      runId,
-      sessionId: String(attributes[RUN_ATTRIBUTES.sessionId]),
-      userId: typeof attributes[RUN_ATTRIBUTES.userId] === 'string' ? (attributes[RUN_ATTRIBUTES.userId] as string) : null,
-      componentType: String(attributes[RUN_ATTRIBUTES.componentType]),
-      componentId: String(attributes[RUN_ATTRIBUTES.componentId]),
-      status,
-      startedAt,
-      endedAt,
+    trace.startedAt = Math.min(trace.startedAt, startedAt);
+    if (span.name === SPAN.request) {
+      const runId = attributes[RUN_ATTRIBUTES.runId];
+      const userId = attributes[RUN_ATTRIBUTES.userId];
+      if (typeof runId !== 'string') {
+        refused.add(traceId);
+      } else {
+        trace.run ??= {
+          id: runId,
+          sessionId: String(attributes[RUN_ATTRIBUTES.sessionId]),
+          userId: typeof userId === 'string' ? userId : null,
+          componentType: String(attributes[RUN_ATTRIBUTES.componentType]),
+          componentId: String(attributes[RUN_ATTRIBUTES.componentId]),
+        };
+      }
+    }
+    trace.spans.push({
+      span_id: span.spanContext().spanId,
+      parent_id: span.parentSpanContext?.spanId ?? null,
+      name: span.name,
+      started_at: startedAt,
+      ended_at: hrTimeToMilliseconds(span.endTime),
+      attributes,
     });
   }
-  return [...byTrace.values()];
-}
-
-/** PostgreSQL keeps microseconds: enough to order a span and the child it starts at once. */
-function microsecondsOf([seconds, nanoseconds]: HrTime): string {
-  return `${new Date(seconds * 1000).toISOString().slice(0, 19)}.${String(Math.floor(nanoseconds / 1000)).padStart(6, '0')}Z`;
+  return [...traces.values()].filter((trace) => trace.run !== undefined || !refused.has(trace.traceId));
 }
 
 function isoOf(epochMs: number): string {

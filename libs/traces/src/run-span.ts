@@ -14,5 +14,3 @@ export const RUN_ATTRIBUTES = {
   componentId: 'component.id',
   status: 'run.status',
 } as const;
-
-export const TERMINAL_RUN_STATUSES = ['completed', 'failed', 'cancelled'];

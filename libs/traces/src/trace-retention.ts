@@ -33,7 +33,7 @@ export class TraceRetention implements OnApplicationBootstrap, OnApplicationShut
 
   async deleteExpired(): Promise<void> {
     try {
-      // Spans go by their own age: a request refused before it made a run leaves spans without a trace row.
+      // Spans go by their own age: a trace's worker batch may outlive its summary by a run's duration.
       await this.dataSource.query(
         `WITH expired AS (DELETE FROM traces WHERE started_at < now() - make_interval(secs => $1))
          DELETE FROM trace_spans WHERE started_at < now() - make_interval(secs => $1)`,

@@ -1,38 +1,47 @@
-import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { ViewColumn, ViewEntity } from 'typeorm';
 
-/** One run's trace: the summary GET /traces lists; its spans are TraceSpanEntity rows. */
-@Entity('traces')
-@Index('IDX_traces_user_started', ['userId', 'startedAt'])
-@Index('IDX_traces_started', ['startedAt'])
-@Index('IDX_traces_run', ['runId'])
-@Index('IDX_traces_session', ['sessionId'])
+/** One span as trace_spans keeps it (in JSON arrays, one per trace and written batch): times are epoch milliseconds, fractions kept. */
+export interface StoredSpan {
+  span_id: string;
+  parent_id: string | null;
+  name: string;
+  started_at: number;
+  ended_at: number;
+  attributes: Record<string, unknown>;
+}
+
+/**
+ * One run's trace, as GET /traces lists it: the summary the api's request span wrote, with the run's
+ * status and end (its job's while one exists). The view comes from a migration, so TypeORM only reads it.
+ */
+@ViewEntity({ name: 'trace_summaries', synchronize: false })
 export class TraceEntity {
   /** W3C trace id: 32 lowercase hex digits. */
-  @PrimaryColumn({ name: 'trace_id', type: 'varchar', length: 32 })
+  @ViewColumn({ name: 'trace_id' })
   traceId!: string;
 
-  @Column({ name: 'run_id', type: 'uuid' })
+  @ViewColumn({ name: 'run_id' })
   runId!: string;
 
-  @Column({ name: 'session_id', type: 'varchar', length: 128 })
+  @ViewColumn({ name: 'session_id' })
   sessionId!: string;
 
-  @Column({ name: 'user_id', type: 'varchar', length: 255, nullable: true })
+  @ViewColumn({ name: 'user_id' })
   userId!: string | null;
 
-  @Column({ name: 'component_type', type: 'varchar', length: 16 })
+  @ViewColumn({ name: 'component_type' })
   componentType!: string;
 
-  @Column({ name: 'component_id', type: 'varchar', length: 128 })
+  @ViewColumn({ name: 'component_id' })
   componentId!: string;
 
-  /** The run's status as the trace last saw it: queued, running, then completed, failed or cancelled. */
-  @Column({ type: 'varchar', length: 16 })
+  /** The run's status: queued, running, then completed, failed or cancelled. */
+  @ViewColumn()
   status!: string;
 
-  @Column({ name: 'started_at', type: 'timestamptz' })
+  @ViewColumn({ name: 'started_at' })
   startedAt!: Date;
 
-  @Column({ name: 'ended_at', type: 'timestamptz', nullable: true })
+  @ViewColumn({ name: 'ended_at' })
   endedAt!: Date | null;
 }

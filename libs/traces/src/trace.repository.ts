@@ -1,13 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { In, Repository } from 'typeorm';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, Repository } from 'typeorm';
 
 import { DataScope } from '@app/access';
 import { fetchPage, PageRequest } from '@app/pagination';
 
 import { TraceSortField } from './trace.dto';
-import { TraceEntity } from './trace.entity';
-import { TraceSpanEntity } from './trace-span.entity';
+import { StoredSpan, TraceEntity } from './trace.entity';
 
 export interface TraceFilters {
   runId?: string;
@@ -33,7 +32,7 @@ const FILTERS: { [K in keyof TraceFilters]-?: string } = {
 export class TraceRepository {
   constructor(
     @InjectRepository(TraceEntity) private readonly traces: Repository<TraceEntity>,
-    @InjectRepository(TraceSpanEntity) private readonly spans: Repository<TraceSpanEntity>,
+    @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
 
   async findById(scope: DataScope, traceId: string): Promise<TraceEntity | null> {
@@ -52,8 +51,16 @@ export class TraceRepository {
     return fetchPage(query, request, { sort: 'trace.started_at', id: 'trace.trace_id' });
   }
 
-  /** The spans of these traces, oldest first. */
-  spansOf(traceIds: string[]): Promise<TraceSpanEntity[]> {
-    return traceIds.length === 0 ? Promise.resolve([]) : this.spans.find({ where: { traceId: In(traceIds) }, order: { startedAt: 'ASC' } });
+  /** The spans of these traces, by trace id, in the order they were written. */
+  async spansOf(traceIds: string[]): Promise<Map<string, StoredSpan[]>> {
+    const spans = new Map(traceIds.map((id): [string, StoredSpan[]] => [id, []]));
+    if (traceIds.length > 0) {
+      const rows: { trace_id: string; spans: string }[] = await this.dataSource.query(
+        `SELECT trace_id, spans FROM trace_spans WHERE trace_id = ANY ($1) ORDER BY started_at`,
+        [traceIds],
+      );
+      rows.forEach((row) => spans.get(row.trace_id)!.push(...(JSON.parse(row.spans) as StoredSpan[])));
+    }
+    return spans;
   }
 }

@@ -3,7 +3,6 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 
 import { TraceEntity } from './trace.entity';
 import { TraceRepository } from './trace.repository';
-import { TraceSpanEntity } from './trace-span.entity';
 import { TracesService } from './traces.service';
 import { Tracing, TRACING_SERVICE } from './tracing';
 
@@ -14,7 +13,7 @@ export class TracesModule {
     return {
       module: TracesModule,
       global: true,
-      imports: [TypeOrmModule.forFeature([TraceEntity, TraceSpanEntity])],
+      imports: [TypeOrmModule.forFeature([TraceEntity])],
       providers: [{ provide: TRACING_SERVICE, useValue: serviceName }, Tracing, TraceRepository, TracesService],
       exports: [Tracing, TracesService],
     };

@@ -5,9 +5,8 @@ import { toEpoch } from '@app/database';
 import { Page, toPage } from '@app/pagination';
 
 import { ListTracesQuery, SpanDto, TraceDto } from './trace.dto';
-import { TraceEntity } from './trace.entity';
+import { StoredSpan, TraceEntity } from './trace.entity';
 import { TraceRepository } from './trace.repository';
-import { TraceSpanEntity } from './trace-span.entity';
 import { TraceErrorCode, TraceException } from './traces.exception';
 
 /** Trace reads, self-scoped like every read. */
@@ -44,16 +43,11 @@ export class TracesService {
 
   private async withSpans(rows: TraceEntity[]): Promise<TraceDto[]> {
     const spans = await this.traces.spansOf(rows.map((row) => row.traceId));
-    return rows.map((row) =>
-      toTraceDto(
-        row,
-        spans.filter((span) => span.traceId === row.traceId),
-      ),
-    );
+    return rows.map((row) => toTraceDto(row, spans.get(row.traceId)!));
   }
 }
 
-function toTraceDto(row: TraceEntity, spans: TraceSpanEntity[]): TraceDto {
+function toTraceDto(row: TraceEntity, spans: StoredSpan[]): TraceDto {
   const start = row.startedAt.getTime();
   return {
     trace_id: row.traceId,
@@ -67,28 +61,28 @@ function toTraceDto(row: TraceEntity, spans: TraceSpanEntity[]): TraceDto {
     ended_at: toEpoch(row.endedAt),
     duration_ms: row.endedAt ? row.endedAt.getTime() - start : null,
     spans: inOrder(spans).map((span): SpanDto => ({
-      span_id: span.spanId,
-      parent_id: span.parentId,
+      span_id: span.span_id,
+      parent_id: span.parent_id,
       name: span.name,
-      started_at: toEpoch(span.startedAt),
-      ended_at: toEpoch(span.endedAt),
-      offset_ms: span.startedAt.getTime() - start,
-      duration_ms: span.endedAt.getTime() - span.startedAt.getTime(),
+      started_at: Math.floor(span.started_at / 1000),
+      ended_at: Math.floor(span.ended_at / 1000),
+      offset_ms: Math.round(span.started_at - start),
+      duration_ms: Math.round(span.ended_at - span.started_at),
       attributes: span.attributes,
     })),
   };
 }
 
 /** Oldest first; a parent before the child it started within the same millisecond (clocks of two processes meet here). */
-function inOrder(spans: TraceSpanEntity[]): TraceSpanEntity[] {
-  const parents = new Map(spans.map((span) => [span.spanId, span.parentId]));
-  const depth = (span: TraceSpanEntity): number => {
+function inOrder(spans: StoredSpan[]): StoredSpan[] {
+  const parents = new Map(spans.map((span) => [span.span_id, span.parent_id]));
+  const depth = (span: StoredSpan): number => {
     let levels = 0;
-    for (let parent = span.parentId; parent && parents.has(parent) && levels < spans.length; parent = parents.get(parent) ?? null) {
+    for (let parent = span.parent_id; parent && parents.has(parent) && levels < spans.length; parent = parents.get(parent) ?? null) {
       levels += 1;
     }
     return levels;
   };
-  const millis = (span: TraceSpanEntity) => Math.floor(span.startedAt.getTime());
+  const millis = (span: StoredSpan) => Math.floor(span.started_at);
   return [...spans].sort((a, b) => millis(a) - millis(b) || depth(a) - depth(b));
 }

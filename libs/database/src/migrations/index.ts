@@ -13,6 +13,7 @@ import { QueueJobCounts1765000000001 } from './1765000000001-QueueJobCounts';
 import { CreateMemories1765200000001 } from './1765200000001-CreateMemories';
 import { CreateTraces1765200000002 } from './1765200000002-CreateTraces';
 import { ScheduleFireHeartbeats1765400000001 } from './1765400000001-ScheduleFireHeartbeats';
+import { TraceSpanBatches1765500000001 } from './1765500000001-TraceSpanBatches';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -31,4 +32,5 @@ export const MIGRATIONS = [
   CreateMemories1765200000001,
   CreateTraces1765200000002,
   ScheduleFireHeartbeats1765400000001,
+  TraceSpanBatches1765500000001,
 ];

@@ -1,0 +1,96 @@
+import { randomUUID } from 'node:crypto';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { Env } from '@app/config';
+
+import { bootModule, ModuleOnDatabase, principals } from '../../../test/support/nest-module';
+import { ListTracesQuery } from './trace.dto';
+import { TraceRetention } from './trace-retention';
+import { TracesModule } from './traces.module';
+import { TracesService } from './traces.service';
+
+const root = principals.securityKey();
+
+// How stored traces read back: the run's live status, spans from separate batches in order, and retention.
+describe('TracesService and TraceRetention', () => {
+  let app: ModuleOnDatabase;
+  let traces: TracesService;
+
+  beforeAll(async () => {
+    app = await bootModule({ imports: [TracesModule.forRoot('platform-test')] }, { QUEUE_RETENTION_SECONDS: '3600' });
+    traces = app.get(TracesService);
+  });
+
+  afterAll(() => app.close());
+
+  /** A background run and its trace as the api's and the worker's batches leave them, `ageSeconds` old. */
+  async function storedTrace(ageSeconds: number, jobStatus: string) {
+    const runId = randomUUID();
+    const traceId = randomUUID().replaceAll('-', '');
+    const start = Date.now() - ageSeconds * 1000;
+    await app.sql(
+      `INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message)
+       VALUES ($1, 's', 'agent', 'echo', 'sa:ops', true, 'queued', 'hi')`,
+      [runId],
+    );
+    await app.sql(
+      `INSERT INTO queue_jobs (id, job_type, component_type, component_id, session_id, status, payload) VALUES ($1, 'run', 'agent', 'echo', 's', $2, '{}')`,
+      [runId, jobStatus],
+    );
+    await app.sql(
+      `INSERT INTO traces (trace_id, run_id, session_id, user_id, component_type, component_id, started_at)
+       VALUES ($1, $2, 's', 'sa:ops', 'agent', 'echo', to_timestamp($3 / 1000.0))`,
+      [traceId, runId, start],
+    );
+    // The worker's batch first (it can land before the api's), then the api's.
+    const span = (id: string, parent: string | null, name: string, from: number, to: number) => ({
+      span_id: id,
+      parent_id: parent,
+      name,
+      started_at: start + from,
+      ended_at: start + to,
+      attributes: {},
+    });
+    await app.sql(
+      `INSERT INTO trace_spans (trace_id, started_at, spans) VALUES ($1, to_timestamp($2 / 1000.0), $3), ($1, to_timestamp($4 / 1000.0), $5)`,
+      [
+        traceId,
+        start + 2,
+        JSON.stringify([
+          span('0000000000000002', '0000000000000001', 'run.queue_wait', 2, 5),
+          span('0000000000000003', '0000000000000001', 'run.component', 5, 9),
+        ]),
+        start,
+        JSON.stringify([span('0000000000000001', null, 'run.request', 0, 2.4)]),
+      ],
+    );
+    return { runId, traceId };
+  }
+
+  it('reads a trace with its job’s status and its spans from both batches, oldest first', async () => {
+    const { runId, traceId } = await storedTrace(0, 'running');
+    const trace = await traces.get(root, traceId);
+    expect(trace).toMatchObject({ trace_id: traceId, run_id: runId, status: 'running', ended_at: null, user_id: 'sa:ops' });
+    expect(trace.spans.map((span) => [span.name, span.offset_ms, span.duration_ms])).toEqual([
+      ['run.request', 0, 2],
+      ['run.queue_wait', 2, 3],
+      ['run.component', 5, 4],
+    ]);
+    await app.sql(`UPDATE queue_jobs SET status = 'failed', completed_at = now() WHERE id = $1`, [runId]);
+    expect(await traces.get(root, traceId)).toMatchObject({ status: 'failed', ended_at: expect.any(Number) });
+    const listed = await traces.list(root, Object.assign(new ListTracesQuery(), { status: 'failed', run_id: runId }));
+    expect(listed.data.map((row) => row.trace_id)).toEqual([traceId]);
+  });
+
+  it('deletes traces and their spans older than QUEUE_RETENTION_SECONDS, and keeps younger ones', async () => {
+    const old = await storedTrace(7200, 'completed');
+    const young = await storedTrace(60, 'completed');
+    await new TraceRetention(app.get(Env), app.dataSource).deleteExpired();
+    const left = await app.sql<{ trace_id: string }>(
+      `SELECT trace_id FROM traces WHERE trace_id = ANY ($1) UNION ALL SELECT trace_id FROM trace_spans WHERE trace_id = ANY ($1)`,
+      [[old.traceId, young.traceId]],
+    );
+    expect(left.map((row) => row.trace_id)).toEqual([young.traceId, young.traceId, young.traceId]);
+  });
+});
