@@ -123,7 +123,8 @@ function acceptEmptyBodies(app: NestFastifyApplication, bodyLimit: number): void
     onConstructorPoisoning?: 'error';
   };
   const parseJson = fastify.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error');
-  app.useBodyParser('application/json', { bodyLimit }, (request, body, done) => {
+  // A2A clients may name their JSON by A2A's own media type.
+  app.useBodyParser(['application/json', 'application/a2a+json'], { bodyLimit }, (request, body, done) => {
     if (body.length === 0) {
       done(null, undefined);
       return;

@@ -239,6 +239,20 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     expect(unknown.body).toMatchObject({ jsonrpc: '2.0', id: 2, error: { code: -32001 } });
   });
 
+  it('accepts requests sent as application/a2a+json, and still refuses them without agents:run', async () => {
+    const rpc = {
+      jsonrpc: '2.0',
+      id: 3,
+      method: 'SendMessage',
+      params: { message: { messageId: 'm3', role: 'ROLE_USER', parts: [{ text: 'typed' }] } },
+    };
+    const raw = { contentType: 'application/a2a+json', body: JSON.stringify(rpc) };
+    const sent = await call(api.url, 'POST', '/a2a/agents/echo-agent', { raw, token: owner.token, headers: { 'a2a-version': '1.0' } });
+    expect(sent.status, sent.text).toBe(200);
+    expect(JSON.stringify(sent.body.result)).toContain('typed');
+    expectErrorBody(await call(api.url, 'POST', '/a2a/agents/echo-agent', { raw, token: readOnly.token }), 403);
+  });
+
   it('serves teams like agents, and workflows with card, send and stream only', async () => {
     const team = await connect(api, 'teams/echo-team', 'JSONRPC', owner.token);
     expect(artifactText(await send(team, 'team'))).toBe('team');
