@@ -1,3 +1,5 @@
+import { isUUID } from 'class-validator';
+
 import { COMPONENT_KINDS, ComponentKind, SESSION_ID } from '@app/runs';
 
 /** What a client may send on /ws (DESIGN.md): authenticate first unless the upgrade carried a credential, then run, watch or cancel. */
@@ -29,8 +31,25 @@ function text(frame: Record<string, unknown>, field: string, optional = false): 
   if (value === undefined && optional) {
     return undefined;
   }
-  if (typeof value !== 'string' || value === '' || value.includes('\u0000')) {
+  if (typeof value !== 'string' || value === '') {
     throw new FrameRejected(422, `'${field}' must be a non-empty string`);
+  }
+  return withoutNul(field, value);
+}
+
+/** PostgreSQL cannot store NUL in text, so a value holding one is refused here, by name, like the REST routes refuse it. */
+function withoutNul(field: string, value: string): string {
+  if (value.includes('\u0000')) {
+    throw new FrameRejected(422, `'${field}' must not contain NUL characters`);
+  }
+  return value;
+}
+
+/** Run ids are UUIDs; anything else is refused before a lookup (and never quoted back at length). */
+function runId(frame: Record<string, unknown>): string {
+  const value = text(frame, 'run_id')!;
+  if (!isUUID(value, 'all')) {
+    throw new FrameRejected(422, 'run_id must be a UUID');
   }
   return value;
 }
@@ -58,15 +77,15 @@ export function parseFrame(data: string): ClientFrame {
       if (sessionId !== undefined && !SESSION_ID.test(sessionId)) {
         throw new FrameRejected(422, "'session_id' must be 1-128 letters, digits, ., _, : or -");
       }
-      const message = fields.message;
-      if (typeof message !== 'string' || message.includes('\u0000')) {
+      if (typeof fields.message !== 'string') {
         throw new FrameRejected(422, "'message' must be a string");
       }
+      const message = withoutNul('message', fields.message);
       return { action: 'run', component_type: kind, component_id: text(fields, 'component_id')!, message, session_id: sessionId };
     }
     case 'watch':
     case 'cancel':
-      return { action: fields.action, run_id: text(fields, 'run_id')! };
+      return { action: fields.action, run_id: runId(fields) };
     default:
       throw new FrameRejected(400, "'action' must be authenticate, run, watch or cancel");
   }
