@@ -18,5 +18,5 @@ export * from './worker/job-store';
 export * from './worker/queue-worker';
 export * from './worker/queue-worker-metrics';
 export * from './worker/queue-worker.module';
-export { connectListener, newWorkerId } from './worker/queue-worker.service';
+export * from './worker/queue-engine-host';
 export * from './worker/work-store';

@@ -1,10 +1,8 @@
-import { BeforeApplicationShutdown, Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { PinoLogger } from 'nestjs-pino';
-import { Pool } from 'pg';
 
 import { Env } from '@app/config';
-import { ConnectionClient } from '@app/database';
-import { connectListener, newWorkerId, QueueWorker } from '@app/queue';
+import { newWorkerId, QueueEngineHost } from '@app/queue';
 
 import { ClaimedFire, SCHEDULE_FIRE_JOB_TYPE, ScheduleFireStore } from './schedule-fire-store';
 import { ScheduleFirer } from './schedule-firer';
@@ -19,26 +17,22 @@ const ENGINE_CONNECTIONS = 3;
  * pool of slots so that a fire following a background run never holds the slot that run needs.
  */
 @Injectable()
-export class ScheduleFireWorker implements OnApplicationBootstrap, OnModuleDestroy, BeforeApplicationShutdown {
+export class ScheduleFireWorker extends QueueEngineHost<ClaimedFire> implements OnApplicationBootstrap {
   /** Fits schedule_runs.locked_by (64). */
   readonly workerId = newWorkerId(40);
-  private engine: QueueWorker<ClaimedFire> | null = null;
-  private pool: Pool | null = null;
-  private stopped: Promise<void> | null = null;
 
   constructor(
-    private readonly env: Env,
+    env: Env,
     private readonly firer: ScheduleFirer,
     private readonly pino: PinoLogger,
-  ) {}
+  ) {
+    super(env);
+  }
 
   async onApplicationBootstrap(): Promise<void> {
-    const connectionString = this.env.databaseUrl;
-    this.pool = new Pool({ connectionString, max: ENGINE_CONNECTIONS, Client: ConnectionClient });
-    this.engine = new QueueWorker<ClaimedFire>({
-      pool: this.pool,
-      store: new ScheduleFireStore(this.pool, this.workerId),
-      connectListener: () => connectListener(connectionString),
+    await this.startEngine({
+      connections: ENGINE_CONNECTIONS,
+      store: (pool) => new ScheduleFireStore(pool, this.workerId),
       handlers: new Map([[SCHEDULE_FIRE_JOB_TYPE, this.firer]]),
       concurrency: this.env.SCHEDULE_CONCURRENCY,
       prefetch: 0,
@@ -50,21 +44,10 @@ export class ScheduleFireWorker implements OnApplicationBootstrap, OnModuleDestr
       retentionSeconds: 0,
       logger: this.pino.logger.child({ context: 'schedules' }),
     });
-    await this.engine.start();
   }
 
   /** Fires were queued in this process: claim them now rather than at the next poll. */
   workQueued(): void {
     this.engine?.workQueued();
-  }
-
-  /** Shutdown starts here for every module at once, so fires and queue jobs share one deadline. */
-  onModuleDestroy(): void {
-    this.stopped = this.engine?.stop(this.env.WORKER_SHUTDOWN_TIMEOUT_SECONDS * 1000) ?? null;
-  }
-
-  async beforeApplicationShutdown(): Promise<void> {
-    await this.stopped;
-    await this.pool?.end();
   }
 }

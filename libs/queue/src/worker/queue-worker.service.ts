@@ -1,32 +1,15 @@
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
-
-import { BeforeApplicationShutdown, Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { PinoLogger } from 'nestjs-pino';
-import { Pool } from 'pg';
 
 import { Env } from '@app/config';
-import { ConnectionClient } from '@app/database';
 import { MetricsRegistry } from '@app/health';
 
 import { JOB_TYPES } from '../job-status';
 import { JOB_HANDLER, JobHandler } from './job-handler';
 import { JobStore } from './job-store';
-import { QueueWorker } from './queue-worker';
+import { newWorkerId, QueueEngineHost } from './queue-engine-host';
 import { QueueWorkerMetrics } from './queue-worker-metrics';
-
-/** The dedicated connection a queue engine LISTENs on. */
-export async function connectListener(connectionString: string): Promise<ConnectionClient> {
-  const client = new ConnectionClient({ connectionString });
-  await client.connect();
-  return client;
-}
-
-/** `host:pid:random`: unique per engine, and readable in `locked_by` (the host cut to fit the column). */
-export function newWorkerId(maxHostChars = 80): string {
-  return `${hostname().slice(0, maxHostChars)}:${process.pid}:${randomBytes(3).toString('hex')}`;
-}
 
 /**
  * Runs the queue worker inside the worker app: finds the @HandlesJobs providers (boot fails
@@ -34,17 +17,15 @@ export function newWorkerId(maxHostChars = 80): string {
  * within WORKER_SHUTDOWN_TIMEOUT_SECONDS.
  */
 @Injectable()
-export class QueueWorkerService implements OnApplicationBootstrap, OnModuleDestroy, BeforeApplicationShutdown {
-  private worker: QueueWorker | null = null;
-  private pool: Pool | null = null;
-  private stopped: Promise<void> | null = null;
-
+export class QueueWorkerService extends QueueEngineHost implements OnApplicationBootstrap {
   constructor(
-    private readonly env: Env,
+    env: Env,
     private readonly discovery: DiscoveryService,
     private readonly metrics: MetricsRegistry,
     private readonly pino: PinoLogger,
-  ) {}
+  ) {
+    super(env);
+  }
 
   async onApplicationBootstrap(): Promise<void> {
     const handlers = this.findHandlers();
@@ -54,12 +35,9 @@ export class QueueWorkerService implements OnApplicationBootstrap, OnModuleDestr
       logger.info('QUEUE_ENABLED=false: this worker claims no jobs');
       return;
     }
-    const connectionString = this.env.databaseUrl;
-    this.pool = new Pool({ connectionString, max: this.env.WORKER_CONCURRENCY + 2, Client: ConnectionClient });
-    this.worker = new QueueWorker({
-      pool: this.pool,
-      connectListener: () => connectListener(connectionString),
-      store: new JobStore(this.pool, newWorkerId(), this.env.QUEUE_CANCEL_INTENT_TTL_SECONDS),
+    await this.startEngine({
+      connections: this.env.WORKER_CONCURRENCY + 2,
+      store: (pool) => new JobStore(pool, newWorkerId(), this.env.QUEUE_CANCEL_INTENT_TTL_SECONDS),
       handlers,
       concurrency: this.env.WORKER_CONCURRENCY,
       prefetch: this.env.WORKER_PREFETCH,
@@ -69,20 +47,6 @@ export class QueueWorkerService implements OnApplicationBootstrap, OnModuleDestr
       logger,
       metrics: new QueueWorkerMetrics(this.metrics),
     });
-    await this.worker.start();
-  }
-
-  /**
-   * Shutdown starts here, for every module at once, so the queue drains alongside the schedule
-   * fires within one WORKER_SHUTDOWN_TIMEOUT_SECONDS rather than one after the other.
-   */
-  onModuleDestroy(): void {
-    this.stopped = this.worker?.stop(this.env.WORKER_SHUTDOWN_TIMEOUT_SECONDS * 1000) ?? null;
-  }
-
-  async beforeApplicationShutdown(): Promise<void> {
-    await this.stopped;
-    await this.pool?.end();
   }
 
   private findHandlers(): Map<string, JobHandler> {

@@ -1,0 +1,65 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+
+import { BeforeApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
+import { Pool } from 'pg';
+
+import { Env } from '@app/config';
+import { ConnectionClient } from '@app/database';
+
+import { ClaimedJob, HeldWork } from './job-handler';
+import { QueueWorker, QueueWorkerOptions } from './queue-worker';
+import { WorkStore } from './work-store';
+
+/** The dedicated connection a queue engine LISTENs on. */
+export async function connectListener(connectionString: string): Promise<ConnectionClient> {
+  const client = new ConnectionClient({ connectionString });
+  await client.connect();
+  return client;
+}
+
+/** `host:pid:random`: unique per engine, and readable in `locked_by` (the host cut to fit the column). */
+export function newWorkerId(maxHostChars = 80): string {
+  return `${hostname().slice(0, maxHostChars)}:${process.pid}:${randomBytes(3).toString('hex')}`;
+}
+
+export type EngineOptions<Work extends HeldWork> = Omit<QueueWorkerOptions<Work>, 'pool' | 'store' | 'connectListener'> & {
+  /** Size of the engine's own pool. */
+  connections: number;
+  store: (pool: Pool) => WorkStore<Work>;
+};
+
+/**
+ * One queue engine inside the worker app (the job queue's, or the schedule fires'): its own pool and
+ * LISTEN connection, started by the subclass at bootstrap. Shutdown starts in onModuleDestroy, for
+ * every engine at once, so they all drain within one WORKER_SHUTDOWN_TIMEOUT_SECONDS rather than one
+ * after the other; the pool closes once its engine has stopped.
+ */
+export abstract class QueueEngineHost<Work extends HeldWork = ClaimedJob> implements OnModuleDestroy, BeforeApplicationShutdown {
+  protected engine: QueueWorker<Work> | null = null;
+  private pool: Pool | null = null;
+  private stopped: Promise<void> | null = null;
+
+  protected constructor(protected readonly env: Env) {}
+
+  protected async startEngine({ connections, store, ...options }: EngineOptions<Work>): Promise<void> {
+    const connectionString = this.env.databaseUrl;
+    this.pool = new Pool({ connectionString, max: connections, Client: ConnectionClient });
+    this.engine = new QueueWorker<Work>({
+      ...options,
+      pool: this.pool,
+      store: store(this.pool),
+      connectListener: () => connectListener(connectionString),
+    });
+    await this.engine.start();
+  }
+
+  onModuleDestroy(): void {
+    this.stopped = this.engine?.stop(this.env.WORKER_SHUTDOWN_TIMEOUT_SECONDS * 1000) ?? null;
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.stopped;
+    await this.pool?.end();
+  }
+}
