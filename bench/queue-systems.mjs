@@ -148,6 +148,7 @@ const pgBoss = {
 // Our queue, from the built dist/ code (`npm run bench` builds first): the same QueueWorker the worker app runs.
 const require = createRequire(import.meta.url);
 const { QueueWorker } = require('../dist/libs/queue/src/worker/queue-worker.js');
+const { JobStore } = require('../dist/libs/queue/src/worker/job-store.js');
 const { enqueueJobs } = require('../dist/libs/queue/src/enqueue.js');
 
 /** A no-op job in our schema: every required column set, nothing else. */
@@ -187,13 +188,12 @@ const platformQueue = (name, prefetch) => ({
         await client.connect();
         return client;
       },
-      workerId: `bench:${process.pid}:${randomUUID().slice(0, 6)}`,
+      store: new JobStore(pool, `bench:${process.pid}:${randomUUID().slice(0, 6)}`, 86400),
       handlers: new Map([[NOOP, { handle: async (job) => (onJob(job.payload), { outcome: 'completed' }) }]]),
       concurrency,
       prefetch,
       pollIntervalMs: 1000,
       lockGraceSeconds: 60,
-      cancelIntentTtlSeconds: 86400,
       retentionSeconds: 0,
       logger: pino({ level: 'warn' }),
     });
