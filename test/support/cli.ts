@@ -93,7 +93,10 @@ export interface LiveService {
 export async function startService(env: Record<string, string> = { OS_SECURITY_KEY: ROOT_KEY }): Promise<LiveService> {
   const databaseUrl = await createTestDatabase();
   const api = await startApi({ DATABASE_URL: databaseUrl, ...env });
-  const worker = await startWorker({ DATABASE_URL: databaseUrl, PUBLIC_URL: api.url, ...env });
+  const worker = await startWorker({ DATABASE_URL: databaseUrl, PUBLIC_URL: api.url, ...env }).catch(async (error: unknown) => {
+    await api.stop();
+    throw error;
+  });
   return {
     api,
     worker,

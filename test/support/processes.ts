@@ -18,6 +18,24 @@ export interface SpawnOptions {
   detached?: boolean;
 }
 
+/**
+ * Every child a test spawned that has not exited yet. A boot can outlast its hook's timeout, and then
+ * nothing holds the child to stop it: test/support/leftover-processes.ts kills these after each file.
+ */
+const live = new Map<ChildProcess, { detached: boolean }>();
+
+export function killLeftoverProcesses(): void {
+  for (const [child, { detached }] of live) {
+    try {
+      // A detached child leads its own process group: the group goes with it.
+      process.kill(detached ? -child.pid! : child.pid!, 'SIGKILL');
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  live.clear();
+}
+
 /** Spawns a built entry point (`dist/...`) with a clean, explicit environment. */
 export function spawnNode(script: string, env: Record<string, string>, options: SpawnOptions = {}): RunningProcess {
   return spawnProcess(process.execPath, [script], env, options);
@@ -31,6 +49,10 @@ export function spawnProcess(command: string, args: string[], env: Record<string
     cwd: options.cwd,
     detached: options.detached,
   });
+  if (child.pid !== undefined) {
+    live.set(child, { detached: options.detached === true });
+    child.once('exit', () => live.delete(child));
+  }
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
