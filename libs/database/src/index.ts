@@ -3,3 +3,4 @@ export * from './data-source';
 export * from './database-errors';
 export * from './database.module';
 export * from './epoch';
+export * from './transaction';

@@ -1,5 +1,6 @@
 import type { ClientBase, Pool } from 'pg';
 
+import { inTransaction } from '@app/database';
 import { FinishedAttempt, HeldJob, HeldWork, JobOutcome, RecordedState, StartedAttempt, SweptWork, WorkStore } from '@app/queue';
 
 import { JsonObject, OverlapPolicy } from './schedule.entity';
@@ -151,19 +152,8 @@ export class ScheduleFireStore implements WorkStore<ClaimedFire> {
    * transaction-scoped advisory lock per such schedule, and the running check is a statement made
    * after the lock is held (a fresh snapshot), so two workers never start two fires of one schedule.
    */
-  async claim(limit: number): Promise<ClaimedFire[]> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const rows = await this.claimIn(client, limit);
-      await client.query('COMMIT');
-      return rows;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+  claim(limit: number): Promise<ClaimedFire[]> {
+    return inTransaction(this.pool, (client) => this.claimIn(client, limit));
   }
 
   private async claimIn(client: ClientBase, limit: number): Promise<ClaimedFire[]> {

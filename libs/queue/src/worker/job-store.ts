@@ -1,5 +1,7 @@
 import type { ClientBase, Pool } from 'pg';
 
+import { inTransaction } from '@app/database';
+
 import { intentIsLive } from '../cancellation-intents';
 import { JobPayload } from '../job.entity';
 import { JOB_STATUSES } from '../job-status';
@@ -286,18 +288,10 @@ export class JobStore implements WorkStore<ClaimedJob> {
     retentionSeconds: number,
     settle: (tx: ClientBase, jobs: ExpiredRow[]) => Promise<void>,
   ): Promise<number> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
+    return inTransaction(this.pool, async (client) => {
       const { rows } = await client.query<ExpiredRow>({ text: DELETE_EXPIRED, values: [retentionSeconds, EXPIRY_BATCH] });
       await settle(client, rows);
-      await client.query('COMMIT');
       return rows.length;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
   }
 }

@@ -3,7 +3,7 @@ import { setImmediate as setImmediatePromise, setTimeout as sleep } from 'node:t
 import type { Client, ClientBase, Pool } from 'pg';
 import type { Logger } from 'pino';
 
-import { isDatabaseUnavailable } from '@app/database';
+import { inTransaction, isDatabaseUnavailable } from '@app/database';
 
 import { ClaimedJob, HeldWork, JobContext, JobHandler, JobResult, JobStopped } from './job-handler';
 import { QueueWorkerMetrics } from './queue-worker-metrics';
@@ -316,9 +316,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     if (recorded.length === 0) {
       return this.store.finish(batch);
     }
-    const client = await this.options.pool.connect();
-    try {
-      await client.query('BEGIN');
+    return inTransaction(this.options.pool, async (client) => {
       const written = await this.store.finish(batch, client);
       const held = new Set(written.map((row) => row.id));
       for (const [jobType, handler] of recorded) {
@@ -330,14 +328,8 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
           );
         }
       }
-      await client.query('COMMIT');
       return written;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   /**
