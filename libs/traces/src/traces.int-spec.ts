@@ -1,10 +1,14 @@
 import { randomUUID } from 'node:crypto';
 
+import { ROOT_CONTEXT, trace } from '@opentelemetry/api';
+import { ReadableSpan, TracerProvider } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Env } from '@app/config';
 
 import { bootModule, ModuleOnDatabase, principals } from '../../../test/support/nest-module';
+import { PostgresSpanExporter } from './postgres-span.exporter';
+import { RUN_ATTRIBUTES, SPAN } from './run-span';
 import { ListTracesQuery } from './trace.dto';
 import { TraceRetention } from './trace-retention';
 import { TracesModule } from './traces.module';
@@ -92,5 +96,64 @@ describe('TracesService and TraceRetention', () => {
       [[old.traceId, young.traceId]],
     );
     expect(left.map((row) => row.trace_id)).toEqual([young.traceId, young.traceId, young.traceId]);
+  });
+
+  it('stores what the exporter is handed: the worker’s batch before the api’s, one summary per trace, nothing for a refused request', async () => {
+    const ended: ReadableSpan[] = [];
+    const tracer = new TracerProvider({
+      spanProcessors: [
+        { onStart: () => undefined, onEnd: (span) => ended.push(span), forceFlush: async () => {}, shutdown: async () => {} },
+      ],
+    }).getTracer('test');
+    const exporter = new PostgresSpanExporter(app.dataSource);
+    const write = (spans: ReadableSpan[]) =>
+      new Promise<void>((resolve, reject) => exporter.export(spans, (result) => (result.error ? reject(result.error) : resolve())));
+    const runOf = async () => {
+      const id = randomUUID();
+      await app.sql(
+        `INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message) VALUES ($1, 's', 'agent', 'echo', 'sa:ops', false, 'completed', 'hi')`,
+        [id],
+      );
+      return id;
+    };
+    const request = (runId: string | null, parent = ROOT_CONTEXT) => {
+      const span = tracer.startSpan(SPAN.request, {}, parent);
+      if (runId) {
+        span.setAttributes({
+          [RUN_ATTRIBUTES.runId]: runId,
+          [RUN_ATTRIBUTES.sessionId]: 's',
+          [RUN_ATTRIBUTES.userId]: 'sa:ops',
+          [RUN_ATTRIBUTES.componentType]: 'agent',
+          [RUN_ATTRIBUTES.componentId]: 'echo',
+        });
+      }
+      span.end();
+      return span;
+    };
+
+    // A run's trace: the worker's component span is written before the api's request span.
+    const first = await runOf();
+    const callerSpan = request(first);
+    tracer.startSpan(SPAN.component, {}, trace.setSpan(ROOT_CONTEXT, callerSpan)).end();
+    const [requestSpan, componentSpan] = ended.splice(0);
+    await write([componentSpan]);
+    await write([requestSpan]);
+    // A second run continuing the same caller trace, and a request refused before it made a run.
+    const second = await runOf();
+    request(second, trace.setSpan(ROOT_CONTEXT, callerSpan));
+    const refused = request(null);
+    await write(ended.splice(0));
+
+    const traceId = callerSpan.spanContext().traceId;
+    const stored = await traces.get(root, traceId);
+    expect(stored).toMatchObject({ run_id: first, status: 'completed' });
+    expect(stored.spans.map((span) => span.name).sort()).toEqual([SPAN.component, SPAN.request, SPAN.request]);
+    expect(stored.spans[0]).toMatchObject({ name: SPAN.request, parent_id: null, offset_ms: 0 });
+    expect(await app.sql(`SELECT count(*)::int AS n FROM traces WHERE trace_id = $1`, [traceId])).toEqual([{ n: 1 }]);
+    const refusedRows = await app.sql(
+      `SELECT trace_id FROM trace_spans WHERE trace_id = $1 UNION ALL SELECT trace_id FROM traces WHERE trace_id = $1`,
+      [refused.spanContext().traceId],
+    );
+    expect(refusedRows).toEqual([]);
   });
 });
