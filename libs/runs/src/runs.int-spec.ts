@@ -90,6 +90,14 @@ describe('RunsService', () => {
       await expect(runs.get(root, 'agent', 'other', finished.run_id)).rejects.toMatchObject({ code: RunErrorCode.RunNotFound });
       await expect(runs.get(bob, 'agent', 'echo', finished.run_id)).rejects.toMatchObject({ code: RunErrorCode.RunNotFound });
       await expect(runs.get(root, 'agent', 'echo', 'not-a-uuid')).rejects.toMatchObject({ code: RunErrorCode.RunNotFound });
+      await expect(runs.get(bob, 'agent', 'echo', finished.run_id)).rejects.toMatchObject({ detail: `Run '${finished.run_id}' not found` });
+    });
+
+    it('a non-UUID id (as A2A and MCP callers may send) is not found, and is not quoted back', async () => {
+      const long = `${'x'.repeat(100_000)}\u0000`;
+      for (const lookup of [runs.get(root, 'agent', 'echo', long), runs.locate(root, long)]) {
+        await expect(lookup).rejects.toMatchObject({ code: RunErrorCode.RunNotFound, detail: 'Run not found: run ids are UUIDs' });
+      }
     });
   });
 

@@ -153,7 +153,7 @@ export class RunsService {
         ? await this.runs.findById(DataScope.of(caller), runId, { kind, id: componentId })
         : null;
     if (!run) {
-      throw new RunException(RunErrorCode.RunNotFound, `Run '${runId}' not found`);
+      throw runNotFound(runId);
     }
     return toRunDto(run);
   }
@@ -162,7 +162,7 @@ export class RunsService {
   async locate(caller: Principal, runId: string): Promise<RunDto> {
     const run = isUUID(runId) ? await this.runs.findById(DataScope.of(caller), runId) : null;
     if (!run) {
-      throw new RunException(RunErrorCode.RunNotFound, `Run '${runId}' not found`);
+      throw runNotFound(runId);
     }
     return toRunDto(run);
   }
@@ -266,6 +266,11 @@ export class RunsService {
     }
     return run;
   }
+}
+
+/** Quotes the id only when it could name a run: callers past REST (A2A, MCP) may send anything, of any length. */
+function runNotFound(runId: string): RunException {
+  return new RunException(RunErrorCode.RunNotFound, isUUID(runId) ? `Run '${runId}' not found` : 'Run not found: run ids are UUIDs');
 }
 
 /** The header wins over the body field; over-long keys are a 422 naming where they came from. */
