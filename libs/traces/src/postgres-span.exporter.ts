@@ -16,15 +16,18 @@ interface TraceBatch {
 /**
  * A batch in one statement: a row of spans (a JSON array, stored as text) per trace, and the summaries
  * of the runs whose request spans are in it. A caller's traceparent may carry several runs; its trace is
- * summarised by the first.
+ * summarised by the first. Start times travel as epoch milliseconds, converted by PostgreSQL.
  */
 const WRITE_BATCH = `
   WITH summaries AS (
     INSERT INTO traces (trace_id, run_id, session_id, user_id, component_type, component_id, started_at)
-    SELECT * FROM unnest($4::varchar[], $5::uuid[], $6::varchar[], $7::varchar[], $8::varchar[], $9::varchar[], $10::timestamptz[])
+    SELECT trace_id, run_id, session_id, user_id, component_type, component_id, to_timestamp(started_ms / 1000)
+      FROM unnest($4::varchar[], $5::uuid[], $6::varchar[], $7::varchar[], $8::varchar[], $9::varchar[], $10::float8[])
+        AS s(trace_id, run_id, session_id, user_id, component_type, component_id, started_ms)
     ON CONFLICT (trace_id) DO NOTHING
   )
-  INSERT INTO trace_spans (trace_id, started_at, spans) SELECT * FROM unnest($1::varchar[], $2::timestamptz[], $3::text[])`;
+  INSERT INTO trace_spans (trace_id, started_at, spans)
+  SELECT trace_id, to_timestamp(started_ms / 1000), spans FROM unnest($1::varchar[], $2::float8[], $3::text[]) AS b(trace_id, started_ms, spans)`;
 
 /**
  * Stores finished spans in PostgreSQL. Driven by OpenTelemetry's BatchSpanProcessor, so spans are
@@ -50,7 +53,7 @@ export class PostgresSpanExporter implements SpanExporter {
     const runs = traces.flatMap(({ traceId, startedAt, run }) => (run ? [{ traceId, startedAt, ...run }] : []));
     await this.dataSource.query(WRITE_BATCH, [
       traces.map((trace) => trace.traceId),
-      traces.map((trace) => isoOf(trace.startedAt)),
+      traces.map((trace) => trace.startedAt),
       traces.map((trace) => JSON.stringify(trace.spans)),
       runs.map((run) => run.traceId),
       runs.map((run) => run.id),
@@ -58,7 +61,7 @@ export class PostgresSpanExporter implements SpanExporter {
       runs.map((run) => run.userId),
       runs.map((run) => run.componentType),
       runs.map((run) => run.componentId),
-      runs.map((run) => isoOf(run.startedAt)),
+      runs.map((run) => run.startedAt),
     ]);
   }
 }
@@ -105,8 +108,4 @@ function byTrace(spans: ReadableSpan[]): TraceBatch[] {
     });
   }
   return [...traces.values()].filter((trace) => trace.run !== undefined || !refused.has(trace.traceId));
-}
-
-function isoOf(epochMs: number): string {
-  return new Date(epochMs).toISOString();
 }
