@@ -14,6 +14,7 @@ import { CreateMemories1765200000001 } from './1765200000001-CreateMemories';
 import { CreateTraces1765200000002 } from './1765200000002-CreateTraces';
 import { ScheduleFireHeartbeats1765400000001 } from './1765400000001-ScheduleFireHeartbeats';
 import { TraceSpanBatches1765500000001 } from './1765500000001-TraceSpanBatches';
+import { TraceHashIndexes1765600000001 } from './1765600000001-TraceHashIndexes';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -33,4 +34,5 @@ export const MIGRATIONS = [
   CreateTraces1765200000002,
   ScheduleFireHeartbeats1765400000001,
   TraceSpanBatches1765500000001,
+  TraceHashIndexes1765600000001,
 ];
