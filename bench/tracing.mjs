@@ -1,8 +1,11 @@
 // Tracing's cost: the background POST (requests/s) and enqueue→start latency with every run traced
 // (TRACES_ENABLED=true, no OTLP exporter) against tracing off (TRACES_ENABLED=false). Each setting has
-// its own api, worker and database (one embedded PostgreSQL server each), up together; rounds alternate.
+// its own api, worker and database (one embedded PostgreSQL server each), up together.
 // The POST is measured twice: on the api alone (the worker stopped, as bench/background-post.mjs does),
 // and while the worker runs what is posted, which on two cores also charges the worker's spans to it.
+// Tracing costs a few percent, less than this shared machine's drift over a minute, so each ratio is
+// taken within pairs of short rounds run back to back (which setting goes first alternates), and the
+// median of the pairs' ratios is reported with their range.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,8 +15,9 @@ import pg from 'pg';
 
 import { load, machine, median, startApp, startDatabase } from './support.mjs';
 
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const PAIRS = Number(process.env.BENCH_PAIRS ?? 9);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const LATENCY_ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const LATENCY_RUNS = Number(process.env.BENCH_LATENCY_RUNS ?? 100);
 const CONNECTIONS = 32;
 const KEY = 'bench-os-security-key-000000';
@@ -39,10 +43,6 @@ async function startStack(tracesEnabled) {
     startWorker: async () => {
       worker = await startApp('dist/apps/worker/src/main.js', env, { portVariable: 'WORKER_HEALTH_PORT', healthPath: '/readyz' });
     },
-    stopWorker: async () => {
-      await worker?.stop();
-      worker = null;
-    },
     stop: async () => {
       await client.end();
       await Promise.all([worker?.stop(), api.stop()]);
@@ -64,20 +64,6 @@ async function throughput(stack) {
     throw new Error(`${stack.api.url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
   }
   return result.requests.average;
-}
-
-/** One round of a setting: POSTs on the api alone, then with the worker running them, then enqueue→start. */
-async function round(stack) {
-  const alone = await throughput(stack);
-  await stack.startWorker();
-  try {
-    await drained(stack);
-    const withWorker = await throughput(stack);
-    await drained(stack);
-    return { alone, withWorker, ...(await latency(stack)) };
-  } finally {
-    await stack.stopWorker();
-  }
 }
 
 /** Waits until the worker has finished every queued run, so the next measurement starts from an idle queue. */
@@ -107,30 +93,57 @@ async function latency(stack) {
   return { p50: median(waits), p95: waits[Math.floor(waits.length * 0.95)] };
 }
 
+/** POSTs/s of each setting in PAIRS back-to-back pairs, each measured from an idle queue when `drain` is set. */
+async function pairs(stacks, { drain }) {
+  const measured = [];
+  for (let i = 0; i < PAIRS; i += 1) {
+    const pair = {};
+    for (const name of i % 2 === 0 ? ['on', 'off'] : ['off', 'on']) {
+      if (drain) {
+        await Promise.all(Object.values(stacks).map(drained));
+      }
+      pair[name] = await throughput(stacks[name]);
+    }
+    measured.push(pair);
+  }
+  return measured;
+}
+
 export async function benchTracing() {
   const loadAtStart = load();
   const stacks = { on: await startStack(true), off: await startStack(false) };
   const samples = { on: [], off: [] };
+  let alone, withWorker;
   try {
     for (const stack of Object.values(stacks)) {
-      await round(stack); // warm-up: JIT, pools
+      await throughput(stack); // warm-up: JIT, pools
     }
-    for (let i = 0; i < ROUNDS; i += 1) {
+    alone = await pairs(stacks, { drain: false });
+    await Promise.all(Object.values(stacks).map((stack) => stack.startWorker()));
+    withWorker = await pairs(stacks, { drain: true });
+    for (let i = 0; i < LATENCY_ROUNDS; i += 1) {
       for (const name of i % 2 === 0 ? ['on', 'off'] : ['off', 'on']) {
-        samples[name].push(await round(stacks[name]));
+        samples[name].push(await latency(stacks[name]));
       }
     }
   } finally {
     await Promise.all(Object.values(stacks).map((stack) => stack.stop()));
   }
+  const throughputCells = (measured, name) => {
+    const rate = Math.round(median(measured.map((pair) => pair[name])));
+    if (name === 'off') {
+      return `${rate} | 1.00`;
+    }
+    const ratios = measured.map((pair) => pair.on / pair.off).sort((a, b) => a - b);
+    return `${rate} | ${median(ratios).toFixed(2)} (${ratios[0].toFixed(2)}–${ratios.at(-1).toFixed(2)})`;
+  };
   const of = (name, field) => median(samples[name].map((sample) => sample[field]));
-  const ratio = (name, field) => (of(name, field) / of('off', field)).toFixed(2);
   const row = (name, label) =>
-    `| ${label} | ${Math.round(of(name, 'alone'))} | ${ratio(name, 'alone')} | ${Math.round(of(name, 'withWorker'))} | ${ratio(name, 'withWorker')} | ${of(name, 'p50').toFixed(1)} | ${of(name, 'p95').toFixed(1)} |`;
+    `| ${label} | ${throughputCells(alone, name)} | ${throughputCells(withWorker, name)} | ${of(name, 'p50').toFixed(1)} | ${of(name, 'p95').toFixed(1)} |`;
   return [
     '## Tracing on against off (`node bench/run.mjs tracing`)',
     '',
-    `Machine: ${machine()}; load ${loadAtStart} at the start, ${load()} at the end. Background POSTs: autocannon, ${CONNECTIONS} connections, ${SECONDS} s, on the api alone (worker stopped) and while the worker runs them. Enqueue→start: ${LATENCY_RUNS} POSTs one at a time (20 ms apart), from sending the POST to the component starting. Each setting has its own api, worker and database; medians of ${ROUNDS} alternating rounds after a warm-up. No OTLP exporter.`,
+    `Machine: ${machine()}; load ${loadAtStart} at the start, ${load()} at the end. Background POSTs: autocannon, ${CONNECTIONS} connections, ${PAIRS} pairs of ${SECONDS} s rounds, on and off back to back (which goes first alternates), first on the api alone (workers stopped), then with the workers running them (each round from an idle queue). POSTs/s are medians; a ratio is the median of the pairs' ratios, their range in brackets. Enqueue→start: ${LATENCY_RUNS} POSTs one at a time (20 ms apart), from sending the POST to the component starting, medians of ${LATENCY_ROUNDS} alternating rounds. Each setting has its own api, worker and database; a warm-up first. No OTLP exporter.`,
     '',
     '| tracing | POSTs/s, api alone | ratio | POSTs/s, worker running | ratio | enqueue→start p50 ms | p95 ms |',
     '|---|---:|---:|---:|---:|---:|---:|',
