@@ -4,7 +4,7 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createTestDatabase } from '../../../test/support/database';
+import { createTestDatabase, query } from '../../../test/support/database';
 import { expectErrorBody, expectValidationBody } from '../../../test/support/error-bodies';
 import { call } from '../../../test/support/http';
 import { OpenAiCompatibleServer } from '../../../test/support/openai-compatible-server';
@@ -28,6 +28,7 @@ describe('traces', () => {
   let worker: RunningProcess;
   let alice: MintedAccount;
   let bob: MintedAccount;
+  let databaseUrl: string;
 
   beforeAll(async () => {
     provider = new OpenAiCompatibleServer();
@@ -37,7 +38,8 @@ describe('traces', () => {
       file,
       `export default ({ modelAgent }) => [modelAgent({ id: 'assistant', instructions: 'Be brief.', model: 'standin-1', baseURL: '${baseURL}' })];`,
     );
-    const env = { DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, COMPONENTS_MODULE: file, DEMO_COMPONENTS: 'true' };
+    databaseUrl = await createTestDatabase();
+    const env = { DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, COMPONENTS_MODULE: file, DEMO_COMPONENTS: 'true' };
     api = await startApi(env);
     worker = await startWorker(env);
     alice = await mintAccount(api.url, ROOT_KEY, { scopes: SCOPES });
@@ -151,6 +153,40 @@ describe('traces', () => {
     });
     expect(fresh.status).toBe(200);
     expect((await traceOf(fresh.body.run_id, 2, alice.token)).spans[0].parent_id).toBeNull();
+  });
+
+  it('keeps the runs of another user who borrows a traceparent out of its owner’s trace', async () => {
+    const traceId = '5cf92f3577b34da6a3ce929d0e0e4737';
+    const post = (token: string) =>
+      call(api.url, 'POST', '/agents/echo-agent/runs', {
+        token,
+        json: { message: 'shared', background: true },
+        headers: { traceparent: `00-${traceId}-00f067aa0ba902b8-01` },
+      });
+    const first = await post(alice.token);
+    await traceOf(first.body.run_id, 3, alice.token);
+    const borrowed = await post(bob.token);
+    const second = await post(alice.token);
+    // Bob's request, queue wait and component spans are stored under Alice's trace id...
+    await waitFor(
+      async () =>
+        (
+          await query(databaseUrl, `SELECT 1 FROM trace_spans WHERE trace_id = $1 AND spans LIKE '%' || $2 || '%'`, [
+            traceId,
+            borrowed.body.run_id,
+          ])
+        ).length === 2,
+      20_000,
+      'the borrowed run’s spans, from the api and the worker',
+    );
+    // ...but her trace shows only her own two runs, whoever reads it.
+    expect((await traceOf(first.body.run_id, 6, alice.token)).trace_id).toBe(traceId);
+    for (const token of [alice.token, ROOT_KEY]) {
+      const read = await call(api.url, 'GET', `/traces/${traceId}`, { token });
+      const runs = new Set(read.body.spans.map((span: Span) => span.attributes['run.id']));
+      expect(read.body.spans, JSON.stringify(read.body.spans)).toHaveLength(6);
+      expect(runs).toEqual(new Set([first.body.run_id, second.body.run_id]));
+    }
   });
 
   it('keeps one token’s traces invisible to another; the security key sees all; filters by session and time window', async () => {

@@ -51,6 +51,13 @@ export class TraceRepository {
     return fetchPage(query, request, { sort: 'trace.started_at', id: 'trace.trace_id' });
   }
 
+  /** Who each of these runs belongs to (its attributed user, null for an operator's own); unknown ids are left out. */
+  async runOwners(runIds: string[]): Promise<Map<string, string | null>> {
+    const rows: { id: string; user_id: string | null }[] =
+      runIds.length === 0 ? [] : await this.dataSource.query(`SELECT id, user_id FROM runs WHERE id = ANY ($1::uuid[])`, [runIds]);
+    return new Map(rows.map((row) => [row.id, row.user_id]));
+  }
+
   /** The spans of these traces, by trace id, in the order they were written. */
   async spansOf(traceIds: string[]): Promise<Map<string, StoredSpan[]>> {
     const spans = new Map(traceIds.map((id): [string, StoredSpan[]] => [id, []]));

@@ -1,9 +1,11 @@
 import { Injectable } from '@nestjs/common';
+import { isUUID } from 'class-validator';
 
 import { DataScope, Principal } from '@app/access';
 import { toEpoch } from '@app/database';
 import { Page, toPage } from '@app/pagination';
 
+import { RUN_ATTRIBUTES } from './run-span';
 import { ListTracesQuery, SpanDto, TraceDto } from './trace.dto';
 import { StoredSpan, TraceEntity } from './trace.entity';
 import { TraceRepository } from './trace.repository';
@@ -41,10 +43,41 @@ export class TracesService {
     return dto;
   }
 
+  /**
+   * Each trace with the spans of its owner's runs. A caller's traceparent is taken as given, so another
+   * user who learns a trace id can run under it: those spans stay out of the owner's trace.
+   */
   private async withSpans(rows: TraceEntity[]): Promise<TraceDto[]> {
     const spans = await this.traces.spansOf(rows.map((row) => row.traceId));
-    return rows.map((row) => toTraceDto(row, spans.get(row.traceId)!));
+    const runsOf = new Map(rows.map((row) => [row.traceId, spanRuns(spans.get(row.traceId)!)]));
+    const owners = await this.traces.runOwners([...new Set([...runsOf.values()].flatMap((runs) => [...runs.values()]))]);
+    return rows.map((row) => {
+      const runs = runsOf.get(row.traceId)!;
+      const owned = spans.get(row.traceId)!.filter((span) => {
+        const runId = runs.get(span.span_id);
+        return runId !== undefined && owners.has(runId) && owners.get(runId) === row.userId;
+      });
+      return toTraceDto(row, owned);
+    });
   }
+}
+
+/** The run each span belongs to: its own `run.id`, else its nearest ancestor's. Spans of no run are left out. */
+function spanRuns(spans: StoredSpan[]): Map<string, string> {
+  const byId = new Map(spans.map((span) => [span.span_id, span]));
+  const runs = new Map<string, string>();
+  for (const span of spans) {
+    const seen = new Set<string>();
+    for (let at: StoredSpan | undefined = span; at && !seen.has(at.span_id); at = at.parent_id ? byId.get(at.parent_id) : undefined) {
+      seen.add(at.span_id);
+      const runId = at.attributes[RUN_ATTRIBUTES.runId];
+      if (typeof runId === 'string' && isUUID(runId)) {
+        runs.set(span.span_id, runId);
+        break;
+      }
+    }
+  }
+  return runs;
 }
 
 function toTraceDto(row: TraceEntity, spans: StoredSpan[]): TraceDto {
