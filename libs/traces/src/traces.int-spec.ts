@@ -47,14 +47,15 @@ describe('TracesService and TraceRetention', () => {
        VALUES ($1, $2, 's', 'sa:ops', 'agent', 'echo', to_timestamp($3 / 1000.0))`,
       [traceId, runId, start],
     );
-    // The worker's batch first (it can land before the api's), then the api's.
-    const span = (id: string, parent: string | null, name: string, from: number, to: number) => ({
+    // The worker's batch first (it can land before the api's), then the api's. Only the request span
+    // names the run here: the others belong to it through their parent.
+    const span = (id: string, parent: string | null, name: string, from: number, to: number, attributes = {}) => ({
       span_id: id,
       parent_id: parent,
       name,
       started_at: start + from,
       ended_at: start + to,
-      attributes: {},
+      attributes,
     });
     await app.sql(
       `INSERT INTO trace_spans (trace_id, started_at, spans) VALUES ($1, to_timestamp($2 / 1000.0), $3), ($1, to_timestamp($4 / 1000.0), $5)`,
@@ -66,7 +67,7 @@ describe('TracesService and TraceRetention', () => {
           span('0000000000000003', '0000000000000001', 'run.component', 5, 9),
         ]),
         start,
-        JSON.stringify([span('0000000000000001', null, 'run.request', 0, 2.4)]),
+        JSON.stringify([span('0000000000000001', null, 'run.request', 0, 2.4, { [RUN_ATTRIBUTES.runId]: runId })]),
       ],
     );
     return { runId, traceId };
