@@ -51,13 +51,17 @@ export const FIRE_STATUS: Record<JobOutcome, Exclude<ScheduleRunStatus, 'queued'
 /**
  * Queued fires that could start: any of an `allow` schedule; of another, its oldest queued fire when
  * none of it is in flight. Fires that must wait never fill the window and hold back other schedules.
+ * Each schedule's oldest queued fire comes from one sorted pass over the queued fires: a check per fire
+ * for an older one was planned, right after a tick queued a burst (statistics not yet updated), as a
+ * read of every queued fire, and a claim among 1,000 fires due together took 100-250 ms.
  */
 const CANDIDATES = `
+  WITH heads AS (
+    SELECT DISTINCT ON (schedule_id) id FROM schedule_runs WHERE status = 'queued' ORDER BY schedule_id, due_at, id
+  )
   SELECT r.id, r.schedule_id, s.overlap_policy FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
   WHERE r.status = 'queued'
-    AND (s.overlap_policy = 'allow'
-         OR (NOT EXISTS (SELECT 1 FROM schedule_runs o WHERE o.schedule_id = r.schedule_id AND o.status = 'queued' AND (o.due_at, o.id) < (r.due_at, r.id))
-             AND NOT ${fireInFlight('r.schedule_id')}))
+    AND (s.overlap_policy = 'allow' OR (r.id IN (SELECT id FROM heads) AND NOT ${fireInFlight('r.schedule_id')}))
   ORDER BY r.due_at, r.id LIMIT $1 FOR UPDATE OF r SKIP LOCKED`;
 
 const LOCK_SCHEDULES = `SELECT id FROM unnest($1::uuid[]) AS s(id) WHERE pg_try_advisory_xact_lock(hashtextextended('schedule-fire:' || id::text, 0))`;
