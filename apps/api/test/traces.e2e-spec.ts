@@ -110,6 +110,7 @@ describe('traces', () => {
     expect(component.offset_ms).toBeLessThanOrEqual(model.offset_ms);
     expect(model.offset_ms + model.duration_ms).toBeLessThanOrEqual(component.offset_ms + component.duration_ms + 1);
     expect(model.attributes).toMatchObject({
+      'run.id': accepted.body.run_id,
       'gen_ai.request.model': 'standin-1',
       'gen_ai.usage.input_tokens': 12,
       'gen_ai.usage.output_tokens': 3,
@@ -179,7 +180,8 @@ describe('traces', () => {
       20_000,
       'the borrowed run’s spans, from the api and the worker',
     );
-    // ...but her trace shows only her own two runs, whoever reads it.
+    // ...but her trace shows only her own two runs, whoever reads it; Bob cannot read it at all.
+    expectErrorBody(await call(api.url, 'GET', `/traces/${traceId}`, { token: bob.token }), 404);
     expect((await traceOf(first.body.run_id, 6, alice.token)).trace_id).toBe(traceId);
     for (const token of [alice.token, ROOT_KEY]) {
       const read = await call(api.url, 'GET', `/traces/${traceId}`, { token });

@@ -82,7 +82,7 @@ export class RunExecutor {
         return (memories ??= forRun());
       },
       checkpoint: () => stop.checkpoint(),
-      span: (name, attributes) => this.childSpan(span, name, attributes),
+      span: (name, attributes) => this.childSpan(span, run.id, name, attributes),
       emit: (delta) => options.onDelta?.(delta),
       recordUsage: (reported) => {
         usage = reported;
@@ -101,10 +101,16 @@ export class RunExecutor {
     }
   }
 
-  private childSpan(parent: Span, name: string, attributes?: Record<string, string | number | boolean>): RunSpan {
-    const span = this.tracing.start(String(name), { parent, attributes });
+  /**
+   * A span of the component's (a model call, or its own through ctx.span), named with the run it belongs
+   * to, last, so that neither its attributes nor later ones re-attribute it: GET /traces shows a span
+   * to the user whose run it names.
+   */
+  private childSpan(parent: Span, runId: string, name: string, attributes?: Record<string, string | number | boolean>): RunSpan {
+    const run = { [RUN_ATTRIBUTES.runId]: runId };
+    const span = this.tracing.start(String(name), { parent, attributes: { ...attributes, ...run } });
     return {
-      set: (more) => span.setAttributes(more),
+      set: (more) => span.setAttributes({ ...more, ...run }),
       end: (error) => {
         if (error !== undefined) {
           this.tracing.fail(span, error);

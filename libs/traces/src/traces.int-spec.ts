@@ -88,6 +88,39 @@ describe('TracesService and TraceRetention', () => {
     expect(listed.data.map((row) => row.trace_id)).toEqual([traceId]);
   });
 
+  it('shows the spans of the owner’s runs only: by the run each names, else (stored earlier) its nearest ancestor’s', async () => {
+    const { runId, traceId } = await storedTrace(0, 'completed');
+    const stranger = randomUUID();
+    await app.sql(
+      `INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message)
+       VALUES ($1, 's2', 'agent', 'echo', 'sa:stranger', true, 'completed', 'hi')`,
+      [stranger],
+    );
+    const now = Date.now();
+    const span = (id: string, parent: string | null, name: string, attributes: Record<string, unknown> = {}) => ({
+      span_id: id,
+      parent_id: parent,
+      name,
+      started_at: now,
+      ended_at: now + 1,
+      attributes,
+    });
+    await app.sql(`INSERT INTO trace_spans (trace_id, started_at, spans) VALUES ($1, now(), $2)`, [
+      traceId,
+      JSON.stringify([
+        // A model call stored before its component span (which may never come): it names its run itself.
+        span('00000000000000a1', '00000000000000ff', 'model.call', { [RUN_ATTRIBUTES.runId]: runId }),
+        // Another user's run under the same trace id, and a span of theirs under one of the owner's spans.
+        span('00000000000000b1', null, 'run.request', { [RUN_ATTRIBUTES.runId]: stranger }),
+        span('00000000000000b2', '0000000000000003', 'custom', { [RUN_ATTRIBUTES.runId]: stranger }),
+        // A request span that made no run, naming the owner's span as its parent: it belongs to no run.
+        span('00000000000000c1', '0000000000000001', 'run.request'),
+      ]),
+    ]);
+    const shown = (await traces.get(root, traceId)).spans.map((shownSpan) => shownSpan.span_id);
+    expect(shown.sort()).toEqual(['0000000000000001', '0000000000000002', '0000000000000003', '00000000000000a1']);
+  });
+
   it('deletes traces and their spans older than QUEUE_RETENTION_SECONDS, and keeps younger ones', async () => {
     const old = await storedTrace(7200, 'completed');
     const young = await storedTrace(60, 'completed');

@@ -5,7 +5,7 @@ import { DataScope, Principal } from '@app/access';
 import { toEpoch } from '@app/database';
 import { Page, toPage } from '@app/pagination';
 
-import { RUN_ATTRIBUTES } from './run-span';
+import { RUN_ATTRIBUTES, SPAN } from './run-span';
 import { ListTracesQuery, SpanDto, TraceDto } from './trace.dto';
 import { StoredSpan, TraceEntity } from './trace.entity';
 import { TraceRepository } from './trace.repository';
@@ -50,31 +50,45 @@ export class TracesService {
   private async withSpans(rows: TraceEntity[]): Promise<TraceDto[]> {
     const spans = await this.traces.spansOf(rows.map((row) => row.traceId));
     const runsOf = new Map(rows.map((row) => [row.traceId, spanRuns(spans.get(row.traceId)!)]));
-    const owners = await this.traces.runOwners([...new Set([...runsOf.values()].flatMap((runs) => [...runs.values()]))]);
+    const runIds = new Set([...runsOf.values()].flatMap((runs) => [...runs.values()]));
+    const owners = await this.traces.runOwners([...runIds]);
     return rows.map((row) => {
       const runs = runsOf.get(row.traceId)!;
       const owned = spans.get(row.traceId)!.filter((span) => {
         const runId = runs.get(span.span_id);
-        return runId !== undefined && owners.has(runId) && owners.get(runId) === row.userId;
+        // An unknown run has no owner (undefined), so it matches no trace's user (a string or null).
+        return runId !== undefined && owners.get(runId) === row.userId;
       });
       return toTraceDto(row, owned);
     });
   }
 }
 
-/** The run each span belongs to: its own `run.id`, else its nearest ancestor's. Spans of no run are left out. */
+/**
+ * The run each span belongs to: the `run.id` it names (every span a run records names it). A span that
+ * names none (stored by an earlier version) takes its nearest ancestor's, except a request span: one
+ * that made no run (refused, or a replayed idempotency key) belongs to none, whatever parent its caller
+ * gave it. Spans of no run are left out.
+ */
 function spanRuns(spans: StoredSpan[]): Map<string, string> {
   const byId = new Map(spans.map((span) => [span.span_id, span]));
+  const runOf = (span: StoredSpan): string | undefined => {
+    const runId = span.attributes[RUN_ATTRIBUTES.runId];
+    return typeof runId === 'string' && isUUID(runId) ? runId : undefined;
+  };
   const runs = new Map<string, string>();
   for (const span of spans) {
-    const seen = new Set<string>();
-    for (let at: StoredSpan | undefined = span; at && !seen.has(at.span_id); at = at.parent_id ? byId.get(at.parent_id) : undefined) {
-      seen.add(at.span_id);
-      const runId = at.attributes[RUN_ATTRIBUTES.runId];
-      if (typeof runId === 'string' && isUUID(runId)) {
-        runs.set(span.span_id, runId);
-        break;
+    let runId = runOf(span);
+    if (runId === undefined && span.name !== SPAN.request) {
+      const seen = new Set<string>();
+      for (let parent = byId.get(span.parent_id ?? ''); parent && runId === undefined && !seen.has(parent.span_id);) {
+        seen.add(parent.span_id);
+        runId = runOf(parent);
+        parent = byId.get(parent.parent_id ?? '');
       }
+    }
+    if (runId !== undefined) {
+      runs.set(span.span_id, runId);
     }
   }
   return runs;
