@@ -120,7 +120,12 @@ export async function benchTracing() {
     }
     alone = await pairs(stacks, { drain: false });
     await Promise.all(Object.values(stacks).map((stack) => stack.startWorker()));
+    for (const stack of Object.values(stacks)) {
+      await drained(stack);
+      await throughput(stack); // warm-up of the worker
+    }
     withWorker = await pairs(stacks, { drain: true });
+    await Promise.all(Object.values(stacks).map(drained));
     for (let i = 0; i < LATENCY_ROUNDS; i += 1) {
       for (const name of i % 2 === 0 ? ['on', 'off'] : ['off', 'on']) {
         samples[name].push(await latency(stacks[name]));
