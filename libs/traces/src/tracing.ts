@@ -100,13 +100,15 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
         : parent
           ? trace.setSpan(ROOT_CONTEXT, parent)
           : ROOT_CONTEXT;
+    // `parent` rides along in the options; the SDK reads only its own keys.
     return this.tracer.startSpan(name, options, context);
   }
 
   /**
    * The span's W3C `traceparent` (version 00), to continue its trace elsewhere; undefined when nothing
    * is recorded. Formatted from the span's own context: it is on every background POST's path, where
-   * the propagator's context and carrier objects were a measurable share of tracing's cost.
+   * the propagator's context and carrier objects were a measurable share of tracing's cost. Only the
+   * sampled flag is carried, and no tracestate (a job never carried one).
    */
   traceparent(span: Span): string | undefined {
     if (!span.isRecording()) {
