@@ -25,7 +25,7 @@ export interface ScheduleAttempt {
 @Entity('schedule_runs')
 @Index('IDX_schedule_runs_schedule_created', ['scheduleId', 'createdAt'])
 // The worker's claim: queued fires, oldest slot first.
-@Index('IDX_schedule_runs_queued', ['dueAt'], { where: `"status" = 'queued'` })
+@Index('IDX_schedule_runs_queued', ['dueAt', 'id'], { where: `"status" = 'queued'` })
 // The sweep of fires whose worker died.
 @Index('IDX_schedule_runs_running_heartbeat', ['heartbeatAt'], { where: `"status" = 'running'` })
 // The overlap check: a schedule's fires in flight.

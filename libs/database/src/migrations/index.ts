@@ -15,6 +15,7 @@ import { CreateTraces1765200000002 } from './1765200000002-CreateTraces';
 import { ScheduleFireHeartbeats1765400000001 } from './1765400000001-ScheduleFireHeartbeats';
 import { TraceSpanBatches1765500000001 } from './1765500000001-TraceSpanBatches';
 import { TraceHashIndexes1765600000001 } from './1765600000001-TraceHashIndexes';
+import { ScheduleFireClaimOrder1765600000002 } from './1765600000002-ScheduleFireClaimOrder';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -35,4 +36,5 @@ export const MIGRATIONS = [
   ScheduleFireHeartbeats1765400000001,
   TraceSpanBatches1765500000001,
   TraceHashIndexes1765600000001,
+  ScheduleFireClaimOrder1765600000002,
 ];
