@@ -11,7 +11,17 @@ import { ScheduleDispatchRepository } from './schedule-dispatch.repository';
 import { normalizedEndpoint } from './schedule-endpoint';
 import { ScheduleFireMetrics } from './schedule-fire-metrics';
 import { ClaimedFire, FIRE_STATUS, FireDetails } from './schedule-fire-store';
-import { clip, isRetryableStatus, isTerminalRunStatus, requestBody, runError, StartedRun, startedRun } from './schedule-http';
+import {
+  clip,
+  isRetryableStatus,
+  isTerminalRunStatus,
+  isTimeout,
+  requestBody,
+  runError,
+  send,
+  StartedRun,
+  startedRun,
+} from './schedule-http';
 import { ScheduleAttempt } from './schedule-run.entity';
 import { runPath, TargetType } from './schedule-target';
 
@@ -144,14 +154,14 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
   private async call(fire: ClaimedFire, signal: AbortSignal): Promise<AttemptOutcome> {
     const { url, authorization } = await this.signed(fire, fire.method, fire.endpoint);
     const { body, headers } = requestBody(fire.method, fire.payload);
-    const response = await fetch(url, {
+    const response = await send(url, {
       method: fire.method,
       headers: { ...headers, authorization, 'x-request-id': `schedule-run-${fire.id}` },
       body,
       signal,
     });
-    const text = await response.text();
-    if (!response.ok) {
+    const text = response.body;
+    if (response.status < 200 || response.status > 299) {
       return {
         ok: false,
         retryable: isRetryableStatus(response.status),
@@ -181,8 +191,8 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
         await sleep(delay, signal);
         signal.throwIfAborted();
         delay = Math.min(delay * 1.5, FOLLOW_MAX_POLL_MS);
-        const response = await fetch(url, { headers: { authorization }, signal });
-        body = await response.text();
+        const response = await send(url, { method: 'GET', headers: { authorization }, signal });
+        body = response.body;
         if (response.status >= 400 && !isRetryableStatus(response.status)) {
           return {
             ok: false,
@@ -192,10 +202,10 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
             run: current,
           };
         }
-        current = (response.ok && startedRun(body)) || current;
+        current = (response.status < 300 && startedRun(body)) || current;
       }
     } catch (error) {
-      if (signal.aborted && !(error instanceof DOMException && error.name === 'TimeoutError')) {
+      if (signal.aborted && !isTimeout(error)) {
         throw error;
       }
       // Not retried: the run is accepted and may still finish; a retry would start a second one.
@@ -217,16 +227,15 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
     if (shutdown.aborted) {
       return { ok: false, retryable: false, statusCode: null, error: 'The worker shut down during this attempt', run: null };
     }
-    if (error instanceof DOMException && error.name === 'TimeoutError') {
+    if (isTimeout(error)) {
       // A timed-out call may still be running on the server: retrying could do the work twice, but the spec asks for retries.
       return { ok: false, retryable: true, statusCode: null, error: `Timed out after ${fire.timeoutSeconds}s`, run: null };
     }
-    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
     return {
       ok: false,
       retryable: true,
       statusCode: null,
-      error: `Request failed: ${cause?.code ?? cause?.message ?? (error as Error).message}`,
+      error: `Request failed: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
       run: null,
     };
   }
