@@ -1,6 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 
 import { Injectable, Logger } from '@nestjs/common';
+import { Dispatcher, request } from 'undici';
 
 import { Env } from '@app/config';
 import { JobContext, JobHandler, JobResult } from '@app/queue';
@@ -11,17 +12,7 @@ import { ScheduleDispatchRepository } from './schedule-dispatch.repository';
 import { normalizedEndpoint } from './schedule-endpoint';
 import { ScheduleFireMetrics } from './schedule-fire-metrics';
 import { ClaimedFire, FIRE_STATUS, FireDetails } from './schedule-fire-store';
-import {
-  clip,
-  isRetryableStatus,
-  isTerminalRunStatus,
-  isTimeout,
-  requestBody,
-  runError,
-  send,
-  StartedRun,
-  startedRun,
-} from './schedule-http';
+import { clip, isRetryableStatus, isTerminalRunStatus, isTimeout, requestBody, runError, StartedRun, startedRun } from './schedule-http';
 import { ScheduleAttempt } from './schedule-run.entity';
 import { runPath, TargetType } from './schedule-target';
 
@@ -154,27 +145,30 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
   private async call(fire: ClaimedFire, signal: AbortSignal): Promise<AttemptOutcome> {
     const { url, authorization } = await this.signed(fire, fire.method, fire.endpoint);
     const { body, headers } = requestBody(fire.method, fire.payload);
-    const response = await send(url, {
-      method: fire.method,
+    // undici's request rather than fetch: the same client without fetch's streams and Request objects, about a
+    // third of its CPU per call, and a busy minute makes a call per schedule. It follows no redirects: a
+    // schedule calls this service's own endpoints. An abort rejects with the signal's reason (see failure()).
+    const response = await request(url, {
+      method: fire.method as Dispatcher.HttpMethod,
       headers: { ...headers, authorization, 'x-request-id': `schedule-run-${fire.id}` },
       body,
       signal,
     });
-    const text = response.body;
-    if (response.status < 200 || response.status > 299) {
+    const text = await response.body.text();
+    if (response.statusCode < 200 || response.statusCode > 299) {
       return {
         ok: false,
-        retryable: isRetryableStatus(response.status),
-        statusCode: response.status,
-        error: `HTTP ${response.status}: ${clip(text)}`,
+        retryable: isRetryableStatus(response.statusCode),
+        statusCode: response.statusCode,
+        error: `HTTP ${response.statusCode}: ${clip(text)}`,
         run: null,
       };
     }
     const run = fire.targetType && fire.targetId ? startedRun(text) : null;
     if (!run) {
-      return { ok: true, retryable: false, statusCode: response.status, error: null, run: null };
+      return { ok: true, retryable: false, statusCode: response.statusCode, error: null, run: null };
     }
-    return this.follow(fire, run, response.status, text, signal);
+    return this.follow(fire, run, response.statusCode, text, signal);
   }
 
   /** Polls the run the endpoint started until it ends; a run that ends other than completed fails the attempt. */
@@ -191,18 +185,18 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
         await sleep(delay, signal);
         signal.throwIfAborted();
         delay = Math.min(delay * 1.5, FOLLOW_MAX_POLL_MS);
-        const response = await send(url, { method: 'GET', headers: { authorization }, signal });
-        body = response.body;
-        if (response.status >= 400 && !isRetryableStatus(response.status)) {
+        const response = await request(url, { headers: { authorization }, signal });
+        body = await response.body.text();
+        if (response.statusCode >= 400 && !isRetryableStatus(response.statusCode)) {
           return {
             ok: false,
             retryable: false,
-            statusCode: response.status,
-            error: `Could not follow run ${run.runId}: HTTP ${response.status}: ${clip(body)}`,
+            statusCode: response.statusCode,
+            error: `Could not follow run ${run.runId}: HTTP ${response.statusCode}: ${clip(body)}`,
             run: current,
           };
         }
-        current = (response.status < 300 && startedRun(body)) || current;
+        current = (response.statusCode < 300 && startedRun(body)) || current;
       }
     } catch (error) {
       if (signal.aborted && !isTimeout(error)) {

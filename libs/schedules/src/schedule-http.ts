@@ -1,6 +1,3 @@
-import { Agent as HttpAgent, IncomingMessage, request as httpRequest } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-
 import { JsonObject } from './schedule.entity';
 
 /** Run statuses after which a background run does not change any more. */
@@ -53,43 +50,6 @@ export function isRetryableStatus(status: number): boolean {
 
 export function clip(text: string): string {
   return text.length > MAX_ERROR_TEXT ? `${text.slice(0, MAX_ERROR_TEXT)}…` : text;
-}
-
-export interface HttpAnswer {
-  status: number;
-  body: string;
-}
-
-/** Connections to this service are kept and reused from one fire to the next. */
-const AGENTS = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
-
-/**
- * One call and its whole answer, through node:http: fetch's streams and Request objects cost about
- * three times its CPU per call, and a busy minute makes a call per schedule. Redirects are answers,
- * not followed: a schedule calls this service's own endpoints. `signal` aborts the call; the error is
- * then the signal's reason (a timeout's TimeoutError, or the shutdown's).
- */
-export function send(
-  url: URL,
-  init: { method: string; headers: Record<string, string>; body?: string; signal: AbortSignal },
-): Promise<HttpAnswer> {
-  const https = url.protocol === 'https:';
-  return new Promise<HttpAnswer>((resolve, reject) => {
-    const fail = (error: Error) => reject(init.signal.aborted ? init.signal.reason : error);
-    const request = (https ? httpsRequest : httpRequest)(
-      url,
-      { method: init.method, headers: init.headers, agent: https ? AGENTS.https : AGENTS.http, signal: init.signal },
-      (response: IncomingMessage) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-        response.on('error', fail);
-        response.on('close', () => response.complete || fail(new Error('the connection closed before the answer ended')));
-      },
-    );
-    request.on('error', fail);
-    request.end(init.body);
-  });
 }
 
 /** True when `error` is an attempt's own timeout (AbortSignal.timeout's reason), not a shutdown or a failed call. */
