@@ -34,6 +34,16 @@ describe('cron', () => {
     }
   });
 
+  it('answers the first slot strictly after any instant within a second, and a fresh Date each time', () => {
+    const at = (iso: string) => nextRunAt('* * * * *', 'UTC', new Date(iso))?.toISOString();
+    expect(at('2026-05-01T12:00:59.999Z')).toBe('2026-05-01T12:01:00.000Z');
+    expect(at('2026-05-01T12:01:00.000Z')).toBe('2026-05-01T12:02:00.000Z');
+    expect(at('2026-05-01T12:01:00.400Z')).toBe('2026-05-01T12:02:00.000Z');
+    const first = nextRunAt('0 * * * *', 'UTC', new Date('2026-05-01T12:30:00Z'))!;
+    first.setFullYear(2000);
+    expect(nextRunAt('0 * * * *', 'UTC', new Date('2026-05-01T12:30:00Z'))!.toISOString()).toBe('2026-05-01T13:00:00.000Z');
+  });
+
   describe('America/New_York (spring forward 2026-03-08 02:00, fall back 2026-11-01 02:00)', () => {
     it('runs a daily 02:30 job at 03:00 EDT on the day 02:30 does not exist', () => {
       expect(slots('30 2 * * *', 'America/New_York', '2026-03-06T12:00:00Z', 3)).toEqual([

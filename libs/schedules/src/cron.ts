@@ -43,19 +43,21 @@ export function isTimeZone(name: string): boolean {
 }
 
 /**
- * Slots already computed, by zone, expression and start. A slot depends on nothing else, and a tick asks
- * for one per due schedule: schedules sharing an expression (most do) share their slots, and croner took
- * about 50 µs for each (its time-zone arithmetic), so 10,000 schedules due together held the worker for
- * half a second. Null (never again) is kept as such.
+ * Slots already computed, by zone, expression and start second. A slot depends on nothing else, and a tick
+ * asks for one per due schedule: schedules sharing an expression (most do) share their slots, and croner
+ * took about 50 µs for each (its time-zone arithmetic), so 10,000 schedules due together held the worker
+ * for half a second. Null (never again) is kept as such.
  */
 const slots = new LRUCache<string, { next: Date | null }>({ max: 10_000 });
 
 /** The first slot strictly after `from`, in `timeZone`; null when the expression never fires again. */
 export function nextRunAt(expression: string, timeZone: string, from: Date = new Date()): Date | null {
-  const key = `${timeZone}\u0000${expression}\u0000${from.getTime()}`;
+  // Slots fall on whole seconds, so the first one after `from` is the first one after its second.
+  const second = Math.floor(from.getTime() / 1000) * 1000;
+  const key = `${timeZone}\u0000${expression}\u0000${second}`;
   let slot = slots.get(key);
   if (!slot) {
-    slot = { next: new Cron(expression, { ...CRON_OPTIONS, timezone: timeZone }).nextRun(from) };
+    slot = { next: new Cron(expression, { ...CRON_OPTIONS, timezone: timeZone }).nextRun(new Date(second)) };
     slots.set(key, slot);
   }
   return slot.next === null ? null : new Date(slot.next);

@@ -57,20 +57,11 @@ export function catchUp(
 
 /**
  * The slot after now for each due row. Never earlier than the database's now: a worker clock behind
- * it must not re-queue the same slot. Rows sharing an expression and zone (common: `0 * * * *`) share
- * one computation per second, which is all croner's five-field resolution can tell apart.
+ * it must not re-queue the same slot. Rows sharing an expression and zone share the computation (nextRunAt).
  */
 function nextSlots(due: DueRow[]): (Date | null)[] {
-  const computed = new Map<string, Date | null>();
-  return due.map((row) => {
-    // Due rows have next_run_at <= db_now, so the slot is the first one after whichever clock is ahead.
-    const from = new Date(Math.max(Date.now(), row.db_now.getTime()));
-    const key = `${row.cron_expr}\u0000${row.timezone}\u0000${Math.floor(from.getTime() / 1000)}`;
-    if (!computed.has(key)) {
-      computed.set(key, nextRunAt(row.cron_expr, row.timezone, from));
-    }
-    return computed.get(key)!;
-  });
+  // Due rows have next_run_at <= db_now, so the slot is the first one after whichever clock is ahead.
+  return due.map((row) => nextRunAt(row.cron_expr, row.timezone, new Date(Math.max(Date.now(), row.db_now.getTime()))));
 }
 
 /**
