@@ -156,7 +156,7 @@ describe('traces', () => {
     expect((await traceOf(fresh.body.run_id, 2, alice.token)).spans[0].parent_id).toBeNull();
   });
 
-  it('keeps the runs of another user who borrows a traceparent out of its owner’s trace', async () => {
+  it('keeps the runs of another user who borrows a traceparent apart: each reads only their own runs under it', async () => {
     const traceId = '5cf92f3577b34da6a3ce929d0e0e4737';
     const post = (token: string) =>
       call(api.url, 'POST', '/agents/echo-agent/runs', {
@@ -180,8 +180,12 @@ describe('traces', () => {
       20_000,
       'the borrowed run’s spans, from the api and the worker',
     );
-    // ...but her trace shows only her own two runs, whoever reads it; Bob cannot read it at all.
-    expectErrorBody(await call(api.url, 'GET', `/traces/${traceId}`, { token: bob.token }), 404);
+    // ...but her trace shows only her own two runs, whoever reads it; Bob reads his own run's, and only its spans.
+    const bobs = await call(api.url, 'GET', `/traces/${traceId}`, { token: bob.token });
+    expect(bobs.body).toMatchObject({ trace_id: traceId, run_id: borrowed.body.run_id, user_id: `sa:${bob.name}` });
+    expect(bobs.body.spans, JSON.stringify(bobs.body.spans)).toHaveLength(3);
+    expect(new Set(bobs.body.spans.map((span: Span) => span.attributes['run.id']))).toEqual(new Set([borrowed.body.run_id]));
+    expect((await call(api.url, 'GET', `/traces?run_id=${borrowed.body.run_id}`, { token: alice.token })).body.data).toEqual([]);
     expect((await traceOf(first.body.run_id, 6, alice.token)).trace_id).toBe(traceId);
     for (const token of [alice.token, ROOT_KEY]) {
       const read = await call(api.url, 'GET', `/traces/${traceId}`, { token });

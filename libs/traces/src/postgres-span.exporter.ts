@@ -5,18 +5,28 @@ import type { DataSource } from 'typeorm';
 import { RUN_ATTRIBUTES, SPAN } from './run-span';
 import type { StoredSpan } from './trace.entity';
 
-/** One trace's spans in a batch, and its run when the batch holds the request span that made it. */
+/** A run whose request span is in the batch: its trace's summary (GET /traces), one per run. */
+interface RunSummary {
+  id: string;
+  sessionId: string;
+  userId: string | null;
+  componentType: string;
+  componentId: string;
+  startedAt: number;
+}
+
+/** One trace's spans in a batch, and the runs whose request spans are among them. */
 interface TraceBatch {
   traceId: string;
   startedAt: number;
   spans: StoredSpan[];
-  run?: { id: string; sessionId: string; userId: string | null; componentType: string; componentId: string };
+  runs: RunSummary[];
 }
 
 /**
  * A batch in one statement: a row of spans (a JSON array, stored as text) per trace, and the summaries
- * of the runs whose request spans are in it. A caller's traceparent may carry several runs; its trace is
- * summarised by the first. Start times travel as epoch milliseconds, converted by PostgreSQL.
+ * of the runs whose request spans are in it. A caller's traceparent may carry several runs, each with
+ * its own summary. Start times travel as epoch milliseconds, converted by PostgreSQL.
  */
 const WRITE_BATCH = `
   WITH summaries AS (
@@ -24,7 +34,7 @@ const WRITE_BATCH = `
     SELECT trace_id, run_id, session_id, user_id, component_type, component_id, to_timestamp(started_ms / 1000)
       FROM unnest($4::varchar[], $5::uuid[], $6::varchar[], $7::varchar[], $8::varchar[], $9::varchar[], $10::float8[])
         AS s(trace_id, run_id, session_id, user_id, component_type, component_id, started_ms)
-    ON CONFLICT (trace_id) DO NOTHING
+    ON CONFLICT (run_id) DO NOTHING
   )
   INSERT INTO trace_spans (trace_id, started_at, spans)
   SELECT trace_id, to_timestamp(started_ms / 1000), spans FROM unnest($1::varchar[], $2::float8[], $3::text[]) AS b(trace_id, started_ms, spans)`;
@@ -50,7 +60,7 @@ export class PostgresSpanExporter implements SpanExporter {
     if (traces.length === 0) {
       return;
     }
-    const runs = traces.flatMap(({ traceId, startedAt, run }) => (run ? [{ traceId, startedAt, ...run }] : []));
+    const runs = traces.flatMap(({ traceId, runs }) => runs.map((run) => ({ traceId, ...run })));
     await this.dataSource.query(WRITE_BATCH, [
       traces.map((trace) => trace.traceId),
       traces.map((trace) => trace.startedAt),
@@ -79,7 +89,7 @@ function byTrace(spans: ReadableSpan[]): TraceBatch[] {
     const startedAt = hrTimeToMilliseconds(span.startTime);
     let trace = traces.get(traceId);
     if (!trace) {
-      trace = { traceId, startedAt, spans: [] };
+      trace = { traceId, startedAt, spans: [], runs: [] };
       traces.set(traceId, trace);
     }
     trace.startedAt = Math.min(trace.startedAt, startedAt);
@@ -89,13 +99,14 @@ function byTrace(spans: ReadableSpan[]): TraceBatch[] {
       if (typeof runId !== 'string') {
         refused.add(traceId);
       } else {
-        trace.run ??= {
+        trace.runs.push({
           id: runId,
           sessionId: String(attributes[RUN_ATTRIBUTES.sessionId]),
           userId: typeof userId === 'string' ? userId : null,
           componentType: String(attributes[RUN_ATTRIBUTES.componentType]),
           componentId: String(attributes[RUN_ATTRIBUTES.componentId]),
-        };
+          startedAt,
+        });
       }
     }
     trace.spans.push({
@@ -107,5 +118,5 @@ function byTrace(spans: ReadableSpan[]): TraceBatch[] {
       attributes,
     });
   }
-  return [...traces.values()].filter((trace) => trace.run !== undefined || !refused.has(trace.traceId));
+  return [...traces.values()].filter((trace) => trace.runs.length > 0 || !refused.has(trace.traceId));
 }

@@ -35,9 +35,17 @@ export class TraceRepository {
     @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
 
-  async findById(scope: DataScope, traceId: string): Promise<TraceEntity | null> {
-    const found = await this.traces.findOneBy({ traceId });
-    return found && scope.includes(found.userId) ? found : null;
+  /** The trace as the caller sees it: the summary of its first run in the caller's scope (several runs can share a trace id). */
+  findById(scope: DataScope, traceId: string): Promise<TraceEntity | null> {
+    const owner = scope.where('trace.user_id');
+    return this.traces
+      .createQueryBuilder('trace')
+      .where(owner.sql, owner.params)
+      .andWhere('trace.trace_id = :traceId', { traceId })
+      .orderBy('trace.started_at')
+      .addOrderBy('trace.run_id')
+      .limit(1)
+      .getOne();
   }
 
   page(scope: DataScope, filters: TraceFilters, request: PageRequest<TraceSortField>): Promise<[TraceEntity[], number]> {
@@ -48,7 +56,7 @@ export class TraceRepository {
         query.andWhere(condition, { [key]: filters[key] });
       }
     }
-    return fetchPage(query, request, { sort: 'trace.started_at', id: 'trace.trace_id' });
+    return fetchPage(query, request, { sort: 'trace.started_at', id: 'trace.run_id' });
   }
 
   /** Who each of these runs belongs to (its attributed user, null for an operator's own); unknown ids are left out. */

@@ -132,7 +132,7 @@ describe('TracesService and TraceRetention', () => {
     expect(left.map((row) => row.trace_id)).toEqual([young.traceId, young.traceId, young.traceId]);
   });
 
-  it('stores what the exporter is handed: the worker’s batch before the api’s, one summary per trace, nothing for a refused request', async () => {
+  it('stores what the exporter is handed: the worker’s batch before the api’s, one summary per run, nothing for a refused request', async () => {
     const ended: ReadableSpan[] = [];
     const tracer = new TracerProvider({
       spanProcessors: [
@@ -183,7 +183,13 @@ describe('TracesService and TraceRetention', () => {
     expect(stored).toMatchObject({ run_id: first, status: 'completed' });
     expect(stored.spans.map((span) => span.name).sort()).toEqual([SPAN.component, SPAN.request, SPAN.request]);
     expect(stored.spans[0]).toMatchObject({ name: SPAN.request, parent_id: null, offset_ms: 0 });
-    expect(await app.sql(`SELECT count(*)::int AS n FROM traces WHERE trace_id = $1`, [traceId])).toEqual([{ n: 1 }]);
+    // The second run has its own summary under the same trace id; the trace reads as its first run's.
+    expect(await app.sql(`SELECT run_id FROM traces WHERE trace_id = $1 ORDER BY started_at`, [traceId])).toEqual([
+      { run_id: first },
+      { run_id: second },
+    ]);
+    const listed = await traces.list(root, Object.assign(new ListTracesQuery(), { run_id: second }));
+    expect(listed.data.map((row) => [row.trace_id, row.run_id])).toEqual([[traceId, second]]);
     const refusedRows = await app.sql(
       `SELECT trace_id FROM trace_spans WHERE trace_id = $1 UNION ALL SELECT trace_id FROM traces WHERE trace_id = $1`,
       [refused.spanContext().traceId],

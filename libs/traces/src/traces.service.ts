@@ -45,7 +45,8 @@ export class TracesService {
 
   /**
    * Each trace with the spans of its owner's runs. A caller's traceparent is taken as given, so another
-   * user who learns a trace id can run under it: those spans stay out of the owner's trace.
+   * user who learns a trace id can run under it: each of them sees their own runs' spans in it, never
+   * the other's.
    */
   private async withSpans(rows: TraceEntity[]): Promise<TraceDto[]> {
     const spans = await this.traces.spansOf(rows.map((row) => row.traceId));

@@ -16,6 +16,7 @@ import { ScheduleFireHeartbeats1765400000001 } from './1765400000001-ScheduleFir
 import { TraceSpanBatches1765500000001 } from './1765500000001-TraceSpanBatches';
 import { TraceHashIndexes1765600000001 } from './1765600000001-TraceHashIndexes';
 import { ScheduleFireClaimOrder1765600000002 } from './1765600000002-ScheduleFireClaimOrder';
+import { TraceSummaryPerRun1765700000001 } from './1765700000001-TraceSummaryPerRun';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -37,4 +38,5 @@ export const MIGRATIONS = [
   TraceSpanBatches1765500000001,
   TraceHashIndexes1765600000001,
   ScheduleFireClaimOrder1765600000002,
+  TraceSummaryPerRun1765700000001,
 ];
