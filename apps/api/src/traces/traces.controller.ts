@@ -22,7 +22,11 @@ export class TracesController {
 
   @Get(':trace_id')
   @RequireScope('traces:read')
-  @ApiOperation({ summary: 'One trace with its spans' })
+  @ApiOperation({
+    summary: 'One trace with its spans',
+    description:
+      "Several runs can share a trace id (sent with one caller's traceparent): the answer is the caller's first run under it, with the spans of that run's user only.",
+  })
   @ApiOkResponse({ type: TraceDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
   get(@CurrentPrincipal() caller: Principal, @Param() params: TraceIdParams): Promise<TraceDto> {

@@ -508,7 +508,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One trace with its spans */
+        /**
+         * One trace with its spans
+         * @description Several runs can share a trace id (sent with one caller's traceparent): the answer is the caller's first run under it, with the spans of that run's user only.
+         */
         get: operations["TracesController_get"];
         put?: never;
         post?: never;
