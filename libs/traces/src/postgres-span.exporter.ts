@@ -26,7 +26,8 @@ interface TraceBatch {
 /**
  * A batch in one statement: a row of spans (a JSON array, stored as text) per trace, and the summaries
  * of the runs whose request spans are in it. A caller's traceparent may carry several runs, each with
- * its own summary. Start times travel as epoch milliseconds, converted by PostgreSQL.
+ * its own summary. Start times travel as epoch milliseconds, converted by PostgreSQL. The conflict
+ * names no key, so a batch writes alike before and after summaries moved from the trace id to the run.
  */
 const WRITE_BATCH = `
   WITH summaries AS (
@@ -34,7 +35,7 @@ const WRITE_BATCH = `
     SELECT trace_id, run_id, session_id, user_id, component_type, component_id, to_timestamp(started_ms / 1000)
       FROM unnest($4::varchar[], $5::uuid[], $6::varchar[], $7::varchar[], $8::varchar[], $9::varchar[], $10::float8[])
         AS s(trace_id, run_id, session_id, user_id, component_type, component_id, started_ms)
-    ON CONFLICT (run_id) DO NOTHING
+    ON CONFLICT DO NOTHING
   )
   INSERT INTO trace_spans (trace_id, started_at, spans)
   SELECT trace_id, to_timestamp(started_ms / 1000), spans FROM unnest($1::varchar[], $2::float8[], $3::text[]) AS b(trace_id, started_ms, spans)`;

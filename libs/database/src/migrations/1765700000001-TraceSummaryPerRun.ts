@@ -4,7 +4,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * A trace summary per run, not per trace id. A caller's traceparent is taken as given, so several runs
  * (of one caller, or of another who learned the id) can share a trace id; only the first of them had a
  * summary, and a second user's run had none they could read. Each run's summary is now its own row,
- * keyed by the run; the trace id is looked up by equality only, so a hash index serves it.
+ * keyed by the run. The trace id keeps a B-tree: a caller sending one traceparent with every request
+ * piles its runs under one key, which a hash index would chain into a single bucket.
  */
 export class TraceSummaryPerRun1765700000001 implements MigrationInterface {
   name = 'TraceSummaryPerRun1765700000001';
@@ -13,7 +14,7 @@ export class TraceSummaryPerRun1765700000001 implements MigrationInterface {
     await queryRunner.query(`ALTER TABLE "traces" DROP CONSTRAINT "PK_traces"`);
     await queryRunner.query(`DROP INDEX "IDX_traces_run"`);
     await queryRunner.query(`ALTER TABLE "traces" ADD CONSTRAINT "PK_traces" PRIMARY KEY ("run_id")`);
-    await queryRunner.query(`CREATE INDEX "IDX_traces_trace" ON "traces" USING hash ("trace_id")`);
+    await queryRunner.query(`CREATE INDEX "IDX_traces_trace" ON "traces" ("trace_id")`);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
