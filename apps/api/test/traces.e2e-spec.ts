@@ -186,7 +186,12 @@ describe('traces', () => {
     expect(bobs.body.spans, JSON.stringify(bobs.body.spans)).toHaveLength(3);
     expect(new Set(bobs.body.spans.map((span: Span) => span.attributes['run.id']))).toEqual(new Set([borrowed.body.run_id]));
     expect((await call(api.url, 'GET', `/traces?run_id=${borrowed.body.run_id}`, { token: alice.token })).body.data).toEqual([]);
-    expect((await traceOf(first.body.run_id, 6, alice.token)).trace_id).toBe(traceId);
+    // Listed, each of her runs carries its own spans; read by id, her trace carries both runs'.
+    for (const run of [first, second]) {
+      const listed = await traceOf(run.body.run_id, 3, alice.token);
+      expect(listed.trace_id).toBe(traceId);
+      expect(new Set(listed.spans.map((span) => span.attributes['run.id']))).toEqual(new Set([run.body.run_id]));
+    }
     for (const token of [alice.token, ROOT_KEY]) {
       const read = await call(api.url, 'GET', `/traces/${traceId}`, { token });
       const runs = new Set(read.body.spans.map((span: Span) => span.attributes['run.id']));

@@ -31,7 +31,7 @@ export class TracesService {
       },
       request,
     );
-    return toPage(request, await this.withSpans(rows), total, startedAt);
+    return toPage(request, await this.withSpans(rows, 'run'), total, startedAt);
   }
 
   async get(caller: Principal, traceId: string): Promise<TraceDto> {
@@ -39,28 +39,29 @@ export class TracesService {
     if (!found) {
       throw new TraceException(TraceErrorCode.NotFound, `Trace '${traceId}' not found`);
     }
-    const [dto] = await this.withSpans([found]);
+    const [dto] = await this.withSpans([found], 'owner');
     return dto;
   }
 
   /**
-   * Each trace with the spans of its owner's runs. A caller's traceparent is taken as given, so another
-   * user who learns a trace id can run under it: each of them sees their own runs' spans in it, never
-   * the other's.
+   * Each trace with its spans. Listed, a row is one run's trace and carries that run's spans only (runs
+   * sharing a trace id each have a row). Read by id, the trace carries the spans of every run its user
+   * has under that id. Either way other users' runs stay out: a caller's traceparent is taken as given,
+   * so someone who learns a trace id can run under it.
    */
-  private async withSpans(rows: TraceEntity[]): Promise<TraceDto[]> {
+  private async withSpans(rows: TraceEntity[], of: 'run' | 'owner'): Promise<TraceDto[]> {
     const spans = await this.traces.spansOf(rows.map((row) => row.traceId));
     const runsOf = new Map(rows.map((row) => [row.traceId, spanRuns(spans.get(row.traceId)!)]));
     const runIds = new Set([...runsOf.values()].flatMap((runs) => [...runs.values()]));
-    const owners = await this.traces.runOwners([...runIds]);
+    const owners = of === 'owner' ? await this.traces.runOwners([...runIds]) : new Map<string, string | null>();
     return rows.map((row) => {
       const runs = runsOf.get(row.traceId)!;
-      const owned = spans.get(row.traceId)!.filter((span) => {
+      const shown = spans.get(row.traceId)!.filter((span) => {
         const runId = runs.get(span.span_id);
         // An unknown run has no owner (undefined), so it matches no trace's user (a string or null).
-        return runId !== undefined && owners.get(runId) === row.userId;
+        return runId !== undefined && (of === 'run' ? runId === row.runId : owners.get(runId) === row.userId);
       });
-      return toTraceDto(row, owned);
+      return toTraceDto(row, shown);
     });
   }
 }

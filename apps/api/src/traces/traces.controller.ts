@@ -14,7 +14,7 @@ export class TracesController {
 
   @Get()
   @RequireScope('traces:read')
-  @ApiOperation({ summary: "Traces of the caller's runs (self-scoped), newest first, each with its spans" })
+  @ApiOperation({ summary: "Traces of the caller's runs (self-scoped), newest first, each with its run's spans" })
   @ApiOkResponse({ type: TracePageDto })
   list(@CurrentPrincipal() caller: Principal, @Query() query: ListTracesQuery): Promise<TracePageDto> {
     return this.traces.list(caller, query);
@@ -25,7 +25,7 @@ export class TracesController {
   @ApiOperation({
     summary: 'One trace with its spans',
     description:
-      "Several runs can share a trace id (sent with one caller's traceparent): the answer is the caller's first run under it, with the spans of that run's user only.",
+      "Several runs can share a trace id (sent with one caller's traceparent): the answer is the caller's first run under it, with the spans of every run of that run's user under it, never another user's.",
   })
   @ApiOkResponse({ type: TraceDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })

@@ -491,7 +491,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Traces of the caller's runs (self-scoped), newest first, each with its spans */
+        /** Traces of the caller's runs (self-scoped), newest first, each with its run's spans */
         get: operations["TracesController_list"];
         put?: never;
         post?: never;
@@ -510,7 +510,7 @@ export interface paths {
         };
         /**
          * One trace with its spans
-         * @description Several runs can share a trace id (sent with one caller's traceparent): the answer is the caller's first run under it, with the spans of that run's user only.
+         * @description Several runs can share a trace id (sent with one caller's traceparent): the answer is the caller's first run under it, with the spans of every run of that run's user under it, never another user's.
          */
         get: operations["TracesController_get"];
         put?: never;
