@@ -228,6 +228,21 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     expectErrorBody(refused, 403);
     expect(refused.body.detail).toContain('agents:echo-agent:run');
     expectErrorBody(await call(api.url, 'POST', '/a2a/agents/echo-agent/message:send', { json: rpc.params, token: readOnly.token }), 403);
+    // The same request inside a JSON string: the SDK would parse it, so it is refused without agents:run too,
+    // and even with it the SDK is never handed it.
+    const wrapped = { contentType: 'application/json', body: JSON.stringify(JSON.stringify(rpc)) };
+    const headers = { 'a2a-version': '1.0' };
+    expectErrorBody(await call(api.url, 'POST', '/a2a/agents/echo-agent', { raw: wrapped, token: readOnly.token, headers }), 403);
+    const malformed = await call(api.url, 'POST', '/a2a/agents/echo-agent', { raw: wrapped, token: owner.token, headers });
+    expect(malformed.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32602 } });
+    expect(malformed.body.result).toBeUndefined();
+    // A NUL in the text is refused by name, as REST refuses it, not a database error.
+    const nul = { ...rpc, params: { message: { messageId: 'm2', role: 'ROLE_USER', parts: [{ text: 'a\u0000b' }] } } };
+    const refusedNul = await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: nul, token: owner.token, headers });
+    expect(refusedNul.body).toMatchObject({ jsonrpc: '2.0', id: 1, error: { code: -32602, message: expect.stringContaining('NUL') } });
+    // A method the scope map does not name needs agents:run.
+    const unnamed = { ...rpc, method: 'NoSuchMethod' };
+    expectErrorBody(await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: unnamed, token: readOnly.token, headers }), 403);
     // Reading a task needs agents:read only.
     const getTask = { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: randomUUID() } };
     const unknown = await call(api.url, 'POST', '/a2a/agents/echo-agent', {

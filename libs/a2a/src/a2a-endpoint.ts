@@ -38,14 +38,23 @@ export interface A2ACall {
   headers: IncomingHttpHeaders;
 }
 
-/** JSON-RPC methods that start or stop work need the kind's `:run` scope; the rest read (DESIGN.md, agno's A2A scope map). */
-const RUN_METHODS = new Set([
-  'SendMessage',
-  'SendStreamingMessage',
-  'CancelTask',
-  'CreateTaskPushNotificationConfig',
-  'DeleteTaskPushNotificationConfig',
+/**
+ * JSON-RPC methods that only read need the kind's `:read` scope (DESIGN.md, agno's A2A scope map). Every
+ * other method, an unknown one included, needs `:run`: a method the map does not name is never cheaper.
+ */
+const READ_METHODS = new Set([
+  'GetTask',
+  'ListTasks',
+  'SubscribeToTask',
+  'GetTaskPushNotificationConfig',
+  'ListTaskPushNotificationConfigs',
+  'GetExtendedAgentCard',
 ]);
+
+/** One JSON-RPC request: a JSON object. The SDK would also parse a JSON string holding one, which the scope check never saw. */
+function isRequestObject(body: unknown): body is Record<string, unknown> {
+  return typeof body === 'object' && body !== null && !Array.isArray(body);
+}
 
 /**
  * Serves A2A for every component with the SDK's JSON-RPC transport and its HTTP+JSON wire format, over
@@ -62,10 +71,10 @@ export class A2AEndpoint {
     @Inject(A2A_ERROR_RENDERER) private readonly errors: ErrorRenderer,
   ) {}
 
-  /** The scope action a JSON-RPC request needs: `run` or `read`. */
+  /** The scope action a JSON-RPC request needs: `read` for a reading method, `run` for anything else. */
   static actionOf(body: unknown): 'run' | 'read' {
-    const method = (body as { method?: unknown } | null)?.method;
-    return typeof method === 'string' && RUN_METHODS.has(method) ? 'run' : 'read';
+    const method = isRequestObject(body) ? body.method : undefined;
+    return typeof method === 'string' && READ_METHODS.has(method) ? 'read' : 'run';
   }
 
   /** The card as JSON (404 for an unknown component, as REST answers). */
@@ -82,14 +91,18 @@ export class A2AEndpoint {
     const handler = this.handler(call.kind, call.resource, call.id);
     const context = callContext(call);
     const transport = new JsonRpcTransportHandler(handler);
-    const id = (body as { id?: string | number | null } | null)?.id ?? null;
+    const id = isRequestObject(body) ? ((body.id as string | number | null | undefined) ?? null) : null;
     try {
       validateVersion(context.requestedVersion, handler.card, 'JSONRPC');
+      if (!isRequestObject(body)) {
+        // The SDK answers exactly what it is handed, so it is handed only what the scope was decided from.
+        throw new RequestMalformedError('The body must be one JSON-RPC request object');
+      }
     } catch (error) {
       writeJson(response, 200, { jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(error) });
       return;
     }
-    const result = await transport.handle(body as Record<string, unknown>, context);
+    const result = await transport.handle(body, context);
     if (!isAsyncIterable(result)) {
       writeJson(response, 200, result);
       return;

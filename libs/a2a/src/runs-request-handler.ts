@@ -207,6 +207,10 @@ function runRequest(params: SendMessageRequest): RunRequest {
   if (text === '') {
     throw new RequestMalformedError('message needs a text part');
   }
+  if (text.includes('\u0000')) {
+    // PostgreSQL cannot store NUL in text: refused by name, as REST and /ws refuse it.
+    throw new RequestMalformedError('message text must not contain NUL characters');
+  }
   if (message.contextId && !SESSION_ID.test(message.contextId)) {
     throw new RequestMalformedError('contextId must be 1-128 letters, digits, ., _, : or -');
   }

@@ -63,7 +63,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
       'x-required-scope',
       kind === 'workflow'
         ? `${run} (SendMessage, SendStreamingMessage)`
-        : `${read} (GetTask) or ${run} (SendMessage, SendStreamingMessage, CancelTask)`,
+        : `${read} (GetTask and the other reads) or ${run} (SendMessage, SendStreamingMessage, CancelTask, any other method)`,
     )
     @ApiProduces('application/json', 'text/event-stream')
     @ApiOkResponse({ description: 'The JSON-RPC response, or a text/event-stream of them for SendStreamingMessage' })
