@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 
 import { createTestDatabase } from '../../../test/support/database';
 import { expectErrorBody } from '../../../test/support/error-bodies';
@@ -9,6 +10,8 @@ import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../.
 import { Frame, SocketClient } from '../../../test/support/websocket';
 
 const FINAL = ['RunCompleted', 'RunError', 'RunCancelled'];
+/** Runs one socket may watch at once, as the README has it. */
+const MAX_WATCHES = 16;
 
 /** Sends a run frame and collects its events up to the final one (a run's events carry its run_id after RunStarted). */
 async function runOver(socket: SocketClient, frame: Record<string, unknown>): Promise<Frame[]> {
@@ -143,6 +146,37 @@ describe('WebSocket /ws', () => {
     expect(await socket.final(runId, 30_000)).toMatchObject({ event: 'RunCancelled', data: { status: 'cancelled' } });
   });
 
+  it('closes a socket at its next action once its token is revoked, as REST refuses the token at once', async () => {
+    const carol = await mintAccount(api.url, ROOT_KEY);
+    const socket = await connect(api.url, carol.token);
+    const before = await runOver(socket, { component_type: 'agent', component_id: 'echo-agent', message: 'before' });
+    expect(before.at(-1)?.event).toBe('RunCompleted');
+    const revoked = await call(api.url, 'DELETE', `/service-accounts/${carol.id}`, { token: ROOT_KEY });
+    expect(revoked.status, revoked.text).toBeLessThan(300);
+    const started = () => socket.frames.filter((frame) => frame.event === 'RunStarted').length;
+    const startedBefore = started();
+    socket.send({ action: 'run', component_type: 'agent', component_id: 'echo-agent', message: 'after' });
+    expect((await socket.closed).code).toBe(1008);
+    expect(socket.frames.at(-1)).toEqual({ event: 'auth_error', detail: expect.any(String) });
+    expect(started()).toBe(startedBefore);
+  });
+
+  it('watches at most 16 runs at once on one socket: one more is a 429 frame', async () => {
+    // The open instance has no worker, so its background runs stay queued and their watches go on.
+    const runIds: string[] = [];
+    for (let i = 0; i <= MAX_WATCHES; i += 1) {
+      const posted = await call(open.url, 'POST', '/agents/echo-agent/runs', { json: { message: `queued ${i}`, background: true } });
+      expect(posted.status, posted.text).toBe(202);
+      runIds.push(posted.body.run_id);
+    }
+    const socket = await connect(open.url);
+    runIds.slice(0, MAX_WATCHES).forEach((runId) => socket.send({ action: 'watch', run_id: runId }));
+    await waitFor(async () => socket.frames.filter((frame) => frame.event === 'RunStarted').length === MAX_WATCHES, 10_000, 'the watches');
+    socket.send({ action: 'watch', run_id: runIds[MAX_WATCHES] });
+    expect(await socket.next((frame) => frame.event === 'error', 10_000)).toMatchObject({ status: 429 });
+    socket.close();
+  });
+
   it('answers a missing scope with a 403 frame and keeps the socket open', async () => {
     const socket = await connect(api.url, teamsOnly.token);
     socket.send({ action: 'run', component_type: 'agent', component_id: 'echo-agent', message: 'not mine' });
@@ -173,6 +207,21 @@ describe('WebSocket /ws', () => {
     expect(socket.frames.filter((frame) => frame.event === 'RunCompleted').length).toBeLessThan(40);
     expect(api.output()).toContain('closing a WebSocket whose client reads too slowly');
   }, 60_000);
+
+  it('refuses the upgrade from a browser page of another origin (403), on an open instance too; its own and loopback pages connect', async () => {
+    const upgrade = (baseUrl: string, origin: string) =>
+      new Promise<number>((resolve, reject) => {
+        const socket = new WebSocket(`${baseUrl.replace(/^http/, 'ws')}/ws`, { origin });
+        socket.once('open', () => (socket.close(), resolve(101)));
+        socket.once('unexpected-response', (_request, response) => (response.resume(), resolve(response.statusCode ?? 0)));
+        socket.once('error', reject);
+      });
+    for (const baseUrl of [api.url, open.url]) {
+      expect(await upgrade(baseUrl, 'https://attacker.example')).toBe(403);
+      expect(await upgrade(baseUrl, 'http://localhost:5173')).toBe(101);
+      expect(await upgrade(baseUrl, new URL(baseUrl).origin)).toBe(101);
+    }
+  });
 
   it('answers a plain GET with 426', async () => {
     const response = await call(api.url, 'GET', '/ws');

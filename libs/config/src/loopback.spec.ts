@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { isAllowedOrigin } from './mcp-http';
+import { isAllowedOrigin } from './loopback';
 
 describe('isAllowedOrigin', () => {
   const publicUrl = 'https://svc.example.com';

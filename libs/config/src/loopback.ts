@@ -34,3 +34,21 @@ export function isLoopbackHost(hostname: string): boolean {
   }
   return host === 'localhost' || host === 'localhost.';
 }
+
+/**
+ * Whether a browser page may drive this service (MCP, where the transport spec requires it, and /ws,
+ * which CORS does not cover): a request carrying a browser Origin is served only when that origin is
+ * this service's public origin or a loopback one (isLoopbackHost: a page a rebinding attacker serves
+ * has its own name as origin, and no name passes by its prefix). No Origin: not a browser's page.
+ */
+export function isAllowedOrigin(origin: string | undefined, publicUrl: string): boolean {
+  if (!origin) {
+    return true;
+  }
+  try {
+    const url = new URL(origin);
+    return url.origin === new URL(publicUrl).origin || isLoopbackHost(url.hostname);
+  } catch {
+    return false;
+  }
+}

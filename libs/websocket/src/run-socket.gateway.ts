@@ -1,9 +1,10 @@
 import fastifyWebsocket from '@fastify/websocket';
 import { Inject, Injectable, Provider, Type } from '@nestjs/common';
-import { FastifyInstance } from 'fastify';
+import { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PinoLogger } from 'nestjs-pino';
 
 import { Authenticator } from '@app/auth';
+import { Env, isAllowedOrigin } from '@app/config';
 import { ErrorRenderer } from '@app/errors';
 import { RunsService } from '@app/runs';
 
@@ -15,11 +16,13 @@ const WS_ERROR_RENDERER = Symbol('WsErrorRenderer');
 /**
  * Mounts /ws on the api's Fastify instance with @fastify/websocket. The route is Fastify's own (Nest has
  * no WebSocket routes on Fastify); its onRequest hooks (security headers, an open instance's Host rule)
- * still run for the upgrade. A plain GET answers 426.
+ * still run for the upgrade. A plain GET answers 426. CORS does not cover WebSockets, so a browser page
+ * of another origin is refused here (403) before the upgrade, as /mcp refuses it.
  */
 @Injectable()
 export class RunSocketGateway {
   constructor(
+    private readonly env: Env,
     private readonly authenticator: Authenticator,
     private readonly runs: RunsService,
     @Inject(WS_ERROR_RENDERER) private readonly errors: ErrorRenderer,
@@ -32,6 +35,11 @@ export class RunSocketGateway {
     fastify.route({
       method: 'GET',
       url: WEBSOCKET_PATH,
+      preValidation: async (request: FastifyRequest, reply: FastifyReply) => {
+        if (!isAllowedOrigin(request.headers.origin, this.env.publicUrl)) {
+          await reply.code(403).send({ detail: 'Origin not allowed' });
+        }
+      },
       handler: (_request, reply) => reply.status(426).header('upgrade', 'websocket').send({ detail: 'Upgrade to a WebSocket to use /ws' }),
       wsHandler: (socket, request) =>
         new RunSocket(

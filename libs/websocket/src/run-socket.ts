@@ -16,6 +16,8 @@ export const HEARTBEAT_MS = 30_000;
 export const MAX_BUFFERED_BYTES = 1024 * 1024;
 /** How often `watch` reads a background run that a worker is running. */
 const WATCH_POLL_MS = 200;
+/** Runs one socket may watch at once: each is a read every WATCH_POLL_MS until its run ends (a paused run waits for an operator). */
+export const MAX_WATCHES = 16;
 const FINAL = new Set(['completed', 'failed', 'cancelled']);
 
 export interface SocketServices {
@@ -27,10 +29,13 @@ export interface SocketServices {
 /**
  * One /ws connection. It authenticates once (the upgrade's Authorization header, or an `authenticate`
  * frame within 10 s), then answers each action after the scope check of its REST route, concurrently:
- * a `cancel` need not wait for a `run` on the same socket.
+ * a `cancel` need not wait for a `run` on the same socket. Each action verifies the credential again, as
+ * each REST request does: a token revoked or expired since the socket opened closes it.
  */
 export class RunSocket {
   private principal: Promise<Principal> | null = null;
+  private authorization: string | undefined;
+  private watches = 0;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private authTimer: NodeJS.Timeout | undefined;
   private alive = true;
@@ -80,10 +85,21 @@ export class RunSocket {
       this.send({ event: 'error', status: 401, detail: 'Authenticate first: {"action": "authenticate", "token": "..."}' });
       return;
     }
-    const principal = await this.principal.catch(() => null);
-    if (principal) {
-      await this.act(principal, frame).catch((error: unknown) => this.fail(error, frame.action));
+    if (!(await this.principal.catch(() => null))) {
+      return; // its credential did not verify: the socket is closing
     }
+    let principal: Principal;
+    try {
+      principal = await this.verify(this.authorization);
+    } catch (error) {
+      if (error instanceof AuthException) {
+        this.authFailed(this.services.errors.render(error, 'WS authenticate').detail);
+      } else {
+        this.fail(error, frame.action); // the database is away, say: this action fails, the socket stays
+      }
+      return;
+    }
+    await this.act(principal, frame).catch((error: unknown) => this.fail(error, frame.action));
   }
 
   private authenticateWith(token: string): void {
@@ -97,15 +113,22 @@ export class RunSocket {
 
   /** A credential that does not verify closes the socket, even on an open instance (where REST would ignore it). */
   private identify(authorization: string | undefined): Promise<Principal> {
-    const identified = this.services.authenticator.identify({ ...this.credentials, authorization }).then((principal) => {
-      if (authorization !== undefined && principal.kind === 'anonymous') {
-        throw new AuthException(AuthErrorCode.Unauthenticated, 'Invalid authentication token');
-      }
+    this.authorization = authorization;
+    const identified = this.verify(authorization).then((principal) => {
       this.send({ event: 'authenticated', data: { principal: principal.userId, scopes: [...principal.scopes] } });
       return principal;
     });
     identified.catch((error: unknown) => this.authFailed(this.services.errors.render(error, 'WS authenticate').detail));
     return identified;
+  }
+
+  /** Who the credential names now: a token sent must verify (an open instance would serve it anonymously). */
+  private async verify(authorization: string | undefined): Promise<Principal> {
+    const principal = await this.services.authenticator.identify({ ...this.credentials, authorization });
+    if (authorization !== undefined && principal.kind === 'anonymous') {
+      throw new AuthException(AuthErrorCode.Unauthenticated, 'Invalid authentication token');
+    }
+    return principal;
   }
 
   private async act(principal: Principal, frame: Exclude<ClientFrame, { action: 'authenticate' }>): Promise<void> {
@@ -121,7 +144,15 @@ export class RunSocket {
         );
         return;
       case 'watch':
-        await this.watch(principal, await this.located(principal, frame.run_id));
+        if (this.watches >= MAX_WATCHES) {
+          throw new FrameRejected(429, `This socket already watches ${MAX_WATCHES} runs: wait for one to end`);
+        }
+        this.watches += 1;
+        try {
+          await this.watch(principal, await this.located(principal, frame.run_id));
+        } finally {
+          this.watches -= 1;
+        }
         return;
       case 'cancel': {
         const run = await this.located(principal, frame.run_id);

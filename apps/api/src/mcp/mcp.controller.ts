@@ -13,9 +13,9 @@ import {
 import { FastifyReply, FastifyRequest } from 'fastify';
 
 import { Authenticator, Public } from '@app/auth';
-import { Env } from '@app/config';
+import { Env, isAllowedOrigin } from '@app/config';
 import { ErrorBodyDto, RequestErrorCode, RequestException } from '@app/errors';
-import { isAllowedOrigin, McpEndpoint } from '@app/mcp';
+import { McpEndpoint } from '@app/mcp';
 
 /**
  * MCP over Streamable HTTP, stateless. The route is @Public for the guard because /mcp identifies
