@@ -120,6 +120,21 @@ describe('service accounts (security_key mode)', () => {
       expect((await call(api.url, 'GET', '/config', { token: second.token })).status).toBe(200);
     });
 
+    it('lets only the name’s last minter, or an admin, mint a used name again: its data stays under sa:<name>', async () => {
+      const minter = () => mintAccount(api.url, ROOT_KEY, { scopes: ['service_accounts:write', 'config:read'], privileged: true });
+      const [alice, bob] = await Promise.all([minter(), minter()]);
+      const name = `reused-${Date.now()}`;
+      const first = await mintAccount(api.url, alice.token, { name, scopes: ['config:read'] });
+      expect((await call(api.url, 'DELETE', `/service-accounts/${first.id}`, { token: alice.token })).status).toBe(200);
+      const taken = await call(api.url, 'POST', '/service-accounts', { token: bob.token, json: { name, scopes: ['config:read'] } });
+      expectErrorBody(taken, 409);
+      expect(taken.body.detail).toContain(`stays under sa:${name}`);
+      const again = await mintAccount(api.url, alice.token, { name, scopes: ['config:read'] });
+      expect(again.principal).toBe(`sa:${name}`);
+      expect((await call(api.url, 'DELETE', `/service-accounts/${again.id}`, { token: alice.token })).status).toBe(200);
+      expect((await mintAccount(api.url, ROOT_KEY, { name })).principal).toBe(`sa:${name}`);
+    });
+
     it('frees the name of an expired account without marking it revoked', async () => {
       const expired = await mintAccount(api.url, ROOT_KEY);
       await query(databaseUrl, `UPDATE service_accounts SET expires_at = now() - interval '1 second' WHERE id = $1`, [expired.id]);

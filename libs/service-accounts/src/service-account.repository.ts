@@ -51,6 +51,12 @@ export class ServiceAccountRepository {
     return fetchPage(query, request, { sort: `account.${SORT_PROPERTIES[request.sortBy]}`, id: 'account.id' });
   }
 
+  /** Who minted the latest account named `name` (null: the security key, or anyone on an open instance); undefined if none was. */
+  async lastOwnerOfName(name: string): Promise<string | null | undefined> {
+    const latest = await this.rows.findOne({ where: { name }, order: { createdAt: 'DESC' }, select: { id: true, ownerId: true } });
+    return latest === null ? undefined : latest.ownerId;
+  }
+
   /** Sets revoked_at once; a second revoke keeps the first timestamp. */
   async revoke(id: string): Promise<void> {
     await this.rows

@@ -60,6 +60,7 @@ export class ServiceAccountsService {
   async mint(caller: Principal, request: CreateServiceAccountDto): Promise<CreatedServiceAccountDto> {
     const scopes = [...new Set(request.scopes?.map((grant) => grant.scope) ?? DEFAULT_SCOPES)];
     this.assertMayMint(caller, scopes, request.allow_privileged_scopes === true);
+    await this.assertMayTakeName(caller, request.name);
     const token = generateToken();
     const now = new Date();
     const account = Object.assign(new ServiceAccountEntity(), {
@@ -157,6 +158,24 @@ export class ServiceAccountsService {
       );
     }
     this.assertMayGrant(caller, scopes);
+  }
+
+  /**
+   * What a token makes is kept under `sa:<name>` (its sessions, runs, schedules, memories), so a name used
+   * before still holds that data. Only whoever minted the name last, or an admin, may mint it again:
+   * anyone else would read and continue another principal's data.
+   */
+  private async assertMayTakeName(caller: Principal, name: string): Promise<void> {
+    if (isAdmin(caller)) {
+      return;
+    }
+    const previous = await this.accounts.lastOwnerOfName(name);
+    if (previous !== undefined && previous !== caller.userId) {
+      throw new ServiceAccountException(
+        Code.NameTaken,
+        `The name '${name}' belonged to another principal's service account, and what it made stays under sa:${name}: choose another name`,
+      );
+    }
   }
 
   /** A token carrying `scopes` goes only to an admin, or to a caller holding service_accounts:write and each of them. */
