@@ -172,6 +172,22 @@ describe('security: schedule authority (real api, real worker, JWT and security 
     expect(taken.body.detail).toContain('platform:admin');
   });
 
+  it('a fire never attributes its run to anyone but the owner, even after an admin’s edit made the admin the owner', async () => {
+    const writer = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'schedules:write', 'schedules:read'], privileged: true });
+    const created = await createOk(writer.token, {
+      method: 'POST',
+      endpoint: '/agents/echo-agent/runs',
+      payload: { message: 'planted', user_id: 'sa:someone-else' },
+    });
+    expect((await call(api.url, 'PATCH', `/schedules/${created.id}`, { token: ROOT_KEY, json: { description: 'reviewed' } })).status).toBe(
+      200,
+    );
+    const fire = await triggeredFire(created.id);
+    expect(fire, JSON.stringify(fire)).toMatchObject({ status: 'success' });
+    const [run] = await query<{ user_id: string | null }>(databaseUrl, `SELECT user_id FROM runs WHERE message = 'planted'`);
+    expect(run).toEqual({ user_id: null });
+  });
+
   it('a schedule cannot call the schedule routes, however the path is spelled', async () => {
     const target = await createOk(ROOT_KEY, { endpoint: '/health' });
     const spellings = [

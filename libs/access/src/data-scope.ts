@@ -45,11 +45,14 @@ export class DataScope {
 /**
  * The user a new row (run, session, schedule) is attributed to. A `user_id` parameter is honoured
  * only for callers without an identity of their own (the security key; anonymous on an open
- * instance) and for JWT admins; everyone else's rows are their own, whatever `user_id` says.
+ * instance) and for JWT admins, never for a schedule's fire; everyone else's rows are their own,
+ * whatever `user_id` says.
  * A service account always acts as `sa:<name>`, and only an admin may name an `sa:` principal.
  */
 export function attributedUser(principal: Principal, requested?: string | null): string | null {
-  if (requested === undefined || requested === null || requested === principal.userId) {
+  // A schedule's fire acts for its owner alone: its payload was written by whoever wrote the schedule, and a
+  // PATCH makes the editor the owner, so a `user_id` in it could otherwise borrow an admin editor's say.
+  if (requested === undefined || requested === null || requested === principal.userId || principal.scheduleId) {
     return principal.userId;
   }
   const mayNameAnother =
