@@ -235,5 +235,14 @@ describe('traces', () => {
       'query',
       'started_after',
     ]);
+    // Past what PostgreSQL can hold: a 422 naming the field, never a database error.
+    for (const [path, field] of [
+      ['/traces?started_before=100000000000000000000', 'started_before'],
+      ['/traces?page=1000000000000000000', 'page'],
+      ['/sessions?page=1000001', 'page'],
+    ]) {
+      expect(expectValidationBody(await call(api.url, 'GET', path, { token: ROOT_KEY })), path).toContainEqual(['query', field]);
+    }
+    expect((await call(api.url, 'GET', '/sessions?page=1000000', { token: ROOT_KEY })).status).toBe(200);
   });
 });

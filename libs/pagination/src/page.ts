@@ -55,6 +55,9 @@ export interface PageQueryShape {
   sort_order: SortOrder;
 }
 
+/** Pages past this are refused (422): deeper pages are past any list an operator reads, and their offset would overflow PostgreSQL's. */
+export const MAX_PAGE = 1_000_000;
+
 /**
  * Builds the list-query DTO every paginated route shares: `limit`, `page`,
  * `sort_by` (unknown fields are ignored, not rejected) and `sort_order`.
@@ -75,7 +78,7 @@ export function PageQuery<SortField extends string>(options: PageQueryOptions<So
     })
     limit: number = defaultLimit;
 
-    @IntField({ optional: true, fromString: true, min: 1, default: 1, description: 'Page number, 1 or more' })
+    @IntField({ optional: true, fromString: true, min: 1, max: MAX_PAGE, default: 1, description: `Page number, 1 to ${MAX_PAGE}` })
     page: number = 1;
 
     @ApiProperty({

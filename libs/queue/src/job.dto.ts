@@ -3,7 +3,7 @@ import { Transform, Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsIn, IsObject, IsUUID, ValidateNested } from 'class-validator';
 
 import { PageOf, PageQuery } from '@app/pagination';
-import { BoolField, IntField, Optional, StringField } from '@app/validation';
+import { BoolField, EPOCH_SECONDS_MAX, IntField, Optional, StringField } from '@app/validation';
 
 import { JOB_STATUSES, JobStatus } from './job-status';
 
@@ -104,10 +104,10 @@ export class JobFilterDto {
   @StringField({ optional: true, maxLength: 128 })
   component_id?: string;
 
-  @IntField({ optional: true, min: 0, description: 'Created at or after (epoch seconds)' })
+  @IntField({ optional: true, min: 0, max: EPOCH_SECONDS_MAX, description: 'Created at or after (epoch seconds)' })
   created_after?: number;
 
-  @IntField({ optional: true, min: 0, description: 'Created before (epoch seconds)' })
+  @IntField({ optional: true, min: 0, max: EPOCH_SECONDS_MAX, description: 'Created before (epoch seconds)' })
   created_before?: number;
 
   @StringField({ optional: true, minLength: 1, maxLength: 500, description: "The job's last error contains this text (case-insensitive)" })

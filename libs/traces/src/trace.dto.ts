@@ -2,7 +2,7 @@ import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsString, IsUUID, Matches } from 'class-validator';
 
 import { PageOf, PageQuery } from '@app/pagination';
-import { IntField, Optional, StringField } from '@app/validation';
+import { EPOCH_SECONDS_MAX, IntField, Optional, StringField } from '@app/validation';
 
 export const TRACE_SORT_FIELDS = ['started_at'] as const;
 export type TraceSortField = (typeof TRACE_SORT_FIELDS)[number];
@@ -19,9 +19,15 @@ export class ListTracesQuery extends PageQuery({ maxLimit: 100, sortFields: TRAC
   @Optional()
   @IsIn(TRACE_STATUSES)
   status?: string;
-  @IntField({ optional: true, fromString: true, min: 0, description: 'Only traces started at or after (epoch seconds)' })
+  @IntField({
+    optional: true,
+    fromString: true,
+    min: 0,
+    max: EPOCH_SECONDS_MAX,
+    description: 'Only traces started at or after (epoch seconds)',
+  })
   started_after?: number;
-  @IntField({ optional: true, fromString: true, min: 0, description: 'Only traces started before (epoch seconds)' })
+  @IntField({ optional: true, fromString: true, min: 0, max: EPOCH_SECONDS_MAX, description: 'Only traces started before (epoch seconds)' })
   started_before?: number;
 }
 

@@ -54,6 +54,9 @@ const queryBoolean = Transform(({ value }: { value: unknown }) =>
   typeof value === 'string' && value.toLowerCase() in BOOLEAN_WORDS ? BOOLEAN_WORDS[value.toLowerCase()] : value,
 );
 
+/** The last second PostgreSQL's timestamps and ISO dates share (9999-12-31T23:59:59Z): a time filter past it is a 422, not a database error. */
+export const EPOCH_SECONDS_MAX = 253_402_300_799;
+
 export interface IntFieldOptions extends FieldOptions {
   min?: number;
   max?: number;

@@ -2,7 +2,7 @@ import { Injectable, Paramtype, Type } from '@nestjs/common';
 import { DECORATORS } from '@nestjs/swagger';
 import { z } from 'zod';
 
-import { PageQueryOptions } from '@app/pagination';
+import { MAX_PAGE, PageQueryOptions } from '@app/pagination';
 
 import { RequestValidationPipe } from '../errors/validation.pipe';
 
@@ -32,7 +32,7 @@ export function pageArguments(query: { pageOptions: Required<PageQueryOptions<st
   const { maxLimit, defaultLimit, sortFields, defaultSort } = query.pageOptions;
   return {
     limit: z.number().int().min(1).optional().describe(`Page size, 1 to ${maxLimit} (default ${defaultLimit})`),
-    page: z.number().int().min(1).optional().describe('Page number, 1 or more'),
+    page: z.number().int().min(1).optional().describe(`Page number, 1 to ${MAX_PAGE}`),
     sort_by: z
       .string()
       .optional()

@@ -1913,7 +1913,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100 */
                 limit?: number;
-                /** @description Page number, 1 or more */
+                /** @description Page number, 1 to 1000000 */
                 page?: number;
                 /** @description Sort field: created_at, name, last_used_at, expires_at; unknown fields are ignored */
                 sort_by?: string;
@@ -3237,7 +3237,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100 */
                 limit?: number;
-                /** @description Page number, 1 or more */
+                /** @description Page number, 1 to 1000000 */
                 page?: number;
                 /** @description Sort field: created_at, updated_at; unknown fields are ignored */
                 sort_by?: string;
@@ -3347,7 +3347,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100 */
                 limit?: number;
-                /** @description Page number, 1 or more */
+                /** @description Page number, 1 to 1000000 */
                 page?: number;
                 /** @description Sort field: created_at; unknown fields are ignored */
                 sort_by?: string;
@@ -3411,7 +3411,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100 */
                 limit?: number;
-                /** @description Page number, 1 or more */
+                /** @description Page number, 1 to 1000000 */
                 page?: number;
                 /** @description Sort field: created_at, updated_at; unknown fields are ignored */
                 sort_by?: string;
@@ -3741,7 +3741,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100 */
                 limit?: number;
-                /** @description Page number, 1 or more */
+                /** @description Page number, 1 to 1000000 */
                 page?: number;
                 /** @description Sort field: started_at; unknown fields are ignored */
                 sort_by?: string;
@@ -3860,7 +3860,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 1000 */
                 limit?: number;
-                /** @description Page number, 1 or more */
+                /** @description Page number, 1 to 1000000 */
                 page?: number;
                 /** @description Sort field: created_at, updated_at, completed_at, status, attempt, component_type, component_id, user_id; unknown fields are ignored */
                 sort_by?: string;
@@ -4287,7 +4287,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 1000 */
                 limit?: number;
-                /** @description Page number, 1 or more */
+                /** @description Page number, 1 to 1000000 */
                 page?: number;
                 /** @description Sort field: created_at, updated_at, name, next_run_at; unknown fields are ignored */
                 sort_by?: string;
@@ -4649,7 +4649,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 1000 */
                 limit?: number;
-                /** @description Page number, 1 or more */
+                /** @description Page number, 1 to 1000000 */
                 page?: number;
                 /** @description Sort field: created_at, due_at, completed_at; unknown fields are ignored */
                 sort_by?: string;
