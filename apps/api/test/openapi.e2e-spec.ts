@@ -54,7 +54,7 @@ describe('OpenAPI document and Swagger UI', () => {
         expect(Object.keys(operation.responses).sort(), key).toEqual(['200', '202', '401', '403']);
       } else if (PER_METHOD_SCOPE.test(key)) {
         expect(operation['x-required-scope'], key).toMatch(
-          /^([a-z]+:read \(GetTask\) or )?[a-z]+:run \(SendMessage, SendStreamingMessage(, CancelTask)?\)$/,
+          /^([a-z]+:read \(GetTask and the other reads\) or )?[a-z]+:run \(SendMessage, SendStreamingMessage(, CancelTask, any other method)?\)$/,
         );
       } else {
         expect(operation['x-required-scope'], key).toMatch(/^([a-z_]+:)+[a-z_]+$/);
