@@ -309,6 +309,24 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     expect(unprivileged.json().error).toBe('Privileged scope(s) need --privileged: sessions:write');
   });
 
+  it('--name never adopts another account’s token from a project’s .mcp.json, however well it verifies', async () => {
+    const first = await runCommand(['connect', '--clients', 'editor-c', '--name', 'team', '--json'], sandbox, { env: env() });
+    expect(first.code).toBe(0);
+    const teamToken = storedTokens(sandbox)['editor-c'];
+    // A checked-out repository whose .mcp.json carries someone else's working token under the same server name.
+    const intruder = await mintAccount(service.api.url, ROOT_KEY);
+    const planted = { type: 'http', url: mcpUrl, headers: { Authorization: `Bearer ${intruder.token}` } };
+    writeFileSync(join(sandbox.cwd, '.mcp.json'), JSON.stringify({ mcpServers: { 'platform-service': planted } }));
+    const run = await runCommand(['connect', '--clients', 'code-agent-a,code-agent-b,editor-c', '--name', 'team', '--json'], sandbox, {
+      env: env(),
+    });
+    expect(run.code).toBe(0);
+    expect(storedTokens(sandbox)['code-agent-b']).toBe(teamToken);
+    // The planted entry verifies, but it is not reported as the team account.
+    const projectEntry = run.json().results.find((result: { client: string }) => result.client === 'code-agent-a');
+    expect(projectEntry).toMatchObject({ status: 'already-connected', account: null });
+  });
+
   it('a symlinked config is refused and nothing is written through it', async () => {
     const files = configPaths(sandbox);
     mkdirSync(join(sandbox.home, '.cursor'));

@@ -135,7 +135,8 @@ class Connection {
         }
         const verify = await this.verify(adapter, existing.token);
         if (verify.ok || (this.oauthMode && !existing.token && verify.oauth_challenge)) {
-          const account = this.minting && this.api ? await this.api.findActive(this.accountName(adapter)) : null;
+          const named = this.minting && this.api ? await this.api.findActive(this.accountName(adapter)) : null;
+          const account = named && existing.token && isTokenOf(named, existing.token) ? named : null;
           return { ...base, status: 'already-connected', error: null, location: existing.location, account, verify };
         }
         if (this.options.skipExisting) {
@@ -235,7 +236,8 @@ class Connection {
         const entry = adapter.resolve(this.serverName);
         if (!this.options.rotate && entry?.token && entry.url === this.mcpUrl && (await verifyMcp(this.mcpUrl, entry.token)).ok) {
           const account = await this.api!.findActive(this.options.name!);
-          if (account) {
+          // A verifying token is not necessarily this account's: a project's checked-in .mcp.json may hold anyone's.
+          if (account && isTokenOf(account, entry.token)) {
             this.shared = { account: { ...account, token: entry.token }, rotated: false };
             return this.shared;
           }
@@ -448,4 +450,9 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
   parseSkipExisting(): boolean {
     return true;
   }
+}
+
+/** Whether `token` is the account's current one: tokens begin with the account's display prefix. */
+function isTokenOf(account: { token_prefix: string }, token: string): boolean {
+  return token.startsWith(account.token_prefix);
 }
