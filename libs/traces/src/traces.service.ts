@@ -52,8 +52,8 @@ export class TracesService {
   private async withSpans(rows: TraceEntity[], of: 'run' | 'owner'): Promise<TraceDto[]> {
     const spans = await this.traces.spansOf(rows.map((row) => row.traceId));
     const runsOf = new Map(rows.map((row) => [row.traceId, spanRuns(spans.get(row.traceId)!)]));
-    const runIds = new Set([...runsOf.values()].flatMap((runs) => [...runs.values()]));
-    const owners = of === 'owner' ? await this.traces.runOwners([...runIds]) : new Map<string, string | null>();
+    // Listed, a span's run is compared with the row's; only a read by id needs the owners of the runs.
+    const owners = of === 'owner' ? await this.traces.runOwners(runsIn(runsOf)) : new Map<string, string | null>();
     return rows.map((row) => {
       const runs = runsOf.get(row.traceId)!;
       const shown = spans.get(row.traceId)!.filter((span) => {
@@ -64,6 +64,11 @@ export class TracesService {
       return toTraceDto(row, shown);
     });
   }
+}
+
+/** Every run any of these traces' spans belongs to, once. */
+function runsIn(runsOf: Map<string, Map<string, string>>): string[] {
+  return [...new Set([...runsOf.values()].flatMap((runs) => [...runs.values()]))];
 }
 
 /**
