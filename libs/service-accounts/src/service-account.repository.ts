@@ -53,7 +53,7 @@ export class ServiceAccountRepository {
 
   /** Who minted the latest account named `name` (null: the security key, or anyone on an open instance); undefined if none was. */
   async lastOwnerOfName(name: string): Promise<string | null | undefined> {
-    const latest = await this.rows.findOne({ where: { name }, order: { createdAt: 'DESC' }, select: { id: true, ownerId: true } });
+    const latest = await this.rows.findOne({ where: { name }, order: { createdAt: 'DESC' }, select: { ownerId: true } });
     return latest === null ? undefined : latest.ownerId;
   }
 
