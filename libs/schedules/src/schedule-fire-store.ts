@@ -3,8 +3,8 @@ import type { ClientBase, Pool } from 'pg';
 import { inTransaction } from '@app/database';
 import { FinishedAttempt, HeldJob, HeldWork, JobOutcome, RecordedState, StartedAttempt, SweptWork, WorkStore } from '@app/queue';
 
-import { JsonObject, OverlapPolicy } from './schedule.entity';
-import { fireInFlight, FireState, fireStates } from './schedule-overlap';
+import { JsonObject } from './schedule.entity';
+import { fireInFlight } from './schedule-overlap';
 import { ScheduleAttempt, ScheduleRunStatus } from './schedule-run.entity';
 
 export const SCHEDULE_FIRE_JOB_TYPE = 'schedule_fire';
@@ -58,18 +58,26 @@ export const FIRE_STATUS: Record<JobOutcome, Exclude<ScheduleRunStatus, 'queued'
 const CANDIDATES = `
   WITH heads AS (
     SELECT DISTINCT ON (schedule_id) id FROM schedule_runs WHERE status = 'queued' ORDER BY schedule_id, due_at, id
+  ), candidates AS (
+    SELECT r.id, r.schedule_id, s.overlap_policy, r.due_at FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
+    WHERE r.status = 'queued'
+      AND (s.overlap_policy = 'allow' OR (r.id IN (SELECT id FROM heads) AND NOT ${fireInFlight('r.schedule_id')}))
+    ORDER BY r.due_at, r.id LIMIT $1 FOR UPDATE OF r SKIP LOCKED
   )
-  SELECT r.id, r.schedule_id, s.overlap_policy FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
-  WHERE r.status = 'queued'
-    AND (s.overlap_policy = 'allow' OR (r.id IN (SELECT id FROM heads) AND NOT ${fireInFlight('r.schedule_id')}))
-  ORDER BY r.due_at, r.id LIMIT $1 FOR UPDATE OF r SKIP LOCKED`;
+  SELECT id, CASE WHEN overlap_policy = 'allow' THEN true
+    ELSE pg_try_advisory_xact_lock(hashtextextended('schedule-fire:' || schedule_id::text, 0)) END AS decided_here
+  FROM candidates ORDER BY due_at, id`;
 
-const LOCK_SCHEDULES = `SELECT id FROM unnest($1::uuid[]) AS s(id) WHERE pg_try_advisory_xact_lock(hashtextextended('schedule-fire:' || id::text, 0))`;
-
+/**
+ * Starts the chosen fires. A fire of a schedule that does not `allow` overlap is checked for a fire
+ * in flight once more: this statement's snapshot is taken after the claim's advisory lock on its
+ * schedule was held, so it sees a fire another worker started and committed in the meantime.
+ */
 const START_FIRES = `
   UPDATE schedule_runs r SET status = 'running', locked_by = $1, started_at = now(), heartbeat_at = now()
   FROM schedules s
   WHERE r.id = ANY ($2::uuid[]) AND s.id = r.schedule_id
+    AND (s.overlap_policy = 'allow' OR NOT ${fireInFlight('r.schedule_id')})
   RETURNING r.id, r.locked_by, s.id AS schedule_id, s.method, s.endpoint, s.payload, s.timeout_seconds, s.max_retries,
             s.retry_delay_seconds, s.enabled, s.owner_service_account_id, s.target_type, s.target_id,
             r.trigger, extract(epoch FROM r.started_at - r.due_at)::float8 AS lag_seconds`;
@@ -151,39 +159,25 @@ export class ScheduleFireStore implements WorkStore<ClaimedFire> {
   ) {}
 
   /**
-   * Takes up to `limit` queued fires (oldest slot first). A schedule that does not `allow` overlap
-   * starts one fire at a time: its oldest queued fire, only when none of it runs. The decision holds a
-   * transaction-scoped advisory lock per such schedule, and the running check is a statement made
-   * after the lock is held (a fresh snapshot), so two workers never start two fires of one schedule.
+   * Takes up to `limit` queued fires (oldest slot first), in two statements. A schedule that does not
+   * `allow` overlap starts one fire at a time: its oldest queued fire, only when none of it runs. The
+   * first statement picks the fires and takes a transaction-scoped advisory lock per such schedule; the
+   * second starts them, checking again for a fire in flight with a snapshot taken once the lock is
+   * held, so two workers never start two fires of one schedule.
    */
   claim(limit: number): Promise<ClaimedFire[]> {
-    return inTransaction(this.pool, (client) => this.claimIn(client, limit));
-  }
-
-  private async claimIn(client: ClientBase, limit: number): Promise<ClaimedFire[]> {
-    const sql = async <Row>(text: string, values: unknown[]): Promise<Row[]> => (await client.query({ text, values })).rows as Row[];
-    const queued = await sql<{ id: string; schedule_id: string; overlap_policy: OverlapPolicy }>(CANDIDATES, [limit]);
-    const serial = [...new Set(queued.filter((fire) => fire.overlap_policy !== 'allow').map((fire) => fire.schedule_id))].sort();
-    const locked = serial.length ? await sql<{ id: string }>(LOCK_SCHEDULES, [serial]) : [];
-    const states = locked.length
-      ? await fireStates(
-          sql,
-          locked.map((row) => row.id),
-        )
-      : new Map<string, FireState>();
-    const start: string[] = [];
-    const started = new Set<string>();
-    for (const fire of queued) {
-      const state = states.get(fire.schedule_id);
-      if (fire.overlap_policy === 'allow') {
-        start.push(fire.id);
-      } else if (state && !state.running && !started.has(fire.schedule_id)) {
-        // Not locked (no state): another worker is deciding this schedule right now.
-        start.push(fire.id);
-        started.add(fire.schedule_id);
+    return inTransaction(this.pool, async (client) => {
+      const { rows: queued } = await client.query<{ id: string; decided_here: boolean }>({
+        text: CANDIDATES,
+        values: [limit],
+      });
+      // Not locked: another worker is deciding that schedule right now.
+      const start = queued.filter((fire) => fire.decided_here).map((fire) => fire.id);
+      if (start.length === 0) {
+        return [];
       }
-    }
-    return start.length ? (await sql<StartedRow>(START_FIRES, [this.workerId, start])).map(toClaimedFire) : [];
+      return (await client.query<StartedRow>({ text: START_FIRES, values: [this.workerId, start] })).rows.map(toClaimedFire);
+    });
   }
 
   /** Never called with anything: fires are claimed started. */

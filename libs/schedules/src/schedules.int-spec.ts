@@ -1,4 +1,5 @@
 import { Controller, Post } from '@nestjs/common';
+import { Pool } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { AuthModule, RequireScope } from '@app/auth';
@@ -8,6 +9,7 @@ import { bootModule, ModuleOnDatabase, principals } from '../../../test/support/
 import { CreateScheduleDto, UpdateScheduleDto } from './schedule.dto';
 import { ScheduleErrorCode as Code } from './schedule.exception';
 import { ScheduleDispatchRepository } from './schedule-dispatch.repository';
+import { ScheduleFireStore } from './schedule-fire-store';
 import { SchedulesModule } from './schedules.module';
 import { SchedulesService } from './schedules.service';
 
@@ -200,6 +202,44 @@ describe('SchedulesService', () => {
         code: Code.Disabled,
         detail: expect.stringContaining('(quiet week)'),
       });
+    });
+  });
+
+  describe('claiming fires (the worker engine)', () => {
+    it('claims racing on several workers start one fire at a time of a serial schedule, and every fire of an allow one', async () => {
+      const serial = await Promise.all(
+        ['skip', 'buffer_one', 'skip', 'buffer_one'].map((policy) =>
+          schedules.create(alice, createRequest({ name: freshName(), overlap_policy: policy as CreateScheduleDto['overlap_policy'] })),
+        ),
+      );
+      const allow = await schedules.create(alice, createRequest({ name: freshName(), overlap_policy: 'allow' }));
+      // Each schedule's four fires are next to each other in the claim's order, so one claim meets several of them.
+      for (const [index, { id }] of [...serial, allow].entries()) {
+        await app.sql(
+          `INSERT INTO schedule_runs (id, schedule_id, trigger, status, due_at)
+           SELECT gen_random_uuid(), $1, 'manual', 'queued', now() - make_interval(mins => 10 * $2 + g) FROM generate_series(1, 4) g`,
+          [id, 5 - index],
+        );
+      }
+      const pool = new Pool({ connectionString: app.databaseUrl, max: 6 });
+      try {
+        const workers = Array.from({ length: 6 }, (_, index) => new ScheduleFireStore(pool, `claim-race-${index}`));
+        const claimed: string[] = [];
+        for (let round = 0; round < 4; round += 1) {
+          const batches = await Promise.all(workers.map((worker) => worker.claim(3)));
+          claimed.push(...batches.flat().map((fire) => fire.id));
+        }
+        expect(new Set(claimed).size).toBe(claimed.length);
+        const running = await app.sql<{ schedule_id: string; n: number }>(
+          `SELECT schedule_id, count(*)::int AS n FROM schedule_runs WHERE status = 'running' AND schedule_id = ANY ($1) GROUP BY schedule_id`,
+          [[...serial, allow].map((schedule) => schedule.id)],
+        );
+        const byId = new Map(running.map((row) => [row.schedule_id, row.n]));
+        expect(serial.map((schedule) => byId.get(schedule.id))).toEqual([1, 1, 1, 1]);
+        expect(byId.get(allow.id)).toBe(4);
+      } finally {
+        await pool.end();
+      }
     });
   });
 
