@@ -32,6 +32,27 @@ export interface ScheduleOwner {
   serviceAccountId: string | null;
 }
 
+/** What verifying a fire's call needs of its schedule. */
+interface CalledSchedule {
+  enabled: boolean;
+  method: string;
+  endpoint: string;
+  target_type: string | null;
+  target_id: string | null;
+  owner_kind: CredentialKind;
+  owner_id: string | null;
+  owner_scopes: string[];
+  owner_service_account_id: string | null;
+}
+
+/**
+ * Read on every call a fire makes, so in plain SQL: through the repository's query builder and entity
+ * hydration it cost the api about four times the CPU (190-350 µs against 55 µs a call, measured apart).
+ */
+const CALLED_SCHEDULE = `
+  SELECT enabled, method, endpoint, target_type, target_id, owner_kind, owner_id, owner_scopes, owner_service_account_id
+  FROM schedules WHERE id = $1`;
+
 /**
  * The worker's credential for one call of a fire: `svc_sch_<schedule id>.<expiry>.<HMAC>`, keyed by
  * INTERNAL_SERVICE_TOKEN (or a secret generated once and kept in the database, so every replica
@@ -64,16 +85,16 @@ export class ScheduleCredentials {
     if (!timingSafeEqual(expected, Buffer.from(match[3]))) {
       return null;
     }
-    const schedule = await this.schedules.findOneBy({ id: match[1] });
+    const [schedule] = await this.schedules.query<CalledSchedule[]>(CALLED_SCHEDULE, [match[1]]);
     if (!schedule?.enabled || !isCallOf(schedule, call)) {
       return null;
     }
     return {
-      scheduleId: schedule.id,
-      kind: schedule.ownerKind,
-      userId: schedule.ownerId,
-      scopes: schedule.ownerScopes,
-      serviceAccountId: schedule.ownerServiceAccountId,
+      scheduleId: match[1],
+      kind: schedule.owner_kind,
+      userId: schedule.owner_id,
+      scopes: schedule.owner_scopes,
+      serviceAccountId: schedule.owner_service_account_id,
     };
   }
 
@@ -117,13 +138,13 @@ export class ScheduleCredentials {
 }
 
 /** The calls a fire of `schedule` makes: its own method and endpoint, and, for a targeted schedule, reading the run it started. */
-function isCallOf(schedule: ScheduleEntity, call: ScheduleCall): boolean {
+function isCallOf(schedule: CalledSchedule, call: ScheduleCall): boolean {
   if (call.method.toUpperCase() === schedule.method && call.url === normalizedEndpoint(schedule.endpoint)) {
     return true;
   }
-  if (call.method.toUpperCase() !== 'GET' || !schedule.targetType || !schedule.targetId) {
+  if (call.method.toUpperCase() !== 'GET' || !schedule.target_type || !schedule.target_id) {
     return false;
   }
-  const runs = runPath({ type: schedule.targetType as TargetType, id: schedule.targetId }, '');
+  const runs = runPath({ type: schedule.target_type as TargetType, id: schedule.target_id }, '');
   return call.url.startsWith(runs) && isUUID(call.url.slice(runs.length));
 }
