@@ -42,6 +42,8 @@ describe('schedule firing (real worker, real HTTP)', () => {
     DATABASE_URL: databaseUrl,
     PUBLIC_URL: proxyUrl,
     SCHEDULE_TICK_INTERVAL_MS: '200',
+    // Fewer slots than the two-worker test's 30 fires, so that both workers must claim some.
+    SCHEDULE_CONCURRENCY: '10',
     OS_SECURITY_KEY: ROOT_KEY,
     WORKER_SHUTDOWN_TIMEOUT_SECONDS: '1',
     DEMO_COMPONENTS: 'true',

@@ -181,7 +181,7 @@ export class Env {
 
   /** Fires one worker runs at once (each is an HTTP call, possibly following a run). */
   @IsEnvInt(1, 1000)
-  SCHEDULE_CONCURRENCY = 20;
+  SCHEDULE_CONCURRENCY = 100;
 
   @IsEnvBoolean()
   MCP_ENABLED = false;
