@@ -64,20 +64,22 @@ const CANDIDATES = `
       AND (s.overlap_policy = 'allow' OR (r.id IN (SELECT id FROM heads) AND NOT ${fireInFlight('r.schedule_id')}))
     ORDER BY r.due_at, r.id LIMIT $1 FOR UPDATE OF r SKIP LOCKED
   )
-  SELECT id, CASE WHEN overlap_policy = 'allow' THEN true
-    ELSE pg_try_advisory_xact_lock(hashtextextended('schedule-fire:' || schedule_id::text, 0)) END AS decided_here
+  SELECT id, overlap_policy = 'allow' AS allowed,
+    CASE WHEN overlap_policy = 'allow' THEN false
+      ELSE pg_try_advisory_xact_lock(hashtextextended('schedule-fire:' || schedule_id::text, 0)) END AS locked
   FROM candidates ORDER BY due_at, id`;
 
 /**
- * Starts the chosen fires. A fire of a schedule that does not `allow` overlap is checked for a fire
- * in flight once more: this statement's snapshot is taken after the claim's advisory lock on its
- * schedule was held, so it sees a fire another worker started and committed in the meantime.
+ * Starts the chosen fires ($2), of which $3 were chosen because their schedule allows overlap. Those
+ * start only if it still does. The others' schedules are locked by this claim: each is checked for a
+ * fire in flight once more, with this statement's snapshot, taken after the lock was held, so it sees
+ * a fire another worker started and committed in the meantime.
  */
 const START_FIRES = `
   UPDATE schedule_runs r SET status = 'running', locked_by = $1, started_at = now(), heartbeat_at = now()
   FROM schedules s
   WHERE r.id = ANY ($2::uuid[]) AND s.id = r.schedule_id
-    AND (s.overlap_policy = 'allow' OR NOT ${fireInFlight('r.schedule_id')})
+    AND CASE WHEN r.id = ANY ($3::uuid[]) THEN s.overlap_policy = 'allow' ELSE NOT ${fireInFlight('r.schedule_id')} END
   RETURNING r.id, r.locked_by, s.id AS schedule_id, s.method, s.endpoint, s.payload, s.timeout_seconds, s.max_retries,
             s.retry_delay_seconds, s.enabled, s.owner_service_account_id, s.target_type, s.target_id,
             r.trigger, extract(epoch FROM r.started_at - r.due_at)::float8 AS lag_seconds`;
@@ -167,16 +169,18 @@ export class ScheduleFireStore implements WorkStore<ClaimedFire> {
    */
   claim(limit: number): Promise<ClaimedFire[]> {
     return inTransaction(this.pool, async (client) => {
-      const { rows: queued } = await client.query<{ id: string; decided_here: boolean }>({
+      const { rows: queued } = await client.query<{ id: string; allowed: boolean; locked: boolean }>({
         text: CANDIDATES,
         values: [limit],
       });
-      // Not locked: another worker is deciding that schedule right now.
-      const start = queued.filter((fire) => fire.decided_here).map((fire) => fire.id);
+      // Neither allowed nor locked: another worker is deciding that schedule right now.
+      const start = queued.filter((fire) => fire.allowed || fire.locked).map((fire) => fire.id);
       if (start.length === 0) {
         return [];
       }
-      return (await client.query<StartedRow>({ text: START_FIRES, values: [this.workerId, start] })).rows.map(toClaimedFire);
+      const allowed = queued.filter((fire) => fire.allowed).map((fire) => fire.id);
+      const { rows } = await client.query<StartedRow>({ text: START_FIRES, values: [this.workerId, start, allowed] });
+      return rows.map(toClaimedFire);
     });
   }
 
