@@ -23,6 +23,7 @@ import { A2ARequestHandler, ServerCallContext, User } from '@a2a-js/sdk/server';
 import { Principal } from '@app/access';
 import { ErrorRenderer } from '@app/errors';
 import { ComponentKind, RunDto, RunErrorCode, RunEvent, RunException, RunRequest, RunsService, SESSION_ID } from '@app/runs';
+import { holdsNul } from '@app/validation';
 
 import { contentArtifact, messageText, startedTask, submittedTask, taskStatus, toTask } from './run-task';
 
@@ -207,8 +208,7 @@ function runRequest(params: SendMessageRequest): RunRequest {
   if (text === '') {
     throw new RequestMalformedError('message needs a text part');
   }
-  if (text.includes('\u0000')) {
-    // PostgreSQL cannot store NUL in text: refused by name, as REST and /ws refuse it.
+  if (holdsNul(text)) {
     throw new RequestMalformedError('message text must not contain NUL characters');
   }
   if (message.contextId && !SESSION_ID.test(message.contextId)) {

@@ -1,6 +1,7 @@
 import { isUUID } from 'class-validator';
 
 import { COMPONENT_KINDS, ComponentKind, SESSION_ID } from '@app/runs';
+import { holdsNul } from '@app/validation';
 
 /** What a client may send on /ws (DESIGN.md): authenticate first unless the upgrade carried a credential, then run, watch or cancel. */
 export type ClientFrame =
@@ -37,9 +38,8 @@ function text(frame: Record<string, unknown>, field: string, optional = false): 
   return withoutNul(field, value);
 }
 
-/** PostgreSQL cannot store NUL in text, so a value holding one is refused here, by name, like the REST routes refuse it. */
 function withoutNul(field: string, value: string): string {
-  if (value.includes('\u0000')) {
+  if (holdsNul(value)) {
     throw new FrameRejected(422, `'${field}' must not contain NUL characters`);
   }
   return value;

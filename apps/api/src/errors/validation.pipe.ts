@@ -1,7 +1,7 @@
 import { ArgumentMetadata, Injectable, ValidationError, ValidationPipe } from '@nestjs/common';
 
 import { RequestErrorCode, RequestException, ValidationFailedException, ValidationIssue } from '@app/errors';
-import { allowsEmptyBody } from '@app/validation';
+import { allowsEmptyBody, holdsNul } from '@app/validation';
 
 const LOCATIONS: Record<string, string> = { body: 'body', query: 'query', param: 'path' };
 
@@ -28,8 +28,6 @@ export function toIssues(errors: ValidationError[], loc: (string | number)[]): V
   });
 }
 
-/** PostgreSQL text cannot hold U+0000: a string carrying it is refused before it reaches a query. */
-const NUL = '\u0000';
 /**
  * Deepest nesting a body or query value may have. Transforming a value recurses through it, so a
  * 3,000-level payload overflowed the stack (a 500); no DTO or payload the service takes comes near.
@@ -48,7 +46,7 @@ export interface InputProblem {
  */
 export function findInputProblem(value: unknown, loc: (string | number)[] = [], depth = 0): InputProblem | null {
   if (typeof value === 'string') {
-    return value.includes(NUL) ? { loc, input: value, kind: 'nul' } : null;
+    return holdsNul(value) ? { loc, input: value, kind: 'nul' } : null;
   }
   if (typeof value !== 'object' || value === null) {
     return null;
@@ -58,7 +56,7 @@ export function findInputProblem(value: unknown, loc: (string | number)[] = [], 
   }
   for (const [key, item] of Object.entries(value)) {
     const here = [...loc, segment(key)];
-    if (key.includes(NUL)) {
+    if (holdsNul(key)) {
       return { loc: here, input: key, kind: 'nul' };
     }
     const found = findInputProblem(item, here, depth + 1);
