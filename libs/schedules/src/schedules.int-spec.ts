@@ -241,6 +241,41 @@ describe('SchedulesService', () => {
         await pool.end();
       }
     });
+
+    it('a fire picked because its schedule allowed overlap does not start once a PATCH made the schedule serial', async () => {
+      const schedule = await schedules.create(alice, createRequest({ name: freshName(), overlap_policy: 'allow' }));
+      await app.sql(
+        `INSERT INTO schedule_runs (id, schedule_id, trigger, status, due_at)
+         SELECT gen_random_uuid(), $1, 'manual', 'queued', now() - make_interval(mins => g) FROM generate_series(1, 3) g`,
+        [schedule.id],
+      );
+      const pool = new Pool({ connectionString: app.databaseUrl, max: 1 });
+      // The PATCH lands between the claim's two statements: right after the one that picked the fires answers.
+      let patched = false;
+      const connect = pool.connect.bind(pool);
+      pool.connect = (async () => {
+        const client = await connect();
+        const query = client.query.bind(client) as (config: unknown) => Promise<{ rows: object[] }>;
+        client.query = (async (config: unknown) => {
+          const result = await query(config);
+          if (!patched && result.rows[0] && 'allowed' in result.rows[0]) {
+            patched = true;
+            await schedules.update(alice, schedule.id, patch({ overlap_policy: 'skip' }));
+          }
+          return result;
+        }) as typeof client.query;
+        return client;
+      }) as typeof pool.connect;
+      try {
+        const store = new ScheduleFireStore(pool, 'policy-change');
+        expect(await store.claim(10)).toEqual([]);
+        expect(patched).toBe(true);
+        // Serial from now on: the next claim starts its oldest fire alone.
+        expect((await store.claim(10)).map((fire) => fire.scheduleId)).toEqual([schedule.id]);
+      } finally {
+        await pool.end();
+      }
+    });
   });
 
   describe('missed ticks (the worker queueing due slots)', () => {
