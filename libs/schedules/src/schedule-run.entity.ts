@@ -30,6 +30,8 @@ export interface ScheduleAttempt {
 @Index('IDX_schedule_runs_running_heartbeat', ['heartbeatAt'], { where: `"status" = 'running'` })
 // The overlap check: a schedule's fires in flight.
 @Index('IDX_schedule_runs_schedule_running', ['scheduleId'], { where: `"status" IN ('queued', 'running')` })
+// The overlap check: a schedule's latest finished fire, read without its history.
+@Index('IDX_schedule_runs_schedule_finished', ['scheduleId', 'completedAt'], { where: `"status" IN ('success', 'failed')` })
 export class ScheduleRunEntity {
   @PrimaryColumn('uuid')
   id!: string;

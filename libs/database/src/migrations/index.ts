@@ -17,6 +17,7 @@ import { TraceSpanBatches1765500000001 } from './1765500000001-TraceSpanBatches'
 import { TraceHashIndexes1765600000001 } from './1765600000001-TraceHashIndexes';
 import { ScheduleFireClaimOrder1765600000002 } from './1765600000002-ScheduleFireClaimOrder';
 import { TraceSummaryPerRun1765700000001 } from './1765700000001-TraceSummaryPerRun';
+import { ScheduleFireLatestFinished1765800000001 } from './1765800000001-ScheduleFireLatestFinished';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -39,4 +40,5 @@ export const MIGRATIONS = [
   TraceHashIndexes1765600000001,
   ScheduleFireClaimOrder1765600000002,
   TraceSummaryPerRun1765700000001,
+  ScheduleFireLatestFinished1765800000001,
 ];
