@@ -10,6 +10,7 @@ import { CreateScheduleDto, UpdateScheduleDto } from './schedule.dto';
 import { ScheduleErrorCode as Code } from './schedule.exception';
 import { ScheduleDispatchRepository } from './schedule-dispatch.repository';
 import { ScheduleFireStore } from './schedule-fire-store';
+import { ScheduleMetricsService } from './schedule-metrics.service';
 import { SchedulesModule } from './schedules.module';
 import { SchedulesService } from './schedules.service';
 
@@ -328,6 +329,40 @@ describe('SchedulesService', () => {
         result.id,
       ]);
       expect(count).toBe(4);
+    });
+  });
+
+  describe('skipped fires on /metrics', () => {
+    async function skippedTotals(): Promise<Record<string, number>> {
+      const metrics = app.get(ScheduleMetricsService);
+      await metrics.refresh();
+      const text = await metrics.registry.metrics();
+      return Object.fromEntries(
+        [...text.matchAll(/^schedule_fires_skipped_total\{reason="(\w+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]),
+      );
+    }
+
+    it('counts each fire once as it becomes skipped, by reason, and keeps the count when the history goes', async () => {
+      const before = await skippedTotals();
+      const schedule = await schedules.create(alice, createRequest({ name: freshName() }));
+      await app.sql(
+        `INSERT INTO schedule_runs (id, schedule_id, trigger, status, reason, due_at)
+         VALUES (gen_random_uuid(), $1, 'cron', 'skipped', 'overlap', now()), (gen_random_uuid(), $1, 'cron', 'skipped', 'missed', now()),
+                (gen_random_uuid(), $1, 'cron', 'skipped', 'missed', now()), (gen_random_uuid(), $1, 'cron', 'queued', NULL, now())`,
+        [schedule.id],
+      );
+      // A queued fire whose schedule was disabled before it started ends skipped with no reason; writing it again counts nothing.
+      await app.sql(`UPDATE schedule_runs SET status = 'skipped' WHERE schedule_id = $1 AND status = 'queued'`, [schedule.id]);
+      await app.sql(`UPDATE schedule_runs SET error = 'again' WHERE schedule_id = $1`, [schedule.id]);
+      const after = await skippedTotals();
+      expect({
+        overlap: after.overlap - before.overlap,
+        missed: after.missed - before.missed,
+        disabled: after.disabled - before.disabled,
+        buffer_full: after.buffer_full - before.buffer_full,
+      }).toEqual({ overlap: 1, missed: 2, disabled: 1, buffer_full: 0 });
+      await schedules.remove(alice, schedule.id);
+      expect(await skippedTotals()).toEqual(after);
     });
   });
 });

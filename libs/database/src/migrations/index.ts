@@ -18,6 +18,7 @@ import { TraceHashIndexes1765600000001 } from './1765600000001-TraceHashIndexes'
 import { ScheduleFireClaimOrder1765600000002 } from './1765600000002-ScheduleFireClaimOrder';
 import { TraceSummaryPerRun1765700000001 } from './1765700000001-TraceSummaryPerRun';
 import { ScheduleFireLatestFinished1765800000001 } from './1765800000001-ScheduleFireLatestFinished';
+import { ScheduleFireSkipCounts1765800000002 } from './1765800000002-ScheduleFireSkipCounts';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -41,4 +42,5 @@ export const MIGRATIONS = [
   ScheduleFireClaimOrder1765600000002,
   TraceSummaryPerRun1765700000001,
   ScheduleFireLatestFinished1765800000001,
+  ScheduleFireSkipCounts1765800000002,
 ];
