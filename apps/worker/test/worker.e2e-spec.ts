@@ -384,9 +384,13 @@ describe('worker', () => {
     const sweeper = await worker();
     await expect.poll(async () => (await job(id)).status, { timeout: 20_000 }).toBe('failed');
     await sweeper.stop();
-    // Retention is an hour: the crashed job ended two hours ago (its end moved back, rather than waiting),
+    // Retention is an hour: the crashed job ended two hours ago (its creation and end moved back, rather than waiting),
     // a cancelled job ended just now, and a paused job (not terminal) was created two hours ago.
-    await query(databaseUrl, `UPDATE queue_jobs SET completed_at = now() - interval '2 hours' WHERE id = $1`, [id]);
+    await query(
+      databaseUrl,
+      `UPDATE queue_jobs SET created_at = now() - interval '2 hours', completed_at = now() - interval '2 hours' WHERE id = $1`,
+      [id],
+    );
     const beforeExpiry = (await call(api.url, 'GET', `/agents/sleep-agent/runs/${id}`, { token: ROOT_KEY })).body;
     expect(beforeExpiry).toMatchObject({ status: 'failed', error: expect.stringContaining('lost the job') });
     const recent = await post('echo-agent', 'recent');

@@ -89,7 +89,10 @@ describe('queue job counts', () => {
     await expectExactCounts();
 
     // Retention deletes terminal jobs; a fold between writes changes nothing.
-    await query(url, `UPDATE queue_jobs SET completed_at = now() - interval '2 days' WHERE status IN ('completed', 'cancelled')`);
+    await query(
+      url,
+      `UPDATE queue_jobs SET created_at = now() - interval '2 days', completed_at = now() - interval '2 days' WHERE status IN ('completed', 'cancelled')`,
+    );
     const deleted = await store.deleteExpired(86400, async () => undefined);
     expect(deleted).toBeGreaterThan(0);
     await expectExactCounts();
