@@ -3,6 +3,9 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 /** A fact a component (or a client) keeps about a user. */
 @Entity('memories')
 @Index('IDX_memories_user_created', ['userId', 'createdAt'])
+// Newest-changed first, a user's (GET /memories, ctx.memories.list()) or everyone's.
+@Index('IDX_memories_user_updated', ['userId', 'updatedAt'])
+@Index('IDX_memories_updated', ['updatedAt'])
 export class MemoryEntity {
   @PrimaryColumn({ type: 'uuid' })
   id!: string;

@@ -2,6 +2,8 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 @Entity('sessions')
 @Index('IDX_sessions_user_created', ['userId', 'createdAt'])
+// Everyone's sessions, newest first (an admin's list).
+@Index('IDX_sessions_created', ['createdAt'])
 export class SessionEntity {
   /** Client-chosen (or generated) id. */
   @PrimaryColumn({ type: 'varchar', length: 128 })

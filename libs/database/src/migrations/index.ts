@@ -19,6 +19,7 @@ import { ScheduleFireClaimOrder1765600000002 } from './1765600000002-ScheduleFir
 import { TraceSummaryPerRun1765700000001 } from './1765700000001-TraceSummaryPerRun';
 import { ScheduleFireLatestFinished1765800000001 } from './1765800000001-ScheduleFireLatestFinished';
 import { ScheduleFireSkipCounts1765800000002 } from './1765800000002-ScheduleFireSkipCounts';
+import { NewestFirstIndexes1765800000003 } from './1765800000003-NewestFirstIndexes';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -43,4 +44,5 @@ export const MIGRATIONS = [
   TraceSummaryPerRun1765700000001,
   ScheduleFireLatestFinished1765800000001,
   ScheduleFireSkipCounts1765800000002,
+  NewestFirstIndexes1765800000003,
 ];
