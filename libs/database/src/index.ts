@@ -1,4 +1,5 @@
 export * from './connection-client';
+export * from './count-deltas';
 export * from './data-source';
 export * from './database-errors';
 export * from './database.module';

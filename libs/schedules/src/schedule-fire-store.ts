@@ -1,11 +1,11 @@
 import type { ClientBase, Pool } from 'pg';
 
-import { inTransaction } from '@app/database';
+import { foldCountDeltas, inTransaction } from '@app/database';
 import { FinishedAttempt, HeldJob, HeldWork, JobOutcome, RecordedState, StartedAttempt, SweptWork, WorkStore } from '@app/queue';
 
 import { JsonObject } from './schedule.entity';
 import { fireInFlight } from './schedule-overlap';
-import { ScheduleAttempt, ScheduleRunStatus } from './schedule-run.entity';
+import { ScheduleAttempt, ScheduleRunStatus, SKIP_REASONS } from './schedule-run.entity';
 
 export const SCHEDULE_FIRE_JOB_TYPE = 'schedule_fire';
 export const SCHEDULE_FIRES_READY_CHANNEL = 'schedule_fires_ready';
@@ -103,6 +103,11 @@ const SWEEP = `
     error = 'The worker running this fire was lost; it was not retried'
   WHERE id IN (SELECT id FROM schedule_runs WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => $1) FOR UPDATE SKIP LOCKED)
   RETURNING id, status, error, true AS started`;
+
+/** The skipped-fire deltas schedule_runs' triggers append (/metrics), folded into one row per reason. */
+const FOLD_SKIP_COUNTS = foldCountDeltas('schedule_fire_skip_counts', 'reason');
+/** Each policy reason, and `disabled`. */
+const SKIP_COUNT_KEYS = SKIP_REASONS.length + 1;
 
 interface StartedRow {
   id: string;
@@ -223,5 +228,9 @@ export class ScheduleFireStore implements WorkStore<ClaimedFire> {
 
   async cancellationRequested(): Promise<boolean> {
     return false;
+  }
+
+  async maintain(): Promise<void> {
+    await this.pool.query({ name: 'schedule_fold_skip_counts', text: FOLD_SKIP_COUNTS, values: [SKIP_COUNT_KEYS] });
   }
 }

@@ -7,7 +7,7 @@ import { newWorkerId, QueueEngineHost } from '@app/queue';
 import { ClaimedFire, SCHEDULE_FIRE_JOB_TYPE, ScheduleFireStore } from './schedule-fire-store';
 import { ScheduleFirer } from './schedule-firer';
 
-/** Connections of the engine's own statements (claim, outcomes, heartbeat, sweep); a fire's handler uses the app's pool. */
+/** Connections of the engine's own statements (claim, outcomes, heartbeat, sweep, count folding); a fire's handler uses the app's pool. */
 const ENGINE_CONNECTIONS = 3;
 
 /**

@@ -7,9 +7,9 @@ import { SKIP_REASONS } from './schedule-run.entity';
 
 /**
  * Schedule figures for /metrics, read from PostgreSQL at scrape time so every api replica reports
- * every worker's fires. The skipped totals are kept by triggers on schedule_runs (a fire skipped
- * because its schedule was disabled first has no policy reason: it is counted as `disabled`), so a
- * scrape reads a handful of rows, however much history the fires have.
+ * every worker's fires. The skipped totals are kept as deltas by triggers on schedule_runs and
+ * folded by the workers (a fire skipped because its schedule was disabled first has no policy reason:
+ * it is counted as `disabled`), so a scrape sums a handful of rows, however much history there is.
  */
 @Injectable()
 export class ScheduleMetricsService {
@@ -24,7 +24,9 @@ export class ScheduleMetricsService {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
   async refresh(): Promise<void> {
-    const rows: { reason: string; total: string }[] = await this.db.query(`SELECT reason, total FROM schedule_fire_skip_counts`);
+    const rows: { reason: string; total: string }[] = await this.db.query(
+      `SELECT reason, sum(delta) AS total FROM schedule_fire_skip_counts GROUP BY reason`,
+    );
     this.skipped.reset();
     for (const reason of [...SKIP_REASONS, 'disabled']) {
       this.skipped.inc({ reason }, Number(rows.find((row) => row.reason === reason)?.total ?? 0));

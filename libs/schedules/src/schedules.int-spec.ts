@@ -363,6 +363,42 @@ describe('SchedulesService', () => {
       }).toEqual({ overlap: 1, missed: 2, disabled: 1, buffer_full: 0 });
       await schedules.remove(alice, schedule.id);
       expect(await skippedTotals()).toEqual(after);
+      // The workers fold the kept deltas into a row per reason; the totals stay.
+      const pool = new Pool({ connectionString: app.databaseUrl, max: 1 });
+      try {
+        await new ScheduleFireStore(pool, 'fold').maintain();
+      } finally {
+        await pool.end();
+      }
+      expect(await skippedTotals()).toEqual(after);
+      const [{ rows }] = await app.sql<{ rows: number }>('SELECT count(*)::int AS rows FROM schedule_fire_skip_counts');
+      expect(rows).toBeLessThanOrEqual(4);
+    });
+
+    it('two transactions skipping fires for the same reasons in opposite orders both commit (no shared counter row to wait on)', async () => {
+      const schedule = await schedules.create(alice, createRequest({ name: freshName() }));
+      const before = await skippedTotals();
+      const pool = new Pool({ connectionString: app.databaseUrl, max: 2 });
+      const [first, second] = [await pool.connect(), await pool.connect()];
+      const skip = (client: typeof first, reason: string) =>
+        client.query(
+          `INSERT INTO schedule_runs (id, schedule_id, trigger, status, reason, due_at) VALUES (gen_random_uuid(), $1, 'cron', 'skipped', $2, now())`,
+          [schedule.id, reason],
+        );
+      try {
+        await Promise.all([first, second].map((client) => client.query(`BEGIN; SET LOCAL lock_timeout = '3s'`)));
+        await skip(first, 'overlap');
+        await skip(second, 'missed');
+        // Counter rows updated in place would make each wait for the other here: a deadlock, one of them rolled back.
+        await Promise.all([skip(first, 'missed'), skip(second, 'overlap')]);
+        await Promise.all([first.query('COMMIT'), second.query('COMMIT')]);
+      } finally {
+        first.release();
+        second.release();
+        await pool.end();
+      }
+      const after = await skippedTotals();
+      expect([after.overlap - before.overlap, after.missed - before.missed]).toEqual([2, 2]);
     });
   });
 });

@@ -3,20 +3,23 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 /**
  * `schedule_fires_skipped_total` on /metrics counted skipped fires in schedule_runs at every scrape,
  * on every api replica: a read of the whole fire history, which is kept. The totals are now kept by
- * reason (a fire skipped because its schedule was disabled first has none: `disabled`), added to by
- * triggers that fire only for rows becoming `skipped`. A counter only grows: deleting a schedule, and
- * its history with it, takes nothing off.
+ * reason (a fire skipped because its schedule was disabled first has none: `disabled`) as deltas,
+ * appended by row triggers that fire only for rows becoming `skipped` and folded by the workers, as
+ * the queue's counts are: appends never wait on each other, so two workers' ticks skipping fires for
+ * different reasons at the same moment cannot deadlock on shared counter rows. A counter only grows:
+ * deleting a schedule, and its history with it, takes nothing off.
  */
 export class ScheduleFireSkipCounts1765800000002 implements MigrationInterface {
   name = 'ScheduleFireSkipCounts1765800000002';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`CREATE TABLE "schedule_fire_skip_counts" ("reason" varchar(32) PRIMARY KEY, "total" bigint NOT NULL)`);
+    await queryRunner.query(
+      `CREATE TABLE "schedule_fire_skip_counts" ("id" bigserial PRIMARY KEY, "reason" varchar(32) NOT NULL, "delta" bigint NOT NULL)`,
+    );
     await queryRunner.query(`
       CREATE FUNCTION schedule_runs_count_skip() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        INSERT INTO schedule_fire_skip_counts (reason, total) VALUES (COALESCE(NEW.reason, 'disabled'), 1)
-        ON CONFLICT (reason) DO UPDATE SET total = schedule_fire_skip_counts.total + 1;
+        INSERT INTO schedule_fire_skip_counts (reason, delta) VALUES (COALESCE(NEW.reason, 'disabled'), 1);
         RETURN NULL;
       END $$`);
     await queryRunner.query(
@@ -27,7 +30,7 @@ export class ScheduleFireSkipCounts1765800000002 implements MigrationInterface {
     );
     // The starting totals, with writers held off so none is counted twice or missed.
     await queryRunner.query(`LOCK TABLE schedule_runs IN SHARE MODE`);
-    await queryRunner.query(`INSERT INTO schedule_fire_skip_counts (reason, total)
+    await queryRunner.query(`INSERT INTO schedule_fire_skip_counts (reason, delta)
       SELECT COALESCE(reason, 'disabled'), count(*) FROM schedule_runs WHERE status = 'skipped' GROUP BY 1`);
   }
 

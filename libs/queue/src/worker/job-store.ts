@@ -1,6 +1,6 @@
 import type { ClientBase, Pool } from 'pg';
 
-import { inTransaction } from '@app/database';
+import { foldCountDeltas, inTransaction } from '@app/database';
 
 import { intentIsLive } from '../cancellation-intents';
 import { JobPayload } from '../job.entity';
@@ -166,16 +166,8 @@ const DELETE_EXPIRED = `
 
 const EXPIRY_BATCH = 1000;
 
-/**
- * Folds the per-status count deltas the table's triggers append into one row per status, so reading
- * the counts stays a sum over a handful of rows. Rows appended meanwhile are not in this statement's
- * snapshot and stay as they are: no change is lost or counted twice, with any number of workers.
- */
-const FOLD_COUNTS = `
-  WITH folded AS (
-    DELETE FROM queue_job_counts WHERE (SELECT count(*) FROM queue_job_counts) > $1 RETURNING status, delta
-  )
-  INSERT INTO queue_job_counts (status, delta) SELECT status, sum(delta) FROM folded GROUP BY status HAVING sum(delta) <> 0`;
+/** The per-status count deltas the table's triggers append, folded into one row per status. */
+const FOLD_COUNTS = foldCountDeltas('queue_job_counts', 'status');
 
 const INTENT_LIVE = `SELECT EXISTS (SELECT 1 FROM queue_cancellation_intents i WHERE i.run_id = $1 AND ${intentIsLive('i', '$2')}) AS live`;
 

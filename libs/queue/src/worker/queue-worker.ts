@@ -439,7 +439,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     try {
       await this.store.maintain?.();
     } catch (error) {
-      this.log.warn({ err: error }, 'queue bookkeeping (folding the job counts) failed; retrying in a second');
+      this.log.warn({ err: error }, 'queue bookkeeping (folding kept counts) failed; retrying in a second');
     }
   }
 

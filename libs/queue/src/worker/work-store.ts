@@ -67,7 +67,7 @@ export interface WorkStore<Work extends HeldWork> {
   release(held: readonly HeldJob[]): Promise<string[]>;
   /** A live cancellation request for the item (checked at each checkpoint). */
   cancellationRequested(id: string): Promise<boolean>;
-  /** Periodic bookkeeping (the queue's count folding), every second. */
+  /** Periodic bookkeeping (folding the counts its table's triggers keep), every second. */
   maintain?(): Promise<void>;
   /**
    * Deletes terminal items past retention, a batch per transaction; `settle` gets each batch inside
