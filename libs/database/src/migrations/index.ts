@@ -20,6 +20,7 @@ import { TraceSummaryPerRun1765700000001 } from './1765700000001-TraceSummaryPer
 import { ScheduleFireLatestFinished1765800000001 } from './1765800000001-ScheduleFireLatestFinished';
 import { ScheduleFireSkipCounts1765800000002 } from './1765800000002-ScheduleFireSkipCounts';
 import { NewestFirstIndexes1765800000003 } from './1765800000003-NewestFirstIndexes';
+import { TraceSpanAgeBtree1765800000004 } from './1765800000004-TraceSpanAgeBtree';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -45,4 +46,5 @@ export const MIGRATIONS = [
   ScheduleFireLatestFinished1765800000001,
   ScheduleFireSkipCounts1765800000002,
   NewestFirstIndexes1765800000003,
+  TraceSpanAgeBtree1765800000004,
 ];
