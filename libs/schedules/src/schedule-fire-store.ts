@@ -5,7 +5,7 @@ import { FinishedAttempt, HeldJob, HeldWork, JobOutcome, RecordedState, StartedA
 
 import { JsonObject } from './schedule.entity';
 import { fireInFlight } from './schedule-overlap';
-import { ScheduleAttempt, ScheduleRunStatus, SKIP_REASONS } from './schedule-run.entity';
+import { COUNTED_SKIP_REASONS, ScheduleAttempt, ScheduleRunStatus } from './schedule-run.entity';
 
 export const SCHEDULE_FIRE_JOB_TYPE = 'schedule_fire';
 export const SCHEDULE_FIRES_READY_CHANNEL = 'schedule_fires_ready';
@@ -106,8 +106,6 @@ const SWEEP = `
 
 /** The skipped-fire deltas schedule_runs' triggers append (/metrics), folded into one row per reason. */
 const FOLD_SKIP_COUNTS = foldCountDeltas('schedule_fire_skip_counts', 'reason');
-/** Each policy reason, and `disabled`. */
-const SKIP_COUNT_KEYS = SKIP_REASONS.length + 1;
 
 interface StartedRow {
   id: string;
@@ -231,6 +229,6 @@ export class ScheduleFireStore implements WorkStore<ClaimedFire> {
   }
 
   async maintain(): Promise<void> {
-    await this.pool.query({ name: 'schedule_fold_skip_counts', text: FOLD_SKIP_COUNTS, values: [SKIP_COUNT_KEYS] });
+    await this.pool.query({ name: 'schedule_fold_skip_counts', text: FOLD_SKIP_COUNTS, values: [COUNTED_SKIP_REASONS.length] });
   }
 }

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { Counter, Registry } from 'prom-client';
 import { DataSource } from 'typeorm';
 
-import { SKIP_REASONS } from './schedule-run.entity';
+import { COUNTED_SKIP_REASONS } from './schedule-run.entity';
 
 /**
  * Schedule figures for /metrics, read from PostgreSQL at scrape time so every api replica reports
@@ -28,7 +28,7 @@ export class ScheduleMetricsService {
       `SELECT reason, sum(delta) AS total FROM schedule_fire_skip_counts GROUP BY reason`,
     );
     this.skipped.reset();
-    for (const reason of [...SKIP_REASONS, 'disabled']) {
+    for (const reason of COUNTED_SKIP_REASONS) {
       this.skipped.inc({ reason }, Number(rows.find((row) => row.reason === reason)?.total ?? 0));
     }
   }

@@ -5,6 +5,8 @@ import { ScheduleEntity } from './schedule.entity';
 /** Why a fire did not happen: its previous fire was in flight, its slot was missed, or one was already waiting. */
 export const SKIP_REASONS = ['overlap', 'missed', 'buffer_full'] as const;
 export type SkipReason = (typeof SKIP_REASONS)[number];
+/** How skipped fires are counted (/metrics): by policy reason, and `disabled` for a fire whose schedule was disabled before it started (it has none). */
+export const COUNTED_SKIP_REASONS = [...SKIP_REASONS, 'disabled'] as const;
 
 export type ScheduleRunTrigger = 'cron' | 'manual';
 export type ScheduleRunStatus = 'queued' | 'running' | 'success' | 'failed' | 'skipped';
