@@ -188,12 +188,26 @@ describe('schedule policies: overlap and catch-up (real worker, real HTTP)', () 
   });
 
   it('counts skipped fires by reason in /metrics', async () => {
+    // The backlog disabled above leaves queued fires: the worker ends each as skipped with no reason (`disabled`).
+    await waitFor(
+      async () =>
+        (await query<{ n: number }>(databaseUrl, `SELECT count(*)::int AS n FROM schedule_runs WHERE status IN ('queued', 'running')`))[0]
+          .n === 0,
+      30_000,
+      'every fire to end',
+    );
+    const [{ disabled }] = await query<{ disabled: number }>(
+      databaseUrl,
+      `SELECT count(*)::int AS disabled FROM schedule_runs WHERE status = 'skipped' AND reason IS NULL`,
+    );
+    expect(disabled).toBeGreaterThanOrEqual(1);
     const metrics = (await call(api.url, 'GET', '/metrics', { token: ROOT_KEY })).text;
     const count = (reason: string) =>
       Number(new RegExp(`^schedule_fires_skipped_total\\{reason="${reason}"\\} (\\d+)$`, 'm').exec(metrics)?.[1]);
     expect(count('overlap')).toBeGreaterThanOrEqual(1);
     expect(count('buffer_full')).toBeGreaterThanOrEqual(1);
     expect(count('missed')).toBeGreaterThanOrEqual(11);
+    expect(count('disabled')).toBe(disabled);
   });
 
   it('keeps a disabled_reason given with enabled: false until the schedule is enabled again', async () => {
