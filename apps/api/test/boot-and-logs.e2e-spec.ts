@@ -9,6 +9,7 @@ import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
 import { spawnNode, startApi, waitFor } from '../../../test/support/processes';
+import { TcpProxy } from '../../../test/support/tcp-proxy';
 import { TmuxSession } from '../../../test/support/tmux';
 
 const haveTmux = spawnSync('sh', ['-c', 'command -v tmux']).status === 0;
@@ -82,6 +83,31 @@ describe('structured logs', () => {
       for (const secret of [account.token, ROOT_KEY, 'svc_pat_wrongwrongwrongwrongwrongwrong']) {
         expect(api.output()).not.toContain(secret);
       }
+    } finally {
+      await api.stop();
+    }
+  });
+
+  it('binds the request id to the lines a request logs on its way, not only to its access line', async () => {
+    const url = new URL(await createTestDatabase());
+    const proxy = new TcpProxy(url.hostname, Number(url.port));
+    url.port = String(await proxy.listen());
+    const api = await startApi({ DATABASE_URL: url.toString(), OS_SECURITY_KEY: ROOT_KEY, LOG_LEVEL: 'info' });
+    try {
+      await proxy.cut();
+      const response = await call(api.url, 'GET', '/sessions', { token: ROOT_KEY, headers: { 'x-request-id': 'during-outage-1' } });
+      expect(response.status).toBe(503);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const entries = api
+        .output()
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+        .filter((entry) => entry.request_id === 'during-outage-1');
+      expect(entries).toMatchObject([
+        { level: 50, msg: 'Database unavailable', err: { message: expect.any(String) } },
+        { level: 50, url: '/sessions', status: 503, msg: expect.stringMatching(/^GET \/sessions 503 \d+ ms$/) },
+      ]);
     } finally {
       await api.stop();
     }
