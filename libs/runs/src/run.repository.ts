@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import type { ClientBase } from 'pg';
-import { EntityManager, IsNull, Repository, SelectQueryBuilder } from 'typeorm';
+import { DataSource, EntityManager, IsNull, Repository, SelectQueryBuilder } from 'typeorm';
 
 import { DataScope } from '@app/access';
+import { poolOf } from '@app/database';
 import { fetchPage, PageRequest } from '@app/pagination';
 import { enqueueWith, ExpiredJob, JobPayload, QueueJobEntity } from '@app/queue';
 
@@ -49,8 +50,9 @@ const backgroundRun = (session: string) => `
   job AS (${BACKGROUND_JOB.job})
   SELECT (SELECT count(*)::int FROM job) AS created, ${BACKGROUND_JOB.notified} AS notified`;
 
-const BACKGROUND_RUN_NEW_SESSION = backgroundRun(NEW_SESSION);
-const BACKGROUND_RUN_JOINED_SESSION = backgroundRun(JOINED_SESSION);
+/** Prepared by name: each api connection parses and plans the background POST's statement once, not per request. */
+const BACKGROUND_RUN_NEW_SESSION = { name: 'runs_background_new_session', text: backgroundRun(NEW_SESSION) };
+const BACKGROUND_RUN_JOINED_SESSION = { name: 'runs_background_joined_session', text: backgroundRun(JOINED_SESSION) };
 
 /** Earlier turns a run sees: at most this many runs back, so a long session costs a bounded read. */
 const HISTORY_RUNS = 50;
@@ -58,7 +60,10 @@ const HISTORY_RUNS = 50;
 /** Every read takes the caller's DataScope first and joins the run's queue job, the authority on a background run's state. */
 @Injectable()
 export class RunRepository {
-  constructor(@InjectRepository(RunEntity) private readonly rows: Repository<RunEntity>) {}
+  constructor(
+    @InjectRepository(RunEntity) private readonly rows: Repository<RunEntity>,
+    @InjectDataSource() private readonly dataSource: DataSource,
+  ) {}
 
   async insert(manager: EntityManager, run: RunEntity): Promise<void> {
     await manager.insert(RunEntity, run);
@@ -71,17 +76,20 @@ export class RunRepository {
    * fails with the unique violation of RUN_IDEMPOTENCY_CONSTRAINT.
    */
   async insertBackground(run: RunEntity, newSession: boolean, payload: JobPayload): Promise<boolean> {
-    const [row]: { created: number }[] = await this.rows.query(newSession ? BACKGROUND_RUN_NEW_SESSION : BACKGROUND_RUN_JOINED_SESSION, [
-      run.id,
-      run.sessionId,
-      run.componentType,
-      run.componentId,
-      run.userId,
-      run.message,
-      run.idempotencyKey,
-      JSON.stringify(payload),
-    ]);
-    return row.created === 1;
+    const { rows } = await poolOf(this.dataSource).query<{ created: number }>({
+      ...(newSession ? BACKGROUND_RUN_NEW_SESSION : BACKGROUND_RUN_JOINED_SESSION),
+      values: [
+        run.id,
+        run.sessionId,
+        run.componentType,
+        run.componentId,
+        run.userId,
+        run.message,
+        run.idempotencyKey,
+        JSON.stringify(payload),
+      ],
+    });
+    return rows[0].created === 1;
   }
 
   findById(scope: DataScope, id: string, component?: { kind: ComponentKind; id: string }): Promise<RunEntity | null> {

@@ -2,7 +2,8 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { RateLimiterPostgres } from 'rate-limiter-flexible';
 import { DataSource } from 'typeorm';
-import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
+
+import { poolOf } from '@app/database';
 
 export const FAILED_LOOKUP_LIMIT = 20;
 export const FAILED_LOOKUP_WINDOW_SECONDS = 60;
@@ -22,7 +23,7 @@ export class FailedLookupLimiter {
 
   constructor(@InjectDataSource() dataSource: DataSource) {
     this.limiter = new RateLimiterPostgres({
-      storeClient: (dataSource.driver as PostgresDriver).master,
+      storeClient: poolOf(dataSource),
       tableName: FAILED_LOOKUPS_TABLE,
       tableCreated: true,
       keyPrefix: 'token',
