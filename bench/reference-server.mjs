@@ -2,7 +2,8 @@
 // `POST /agents/{id}/runs` with background=true must do, and nothing else. It verifies the same kind of
 // token (a svc_pat_ token looked up by its SHA-256 in service_accounts, then cached in memory as the api
 // does), parses the JSON body, and writes the session, the run and the job and notifies workers in one
-// statement against the service's own schema. Started by bench/background-post.mjs; prints its URL.
+// statement against the service's own schema, prepared once per connection as the api's is. Started by
+// bench/background-post.mjs; prints its URL.
 import { createHash, randomUUID } from 'node:crypto';
 
 import Fastify from 'fastify';
@@ -48,7 +49,7 @@ app.post('/agents/:agentId/runs', async (request, reply) => {
   }
   const runId = randomUUID();
   const sessionId = randomUUID();
-  await pool.query(INSERT, [runId, sessionId, request.params.agentId, user, message]);
+  await pool.query({ name: 'background_run', text: INSERT, values: [runId, sessionId, request.params.agentId, user, message] });
   return reply.code(202).send({ run_id: runId, session_id: sessionId, status: 'queued' });
 });
 
