@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import type { ClientBase } from 'pg';
-import { DataSource, EntityManager, IsNull, Repository, SelectQueryBuilder } from 'typeorm';
+import { DataSource, IsNull, Repository, SelectQueryBuilder } from 'typeorm';
 
 import { DataScope } from '@app/access';
 import { poolOf } from '@app/database';
@@ -50,9 +50,29 @@ const backgroundRun = (session: string) => `
   job AS (${BACKGROUND_JOB.job})
   SELECT (SELECT count(*)::int FROM job) AS created, ${BACKGROUND_JOB.notified} AS notified`;
 
-/** Prepared by name: each api connection parses and plans the background POST's statement once, not per request. */
+/**
+ * A run executed in the api, in one statement: its session and the run, started. It is stamped with the
+ * creation time its first event (RunStarted) reports.
+ */
+const startedRun = (session: string) => `
+  WITH session AS (${session}),
+  run AS (
+    INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message, idempotency_key, created_at, updated_at)
+    SELECT $1, id, $3, $4, $5, false, 'running', $6, $7, $8, $8 FROM session RETURNING id
+  )
+  SELECT count(*)::int AS created FROM run`;
+
+// Prepared by name: each api connection parses and plans these once, not per request.
 const BACKGROUND_RUN_NEW_SESSION = { name: 'runs_background_new_session', text: backgroundRun(NEW_SESSION) };
 const BACKGROUND_RUN_JOINED_SESSION = { name: 'runs_background_joined_session', text: backgroundRun(JOINED_SESSION) };
+const STARTED_RUN_NEW_SESSION = { name: 'runs_started_new_session', text: startedRun(NEW_SESSION) };
+const STARTED_RUN_JOINED_SESSION = { name: 'runs_started_joined_session', text: startedRun(JOINED_SESSION) };
+const FINISH_STARTED_RUN = {
+  name: 'runs_finish_started',
+  text: `UPDATE runs SET status = $2, content = $3, error = $4, model = $5, input_tokens = $6, output_tokens = $7,
+           completed_at = now(), updated_at = now()
+         WHERE id = $1`,
+};
 
 /** Earlier turns a run sees: at most this many runs back, so a long session costs a bounded read. */
 const HISTORY_RUNS = 50;
@@ -64,10 +84,6 @@ export class RunRepository {
     @InjectRepository(RunEntity) private readonly rows: Repository<RunEntity>,
     @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
-
-  async insert(manager: EntityManager, run: RunEntity): Promise<void> {
-    await manager.insert(RunEntity, run);
-  }
 
   /**
    * A background run in one round trip and no entity hydration: its session (new, or an existing
@@ -88,6 +104,19 @@ export class RunRepository {
         run.idempotencyKey,
         JSON.stringify(payload),
       ],
+    });
+    return rows[0].created === 1;
+  }
+
+  /**
+   * A run executed in this process, in one round trip: its session (as for a background run) and the
+   * run, started. False, with nothing written, when the session belongs to another user; a repeated
+   * idempotency key fails as in insertBackground.
+   */
+  async insertStarted(run: RunEntity, newSession: boolean): Promise<boolean> {
+    const { rows } = await poolOf(this.dataSource).query<{ created: number }>({
+      ...(newSession ? STARTED_RUN_NEW_SESSION : STARTED_RUN_JOINED_SESSION),
+      values: [run.id, run.sessionId, run.componentType, run.componentId, run.userId, run.message, run.idempotencyKey, run.createdAt],
     });
     return rows[0].created === 1;
   }
@@ -130,9 +159,11 @@ export class RunRepository {
   }
 
   /** Records a synchronous run's outcome. */
-  async finish(id: string, outcome: RunOutcome): Promise<void> {
-    const { usage, ...result } = outcome;
-    await this.rows.update({ id }, { ...result, ...usageColumns(usage), completedAt: () => 'now()', updatedAt: () => 'now()' });
+  async finish(id: string, { status, content, error, usage }: RunOutcome): Promise<void> {
+    await poolOf(this.dataSource).query({
+      ...FINISH_STARTED_RUN,
+      values: [id, status, content, error, usage?.model ?? null, usage?.inputTokens ?? null, usage?.outputTokens ?? null],
+    });
   }
 
   /** Background runs' outcomes, written inside the queue's fenced transaction (see JobHandler.record): one statement. */
@@ -175,8 +206,4 @@ export class RunRepository {
       .leftJoinAndMapOne('run.job', QueueJobEntity, 'job', 'job.id = run.id')
       .where(owner.sql, owner.params);
   }
-}
-
-function usageColumns(usage: ModelUsage | null | undefined): Pick<RunEntity, 'model' | 'inputTokens' | 'outputTokens'> {
-  return { model: usage?.model ?? null, inputTokens: usage?.inputTokens ?? null, outputTokens: usage?.outputTokens ?? null };
 }

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { CancellationIntents } from '@app/queue';
@@ -5,6 +7,8 @@ import { TracesModule } from '@app/traces';
 
 import { bootModule, ModuleOnDatabase, principals } from '../../../test/support/nest-module';
 import { Component, RunContext } from './component';
+import { RunEntity } from './run.entity';
+import { RunRepository } from './run.repository';
 import { RunErrorCode } from './runs.exception';
 import { RunsModule } from './runs.module';
 import { RunRequest, RunsService } from './runs.service';
@@ -98,6 +102,37 @@ describe('RunsService', () => {
       for (const lookup of [runs.get(root, 'agent', 'echo', long), runs.locate(root, long)]) {
         await expect(lookup).rejects.toMatchObject({ code: RunErrorCode.RunNotFound, detail: 'Run not found: run ids are UUIDs' });
       }
+    });
+  });
+
+  describe('storing a run executed in this process', () => {
+    const started = (fields: Partial<RunEntity>) =>
+      Object.assign(new RunEntity(), {
+        id: randomUUID(),
+        sessionId: randomUUID(),
+        componentType: 'agent',
+        componentId: 'echo',
+        userId: 'sa:storer',
+        message: 'hi',
+        idempotencyKey: null,
+        createdAt: new Date('2020-01-02T03:04:05.678Z'),
+        ...fields,
+      });
+
+    it('writes the session and the run, started, with the creation time its first event reports', async () => {
+      const run = started({});
+      expect(await app.get(RunRepository).insertStarted(run, true)).toBe(true);
+      const [row] = await app.sql('SELECT status, background, created_at, updated_at FROM runs WHERE id = $1', [run.id]);
+      expect(row).toEqual({ status: 'running', background: false, created_at: run.createdAt, updated_at: run.createdAt });
+      expect(await app.sql('SELECT user_id FROM sessions WHERE id = $1', [run.sessionId])).toEqual([{ user_id: 'sa:storer' }]);
+    });
+
+    it("writes nothing into another user's session", async () => {
+      const first = started({});
+      await app.get(RunRepository).insertStarted(first, true);
+      const intruder = started({ sessionId: first.sessionId, userId: 'sa:intruder' });
+      expect(await app.get(RunRepository).insertStarted(intruder, false)).toBe(false);
+      expect(await app.sql('SELECT id FROM runs WHERE id = $1', [intruder.id])).toEqual([]);
     });
   });
 

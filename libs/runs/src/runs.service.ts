@@ -4,7 +4,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { Span, SpanKind } from '@opentelemetry/api';
 import { isUUID } from 'class-validator';
-import { DataSource, EntityManager } from 'typeorm';
+import { DataSource } from 'typeorm';
 
 import { attributedUser, DataScope, Principal } from '@app/access';
 import { Env } from '@app/config';
@@ -22,8 +22,6 @@ import { toRunDto } from './run.mapper';
 import { RUN_IDEMPOTENCY_CONSTRAINT, RunRepository } from './run.repository';
 import { runAttributes, RunExecutor, RunInput } from './run-executor';
 import { RunErrorCode, RunException } from './runs.exception';
-import { SessionEntity } from './session.entity';
-import { SessionRepository } from './session.repository';
 
 /** Where a run request came from: the body plus the Idempotency-Key and W3C traceparent headers, if any. */
 export interface RunRequest extends StartRunDto {
@@ -48,7 +46,6 @@ export class RunsService {
     private readonly env: Env,
     private readonly registry: ComponentRegistry,
     private readonly runs: RunRepository,
-    private readonly sessions: SessionRepository,
     private readonly producer: JobProducer,
     private readonly intents: CancellationIntents,
     private readonly executor: RunExecutor,
@@ -223,7 +220,9 @@ export class RunsService {
           return { run: this.sameComponent(earlier, component, key), created: false };
         }
       }
-      await this.dataSource.transaction((manager) => this.store(manager, run, newSession));
+      if (!(await this.runs.insertStarted(run, newSession))) {
+        throw new RunException(RunErrorCode.SessionNotFound, `Session '${run.sessionId}' not found`);
+      }
     } catch (error) {
       if (key !== null && isUniqueViolation(error, RUN_IDEMPOTENCY_CONSTRAINT)) {
         // An earlier request with the same key (or a concurrent one that won the race): answer with its run.
@@ -238,22 +237,6 @@ export class RunsService {
   private createdIn(span: Span, component: Component, run: RunEntity, request: RunRequest): Created {
     span.setAttributes({ ...runAttributes(component, toInput(run, request)), [RUN_ATTRIBUTES.status]: run.status });
     return { run, created: true };
-  }
-
-  /** A run executed in this process: its session and the run, in the caller's transaction. */
-  private async store(manager: EntityManager, run: RunEntity, newSession: boolean): Promise<void> {
-    const session = Object.assign(new SessionEntity(), {
-      id: run.sessionId,
-      componentType: run.componentType,
-      componentId: run.componentId,
-      userId: run.userId,
-    });
-    if (newSession) {
-      await this.sessions.insert(manager, session);
-    } else if (!(await this.sessions.upsert(manager, session))) {
-      throw new RunException(RunErrorCode.SessionNotFound, `Session '${run.sessionId}' not found`);
-    }
-    await this.runs.insert(manager, run);
   }
 
   private sameComponent(run: RunEntity, component: Component, key: string): RunEntity {

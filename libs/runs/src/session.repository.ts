@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { EntityManager, Repository } from 'typeorm';
+import { Repository } from 'typeorm';
 
 import { DataScope } from '@app/access';
 import { fetchPage, PageRequest } from '@app/pagination';
@@ -17,24 +17,6 @@ export class SessionRepository {
   async findById(scope: DataScope, id: string): Promise<SessionEntity | null> {
     const session = await this.rows.findOneBy({ id });
     return session && scope.includes(session.userId) ? session : null;
-  }
-
-  async insert(manager: EntityManager, session: SessionEntity): Promise<void> {
-    await manager.insert(SessionEntity, session);
-  }
-
-  /**
-   * Creates the session, or marks an existing one as just used. Returns false when the id is a session
-   * of another user: a run only ever joins a session of the user it is attributed to.
-   */
-  async upsert(manager: EntityManager, session: SessionEntity): Promise<boolean> {
-    await manager.createQueryBuilder().insert().into(SessionEntity).values(session).orIgnore().execute();
-    const stored = await manager.findOneBy(SessionEntity, { id: session.id });
-    if (stored?.userId !== session.userId) {
-      return false;
-    }
-    await manager.update(SessionEntity, { id: session.id }, { updatedAt: () => 'now()' });
-    return true;
   }
 
   page(scope: DataScope, request: PageRequest<SessionSortField>): Promise<[SessionEntity[], number]> {
