@@ -71,7 +71,8 @@ const FINISH_STARTED_RUN = {
   name: 'runs_finish_started',
   text: `UPDATE runs SET status = $2, content = $3, error = $4, model = $5, input_tokens = $6, output_tokens = $7,
            completed_at = now(), updated_at = now()
-         WHERE id = $1`,
+         WHERE id = $1
+         RETURNING completed_at`,
 };
 
 /** Earlier turns a run sees: at most this many runs back, so a long session costs a bounded read. */
@@ -158,11 +159,28 @@ export class RunRepository {
     ]);
   }
 
-  /** Records a synchronous run's outcome. */
-  async finish(id: string, { status, content, error, usage }: RunOutcome): Promise<void> {
-    await poolOf(this.dataSource).query({
+  /** Records a synchronous run's outcome; returns the run as now stored, or null when it is gone (its session deleted meanwhile). */
+  async finish(run: RunEntity, { status, content, error, usage }: RunOutcome): Promise<RunEntity | null> {
+    const model = usage?.model ?? null;
+    const inputTokens = usage?.inputTokens ?? null;
+    const outputTokens = usage?.outputTokens ?? null;
+    const { rows } = await poolOf(this.dataSource).query<{ completed_at: Date }>({
       ...FINISH_STARTED_RUN,
-      values: [id, status, content, error, usage?.model ?? null, usage?.inputTokens ?? null, usage?.outputTokens ?? null],
+      values: [run.id, status, content, error, model, inputTokens, outputTokens],
+    });
+    if (rows.length === 0) {
+      return null;
+    }
+    const [{ completed_at: completedAt }] = rows;
+    return Object.assign(new RunEntity(), run, {
+      status,
+      content,
+      error,
+      model,
+      inputTokens,
+      outputTokens,
+      completedAt,
+      updatedAt: completedAt,
     });
   }
 

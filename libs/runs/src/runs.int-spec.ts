@@ -7,6 +7,7 @@ import { TracesModule } from '@app/traces';
 
 import { bootModule, ModuleOnDatabase, principals } from '../../../test/support/nest-module';
 import { Component, RunContext } from './component';
+import { RunEvent } from './run.dto';
 import { RunEntity } from './run.entity';
 import { RunRepository } from './run.repository';
 import { RunErrorCode } from './runs.exception';
@@ -39,6 +40,14 @@ describe('RunsService', () => {
     { kind: 'agent', id: 'echo', name: 'Echo', run: async ({ message }) => `echo: ${message}` },
     { kind: 'agent', id: 'other', name: 'Other', run: async () => 'other' },
     { kind: 'agent', id: 'held', name: 'Held', run: (context) => gate.pass(context) },
+    {
+      kind: 'agent',
+      id: 'broken',
+      name: 'Broken',
+      run: async () => {
+        throw new Error('broken on purpose');
+      },
+    },
   ];
   let counter = 0;
   const key = () => `key-${++counter}`;
@@ -125,6 +134,17 @@ describe('RunsService', () => {
       const [row] = await app.sql('SELECT status, background, created_at, updated_at FROM runs WHERE id = $1', [run.id]);
       expect(row).toEqual({ status: 'running', background: false, created_at: run.createdAt, updated_at: run.createdAt });
       expect(await app.sql('SELECT user_id FROM sessions WHERE id = $1', [run.sessionId])).toEqual([{ user_id: 'sa:storer' }]);
+    });
+
+    it('answers the run as stored, without reading it back: as run, as stream, completed and failed', async () => {
+      for (const componentId of ['echo', 'broken']) {
+        const answered = await runs.run(root, 'agent', componentId, ask());
+        expect(await runs.get(root, 'agent', componentId, answered.run_id)).toEqual(answered);
+        const events: RunEvent[] = [];
+        await runs.stream(root, 'agent', componentId, ask(), (event) => events.push(event));
+        const final = events.at(-1)!.data;
+        expect(await runs.get(root, 'agent', componentId, String(final.run_id))).toEqual(final);
+      }
     });
 
     it("writes nothing into another user's session", async () => {

@@ -19,7 +19,7 @@ import { ComponentRegistry } from './component.registry';
 import { AcceptedRunDto, ComponentDto, IDEMPOTENCY_KEY_MAX, RunDto, RunEvent, StartRunDto } from './run.dto';
 import { RunEntity } from './run.entity';
 import { toRunDto } from './run.mapper';
-import { RUN_IDEMPOTENCY_CONSTRAINT, RunRepository } from './run.repository';
+import { RUN_IDEMPOTENCY_CONSTRAINT, RunOutcome, RunRepository } from './run.repository';
 import { runAttributes, RunExecutor, RunInput } from './run-executor';
 import { RunErrorCode, RunException } from './runs.exception';
 
@@ -66,10 +66,10 @@ export class RunsService {
     return this.traced(request, async (span) => {
       const component = this.registry.get(kind, componentId);
       const { run, created } = await this.create(caller, component, request, false, span);
-      if (created) {
-        await this.runs.finish(run.id, await this.executor.execute(component, toInput(run, request), { parent: span }));
+      if (!created) {
+        return this.get(caller, kind, componentId, run.id);
       }
-      return this.get(caller, kind, componentId, run.id);
+      return this.finished(run, await this.executor.execute(component, toInput(run, request), { parent: span }));
     });
   }
 
@@ -104,14 +104,15 @@ export class RunsService {
         created_at: toEpoch(run.createdAt),
       },
     });
-    if (created) {
-      const outcome = await this.executor.execute(component, toInput(run, request), {
-        onDelta: (content) => send({ event: 'RunContent', data: { run_id: run.id, content } }),
-        parent: span,
-      });
-      await this.runs.finish(run.id, outcome);
+    if (!created) {
+      send(finalEvent(await this.get(caller, kind, componentId, run.id)));
+      return;
     }
-    send(finalEvent(await this.get(caller, kind, componentId, run.id)));
+    const outcome = await this.executor.execute(component, toInput(run, request), {
+      onDelta: (content) => send({ event: 'RunContent', data: { run_id: run.id, content } }),
+      parent: span,
+    });
+    send(finalEvent(await this.finished(run, outcome)));
   }
 
   /** Stores the run and its durable job (same id) in one transaction; a worker runs it. */
@@ -237,6 +238,15 @@ export class RunsService {
   private createdIn(span: Span, component: Component, run: RunEntity, request: RunRequest): Created {
     span.setAttributes({ ...runAttributes(component, toInput(run, request)), [RUN_ATTRIBUTES.status]: run.status });
     return { run, created: true };
+  }
+
+  /** Records the outcome of a run executed here and answers the run as stored, without reading it back. */
+  private async finished(run: RunEntity, outcome: RunOutcome): Promise<RunDto> {
+    const stored = await this.runs.finish(run, outcome);
+    if (!stored) {
+      throw runNotFound(run.id);
+    }
+    return toRunDto(stored);
   }
 
   private sameComponent(run: RunEntity, component: Component, key: string): RunEntity {
