@@ -64,5 +64,8 @@ export class RunEntity {
   completedAt!: Date | null;
 
   /** The run's queue job (same id), joined on reads of background runs; not a column. */
-  job?: QueueJobEntity | null;
+  job?: RunJobState | null;
 }
+
+/** What a background run's job says of it: the authority on its state. */
+export type RunJobState = Pick<QueueJobEntity, 'status' | 'error' | 'updatedAt' | 'completedAt'>;

@@ -6,7 +6,7 @@ import { DataSource, IsNull, Repository, SelectQueryBuilder } from 'typeorm';
 import { DataScope } from '@app/access';
 import { poolOf } from '@app/database';
 import { fetchPage, PageRequest } from '@app/pagination';
-import { enqueueWith, ExpiredJob, JobPayload, QueueJobEntity } from '@app/queue';
+import { enqueueWith, ExpiredJob, JobPayload, JobStatus, QueueJobEntity } from '@app/queue';
 
 import { ComponentKind, ModelUsage, Turn } from './component';
 import { RunEntity } from './run.entity';
@@ -67,6 +67,67 @@ const BACKGROUND_RUN_NEW_SESSION = { name: 'runs_background_new_session', text: 
 const BACKGROUND_RUN_JOINED_SESSION = { name: 'runs_background_joined_session', text: backgroundRun(JOINED_SESSION) };
 const STARTED_RUN_NEW_SESSION = { name: 'runs_started_new_session', text: startedRun(NEW_SESSION) };
 const STARTED_RUN_JOINED_SESSION = { name: 'runs_started_joined_session', text: startedRun(JOINED_SESSION) };
+/** One run with its job's state, as a run is answered (GET, the WebSocket's watch, cancel): polled, so prepared. */
+const RUN_WITH_JOB = {
+  name: 'runs_find_with_job',
+  text: `SELECT r.id, r.session_id, r.component_type, r.component_id, r.user_id, r.background, r.status, r.message, r.content,
+                r.error, r.model, r.input_tokens, r.output_tokens, r.idempotency_key, r.created_at, r.updated_at, r.completed_at,
+                j.status AS job_status, j.error AS job_error, j.updated_at AS job_updated_at, j.completed_at AS job_completed_at
+           FROM runs r LEFT JOIN queue_jobs j ON j.id = r.id
+          WHERE r.id = $1 AND ($2::varchar IS NULL OR r.user_id = $2)
+            AND ($3::varchar IS NULL OR (r.component_type = $3 AND r.component_id = $4))`,
+};
+
+interface RunWithJobRow {
+  id: string;
+  session_id: string;
+  component_type: string;
+  component_id: string;
+  user_id: string | null;
+  background: boolean;
+  status: RunStatus;
+  message: string;
+  content: string | null;
+  error: string | null;
+  model: string | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  idempotency_key: string | null;
+  created_at: Date;
+  updated_at: Date;
+  completed_at: Date | null;
+  job_status: JobStatus | null;
+  job_error: string | null;
+  job_updated_at: Date | null;
+  job_completed_at: Date | null;
+}
+
+function toRunEntity(row: RunWithJobRow): RunEntity {
+  return Object.assign(new RunEntity(), {
+    id: row.id,
+    sessionId: row.session_id,
+    componentType: row.component_type,
+    componentId: row.component_id,
+    userId: row.user_id,
+    background: row.background,
+    status: row.status,
+    message: row.message,
+    content: row.content,
+    error: row.error,
+    model: row.model,
+    inputTokens: row.input_tokens,
+    outputTokens: row.output_tokens,
+    idempotencyKey: row.idempotency_key,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    completedAt: row.completed_at,
+    job:
+      row.job_status === null || row.job_updated_at === null
+        ? null
+        : { status: row.job_status, error: row.job_error, updatedAt: row.job_updated_at, completedAt: row.job_completed_at },
+  });
+}
+
 const FINISH_STARTED_RUN = {
   name: 'runs_finish_started',
   text: `UPDATE runs SET status = $2, content = $3, error = $4, model = $5, input_tokens = $6, output_tokens = $7,
@@ -122,12 +183,12 @@ export class RunRepository {
     return rows[0].created === 1;
   }
 
-  findById(scope: DataScope, id: string, component?: { kind: ComponentKind; id: string }): Promise<RunEntity | null> {
-    const query = this.withJob(scope).andWhere('run.id = :id', { id });
-    if (component) {
-      query.andWhere('run.component_type = :kind AND run.component_id = :componentId', { kind: component.kind, componentId: component.id });
-    }
-    return query.getOne();
+  async findById(scope: DataScope, id: string, component?: { kind: ComponentKind; id: string }): Promise<RunEntity | null> {
+    const { rows } = await poolOf(this.dataSource).query<RunWithJobRow>({
+      ...RUN_WITH_JOB,
+      values: [id, scope.ownerId, component?.kind ?? null, component?.id ?? null],
+    });
+    return rows.length === 0 ? null : toRunEntity(rows[0]);
   }
 
   /** The caller's earlier run under this idempotency key (keys are unique per attributed user). */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { DataScope } from '@app/access';
 import { CancellationIntents } from '@app/queue';
 import { TracesModule } from '@app/traces';
 
@@ -82,6 +83,18 @@ describe('RunsService', () => {
         content: null,
         background: true,
       });
+    });
+
+    it("a run read by id carries every column and its job's state, as its session's page reads it", async () => {
+      const accepted = await runs.enqueue(root, 'agent', 'echo', ask({ idempotency_key: key() }));
+      await app.sql(`UPDATE queue_jobs SET status = 'failed', error = 'lost', completed_at = now() WHERE id = $1`, [accepted.run_id]);
+      const repository = app.get(RunRepository);
+      const { job, ...byId } = (await repository.findById(DataScope.all(), accepted.run_id))!;
+      const request = { page: 1, limit: 10, sortBy: 'created_at' as const, sortOrder: 'asc' as const, offset: 0 };
+      const [[paged]] = await repository.pageBySession(DataScope.all(), accepted.session_id, request);
+      const { job: pagedJob, ...fromPage } = paged;
+      expect(byId).toEqual({ ...fromPage });
+      expect(job).toEqual({ status: 'failed', error: 'lost', updatedAt: pagedJob!.updatedAt, completedAt: pagedJob!.completedAt });
     });
 
     it('a synchronous run answers its own row; content only once completed', async () => {
