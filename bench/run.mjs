@@ -6,6 +6,7 @@ import { benchCliVersion } from './cli-version.mjs';
 import { benchModelStream } from './model-stream.mjs';
 import { benchQueue } from './queue.mjs';
 import { benchQueueReads } from './queue-reads.mjs';
+import { benchRunPaths } from './run-paths.mjs';
 import { benchSchedules } from './schedules.mjs';
 import { benchSurfaces } from './surfaces.mjs';
 import { benchTracing } from './tracing.mjs';
@@ -15,6 +16,7 @@ const benches = {
   auth: benchAuth,
   queue: benchQueue,
   'background-post': benchBackgroundPost,
+  'run-paths': benchRunPaths,
   'queue-reads': benchQueueReads,
   schedules: benchSchedules,
   'cli-version': benchCliVersion,
