@@ -1,12 +1,13 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { isUUID } from 'class-validator';
-import { Repository } from 'typeorm';
+import { DataSource, Repository } from 'typeorm';
 
 import { CredentialKind } from '@app/access';
 import { Env } from '@app/config';
+import { poolOf } from '@app/database';
 
 import { InternalSecretEntity } from './internal-secret.entity';
 import { ScheduleEntity } from './schedule.entity';
@@ -46,12 +47,15 @@ interface CalledSchedule {
 }
 
 /**
- * Read on every call a fire makes, so in plain SQL: through the repository's query builder and entity
- * hydration it cost the api about four times the CPU (190-350 µs against 55 µs a call, measured apart).
+ * Read on every call a fire makes, so in plain SQL, prepared on the pool: through the repository's query
+ * builder and entity hydration it cost the api about four times the CPU (190-350 µs against 55 µs a call,
+ * measured apart), and TypeORM's query runner a share of what was left.
  */
-const CALLED_SCHEDULE = `
-  SELECT enabled, method, endpoint, target_type, target_id, owner_kind, owner_id, owner_scopes, owner_service_account_id
-  FROM schedules WHERE id = $1`;
+const CALLED_SCHEDULE = {
+  name: 'schedules_called',
+  text: `SELECT enabled, method, endpoint, target_type, target_id, owner_kind, owner_id, owner_scopes, owner_service_account_id
+           FROM schedules WHERE id = $1`,
+};
 
 /**
  * The worker's credential for one call of a fire: `svc_sch_<schedule id>.<expiry>.<HMAC>`, keyed by
@@ -68,6 +72,7 @@ export class ScheduleCredentials {
     private readonly env: Env,
     @InjectRepository(InternalSecretEntity) private readonly secrets: Repository<InternalSecretEntity>,
     @InjectRepository(ScheduleEntity) private readonly schedules: Repository<ScheduleEntity>,
+    @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
 
   async mint(scheduleId: string, validForSeconds: number, call: ScheduleCall): Promise<string> {
@@ -85,7 +90,9 @@ export class ScheduleCredentials {
     if (!timingSafeEqual(expected, Buffer.from(match[3]))) {
       return null;
     }
-    const [schedule] = await this.schedules.query<CalledSchedule[]>(CALLED_SCHEDULE, [match[1]]);
+    const {
+      rows: [schedule],
+    } = await poolOf(this.dataSource).query<CalledSchedule>({ ...CALLED_SCHEDULE, values: [match[1]] });
     if (!schedule?.enabled || !isCallOf(schedule, call)) {
       return null;
     }
