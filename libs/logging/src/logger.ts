@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { IncomingMessage, type ServerResponse } from 'node:http';
 
 import { DynamicModule, Injectable, Module, RequestMethod } from '@nestjs/common';
 import { Logger as PinoNestLogger, LoggerModule } from 'nestjs-pino';
@@ -77,8 +77,8 @@ function accessLogOptions(logger: Logger): HttpLogOptions {
     logger,
     quietResLogger: true,
     wrapSerializers: false,
-    // Lines elsewhere name the id itself (`{ request_id: request.id }`): a string passes as it is.
-    serializers: { [REQUEST_ID]: (request: IncomingMessage | string) => (typeof request === 'string' ? request : request.id) },
+    // Lines elsewhere name the id itself (`{ request_id: request.id }`): anything but a request passes as it is.
+    serializers: { [REQUEST_ID]: (value: unknown) => (value instanceof IncomingMessage ? value.id : value) },
     customAttributeKeys: { req: REQUEST_ID, responseTime: 'ms' },
     customLogLevel: (_request, response, error) => (error || response.statusCode >= 500 ? 'error' : 'info'),
     customSuccessObject: (request, response, value: { ms: number }) => accessFields(request, response, value.ms),
