@@ -135,7 +135,11 @@ describe('RunsService', () => {
         componentType: 'agent',
         componentId: 'echo',
         userId: 'sa:storer',
+        background: false,
+        status: 'running',
         message: 'hi',
+        content: null,
+        error: null,
         idempotencyKey: null,
         createdAt: new Date('2020-01-02T03:04:05.678Z'),
         ...fields,
@@ -158,6 +162,18 @@ describe('RunsService', () => {
         const final = events.at(-1)!.data;
         expect(await runs.get(root, 'agent', componentId, String(final.run_id))).toEqual(final);
       }
+    });
+
+    it('finishes the run as a read then finds it: times to the millisecond, usage, status and content', async () => {
+      const repository = app.get(RunRepository);
+      const run = started({ createdAt: new Date() });
+      await repository.insertStarted(run, true);
+      const usage = { model: 'bench-model', inputTokens: 12, outputTokens: 34 };
+      const finished = await repository.finish(run, { status: 'completed', content: 'done', error: null, usage });
+      const { job, ...read } = (await repository.findById(DataScope.all(), run.id))!;
+      expect(job).toBeNull();
+      expect({ ...finished }).toEqual(read);
+      expect(read).toMatchObject({ status: 'completed', content: 'done', model: 'bench-model', inputTokens: 12, outputTokens: 34 });
     });
 
     it("writes nothing into another user's session", async () => {
