@@ -1,9 +1,7 @@
 // Token verification cost: requests/s for anonymous GET /health and for GET /config
 // anonymous, with a cached svc_pat_ token, and with the cache off (TTL 0).
 // Rounds alternate between the cases; each case's median of the rounds is reported.
-import autocannon from 'autocannon';
-
-import { cpuMillis, machine, median, startApp, startDatabase } from './support.mjs';
+import { loadRound, machine, median, startApp, startDatabase } from './support.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -14,13 +12,8 @@ const CONNECTIONS = 32;
  * generator shares the two cores, so throughput is partly the client's; server CPU per request is
  * the steadier measure of what a request costs the api.
  */
-async function load(server, path, headers = {}) {
-  const before = cpuMillis(server.child.pid);
-  const result = await autocannon({ url: `${server.url}${path}`, headers, connections: CONNECTIONS, duration: SECONDS });
-  if (result.non2xx > 0 || result.errors > 0) {
-    throw new Error(`${path}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  }
-  return { rps: result.requests.average, cpuMicros: ((cpuMillis(server.child.pid) - before) * 1000) / result.requests.total };
+function load(server, path, headers = {}) {
+  return loadRound(server, { url: `${server.url}${path}`, headers, connections: CONNECTIONS, duration: SECONDS });
 }
 
 async function mintToken(api) {

@@ -4,9 +4,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
-import autocannon from 'autocannon';
-
-import { cpuMillis, load, machine, median, startApp, startDatabase } from './support.mjs';
+import { load, loadRound, machine, median, startApp, startDatabase } from './support.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -24,9 +22,8 @@ async function startReference(url) {
   return { url: JSON.parse(line).url, child, stop: () => new Promise((done) => (child.once('exit', done), child.kill('SIGTERM'))) };
 }
 
-async function post(server, token) {
-  const before = cpuMillis(server.child.pid);
-  const result = await autocannon({
+function post(server, token) {
+  return loadRound(server, {
     url: `${server.url}/agents/echo-agent/runs`,
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -34,10 +31,6 @@ async function post(server, token) {
     connections: CONNECTIONS,
     duration: SECONDS,
   });
-  if (result.non2xx > 0 || result.errors > 0) {
-    throw new Error(`${server.url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  }
-  return { rps: result.requests.average, cpuMicros: ((cpuMillis(server.child.pid) - before) * 1000) / result.requests.total };
 }
 
 export async function benchBackgroundPost() {

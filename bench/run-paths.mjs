@@ -2,9 +2,7 @@
 // single long session (every connection posts into it), and GET of a run by id (what pollers call).
 // autocannon, 32 connections, the same svc_pat_ token, one database; requests/s and the api's CPU per
 // request. BENCH_BASELINE_CHECKOUT=<dir of another built checkout> adds its api (a before/after run).
-import autocannon from 'autocannon';
-
-import { cpuMillis, load, machine, median, startApp, startDatabase } from './support.mjs';
+import { load, loadRound, machine, median, startApp, startDatabase } from './support.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -12,14 +10,7 @@ const CONNECTIONS = 32;
 const KEY = 'bench-os-security-key-000000';
 const BASELINE = process.env.BENCH_BASELINE_CHECKOUT;
 
-async function measure(server, request) {
-  const before = cpuMillis(server.child.pid);
-  const result = await autocannon({ ...request(server), connections: CONNECTIONS, duration: SECONDS });
-  if (result.non2xx > 0 || result.errors > 0) {
-    throw new Error(`${server.url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  }
-  return { rps: result.requests.average, cpuMicros: ((cpuMillis(server.child.pid) - before) * 1000) / result.requests.total };
-}
+const measure = (server, request) => loadRound(server, { ...request(server), connections: CONNECTIONS, duration: SECONDS });
 
 export async function benchRunPaths() {
   const loadAtStart = load();

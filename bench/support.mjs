@@ -4,6 +4,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 
+import autocannon from 'autocannon';
+
 import { freePort, startEmbeddedPostgres } from '../scripts/embedded-postgres.mjs';
 
 export async function startDatabase() {
@@ -70,4 +72,17 @@ export function cpuMillis(pid) {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
   return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
+}
+
+/**
+ * One autocannon round against a server started by startApp (or with its `child`): requests/s and the
+ * server's CPU per request. Any non-2xx answer or error fails the bench rather than flattering it.
+ */
+export async function loadRound(server, request) {
+  const before = cpuMillis(server.child.pid);
+  const result = await autocannon(request);
+  if (result.non2xx > 0 || result.errors > 0) {
+    throw new Error(`${server.url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  }
+  return { rps: result.requests.average, cpuMicros: ((cpuMillis(server.child.pid) - before) * 1000) / result.requests.total };
 }
