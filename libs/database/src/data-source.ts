@@ -1,6 +1,4 @@
-import type { Pool } from 'pg';
 import { DataSource, DataSourceOptions } from 'typeorm';
-import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 
 import { ConnectionClient } from './connection-client';
 import { MIGRATIONS } from './migrations';
@@ -37,12 +35,4 @@ export async function migrate(dataSource: DataSource): Promise<string[]> {
     await runner.query(`SELECT pg_advisory_unlock(${MIGRATION_LOCK_KEY})`).catch(() => undefined);
     await runner.release();
   }
-}
-
-/**
- * The pg pool under a DataSource, for statements on a hot path: past TypeORM's query runner (its
- * per-call runner, events and logging) and, given a name, prepared once per connection.
- */
-export function poolOf(dataSource: DataSource): Pool {
-  return (dataSource.driver as PostgresDriver).master as Pool;
 }

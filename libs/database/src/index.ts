@@ -4,4 +4,5 @@ export * from './data-source';
 export * from './database-errors';
 export * from './database.module';
 export * from './epoch';
+export * from './prepared';
 export * from './transaction';

@@ -4,7 +4,7 @@ import type { ClientBase } from 'pg';
 import { DataSource, IsNull, Repository, SelectQueryBuilder } from 'typeorm';
 
 import { DataScope } from '@app/access';
-import { poolOf } from '@app/database';
+import { queryPrepared } from '@app/database';
 import { fetchPage, PageRequest } from '@app/pagination';
 import { enqueueWith, ExpiredJob, JobPayload, JobStatus, QueueJobEntity } from '@app/queue';
 
@@ -154,19 +154,11 @@ export class RunRepository {
    * fails with the unique violation of RUN_IDEMPOTENCY_CONSTRAINT.
    */
   async insertBackground(run: RunEntity, newSession: boolean, payload: JobPayload): Promise<boolean> {
-    const { rows } = await poolOf(this.dataSource).query<{ created: number }>({
-      ...(newSession ? BACKGROUND_RUN_NEW_SESSION : BACKGROUND_RUN_JOINED_SESSION),
-      values: [
-        run.id,
-        run.sessionId,
-        run.componentType,
-        run.componentId,
-        run.userId,
-        run.message,
-        run.idempotencyKey,
-        JSON.stringify(payload),
-      ],
-    });
+    const { rows } = await queryPrepared<{ created: number }>(
+      this.dataSource,
+      newSession ? BACKGROUND_RUN_NEW_SESSION : BACKGROUND_RUN_JOINED_SESSION,
+      [run.id, run.sessionId, run.componentType, run.componentId, run.userId, run.message, run.idempotencyKey, JSON.stringify(payload)],
+    );
     return rows[0].created === 1;
   }
 
@@ -176,18 +168,21 @@ export class RunRepository {
    * idempotency key fails as in insertBackground.
    */
   async insertStarted(run: RunEntity, newSession: boolean): Promise<boolean> {
-    const { rows } = await poolOf(this.dataSource).query<{ created: number }>({
-      ...(newSession ? STARTED_RUN_NEW_SESSION : STARTED_RUN_JOINED_SESSION),
-      values: [run.id, run.sessionId, run.componentType, run.componentId, run.userId, run.message, run.idempotencyKey, run.createdAt],
-    });
+    const { rows } = await queryPrepared<{ created: number }>(
+      this.dataSource,
+      newSession ? STARTED_RUN_NEW_SESSION : STARTED_RUN_JOINED_SESSION,
+      [run.id, run.sessionId, run.componentType, run.componentId, run.userId, run.message, run.idempotencyKey, run.createdAt],
+    );
     return rows[0].created === 1;
   }
 
   async findById(scope: DataScope, id: string, component?: { kind: ComponentKind; id: string }): Promise<RunEntity | null> {
-    const { rows } = await poolOf(this.dataSource).query<RunWithJobRow>({
-      ...RUN_WITH_JOB,
-      values: [id, scope.ownerId, component?.kind ?? null, component?.id ?? null],
-    });
+    const { rows } = await queryPrepared<RunWithJobRow>(this.dataSource, RUN_WITH_JOB, [
+      id,
+      scope.ownerId,
+      component?.kind ?? null,
+      component?.id ?? null,
+    ]);
     return rows.length === 0 ? null : toRunEntity(rows[0]);
   }
 
@@ -225,10 +220,15 @@ export class RunRepository {
     const model = usage?.model ?? null;
     const inputTokens = usage?.inputTokens ?? null;
     const outputTokens = usage?.outputTokens ?? null;
-    const { rows } = await poolOf(this.dataSource).query<{ completed_at: Date }>({
-      ...FINISH_STARTED_RUN,
-      values: [run.id, status, content, error, model, inputTokens, outputTokens],
-    });
+    const { rows } = await queryPrepared<{ completed_at: Date }>(this.dataSource, FINISH_STARTED_RUN, [
+      run.id,
+      status,
+      content,
+      error,
+      model,
+      inputTokens,
+      outputTokens,
+    ]);
     if (rows.length === 0) {
       return null;
     }

@@ -7,7 +7,7 @@ import { DataSource, Repository } from 'typeorm';
 
 import { CredentialKind } from '@app/access';
 import { Env } from '@app/config';
-import { poolOf } from '@app/database';
+import { queryPrepared } from '@app/database';
 
 import { InternalSecretEntity } from './internal-secret.entity';
 import { ScheduleEntity } from './schedule.entity';
@@ -92,7 +92,7 @@ export class ScheduleCredentials {
     }
     const {
       rows: [schedule],
-    } = await poolOf(this.dataSource).query<CalledSchedule>({ ...CALLED_SCHEDULE, values: [match[1]] });
+    } = await queryPrepared<CalledSchedule>(this.dataSource, CALLED_SCHEDULE, [match[1]]);
     if (!schedule?.enabled || !isCallOf(schedule, call)) {
       return null;
     }
