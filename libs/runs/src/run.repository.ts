@@ -217,32 +217,21 @@ export class RunRepository {
 
   /** Records a synchronous run's outcome; returns the run as now stored, or null when it is gone (its session deleted meanwhile). */
   async finish(run: RunEntity, { status, content, error, usage }: RunOutcome): Promise<RunEntity | null> {
-    const model = usage?.model ?? null;
-    const inputTokens = usage?.inputTokens ?? null;
-    const outputTokens = usage?.outputTokens ?? null;
-    const { rows } = await queryPrepared<{ completed_at: Date }>(this.dataSource, FINISH_STARTED_RUN, [
-      run.id,
+    // In the order of FINISH_STARTED_RUN's $2 to $7.
+    const written = {
       status,
       content,
       error,
-      model,
-      inputTokens,
-      outputTokens,
-    ]);
+      model: usage?.model ?? null,
+      inputTokens: usage?.inputTokens ?? null,
+      outputTokens: usage?.outputTokens ?? null,
+    };
+    const { rows } = await queryPrepared<{ completed_at: Date }>(this.dataSource, FINISH_STARTED_RUN, [run.id, ...Object.values(written)]);
     if (rows.length === 0) {
       return null;
     }
     const [{ completed_at: completedAt }] = rows;
-    return Object.assign(new RunEntity(), run, {
-      status,
-      content,
-      error,
-      model,
-      inputTokens,
-      outputTokens,
-      completedAt,
-      updatedAt: completedAt,
-    });
+    return Object.assign(new RunEntity(), run, written, { completedAt, updatedAt: completedAt });
   }
 
   /** Background runs' outcomes, written inside the queue's fenced transaction (see JobHandler.record): one statement. */
