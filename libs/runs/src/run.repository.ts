@@ -128,6 +128,20 @@ function toRunEntity(row: RunWithJobRow): RunEntity {
   });
 }
 
+/** Earlier turns a run sees: at most this many runs back, so a long session costs a bounded read. */
+const HISTORY_RUNS = 50;
+
+/** The turns a run continuing its session sees (every such run reads them, in the api or a worker). */
+const SESSION_HISTORY = {
+  name: 'runs_session_history',
+  text: `SELECT message, content FROM (
+           SELECT r.message, r.content, r.created_at FROM runs r, runs current
+           WHERE current.id = $2 AND r.session_id = $1 AND r.id <> $2 AND r.status = 'completed' AND r.content IS NOT NULL
+             AND r.created_at <= current.created_at
+           ORDER BY r.created_at DESC LIMIT ${HISTORY_RUNS}) earlier
+         ORDER BY created_at`,
+};
+
 const FINISH_STARTED_RUN = {
   name: 'runs_finish_started',
   text: `UPDATE runs SET status = $2, content = $3, error = $4, model = $5, input_tokens = $6, output_tokens = $7,
@@ -135,9 +149,6 @@ const FINISH_STARTED_RUN = {
          WHERE id = $1
          RETURNING completed_at`,
 };
-
-/** Earlier turns a run sees: at most this many runs back, so a long session costs a bounded read. */
-const HISTORY_RUNS = 50;
 
 /** Every read takes the caller's DataScope first and joins the run's queue job, the authority on a background run's state. */
 @Injectable()
@@ -200,15 +211,7 @@ export class RunRepository {
 
   /** The session's completed runs before `runId`, as turns, oldest first. */
   async history(sessionId: string, runId: string): Promise<Turn[]> {
-    const rows: { message: string; content: string }[] = await this.rows.query(
-      `SELECT message, content FROM (
-         SELECT r.message, r.content, r.created_at FROM runs r, runs current
-         WHERE current.id = $2 AND r.session_id = $1 AND r.id <> $2 AND r.status = 'completed' AND r.content IS NOT NULL
-           AND r.created_at <= current.created_at
-         ORDER BY r.created_at DESC LIMIT ${HISTORY_RUNS}) earlier
-       ORDER BY created_at`,
-      [sessionId, runId],
-    );
+    const { rows } = await queryPrepared<{ message: string; content: string }>(this.dataSource, SESSION_HISTORY, [sessionId, runId]);
     return rows.flatMap((row) => [
       { role: 'user' as const, content: row.message },
       { role: 'assistant' as const, content: row.content },
