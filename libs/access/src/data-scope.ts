@@ -34,6 +34,14 @@ export class DataScope {
     return this.ownerId === null || this.ownerId === ownerId;
   }
 
+  /**
+   * SQL condition on `column` for a statement prepared once for every scope: the owner is parameter
+   * `$<parameter>`, bound to `ownerId` (null: everyone's rows).
+   */
+  static preparedWhere(column: string, parameter: number): string {
+    return `($${parameter}::varchar IS NULL OR ${column} = $${parameter})`;
+  }
+
   /** SQL condition on `column`, with its parameters named uniquely for query builders. */
   where(column: string): { sql: string; params: Record<string, unknown> } {
     return this.ownerId === null

@@ -67,65 +67,35 @@ const BACKGROUND_RUN_NEW_SESSION = { name: 'runs_background_new_session', text: 
 const BACKGROUND_RUN_JOINED_SESSION = { name: 'runs_background_joined_session', text: backgroundRun(JOINED_SESSION) };
 const STARTED_RUN_NEW_SESSION = { name: 'runs_started_new_session', text: startedRun(NEW_SESSION) };
 const STARTED_RUN_JOINED_SESSION = { name: 'runs_started_joined_session', text: startedRun(JOINED_SESSION) };
-/** One run with its job's state, as a run is answered (GET, the WebSocket's watch, cancel): polled, so prepared. */
+/**
+ * One run with its job's state, as a run is answered (GET, the WebSocket's watch, cancel): polled, so
+ * prepared. Columns come out under the entity's property names.
+ */
 const RUN_WITH_JOB = {
   name: 'runs_find_with_job',
-  text: `SELECT r.id, r.session_id, r.component_type, r.component_id, r.user_id, r.background, r.status, r.message, r.content,
-                r.error, r.model, r.input_tokens, r.output_tokens, r.idempotency_key, r.created_at, r.updated_at, r.completed_at,
-                j.status AS job_status, j.error AS job_error, j.updated_at AS job_updated_at, j.completed_at AS job_completed_at
+  text: `SELECT r.id, r.session_id AS "sessionId", r.component_type AS "componentType", r.component_id AS "componentId",
+                r.user_id AS "userId", r.background, r.status, r.message, r.content, r.error, r.model,
+                r.input_tokens AS "inputTokens", r.output_tokens AS "outputTokens", r.idempotency_key AS "idempotencyKey",
+                r.created_at AS "createdAt", r.updated_at AS "updatedAt", r.completed_at AS "completedAt",
+                j.status AS "jobStatus", j.error AS "jobError", j.updated_at AS "jobUpdatedAt", j.completed_at AS "jobCompletedAt"
            FROM runs r LEFT JOIN queue_jobs j ON j.id = r.id
-          WHERE r.id = $1 AND ($2::varchar IS NULL OR r.user_id = $2)
+          WHERE r.id = $1 AND ${DataScope.preparedWhere('r.user_id', 2)}
             AND ($3::varchar IS NULL OR (r.component_type = $3 AND r.component_id = $4))`,
 };
 
-interface RunWithJobRow {
-  id: string;
-  session_id: string;
-  component_type: string;
-  component_id: string;
-  user_id: string | null;
-  background: boolean;
-  status: RunStatus;
-  message: string;
-  content: string | null;
-  error: string | null;
-  model: string | null;
-  input_tokens: number | null;
-  output_tokens: number | null;
-  idempotency_key: string | null;
-  created_at: Date;
-  updated_at: Date;
-  completed_at: Date | null;
-  job_status: JobStatus | null;
-  job_error: string | null;
-  job_updated_at: Date | null;
-  job_completed_at: Date | null;
-}
+type RunWithJobRow = Omit<RunEntity, 'job'> & {
+  jobStatus: JobStatus | null;
+  jobError: string | null;
+  jobUpdatedAt: Date | null;
+  jobCompletedAt: Date | null;
+};
 
-function toRunEntity(row: RunWithJobRow): RunEntity {
-  return Object.assign(new RunEntity(), {
-    id: row.id,
-    sessionId: row.session_id,
-    componentType: row.component_type,
-    componentId: row.component_id,
-    userId: row.user_id,
-    background: row.background,
-    status: row.status,
-    message: row.message,
-    content: row.content,
-    error: row.error,
-    model: row.model,
-    inputTokens: row.input_tokens,
-    outputTokens: row.output_tokens,
-    idempotencyKey: row.idempotency_key,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    completedAt: row.completed_at,
-    job:
-      row.job_status === null || row.job_updated_at === null
-        ? null
-        : { status: row.job_status, error: row.job_error, updatedAt: row.job_updated_at, completedAt: row.job_completed_at },
-  });
+function toRunEntity({ jobStatus, jobError, jobUpdatedAt, jobCompletedAt, ...run }: RunWithJobRow): RunEntity {
+  const job =
+    jobStatus === null || jobUpdatedAt === null
+      ? null
+      : { status: jobStatus, error: jobError, updatedAt: jobUpdatedAt, completedAt: jobCompletedAt };
+  return Object.assign(new RunEntity(), run, { job });
 }
 
 /** Earlier turns a run sees: at most this many runs back, so a long session costs a bounded read. */
