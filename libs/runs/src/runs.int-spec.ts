@@ -112,6 +112,9 @@ describe('RunsService', () => {
     it('a run is found only under its own component, and only by a caller who may see it', async () => {
       const finished = await runs.run(principals.jwt('alice', []), 'agent', 'echo', ask());
       const bob = { ...principals.jwt('bob', []), selfScoped: true };
+      const alice = { ...principals.jwt('alice', []), selfScoped: true };
+
+      await expect(runs.get(alice, 'agent', 'echo', finished.run_id)).resolves.toMatchObject({ run_id: finished.run_id });
 
       await expect(runs.get(root, 'agent', 'other', finished.run_id)).rejects.toMatchObject({ code: RunErrorCode.RunNotFound });
       await expect(runs.get(bob, 'agent', 'echo', finished.run_id)).rejects.toMatchObject({ code: RunErrorCode.RunNotFound });
