@@ -51,6 +51,9 @@ function loggerOptions(settings: LogSettings, service: string): LoggerOptions {
   };
 }
 
+/** The key every line of a request carries its id under. */
+const REQUEST_ID = 'request_id';
+
 /** The fields of an access line: flat, and nothing of the request's headers (so no credential). */
 function accessFields(request: IncomingMessage, response: ServerResponse, ms: number): object {
   return { [REQUEST_ID]: request.id, method: request.method, url: request.url, status: response.statusCode, ms };
@@ -59,8 +62,6 @@ function accessFields(request: IncomingMessage, response: ServerResponse, ms: nu
 function accessMessage(request: IncomingMessage, response: ServerResponse, ms: number): string {
   return `${request.method} ${request.url} ${response.statusCode} ${ms} ms`;
 }
-
-const REQUEST_ID = 'request_id';
 
 /**
  * One access line per request (pino-http, when the response is sent): `GET /config 200 3 ms`,
