@@ -1,5 +1,5 @@
 // Operator reads at scale: /queue/stats, /metrics and the first page of GET /queue/jobs (unfiltered and
-// status=failed) with 1,000,000 and then 10,000,000 finished jobs in queue_jobs, generated straight into the
+// status=failed, and status=running while five jobs run) with 1,000,000 and then 10,000,000 finished jobs in queue_jobs, generated straight into the
 // table (the default 7-day retention holds 1M at under 2 runs/s). Then the kept counts against count(*).
 import pg from 'pg';
 
@@ -15,9 +15,13 @@ const READS = [
   ['GET /metrics', '/metrics'],
   ['GET /queue/jobs (first page)', '/queue/jobs?limit=20'],
   ['GET /queue/jobs?status=failed (first page)', '/queue/jobs?status=failed&limit=20'],
+  ['GET /queue/jobs?status=running (first page)', '/queue/jobs?status=running&limit=20'],
 ];
 
-/** Finished jobs over the past week: mostly completed, 2 % failed, 1 % cancelled; a few queued ones on top. */
+/** What an incident looks like in the table: a few jobs running, held by a worker, among all the finished ones. */
+const RUNNING = 5;
+
+/** Finished jobs over the past week: mostly completed, 2 % failed, 1 % cancelled. */
 async function generate(client, from, to) {
   for (let start = from; start < to; start += CHUNK) {
     const end = Math.min(to, start + CHUNK);
@@ -31,6 +35,15 @@ async function generate(client, from, to) {
     );
   }
   await client.query('VACUUM ANALYZE queue_jobs');
+}
+
+async function startRunning(client) {
+  await client.query(
+    `INSERT INTO queue_jobs (id, component_type, component_id, session_id, payload, status, attempt, max_attempts, locked_by, locked_at, heartbeat_at)
+     SELECT gen_random_uuid(), 'agent', 'echo-agent', 'running-' || n, '{"message": "x"}', 'running', 1, 1, 'bench-worker', now(), now()
+     FROM generate_series(1, $1) AS n`,
+    [RUNNING],
+  );
 }
 
 async function timeRead(api, path) {
@@ -55,6 +68,7 @@ export async function benchQueueReads() {
   const rows = [];
   let generated = 0;
   try {
+    await startRunning(client);
     for (const size of SIZES) {
       const started = performance.now();
       await generate(client, generated, size);

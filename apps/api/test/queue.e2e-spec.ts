@@ -283,6 +283,10 @@ describe('queue operations (jwt mode with the security key as root)', () => {
     it('any other state (running, completed) is not requeueable: 400', async () => {
       const running = await post('sleep-agent', '3');
       await expect.poll(() => statusOf(running)).toBe('running');
+      // What an operator asks first in an incident: the running list holds it, with the worker that runs it.
+      const list = await call(api.url, 'GET', '/queue/jobs?status=running', { token: ROOT_KEY });
+      expect(list.body.data).toEqual([expect.objectContaining({ id: running, status: 'running', locked_by: expect.any(String) })]);
+      expect(list.body.meta.total_count).toBe(1);
       const response = await requeue(running);
       expectErrorBody(response, 400);
       expect(response.body.detail).toContain('is running');

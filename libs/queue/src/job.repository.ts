@@ -64,6 +64,11 @@ export class QueueJobRepository {
     if (statuses.length > 0) {
       builder.where('job.status IN (:...statuses)', { statuses });
     }
+    if (statuses.length > 0 && statuses.every((status) => status === 'running')) {
+      // Always true of a running job (its worker holds the lock), and it lets PostgreSQL read the few locked jobs
+      // from their partial index instead of walking every job by creation time when fewer run than a page holds.
+      builder.andWhere('job.locked_by IS NOT NULL');
+    }
     const ascending = request.sortOrder === 'asc';
     const rows = await builder
       .orderBy(SORT_COLUMNS[request.sortBy], ascending ? 'ASC' : 'DESC', ascending ? 'NULLS LAST' : 'NULLS FIRST')

@@ -11,7 +11,7 @@ const JOB_TYPE = 'count-test';
 /**
  * The per-status counts (/queue/stats, /metrics, the list's total_count) come from deltas the
  * table's triggers append, never from counting the table: after every kind of write a worker or
- * an operator makes, they must equal count(*) exactly.
+ * an operator makes, they must equal count(*) exactly. And every running job holds its worker's lock.
  */
 describe('queue job counts', () => {
   let url: string;
@@ -33,6 +33,9 @@ describe('queue job counts', () => {
     const byStatus = (rows: { status: string; n: number }[]) =>
       Object.fromEntries(JOB_STATUSES.map((status) => [status, rows.find((row) => row.status === status)?.n ?? 0]));
     expect(byStatus(kept)).toEqual(byStatus(counted));
+    // The running list (GET /queue/jobs?status=running) reads the locked jobs' index: no write may leave a job running without its lock.
+    const unlocked = await query<{ n: number }>(url, `SELECT count(*)::int AS n FROM queue_jobs WHERE status = 'running' AND locked_by IS NULL`);
+    expect(unlocked[0].n).toBe(0);
   }
 
   it('equal count(*) after enqueues, claims, reservations, starts, outcomes, sweeps, requeues, cancels, retention deletes and folds', async () => {
