@@ -27,11 +27,25 @@ function isPretty(format: LogSettings['LOG_FORMAT']): boolean {
   return format === 'pretty' || (format === 'auto' && process.stdout.isTTY === true);
 }
 
+/**
+ * An error as pino writes it (type, message, stack, code and its other fields), less the client pg-pool hangs
+ * on the error of a connection lost while idle: that object holds the connection's settings and the text of
+ * every statement it prepared, kilobytes of a line no operator reads.
+ */
+function errorFields(error: unknown): unknown {
+  if (!(error instanceof Error)) {
+    return error;
+  }
+  const { client: _client, ...fields } = pino.stdSerializers.err(error) as unknown as Record<string, unknown>;
+  return fields;
+}
+
 function loggerOptions(settings: LogSettings, service: string): LoggerOptions {
   return {
     level: settings.LOG_LEVEL,
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
+    serializers: { err: errorFields },
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     ...(isPretty(settings.LOG_FORMAT)
       ? {
