@@ -133,9 +133,11 @@ describe('auth mode jwt', () => {
   });
 
   it('lets a JWT rotate only accounts whose scopes it holds: the new token would grant them', async () => {
+    // Dora minted both while her JWT held sessions:read; her JWT now holds less.
+    const before = await jwt('dora', ['service_accounts:write', 'config:read', 'sessions:read']);
     const writer = await jwt('dora', ['service_accounts:write', 'config:read']);
-    const narrow = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read'] });
-    const wide = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read', 'sessions:read'] });
+    const narrow = await mintAccount(api.url, before, { scopes: ['config:read'] });
+    const wide = await mintAccount(api.url, before, { scopes: ['config:read', 'sessions:read'] });
     const refused = await call(api.url, 'POST', `/service-accounts/${wide.id}/rotate`, { token: writer, json: {} });
     expect(refused.status).toBe(403);
     expect(refused.body).toEqual({ detail: 'Cannot grant scope(s) you do not hold: sessions:read' });
@@ -143,6 +145,30 @@ describe('auth mode jwt', () => {
     const rotated = await call(api.url, 'POST', `/service-accounts/${narrow.id}/rotate`, { token: writer, json: { grace_seconds: 0 } });
     expect(rotated.status).toBe(200);
     expect((await call(api.url, 'GET', '/config', { token: rotated.body.token })).status).toBe(200);
+  });
+
+  it("refuses to revoke or rotate another principal's account, though user isolation off lists it; its minter and an admin may", async () => {
+    const alice = await jwt('alice', ['service_accounts:write', 'config:read']);
+    const bob = await jwt('bob', ['service_accounts:write', 'service_accounts:read', 'config:read']);
+    const account = await mintAccount(api.url, alice, { scopes: ['config:read'] });
+    const listed = await call(api.url, 'GET', '/service-accounts?limit=100', { token: bob });
+    expect(listed.body.data.map((row: { id: string }) => row.id)).toContain(account.id);
+    const attempts = [
+      ['rotate', await call(api.url, 'POST', `/service-accounts/${account.id}/rotate`, { token: bob, json: { grace_seconds: 0 } })],
+      ['revoke', await call(api.url, 'DELETE', `/service-accounts/${account.id}`, { token: bob })],
+    ] as const;
+    for (const [action, refused] of attempts) {
+      expect(refused.status).toBe(403);
+      expect(refused.body).toEqual({
+        detail: `Only the principal that minted service account '${account.name}', or an admin (platform:admin), may ${action} it`,
+      });
+    }
+    expect((await call(api.url, 'GET', '/config', { token: account.token })).status).toBe(200);
+    const rotated = await call(api.url, 'POST', `/service-accounts/${account.id}/rotate`, { token: alice, json: { grace_seconds: 0 } });
+    expect(rotated.status).toBe(200);
+    const admin = await jwt('root-user', ['platform:admin']);
+    expect((await call(api.url, 'DELETE', `/service-accounts/${account.id}`, { token: admin })).status).toBe(200);
+    expect((await call(api.url, 'GET', '/config', { token: rotated.body.token })).status).toBe(401);
   });
 
   it('lets an admin JWT grant anything', async () => {

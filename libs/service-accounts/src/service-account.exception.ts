@@ -6,6 +6,8 @@ export enum ServiceAccountErrorCode {
   InvalidScopes = 'service_account.invalid_scopes',
   PrivilegedNotAllowed = 'service_account.privileged_not_allowed',
   CannotGrant = 'service_account.cannot_grant',
+  /** Revoking or rotating an account someone else minted, without the admin scope. */
+  NotOwner = 'service_account.not_owner',
   /** Rotation needs an active account: a revoked or expired one answers 409. */
   NotActive = 'service_account.not_active',
   CredentialRequired = 'service_account.credential_required',

@@ -99,6 +99,7 @@ export class ServiceAccountsService {
   async revoke(caller: Principal, id: string): Promise<ServiceAccountDto> {
     const scope = DataScope.of(caller);
     const account = await this.visible(scope, id);
+    this.assertMayManage(caller, account, 'revoke');
     await this.accounts.revoke(id);
     this.verifier.forget(id);
     return this.map((await this.accounts.findById(scope, id)) ?? account);
@@ -113,6 +114,7 @@ export class ServiceAccountsService {
     assertCredential(caller, 'Rotating a service account token');
     const scope = DataScope.of(caller);
     const account = await this.visible(scope, id);
+    this.assertMayManage(caller, account, 'rotate');
     this.assertMayGrant(caller, account.scopes);
     const token = generateToken();
     const graceEnd = new Date(Date.now() + (request.grace_seconds ?? DEFAULT_GRACE_SECONDS) * 1000);
@@ -179,6 +181,21 @@ export class ServiceAccountsService {
   }
 
   /** A token carrying `scopes` goes only to an admin, or to a caller holding service_accounts:write and each of them. */
+  /**
+   * Revoking or rotating an account acts on its behalf: a rotation hands its identity (`sa:<name>`, with its
+   * sessions and schedules) to whoever holds the new token. So only its minter or an admin may, even where
+   * the caller may list it (a JWT user while user isolation is off sees every account).
+   */
+  private assertMayManage(caller: Principal, account: ServiceAccountEntity, action: 'revoke' | 'rotate'): void {
+    if (isAdmin(caller) || caller.userId === null || caller.userId === account.ownerId) {
+      return;
+    }
+    throw new ServiceAccountException(
+      Code.NotOwner,
+      `Only the principal that minted service account '${account.name}', or an admin (platform:admin), may ${action} it`,
+    );
+  }
+
   private assertMayGrant(caller: Principal, scopes: readonly string[]): void {
     if (isAdmin(caller)) {
       return;

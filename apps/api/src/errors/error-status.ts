@@ -35,6 +35,7 @@ export function statusOf(code: DomainErrorCode): HttpStatus {
     case RequestErrorCode.Forbidden:
     case AuthErrorCode.Forbidden:
     case ServiceAccountErrorCode.CannotGrant:
+    case ServiceAccountErrorCode.NotOwner:
     case ScheduleErrorCode.Forbidden:
       return HttpStatus.FORBIDDEN;
     case RequestErrorCode.NotFound:

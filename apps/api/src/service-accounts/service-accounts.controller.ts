@@ -56,7 +56,7 @@ export class ServiceAccountsController {
   @Delete(':id')
   @HttpCode(HttpStatus.OK)
   @RequireScope('service_accounts:write')
-  @ApiOperation({ summary: 'Revoke a service account (idempotent, one-way)' })
+  @ApiOperation({ summary: 'Revoke a service account (idempotent, one-way); only its minter or an admin may' })
   @ApiOkResponse({ type: ServiceAccountDto, description: 'The account, with revoked_at set' })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
   revoke(@CurrentPrincipal() caller: Principal, @Param() params: ServiceAccountIdParams): Promise<ServiceAccountDto> {
@@ -67,7 +67,8 @@ export class ServiceAccountsController {
   @HttpCode(HttpStatus.OK)
   @RequireScope('service_accounts:write')
   @ApiOperation({
-    summary: 'Rotate the token: a new plaintext token in this response only; the old one keeps working for grace_seconds, then 401',
+    summary:
+      'Rotate the token: a new plaintext token in this response only; the old one keeps working for grace_seconds, then 401. Only its minter or an admin may',
   })
   @ApiOkResponse({ type: CreatedServiceAccountDto, description: 'The account with its new token and token_prefix' })
   @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No account with that id is visible to the caller' })

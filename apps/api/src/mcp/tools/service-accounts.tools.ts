@@ -42,7 +42,8 @@ export class ServiceAccountTools {
   @McpTool({
     name: 'revoke_service_account',
     mirrors: 'DELETE /service-accounts/:id',
-    description: 'Revoke a service account by id. One-way: its token stops working at once; the name becomes reusable.',
+    description:
+      'Revoke a service account by id (only its minter or an admin may). One-way: its token stops working at once; the name becomes reusable.',
     input: z.object({ id: z.string().describe('Service account id (UUID)') }),
     annotations: { destructiveHint: true, idempotentHint: true },
   })
