@@ -277,3 +277,58 @@ describe('security: schedule authority (real api, real worker, JWT and security 
     expect(await schedule(keySchedule.id)).toMatchObject({ endpoint: '/health' });
   });
 });
+
+describe('security: a schedule whose owner the instance no longer accepts (the api restarted without JWT verification)', () => {
+  it('is refused (401) and disabled with the reason, and runs nothing as its owner; the security key’s schedule still fires', async () => {
+    const databaseUrl = await createTestDatabase();
+    const env = { DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' };
+    const create = (url: string, token: string, json: Record<string, unknown>) =>
+      call(url, 'POST', '/schedules', { token, json: { name: uniqueName('gone'), cron_expr: YEARLY, ...json } });
+
+    const withJwt = await startApi({ ...env, JWT_SECRET });
+    const alice = await signJwt({ sub: 'alice', scopes: ['schedules:write', 'schedules:read', 'agents:echo-agent:run'] });
+    const aliceSchedule = await create(withJwt.url, alice, {
+      method: 'POST',
+      endpoint: '/agents/echo-agent/runs',
+      payload: { message: 'as alice' },
+    });
+    expect(aliceSchedule.status, aliceSchedule.text).toBe(201);
+    await withJwt.stop();
+
+    const api = await startApi(env);
+    const worker = await startWorker({
+      DATABASE_URL: databaseUrl,
+      PUBLIC_URL: api.url,
+      SCHEDULE_TICK_INTERVAL_MS: '200',
+      DEMO_COMPONENTS: 'true',
+    });
+    const lastFire = async (id: string) => {
+      expect((await call(api.url, 'POST', `/schedules/${id}/trigger`, { token: ROOT_KEY })).status).toBe(202);
+      let fire: { status: string } | undefined;
+      await waitFor(
+        async () => {
+          fire = (await call(api.url, 'GET', `/schedules/${id}/runs?limit=1`, { token: ROOT_KEY })).body.data[0];
+          return fire !== undefined && FINAL.includes(fire.status);
+        },
+        20_000,
+        `a fire of ${id}`,
+      );
+      return fire;
+    };
+    try {
+      expect(await lastFire(aliceSchedule.body.id)).toMatchObject({ status: 'failed', status_code: 401 });
+      expect((await call(api.url, 'GET', `/schedules/${aliceSchedule.body.id}`, { token: ROOT_KEY })).body).toMatchObject({
+        enabled: false,
+        next_run_at: null,
+        disabled_reason: 'owner_credential_unaccepted:jwt',
+      });
+      expect(await query(databaseUrl, `SELECT id FROM runs WHERE message = 'as alice'`)).toEqual([]);
+      // Positive control: the same worker and api fire an owner they still accept.
+      const keySchedule = await create(api.url, ROOT_KEY, { method: 'GET', endpoint: '/health' });
+      expect(await lastFire(keySchedule.body.id)).toMatchObject({ status: 'success', status_code: 200 });
+    } finally {
+      await worker.stop();
+      await api.stop();
+    }
+  });
+});

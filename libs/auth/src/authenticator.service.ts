@@ -218,7 +218,10 @@ export class Authenticator {
         return forSchedule(serviceAccountCaller(owner.userId ?? '', scopes, owner.serviceAccountId ?? undefined), owner.scheduleId);
       }
       case 'jwt':
-        return forSchedule(this.jwtCaller(owner.userId ?? '', owner.scopes), owner.scheduleId);
+        if (this.jwt.configured) {
+          return forSchedule(this.jwtCaller(owner.userId ?? '', owner.scopes), owner.scheduleId);
+        }
+        break;
       case 'oauth':
         if (this.mcpOAuth.configured) {
           return forSchedule(oauthCaller(owner.userId ?? '', owner.scopes), owner.scheduleId);
@@ -237,6 +240,8 @@ export class Authenticator {
       default:
         assertUnreachable(owner.kind);
     }
+    // The owner could not make this call today: the schedule stops here, with the reason, rather than failing every tick.
+    await this.scheduleCredentials.disable(owner.scheduleId, `owner_credential_unaccepted:${owner.kind}`);
     throw new AuthException(AuthErrorCode.Unauthenticated, "The schedule's owner used a credential this instance no longer accepts");
   }
 

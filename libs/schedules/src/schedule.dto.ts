@@ -138,7 +138,8 @@ export class ScheduleDto {
   @ApiProperty({
     type: 'string',
     nullable: true,
-    description: 'Why the service disabled the schedule, e.g. `owner_revoked:sa:ci` or `owner_lacks_scope:config:read`',
+    description:
+      'Why the service disabled the schedule, e.g. `owner_revoked:sa:ci`, `owner_lacks_scope:config:read` or `owner_credential_unaccepted:jwt`',
   })
   disabled_reason!: string | null;
   @ApiProperty({ enum: OVERLAP_POLICIES, description: OVERLAP_DESCRIPTION }) overlap_policy!: OverlapPolicy;
