@@ -84,7 +84,7 @@ describe('MCP run, session, component and schedule tools', () => {
       expect((await callTool(client, 'run_agent', { agent_id: 'echo-agent', message: 'ok' })).structured.status).toBe('completed');
       expect(await callTool(client, 'run_agent', { agent_id: 'sleep-agent', message: '0' })).toMatchObject({
         isError: true,
-        text: '403: Insufficient permissions. Required scope(s): agents:sleep-agent:run',
+        text: '403: Insufficient permissions. Required scope(s): agents:run or agents:sleep-agent:run',
       });
       expect((await callTool(client, 'list_agents')).text).toBe('403: Insufficient permissions. Required scope(s): agents:read');
     } finally {

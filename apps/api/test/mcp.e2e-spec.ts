@@ -115,7 +115,7 @@ describe('MCP on, security-key mode', () => {
     const narrow = await connect(echoOnly.token);
     expect(await names(narrow)).toEqual(['cancel_agent_run', 'get_agent_run', 'run_agent']);
     expect((await callTool(narrow, 'run_agent', { agent_id: 'other-agent', message: 'hi' })).text).toBe(
-      '403: Insufficient permissions. Required scope(s): agents:other-agent:run',
+      '403: Insufficient permissions. Required scope(s): agents:run or agents:other-agent:run',
     );
 
     const admin = await mintAccount(api.url, ROOT_KEY, { scopes: ['platform:admin'], privileged: true });

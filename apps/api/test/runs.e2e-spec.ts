@@ -366,7 +366,7 @@ describe('runs and sessions (security_key mode, demo components)', () => {
       );
       const denied = await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: narrow.token, ...form({ message: '1' }) });
       expectErrorBody(denied, 403);
-      expect(denied.body.detail).toBe('Insufficient permissions. Required scope(s): agents:sleep-agent:run');
+      expect(denied.body.detail).toBe('Insufficient permissions. Required scope(s): agents:run or agents:sleep-agent:run');
     });
   });
 });

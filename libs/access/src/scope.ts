@@ -76,6 +76,12 @@ export function covers(held: readonly string[], required: string): boolean {
   return parsed !== null && held.some((scope) => grants(scope, parsed));
 }
 
+/** The scopes any one of which grants `required`, broadest first (`agents:run`, `agents:echo-agent:run`): what a refusal names. */
+export function grantsOf(required: string): string[] {
+  const parsed = parseScope(required);
+  return parsed?.id ? [`${parsed.resource}:${parsed.action}`, required] : [required];
+}
+
 /** Is `held` a grant of `scope`'s resource and action for one component (`agents:echo-agent:run` for `agents:run`)? */
 export function isComponentGrantOf(held: string, scope: string): boolean {
   const grant = parseScope(held);

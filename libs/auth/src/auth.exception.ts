@@ -17,7 +17,8 @@ export class AuthException extends DomainException<AuthErrorCode> {
     super(code, detail);
   }
 
-  static insufficientScope(scopes: string[]): AuthException {
-    return new AuthException(AuthErrorCode.Forbidden, `Insufficient permissions. Required scope(s): ${scopes.join(', ')}`);
+  /** `grants`: the scopes any one of which would do (see grantsOf). */
+  static insufficientScope(grants: string[]): AuthException {
+    return new AuthException(AuthErrorCode.Forbidden, `Insufficient permissions. Required scope(s): ${grants.join(' or ')}`);
   }
 }

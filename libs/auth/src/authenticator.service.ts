@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 
 import { Injectable } from '@nestjs/common';
 
-import { intersectScopes, mayUse, mayUseSome, Principal, SERVICE_ACCOUNT_PREFIX, serviceAccountPrincipal } from '@app/access';
+import { grantsOf, intersectScopes, mayUse, mayUseSome, Principal, SERVICE_ACCOUNT_PREFIX, serviceAccountPrincipal } from '@app/access';
 import { Env } from '@app/config';
 import { assertUnreachable } from '@app/errors';
 import { SCHEDULE_CREDENTIAL_PREFIX, ScheduleCall, ScheduleCredentials, ScheduleOwner } from '@app/schedules';
@@ -95,7 +95,7 @@ export class Authenticator {
 
   authorize(principal: Principal, requiredScope: string): void {
     if (!mayUse(principal, requiredScope)) {
-      throw AuthException.insufficientScope([requiredScope]);
+      throw AuthException.insufficientScope(grantsOf(requiredScope));
     }
   }
 

@@ -136,7 +136,7 @@ describe('SchedulesService', () => {
       const noRun = principals.jwt('bob', ['schedules:write']);
       await expect(schedules.create(noRun, createRequest({ name: freshName() }))).rejects.toMatchObject({
         code: Code.Forbidden,
-        detail: expect.stringContaining('Required scope(s): agents:echo-agent:run'),
+        detail: expect.stringContaining('Required scope(s): agents:run or agents:echo-agent:run'),
       });
       // A grant for the one agent it calls is enough.
       const narrow = principals.jwt('bob', ['schedules:write', 'agents:echo-agent:run']);
