@@ -49,6 +49,22 @@ describe('security: JWT verification', () => {
     }
   });
 
+  it('short secrets boot with a warning naming each (never its value), and the short JWT secret verifies its tokens', async () => {
+    const shortSecret = 'short-jwt-secret';
+    const weak = await startApi({ DATABASE_URL: databaseUrl, JWT_SECRET: shortSecret, OS_SECURITY_KEY: 'test-key' });
+    try {
+      expect(weak.output()).toMatch(/JWT_SECRET is shorter than 32 characters/);
+      expect(weak.output()).toMatch(/OS_SECURITY_KEY is shorter than 16 characters/);
+      expect(weak.output()).not.toMatch(/short-jwt-secret|test-key/);
+      const token = await signJwt({ sub: 'alice', scopes: ['config:read'] }, shortSecret);
+      expect((await call(weak.url, 'GET', '/config', { token })).status).toBe(200);
+      expect((await call(weak.url, 'GET', '/config', { token: 'test-key' })).status).toBe(200);
+    } finally {
+      await weak.stop();
+    }
+    expect(api.output()).not.toMatch(/is shorter than/);
+  });
+
   it('a JWKS URL on loopback over HTTP boots, and without JWT_AUDIENCE the boot warns', async () => {
     const local = await startApi({ DATABASE_URL: databaseUrl, JWT_JWKS_URL: 'http://127.0.0.1:9/jwks.json' });
     try {

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 
 import { grantsOf, intersectScopes, mayUse, mayUseSome, Principal, SERVICE_ACCOUNT_PREFIX, serviceAccountPrincipal } from '@app/access';
 import { Env } from '@app/config';
@@ -76,6 +76,11 @@ export class Authenticator {
   ) {
     this.mode = authMode(env);
     this.securityKey = env.OS_SECURITY_KEY ? digest(env.OS_SECURITY_KEY) : null;
+    if (env.OS_SECURITY_KEY && env.OS_SECURITY_KEY.length < 16) {
+      new Logger(Authenticator.name).warn(
+        'OS_SECURITY_KEY is shorter than 16 characters: it is a root credential, and a short one is easy to guess.',
+      );
+    }
   }
 
   /** Identifies the caller, then checks `requiredScope` (already narrowed to a component id where the route has one). */

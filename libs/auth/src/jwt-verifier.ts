@@ -80,6 +80,11 @@ function restKey(env: Env): VerificationKey | null {
 export class JwtVerifier extends SignedTokenVerifier {
   constructor(env: Env) {
     super(restKey(env), { issuer: env.JWT_ISSUER, audience: env.JWT_AUDIENCE });
+    if (env.JWT_SECRET && env.JWT_SECRET.length < 32) {
+      new Logger(JwtVerifier.name).warn(
+        'JWT_SECRET is shorter than 32 characters: HS256 wants a secret of at least 256 bits, or a token can be forged by guessing it.',
+      );
+    }
     if (env.JWT_JWKS_URL && !env.JWT_AUDIENCE) {
       new Logger(JwtVerifier.name).warn(
         "JWT_JWKS_URL is set without JWT_AUDIENCE: any token its key set signs is accepted here, including tokens issued for other services. Set JWT_AUDIENCE to this service's audience.",

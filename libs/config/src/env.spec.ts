@@ -26,16 +26,25 @@ describe('loadEnv', () => {
   it('reports every bad variable at once', () => {
     let error: EnvError | undefined;
     try {
-      loadEnv({ PORT: '70000', USER_ISOLATION: 'sometimes', JWT_SECRET: 'short' });
+      loadEnv({ PORT: '70000', USER_ISOLATION: 'sometimes', JWT_JWKS_URL: 'not a url', QUEUE_LOCK_GRACE_SECONDS: '-1' });
     } catch (caught) {
       error = caught as EnvError;
     }
     expect(error).toBeInstanceOf(EnvError);
-    expect(error!.problems).toHaveLength(3);
+    expect(error!.problems).toHaveLength(4);
     expect(error!.message).toContain('PORT=70000');
     expect(error!.message).toContain('USER_ISOLATION="sometimes"');
-    expect(error!.message).toContain('JWT_SECRET=(value hidden): must be at least 32 characters');
-    expect(error!.message).not.toContain('short');
+    expect(error!.message).toContain('JWT_JWKS_URL="not a url"');
+    expect(error!.message).toContain('QUEUE_LOCK_GRACE_SECONDS=-1');
+  });
+
+  it('accepts secrets of any length (the api warns about short ones at boot) and a lock grace down to 1 s', () => {
+    expect(loadEnv({ OS_SECURITY_KEY: 'test-key', JWT_SECRET: 'short-secret', QUEUE_LOCK_GRACE_SECONDS: '1' })).toMatchObject({
+      OS_SECURITY_KEY: 'test-key',
+      JWT_SECRET: 'short-secret',
+      QUEUE_LOCK_GRACE_SECONDS: 1,
+    });
+    expect(() => loadEnv({ QUEUE_LOCK_GRACE_SECONDS: '0' })).toThrow(/QUEUE_LOCK_GRACE_SECONDS=0: must be a whole number from 1 to 86400/);
   });
 
   it('makes /mcp an OAuth-protected resource only with MCP on and an issuer, whose JWKS is then required', () => {

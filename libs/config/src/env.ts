@@ -112,14 +112,14 @@ export class Env {
   @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] }, { message: 'must be an http(s) URL' })
   PUBLIC_URL?: string;
 
+  /** Any length is accepted, but the api warns at boot about a short one (see Authenticator). */
   @IsOptional()
   @IsString()
-  @MinLength(16, { message: 'must be at least 16 characters' })
   OS_SECURITY_KEY?: string;
 
+  /** Any length is accepted, but the api warns at boot about a short one (see JwtVerifier). */
   @IsOptional()
   @IsString()
-  @MinLength(32, { message: 'must be at least 32 characters (HS256 needs a 256-bit secret)' })
   JWT_SECRET?: string;
 
   @IsOptional()
@@ -151,7 +151,7 @@ export class Env {
   @IsEnvBoolean()
   QUEUE_ENABLED = true;
 
-  @IsEnvInt(3, 86400)
+  @IsEnvInt(1, 86400)
   QUEUE_LOCK_GRACE_SECONDS = 60;
 
   @IsEnvInt(1)

@@ -106,7 +106,8 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
 
   async start(): Promise<void> {
     await this.listen();
-    const lockPeriodMs = Math.max(1000, (this.options.lockGraceSeconds * 1000) / 3);
+    // A third of the grace, so two heartbeats can be late before a lock counts as lost (a grace of 1 s beats every 333 ms).
+    const lockPeriodMs = Math.max(250, (this.options.lockGraceSeconds * 1000) / 3);
     this.timers.push(setInterval(() => void this.heartbeat(), lockPeriodMs));
     this.timers.push(setInterval(() => void this.sweep(), lockPeriodMs));
     if (this.store.maintain) {
