@@ -51,11 +51,17 @@ describe('security: JWT verification', () => {
 
   it('short secrets boot with a warning naming each (never its value), and the short JWT secret verifies its tokens', async () => {
     const shortSecret = 'short-jwt-secret';
-    const weak = await startApi({ DATABASE_URL: databaseUrl, JWT_SECRET: shortSecret, OS_SECURITY_KEY: 'test-key' });
+    const weak = await startApi({
+      DATABASE_URL: databaseUrl,
+      JWT_SECRET: shortSecret,
+      OS_SECURITY_KEY: 'test-key',
+      INTERNAL_SERVICE_TOKEN: 'short-hmac',
+    });
     try {
       expect(weak.output()).toMatch(/JWT_SECRET is shorter than 32 characters/);
       expect(weak.output()).toMatch(/OS_SECURITY_KEY is shorter than 16 characters/);
-      expect(weak.output()).not.toMatch(/short-jwt-secret|test-key/);
+      expect(weak.output()).toMatch(/INTERNAL_SERVICE_TOKEN is shorter than 32 characters/);
+      expect(weak.output()).not.toMatch(/short-jwt-secret|test-key|short-hmac/);
       const token = await signJwt({ sub: 'alice', scopes: ['config:read'] }, shortSecret);
       expect((await call(weak.url, 'GET', '/config', { token })).status).toBe(200);
       expect((await call(weak.url, 'GET', '/config', { token: 'test-key' })).status).toBe(200);

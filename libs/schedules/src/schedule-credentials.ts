@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { isUUID } from 'class-validator';
 import { DataSource, Repository } from 'typeorm';
@@ -73,7 +73,13 @@ export class ScheduleCredentials {
     @InjectRepository(InternalSecretEntity) private readonly secrets: Repository<InternalSecretEntity>,
     @InjectRepository(ScheduleEntity) private readonly schedules: Repository<ScheduleEntity>,
     @InjectDataSource() private readonly dataSource: DataSource,
-  ) {}
+  ) {
+    if (env.INTERNAL_SERVICE_TOKEN && env.INTERNAL_SERVICE_TOKEN.length < 32) {
+      new Logger(ScheduleCredentials.name).warn(
+        'INTERNAL_SERVICE_TOKEN is shorter than 32 characters: it keys every schedule credential, and a short one can be guessed.',
+      );
+    }
+  }
 
   async mint(scheduleId: string, validForSeconds: number, call: ScheduleCall): Promise<string> {
     const expiresAt = Math.floor(Date.now() / 1000) + validForSeconds;
