@@ -268,6 +268,46 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     expectErrorBody(await call(api.url, 'POST', '/a2a/agents/echo-agent', { raw, token: readOnly.token }), 403);
   });
 
+  it('speaks v0.3 JSON-RPC too (message/send, tasks/get, message/stream without an A2A-Version header), under the same scopes', async () => {
+    const rpc = (method: string, params: unknown, token?: string) =>
+      call(api.url, 'POST', '/a2a/agents/echo-agent', { json: { jsonrpc: '2.0', id: 7, method, params }, token });
+    const message = (text: string) => ({
+      message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text }] },
+    });
+
+    const sent = await rpc('message/send', message('hello in v0.3'), owner.token);
+    expect(sent.status, sent.text).toBe(200);
+    expect(sent.body).toMatchObject({ jsonrpc: '2.0', id: 7, result: { kind: 'task', status: { state: 'completed' } } });
+    expect(JSON.stringify(sent.body.result.artifacts)).toContain('hello in v0.3');
+    const taskId: string = sent.body.result.id;
+    // An ordinary run of the caller, visible over REST.
+    expect((await call(api.url, 'GET', `/agents/echo-agent/runs/${taskId}`, { token: owner.token })).body).toMatchObject({
+      status: 'completed',
+    });
+
+    const read = await rpc('tasks/get', { id: taskId }, readOnly.token);
+    expect(read.body).toMatchObject({ id: 7, error: { code: -32001 } }); // agents:read may read, but not another principal's task
+    expect((await rpc('tasks/get', { id: taskId }, owner.token)).body).toMatchObject({
+      result: { id: taskId, status: { state: 'completed' } },
+    });
+
+    const stream = await fetch(`${api.url}/a2a/agents/echo-agent`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'message/stream', params: message('streamed in v0.3') }),
+    });
+    const events = (await stream.text())
+      .split('\n')
+      .filter((line) => line.startsWith('data: '))
+      .map((line) => JSON.parse(line.slice(6)).result);
+    expect(events.at(-1)).toMatchObject({ kind: 'status-update', final: true, status: { state: 'completed' } });
+    expect(JSON.stringify(events)).toContain('streamed in v0.3');
+
+    // The scopes follow the method as in v1.0: sending needs agents:run, a read-only token is refused (403).
+    expectErrorBody(await rpc('message/send', message('x'), readOnly.token), 403);
+    expectErrorBody(await rpc('message/send', message('x')), 401);
+  });
+
   it('serves teams like agents, and workflows with card, send and stream only', async () => {
     const team = await connect(api, 'teams/echo-team', 'JSONRPC', owner.token);
     expect(artifactText(await send(team, 'team'))).toBe('team');

@@ -15,6 +15,7 @@ import {
   Task,
 } from '@a2a-js/sdk';
 import { A2AError, RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
+import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { defaultServerCallContextBuilder, JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
 import { Inject, Injectable } from '@nestjs/common';
 
@@ -49,7 +50,18 @@ const READ_METHODS = new Set([
   'GetTaskPushNotificationConfig',
   'ListTaskPushNotificationConfigs',
   'GetExtendedAgentCard',
+  // The same methods under their v0.3 names.
+  'tasks/get',
+  'tasks/resubscribe',
+  'tasks/pushNotificationConfig/get',
+  'tasks/pushNotificationConfig/list',
+  'agent/getAuthenticatedExtendedCard',
 ]);
+
+/** A request without an A2A-Version header is a v0.3 client's (the protocol's rule), as is one naming 0.3. */
+function isVersion03(requestedVersion: string): boolean {
+  return /^0\.3(\.\d+)?$/.test(requestedVersion);
+}
 
 /** One JSON-RPC request: a JSON object. The SDK would also parse a JSON string holding one, which the scope check never saw. */
 function isRequestObject(body: unknown): body is Record<string, unknown> {
@@ -87,19 +99,28 @@ export class A2AEndpoint {
     this.handler(kind, resource, id);
   }
 
+  /**
+   * JSON-RPC in either protocol version: v1.0 (`SendMessage`, `GetTask`, ... with `A2A-Version: 1.0`) through
+   * the SDK's transport, v0.3 (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, no version
+   * header) through the SDK's compatibility layer, both over the same runs request handler.
+   */
   async jsonRpc(call: A2ACall, body: unknown, response: ServerResponse): Promise<void> {
     const handler = this.handler(call.kind, call.resource, call.id);
     const context = callContext(call);
-    const transport = new JsonRpcTransportHandler(handler);
+    const v03 = isVersion03(context.requestedVersion);
+    const transport = v03 ? new LegacyJsonRpcTransportHandler(handler) : new JsonRpcTransportHandler(handler);
+    const mapError = v03 ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : JsonRpcTransportHandler.mapToJSONRPCError;
     const id = isRequestObject(body) ? ((body.id as string | number | null | undefined) ?? null) : null;
     try {
-      validateVersion(context.requestedVersion, handler.card, 'JSONRPC');
+      if (!v03) {
+        validateVersion(context.requestedVersion, handler.card, 'JSONRPC');
+      }
       if (!isRequestObject(body)) {
         // The SDK answers exactly what it is handed, so it is handed only what the scope was decided from.
         throw new RequestMalformedError('The body must be one JSON-RPC request object');
       }
     } catch (error) {
-      writeJson(response, 200, { jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(error) });
+      writeJson(response, 200, { jsonrpc: '2.0', id, error: mapError(error) });
       return;
     }
     const result = await transport.handle(body, context);
@@ -107,7 +128,7 @@ export class A2AEndpoint {
       writeJson(response, 200, result);
       return;
     }
-    const rpcError = (error: unknown) => ({ jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(error) });
+    const rpcError = (error: unknown) => ({ jsonrpc: '2.0', id, error: mapError(error) });
     await writeStream(
       response,
       result,
