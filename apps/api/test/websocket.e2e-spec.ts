@@ -122,6 +122,9 @@ describe('WebSocket /ws', () => {
       event: 'RunCompleted',
       data: { status: 'completed', content: 'Slept 0.5 s', background: true },
     });
+    // The events a stream has: the content as a RunContent, before the final event.
+    expect(socket.frames.map((frame) => frame.event)).toEqual(['authenticated', 'RunStarted', 'RunContent', 'RunCompleted']);
+    expect(socket.frames[2]).toEqual({ event: 'RunContent', data: { run_id: queued.body.run_id, content: 'Slept 0.5 s' } });
   });
 
   it('cancels a run, and keeps another token from watching or cancelling it', async () => {

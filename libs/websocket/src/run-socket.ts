@@ -174,13 +174,20 @@ export class RunSocket {
     this.services.authenticator.authorize(principal, forComponent(`${kind}s:run`, componentId));
   }
 
-  /** RunStarted with the run as it stands, then its final event once a worker (or another replica) has finished it. */
+  /**
+   * The events of a stream, for a run this process does not execute: RunStarted with the run as it stands,
+   * then, once a worker (or another replica) has finished it, its content as one RunContent (a client that
+   * assembles a stream's deltas gets the whole text) and the final event.
+   */
   private async watch(principal: Principal, run: RunDto): Promise<void> {
     this.send({ event: 'RunStarted', data: { ...run } });
     let current = run;
     while (!FINAL.has(current.status) && !this.closed) {
       await sleep(WATCH_POLL_MS);
       current = await this.services.runs.get(principal, current.component_type as ComponentKind, current.component_id, current.run_id);
+    }
+    if (current.content) {
+      this.send({ event: 'RunContent', data: { run_id: current.run_id, content: current.content } });
     }
     this.send(finalEvent(current));
   }
