@@ -2,24 +2,65 @@ import { randomUUID } from 'node:crypto';
 import { IncomingMessage } from 'node:http';
 import { Duplex } from 'node:stream';
 
+import multipart from '@fastify/multipart';
+import { HttpStatus, PayloadTooLargeException } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import { authMode } from '@app/auth';
 import { Env } from '@app/config';
+import { RequestErrorCode, RequestException } from '@app/errors';
 import { MetricsRegistry } from '@app/health';
 import { AppLogger } from '@app/logging';
 import { Component } from '@app/runs';
 import { RunSocketGateway } from '@app/websocket';
 
 import { ApiModule } from './api.module';
+import { FRAMEWORK_DETAILS } from './errors/render-error';
 import { recordRequestDurations } from './http-metrics';
 import { addSecurityHeaders, registerHttpSurface } from './http-surface';
 import { mountDocs } from './openapi';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+/** The routes that start runs: the only ones that take form fields as multipart too. */
+const RUN_ROUTE = /^\/(agents|teams|workflows)\/:[a-z_]+\/runs$/;
+
+/**
+ * A run's form fields (`message`, `stream`, ...) may come as multipart/form-data, as FastAPI-style clients
+ * send them, as well as urlencoded: @fastify/multipart reads the fields, and they become the body the same DTO
+ * validates. Files are not taken (413); a body that is not valid multipart is a 400; every other route
+ * answers multipart with 415, as before.
+ */
+async function acceptMultipartRunForms(fastify: FastifyInstance): Promise<void> {
+  await fastify.register(multipart, { limits: { files: 0, fields: 32, parts: 32, fieldSize: BODY_LIMIT_BYTES } });
+  fastify.addHook('preValidation', async (request, reply) => {
+    if (!request.isMultipart()) {
+      return;
+    }
+    if (!RUN_ROUTE.test(request.routeOptions.url ?? '')) {
+      await reply.code(415).send({ detail: FRAMEWORK_DETAILS.FST_ERR_CTP_INVALID_MEDIA_TYPE });
+      return;
+    }
+    const fields: Record<string, unknown> = {};
+    try {
+      for await (const part of request.parts()) {
+        if (part.type === 'field') {
+          fields[part.fieldname] = part.value;
+        }
+      }
+    } catch (error) {
+      const { statusCode, code } = error as { statusCode?: number; code?: string };
+      if (statusCode === HttpStatus.PAYLOAD_TOO_LARGE) {
+        throw new PayloadTooLargeException(FRAMEWORK_DETAILS[code ?? ''] ?? FRAMEWORK_DETAILS.FST_ERR_CTP_BODY_TOO_LARGE);
+      }
+      throw new RequestException(RequestErrorCode.BadRequest, `Malformed multipart body: ${(error as Error).message}`);
+    }
+    request.body = fields;
+  });
+}
 
 const CLIENT_ERRORS: Record<string, [status: string, detail: string]> = {
   ERR_HTTP_REQUEST_TIMEOUT: ['408 Request Timeout', 'Request timed out'],
@@ -73,6 +114,7 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
   await registerHttpSurface(app, env, authMode(env), BODY_LIMIT_BYTES);
   // Bodies are JSON (runs also take forms); plain text would only reach validation as a string.
   fastify.removeContentTypeParser('text/plain');
+  await acceptMultipartRunForms(fastify);
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

@@ -90,6 +90,32 @@ describe('runs and sessions (security_key mode, demo components)', () => {
       expect(fetched.body).toEqual(response.body);
     });
 
+    it('takes the form fields as multipart/form-data too; refuses files (413) and a malformed body (400); other routes answer it with 415', async () => {
+      const post = (path: string, body: FormData | string, headers: Record<string, string> = {}) =>
+        fetch(`${api.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${alice.token}`, ...headers }, body });
+      const fields = (entries: Record<string, string | Blob>) => {
+        const data = new FormData();
+        Object.entries(entries).forEach(([name, value]) => data.set(name, value));
+        return data;
+      };
+      const sync = await post('/agents/echo-agent/runs', fields({ message: 'multipart hello', stream: 'false' }));
+      expect(sync.status).toBe(200);
+      expect(await sync.json()).toMatchObject({ status: 'completed', content: 'multipart hello', user_id: `sa:${alice.name}` });
+      const queued = await post('/teams/echo-team/runs', fields({ message: 'later', background: 'true' }));
+      expect(queued.status).toBe(202);
+      expect(await queued.json()).toMatchObject({ status: 'queued' });
+
+      const withFile = await post('/agents/echo-agent/runs', fields({ message: 'x', doc: new Blob(['data']) }));
+      expect([withFile.status, await withFile.json()]).toEqual([413, { detail: 'Files are not accepted: send the form fields only' }]);
+      const malformed = await post('/agents/echo-agent/runs', 'not multipart', { 'content-type': 'multipart/form-data; boundary=x' });
+      expect(malformed.status).toBe(400);
+      expect((await malformed.json()).detail).toMatch(/^Malformed multipart body/);
+      const missing = await post('/agents/echo-agent/runs', fields({ stream: 'true' }));
+      expect(missing.status).toBe(422);
+      const elsewhere = await post('/memories', fields({ memory: 'x' }));
+      expect([elsewhere.status, await elsewhere.json()]).toEqual([415, { detail: 'Unsupported Content-Type: send application/json' }]);
+    });
+
     it('accepts JSON too, and runs teams and workflows the same way', async () => {
       for (const path of ['/agents/echo-agent', '/teams/echo-team', '/workflows/echo-workflow']) {
         const response = await call(api.url, 'POST', `${path}/runs`, { token: alice.token, json: { message: `via ${path}` } });

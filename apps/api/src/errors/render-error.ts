@@ -21,13 +21,16 @@ export interface ErrorContext {
 }
 
 /** Fastify's own request errors (bad JSON, wrong content type, oversized body) in plain words. */
-const FRAMEWORK_DETAILS: Record<string, string> = {
+export const FRAMEWORK_DETAILS: Record<string, string> = {
   FST_ERR_CTP_INVALID_JSON_BODY: 'Request body is not valid JSON',
   FST_ERR_CTP_EMPTY_JSON_BODY: 'Request body is empty but Content-Type is application/json',
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'Unsupported Content-Type: send application/json',
   FST_ERR_CTP_BODY_TOO_LARGE: 'Request body is too large',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body',
   FST_ERR_BAD_URL: 'Malformed URL',
+  FST_FILES_LIMIT: 'Files are not accepted: send the form fields only',
+  FST_FIELDS_LIMIT: 'Too many form fields',
+  FST_PARTS_LIMIT: 'Too many form parts',
 };
 
 const logger = new Logger('Errors');

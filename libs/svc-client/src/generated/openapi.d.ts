@@ -100,7 +100,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke a service account (idempotent, one-way) */
+        /** Revoke a service account (idempotent, one-way); only its minter or an admin may */
         delete: operations["ServiceAccountsController_revoke"];
         options?: never;
         head?: never;
@@ -116,7 +116,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Rotate the token: a new plaintext token in this response only; the old one keeps working for grace_seconds, then 401 */
+        /** Rotate the token: a new plaintext token in this response only; the old one keeps working for grace_seconds, then 401. Only its minter or an admin may */
         post: operations["ServiceAccountsController_rotate"];
         delete?: never;
         options?: never;
@@ -1663,7 +1663,7 @@ export interface components {
             target_type: "agent" | "team" | "workflow" | null;
             /** @description Id of the component a run endpoint targets */
             target_id: string | null;
-            /** @description Why the service disabled the schedule, e.g. `owner_revoked:sa:ci` or `owner_lacks_scope:config:read` */
+            /** @description Why the service disabled the schedule, e.g. `owner_revoked:sa:ci`, `owner_lacks_scope:config:read` or `owner_credential_unaccepted:jwt` */
             disabled_reason: string | null;
             /**
              * @description While the previous fire (its call, or the background run it started) is in flight: `skip` the new one (recorded as skipped), `allow` it, or `buffer_one` (keep at most one waiting)
@@ -2354,6 +2354,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/x-www-form-urlencoded": components["schemas"]["StartRunDto"];
+                "multipart/form-data": components["schemas"]["StartRunDto"];
                 "application/json": components["schemas"]["StartRunDto"];
             };
         };
@@ -2687,6 +2688,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/x-www-form-urlencoded": components["schemas"]["StartRunDto"];
+                "multipart/form-data": components["schemas"]["StartRunDto"];
                 "application/json": components["schemas"]["StartRunDto"];
             };
         };
@@ -3020,6 +3022,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/x-www-form-urlencoded": components["schemas"]["StartRunDto"];
+                "multipart/form-data": components["schemas"]["StartRunDto"];
                 "application/json": components["schemas"]["StartRunDto"];
             };
         };
