@@ -109,7 +109,7 @@ describe('runs and sessions (security_key mode, demo components)', () => {
       expect([withFile.status, await withFile.json()]).toEqual([413, { detail: 'Files are not accepted: send the form fields only' }]);
       const malformed = await post('/agents/echo-agent/runs', 'not multipart', { 'content-type': 'multipart/form-data; boundary=x' });
       expect(malformed.status).toBe(400);
-      expect((await malformed.json()).detail).toMatch(/^Malformed multipart body/);
+      expect(((await malformed.json()) as { detail: string }).detail).toMatch(/^Malformed multipart body/);
       const missing = await post('/agents/echo-agent/runs', fields({ stream: 'true' }));
       expect(missing.status).toBe(422);
       const elsewhere = await post('/memories', fields({ memory: 'x' }));

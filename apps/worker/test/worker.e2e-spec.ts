@@ -92,7 +92,11 @@ describe('worker', () => {
       `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
        WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
     );
-    const lost = () => watched.output().split('\n').filter((line) => line.includes('idle database connection lost'));
+    const lost = () =>
+      watched
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('idle database connection lost'));
     await expect.poll(() => lost().length).toBeGreaterThan(0);
     for (const line of lost()) {
       const { err } = JSON.parse(line) as { err: Record<string, unknown> };

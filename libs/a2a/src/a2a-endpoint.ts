@@ -14,8 +14,8 @@ import {
   StreamResponse,
   Task,
 } from '@a2a-js/sdk';
-import { A2AError, RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
+import { A2AError, RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
 import { defaultServerCallContextBuilder, JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
 import { Inject, Injectable } from '@nestjs/common';
 

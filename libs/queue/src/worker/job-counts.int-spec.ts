@@ -34,7 +34,10 @@ describe('queue job counts', () => {
       Object.fromEntries(JOB_STATUSES.map((status) => [status, rows.find((row) => row.status === status)?.n ?? 0]));
     expect(byStatus(kept)).toEqual(byStatus(counted));
     // The running list (GET /queue/jobs?status=running) reads the locked jobs' index: no write may leave a job running without its lock.
-    const unlocked = await query<{ n: number }>(url, `SELECT count(*)::int AS n FROM queue_jobs WHERE status = 'running' AND locked_by IS NULL`);
+    const unlocked = await query<{ n: number }>(
+      url,
+      `SELECT count(*)::int AS n FROM queue_jobs WHERE status = 'running' AND locked_by IS NULL`,
+    );
     expect(unlocked[0].n).toBe(0);
   }
 
