@@ -221,12 +221,28 @@ describe('ServiceAccountsService', () => {
     });
 
     it('needs every scope the account carries, as minting does', async () => {
-      const minted = await accounts.mint(root, mintRequest({ name: freshName(), scopes: scopes('teams:run', 'agents:run') }));
+      // Erin minted it while her JWT held both scopes; it holds fewer now.
+      const erin = principals.jwt('erin', ['service_accounts:write', 'agents:run', 'teams:run']);
+      const minted = await accounts.mint(erin, mintRequest({ name: freshName(), scopes: scopes('teams:run', 'agents:run') }));
       const narrower = principals.jwt('erin', ['service_accounts:write', 'agents:run']);
       await expect(accounts.rotate(narrower, minted.id, {})).rejects.toMatchObject({
         code: Code.CannotGrant,
         detail: 'Cannot grant scope(s) you do not hold: teams:run',
       });
+    });
+
+    it("is for the account's minter or an admin only, like revoking: anyone else acting on it would act as it", async () => {
+      const minted = await accounts.mint(
+        principals.jwt('frank', ['service_accounts:write', 'agents:run']),
+        mintRequest({ name: freshName(), scopes: scopes('agents:run') }),
+      );
+      const grace = principals.jwt('grace', ['service_accounts:write', 'agents:run']);
+      await expect(accounts.rotate(grace, minted.id, {})).rejects.toMatchObject({ code: Code.NotOwner });
+      await expect(accounts.revoke(grace, minted.id)).rejects.toMatchObject({ code: Code.NotOwner });
+      await expect(
+        accounts.rotate(principals.jwt('frank', ['service_accounts:write', 'agents:run']), minted.id, {}),
+      ).resolves.toMatchObject({ id: minted.id });
+      await expect(accounts.revoke(root, minted.id)).resolves.toMatchObject({ id: minted.id, revoked_at: expect.any(Number) });
     });
   });
 });

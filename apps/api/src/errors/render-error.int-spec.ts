@@ -29,6 +29,7 @@ const SPEC_STATUS: [new (code: never, detail: string) => DomainException, Record
       InvalidScopes: 400,
       PrivilegedNotAllowed: 400,
       CannotGrant: 403,
+      NotOwner: 403,
       NotActive: 409,
       CredentialRequired: 401,
     },
