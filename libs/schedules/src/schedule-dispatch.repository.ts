@@ -56,12 +56,13 @@ export function catchUp(
 }
 
 /**
- * The slot after now for each due row. Never earlier than the database's now: a worker clock behind
- * it must not re-queue the same slot. Rows sharing an expression and zone share the computation (nextRunAt).
+ * The slot after now for each due row, by the database's clock, which every worker shares: a worker clock
+ * behind it would re-queue the slot just queued, one ahead of it would skip slots nobody fired or recorded.
+ * Rows sharing an expression and zone share the computation (nextRunAt).
  */
 function nextSlots(due: DueRow[]): (Date | null)[] {
-  // Due rows have next_run_at <= db_now, so the slot is the first one after whichever clock is ahead.
-  return due.map((row) => nextRunAt(row.cron_expr, row.timezone, new Date(Math.max(Date.now(), row.db_now.getTime()))));
+  // Due rows have next_run_at <= db_now: the next slot is the first one after db_now.
+  return due.map((row) => nextRunAt(row.cron_expr, row.timezone, row.db_now));
 }
 
 /**

@@ -1,6 +1,6 @@
 import { Controller, Post } from '@nestjs/common';
 import { Pool } from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { AuthModule, RequireScope } from '@app/auth';
 import { ValidationFailedException } from '@app/errors';
@@ -321,6 +321,20 @@ describe('SchedulesService', () => {
       const result = await dueSince({ catchup_policy: 'skip' });
       expect(result.queued).toEqual([]);
       expect(result.missed).toEqual(slots);
+    });
+
+    it('a worker whose clock runs ahead of the database skips no slot: the next one is the slot after the database’s now', async () => {
+      const created = await schedules.create(alice, createRequest({ name: freshName(), cron_expr: '* * * * *' }));
+      await app.sql(`UPDATE schedules SET next_run_at = date_trunc('minute', now()) WHERE id = $1`, [created.id]);
+      const realNow = Date.now();
+      const ahead = vi.spyOn(Date, 'now').mockReturnValue(realNow + 90_000);
+      try {
+        await app.get(ScheduleDispatchRepository).queueDue(500);
+      } finally {
+        ahead.mockRestore();
+      }
+      const [fire] = await app.sql<{ due_at: Date }>('SELECT due_at FROM schedule_runs WHERE schedule_id = $1', [created.id]);
+      expect((await storedNextRun(created.id))!.getTime()).toBe(fire.due_at.getTime() + 60_000);
     });
 
     it('a slot is queued once: a second pass finds nothing due', async () => {
