@@ -337,6 +337,43 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     expect(run.code).toBe(1);
     expect(run.json().results[0]).toMatchObject({ status: 'failed', error: `Refusing to write ${files.cursor}: it is a symbolic link.` });
     expect(readFileSync(target, 'utf8')).toBe('{}');
+    // Refused before minting: no account holds a token nobody has.
+    expect(await query(service.databaseUrl, "SELECT id FROM service_accounts WHERE name = 'editor-c' AND revoked_at IS NULL")).toEqual([]);
+  });
+
+  it('a config that cannot take the entry is refused before any token is minted or rotated: the token in use keeps working', async () => {
+    const files = configPaths(sandbox);
+    const first = await runCommand(['connect', '--clients', 'editor-c', '--json'], sandbox, { env: env() });
+    expect(first.code, first.stdout + first.stderr).toBe(0);
+    const inUse = storedTokens(sandbox)['editor-c'];
+    const account = async () =>
+      (
+        await query<{ token_prefix: string; previous_token_hash: string | null }>(
+          service.databaseUrl,
+          "SELECT token_prefix, previous_token_hash FROM service_accounts WHERE name = 'editor-c' AND revoked_at IS NULL",
+        )
+      )[0];
+    const before = await account();
+    writeFileSync(files.cursor, `${readFileSync(files.cursor, 'utf8').trimEnd()},\n`); // a trailing comma: not JSON any more
+    const rotate = await runCommand(['connect', '--clients', 'editor-c', '--rotate', '--json'], sandbox, { env: env() });
+    expect(rotate.code).toBe(1);
+    expect(rotate.json().results[0]).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(/^Refusing to modify .*not valid JSON/),
+    });
+    expect(await account()).toEqual(before);
+    expect((await call(service.api.url, 'GET', '/config', { token: inUse })).status).toBe(200);
+    // The same for a client never connected, whose TOML does not parse: nothing is minted for it.
+    mkdirSync(join(sandbox.home, '.codex'), { recursive: true });
+    writeFileSync(files.codex, '[mcp_servers\n');
+    const mint = await runCommand(['connect', '--clients', 'code-agent-b', '--json'], sandbox, { env: env() });
+    expect(mint.json().results[0]).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(/^Refusing to modify .*not valid TOML/),
+    });
+    expect(await query(service.databaseUrl, "SELECT id FROM service_accounts WHERE name = 'code-agent-b' AND revoked_at IS NULL")).toEqual(
+      [],
+    );
   });
 
   it('connects the detected clients by default; none detected is an error', async () => {

@@ -38,6 +38,9 @@ export interface McpEntry {
   location: string;
 }
 
+/** Stands in for the token a check cannot know yet: any token's shape edits a config the same way. */
+export const TOKEN_PLACEHOLDER = 'svc_pat_0000000000000000000000000000000000000000000';
+
 export interface WriteOutcome {
   location: string;
   note?: string;
@@ -54,6 +57,12 @@ export interface ClientAdapter {
   /** Every entry in every scope the client reads. */
   entries(): McpEntry[];
   write(name: string, url: string, token: string | null, project: boolean): WriteOutcome;
+  /**
+   * Throws what `write` would throw for this entry (a file that does not parse, a layout it cannot edit, a
+   * symbolic link), writing nothing: checked before a token is minted or rotated for the client, so a
+   * refused write never leaves a new token that nobody holds.
+   */
+  check(name: string, url: string, project: boolean): void;
   /**
    * Removes the entry of that name from one file; false when it was not there. With `url`, only an entry
    * pointing at exactly that URL goes: one file can hold several maps (code-agent-a's user and local

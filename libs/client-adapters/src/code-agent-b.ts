@@ -6,8 +6,8 @@ import { parse } from 'smol-toml';
 
 import { CliError } from '@app/cli-terminal';
 
-import { ClientAdapter, ClientContext, McpEntry, WriteOutcome } from './client-adapter';
-import { readTextIfExists, writeFileAtomically } from './config-file';
+import { ClientAdapter, ClientContext, McpEntry, TOKEN_PLACEHOLDER, WriteOutcome } from './client-adapter';
+import { readTextIfExists, refuseSymlink, writeFileAtomically } from './config-file';
 import { authorizationHeader, bearerToken } from './json-mcp-client';
 
 type TomlTable = Record<string, unknown>;
@@ -118,6 +118,17 @@ export class CodeAgentB implements ClientAdapter {
   }
 
   write(name: string, url: string, token: string | null): WriteOutcome {
+    writeFileAtomically(this.path, this.edited(name, url, token), { secret: token !== null });
+    return { location: this.path };
+  }
+
+  check(name: string, url: string): void {
+    this.edited(name, url, TOKEN_PLACEHOLDER);
+    refuseSymlink(this.path);
+  }
+
+  /** The config text with the entry set, as `write` would save it; nothing is written. */
+  private edited(name: string, url: string, token: string | null): string {
     const text = readTextIfExists(this.path) ?? '';
     const before = parseToml(this.path, text);
     const block = [`[mcp_servers.${name}]`, `url = ${tomlString(url)}`];
@@ -127,13 +138,12 @@ export class CodeAgentB implements ClientAdapter {
     const rest = cutServerTable(text, name);
     const next = `${rest ? `${rest}\n\n` : ''}${block.join('\n')}\n`;
     const expected = { url, ...(token ? { http_headers: { Authorization: `Bearer ${token}` } } : {}) };
-    this.check(
+    this.assertLayout(
       next,
       (after) =>
         isDeepStrictEqual(servers(after)[name], expected) && isDeepStrictEqual(withoutServer(after, name), withoutServer(before, name)),
     );
-    writeFileAtomically(this.path, next, { secret: token !== null });
-    return { location: this.path };
+    return next;
   }
 
   remove(name: string, location: string, url?: string): boolean {
@@ -146,7 +156,10 @@ export class CodeAgentB implements ClientAdapter {
       return false;
     }
     const next = `${cutServerTable(text, name)}\n`;
-    this.check(next, (after) => isDeepStrictEqual(withoutServer(after, name), withoutServer(before, name)) && !(name in servers(after)));
+    this.assertLayout(
+      next,
+      (after) => isDeepStrictEqual(withoutServer(after, name), withoutServer(before, name)) && !(name in servers(after)),
+    );
     writeFileAtomically(this.path, next, { secret: false });
     return true;
   }
@@ -155,7 +168,7 @@ export class CodeAgentB implements ClientAdapter {
     return [`Run: codex mcp login ${name}`];
   }
 
-  private check(text: string, holds: (after: TomlTable) => boolean): void {
+  private assertLayout(text: string, holds: (after: TomlTable) => boolean): void {
     let after: TomlTable | null;
     try {
       after = plain(parse(text));

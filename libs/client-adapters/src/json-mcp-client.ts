@@ -1,7 +1,7 @@
 import { CliError } from '@app/cli-terminal';
 
-import { ClientAdapter, InPlaceClientId, McpEntry, WriteOutcome } from './client-adapter';
-import { readJsonObject, writeFileAtomically } from './config-file';
+import { ClientAdapter, InPlaceClientId, McpEntry, TOKEN_PLACEHOLDER, WriteOutcome } from './client-adapter';
+import { readJsonObject, refuseSymlink, writeFileAtomically } from './config-file';
 
 /** Where a JSON client keeps MCP servers: a file and the key path of its server map in it. */
 export interface JsonSource {
@@ -95,6 +95,23 @@ export class JsonMcpClient implements ClientAdapter {
   }
 
   write(name: string, url: string, token: string | null, project: boolean): WriteOutcome {
+    const { source, document } = this.edited(name, url, token, project);
+    writeFileAtomically(source.path, `${JSON.stringify(document, null, 2)}\n`, { secret: token !== null });
+    const note = token !== null && source === this.spec.projectSource ? this.spec.projectTokenNote : undefined;
+    return { location: source.path, ...(note ? { note } : {}) };
+  }
+
+  check(name: string, url: string, project: boolean): void {
+    refuseSymlink(this.edited(name, url, TOKEN_PLACEHOLDER, project).source.path);
+  }
+
+  /** The config with the entry set, as `write` would save it; nothing is written. */
+  private edited(
+    name: string,
+    url: string,
+    token: string | null,
+    project: boolean,
+  ): { source: JsonSource; document: Record<string, unknown> } {
     const source = project && this.spec.projectSource ? this.spec.projectSource : this.spec.userSource;
     const document = readJsonObject(source.path) ?? {};
     let node: Record<string, unknown> = document;
@@ -110,9 +127,7 @@ export class JsonMcpClient implements ClientAdapter {
       node = next as Record<string, unknown>;
     }
     node[name] = this.spec.encode(url, token);
-    writeFileAtomically(source.path, `${JSON.stringify(document, null, 2)}\n`, { secret: token !== null });
-    const note = token !== null && source === this.spec.projectSource ? this.spec.projectTokenNote : undefined;
-    return { location: source.path, ...(note ? { note } : {}) };
+    return { source, document };
   }
 
   remove(name: string, location: string, url?: string): boolean {

@@ -152,6 +152,8 @@ class Connection {
       let account: MintedServiceAccount | null = null;
       let rotated = false;
       if (this.minting) {
+        // Before any token exists: a config that cannot take the entry must not cost the account its token.
+        adapter.check(this.serverName, this.mcpUrl, Boolean(this.options.project));
         const outcome = this.options.name ? await this.sharedAccount(sharedCandidates) : await this.mintFor(this.accountName(adapter));
         if ('status' in outcome) {
           return { ...base, status: outcome.status, error: outcome.error };
