@@ -208,6 +208,30 @@ describe('security: schedule authority (real api, real worker, JWT and security 
     expect(await schedule(target.id)).toMatchObject({ endpoint: '/health' });
   });
 
+  it('a schedule aimed at A2A JSON-RPC needs the scope of the method its payload calls, at create and PATCH', async () => {
+    const alice = await signJwt({ sub: 'alice-a2a', scopes: ['schedules:write', 'schedules:read', 'agents:echo-agent:run'] });
+    const send = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: '1' }] } },
+    };
+    const refused = await createAs(alice, { method: 'POST', endpoint: '/a2a/agents/sleep-agent', payload: send });
+    expectErrorBody(refused, 403);
+    expect(refused.body.detail).toContain('Required scope(s): agents:run or agents:sleep-agent:run');
+    const getTask = { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: '00000000-0000-4000-8000-000000000000' } };
+    const reading = await createAs(alice, { method: 'POST', endpoint: '/a2a/agents/echo-agent', payload: getTask });
+    expectErrorBody(reading, 403);
+    expect(reading.body.detail).toContain('agents:read or agents:echo-agent:read');
+    // Positive control: the method her token may call; a PATCH pointing it elsewhere is checked the same way.
+    const allowed = await createOk(alice, { method: 'POST', endpoint: '/a2a/agents/echo-agent', payload: send });
+    expectErrorBody(
+      await call(api.url, 'PATCH', `/schedules/${allowed.id}`, { token: alice, json: { endpoint: '/a2a/agents/sleep-agent' } }),
+      403,
+    );
+    expectErrorBody(await call(api.url, 'PATCH', `/schedules/${allowed.id}`, { token: alice, json: { payload: getTask } }), 403);
+  });
+
   it('a schedule aimed at /mcp cannot use the schedule tools', async () => {
     const victim = await createOk(ROOT_KEY, { endpoint: '/health' });
     const viaMcp = await createOk(ROOT_KEY, { method: 'POST', endpoint: '/mcp' });

@@ -5,7 +5,7 @@ import FindMyWay, { HTTPMethod } from 'find-my-way';
 
 import { EndpointRoute, EndpointScopes, normalizedEndpoint } from '@app/schedules';
 
-import { PUBLIC_ROUTE, requiredScope, ROUTE_SCOPE, RouteScope } from './scopes.decorator';
+import { BODY_SCOPE, BodyScope, PUBLIC_ROUTE, requiredScope, ROUTE_SCOPE, RouteScope } from './scopes.decorator';
 
 function joinPath(...parts: (string | string[] | undefined)[]): string {
   const segments = parts.flatMap((part) => (Array.isArray(part) ? part.slice(0, 1) : [part ?? '']));
@@ -17,6 +17,8 @@ interface DeclaredRoute {
   path: string;
   /** Null for a @Public route. */
   rule: RouteScope | null;
+  /** A @Public route that checks a scope decided by the body itself. */
+  bodyScope?: BodyScope;
 }
 
 /**
@@ -41,14 +43,15 @@ export class RouteScopes extends EndpointScopes {
     return new Map(this.declared().flatMap(({ method, path, rule }) => (rule ? [[`${method} ${path}`, rule] as const] : [])));
   }
 
-  routeOf(method: string, endpoint: string): EndpointRoute | null {
+  routeOf(method: string, endpoint: string, body?: unknown): EndpointRoute | null {
     const pathname = normalizedEndpoint(endpoint).split('?')[0];
     const found = this.matcher().find(method.toUpperCase() as HTTPMethod, pathname);
     if (!found) {
       return null;
     }
     const route = found.store as DeclaredRoute;
-    return { route: `${route.method} ${route.path}`, scope: route.rule ? requiredScope(route.rule, found.params) : null };
+    const scope = route.rule ? requiredScope(route.rule, found.params) : (route.bodyScope?.(found.params, body) ?? null);
+    return { route: `${route.method} ${route.path}`, scope };
   }
 
   private matcher(): FindMyWay.Instance<FindMyWay.HTTPVersion.V1> {
@@ -84,7 +87,8 @@ export class RouteScopes extends EndpointScopes {
         const isPublic = this.reflector.getAllAndOverride<boolean | undefined>(PUBLIC_ROUTE, [handler, controller]);
         if (rule || isPublic) {
           const path = joinPath(base, this.reflector.get<string | string[]>(PATH_METADATA, handler));
-          routes.push({ method: RequestMethod[method], path, rule: rule ?? null });
+          const bodyScope = this.reflector.get<BodyScope | undefined>(BODY_SCOPE, handler);
+          routes.push({ method: RequestMethod[method], path, rule: rule ?? null, ...(bodyScope ? { bodyScope } : {}) });
         }
       }
     }

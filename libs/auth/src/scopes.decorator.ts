@@ -19,6 +19,19 @@ export function requiredScope(rule: RouteScope, params: Readonly<Record<string, 
   return typeof componentId === 'string' && componentId !== '' ? forComponent(rule.scope, componentId) : rule.scope;
 }
 
+export const BODY_SCOPE = 'auth:body-scope';
+
+/** The scope a call needs, from its path parameters and body: one URL that serves several methods (A2A's JSON-RPC). */
+export type BodyScope = (params: Readonly<Record<string, unknown>>, body: unknown) => string;
+
+/**
+ * On a route that authenticates itself because its scope depends on the body: says how, so that a schedule
+ * aimed at it is checked against the call it will make, as the route checks it.
+ */
+export function ScopeFromBody(scopeOf: BodyScope): MethodDecorator {
+  return SetMetadata(BODY_SCOPE, scopeOf);
+}
+
 /** Marks a route that needs no credential at all (health, discovery). */
 export function Public(): MethodDecorator & ClassDecorator {
   return SetMetadata(PUBLIC_ROUTE, true);

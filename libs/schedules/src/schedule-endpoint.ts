@@ -11,8 +11,8 @@ export interface EndpointRoute {
  * The auth module provides it; the schedules module only asks.
  */
 export abstract class EndpointScopes {
-  /** The route that answers `method endpoint` on this service, or null when none does. */
-  abstract routeOf(method: string, endpoint: string): EndpointRoute | null;
+  /** The route that answers `method endpoint` on this service, or null when none does; `body` decides the scope of a route whose methods share one URL. */
+  abstract routeOf(method: string, endpoint: string, body?: unknown): EndpointRoute | null;
 }
 
 /**

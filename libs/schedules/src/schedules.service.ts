@@ -56,7 +56,7 @@ export class SchedulesService {
   async create(caller: Principal, request: CreateScheduleDto): Promise<ScheduleDto> {
     refuseScheduleFires(caller);
     const method = request.method ?? 'POST';
-    this.assertMayCall(caller, method, request.endpoint);
+    this.assertMayCall(caller, method, request.endpoint, request.payload);
     const now = new Date();
     const schedule = Object.assign(new ScheduleEntity(), {
       id: randomUUID(),
@@ -134,7 +134,12 @@ export class SchedulesService {
     // still pause it); enabling it again does.
     const staysPaused = (changes.enabled ?? schedule.enabled) === false && changes.method === undefined && changes.endpoint === undefined;
     if (!staysPaused) {
-      this.assertMayCall(caller, changes.method ?? schedule.method, changes.endpoint ?? schedule.endpoint);
+      this.assertMayCall(
+        caller,
+        changes.method ?? schedule.method,
+        changes.endpoint ?? schedule.endpoint,
+        changes.payload ?? schedule.payload,
+      );
     }
     Object.assign(changes, ownedBy(caller));
     const updated = Object.assign(new ScheduleEntity(), schedule, changes, { updatedAt: new Date() });
@@ -249,7 +254,7 @@ export class SchedulesService {
    * (no loops, no way around the owner check). A call no route answers needs no scope: it fails
    * with 404 when it fires.
    */
-  private assertMayCall(caller: Principal, method: string, endpoint: string): void {
+  private assertMayCall(caller: Principal, method: string, endpoint: string, payload: unknown): void {
     if (isScheduleRoute(endpoint)) {
       throw new ValidationFailedException([
         {
@@ -261,7 +266,7 @@ export class SchedulesService {
         },
       ]);
     }
-    const scope = this.endpoints.routeOf(method, endpoint)?.scope;
+    const scope = this.endpoints.routeOf(method, endpoint, payload)?.scope;
     if (scope && !mayUse(caller, scope)) {
       throw new ScheduleException(
         Code.Forbidden,

@@ -14,7 +14,7 @@ import { FastifyReply, FastifyRequest } from 'fastify';
 
 import { A2ACall, A2AEndpoint } from '@app/a2a';
 import { Principal } from '@app/access';
-import { Authenticator, CurrentPrincipal, Public, requiredScope, RequireScope } from '@app/auth';
+import { Authenticator, BodyScope, CurrentPrincipal, Public, requiredScope, RequireScope, ScopeFromBody } from '@app/auth';
 import { ErrorBodyDto } from '@app/errors';
 import { ComponentKind } from '@app/runs';
 
@@ -34,6 +34,9 @@ interface A2ARoute {
 function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
   const read = `${resource}:read`;
   const run = `${resource}:run`;
+  /** One URL, several methods: the scope follows the JSON-RPC method, narrowed to the component. */
+  const jsonRpcScope: BodyScope = (params, body) =>
+    requiredScope({ scope: `${resource}:${A2AEndpoint.actionOf(body)}`, componentParam: param }, params);
   const ComponentParam = () => ApiParam({ name: param, description: `Id of the ${kind}` });
 
   @ApiTags('a2a')
@@ -55,6 +58,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
 
     @Post(`:${param}`)
     @Public()
+    @ScopeFromBody(jsonRpcScope)
     @HttpCode(200)
     @ComponentParam()
     @ApiOperation({ summary: 'A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask' })
@@ -70,8 +74,8 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @ApiUnauthorizedResponse({ description: 'Missing or invalid credential', type: ErrorBodyDto })
     @ApiForbiddenResponse({ description: 'The credential lacks the scope of the method called', type: ErrorBodyDto })
     async jsonRpc(@Param(param) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-      // One URL, several methods: the scope follows the method, so the route authenticates itself.
-      const scope = requiredScope({ scope: `${resource}:${A2AEndpoint.actionOf(request.body)}`, componentParam: param }, { [param]: id });
+      // The scope follows the method, so the route authenticates itself.
+      const scope = jsonRpcScope({ [param]: id }, request.body);
       const principal = await this.authenticator.authenticate(
         { authorization: request.headers.authorization, clientKey: request.ip, call: { method: request.method, url: request.url } },
         scope,
