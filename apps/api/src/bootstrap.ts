@@ -45,13 +45,24 @@ async function acceptMultipartRunForms(fastify: FastifyInstance): Promise<void> 
       return;
     }
     const fields: Record<string, unknown> = {};
+    let bytes = 0;
     try {
       for await (const part of request.parts()) {
-        if (part.type === 'field') {
-          fields[part.fieldname] = part.value;
+        if (part.type !== 'field') {
+          continue;
         }
+        // busboy cuts a field at fieldSize without failing: a cut field, or fields over the body limit in
+        // all, are refused as a JSON body of that size would be, never taken shortened.
+        bytes += Buffer.byteLength(String(part.value));
+        if (part.valueTruncated || bytes > BODY_LIMIT_BYTES) {
+          throw new PayloadTooLargeException(FRAMEWORK_DETAILS.FST_ERR_CTP_BODY_TOO_LARGE);
+        }
+        fields[part.fieldname] = part.value;
       }
     } catch (error) {
+      if (error instanceof PayloadTooLargeException) {
+        throw error;
+      }
       const { statusCode, code } = error as { statusCode?: number; code?: string };
       if (statusCode === HttpStatus.PAYLOAD_TOO_LARGE) {
         throw new PayloadTooLargeException(FRAMEWORK_DETAILS[code ?? ''] ?? FRAMEWORK_DETAILS.FST_ERR_CTP_BODY_TOO_LARGE);

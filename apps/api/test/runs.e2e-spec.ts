@@ -110,6 +110,12 @@ describe('runs and sessions (security_key mode, demo components)', () => {
       const malformed = await post('/agents/echo-agent/runs', 'not multipart', { 'content-type': 'multipart/form-data; boundary=x' });
       expect(malformed.status).toBe(400);
       expect(((await malformed.json()) as { detail: string }).detail).toMatch(/^Malformed multipart body/);
+      // Never taken shortened: one field over the body limit, or fields over it in all, are a 413 like a JSON body.
+      const huge = 'x'.repeat(1024 * 1024 + 1);
+      expect((await post('/agents/echo-agent/runs', fields({ message: huge }))).status).toBe(413);
+      const many = fields(Object.fromEntries(Array.from({ length: 3 }, (_, i) => [`f${i}`, 'y'.repeat(400 * 1024)])));
+      many.set('message', 'hi');
+      expect((await post('/agents/echo-agent/runs', many)).status).toBe(413);
       const missing = await post('/agents/echo-agent/runs', fields({ stream: 'true' }));
       expect(missing.status).toBe(422);
       const elsewhere = await post('/memories', fields({ memory: 'x' }));
