@@ -76,10 +76,15 @@ export function covers(held: readonly string[], required: string): boolean {
   return parsed !== null && held.some((scope) => grants(scope, parsed));
 }
 
-/** The scopes any one of which grants `required`, broadest first (`agents:run`, `agents:echo-agent:run`): what a refusal names. */
+/** The scopes any one of which grants `required`, broadest first (`agents:run`, `agents:echo-agent:run`). */
 export function grantsOf(required: string): string[] {
   const parsed = parseScope(required);
   return parsed?.id ? [`${parsed.resource}:${parsed.action}`, required] : [required];
+}
+
+/** What a refusal for lack of `required` says: `Insufficient permissions. Required scope(s): agents:run or agents:x:run`. */
+export function missingScopeDetail(required: string): string {
+  return `Insufficient permissions. Required scope(s): ${grantsOf(required).join(' or ')}`;
 }
 
 /** Is `held` a grant of `scope`'s resource and action for one component (`agents:echo-agent:run` for `agents:run`)? */

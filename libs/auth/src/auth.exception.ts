@@ -1,3 +1,4 @@
+import { missingScopeDetail } from '@app/access';
 import { DomainException } from '@app/errors';
 
 export enum AuthErrorCode {
@@ -17,8 +18,7 @@ export class AuthException extends DomainException<AuthErrorCode> {
     super(code, detail);
   }
 
-  /** `grants`: the scopes any one of which would do (see grantsOf). */
-  static insufficientScope(grants: string[]): AuthException {
-    return new AuthException(AuthErrorCode.Forbidden, `Insufficient permissions. Required scope(s): ${grants.join(' or ')}`);
+  static insufficientScope(required: string): AuthException {
+    return new AuthException(AuthErrorCode.Forbidden, missingScopeDetail(required));
   }
 }

@@ -1,9 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 
-import { grantsOf, intersectScopes, mayUse, mayUseSome, Principal, SERVICE_ACCOUNT_PREFIX, serviceAccountPrincipal } from '@app/access';
-import { Env } from '@app/config';
+import { intersectScopes, mayUse, mayUseSome, Principal, SERVICE_ACCOUNT_PREFIX, serviceAccountPrincipal } from '@app/access';
+import { Env, warnIfShort } from '@app/config';
 import { assertUnreachable } from '@app/errors';
 import { SCHEDULE_CREDENTIAL_PREFIX, ScheduleCall, ScheduleCredentials, ScheduleOwner } from '@app/schedules';
 import { ServiceAccountsService, ServiceAccountVerifier, TOKEN_PREFIX, Verification } from '@app/service-accounts';
@@ -76,11 +76,7 @@ export class Authenticator {
   ) {
     this.mode = authMode(env);
     this.securityKey = env.OS_SECURITY_KEY ? digest(env.OS_SECURITY_KEY) : null;
-    if (env.OS_SECURITY_KEY && env.OS_SECURITY_KEY.length < 16) {
-      new Logger(Authenticator.name).warn(
-        'OS_SECURITY_KEY is shorter than 16 characters: it is a root credential, and a short one is easy to guess.',
-      );
-    }
+    warnIfShort('OS_SECURITY_KEY', env.OS_SECURITY_KEY, 16, 'it is a root credential, and a short one is easy to guess');
   }
 
   /** Identifies the caller, then checks `requiredScope` (already narrowed to a component id where the route has one). */
@@ -100,7 +96,7 @@ export class Authenticator {
 
   authorize(principal: Principal, requiredScope: string): void {
     if (!mayUse(principal, requiredScope)) {
-      throw AuthException.insufficientScope(grantsOf(requiredScope));
+      throw AuthException.insufficientScope(requiredScope);
     }
   }
 

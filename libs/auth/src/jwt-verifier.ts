@@ -3,7 +3,7 @@ import { createPublicKey, KeyObject } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 import { createRemoteJWKSet, errors, JWTPayload, jwtVerify, JWTVerifyGetKey } from 'jose';
 
-import { Env } from '@app/config';
+import { Env, warnIfShort } from '@app/config';
 
 export interface JwtIdentity {
   sub: string;
@@ -80,11 +80,7 @@ function restKey(env: Env): VerificationKey | null {
 export class JwtVerifier extends SignedTokenVerifier {
   constructor(env: Env) {
     super(restKey(env), { issuer: env.JWT_ISSUER, audience: env.JWT_AUDIENCE });
-    if (env.JWT_SECRET && env.JWT_SECRET.length < 32) {
-      new Logger(JwtVerifier.name).warn(
-        'JWT_SECRET is shorter than 32 characters: HS256 wants a secret of at least 256 bits, or a token can be forged by guessing it.',
-      );
-    }
+    warnIfShort('JWT_SECRET', env.JWT_SECRET, 32, 'HS256 wants a secret of at least 256 bits, or a token can be forged by guessing it');
     if (env.JWT_JWKS_URL && !env.JWT_AUDIENCE) {
       new Logger(JwtVerifier.name).warn(
         "JWT_JWKS_URL is set without JWT_AUDIENCE: any token its key set signs is accepted here, including tokens issued for other services. Set JWT_AUDIENCE to this service's audience.",

@@ -112,12 +112,12 @@ export class Env {
   @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] }, { message: 'must be an http(s) URL' })
   PUBLIC_URL?: string;
 
-  /** Any length is accepted, but the api warns at boot about a short one (see Authenticator). */
+  /** Any length is accepted; a short one is warned about at boot (warnIfShort). */
   @IsOptional()
   @IsString()
   OS_SECURITY_KEY?: string;
 
-  /** Any length is accepted, but the api warns at boot about a short one (see JwtVerifier). */
+  /** Any length is accepted; a short one is warned about at boot (warnIfShort). */
   @IsOptional()
   @IsString()
   JWT_SECRET?: string;
@@ -223,7 +223,7 @@ export class Env {
   @IsString()
   COMPONENTS_MODULE?: string;
 
-  /** Any length is accepted, but a short one draws a warning at boot (see ScheduleCredentials). */
+  /** Any length is accepted; a short one is warned about at boot (warnIfShort). */
   @IsOptional()
   @IsString()
   INTERNAL_SERVICE_TOKEN?: string;

@@ -3,3 +3,4 @@ export * from './config.module';
 export * from './env';
 export * from './loopback';
 export * from './version';
+export * from './weak-secret';

@@ -1,12 +1,12 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { isUUID } from 'class-validator';
 import { DataSource, Repository } from 'typeorm';
 
 import { CredentialKind } from '@app/access';
-import { Env } from '@app/config';
+import { Env, warnIfShort } from '@app/config';
 import { queryPrepared } from '@app/database';
 
 import { InternalSecretEntity } from './internal-secret.entity';
@@ -74,11 +74,12 @@ export class ScheduleCredentials {
     @InjectRepository(ScheduleEntity) private readonly schedules: Repository<ScheduleEntity>,
     @InjectDataSource() private readonly dataSource: DataSource,
   ) {
-    if (env.INTERNAL_SERVICE_TOKEN && env.INTERNAL_SERVICE_TOKEN.length < 32) {
-      new Logger(ScheduleCredentials.name).warn(
-        'INTERNAL_SERVICE_TOKEN is shorter than 32 characters: it keys every schedule credential, and a short one can be guessed.',
-      );
-    }
+    warnIfShort(
+      'INTERNAL_SERVICE_TOKEN',
+      env.INTERNAL_SERVICE_TOKEN,
+      32,
+      'it keys every schedule credential, and a short one can be guessed',
+    );
   }
 
   async mint(scheduleId: string, validForSeconds: number, call: ScheduleCall): Promise<string> {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { Injectable } from '@nestjs/common';
 
-import { ADMIN_SCOPE, attributedUser, DataScope, grantsOf, mayUse, Principal } from '@app/access';
+import { ADMIN_SCOPE, attributedUser, DataScope, mayUse, missingScopeDetail, Principal } from '@app/access';
 import { isUniqueViolation } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
 import { Page, toPage } from '@app/pagination';
@@ -270,7 +270,7 @@ export class SchedulesService {
     if (scope && !mayUse(caller, scope)) {
       throw new ScheduleException(
         Code.Forbidden,
-        `The schedule would call ${method} ${endpoint}, which you may not call. Insufficient permissions. Required scope(s): ${grantsOf(scope).join(' or ')}`,
+        `The schedule would call ${method} ${endpoint}, which you may not call. ${missingScopeDetail(scope)}`,
       );
     }
   }
