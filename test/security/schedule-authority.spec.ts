@@ -232,9 +232,26 @@ describe('security: schedule authority (real api, real worker, JWT and security 
     expectErrorBody(await call(api.url, 'PATCH', `/schedules/${allowed.id}`, { token: alice, json: { payload: getTask } }), 403);
   });
 
-  it('a schedule aimed at /mcp cannot use the schedule tools', async () => {
+  it('a schedule cannot call /mcp (422, at create and PATCH, however spelled)', async () => {
+    const call_ = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_config', arguments: {} } };
+    for (const endpoint of ['/mcp', '/./mcp', '/mcp?x=1']) {
+      const refused = await createAs(ROOT_KEY, { method: 'POST', endpoint, payload: call_ });
+      expect(expectValidationBody(refused), endpoint).toEqual([['body', 'endpoint']]);
+      expect(refused.text).toContain('schedule the REST route the MCP tool mirrors');
+    }
+    const target = await createOk(ROOT_KEY, { endpoint: '/config' });
+    const patched = await call(api.url, 'PATCH', `/schedules/${target.id}`, {
+      token: ROOT_KEY,
+      json: { method: 'POST', endpoint: '/mcp' },
+    });
+    expect(expectValidationBody(patched)).toEqual([['body', 'endpoint']]);
+    expect(await schedule(target.id)).toMatchObject({ method: 'GET', endpoint: '/config' });
+  });
+
+  it('a fire credential for /mcp (a schedule stored before /mcp was refused) cannot use the schedule tools', async () => {
     const victim = await createOk(ROOT_KEY, { endpoint: '/health' });
-    const viaMcp = await createOk(ROOT_KEY, { method: 'POST', endpoint: '/mcp' });
+    const viaMcp = await createOk(ROOT_KEY, { endpoint: '/health' });
+    await query(databaseUrl, `UPDATE schedules SET method = 'POST', endpoint = '/mcp' WHERE id = $1`, [viaMcp.id]);
     // Sign a fire credential for POST /mcp as the worker would (the key is the one the api generated).
     // A well-formed credential makes the api generate its signing key if no fire has yet.
     await call(api.url, 'GET', '/config', { token: `svc_sch_${viaMcp.id}.${expiresAtOf(300)}.${'A'.repeat(43)}` });

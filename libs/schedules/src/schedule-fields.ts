@@ -41,7 +41,7 @@ export function ScheduleEndpoint({ optional }: Presence = {}): PropertyDecorator
     maxLength: 512,
     pattern: ENDPOINT,
     patternMessage: 'endpoint must be a path on this service starting with "/", without spaces',
-    description: 'Path called on PUBLIC_URL, max 512 characters',
+    description: 'Path called on PUBLIC_URL, max 512 characters; not under /schedules, not /mcp (schedule the REST route a tool mirrors)',
     example: '/agents/echo-agent/runs',
   });
 }

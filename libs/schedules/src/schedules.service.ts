@@ -20,7 +20,7 @@ import { ScheduleEntity } from './schedule.entity';
 import { ScheduleErrorCode as Code, ScheduleException } from './schedule.exception';
 import { toScheduleDto, toScheduleRunDto } from './schedule.mapper';
 import { NAME_CONSTRAINTS, ScheduleRepository } from './schedule.repository';
-import { EndpointScopes, normalizedEndpoint } from './schedule-endpoint';
+import { EndpointRoute, EndpointScopes, normalizedEndpoint } from './schedule-endpoint';
 import { admit, SKIP_ERRORS } from './schedule-overlap';
 import { ScheduleRunEntity } from './schedule-run.entity';
 import { ScheduleRunRepository } from './schedule-run.repository';
@@ -251,26 +251,19 @@ export class SchedulesService {
 
   /**
    * A schedule may only make a call its owner could make now, and never one to the schedule routes
-   * (no loops, no way around the owner check). A call no route answers needs no scope: it fails
-   * with 404 when it fires.
+   * (no loops, no way around the owner check) or to /mcp (see unschedulable). A call no route answers
+   * needs no scope: it fails with 404 when it fires.
    */
   private assertMayCall(caller: Principal, method: string, endpoint: string, payload: unknown): void {
-    if (isScheduleRoute(endpoint)) {
-      throw new ValidationFailedException([
-        {
-          loc: ['body', 'endpoint'],
-          msg: 'A schedule cannot call the schedule routes (/schedules...)',
-          type: 'schedule_route',
-          input: endpoint,
-          ctx: {},
-        },
-      ]);
+    const route = this.endpoints.routeOf(method, endpoint, payload);
+    const refusal = unschedulable(endpoint, route);
+    if (refusal) {
+      throw new ValidationFailedException([{ loc: ['body', 'endpoint'], ...refusal, input: endpoint, ctx: {} }]);
     }
-    const scope = this.endpoints.routeOf(method, endpoint, payload)?.scope;
-    if (scope && !mayUse(caller, scope)) {
+    if (route?.scope && !mayUse(caller, route.scope)) {
       throw new ScheduleException(
         Code.Forbidden,
-        `The schedule would call ${method} ${endpoint}, which you may not call. ${missingScopeDetail(scope)}`,
+        `The schedule would call ${method} ${endpoint}, which you may not call. ${missingScopeDetail(route.scope)}`,
       );
     }
   }
@@ -317,12 +310,24 @@ function refuseScheduleFires(caller: Principal): void {
 }
 
 /** `/schedules` and everything below it, however the path is spelled (`//schedules`, `/x/../schedules`, `%73chedules`). */
-function isScheduleRoute(endpoint: string): boolean {
+/** Why a schedule may not call `endpoint`, if it may not. */
+function unschedulable(endpoint: string, route: EndpointRoute | null): { msg: string; type: string } | null {
   let path = normalizedEndpoint(endpoint).split('?')[0];
   try {
     path = decodeURIComponent(path);
   } catch {
     // A malformed escape reaches no route; judge the path as written.
   }
-  return /^\/+schedules(\/|$)/i.test(path);
+  if (/^\/+schedules(\/|$)/i.test(path)) {
+    return { msg: 'A schedule cannot call the schedule routes (/schedules...)', type: 'schedule_route' };
+  }
+  // MCP answers only a client that takes an event stream, and reports a refused tool inside a 200, so a fire
+  // could neither call it nor tell whether it worked. Every tool mirrors a REST route, which a schedule can call.
+  if (route?.route.endsWith(' /mcp')) {
+    return {
+      msg: "A schedule cannot call /mcp: schedule the REST route the MCP tool mirrors instead (its 'platform/rest-route' in tools/list)",
+      type: 'mcp_route',
+    };
+  }
+  return null;
 }
