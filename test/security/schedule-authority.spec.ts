@@ -103,7 +103,7 @@ describe('security: schedule authority (real api, real worker, JWT and security 
 
     expect(await schedule(keySchedule.id)).toMatchObject({ method: 'GET', endpoint: '/health' });
     expect((await call(api.url, 'GET', '/config', { token: victim.token })).status).toBe(200);
-    // Positive control: an admin may change it (and then owns it).
+    // Positive control: an admin may change it.
     const admin = await signJwt({ sub: 'root-admin', scopes: ['platform:admin'] });
     expect((await call(api.url, 'PATCH', `/schedules/${keySchedule.id}`, { token: admin, json: { description: 'checked' } })).status).toBe(
       200,
@@ -172,16 +172,35 @@ describe('security: schedule authority (real api, real worker, JWT and security 
     expect(taken.body.detail).toContain('platform:admin');
   });
 
-  it('a fire never attributes its run to anyone but the owner, even after an admin’s edit made the admin the owner', async () => {
+  it('an admin who pauses, resumes or renames a schedule lends it nothing: revoking its owner still stops it', async () => {
+    const owner = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read', 'schedules:write', 'schedules:read'], privileged: true });
+    const created = await createOk(owner.token, { endpoint: '/config' });
+    for (const json of [{ enabled: false }, { enabled: true }, { name: uniqueName('renamed'), cron_expr: '0 0 2 1 *' }]) {
+      expect((await call(api.url, 'PATCH', `/schedules/${created.id}`, { token: ROOT_KEY, json })).status).toBe(200);
+    }
+    // Still the owner's: it may change the schedule without the admin scope.
+    expect(
+      (await call(api.url, 'PATCH', `/schedules/${created.id}`, { token: owner.token, json: { description: 'still mine' } })).status,
+    ).toBe(200);
+
+    expect((await call(api.url, 'DELETE', `/service-accounts/${owner.id}`, { token: ROOT_KEY })).status).toBe(200);
+    expect(await triggeredFire(created.id)).toMatchObject({ status: 'failed', status_code: null });
+    expect(await schedule(created.id)).toMatchObject({ enabled: false, disabled_reason: expect.stringMatching(/^owner_revoked:sa:/) });
+  });
+
+  it('a fire never attributes its run to anyone but the owner, even after an admin rewrote its call and so owns it', async () => {
     const writer = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'schedules:write', 'schedules:read'], privileged: true });
     const created = await createOk(writer.token, {
       method: 'POST',
       endpoint: '/agents/echo-agent/runs',
       payload: { message: 'planted', user_id: 'sa:someone-else' },
     });
-    expect((await call(api.url, 'PATCH', `/schedules/${created.id}`, { token: ROOT_KEY, json: { description: 'reviewed' } })).status).toBe(
-      200,
-    );
+    // Writing the call, even unchanged, is what makes it the admin's.
+    const rewritten = await call(api.url, 'PATCH', `/schedules/${created.id}`, {
+      token: ROOT_KEY,
+      json: { endpoint: '/agents/echo-agent/runs' },
+    });
+    expect(rewritten.status).toBe(200);
     const fire = await triggeredFire(created.id);
     expect(fire, JSON.stringify(fire)).toMatchObject({ status: 'success' });
     const [run] = await query<{ user_id: string | null }>(databaseUrl, `SELECT user_id FROM runs WHERE message = 'planted'`);

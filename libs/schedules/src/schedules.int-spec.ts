@@ -145,21 +145,29 @@ describe('SchedulesService', () => {
   });
 
   describe('ownership', () => {
-    it("another principal's schedule needs platform:admin to change; the admin who changes it becomes its owner", async () => {
+    it("another principal's schedule needs platform:admin to change; the admin who rewrites its call becomes its owner", async () => {
       const created = await schedules.create(alice, createRequest({ name: freshName() }));
       const mallory = principals.jwt('mallory', ['schedules:write', 'agents:run']);
       const admin = principals.jwt('root-operator', ['platform:admin']);
+      const ownerOf = async () =>
+        (
+          await app.sql<{ owner_id: string; owner_scopes: string[] }>('SELECT owner_id, owner_scopes FROM schedules WHERE id = $1', [
+            created.id,
+          ])
+        )[0];
+      const aliceOwns = { owner_id: 'alice', owner_scopes: [...alice.scopes] };
 
       await expect(schedules.update(mallory, created.id, patch({ description: 'mine' }))).rejects.toMatchObject({ code: Code.Forbidden });
       await expect(schedules.trigger(mallory, created.id)).rejects.toMatchObject({ code: Code.Forbidden });
       await expect(schedules.remove(mallory, created.id)).rejects.toMatchObject({ code: Code.Forbidden });
 
-      await schedules.update(admin, created.id, patch({ description: 'taken over' }));
-      const [row] = await app.sql<{ owner_id: string; owner_scopes: string[] }>(
-        'SELECT owner_id, owner_scopes FROM schedules WHERE id = $1',
-        [created.id],
-      );
-      expect(row).toEqual({ owner_id: 'root-operator', owner_scopes: ['platform:admin'] });
+      // Pausing, resuming or renaming keeps the owner: the admin lends the schedule nothing.
+      for (const change of [{ enabled: false }, { enabled: true }, { description: 'reviewed', cron_expr: '0 3 * * *' }]) {
+        await schedules.update(admin, created.id, patch(change));
+        expect(await ownerOf()).toEqual(aliceOwns);
+      }
+      await schedules.update(admin, created.id, patch({ payload: { message: 'taken over' } }));
+      expect(await ownerOf()).toEqual({ owner_id: 'root-operator', owner_scopes: ['platform:admin'] });
       await expect(schedules.update(alice, created.id, patch({ description: 'back' }))).rejects.toMatchObject({ code: Code.Forbidden });
     });
 

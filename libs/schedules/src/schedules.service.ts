@@ -129,19 +129,22 @@ export class SchedulesService {
       // Re-enabling is the operator's answer to whatever disabled it.
       changes.disabledReason = null;
     }
-    // Whoever changes a schedule owns it from now on: its fires act with this caller's rights, so they must
-    // cover its call. Pausing without touching the call needs no such check (an owner who lost the scope can
-    // still pause it); enabling it again does.
-    const staysPaused = (changes.enabled ?? schedule.enabled) === false && changes.method === undefined && changes.endpoint === undefined;
-    if (!staysPaused) {
-      this.assertMayCall(
-        caller,
-        changes.method ?? schedule.method,
-        changes.endpoint ?? schedule.endpoint,
-        changes.payload ?? schedule.payload,
-      );
+    // Whoever writes a schedule's call (method, endpoint or payload) owns it from then on: its fires act with that
+    // caller's rights, which must cover the call. An admin's other changes (pause, resume, rename, cron, retries)
+    // keep the owner and so its rights: pausing someone's schedule lends it nothing. The owner's own changes
+    // record its rights afresh; pausing needs no check (an owner who lost the scope can still pause it).
+    const rewritesCall = changes.method !== undefined || changes.endpoint !== undefined || changes.payload !== undefined;
+    if (rewritesCall || isOwner(caller, schedule)) {
+      if (rewritesCall || (changes.enabled ?? schedule.enabled)) {
+        this.assertMayCall(
+          caller,
+          changes.method ?? schedule.method,
+          changes.endpoint ?? schedule.endpoint,
+          changes.payload === undefined ? schedule.payload : changes.payload,
+        );
+      }
+      Object.assign(changes, ownedBy(caller));
     }
-    Object.assign(changes, ownedBy(caller));
     const updated = Object.assign(new ScheduleEntity(), schedule, changes, { updatedAt: new Date() });
     const rearm = request.cron_expr !== undefined || request.timezone !== undefined || request.enabled !== undefined;
     this.derive(updated, updated.updatedAt, rearm);

@@ -33,7 +33,7 @@ function printSchedule(schedule: Schedule, terminal: Terminal): void {
       ['Disabled reason', cell(schedule.disabled_reason, 500)],
       ['Next run', formatTime(schedule.next_run_at)],
       ['Target', target(schedule)],
-      ['Owner', cell(schedule.user_id, 200)],
+      ['User', cell(schedule.user_id, 200)],
       ['Managed by', cell(schedule.managed_by, 200)],
       ['Description', cell(schedule.description, 500)],
       ['Timeout', `${schedule.timeout_seconds}s`],
