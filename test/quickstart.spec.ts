@@ -1,5 +1,16 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -149,6 +160,13 @@ describe('npm start (scripts/quickstart.mjs)', () => {
     expect(environOf('api').some((variable) => variable.startsWith('OS_SECURITY_KEY='))).toBe(true);
     expect(environOf('worker').some((variable) => variable.startsWith('OS_SECURITY_KEY='))).toBe(false);
 
+    // A second start on the same port is told this checkout's service already runs, and how to run a second copy.
+    const second = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(port), PLATFORM_DATA_DIR: tempDir('quickstart-') });
+    expect(await second.exited).not.toBe(0);
+    expect(second.output().trim()).toMatch(
+      /^\[quickstart\] This checkout's service is already running \(pid \d+ holds port \d+\): use it, or stop it with Ctrl-C in its npm start\. A second copy needs its own port and data: PORT=\d+ PLATFORM_DATA_DIR=\.data-2 npm start$/,
+    );
+
     const before = quickstart.output().length;
     expect(await ctrlC(quickstart)).toBe(0);
     const shutdownLog = quickstart.output().slice(before);
@@ -156,6 +174,24 @@ describe('npm start (scripts/quickstart.mjs)', () => {
     expect(stackFrames(shutdownLog), shutdownLog).toEqual([]);
     await waitFor(async () => started.every((pid) => !alive(pid)), 15_000, 'every child to exit');
   }, 150_000);
+
+  it('refuses a Node.js older than package.json asks for, in one line naming both versions, before anything starts', async () => {
+    // A copy of the scripts beside a package.json asking for a Node.js that does not exist yet.
+    const checkout = tempDir('quickstart-node-');
+    mkdirSync(join(checkout, 'scripts'));
+    for (const file of ['quickstart.mjs', 'build.cjs', 'embedded-postgres.mjs']) {
+      copyFileSync(resolve('scripts', file), join(checkout, 'scripts', file));
+    }
+    symlinkSync(resolve('node_modules'), join(checkout, 'node_modules'));
+    writeFileSync(join(checkout, 'package.json'), JSON.stringify({ engines: { node: '>=99.0.0' } }));
+    const dataDir = tempDir('quickstart-');
+    const quickstart = spawnNode(join(checkout, 'scripts', 'quickstart.mjs'), { PLATFORM_DATA_DIR: dataDir }, { cwd: checkout });
+    expect(await quickstart.exited).toBe(1);
+    expect(quickstart.output().trim()).toBe(
+      `[quickstart] This service needs Node.js 99.0.0 or later; this is Node.js ${process.versions.node} (${process.execPath}). Install a newer Node.js 22, then run npm ci && npm start again.`,
+    );
+    expect(readdirSync(dataDir)).toEqual([]);
+  });
 
   describe('a port already taken', () => {
     let holder: Server | undefined;
