@@ -240,6 +240,19 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     const nul = { ...rpc, params: { message: { messageId: 'm2', role: 'ROLE_USER', parts: [{ text: 'a\u0000b' }] } } };
     const refusedNul = await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: nul, token: owner.token, headers });
     expect(refusedNul.body).toMatchObject({ jsonrpc: '2.0', id: 1, error: { code: -32602, message: expect.stringContaining('NUL') } });
+    const half = {
+      ...rpc,
+      params: {
+        message: { messageId: 'm3', role: 'ROLE_USER', parts: [{ text: 'hi \ud83d' }] },
+        configuration: { returnImmediately: true },
+      },
+    };
+    const refusedHalf = await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: half, token: owner.token, headers });
+    expect(refusedHalf.body).toMatchObject({
+      jsonrpc: '2.0',
+      id: 1,
+      error: { code: -32602, message: expect.stringContaining('surrogate') },
+    });
     // A method the scope map does not name needs agents:run.
     const unnamed = { ...rpc, method: 'NoSuchMethod' };
     expectErrorBody(await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: unnamed, token: readOnly.token, headers }), 403);

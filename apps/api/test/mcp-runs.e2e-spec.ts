@@ -147,6 +147,8 @@ describe('MCP run, session, component and schedule tools', () => {
   it('refuses NUL in tool arguments: 422 for a field, 404 for a component id (never an internal error)', async () => {
     const message = await callTool(asAlice, 'run_agent', { agent_id: 'echo-agent', message: 'a\u0000b' });
     expect(message).toMatchObject({ isError: true, text: expect.stringMatching(/^422: Invalid arguments: message: /) });
+    const half = await callTool(asAlice, 'run_agent', { agent_id: 'echo-agent', message: 'hi \ud800', background: true });
+    expect(half).toMatchObject({ isError: true, text: expect.stringMatching(/^422: Invalid arguments: message: .*surrogate/) });
     // The security key holds every scope, so the call reaches the run lookup.
     const asKey = await connectMcp(api.url, ROOT_KEY);
     try {

@@ -288,11 +288,18 @@ describe('runs and sessions (security_key mode, demo components)', () => {
       expectErrorBody(await call(api.url, 'POST', '/agents/echo-agent/runs/not-a-uuid/cancel', { token: alice.token }), 404);
     });
 
-    it('refuses NUL wherever PostgreSQL would store or compare it: 422 naming the field, 404 for a path id', async () => {
+    it('refuses NUL and unpaired surrogates wherever PostgreSQL would store or compare them: 422 naming the field, 404 for a path id', async () => {
       const runId = '00000000-0000-4000-8000-000000000000';
       const post = (json: unknown, headers: Record<string, string> = {}) =>
         call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, json, headers });
       expect(expectValidationBody(await post({ message: 'a\u0000b' }))).toEqual([['body', 'message']]);
+      // A background run's message goes into jsonb, which refuses half a surrogate pair (it was a 500).
+      const surrogate = await post({ message: 'hi \ud800', background: true });
+      expect(expectValidationBody(surrogate)).toEqual([['body', 'message']]);
+      expect(surrogate.body.detail[0]).toMatchObject({ type: 'no_unpaired_surrogate' });
+      expect(expectValidationBody(await post({ message: 'x', session_id: '\udc00' }))).toEqual([['body', 'session_id']]);
+      // A whole pair (an emoji) is fine.
+      expect((await post({ message: 'hi \ud83d\ude00', background: true })).status).toBe(202);
       expect(expectValidationBody(await post({ message: 'x', idempotency_key: 'k\u0000' }))).toEqual([['body', 'idempotency_key']]);
       expect(expectValidationBody(await post({ message: 'x', session_id: '\u0000' }))).toEqual([['body', 'session_id']]);
       expect(

@@ -132,6 +132,9 @@ describe('schedules api (security_key mode)', () => {
         ['body', 'payload', 'deep', 1],
       ]);
       expect(expectValidationBody(await create({ ...body, payload: { 'k\u0000': 1 } }))).toEqual([['body', 'payload', 'k\u0000']]);
+      // Half a surrogate pair, which jsonb refuses (it was a 500), in a value and in a key.
+      expect(expectValidationBody(await create({ ...body, payload: { message: 'hi \ud83d' } }))).toEqual([['body', 'payload', 'message']]);
+      expect(expectValidationBody(await create({ ...body, payload: { '\udc00': 'x' } }))).toEqual([['body', 'payload', '\udc00']]);
       expect(expectValidationBody(await call(api.url, 'GET', '/schedules?managed_by=a%00b', { token: ROOT_KEY }))).toEqual([
         ['query', 'managed_by'],
       ]);

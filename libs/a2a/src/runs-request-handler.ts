@@ -23,7 +23,7 @@ import { A2ARequestHandler, ServerCallContext, User } from '@a2a-js/sdk/server';
 import { Principal } from '@app/access';
 import { ErrorRenderer } from '@app/errors';
 import { ComponentKind, RunDto, RunErrorCode, RunEvent, RunException, RunRequest, RunsService, SESSION_ID } from '@app/runs';
-import { holdsNul } from '@app/validation';
+import { UNSTORABLE, unstorable } from '@app/validation';
 
 import { contentArtifact, messageText, startedTask, submittedTask, taskStatus, toTask } from './run-task';
 
@@ -208,8 +208,9 @@ function runRequest(params: SendMessageRequest): RunRequest {
   if (text === '') {
     throw new RequestMalformedError('message needs a text part');
   }
-  if (holdsNul(text)) {
-    throw new RequestMalformedError('message text must not contain NUL characters');
+  const refused = unstorable(text);
+  if (refused) {
+    throw new RequestMalformedError(`message text must not contain ${UNSTORABLE[refused]}`);
   }
   if (message.contextId && !SESSION_ID.test(message.contextId)) {
     throw new RequestMalformedError('contextId must be 1-128 letters, digits, ., _, : or -');

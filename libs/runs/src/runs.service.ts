@@ -12,7 +12,7 @@ import { isUniqueViolation, toEpoch } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
 import { CancellationIntents, JobPayload, JobProducer, TERMINAL_STATUSES } from '@app/queue';
 import { RUN_ATTRIBUTES, SPAN, Tracing } from '@app/traces';
-import { holdsNul } from '@app/validation';
+import { unstorable } from '@app/validation';
 
 import { Component, ComponentKind } from './component';
 import { ComponentRegistry } from './component.registry';
@@ -148,7 +148,7 @@ export class RunsService {
     // Run ids are UUIDs: anything else cannot name a run (and must not reach a uuid column). A component
     // id holding NUL names no component either (REST refuses it as a path id; MCP arguments reach here).
     const run =
-      isUUID(runId) && !holdsNul(componentId) ? await this.runs.findById(DataScope.of(caller), runId, { kind, id: componentId }) : null;
+      isUUID(runId) && !unstorable(componentId) ? await this.runs.findById(DataScope.of(caller), runId, { kind, id: componentId }) : null;
     if (!run) {
       throw runNotFound(runId);
     }

@@ -1,7 +1,19 @@
+/** What PostgreSQL cannot store as sent: U+0000, and half of a UTF-16 surrogate pair (jsonb refuses its escape; text turns it into U+FFFD). */
+export type Unstorable = 'nul' | 'surrogate';
+
+/** How an error names each, e.g. "must not contain NUL (\u0000) characters". */
+export const UNSTORABLE: Record<Unstorable, string> = {
+  nul: 'NUL (\\u0000) characters',
+  surrogate: 'unpaired UTF-16 surrogates (\\ud800-\\udfff)',
+};
+
 /**
- * PostgreSQL text cannot hold U+0000: every surface (REST and MCP arguments, /ws frames, A2A messages)
- * refuses a string carrying it, by name, before it reaches a query.
+ * Every surface (REST and MCP arguments, /ws frames, A2A messages) refuses a string PostgreSQL cannot
+ * store, by name, before it reaches a query.
  */
-export function holdsNul(text: string): boolean {
-  return text.includes('\u0000');
+export function unstorable(text: string): Unstorable | null {
+  if (text.includes('\u0000')) {
+    return 'nul';
+  }
+  return text.isWellFormed() ? null : 'surrogate';
 }

@@ -46,12 +46,17 @@ describe('parseFrame', () => {
     const run = { action: 'run', component_type: 'agent', component_id: 'echo-agent', message: 'hi' };
     expect(rejection(JSON.stringify({ ...run, message: 'a\u0000b' }))).toEqual({
       status: 422,
-      detail: "'message' must not contain NUL characters",
+      detail: "'message' must not contain NUL (\\u0000) characters",
     });
     expect(rejection(JSON.stringify({ ...run, message: 7 }))).toEqual({ status: 422, detail: "'message' must be a string" });
     expect(rejection(JSON.stringify({ ...run, component_id: 'echo\u0000' }))).toEqual({
       status: 422,
-      detail: "'component_id' must not contain NUL characters",
+      detail: "'component_id' must not contain NUL (\\u0000) characters",
+    });
+    // Half a surrogate pair: jsonb refuses it, so it is refused by name before it reaches a query.
+    expect(rejection(JSON.stringify({ ...run, message: 'hi \ud83d' }))).toEqual({
+      status: 422,
+      detail: "'message' must not contain unpaired UTF-16 surrogates (\\ud800-\\udfff)",
     });
     expect(rejection(JSON.stringify({ ...run, component_id: '' }))).toEqual({
       status: 422,

@@ -1,7 +1,7 @@
 import { isUUID } from 'class-validator';
 
 import { COMPONENT_KINDS, ComponentKind, SESSION_ID } from '@app/runs';
-import { holdsNul } from '@app/validation';
+import { UNSTORABLE, unstorable } from '@app/validation';
 
 /** What a client may send on /ws (DESIGN.md): authenticate first unless the upgrade carried a credential, then run, watch or cancel. */
 export type ClientFrame =
@@ -35,12 +35,13 @@ function text(frame: Record<string, unknown>, field: string, optional = false): 
   if (typeof value !== 'string' || value === '') {
     throw new FrameRejected(422, `'${field}' must be a non-empty string`);
   }
-  return withoutNul(field, value);
+  return storable(field, value);
 }
 
-function withoutNul(field: string, value: string): string {
-  if (holdsNul(value)) {
-    throw new FrameRejected(422, `'${field}' must not contain NUL characters`);
+function storable(field: string, value: string): string {
+  const refused = unstorable(value);
+  if (refused) {
+    throw new FrameRejected(422, `'${field}' must not contain ${UNSTORABLE[refused]}`);
   }
   return value;
 }
@@ -80,7 +81,7 @@ export function parseFrame(data: string): ClientFrame {
       if (typeof fields.message !== 'string') {
         throw new FrameRejected(422, "'message' must be a string");
       }
-      const message = withoutNul('message', fields.message);
+      const message = storable('message', fields.message);
       return { action: 'run', component_type: kind, component_id: text(fields, 'component_id')!, message, session_id: sessionId };
     }
     case 'watch':

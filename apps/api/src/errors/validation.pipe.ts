@@ -1,7 +1,7 @@
 import { ArgumentMetadata, Injectable, ValidationError, ValidationPipe } from '@nestjs/common';
 
 import { RequestErrorCode, RequestException, ValidationFailedException, ValidationIssue } from '@app/errors';
-import { allowsEmptyBody, holdsNul } from '@app/validation';
+import { allowsEmptyBody, UNSTORABLE, Unstorable, unstorable } from '@app/validation';
 
 const LOCATIONS: Record<string, string> = { body: 'body', query: 'query', param: 'path' };
 
@@ -37,16 +37,17 @@ export const MAX_NESTING = 32;
 export interface InputProblem {
   loc: (string | number)[];
   input: unknown;
-  kind: 'nul' | 'depth';
+  kind: Unstorable | 'depth';
 }
 
 /**
- * The first place in a body, query or path value where a string (or an object key) holds NUL, or
- * nesting goes deeper than MAX_NESTING, as `loc` segments below the value; null if there is none.
+ * The first place in a body, query or path value where a string (or an object key) holds what PostgreSQL
+ * cannot store, or nesting goes deeper than MAX_NESTING, as `loc` segments below the value; null if none.
  */
 export function findInputProblem(value: unknown, loc: (string | number)[] = [], depth = 0): InputProblem | null {
   if (typeof value === 'string') {
-    return holdsNul(value) ? { loc, input: value, kind: 'nul' } : null;
+    const kind = unstorable(value);
+    return kind ? { loc, input: value, kind } : null;
   }
   if (typeof value !== 'object' || value === null) {
     return null;
@@ -56,8 +57,9 @@ export function findInputProblem(value: unknown, loc: (string | number)[] = [], 
   }
   for (const [key, item] of Object.entries(value)) {
     const here = [...loc, segment(key)];
-    if (holdsNul(key)) {
-      return { loc: here, input: key, kind: 'nul' };
+    const kind = unstorable(key);
+    if (kind) {
+      return { loc: here, input: key, kind };
     }
     const found = findInputProblem(item, here, depth + 1);
     if (found) {
@@ -68,7 +70,8 @@ export function findInputProblem(value: unknown, loc: (string | number)[] = [], 
 }
 
 const PROBLEM_ISSUES = {
-  nul: { msg: 'String must not contain NUL (\\u0000) characters', type: 'no_nul', ctx: {} },
+  nul: { msg: `String must not contain ${UNSTORABLE.nul}`, type: 'no_nul', ctx: {} },
+  surrogate: { msg: `String must not contain ${UNSTORABLE.surrogate}`, type: 'no_unpaired_surrogate', ctx: {} },
   depth: { msg: `Value is nested deeper than ${MAX_NESTING} levels`, type: 'max_depth', ctx: { max_depth: MAX_NESTING } },
 } as const;
 
@@ -86,7 +89,7 @@ function shown(value: unknown): string {
 @Injectable()
 export class RequestValidationPipe extends ValidationPipe {
   /**
-   * Path ids: a value that fails its parameter's rules (or holds NUL) cannot name anything, so the
+   * Path ids: a value that fails its parameter's rules (or holds what PostgreSQL cannot store) cannot name anything, so the
    * answer is the spec's 404, here for every `{id}` route rather than per route. MCP tool
    * arguments are not paths and keep the 422 (see McpArguments).
    */
