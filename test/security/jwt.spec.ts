@@ -30,6 +30,31 @@ describe('security: JWT verification', () => {
     expect((await call(api.url, 'GET', '/config', { token: await signJwt({ sub: 'alice', scopes: ['config:read'] }) })).status).toBe(200);
   });
 
+  it('a JWT whose sub or scopes the database could not store is a 401, never a 500 on the first write', async () => {
+    const runs = ['agents:run', 'memories:write'];
+    for (const claims of [
+      { sub: 'a\u0000b', scopes: runs },
+      { sub: 'x'.repeat(256), scopes: runs },
+      { sub: 'bell\u0007', scopes: runs },
+      { sub: 'half \ud800', scopes: runs },
+      { sub: 'alice', scopes: [...runs, 'x\u0000y'] },
+    ]) {
+      const token = await signJwt(claims);
+      for (const [method, path, json] of [
+        ['GET', '/config', undefined],
+        ['POST', '/agents/echo-agent/runs', { message: 'hi', background: true }],
+        ['POST', '/memories', { memory: 'm' }],
+      ] as const) {
+        const refused = await call(api.url, method, path, { token, json });
+        expectErrorBody(refused, 401);
+        expect(refused.body.detail, JSON.stringify(claims)).toMatch(/^Invalid token: (sub|a scope)/);
+      }
+    }
+    // Positive control: the longest sub the columns hold, with a pair that is whole (an emoji).
+    const longest = await signJwt({ sub: `${'x'.repeat(253)}\ud83d\ude00`, scopes: runs });
+    expect((await call(api.url, 'POST', '/memories', { token: longest, json: { memory: 'm' } })).status).toBe(201);
+  });
+
   async function bootFailure(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
     const process = spawnNode('dist/apps/api/src/main.js', { HOST: '127.0.0.1', PORT: '0', DATABASE_URL: databaseUrl, ...env });
     const code = await Promise.race([process.exited, new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), 30_000))]);

@@ -19,6 +19,17 @@ interface ExpectedClaims {
   audience?: string;
 }
 
+/** Longest `sub` a token may carry: every user id column holds 255 characters. */
+const MAX_SUBJECT = 255;
+
+/**
+ * A claim that ends up in the database as a user id or a scope: no control characters and no half of a
+ * surrogate pair (PostgreSQL refuses NUL and such halves: a 500 on the caller's first write, not a 401).
+ */
+function isPlainText(value: string): boolean {
+  return value.isWellFormed() && !/\p{Cc}/u.test(value);
+}
+
 /** Accepts `scopes` as a list or a space-separated string, and the OAuth `scope` claim. */
 function scopesOf(payload: JWTPayload): string[] {
   const claim = payload.scopes ?? payload.scope;
@@ -49,7 +60,14 @@ abstract class SignedTokenVerifier {
       if (typeof payload.sub !== 'string' || payload.sub === '') {
         throw new JwtRejected('Invalid token: missing sub claim');
       }
-      return { sub: payload.sub, scopes: scopesOf(payload) };
+      if (payload.sub.length > MAX_SUBJECT || !isPlainText(payload.sub)) {
+        throw new JwtRejected(`Invalid token: sub must be at most ${MAX_SUBJECT} characters, without control characters`);
+      }
+      const scopes = scopesOf(payload);
+      if (!scopes.every(isPlainText)) {
+        throw new JwtRejected('Invalid token: a scope holds control characters');
+      }
+      return { sub: payload.sub, scopes };
     } catch (error) {
       if (error instanceof JwtRejected) {
         throw error;
