@@ -251,12 +251,25 @@ describe('security: schedule authority (real api, real worker, JWT and security 
     expectErrorBody(await call(api.url, 'PATCH', `/schedules/${allowed.id}`, { token: alice, json: { payload: getTask } }), 403);
   });
 
-  it('a schedule cannot call /mcp (422, at create and PATCH, however spelled)', async () => {
+  it('a schedule cannot call what a fire cannot use: /mcp, A2A’s HTTP+JSON binding, a malformed escape (422)', async () => {
     const call_ = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_config', arguments: {} } };
     for (const endpoint of ['/mcp', '/./mcp', '/mcp?x=1']) {
       const refused = await createAs(ROOT_KEY, { method: 'POST', endpoint, payload: call_ });
       expect(expectValidationBody(refused), endpoint).toEqual([['body', 'endpoint']]);
       expect(refused.text).toContain('schedule the REST route the MCP tool mirrors');
+    }
+    // A2A's HTTP+JSON binding wants an A2A-Version header a fire does not send; its JSON-RPC URL works.
+    for (const [method, endpoint] of [
+      ['POST', '/a2a/agents/echo-agent/message:send'],
+      ['GET', '/a2a/agents/echo-agent/tasks/00000000-0000-4000-8000-000000000000'],
+    ]) {
+      const refused = await createAs(ROOT_KEY, { method, endpoint, payload: {} });
+      expect(expectValidationBody(refused), endpoint).toEqual([['body', 'endpoint']]);
+      expect(refused.text).toContain("A schedule cannot call A2A's HTTP+JSON binding");
+    }
+    // A malformed escape is a 400 before any route: every fire would fail.
+    for (const endpoint of ['/agents/%zz/runs', '/agents/%FF/runs', '/%']) {
+      expect(expectValidationBody(await createAs(ROOT_KEY, { method: 'POST', endpoint })), endpoint).toEqual([['body', 'endpoint']]);
     }
     const target = await createOk(ROOT_KEY, { endpoint: '/config' });
     const patched = await call(api.url, 'PATCH', `/schedules/${target.id}`, {

@@ -5,7 +5,7 @@ import FindMyWay, { HTTPMethod } from 'find-my-way';
 
 import { EndpointRoute, EndpointScopes, normalizedEndpoint } from '@app/schedules';
 
-import { BODY_SCOPE, BodyScope, PUBLIC_ROUTE, requiredScope, ROUTE_SCOPE, RouteScope } from './scopes.decorator';
+import { BODY_SCOPE, BodyScope, PUBLIC_ROUTE, requiredScope, ROUTE_SCOPE, RouteScope, UNSCHEDULABLE } from './scopes.decorator';
 
 function joinPath(...parts: (string | string[] | undefined)[]): string {
   const segments = parts.flatMap((part) => (Array.isArray(part) ? part.slice(0, 1) : [part ?? '']));
@@ -19,6 +19,8 @@ interface DeclaredRoute {
   rule: RouteScope | null;
   /** A @Public route that checks a scope decided by the body itself. */
   bodyScope?: BodyScope;
+  /** Why a schedule cannot call it (@Unschedulable). */
+  unschedulable?: string;
 }
 
 /**
@@ -51,7 +53,7 @@ export class RouteScopes extends EndpointScopes {
     }
     const route = found.store as DeclaredRoute;
     const scope = route.rule ? requiredScope(route.rule, found.params) : (route.bodyScope?.(found.params, body) ?? null);
-    return { route: `${route.method} ${route.path}`, scope };
+    return { route: `${route.method} ${route.path}`, scope, ...(route.unschedulable ? { unschedulable: route.unschedulable } : {}) };
   }
 
   private matcher(): FindMyWay.Instance<FindMyWay.HTTPVersion.V1> {
@@ -88,7 +90,14 @@ export class RouteScopes extends EndpointScopes {
         if (rule || isPublic) {
           const path = joinPath(base, this.reflector.get<string | string[]>(PATH_METADATA, handler));
           const bodyScope = this.reflector.get<BodyScope | undefined>(BODY_SCOPE, handler);
-          routes.push({ method: RequestMethod[method], path, rule: rule ?? null, ...(bodyScope ? { bodyScope } : {}) });
+          const unschedulable = this.reflector.get<string | undefined>(UNSCHEDULABLE, handler);
+          routes.push({
+            method: RequestMethod[method],
+            path,
+            rule: rule ?? null,
+            ...(bodyScope ? { bodyScope } : {}),
+            ...(unschedulable ? { unschedulable } : {}),
+          });
         }
       }
     }

@@ -32,6 +32,16 @@ export function ScopeFromBody(scopeOf: BodyScope): MethodDecorator {
   return SetMetadata(BODY_SCOPE, scopeOf);
 }
 
+export const UNSCHEDULABLE = 'auth:unschedulable';
+
+/**
+ * A route a schedule's fire cannot call to any use (it needs a client or headers a fire is not): `reason`
+ * says why and what to schedule instead, and a schedule aimed at it is refused with it (422).
+ */
+export function Unschedulable(reason: string): MethodDecorator {
+  return SetMetadata(UNSCHEDULABLE, reason);
+}
+
 /** Marks a route that needs no credential at all (health, discovery). */
 export function Public(): MethodDecorator & ClassDecorator {
   return SetMetadata(PUBLIC_ROUTE, true);

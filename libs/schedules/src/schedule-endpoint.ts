@@ -4,6 +4,8 @@ export interface EndpointRoute {
   route: string;
   /** The scope the call needs, narrowed to the component its path names; null for a public route. */
   scope: string | null;
+  /** Why a schedule cannot call this route at all, when it cannot. */
+  unschedulable?: string;
 }
 
 /**

@@ -7,7 +7,7 @@ export interface ScheduleTarget {
   id: string;
 }
 
-const RUN_ENDPOINT = /^\/(agents|teams|workflows)\/([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\/runs\/?$/;
+const RUN_ENDPOINT = /^\/(agents|teams|workflows)\/([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\/runs$/;
 
 /**
  * `target_type`/`target_id` are derived, never sent: a POST to `/{agents|teams|workflows}/{id}/runs`

@@ -315,22 +315,15 @@ function refuseScheduleFires(caller: Principal): void {
 /** `/schedules` and everything below it, however the path is spelled (`//schedules`, `/x/../schedules`, `%73chedules`). */
 /** Why a schedule may not call `endpoint`, if it may not. */
 function unschedulable(endpoint: string, route: EndpointRoute | null): { msg: string; type: string } | null {
-  let path = normalizedEndpoint(endpoint).split('?')[0];
+  let path: string;
   try {
-    path = decodeURIComponent(path);
+    path = decodeURIComponent(normalizedEndpoint(endpoint).split('?')[0]);
   } catch {
-    // A malformed escape reaches no route; judge the path as written.
+    // The api answers such a path 400 before any route: every fire would fail.
+    return { msg: 'endpoint holds a malformed percent-escape (% not followed by UTF-8 bytes in hex)', type: 'malformed_escape' };
   }
   if (/^\/+schedules(\/|$)/i.test(path)) {
     return { msg: 'A schedule cannot call the schedule routes (/schedules...)', type: 'schedule_route' };
   }
-  // MCP answers only a client that takes an event stream, and reports a refused tool inside a 200, so a fire
-  // could neither call it nor tell whether it worked. Every tool mirrors a REST route, which a schedule can call.
-  if (route?.route.endsWith(' /mcp')) {
-    return {
-      msg: "A schedule cannot call /mcp: schedule the REST route the MCP tool mirrors instead (its 'platform/rest-route' in tools/list)",
-      type: 'mcp_route',
-    };
-  }
-  return null;
+  return route?.unschedulable ? { msg: route.unschedulable, type: 'unschedulable_route' } : null;
 }

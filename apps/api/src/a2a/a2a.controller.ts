@@ -14,9 +14,14 @@ import { FastifyReply, FastifyRequest } from 'fastify';
 
 import { A2ACall, A2AEndpoint } from '@app/a2a';
 import { Principal } from '@app/access';
-import { Authenticator, BodyScope, CurrentPrincipal, Public, requiredScope, RequireScope, ScopeFromBody } from '@app/auth';
+import { Authenticator, BodyScope, CurrentPrincipal, Public, requiredScope, RequireScope, ScopeFromBody, Unschedulable } from '@app/auth';
 import { ErrorBodyDto } from '@app/errors';
 import { ComponentKind } from '@app/runs';
+
+/** The HTTP+JSON binding is A2A v1.0, which a request without an A2A-Version header is not. */
+const HTTP_JSON_UNSCHEDULABLE =
+  "A schedule cannot call A2A's HTTP+JSON binding (it needs an A2A-Version header a fire does not send): " +
+  "schedule the component's run route or its A2A JSON-RPC URL instead";
 
 interface A2ARoute {
   kind: ComponentKind;
@@ -84,6 +89,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     }
 
     @Post(`:${param}/message::send`)
+    @Unschedulable(HTTP_JSON_UNSCHEDULABLE)
     @ComponentParam()
     @RequireScope(run, { componentParam: param })
     @ApiOperation({ summary: 'A2A HTTP+JSON SendMessage' })
@@ -97,6 +103,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     }
 
     @Post(`:${param}/message::stream`)
+    @Unschedulable(HTTP_JSON_UNSCHEDULABLE)
     @ComponentParam()
     @RequireScope(run, { componentParam: param })
     @ApiOperation({ summary: 'A2A HTTP+JSON SendStreamingMessage (text/event-stream)' })
@@ -127,6 +134,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
   /** tasks/get and tasks/cancel over HTTP+JSON: agents and teams only. */
   class A2ATaskController extends A2AController {
     @Get(`:${param}/tasks/:task_id`)
+    @Unschedulable(HTTP_JSON_UNSCHEDULABLE)
     @ComponentParam()
     @RequireScope(read, { componentParam: param })
     @ApiOperation({ summary: 'A2A HTTP+JSON GetTask: the run as a task (task id = run id, context id = session id)' })
@@ -143,6 +151,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     }
 
     @Post(`:${param}/tasks/:task_id`)
+    @Unschedulable(HTTP_JSON_UNSCHEDULABLE)
     @ComponentParam()
     @ApiParam({
       name: 'task_id',

@@ -12,7 +12,7 @@ import {
 } from '@nestjs/swagger';
 import { FastifyReply, FastifyRequest } from 'fastify';
 
-import { Authenticator, Public } from '@app/auth';
+import { Authenticator, Public, Unschedulable } from '@app/auth';
 import { Env, isAllowedOrigin } from '@app/config';
 import { ErrorBodyDto, RequestErrorCode, RequestException } from '@app/errors';
 import { McpEndpoint } from '@app/mcp';
@@ -33,6 +33,10 @@ export class McpController {
 
   @Post()
   @Public()
+  // A fire is no MCP client (the transport wants one that takes an event stream), and a refused tool answers 200.
+  @Unschedulable(
+    "A schedule cannot call /mcp: schedule the REST route the MCP tool mirrors instead (its 'platform/rest-route' in tools/list)",
+  )
   @HttpCode(200)
   @ApiOperation({ summary: 'MCP JSON-RPC (initialize, tools/list, tools/call); tool calls need the scope of the REST route they mirror' })
   @ApiBearerAuth('bearer')
