@@ -18,7 +18,7 @@ describe('auth mode none (no credential configured)', () => {
     expect((await call(api.url, 'GET', '/info')).body.auth_mode).toBe('none');
     const config = await call(api.url, 'GET', '/config');
     expect(config.status).toBe(200);
-    expect(config.body.principal).toBeNull();
+    expect(config.body).toMatchObject({ principal: null, credential: 'anonymous', scopes: [] });
   });
 
   it('refuses anonymous minting with 401 (rule 3)', async () => {
@@ -83,7 +83,7 @@ describe('auth mode jwt', () => {
   it('accepts a valid JWT and enforces its scopes', async () => {
     const ok = await call(api.url, 'GET', '/config', { token: await jwt('alice', ['config:read']) });
     expect(ok.status).toBe(200);
-    expect(ok.body).toMatchObject({ principal: 'alice', scopes: ['config:read'] });
+    expect(ok.body).toMatchObject({ principal: 'alice', credential: 'jwt', scopes: ['config:read'] });
     const denied = await call(api.url, 'GET', '/config', { token: await jwt('alice', ['agents:run']) });
     expect(denied.status).toBe(403);
     expect(denied.body.detail).toBe('Insufficient permissions. Required scope(s): config:read');
@@ -107,7 +107,10 @@ describe('auth mode jwt', () => {
   });
 
   it('keeps the OS security key as a root credential', async () => {
-    expect((await call(api.url, 'GET', '/config', { token: ROOT_KEY })).status).toBe(200);
+    const config = await call(api.url, 'GET', '/config', { token: ROOT_KEY });
+    expect(config.status).toBe(200);
+    // No principal and no scopes, yet every right: /config says which credential it is.
+    expect(config.body).toMatchObject({ principal: null, credential: 'security_key', scopes: [] });
   });
 
   it('lets a JWT with service_accounts:write grant only scopes it holds (rule 8)', async () => {

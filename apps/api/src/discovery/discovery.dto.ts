@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 
+import { CredentialKind } from '@app/access';
 import { ComponentDto } from '@app/runs';
 
 export class HealthDto {
@@ -52,7 +53,17 @@ export class ConfigDto {
   @ApiProperty({ enum: ['none', 'security_key', 'jwt'] }) auth_mode!: string;
   @ApiProperty({ type: 'string', nullable: true, description: 'The caller principal (`sa:<name>`, JWT sub) or null' }) principal!:
     string | null;
-  @ApiProperty({ type: [String], description: 'Scopes the caller holds (empty for unscoped credentials)' }) scopes!: string[];
+  @ApiProperty({
+    enum: ['anonymous', 'security_key', 'jwt', 'service_account', 'oauth'],
+    description:
+      'The kind of credential the call was identified by: the security key and an anonymous caller on an open instance hold no scopes and are not scope-checked',
+  })
+  credential!: CredentialKind;
+  @ApiProperty({
+    type: [String],
+    description: 'Scopes the caller holds (empty for the security key and anonymous callers, which are not scope-checked)',
+  })
+  scopes!: string[];
   @ApiProperty({ type: McpInfoDto, description: 'Whether and where MCP is mounted' }) mcp!: McpInfoDto;
   @ApiProperty({ type: [ComponentDto], description: 'Agents the caller may run' }) agents!: ComponentDto[];
   @ApiProperty({ type: [ComponentDto], description: 'Teams the caller may run' }) teams!: ComponentDto[];

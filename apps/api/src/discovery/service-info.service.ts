@@ -49,6 +49,7 @@ export class ServiceInfoService {
       version: SERVICE_VERSION,
       auth_mode: this.authenticator.mode,
       principal: principal.userId,
+      credential: principal.kind,
       scopes: [...principal.scopes],
       mcp: this.mcp(),
       agents: this.runnable(principal, 'agent', 'agents:run'),

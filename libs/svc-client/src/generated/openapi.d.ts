@@ -1121,7 +1121,12 @@ export interface components {
             auth_mode: "none" | "security_key" | "jwt";
             /** @description The caller principal (`sa:<name>`, JWT sub) or null */
             principal: string | null;
-            /** @description Scopes the caller holds (empty for unscoped credentials) */
+            /**
+             * @description The kind of credential the call was identified by: the security key and an anonymous caller on an open instance hold no scopes and are not scope-checked
+             * @enum {string}
+             */
+            credential: "anonymous" | "security_key" | "jwt" | "service_account" | "oauth";
+            /** @description Scopes the caller holds (empty for the security key and anonymous callers, which are not scope-checked) */
             scopes: string[];
             /** @description Whether and where MCP is mounted */
             mcp: components["schemas"]["McpInfoDto"];
@@ -1587,7 +1592,7 @@ export interface components {
              */
             cron_expr: string;
             /**
-             * @description Path called on PUBLIC_URL, max 512 characters
+             * @description Path called on PUBLIC_URL, max 512 characters; not under /schedules, not /mcp or A2A HTTP+JSON (a fire cannot use them)
              * @example /agents/echo-agent/runs
              */
             endpoint: string;
@@ -1712,7 +1717,7 @@ export interface components {
              */
             cron_expr?: string;
             /**
-             * @description Path called on PUBLIC_URL, max 512 characters
+             * @description Path called on PUBLIC_URL, max 512 characters; not under /schedules, not /mcp or A2A HTTP+JSON (a fire cannot use them)
              * @example /agents/echo-agent/runs
              */
             endpoint?: string;
