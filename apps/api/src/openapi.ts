@@ -50,6 +50,12 @@ function withPublicOperationsMarked(document: OpenAPIObject): OpenAPIObject {
  * by any script that ever runs on this origin.
  */
 export function mountDocs(app: NestFastifyApplication, env: Env): void {
+  // The page links its assets relative to /docs: at /docs/ they resolve under /docs/docs/ and the page stays
+  // blank. Registered first, this route takes /docs/ from Swagger UI's own (which tolerates the clash).
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .get('/docs/', (request, reply) => reply.redirect(`/docs${request.url.slice('/docs/'.length)}`, 301));
   SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app, env), {
     jsonDocumentUrl: 'openapi.json',
     raw: ['json'],

@@ -108,5 +108,15 @@ describe('OpenAPI document and Swagger UI', () => {
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toContain('text/html');
     expect(page.text).toContain('swagger');
+    // Every asset the page links loads from /docs (a broken link is a blank page).
+    const assets = [...page.text.matchAll(/(?:href|src)="\.\/([^"]+)"/g)].map(([, path]) => path);
+    expect(assets.length).toBeGreaterThan(2);
+    for (const asset of assets) {
+      expect((await call(api.url, 'GET', `/${asset}`)).status, asset).toBe(200);
+    }
+    // At /docs/ those relative links would resolve under /docs/docs/: it redirects to /docs.
+    const slash = await fetch(`${api.url}/docs/`, { redirect: 'manual' });
+    expect(slash.status).toBe(301);
+    expect(slash.headers.get('location')).toBe('/docs');
   });
 });
