@@ -316,6 +316,12 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     expect(events.at(-1)).toMatchObject({ kind: 'status-update', final: true, status: { state: 'completed' } });
     expect(JSON.stringify(events)).toContain('streamed in v0.3');
 
+    // Push notifications are not supported, in v0.3 as in v1.0: the protocol's error, not an internal one.
+    for (const params of [{}, { taskId: taskId, pushNotificationConfig: { url: 'https://example.com/hook' } }]) {
+      const push = await rpc('tasks/pushNotificationConfig/set', params, owner.token);
+      expect(push.body, push.text).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32003 } });
+    }
+
     // The scopes follow the method as in v1.0: sending needs agents:run, a read-only token is refused (403).
     expectErrorBody(await rpc('message/send', message('x'), readOnly.token), 403);
     expectErrorBody(await rpc('message/send', message('x')), 401);

@@ -15,7 +15,7 @@ import {
   Task,
 } from '@a2a-js/sdk';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
-import { A2AError, RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
+import { A2AError, PushNotificationNotSupportedError, RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
 import { defaultServerCallContextBuilder, JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
 import { Inject, Injectable } from '@nestjs/common';
 
@@ -118,6 +118,10 @@ export class A2AEndpoint {
       if (!isRequestObject(body)) {
         // The SDK answers exactly what it is handed, so it is handed only what the scope was decided from.
         throw new RequestMalformedError('The body must be one JSON-RPC request object');
+      }
+      if (v03 && String(body.method).startsWith('tasks/pushNotificationConfig/')) {
+        // Never supported; answered here, as the compatibility layer reads these params before checking them.
+        throw new PushNotificationNotSupportedError();
       }
     } catch (error) {
       writeJson(response, 200, { jsonrpc: '2.0', id, error: mapError(error) });
