@@ -1,3 +1,5 @@
+import { request as httpRequest } from 'node:http';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 
@@ -224,6 +226,47 @@ describe('WebSocket /ws', () => {
       expect(await upgrade(baseUrl, 'http://localhost:5173')).toBe(101);
       expect(await upgrade(baseUrl, new URL(baseUrl).origin)).toBe(101);
     }
+  });
+
+  it('answers a malformed handshake with the standard error body (400), not the ws library’s text/html', async () => {
+    const handshake = (headers: Record<string, string>) =>
+      new Promise<{ status: number; type?: string; body: string }>((resolve, reject) => {
+        // A connection of its own per handshake: a refused upgrade closes it.
+        const request = httpRequest(`${api.url}/ws`, {
+          agent: false,
+          headers: {
+            connection: 'Upgrade',
+            upgrade: 'websocket',
+            'sec-websocket-version': '13',
+            'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+            ...headers,
+          },
+        });
+        request.on('response', (response) => {
+          let body = '';
+          response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+          response.on('end', () => resolve({ status: response.statusCode!, type: response.headers['content-type'], body }));
+        });
+        request.on('upgrade', (_response, socket) => {
+          socket.destroy();
+          resolve({ status: 101, body: '' });
+        });
+        request.on('error', reject);
+        request.end();
+      });
+    for (const [headers, detail] of [
+      [{ 'sec-websocket-key': 'short' }, /Sec-WebSocket-Key/],
+      [{ 'sec-websocket-version': '7' }, /Sec-WebSocket-Version/],
+      [{ 'sec-websocket-protocol': 'a,,b' }, /Sec-WebSocket-Protocol/],
+      [{ upgrade: 'h2c' }, /Upgrade/],
+    ] as const) {
+      const refused = await handshake(headers);
+      expect(refused.status, refused.body).toBe(400);
+      expect(refused.type).toContain('application/json');
+      expect((JSON.parse(refused.body) as { detail: string }).detail).toMatch(detail);
+    }
+    // Positive control: the same handshake, well formed (a list of subprotocols included), upgrades.
+    expect((await handshake({ 'sec-websocket-protocol': 'a, b' })).status).toBe(101);
   });
 
   it('answers a plain GET with 426', async () => {

@@ -1,3 +1,5 @@
+import { IncomingHttpHeaders } from 'node:http';
+
 import fastifyWebsocket from '@fastify/websocket';
 import { Inject, Injectable, Provider, Type } from '@nestjs/common';
 import { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -11,6 +13,26 @@ import { RunsService } from '@app/runs';
 import { RunSocket } from './run-socket';
 
 export const WEBSOCKET_PATH = '/ws';
+/** RFC 6455's token characters, for the Sec-WebSocket-Protocol list. */
+const PROTOCOLS = /^\s*[!#$%&'*+\-.^_`|~0-9A-Za-z]+(\s*,\s*[!#$%&'*+\-.^_`|~0-9A-Za-z]+)*\s*$/;
+
+/**
+ * What the ws library would refuse in an upgrade request, checked first: ws answers such a handshake with a
+ * text/html 400 of its own, every other refusal here is the standard error body.
+ */
+function handshakeProblem(headers: IncomingHttpHeaders): string | null {
+  if (headers.upgrade?.toLowerCase() !== 'websocket') {
+    return 'Invalid Upgrade header: expected websocket';
+  }
+  if (!/^[+/0-9A-Za-z]{22}==$/.test(headers['sec-websocket-key'] ?? '')) {
+    return 'Missing or invalid Sec-WebSocket-Key header';
+  }
+  if (!['8', '13'].includes(headers['sec-websocket-version'] ?? '')) {
+    return 'Missing or invalid Sec-WebSocket-Version header: 13 (or 8)';
+  }
+  const protocols = headers['sec-websocket-protocol'];
+  return protocols === undefined || PROTOCOLS.test(protocols) ? null : 'Invalid Sec-WebSocket-Protocol header';
+}
 const WS_ERROR_RENDERER = Symbol('WsErrorRenderer');
 
 /**
@@ -38,6 +60,11 @@ export class RunSocketGateway {
       preValidation: async (request: FastifyRequest, reply: FastifyReply) => {
         if (!isAllowedOrigin(request.headers.origin, this.env.publicUrl)) {
           await reply.code(403).send({ detail: 'Origin not allowed' });
+          return;
+        }
+        const problem = request.headers.upgrade === undefined ? null : handshakeProblem(request.headers);
+        if (problem) {
+          await reply.code(400).send({ detail: problem });
         }
       },
       handler: (_request, reply) => reply.status(426).header('upgrade', 'websocket').send({ detail: 'Upgrade to a WebSocket to use /ws' }),
