@@ -267,6 +267,19 @@ describe('schedule firing (real worker, real HTTP)', () => {
     expect(await finishedFire(root.id)).toMatchObject({ status: 'success', status_code: 200 });
   });
 
+  it('records a refused call whose answer, clipped for the record, would end inside an emoji', async () => {
+    // The api's 422 quotes the session id back; the record keeps its first 500 units, which split a pair.
+    const created = await createSchedule({
+      method: 'POST',
+      endpoint: '/agents/echo-agent/runs',
+      payload: { message: 'hi', session_id: '\ud83d\ude00'.repeat(300) },
+    });
+    await makeDue([created.id]);
+    const fire = await finishedFire(created.id);
+    expect(fire).toMatchObject({ status: 'failed', status_code: 422 });
+    expect(fire.error).toMatch(/^HTTP 422: .*…$/s);
+  });
+
   it('disables the schedule of a revoked service account with disabled_reason, without calling', async () => {
     const creator = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read', 'schedules:write'], privileged: true });
     const created = await createSchedule({ endpoint: '/config' }, creator.token);

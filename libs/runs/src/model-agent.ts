@@ -2,6 +2,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { APICallError, LanguageModel, LanguageModelUsage, ModelMessage, streamText } from 'ai';
 
 import { SPAN } from '@app/traces';
+import { clipped } from '@app/validation';
 
 import type { ModelAgentOptions } from './authoring';
 import { Component, ModelUsage, RunCancelled, RunContext } from './component';
@@ -124,6 +125,5 @@ function describeFailure(
 }
 
 function clip(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > MAX_PROVIDER_TEXT ? `${flat.slice(0, MAX_PROVIDER_TEXT)}…` : flat;
+  return clipped(text.replace(/\s+/g, ' ').trim(), MAX_PROVIDER_TEXT);
 }

@@ -1,3 +1,5 @@
+import { clipped } from '@app/validation';
+
 import { JsonObject } from './schedule.entity';
 
 /** Run statuses after which a background run does not change any more. */
@@ -49,7 +51,7 @@ export function isRetryableStatus(status: number): boolean {
 }
 
 export function clip(text: string): string {
-  return text.length > MAX_ERROR_TEXT ? `${text.slice(0, MAX_ERROR_TEXT)}…` : text;
+  return clipped(text, MAX_ERROR_TEXT);
 }
 
 /** True when `error` is an attempt's own timeout (AbortSignal.timeout's reason), not a shutdown or a failed call. */

@@ -17,3 +17,8 @@ export function unstorable(text: string): Unstorable | null {
   }
   return text.isWellFormed() ? null : 'surrogate';
 }
+
+/** `text` cut to `max` UTF-16 units and an ellipsis, never inside a surrogate pair (jsonb refuses the half left). */
+export function clipped(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max).toWellFormed()}…` : text;
+}
