@@ -186,6 +186,17 @@ describe('security: schedule authority (real api, real worker, JWT and security 
     expect((await call(api.url, 'DELETE', `/service-accounts/${owner.id}`, { token: ROOT_KEY })).status).toBe(200);
     expect(await triggeredFire(created.id)).toMatchObject({ status: 'failed', status_code: null });
     expect(await schedule(created.id)).toMatchObject({ enabled: false, disabled_reason: expect.stringMatching(/^owner_revoked:sa:/) });
+
+    // Resuming it as it is would only see it disabled again at its next slot: refused, saying how to take it over.
+    const resumed = await call(api.url, 'PATCH', `/schedules/${created.id}`, { token: ROOT_KEY, json: { enabled: true } });
+    expectErrorBody(resumed, 409);
+    expect(resumed.body.detail).toContain('send its method, endpoint or payload');
+    const taken = await call(api.url, 'PATCH', `/schedules/${created.id}`, {
+      token: ROOT_KEY,
+      json: { endpoint: '/config', enabled: true },
+    });
+    expect(taken.status, taken.text).toBe(200);
+    expect(await triggeredFire(created.id)).toMatchObject({ status: 'success', status_code: 200 });
   });
 
   it('a fire never attributes its run to anyone but the owner, even after an admin rewrote its call and so owns it', async () => {

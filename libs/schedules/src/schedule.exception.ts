@@ -6,6 +6,8 @@ export enum ScheduleErrorCode {
   NameTaken = 'schedule.name_taken',
   Disabled = 'schedule.disabled',
   Forbidden = 'schedule.forbidden',
+  /** Resuming would keep an owner the service disabled the schedule for. */
+  OwnerCannotAct = 'schedule.owner_cannot_act',
 }
 
 export class ScheduleException extends DomainException<ScheduleErrorCode> {}

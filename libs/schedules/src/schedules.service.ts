@@ -134,6 +134,13 @@ export class SchedulesService {
     // keep the owner and so its rights: pausing someone's schedule lends it nothing. The owner's own changes
     // record its rights afresh; pausing needs no check (an owner who lost the scope can still pause it).
     const rewritesCall = changes.method !== undefined || changes.endpoint !== undefined || changes.payload !== undefined;
+    if (request.enabled === true && !rewritesCall && !isOwner(caller, schedule) && schedule.disabledReason?.startsWith('owner_')) {
+      // Resumed as it is, it would be disabled again at its next slot, which may be a month away.
+      throw new ScheduleException(
+        Code.OwnerCannotAct,
+        `Schedule '${id}' was disabled because its owner can no longer make its call (${schedule.disabledReason}); resuming keeps that owner. To run it with your rights, send its method, endpoint or payload (even unchanged) with enabled: true`,
+      );
+    }
     if (rewritesCall || isOwner(caller, schedule)) {
       if (rewritesCall || (changes.enabled ?? schedule.enabled)) {
         this.assertMayCall(

@@ -55,6 +55,7 @@ export function statusOf(code: DomainErrorCode): HttpStatus {
     case QueueErrorCode.MayStillBeRunning:
     case ScheduleErrorCode.NameTaken:
     case ScheduleErrorCode.Disabled:
+    case ScheduleErrorCode.OwnerCannotAct:
       return HttpStatus.CONFLICT;
     case AuthErrorCode.Throttled:
       return HttpStatus.TOO_MANY_REQUESTS;
