@@ -240,16 +240,20 @@ describe('security: schedule authority (real api, real worker, JWT and security 
 
   it('a schedule aimed at A2A JSON-RPC needs the scope of the method its payload calls, at create and PATCH', async () => {
     const alice = await signJwt({ sub: 'alice-a2a', scopes: ['schedules:write', 'schedules:read', 'agents:echo-agent:run'] });
+    // A fire sends no A2A-Version header, so it speaks v0.3: the methods go by their v0.3 names.
     const send = {
       jsonrpc: '2.0',
       id: 1,
-      method: 'SendMessage',
-      params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: '1' }] } },
+      method: 'message/send',
+      params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'by schedule' }] } },
     };
     const refused = await createAs(alice, { method: 'POST', endpoint: '/a2a/agents/sleep-agent', payload: send });
     expectErrorBody(refused, 403);
     expect(refused.body.detail).toContain('Required scope(s): agents:run or agents:sleep-agent:run');
-    const getTask = { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: '00000000-0000-4000-8000-000000000000' } };
+    const v1 = await createAs(alice, { method: 'POST', endpoint: '/a2a/agents/echo-agent', payload: { ...send, method: 'SendMessage' } });
+    expect(expectValidationBody(v1)).toEqual([['body', 'endpoint']]);
+    expect(v1.text).toContain('speaks A2A v0.3');
+    const getTask = { jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: '00000000-0000-4000-8000-000000000000' } };
     const reading = await createAs(alice, { method: 'POST', endpoint: '/a2a/agents/echo-agent', payload: getTask });
     expectErrorBody(reading, 403);
     expect(reading.body.detail).toContain('agents:read or agents:echo-agent:read');
@@ -260,6 +264,14 @@ describe('security: schedule authority (real api, real worker, JWT and security 
       403,
     );
     expectErrorBody(await call(api.url, 'PATCH', `/schedules/${allowed.id}`, { token: alice, json: { payload: getTask } }), 403);
+    expect(await triggeredFire(allowed.id)).toMatchObject({ status: 'success', status_code: 200 });
+    // A JSON-RPC error answered with a 200 (no such task) is a failed fire, not a success.
+    const missing = await createOk(ROOT_KEY, { method: 'POST', endpoint: '/a2a/agents/echo-agent', payload: getTask });
+    expect(await triggeredFire(missing.id)).toMatchObject({
+      status: 'failed',
+      status_code: 200,
+      error: expect.stringMatching(/^JSON-RPC error -32001: /),
+    });
   });
 
   it('a schedule cannot call what a fire cannot use: /mcp, A2A’s HTTP+JSON binding, a malformed escape (422)', async () => {

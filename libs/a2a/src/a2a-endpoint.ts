@@ -84,6 +84,11 @@ export class A2AEndpoint {
   ) {}
 
   /** The scope action a JSON-RPC request needs: `read` for a reading method, `run` for anything else. */
+  /** Whether a JSON-RPC body calls a method by its v0.3 name (`message/send`, `tasks/get`: v1.0's hold no slash). */
+  static callsVersion03(body: unknown): boolean {
+    return isRequestObject(body) && typeof body.method === 'string' && body.method.includes('/');
+  }
+
   static actionOf(body: unknown): 'run' | 'read' {
     const method = isRequestObject(body) ? body.method : undefined;
     return typeof method === 'string' && READ_METHODS.has(method) ? 'read' : 'run';

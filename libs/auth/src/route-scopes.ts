@@ -5,7 +5,16 @@ import FindMyWay, { HTTPMethod } from 'find-my-way';
 
 import { EndpointRoute, EndpointScopes, normalizedEndpoint } from '@app/schedules';
 
-import { BODY_SCOPE, BodyScope, PUBLIC_ROUTE, requiredScope, ROUTE_SCOPE, RouteScope, UNSCHEDULABLE } from './scopes.decorator';
+import {
+  BODY_SCOPE,
+  BodyScope,
+  PUBLIC_ROUTE,
+  requiredScope,
+  ROUTE_SCOPE,
+  RouteScope,
+  UNSCHEDULABLE,
+  UnschedulableReason,
+} from './scopes.decorator';
 
 function joinPath(...parts: (string | string[] | undefined)[]): string {
   const segments = parts.flatMap((part) => (Array.isArray(part) ? part.slice(0, 1) : [part ?? '']));
@@ -20,7 +29,7 @@ interface DeclaredRoute {
   /** A @Public route that checks a scope decided by the body itself. */
   bodyScope?: BodyScope;
   /** Why a schedule cannot call it (@Unschedulable). */
-  unschedulable?: string;
+  unschedulable?: UnschedulableReason;
 }
 
 /**
@@ -53,7 +62,8 @@ export class RouteScopes extends EndpointScopes {
     }
     const route = found.store as DeclaredRoute;
     const scope = route.rule ? requiredScope(route.rule, found.params) : (route.bodyScope?.(found.params, body) ?? null);
-    return { route: `${route.method} ${route.path}`, scope, ...(route.unschedulable ? { unschedulable: route.unschedulable } : {}) };
+    const unschedulable = route.unschedulable?.(body);
+    return { route: `${route.method} ${route.path}`, scope, ...(unschedulable ? { unschedulable } : {}) };
   }
 
   private matcher(): FindMyWay.Instance<FindMyWay.HTTPVersion.V1> {
@@ -90,7 +100,7 @@ export class RouteScopes extends EndpointScopes {
         if (rule || isPublic) {
           const path = joinPath(base, this.reflector.get<string | string[]>(PATH_METADATA, handler));
           const bodyScope = this.reflector.get<BodyScope | undefined>(BODY_SCOPE, handler);
-          const unschedulable = this.reflector.get<string | undefined>(UNSCHEDULABLE, handler);
+          const unschedulable = this.reflector.getAllAndOverride<UnschedulableReason | undefined>(UNSCHEDULABLE, [handler, controller]);
           routes.push({
             method: RequestMethod[method],
             path,

@@ -34,12 +34,15 @@ export function ScopeFromBody(scopeOf: BodyScope): MethodDecorator {
 
 export const UNSCHEDULABLE = 'auth:unschedulable';
 
+/** Why a schedule's fire cannot call a route to any use with this body, or null when it can. */
+export type UnschedulableReason = (body: unknown) => string | null;
+
 /**
- * A route a schedule's fire cannot call to any use (it needs a client or headers a fire is not): `reason`
- * says why and what to schedule instead, and a schedule aimed at it is refused with it (422).
+ * A route a schedule's fire cannot call to any use (it needs a client or headers a fire is not), always or
+ * for some bodies: the reason says why and what to schedule instead, and such a schedule is refused with it (422).
  */
-export function Unschedulable(reason: string): MethodDecorator {
-  return SetMetadata(UNSCHEDULABLE, reason);
+export function Unschedulable(reason: string | UnschedulableReason): MethodDecorator & ClassDecorator {
+  return SetMetadata(UNSCHEDULABLE, typeof reason === 'string' ? () => reason : reason);
 }
 
 /** Marks a route that needs no credential at all (health, discovery). */

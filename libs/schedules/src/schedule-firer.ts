@@ -12,7 +12,17 @@ import { ScheduleDispatchRepository } from './schedule-dispatch.repository';
 import { normalizedEndpoint } from './schedule-endpoint';
 import { ScheduleFireMetrics } from './schedule-fire-metrics';
 import { ClaimedFire, FIRE_STATUS, FireDetails } from './schedule-fire-store';
-import { clip, isRetryableStatus, isTerminalRunStatus, isTimeout, requestBody, runError, StartedRun, startedRun } from './schedule-http';
+import {
+  clip,
+  isRetryableStatus,
+  isTerminalRunStatus,
+  isTimeout,
+  jsonRpcError,
+  requestBody,
+  runError,
+  StartedRun,
+  startedRun,
+} from './schedule-http';
 import { ScheduleAttempt } from './schedule-run.entity';
 import { runPath, TargetType } from './schedule-target';
 
@@ -163,6 +173,10 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
         error: `HTTP ${response.statusCode}: ${clip(text)}`,
         run: null,
       };
+    }
+    const rpcError = jsonRpcError(text);
+    if (rpcError) {
+      return { ok: false, retryable: false, statusCode: response.statusCode, error: rpcError, run: null };
     }
     const run = fire.targetType && fire.targetId ? startedRun(text) : null;
     if (!run) {

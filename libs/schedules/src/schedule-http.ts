@@ -50,6 +50,19 @@ export function isRetryableStatus(status: number): boolean {
   return status >= 500 || status === 408 || status === 429;
 }
 
+/** The error a JSON-RPC response carries (A2A's JSON-RPC answers them with a 200), or null when it has none. */
+export function jsonRpcError(text: string): string | null {
+  if (!/^\s*\{\s*"jsonrpc"/.test(text)) {
+    return null;
+  }
+  try {
+    const { error } = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
+    return error ? clip(`JSON-RPC error ${String(error.code)}: ${String(error.message)}`) : null;
+  } catch {
+    return null;
+  }
+}
+
 export function clip(text: string): string {
   return clipped(text, MAX_ERROR_TEXT);
 }

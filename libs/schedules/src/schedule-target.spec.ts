@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { isRetryableStatus, isTerminalRunStatus, requestBody, runError, startedRun } from './schedule-http';
+import { isRetryableStatus, isTerminalRunStatus, jsonRpcError, requestBody, runError, startedRun } from './schedule-http';
 import { runPath, targetOf } from './schedule-target';
 
 describe('schedule targets', () => {
@@ -25,6 +25,16 @@ describe('schedule http', () => {
     expect(requestBody('PUT', null)).toEqual({ body: '{}', headers: { 'content-type': 'application/json' } });
     expect(requestBody('GET', { ignored: true })).toEqual({ headers: {} });
     expect(requestBody('DELETE', null)).toEqual({ headers: {} });
+  });
+
+  it('reads the error a JSON-RPC response carries, and nothing from other bodies', () => {
+    expect(jsonRpcError('{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"Task not found"}}')).toBe(
+      'JSON-RPC error -32001: Task not found',
+    );
+    expect(jsonRpcError('{"jsonrpc":"2.0","id":1,"result":{"kind":"task"}}')).toBeNull();
+    expect(jsonRpcError('{"error":"not JSON-RPC","jsonrpc":"2.0"}')).toBeNull();
+    expect(jsonRpcError('{"jsonrpc": broken')).toBeNull();
+    expect(jsonRpcError('data: {"jsonrpc":"2.0"}')).toBeNull();
   });
 
   it('retries only what retrying can fix', () => {

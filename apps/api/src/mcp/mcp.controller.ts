@@ -24,6 +24,10 @@ import { McpEndpoint } from '@app/mcp';
  */
 @ApiTags('mcp')
 @Controller('mcp')
+// A fire is no MCP client (the transport wants one that takes an event stream), and a refused tool answers 200.
+@Unschedulable(
+  "A schedule cannot call /mcp: schedule the REST route the MCP tool mirrors instead (its 'platform/rest-route' in tools/list)",
+)
 export class McpController {
   constructor(
     private readonly env: Env,
@@ -33,10 +37,6 @@ export class McpController {
 
   @Post()
   @Public()
-  // A fire is no MCP client (the transport wants one that takes an event stream), and a refused tool answers 200.
-  @Unschedulable(
-    "A schedule cannot call /mcp: schedule the REST route the MCP tool mirrors instead (its 'platform/rest-route' in tools/list)",
-  )
   @HttpCode(200)
   @ApiOperation({ summary: 'MCP JSON-RPC (initialize, tools/list, tools/call); tool calls need the scope of the REST route they mirror' })
   @ApiBearerAuth('bearer')
