@@ -72,6 +72,28 @@ describe('svc at a real terminal (tmux)', () => {
     }
   });
 
+  it('Ctrl-C at a connect prompt aborts the whole command (exit 130): no later client gets an account or an entry', async () => {
+    const sandbox = cliSandbox();
+    mkdirSync(join(sandbox.home, '.cursor'));
+    const mcpService = await startService({ OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true' });
+    try {
+      await mintAccount(mcpService.api.url, ROOT_KEY, { name: 'editor-c' });
+      const env = terminalEnv(sandbox.home, { SERVICE_URL: mcpService.api.url, OS_SECURITY_KEY: ROOT_KEY, NO_COLOR: '1' });
+      session = TmuxSession.start([process.execPath, SVC_BIN, 'connect', '--clients', 'cursor,code-agent-a'], env, sandbox.cwd);
+      await session.waitForText("Service account 'editor-c' already exists.");
+      session.type('', 'C-c');
+      expect(await session.exitCode()).toBe(130);
+      expect(session.screen()).toContain('Aborted; no changes made.');
+      expect(session.screen()).not.toContain('Error:');
+      const accounts = (await call(mcpService.api.url, 'GET', '/service-accounts', { token: ROOT_KEY })).body;
+      expect(JSON.stringify(accounts)).not.toContain('code-agent-a');
+      expect(existsSync(join(sandbox.home, '.claude.json'))).toBe(false);
+      expect(existsSync(join(sandbox.home, '.cursor', 'mcp.json'))).toBe(false);
+    } finally {
+      await mcpService.stop();
+    }
+  });
+
   it('prompts for the admin credential (hidden) when none is exported', async () => {
     const sandbox = cliSandbox();
     session = TmuxSession.start(

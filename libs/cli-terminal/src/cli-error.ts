@@ -10,3 +10,13 @@ export class CliError extends Error {
     super(message);
   }
 }
+
+/**
+ * Ctrl-C at a prompt: the whole command stops there, whatever loop it is in (never one item's failure);
+ * it exits 130, the shell's code for an interrupt.
+ */
+export class Interrupted extends Error {
+  constructor() {
+    super('Aborted; no changes made.');
+  }
+}

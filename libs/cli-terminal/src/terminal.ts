@@ -1,7 +1,7 @@
 import { createSpinner } from 'nanospinner';
 import { createColors } from 'picocolors';
 
-import { CliError } from './cli-error';
+import { CliError, Interrupted } from './cli-error';
 import { Output } from './output';
 
 type Colors = ReturnType<typeof createColors>;
@@ -70,8 +70,15 @@ export class Terminal {
     }
   }
 
-  /** Reports a failure (`{error, hint?}` on stdout in --json mode, red text on stderr otherwise); returns exit code 1. */
+  /**
+   * Reports a failure (`{error, hint?}` on stdout in --json mode, red text on stderr otherwise); returns exit
+   * code 1, or 130 for an interrupt, which is said plainly: the operator chose it.
+   */
   failure(error: unknown): number {
+    if (error instanceof Interrupted) {
+      this.output.stderr.write(`${error.message}\n`);
+      return 130;
+    }
     const cliError = error instanceof CliError ? error : new CliError(error instanceof Error ? error.message : String(error));
     if (this.json) {
       this.document(cliError.hint ? { error: cliError.message, hint: cliError.hint } : { error: cliError.message });
@@ -127,13 +134,13 @@ export class Terminal {
     return import('@inquirer/prompts');
   }
 
-  /** Ctrl-C at a prompt aborts the command without a stack trace. */
+  /** Ctrl-C at a prompt aborts the whole command without a stack trace. */
   private async ask<T>(prompt: () => Promise<T>): Promise<T> {
     try {
       return await prompt();
     } catch (error) {
       if (error instanceof Error && error.name === 'ExitPromptError') {
-        throw new CliError('Aborted; no changes made.');
+        throw new Interrupted();
       }
       throw error;
     }

@@ -1,6 +1,6 @@
 import { Command, Option } from 'nest-commander';
 
-import { CliError, Terminal } from '@app/cli-terminal';
+import { CliError, Interrupted, Terminal } from '@app/cli-terminal';
 import {
   CHAT_APP_CLIENTS,
   ChatAppClientId,
@@ -190,6 +190,9 @@ class Connection {
       }
       return { ...result, status: 'failed', error: `MCP verification failed: ${verify.error ?? `HTTP ${verify.status_code}`}` };
     } catch (error) {
+      if (error instanceof Interrupted) {
+        throw error;
+      }
       return { ...base, status: 'failed', error: error instanceof Error ? error.message : String(error) };
     }
   }

@@ -1,6 +1,6 @@
 import { Command, Option } from 'nest-commander';
 
-import { Terminal } from '@app/cli-terminal';
+import { Interrupted, Terminal } from '@app/cli-terminal';
 import {
   chatAppRemovalSteps,
   clientContext,
@@ -72,7 +72,7 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
         descriptor = await discoverInteractively(request, harvestClientUrls(Object.values(adapters)), terminal);
         announce(descriptor, terminal);
       } catch (error) {
-        if (options.revoke) {
+        if (options.revoke || error instanceof Interrupted) {
           throw error;
         }
       }
