@@ -6,6 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { CliSandbox, cliSandbox, runCli } from '../../../test/support/cli';
+import { gitHttpServer } from './git-http-server';
 
 const TEMPLATES_DIR = resolve('templates');
 const BUNDLED = ['platform-docker', 'platform-node'];
@@ -52,6 +53,17 @@ function offlineEnv(sandbox: CliSandbox): { env: Record<string, string>; gitCall
     },
     gitCalled: () => existsSync(marker),
   };
+}
+
+/** A fake git first on PATH that records its argv and hands over to the real one. */
+function recordingGit(sandbox: CliSandbox): { env: Record<string, string>; argv: () => string } {
+  const bin = join(sandbox.home, 'bin');
+  const record = join(sandbox.home, 'git-argv');
+  mkdirSync(bin);
+  const realGit = execFileSync('which', ['git']).toString().trim();
+  writeFileSync(join(bin, 'git'), `#!/bin/sh\necho "$@" >> "${record}"\nexec ${realGit} "$@"\n`);
+  chmodSync(join(bin, 'git'), 0o755);
+  return { env: { PATH: `${bin}:${process.env.PATH}` }, argv: () => readFileSync(record, 'utf8') };
 }
 
 /** A template repository as a real git repo with one commit, reachable over file://. */
@@ -211,22 +223,43 @@ describe('svc create', () => {
   });
 
   it('-u clones shallowly, removes .git and seeds an owner-only .env', async () => {
-    // A fake git first on PATH records its argv and hands over to the real one.
-    const bin = join(sandbox.home, 'bin');
-    mkdirSync(bin);
-    const realGit = execFileSync('which', ['git']).toString().trim();
-    writeFileSync(join(bin, 'git'), `#!/bin/sh\necho "$@" >> "${join(sandbox.home, 'git-argv')}"\nexec ${realGit} "$@"\n`);
-    chmodSync(join(bin, 'git'), 0o755);
+    const git = recordingGit(sandbox);
     const repository = `file://${repos}/docker-starter`;
-    const run = await runCli(['create', 'shallow', '-u', repository, '--json'], sandbox, { env: { PATH: `${bin}:${process.env.PATH}` } });
+    const run = await runCli(['create', 'shallow', '-u', repository, '--json'], sandbox, { env: git.env });
     expect(run.code).toBe(0);
     const path = join(sandbox.cwd, 'shallow');
     expect(run.json()).toEqual({ path, template: repository });
-    expect(readFileSync(join(sandbox.home, 'git-argv'), 'utf8')).toBe(`clone --depth 1 --quiet ${repository} ${path}\n`);
+    expect(git.argv()).toBe(`clone --depth 1 --quiet -- ${repository} ${path}\n`);
     expect(readFileSync(join(path, 'compose.yaml'), 'utf8')).toBe('services: {}\n');
     expect(existsSync(join(path, '.git'))).toBe(false);
     expect(readFileSync(join(path, '.env'), 'utf8')).toBe('OS_SECURITY_KEY=change-me\n');
     expect(statSync(join(path, '.env')).mode & 0o777).toBe(0o600);
+  });
+
+  it('-u with credentials in an http URL: git gets them in its environment, never its argv; svc prints the URL redacted', async () => {
+    const served = join(sandbox.home, 'served');
+    execFileSync('git', ['clone', '-q', '--bare', join(repos, 'docker-starter'), join(served, 'starter.git')]);
+    const secret = 's3cret-Pa55';
+    const server = await gitHttpServer(served, 'deploy', secret);
+    try {
+      const git = recordingGit(sandbox);
+      const plainUrl = `${server.url}/starter.git`;
+      const shownUrl = plainUrl.replace('http://', 'http://***@');
+      const withCredentials = plainUrl.replace('http://', `http://deploy:${secret}@`);
+
+      const human = await runCli(['create', 'private', '-u', withCredentials], sandbox, { env: git.env });
+      expect(human.code).toBe(0);
+      expect(existsSync(join(sandbox.cwd, 'private', 'compose.yaml'))).toBe(true);
+      expect(server.authorizations).toContain(`Basic ${Buffer.from(`deploy:${secret}`).toString('base64')}`);
+      expect(human.stderr).toContain(`Cloning ${shownUrl}...`);
+      expect(human.stdout + human.stderr).not.toContain(secret);
+      expect(git.argv()).toBe(`clone --depth 1 --quiet -- ${plainUrl} ${join(sandbox.cwd, 'private')}\n`);
+
+      const json = await runCli(['create', 'private-json', '-u', withCredentials, '--json'], sandbox);
+      expect(json.json()).toEqual({ path: join(sandbox.cwd, 'private-json'), template: shownUrl });
+    } finally {
+      await server.close();
+    }
   });
 
   it('-u wins over -t (even an unbundled one); JSON template is the repository URL; no example.env, no .env', async () => {

@@ -8,17 +8,18 @@ export interface ProcessOutcome {
 }
 
 /**
- * Runs a program with an argv array (never a shell), killing it after the timeout. Output is captured
- * (and stderr returned) when `capture`, else streamed to this terminal.
+ * Runs a program with an argv array (never a shell), killing it after the timeout, with this process's
+ * environment plus `env`. Output is captured (and stderr returned) when `capture`, else streamed to this terminal.
  */
 export function runProcess(
   command: string,
   args: string[],
-  options: { cwd?: string; timeoutMs: number; capture: boolean; missing: string },
+  options: { cwd?: string; env?: Record<string, string>; timeoutMs: number; capture: boolean; missing: string },
 ): Promise<ProcessOutcome> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
       cwd: options.cwd,
+      env: { ...process.env, ...options.env },
       stdio: options.capture ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'inherit', 'inherit'],
     });
     let stderr = '';

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 
 import { CliError } from '@app/cli-terminal';
 
+import { splitRepositoryUrl } from './repository-url';
 import { runProcess } from './run-process';
 import { BundledTemplate, bundledTemplateDirectory, copyTemplate } from './templates';
 
@@ -54,9 +55,14 @@ function seedEnvFile(dir: string): boolean {
   return true;
 }
 
-/** `git clone --depth 1` of a repository into `path`, without its history. */
+/**
+ * `git clone --depth 1` of a repository into `path`, without its history. The URL's credentials reach git
+ * through the environment; `--` keeps a repository starting with `-` from being read as an option.
+ */
 async function cloneRepository(repository: string, path: string): Promise<void> {
-  const clone = await runProcess('git', ['clone', '--depth', '1', '--quiet', repository, path], {
+  const { url, env } = splitRepositoryUrl(repository);
+  const clone = await runProcess('git', ['clone', '--depth', '1', '--quiet', '--', url, path], {
+    env,
     timeoutMs: CLONE_TIMEOUT_MS,
     capture: true,
     missing: 'git is required to create a project from a repository (-u): install git and re-run.',

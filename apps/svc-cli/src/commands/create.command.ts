@@ -11,6 +11,7 @@ import {
   projectNameProblem,
   ProjectSource,
   scaffoldProject,
+  splitRepositoryUrl,
   TEMPLATE_NAMES,
   TemplateName,
   TEMPLATES,
@@ -56,17 +57,18 @@ export class CreateCommand extends SvcCommand<CreateOptions> {
     }
     const bundled = (template ?? DEFAULT_TEMPLATE) as BundledTemplate;
     const source: ProjectSource = options.url ? { repository: options.url } : { template: bundled };
-    const what = options.url ? `Cloning ${options.url}` : `Copying the ${bundled} template`;
+    const shownUrl = options.url && splitRepositoryUrl(options.url).shown;
+    const what = shownUrl ? `Cloning ${shownUrl}` : `Copying the ${bundled} template`;
     const progress = terminal.progress(what);
     let created;
     try {
       created = await scaffoldProject(source, name, cwd);
     } catch (error) {
-      progress.fail(options.url ? `Could not clone ${options.url}` : `Could not copy the ${bundled} template`);
+      progress.fail(shownUrl ? `Could not clone ${shownUrl}` : `Could not copy the ${bundled} template`);
       throw error;
     }
     progress.succeed(`Created ${created.path}`);
-    terminal.document({ path: created.path, template: options.url ?? bundled });
+    terminal.document({ path: created.path, template: shownUrl || bundled });
     if (created.seededEnv) {
       terminal.line('Wrote .env from example.env (owner-only); fill in its secrets.');
     }
