@@ -219,6 +219,36 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     expect(Math.abs(row.seconds - 3600)).toBeLessThan(60);
   });
 
+  it('--rotate gives the new token to every entry of the client that held the old one, in any file or scope', async () => {
+    await runCommand(['connect', '--clients', 'code-agent-b,editor-c', '--json'], sandbox, { env: env() });
+    const before = storedTokens(sandbox);
+    const run = await runCommand(
+      ['connect', '--clients', 'code-agent-b,editor-c', '--server-name', 'other2', '--rotate', '--json'],
+      sandbox,
+      {
+        env: env(),
+      },
+    );
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    const rotated = storedTokens(sandbox, 'other2');
+    const stillDefault = storedTokens(sandbox);
+    for (const client of ['code-agent-b', 'editor-c']) {
+      expect(rotated[client]).not.toBe(before[client]);
+      expect(stillDefault[client]).toBe(rotated[client]);
+    }
+    const [codex] = run.json().results;
+    expect(codex.note).toContain(`platform-service (${configPaths(sandbox).codex})`);
+
+    // A project entry beside a user entry: rotating through the project entry updates the user one too.
+    await runCommand(['connect', '--clients', 'code-agent-a', '--json'], sandbox, { env: env() });
+    const userToken = readJson(configPaths(sandbox).claude).mcpServers['platform-service'].headers.Authorization;
+    const project = await runCommand(['connect', '--clients', 'code-agent-a', '--project', '--rotate', '--json'], sandbox, { env: env() });
+    expect(project.code, project.stdout + project.stderr).toBe(0);
+    const projectToken = readJson(join(sandbox.cwd, '.mcp.json')).mcpServers['platform-service'].headers.Authorization;
+    expect(projectToken).not.toBe(userToken);
+    expect(readJson(configPaths(sandbox).claude).mcpServers['platform-service'].headers.Authorization).toBe(projectToken);
+  });
+
   it('an existing account is never touched with --skip-existing, and is a failure without --rotate off a TTY', async () => {
     const existing = await mintAccount(service.api.url, ROOT_KEY, { name: 'editor-c' });
     const skipped = await runCommand(['connect', '--clients', 'editor-c', '--skip-existing', '--json'], sandbox, { env: env() });

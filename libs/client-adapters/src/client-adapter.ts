@@ -57,6 +57,8 @@ export interface ClientAdapter {
   /** Every entry in every scope the client reads. */
   entries(): McpEntry[];
   write(name: string, url: string, token: string | null, project: boolean): WriteOutcome;
+  /** Writes `token` into one entry `entries()` found, in its own file and map, keeping its name and URL. */
+  replaceToken(entry: McpEntry, token: string): void;
   /**
    * Throws what `write` would throw for this entry (a file that does not parse, a layout it cannot edit, a
    * symbolic link), writing nothing: checked before a token is minted or rotated for the client, so a

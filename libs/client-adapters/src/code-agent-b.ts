@@ -122,6 +122,10 @@ export class CodeAgentB implements ClientAdapter {
     return { location: this.path };
   }
 
+  replaceToken(entry: McpEntry, token: string): void {
+    this.write(entry.name, entry.url, token);
+  }
+
   check(name: string, url: string): void {
     this.edited(name, url, TOKEN_PLACEHOLDER);
     refuseSymlink(this.path);

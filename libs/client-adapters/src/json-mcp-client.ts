@@ -68,7 +68,7 @@ export class JsonMcpClient implements ClientAdapter {
   }
 
   location(project: boolean): string {
-    return (project && this.spec.projectSource ? this.spec.projectSource : this.spec.userSource).path;
+    return this.target(project).path;
   }
 
   resolve(name: string): McpEntry | null {
@@ -95,24 +95,36 @@ export class JsonMcpClient implements ClientAdapter {
   }
 
   write(name: string, url: string, token: string | null, project: boolean): WriteOutcome {
-    const { source, document } = this.edited(name, url, token, project);
-    writeFileAtomically(source.path, `${JSON.stringify(document, null, 2)}\n`, { secret: token !== null });
+    const source = this.target(project);
+    writeFileAtomically(source.path, `${JSON.stringify(this.edited(source, name, url, token), null, 2)}\n`, { secret: token !== null });
     const note = token !== null && source === this.spec.projectSource ? this.spec.projectTokenNote : undefined;
     return { location: source.path, ...(note ? { note } : {}) };
   }
 
-  check(name: string, url: string, project: boolean): void {
-    refuseSymlink(this.edited(name, url, TOKEN_PLACEHOLDER, project).source.path);
+  replaceToken(entry: McpEntry, token: string): void {
+    // One file can hold several maps (code-agent-a's user and local scopes): the one holding this entry's token.
+    for (const source of this.spec.sources.filter((candidate) => candidate.path === entry.location)) {
+      const held = this.spec.decode(serverMap(readJsonObject(source.path), source.keyPath)?.[entry.name]);
+      if (held && held.token === entry.token) {
+        const document = this.edited(source, entry.name, held.url, token);
+        writeFileAtomically(source.path, `${JSON.stringify(document, null, 2)}\n`, { secret: true });
+      }
+    }
   }
 
-  /** The config with the entry set, as `write` would save it; nothing is written. */
-  private edited(
-    name: string,
-    url: string,
-    token: string | null,
-    project: boolean,
-  ): { source: JsonSource; document: Record<string, unknown> } {
-    const source = project && this.spec.projectSource ? this.spec.projectSource : this.spec.userSource;
+  check(name: string, url: string, project: boolean): void {
+    const source = this.target(project);
+    this.edited(source, name, url, TOKEN_PLACEHOLDER);
+    refuseSymlink(source.path);
+  }
+
+  /** The source a write goes to (the user file for clients without a project scope). */
+  private target(project: boolean): JsonSource {
+    return project && this.spec.projectSource ? this.spec.projectSource : this.spec.userSource;
+  }
+
+  /** The source's config with the entry set, as a write would save it; nothing is written. */
+  private edited(source: JsonSource, name: string, url: string, token: string | null): Record<string, unknown> {
     const document = readJsonObject(source.path) ?? {};
     let node: Record<string, unknown> = document;
     for (const key of source.keyPath) {
@@ -127,7 +139,7 @@ export class JsonMcpClient implements ClientAdapter {
       node = next as Record<string, unknown>;
     }
     node[name] = this.spec.encode(url, token);
-    return { source, document };
+    return document;
   }
 
   remove(name: string, location: string, url?: string): boolean {

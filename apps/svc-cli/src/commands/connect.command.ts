@@ -71,8 +71,9 @@ export interface ConnectResult {
   auto?: boolean;
 }
 
-/** A service account and its token, or why a client gets none. */
-type TokenOutcome = { account: MintedServiceAccount; rotated: boolean } | { status: 'skipped' | 'failed'; error: string };
+/** A service account and its token (after a rotation, the account as it was, to find its old token), or why a client gets none. */
+type TokenOutcome =
+  { account: MintedServiceAccount; rotated: boolean; previous?: ServiceAccount } | { status: 'skipped' | 'failed'; error: string };
 
 const UNAUTHENTICATED_MCP_WARNING =
   'This service accepts unauthenticated MCP requests although it enforces authentication elsewhere: anyone who can reach /mcp can use its tools. Tokens were still minted and configured; upgrade or reconfigure the service to require them on /mcp.';
@@ -151,6 +152,7 @@ class Connection {
 
       let account: MintedServiceAccount | null = null;
       let rotated = false;
+      let previous: ServiceAccount | undefined;
       if (this.minting) {
         // Before any token exists: a config that cannot take the entry must not cost the account its token.
         adapter.check(this.serverName, this.mcpUrl, Boolean(this.options.project));
@@ -160,6 +162,7 @@ class Connection {
         }
         account = outcome.account;
         rotated = outcome.rotated;
+        previous = outcome.previous;
       }
       const token = account?.token ?? null;
       const written = adapter.write(this.serverName, this.mcpUrl, token, Boolean(this.options.project));
@@ -173,8 +176,13 @@ class Connection {
           error: `The config write did not take effect for '${this.serverName}' (found: ${found}). Another entry may shadow it; remove the stale entry and re-run.`,
         };
       }
+      const alsoUpdated = previous && token ? this.replaceOldToken(adapter, previous, token) : [];
       const verify = await this.verify(adapter, token);
-      const notes = [written.note, adapter.id === 'desktop-app-a' ? npxNote(clientContext()) : null].filter(Boolean);
+      const notes = [
+        written.note,
+        alsoUpdated.length ? `The new token also replaced the old one in: ${alsoUpdated.join(', ')}.` : null,
+        adapter.id === 'desktop-app-a' ? npxNote(clientContext()) : null,
+      ].filter(Boolean);
       const extras = {
         ...(notes.length ? { note: notes.join(' ') } : {}),
         ...(rotated || (existing?.token && token && existing.token !== token) ? { rotated: true } : {}),
@@ -217,6 +225,28 @@ class Connection {
     }
     const anonymous = await verifyMcp(this.mcpUrl, null);
     return anonymous.ok ? UNAUTHENTICATED_MCP_WARNING : null;
+  }
+
+  /**
+   * After a rotation, the client's other entries holding the old token (another --server-name, another
+   * scope) get the new one: they would stop working when the grace ends. One that cannot be rewritten
+   * is named in a warning. Returns the entries rewritten.
+   */
+  private replaceOldToken(adapter: ClientAdapter, previous: ServiceAccount, token: string): string[] {
+    const holders = adapter.entries().filter((entry) => entry.token && entry.token !== token && isTokenOf(previous, entry.token));
+    const replaced: string[] = [];
+    for (const entry of holders) {
+      const where = `${entry.name} (${entry.location})`;
+      try {
+        adapter.replaceToken(entry, token);
+        replaced.push(where);
+      } catch (error) {
+        this.terminal.warn(
+          `${where} still holds the old token of '${previous.name}', which stops working in ${formatDuration(DEFAULT_GRACE_SECONDS)}: ${error instanceof Error ? error.message : String(error)}`,
+        );
+      }
+    }
+    return replaced;
   }
 
   private accountName(adapter: ClientAdapter): string {
@@ -312,7 +342,7 @@ class Connection {
     }
     const account = await api.rotate(active, DEFAULT_GRACE_SECONDS);
     this.terminal.note(`Rotated service account '${name}': the old token keeps working for ${formatDuration(DEFAULT_GRACE_SECONDS)}.`);
-    return { account, rotated: true };
+    return { account, rotated: true, previous: active };
   }
 }
 
