@@ -339,18 +339,20 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(401);
   });
 
-  it('--revoke with a rejected credential still removes entries and exits 3', async () => {
+  it('--revoke with a credential that cannot list accounts refuses before removing anything (exit 1)', async () => {
     const files = writeConfigs(sandbox, targetMcp);
-    await mintAccount(service.api.url, ROOT_KEY, { name: 'editor-c' });
-    const run = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--json'], sandbox, {
-      env: { SVC_ADMIN_TOKEN: 'wrong' },
-    });
-    expect(run.code).toBe(3);
-    expect(run.json().results[0].status).toBe('removed');
-    expect(run.json().revocations).toEqual([
-      { account: 'editor-c', status: 'failed', error: expect.stringMatching(/^The service rejected the admin credential/) },
-    ]);
-    expect(readJson(files.cursor).mcpServers).toEqual({ other: { url: OTHER_MCP } });
+    const before = readFileSync(files.cursor, 'utf8');
+    const account = await mintAccount(service.api.url, ROOT_KEY, { name: 'editor-c' });
+    const readOnly = await mintAccount(service.api.url, ROOT_KEY, { scopes: ['agents:read'] });
+    for (const credential of ['wrong', readOnly.token]) {
+      const run = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--json'], sandbox, {
+        env: { SVC_ADMIN_TOKEN: credential },
+      });
+      expect(run.code).toBe(1);
+      expect(run.json().error).toMatch(/^The service rejected the admin credential/);
+      expect(readFileSync(files.cursor, 'utf8')).toBe(before);
+    }
+    expect((await call(service.api.url, 'GET', '/config', { token: account.token })).status).toBe(200);
   });
 
   it('--revoke needs the service: an unreachable one is an error (exit 1)', async () => {

@@ -96,14 +96,17 @@ export class ServiceAccountsApi extends AdminApi {
     }
   }
 
-  async findActive(name: string): Promise<ServiceAccount | null> {
+  /** The accounts that are neither revoked nor expired. */
+  async listActive(): Promise<ServiceAccount[]> {
     // An expired account keeps revoked_at null (its name may have been minted again): active also means unexpired.
     const now = Date.now() / 1000;
-    return (
-      (await this.list(true)).find(
-        (account) => account.name === name && account.revoked_at === null && (account.expires_at === null || account.expires_at > now),
-      ) ?? null
+    return (await this.list(true)).filter(
+      (account) => account.revoked_at === null && (account.expires_at === null || account.expires_at > now),
     );
+  }
+
+  async findActive(name: string): Promise<ServiceAccount | null> {
+    return (await this.listActive()).find((account) => account.name === name) ?? null;
   }
 
   async revoke(account: ServiceAccount): Promise<ServiceAccount> {

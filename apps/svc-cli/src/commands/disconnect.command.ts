@@ -16,6 +16,7 @@ import {
   discoverInteractively,
   readCliEnv,
   resolveAdminCredential,
+  ServiceAccount,
   ServiceAccountsApi,
   ServiceDescriptor,
   urlBelongsTo,
@@ -88,9 +89,12 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
     }
 
     let api: ServiceAccountsApi | null = null;
+    let active: ServiceAccount[] = [];
     if (options.revoke && descriptor) {
       await confirmDiscoveredUrl(descriptor, Boolean(options.yes), terminal);
       api = new ServiceAccountsApi(descriptor.url, await resolveAdminCredential(descriptor, env, terminal, Boolean(options.allowHttp)));
+      // Before any entry goes: a credential the service refuses must not leave valid tokens with no local copy.
+      active = await api.listActive();
     }
 
     const results: DisconnectResult[] = selected.map((client) => {
@@ -124,8 +128,8 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
     const revocations: Revocation[] = [];
     if (api) {
       const names = options.name ? [options.name] : selected.filter((client) => !isChatApp(client));
-      for (const account of names) {
-        revocations.push(await revoke(api, account));
+      for (const name of names) {
+        revocations.push(await revoke(api, active.find((account) => account.name === name) ?? null, name));
       }
     }
     let exitCode = connectExitCode(results, ['removed', 'not-found', 'manual']);
@@ -182,12 +186,11 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
   }
 }
 
-async function revoke(api: ServiceAccountsApi, name: string): Promise<Revocation> {
+async function revoke(api: ServiceAccountsApi, account: ServiceAccount | null, name: string): Promise<Revocation> {
+  if (!account) {
+    return { account: name, status: 'not-found', error: null };
+  }
   try {
-    const account = await api.findActive(name);
-    if (!account) {
-      return { account: name, status: 'not-found', error: null };
-    }
     await api.revoke(account);
     return { account: name, status: 'revoked', error: null };
   } catch (error) {
