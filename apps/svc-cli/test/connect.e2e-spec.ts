@@ -307,6 +307,22 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     expect(run.json().server_name).toBe('team_platform');
   });
 
+  it('--project looks for an existing entry in the project scope only: a user entry does not make it already connected', async () => {
+    await runCommand(['connect', '--clients', 'editor-c', '--json'], sandbox, { env: env() });
+    const projectFile = join(sandbox.cwd, '.cursor', 'mcp.json');
+    const refused = await runCommand(['connect', '--clients', 'editor-c', '--project', '--json'], sandbox, { env: env() });
+    expect(refused.json().results[0]).toMatchObject({
+      status: 'failed',
+      location: projectFile,
+      error: expect.stringContaining('Re-run with --rotate'),
+    });
+    const run = await runCommand(['connect', '--clients', 'editor-c', '--project', '--rotate', '--json'], sandbox, { env: env() });
+    expect(run.json().results[0]).toMatchObject({ status: 'connected', location: projectFile });
+    expect(readJson(projectFile).mcpServers['platform-service']).toEqual(
+      readJson(configPaths(sandbox).cursor).mcpServers['platform-service'],
+    );
+  });
+
   it('--name shares one account; --scopes, --privileged and --expires shape it', async () => {
     const run = await runCommand(
       [
@@ -350,11 +366,12 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     const run = await runCommand(['connect', '--clients', 'code-agent-a,code-agent-b,editor-c', '--name', 'team', '--json'], sandbox, {
       env: env(),
     });
-    expect(run.code).toBe(0);
+    expect(run.code).toBe(3);
     expect(storedTokens(sandbox)['code-agent-b']).toBe(teamToken);
-    // The planted entry verifies, but it is not reported as the team account.
+    // The planted entry verifies, but it is not the team account's, and it shadows the user entry written.
     const projectEntry = run.json().results.find((result: { client: string }) => result.client === 'code-agent-a');
-    expect(projectEntry).toMatchObject({ status: 'already-connected', account: null });
+    expect(projectEntry).toMatchObject({ status: 'failed', error: expect.stringContaining('Another entry may shadow it') });
+    expect(readJson(join(sandbox.cwd, '.mcp.json')).mcpServers['platform-service']).toEqual(planted);
   });
 
   it('a symlinked config is refused and nothing is written through it', async () => {

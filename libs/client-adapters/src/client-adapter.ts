@@ -54,6 +54,8 @@ export interface ClientAdapter {
   location(project: boolean): string;
   /** The entry of that name as the client resolves it (the higher-precedence scope wins). */
   resolve(name: string): McpEntry | null;
+  /** The entry of that name in the scope a write goes to (`location(project)`), whatever shadows it. */
+  entryIn(name: string, project: boolean): McpEntry | null;
   /** Every entry in every scope the client reads. */
   entries(): McpEntry[];
   write(name: string, url: string, token: string | null, project: boolean): WriteOutcome;

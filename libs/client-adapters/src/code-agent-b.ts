@@ -98,6 +98,11 @@ export class CodeAgentB implements ClientAdapter {
     return this.entries().find((entry) => entry.name === name) ?? null;
   }
 
+  /** One scope: the entry the client resolves. */
+  entryIn(name: string): McpEntry | null {
+    return this.resolve(name);
+  }
+
   entries(): McpEntry[] {
     const text = readTextIfExists(this.path);
     if (text === null) {

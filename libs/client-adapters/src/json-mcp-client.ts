@@ -75,23 +75,25 @@ export class JsonMcpClient implements ClientAdapter {
     return this.entries().find((entry) => entry.name === name) ?? null;
   }
 
+  entryIn(name: string, project: boolean): McpEntry | null {
+    return this.entriesOf(this.target(project)).find((entry) => entry.name === name) ?? null;
+  }
+
   entries(): McpEntry[] {
-    const found: McpEntry[] = [];
-    for (const source of this.spec.sources) {
-      let document: Record<string, unknown> | null;
-      try {
-        document = readJsonObject(source.path);
-      } catch {
-        continue; // an unreadable file holds no entry the client could use either
-      }
-      for (const [name, raw] of Object.entries(serverMap(document, source.keyPath) ?? {})) {
-        const decoded = this.spec.decode(raw);
-        if (decoded) {
-          found.push({ name, ...decoded, location: source.path });
-        }
-      }
+    return this.spec.sources.flatMap((source) => this.entriesOf(source));
+  }
+
+  private entriesOf(source: JsonSource): McpEntry[] {
+    let document: Record<string, unknown> | null;
+    try {
+      document = readJsonObject(source.path);
+    } catch {
+      return []; // an unreadable file holds no entry the client could use either
     }
-    return found;
+    return Object.entries(serverMap(document, source.keyPath) ?? {}).flatMap(([name, raw]) => {
+      const decoded = this.spec.decode(raw);
+      return decoded ? [{ name, ...decoded, location: source.path }] : [];
+    });
   }
 
   write(name: string, url: string, token: string | null, project: boolean): WriteOutcome {

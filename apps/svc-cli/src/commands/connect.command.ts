@@ -128,7 +128,8 @@ class Connection {
     const location = adapter.location(Boolean(this.options.project));
     const base = { client: adapter.id, location, account: null, verify: null } as const;
     try {
-      const existing = adapter.resolve(this.serverName);
+      // Only the scope being written: a user entry must not make a --project run already connected.
+      const existing = adapter.entryIn(this.serverName, Boolean(this.options.project));
       let replacedUrl: string | undefined;
       if (existing && existing.url === this.mcpUrl && !this.options.rotate && (!this.minting || existing.token)) {
         if (existing.token) {
