@@ -484,6 +484,23 @@ describe('svc up, down, restart', () => {
     expect(second.at - first.at).toBeGreaterThanOrEqual(1900);
   });
 
+  it("docker never sees the CLI's credentials: an exported OS_SECURITY_KEY cannot override the project's .env", async () => {
+    writeFileSync(join(sandbox.cwd, 'compose.yaml'), '');
+    const bin = join(sandbox.home, 'env-docker');
+    const seen = join(sandbox.home, 'docker-env');
+    mkdirSync(bin);
+    writeFileSync(
+      join(bin, 'docker'),
+      `#!/bin/sh\necho "\${OS_SECURITY_KEY-unset} \${SVC_ADMIN_TOKEN-unset} \${KEEP_ME-unset}" > "${seen}"\n`,
+    );
+    chmodSync(join(bin, 'docker'), 0o755);
+    const run = await runCli(['up', '--json'], sandbox, {
+      env: { PATH: `${bin}:${process.env.PATH}`, OS_SECURITY_KEY: 'other-instance-key', SVC_ADMIN_TOKEN: 'svc_pat_x', KEEP_ME: 'kept' },
+    });
+    expect(run.code).toBe(0);
+    expect(readFileSync(seen, 'utf8')).toBe('unset unset kept\n');
+  });
+
   it('a failing compose run exits 1 with its exit code and stderr', async () => {
     writeFileSync(join(sandbox.cwd, 'compose.yaml'), '');
     const run = await runCli(['up', '--json'], sandbox, { env: { PATH: fakePath, FAKE_DOCKER_EXIT: '17' } });

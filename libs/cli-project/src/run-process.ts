@@ -2,6 +2,21 @@ import { spawn } from 'node:child_process';
 
 import { CliError } from '@app/cli-terminal';
 
+/**
+ * The CLI's own credentials (see readCliEnv): no child needs them, and Compose lets a shell variable
+ * override the project's .env, so an OS_SECURITY_KEY exported for another instance would replace this one's.
+ */
+const CLI_CREDENTIALS = ['SVC_ADMIN_TOKEN', 'OS_SECURITY_KEY'];
+
+/** This process's environment plus `extra`, without the CLI's credentials. */
+function childEnvironment(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env = { ...process.env, ...extra };
+  for (const name of CLI_CREDENTIALS) {
+    delete env[name];
+  }
+  return env;
+}
+
 export interface ProcessOutcome {
   code: number;
   stderr: string;
@@ -9,7 +24,7 @@ export interface ProcessOutcome {
 
 /**
  * Runs a program with an argv array (never a shell), killing it after the timeout, with this process's
- * environment plus `env`. Output is captured (and stderr returned) when `capture`, else streamed to this terminal.
+ * environment plus `env`, less the CLI's credentials. Output is captured (and stderr returned) when `capture`, else streamed to this terminal.
  */
 export function runProcess(
   command: string,
@@ -19,7 +34,7 @@ export function runProcess(
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
       cwd: options.cwd,
-      env: { ...process.env, ...options.env },
+      env: childEnvironment(options.env),
       stdio: options.capture ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'inherit', 'inherit'],
     });
     let stderr = '';
