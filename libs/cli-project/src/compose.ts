@@ -70,5 +70,14 @@ async function composePluginMissing(): Promise<boolean> {
     capture: true,
     missing: 'docker is required',
   }).catch(() => null);
-  return probe !== null && probe.code !== 0 && /not a docker command|unknown shorthand flag|unknown command "?compose/i.test(probe.stderr);
+  return probe !== null && probe.code !== 0 && saysComposeIsMissing(probe.stderr);
+}
+
+/**
+ * Whether docker's stderr says `compose` is not one of its commands, in each docker's words: "'compose' is
+ * not a docker command", "unknown command \"compose\"", Docker 28's "unknown command: docker compose", or
+ * the flag error of `compose -f` read as docker's own flags.
+ */
+export function saysComposeIsMissing(stderr: string): boolean {
+  return /not a docker command|unknown shorthand flag|unknown command:? "?(docker )?compose/i.test(stderr);
 }
