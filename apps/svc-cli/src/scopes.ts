@@ -4,10 +4,13 @@ import { CliError } from '@app/cli-terminal';
 import { DURATION_UNITS, parseDuration } from './durations';
 import { InvalidOptionValue } from './options';
 
+/** The server's bound for a token's lifetime (POST /service-accounts, expires_in_days). */
+const MAX_EXPIRY_DAYS = 3650;
+
 /**
- * `--expires`: days as `90d` or `30`, or `never`. Returns the day count, or null for never.
- * The upper bound is the server's (3650), so its error names it. Anything else is a usage error
- * naming the option (exit 2, stderr, no JSON), raised while commander parses the flags.
+ * `--expires`: days as `90d` or `30` (at most 3650), or `never`. Returns the day count, or null for never.
+ * Anything else is a usage error naming the option (exit 2, stderr, no JSON), raised while commander
+ * parses the flags, before anything is sent.
  */
 export function parseExpires(value: string): number | null {
   const text = value.trim().toLowerCase();
@@ -18,6 +21,9 @@ export function parseExpires(value: string): number | null {
   const days = seconds === null ? 0 : seconds / DURATION_UNITS.d;
   if (!days) {
     throw new InvalidOptionValue("Use a number of days ('90d', '30') or 'never'.");
+  }
+  if (days > MAX_EXPIRY_DAYS) {
+    throw new InvalidOptionValue(`A token lives at most ${MAX_EXPIRY_DAYS} days; use 'never' for no expiry.`);
   }
   return days;
 }
