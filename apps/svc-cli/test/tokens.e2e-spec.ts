@@ -1,3 +1,6 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { CliSandbox, cliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
@@ -274,6 +277,39 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
       env: { SERVICE_URL: service.api.url, SVC_ADMIN_TOKEN: admin.token, OS_SECURITY_KEY: 'wrong' },
     });
     expect(accepted.code).toBe(0);
+  });
+
+  it('without a credential, the hint names what each command group needs, and where a checkout started with npm start keeps its key', async () => {
+    const hintOf = async (args: string[], cwd?: string) =>
+      (await runCommand([...args, '--json'], sandbox, { env: { SERVICE_URL: service.api.url }, cwd })).json().hint as string;
+    expect(await hintOf(['tokens', 'list'])).toMatch(/service_accounts scopes/);
+    expect(await hintOf(['jobs', 'list'])).toMatch(/need platform:admin/);
+    expect(await hintOf(['jobs', 'list'])).not.toMatch(/service_accounts/);
+    expect(await hintOf(['schedules', 'list'])).toMatch(/schedules:read/);
+    expect(await hintOf(['schedules', 'list'])).not.toMatch(/service_accounts/);
+    expect(await hintOf(['tokens', 'list'])).not.toContain('.data/os-security-key');
+
+    const checkout = cliSandbox();
+    mkdirSync(join(checkout.cwd, '.data'));
+    writeFileSync(join(checkout.cwd, '.data', 'os-security-key'), 'the-checkout-key\n');
+    const hint = await hintOf(['tokens', 'list'], checkout.cwd);
+    expect(hint).toContain(
+      "This checkout's security key is in .data/os-security-key: OS_SECURITY_KEY=$(cat .data/os-security-key) svc ...",
+    );
+    expect(hint).not.toContain('the-checkout-key');
+  });
+
+  it('an unknown name for a service-account credential may be one it cannot see, and says so', async () => {
+    const accountsAdmin = await mintAccount(service.api.url, ROOT_KEY, {
+      scopes: ['service_accounts:read', 'service_accounts:write'],
+      privileged: true,
+    });
+    const hidden = await mintAccount(service.api.url, ROOT_KEY);
+    const run = await runCommand(['tokens', 'rotate', hidden.name, '--json'], sandbox, {
+      env: { SERVICE_URL: service.api.url, SVC_ADMIN_TOKEN: accountsAdmin.token },
+    });
+    expect(run.code).toBe(1);
+    expect(run.json().error).toBe(`No service account named '${hidden.name}' found (or not visible to this credential).`);
   });
 
   it('without a credential on an enforcing service, --json and non-TTY runs fail instead of prompting', async () => {

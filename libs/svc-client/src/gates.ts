@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+
 import { CliError, Terminal } from '@app/cli-terminal';
 
 import { CliEnv } from './cli-env';
@@ -38,16 +40,21 @@ export async function confirmDiscoveredUrl(descriptor: ServiceDescriptor, yes: b
   }
 }
 
+/** Where `npm start` keeps a checkout's security key, relative to the checkout. */
+const CHECKOUT_KEY_FILE = '.data/os-security-key';
+
 /**
  * The admin credential: SVC_ADMIN_TOKEN, else OS_SECURITY_KEY, else (when the service enforces
  * authorization) a hidden prompt on a terminal or an error in --json and non-TTY runs. Whenever
  * there is one to send, the plaintext-HTTP gate applies first (before anyone types a secret).
+ * `needs`: what the command's credential needs, said when there is none.
  */
 export async function resolveAdminCredential(
   descriptor: ServiceDescriptor,
   env: CliEnv,
   terminal: Terminal,
   allowHttp: boolean,
+  needs: string,
 ): Promise<string | null> {
   const exported = env.adminToken ?? env.securityKey;
   if (!exported && descriptor.auth_mode === 'none') {
@@ -57,7 +64,10 @@ export async function resolveAdminCredential(
   if (exported) {
     return exported;
   }
-  const hint = 'Set SVC_ADMIN_TOKEN (a token with service_accounts scopes or platform:admin) or OS_SECURITY_KEY.';
+  // In a checkout started with `npm start`, the key is at hand: say where, never what it is.
+  const hint = existsSync(CHECKOUT_KEY_FILE)
+    ? `${needs}\nThis checkout's security key is in ${CHECKOUT_KEY_FILE}: OS_SECURITY_KEY=$(cat ${CHECKOUT_KEY_FILE}) svc ...`
+    : needs;
   if (!terminal.interactive) {
     throw new CliError(`This service requires an admin credential (auth mode: ${descriptor.auth_mode}).`, hint);
   }

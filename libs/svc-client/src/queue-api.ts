@@ -43,11 +43,13 @@ const PAGE_SIZE = 1000;
 /** With --component the CLI filters client-side and reads at most this many jobs. */
 export const COMPONENT_SCAN_MAX = 10_000;
 
-const ADMIN_HINT = 'The queue routes need platform:admin: use SVC_ADMIN_TOKEN with a token that has it, or OS_SECURITY_KEY.';
+/** What a credential for `svc jobs` needs. */
+export const QUEUE_CREDENTIAL_HINT =
+  'The queue routes need platform:admin: use SVC_ADMIN_TOKEN with a token that has it, or OS_SECURITY_KEY.';
 
 /** The durable queue's operator routes (/queue/...). */
 export class QueueApi extends AdminApi {
-  protected readonly credentialHint = ADMIN_HINT;
+  protected readonly credentialHint = QUEUE_CREDENTIAL_HINT;
 
   /** Newest first, up to `limit`, read page by page; a component filter is applied here over at most COMPONENT_SCAN_MAX jobs. */
   async list(request: JobListRequest): Promise<JobList> {

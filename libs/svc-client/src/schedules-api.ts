@@ -10,13 +10,14 @@ type PolicyField = 'overlap_policy' | 'catchup_policy' | 'catchup_limit';
 /** One fire of a schedule (GET /schedules/{id}/runs). */
 export type ScheduleRun = Schemas['ScheduleRunDto'];
 
-const SCHEDULES_HINT =
+/** What a credential for `svc schedules` needs. */
+export const SCHEDULES_CREDENTIAL_HINT =
   'Use SVC_ADMIN_TOKEN with schedules:read (schedules:write to trigger, pause or resume; platform:admin for schedules another principal owns), or OS_SECURITY_KEY.';
 const PAGE_SIZE = 100;
 
 /** The schedules API (/schedules/...). */
 export class SchedulesApi extends AdminApi {
-  protected readonly credentialHint = SCHEDULES_HINT;
+  protected readonly credentialHint = SCHEDULES_CREDENTIAL_HINT;
 
   /** Every schedule the credential may see, oldest first, page by page. */
   async list(): Promise<Schedule[]> {

@@ -43,11 +43,29 @@ export function toServiceAccount(body: Schemas['ServiceAccountDto']): ServiceAcc
   };
 }
 
-const CREDENTIAL_HINT = 'Use an admin credential: SVC_ADMIN_TOKEN with service_accounts scopes (or platform:admin), or OS_SECURITY_KEY.';
+/** What a credential for `svc tokens`, `connect` and `disconnect --revoke` needs. */
+export const SERVICE_ACCOUNTS_CREDENTIAL_HINT =
+  'Use an admin credential: SVC_ADMIN_TOKEN with service_accounts scopes (or platform:admin), or OS_SECURITY_KEY.';
 
 /** The service-accounts API of one service, called with the admin credential. */
 export class ServiceAccountsApi extends AdminApi {
-  protected readonly credentialHint = CREDENTIAL_HINT;
+  protected readonly credentialHint = SERVICE_ACCOUNTS_CREDENTIAL_HINT;
+  /**
+   * A service account's token sees only the accounts it minted (the api scopes its lists to their owner)
+   * unless it holds platform:admin; the security key and admins see every account.
+   */
+  private readonly mayNotSeeEveryAccount: boolean;
+
+  constructor(baseUrl: string, credential: string | null) {
+    super(baseUrl, credential);
+    this.mayNotSeeEveryAccount = credential?.startsWith('svc_pat_') ?? false;
+  }
+
+  /** No active account of that name, as far as this credential can tell. */
+  notFound(name: string, hint?: string): CliError {
+    const unseen = this.mayNotSeeEveryAccount ? ' (or not visible to this credential)' : '';
+    return new CliError(`No service account named '${name}' found${unseen}.`, hint);
+  }
 
   protected override refusal(answer: Answer): string {
     return `The service rejected the admin credential (${errorDetail(answer)}).`;
@@ -142,7 +160,7 @@ export class ServiceAccountsApi extends AdminApi {
 
   private found(account: ServiceAccount, answer: Answer): void {
     if (answer.response.status === 404) {
-      throw new CliError(`No service account named '${account.name}' found.`);
+      throw this.notFound(account.name);
     }
   }
 }

@@ -31,6 +31,7 @@ import {
   readCliEnv,
   refusePlaintextCredential,
   resolveAdminCredential,
+  SERVICE_ACCOUNTS_CREDENTIAL_HINT,
   ServiceAccount,
   ServiceAccountsApi,
   ServiceDescriptor,
@@ -120,7 +121,13 @@ class Connection {
 
   async prepareMinting(): Promise<void> {
     refusePlaintextCredential(this.descriptor.url, Boolean(this.options.allowHttp), 'the admin credential and minted tokens');
-    const credential = await resolveAdminCredential(this.descriptor, readCliEnv(), this.terminal, Boolean(this.options.allowHttp));
+    const credential = await resolveAdminCredential(
+      this.descriptor,
+      readCliEnv(),
+      this.terminal,
+      Boolean(this.options.allowHttp),
+      SERVICE_ACCOUNTS_CREDENTIAL_HINT,
+    );
     this.api = new ServiceAccountsApi(this.descriptor.url, credential);
   }
 

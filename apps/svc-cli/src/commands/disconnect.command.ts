@@ -16,6 +16,7 @@ import {
   discoverInteractively,
   readCliEnv,
   resolveAdminCredential,
+  SERVICE_ACCOUNTS_CREDENTIAL_HINT,
   ServiceAccount,
   ServiceAccountsApi,
   ServiceDescriptor,
@@ -92,7 +93,14 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
     let active: ServiceAccount[] = [];
     if (options.revoke && descriptor) {
       await confirmDiscoveredUrl(descriptor, Boolean(options.yes), terminal);
-      api = new ServiceAccountsApi(descriptor.url, await resolveAdminCredential(descriptor, env, terminal, Boolean(options.allowHttp)));
+      const credential = await resolveAdminCredential(
+        descriptor,
+        env,
+        terminal,
+        Boolean(options.allowHttp),
+        SERVICE_ACCOUNTS_CREDENTIAL_HINT,
+      );
+      api = new ServiceAccountsApi(descriptor.url, credential);
       // Before any entry goes: a credential the service refuses must not leave valid tokens with no local copy.
       active = await api.listActive();
     }

@@ -8,6 +8,7 @@ import {
   JOB_STATUSES,
   JobFilter,
   JobStatus,
+  QUEUE_CREDENTIAL_HINT,
   QueueApi,
   readCliEnv,
   REQUEUEABLE_STATUSES,
@@ -26,7 +27,8 @@ const LIMIT_MAX = 10_000;
 
 async function queueApi(options: ServiceOptions, terminal: Terminal): Promise<QueueApi> {
   const descriptor = await targetService(options, readCliEnv(), terminal);
-  return new QueueApi(descriptor.url, await resolveAdminCredential(descriptor, readCliEnv(), terminal, Boolean(options.allowHttp)));
+  const credential = await resolveAdminCredential(descriptor, readCliEnv(), terminal, Boolean(options.allowHttp), QUEUE_CREDENTIAL_HINT);
+  return new QueueApi(descriptor.url, credential);
 }
 
 function component(job: Job): string {

@@ -1,7 +1,7 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 
 import { sanitize, Terminal } from '@app/cli-terminal';
-import { readCliEnv, resolveAdminCredential, Schedule, ScheduleRun, SchedulesApi } from '@app/svc-client';
+import { readCliEnv, resolveAdminCredential, Schedule, ScheduleRun, SCHEDULES_CREDENTIAL_HINT, SchedulesApi } from '@app/svc-client';
 
 import { countUpTo, ServiceOptions } from '../options';
 import { targetService } from '../service-target';
@@ -10,7 +10,14 @@ import { cell, formatSeconds, formatTime, printFields, printTable, statusColour 
 
 async function schedulesApi(options: ServiceOptions, terminal: Terminal): Promise<SchedulesApi> {
   const descriptor = await targetService(options, readCliEnv(), terminal);
-  return new SchedulesApi(descriptor.url, await resolveAdminCredential(descriptor, readCliEnv(), terminal, Boolean(options.allowHttp)));
+  const credential = await resolveAdminCredential(
+    descriptor,
+    readCliEnv(),
+    terminal,
+    Boolean(options.allowHttp),
+    SCHEDULES_CREDENTIAL_HINT,
+  );
+  return new SchedulesApi(descriptor.url, credential);
 }
 
 function target(schedule: Schedule): string {

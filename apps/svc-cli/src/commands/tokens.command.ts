@@ -7,6 +7,7 @@ import {
   readCliEnv,
   refusePlaintextCredential,
   resolveAdminCredential,
+  SERVICE_ACCOUNTS_CREDENTIAL_HINT,
   ServiceAccount,
   ServiceAccountsApi,
   ServiceDescriptor,
@@ -30,7 +31,7 @@ const EXPIRES_SOON_SECONDS = 14 * 86_400;
 async function accountsApi(descriptor: ServiceDescriptor, options: ServiceOptions, terminal: Terminal): Promise<ServiceAccountsApi> {
   return new ServiceAccountsApi(
     descriptor.url,
-    await resolveAdminCredential(descriptor, readCliEnv(), terminal, Boolean(options.allowHttp)),
+    await resolveAdminCredential(descriptor, readCliEnv(), terminal, Boolean(options.allowHttp), SERVICE_ACCOUNTS_CREDENTIAL_HINT),
   );
 }
 
@@ -133,7 +134,7 @@ export class TokensRevokeCommand extends CredentialedCommand<ServiceOptions> {
       // Revoking is idempotent: an account revoked before is the state asked for, said as such.
       const earlier = (await api.list()).filter((candidate) => candidate.name === name && candidate.revoked_at !== null).at(-1);
       if (!earlier) {
-        throw new CliError(`No service account named '${name}' found.`, 'List them with: svc tokens list');
+        throw api.notFound(name, 'List them with: svc tokens list');
       }
       terminal.document({ revoked: earlier });
       terminal.line(
@@ -174,7 +175,7 @@ export class TokensRotateCommand extends CredentialedCommand<RotateOptions> {
     const api = await accountsApi(descriptor, options, terminal);
     const account = await api.findActive(name);
     if (!account) {
-      throw new CliError(`No service account named '${name}' found.`, 'List them with: svc tokens list');
+      throw api.notFound(name, 'List them with: svc tokens list');
     }
     const progress = terminal.progress(`Rotating service account '${name}'`);
     let rotated;
