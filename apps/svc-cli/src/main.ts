@@ -6,8 +6,9 @@ import { CATALOG } from './catalog';
 const DRY_RUN_SHORT = '-dr';
 
 async function main(argv: string[]): Promise<void> {
-  // The two answers that need no command module are given before anything else loads.
-  if (argv.length === 0) {
+  // The answers that need no command module are given before anything else loads; --help is the catalog
+  // too, not commander's generic list.
+  if (argv.length === 0 || (argv.length === 1 && (argv[0] === '--help' || argv[0] === '-h'))) {
     process.stdout.write(`${CATALOG}\n`);
     return;
   }

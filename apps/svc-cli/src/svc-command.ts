@@ -43,6 +43,21 @@ export abstract class SvcCommand<Options extends JsonOptions> extends CommandRun
   }
 }
 
+/**
+ * A command group (`svc tokens`, `jobs`, `schedules`): alone, or with a subcommand it does not have, a
+ * usage error listing the group's commands (exit 2). Commander hands the group the unknown name as an
+ * argument (UsageErrors lets groups take them), since nest-commander gives every command an action.
+ */
+export abstract class CommandGroup extends CommandRunner {
+  async run([unknown]: string[]): Promise<void> {
+    if (unknown !== undefined) {
+      this.command.error(`error: unknown command '${this.command.name()} ${unknown}'\n\n${this.command.helpInformation().trimEnd()}`);
+    }
+    this.command.outputHelp({ error: true });
+    process.exitCode = 2;
+  }
+}
+
 /** A command that reaches a running service: found by discovery unless --url names it. */
 export abstract class ServiceCommand<Options extends ServiceOptions> extends SvcCommand<Options> {
   @Option({ flags: '--url <url>', description: 'Base URL of the service (default: discovered)' })

@@ -13,7 +13,7 @@ interface CommanderCommand {
 /**
  * Usage and parse errors exit 2 on stderr with no JSON (help exits 0), on every command and
  * subcommand; nest-commander's own errorHandler reaches the root command only. Extra positional
- * arguments are usage errors too (commander 11 ignores them by default). Help and commander's own
+ * arguments are usage errors too (commander 11 ignores them by default; a group names them as an unknown command). Help and commander's own
  * messages go to the commands' Output like everything else.
  */
 @Injectable()
@@ -30,7 +30,8 @@ export class UsageErrors implements OnApplicationBootstrap {
     };
     const override = (command: CommanderCommand): void => {
       command.exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2));
-      command.allowExcessArguments(false);
+      // A group's extra argument is an unknown subcommand, which CommandGroup reports.
+      command.allowExcessArguments(command.commands.length > 0);
       command.configureOutput(streams);
       command.commands.forEach(override);
     };

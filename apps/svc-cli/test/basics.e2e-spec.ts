@@ -40,6 +40,14 @@ describe('svc entry points', () => {
     expect(run.stderr).toBe('');
   });
 
+  it('svc --help and svc -h print the same catalog as bare svc', async () => {
+    const catalog = (await runCli([], sandbox)).stdout;
+    for (const flag of ['--help', '-h']) {
+      const run = await runCli([flag], sandbox);
+      expect(run).toMatchObject({ code: 0, stdout: catalog, stderr: '' });
+    }
+  });
+
   it('--version prints the package version', async () => {
     const run = await runCli(['--version'], sandbox);
     expect(run).toMatchObject({ code: 0, stdout: `${pkg.version}\n`, stderr: '' });
@@ -101,6 +109,22 @@ describe('svc entry points', () => {
       expect(requeue.stdout).toContain(flag);
     }
     expect(requeue.stdout).toContain('Exit 3 when only some');
+  });
+
+  it("an unknown subcommand of a group names it and lists the group's commands (exit 2)", async () => {
+    for (const [group, commands] of [
+      ['schedules', ['list', 'get', 'runs', 'trigger', 'pause', 'resume']],
+      ['jobs', ['list', 'get', 'stats', 'requeue']],
+      ['tokens', ['create', 'list', 'revoke', 'rotate']],
+    ] as const) {
+      const run = await runCli([group, 'launch', 'x'], sandbox);
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toContain(`error: unknown command '${group} launch'`);
+      for (const command of commands) {
+        expect(run.stderr).toMatch(new RegExp(`^  ${command} `, 'm'));
+      }
+    }
   });
 
   it('unknown commands, unknown options and missing values exit 2 on stderr without JSON', async () => {

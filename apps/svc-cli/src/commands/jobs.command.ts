@@ -1,4 +1,4 @@
-import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
+import { Command, Option, SubCommand } from 'nest-commander';
 
 import { CliError, sanitize, Terminal } from '@app/cli-terminal';
 import {
@@ -18,7 +18,7 @@ import {
 import { parseSince as sinceSeconds } from '../durations';
 import { collect, countUpTo, oneOf, ServiceOptions } from '../options';
 import { targetService } from '../service-target';
-import { CredentialedCommand } from '../svc-command';
+import { CommandGroup, CredentialedCommand } from '../svc-command';
 import { cell, formatSeconds, formatTime, printFields, printTable, statusColour } from '../table';
 import { UsageError } from '../usage-errors';
 
@@ -371,10 +371,4 @@ export class JobsRequeueCommand extends CredentialedCommand<RequeueOptions> {
   description: 'Inspect the durable job queue and requeue failed jobs (needs platform:admin)',
   subCommands: [JobsListCommand, JobsGetCommand, JobsStatsCommand, JobsRequeueCommand],
 })
-export class JobsCommand extends CommandRunner {
-  async run(): Promise<void> {
-    // `svc jobs` without a subcommand is a usage error.
-    this.command.outputHelp({ error: true });
-    process.exitCode = 2;
-  }
-}
+export class JobsCommand extends CommandGroup {}

@@ -1,11 +1,11 @@
-import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
+import { Command, Option, SubCommand } from 'nest-commander';
 
 import { sanitize, Terminal } from '@app/cli-terminal';
 import { readCliEnv, resolveAdminCredential, Schedule, ScheduleRun, SCHEDULES_CREDENTIAL_HINT, SchedulesApi } from '@app/svc-client';
 
 import { countUpTo, ServiceOptions } from '../options';
 import { targetService } from '../service-target';
-import { CredentialedCommand } from '../svc-command';
+import { CommandGroup, CredentialedCommand } from '../svc-command';
 import { cell, formatSeconds, formatTime, printFields, printTable, statusColour } from '../table';
 
 async function schedulesApi(options: ServiceOptions, terminal: Terminal): Promise<SchedulesApi> {
@@ -234,10 +234,4 @@ export class SchedulesResumeCommand extends CredentialedCommand<ServiceOptions> 
     SchedulesResumeCommand,
   ],
 })
-export class SchedulesCommand extends CommandRunner {
-  async run(): Promise<void> {
-    // `svc schedules` without a subcommand is a usage error.
-    this.command.outputHelp({ error: true });
-    process.exitCode = 2;
-  }
-}
+export class SchedulesCommand extends CommandGroup {}

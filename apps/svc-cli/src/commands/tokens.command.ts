@@ -1,4 +1,4 @@
-import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
+import { Command, Option, SubCommand } from 'nest-commander';
 
 import { SERVICE_ACCOUNT_NAME } from '@app/access';
 import { CliError, sanitize, Terminal } from '@app/cli-terminal';
@@ -17,7 +17,7 @@ import { DEFAULT_GRACE_SECONDS, formatDuration, parseGrace } from '../durations'
 import { MintOptions, ServiceOptions } from '../options';
 import { parseExpires, requirePrivilegedFlag } from '../scopes';
 import { targetService } from '../service-target';
-import { CredentialedCommand, MintingCommand } from '../svc-command';
+import { CommandGroup, CredentialedCommand, MintingCommand } from '../svc-command';
 import { formatTime, printTable as printColumns } from '../table';
 
 interface RotateOptions extends ServiceOptions {
@@ -213,10 +213,4 @@ export class TokensRotateCommand extends CredentialedCommand<RotateOptions> {
   description: 'Manage service-account tokens',
   subCommands: [TokensCreateCommand, TokensListCommand, TokensRevokeCommand, TokensRotateCommand],
 })
-export class TokensCommand extends CommandRunner {
-  async run(): Promise<void> {
-    // `svc tokens` without a subcommand is a usage error.
-    this.command.outputHelp({ error: true });
-    process.exitCode = 2;
-  }
-}
+export class TokensCommand extends CommandGroup {}
