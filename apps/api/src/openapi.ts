@@ -51,11 +51,12 @@ function withPublicOperationsMarked(document: OpenAPIObject): OpenAPIObject {
  */
 export function mountDocs(app: NestFastifyApplication, env: Env): void {
   // The page links its assets relative to /docs: at /docs/ they resolve under /docs/docs/ and the page stays
-  // blank. Registered first, this route takes /docs/ from Swagger UI's own (which tolerates the clash).
+  // blank. Registered first, this route takes /docs/ from Swagger UI's own (which tolerates the clash). The
+  // redirect is relative, so it holds behind a proxy that serves the api under a path prefix.
   app
     .getHttpAdapter()
     .getInstance()
-    .get('/docs/', (request, reply) => reply.redirect(`/docs${request.url.slice('/docs/'.length)}`, 301));
+    .get('/docs/', (request, reply) => reply.redirect(`../docs${request.url.slice('/docs/'.length)}`, 301));
   SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app, env), {
     jsonDocumentUrl: 'openapi.json',
     raw: ['json'],

@@ -26,3 +26,15 @@ export function normalizedEndpoint(endpoint: string): string {
   const url = new URL(`http://service.invalid${endpoint}`);
   return `${url.pathname}${url.search}`;
 }
+
+/**
+ * The path the api's router matches for `endpoint`: normalised, without its query, percent-escapes decoded;
+ * null when an escape is malformed (the api answers such a path 400 before any route).
+ */
+export function routedPath(endpoint: string): string | null {
+  try {
+    return decodeURIComponent(normalizedEndpoint(endpoint).split('?')[0]);
+  } catch {
+    return null;
+  }
+}

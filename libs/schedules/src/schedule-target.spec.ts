@@ -8,6 +8,10 @@ describe('schedule targets', () => {
     expect(targetOf('POST', '/agents/echo-agent/runs')).toEqual({ type: 'agent', id: 'echo-agent' });
     // The router answers no trailing slash, so such a schedule targets nothing (its fires are 404s).
     expect(targetOf('POST', '/teams/echo-team/runs/')).toBeNull();
+    // Spelled otherwise, the same route: the router decodes and normalises the path.
+    expect(targetOf('POST', '/agents/%65cho-agent/runs')).toEqual({ type: 'agent', id: 'echo-agent' });
+    expect(targetOf('POST', '/./agents/echo%2Dagent/runs')).toEqual({ type: 'agent', id: 'echo-agent' });
+    expect(targetOf('POST', '/agents/%zz/runs')).toBeNull();
     expect(targetOf('POST', '/workflows/echo-workflow/runs?x=1')).toEqual({ type: 'workflow', id: 'echo-workflow' });
     expect(targetOf('GET', '/agents/echo-agent/runs')).toBeNull();
     expect(targetOf('POST', '/agents/echo-agent/runs/abc/cancel')).toBeNull();

@@ -1,3 +1,5 @@
+import { routedPath } from './schedule-endpoint';
+
 /** `target_type` values: the component kinds a run endpoint can start. */
 export const TARGET_TYPES = ['agent', 'team', 'workflow'] as const;
 export type TargetType = (typeof TARGET_TYPES)[number];
@@ -10,11 +12,12 @@ export interface ScheduleTarget {
 const RUN_ENDPOINT = /^\/(agents|teams|workflows)\/([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\/runs$/;
 
 /**
- * `target_type`/`target_id` are derived, never sent: a POST to `/{agents|teams|workflows}/{id}/runs`
- * targets that component; any other call targets nothing (both null).
+ * `target_type`/`target_id` are derived, never sent: a POST to `/{agents|teams|workflows}/{id}/runs`, as the
+ * router reads the path (`/./agents/%65cho-agent/runs` is echo-agent's), targets that component; any other
+ * call targets nothing (both null).
  */
 export function targetOf(method: string, endpoint: string): ScheduleTarget | null {
-  const match = method === 'POST' ? RUN_ENDPOINT.exec(endpoint.split('?')[0]) : null;
+  const match = method === 'POST' ? RUN_ENDPOINT.exec(routedPath(endpoint) ?? '') : null;
   return match ? { type: match[1].slice(0, -1) as TargetType, id: match[2] } : null;
 }
 

@@ -20,7 +20,7 @@ import { ScheduleEntity } from './schedule.entity';
 import { ScheduleErrorCode as Code, ScheduleException } from './schedule.exception';
 import { toScheduleDto, toScheduleRunDto } from './schedule.mapper';
 import { NAME_CONSTRAINTS, ScheduleRepository } from './schedule.repository';
-import { EndpointRoute, EndpointScopes, normalizedEndpoint } from './schedule-endpoint';
+import { EndpointRoute, EndpointScopes, routedPath } from './schedule-endpoint';
 import { admit, SKIP_ERRORS } from './schedule-overlap';
 import { ScheduleRunEntity } from './schedule-run.entity';
 import { ScheduleRunRepository } from './schedule-run.repository';
@@ -322,11 +322,9 @@ function refuseScheduleFires(caller: Principal): void {
 /** `/schedules` and everything below it, however the path is spelled (`//schedules`, `/x/../schedules`, `%73chedules`). */
 /** Why a schedule may not call `endpoint`, if it may not. */
 function unschedulable(endpoint: string, route: EndpointRoute | null): { msg: string; type: string } | null {
-  let path: string;
-  try {
-    path = decodeURIComponent(normalizedEndpoint(endpoint).split('?')[0]);
-  } catch {
-    // The api answers such a path 400 before any route: every fire would fail.
+  const path = routedPath(endpoint);
+  if (path === null) {
+    // Every fire would be a 400.
     return { msg: 'endpoint holds a malformed percent-escape (% not followed by UTF-8 bytes in hex)', type: 'malformed_escape' };
   }
   if (/^\/+schedules(\/|$)/i.test(path)) {
