@@ -40,7 +40,11 @@ const SPEC_STATUS: [new (code: never, detail: string) => DomainException, Record
     { ComponentNotFound: 404, RunNotFound: 404, SessionNotFound: 404, IdempotencyKeyReused: 409, InvalidRequest: 400, QueueDisabled: 503 },
   ],
   [QueueException, QueueErrorCode, { Disabled: 503, JobNotFound: 404, NotRequeueable: 400, MayStillBeRunning: 409 }],
-  [ScheduleException, ScheduleErrorCode, { NotFound: 404, RunNotFound: 404, NameTaken: 409, Disabled: 409, Forbidden: 403 }],
+  [
+    ScheduleException,
+    ScheduleErrorCode,
+    { NotFound: 404, RunNotFound: 404, NameTaken: 409, Disabled: 409, Forbidden: 403, OwnerCannotAct: 409 },
+  ],
 ];
 
 const EXCEPTIONS = new Map(SPEC_STATUS.flatMap(([type, codes]) => Object.values(codes).map((code) => [code, type] as const)));
