@@ -222,6 +222,15 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
   it('--rotate gives the new token to every entry of the client that held the old one, in any file or scope', async () => {
     await runCommand(['connect', '--clients', 'code-agent-b,editor-c', '--json'], sandbox, { env: env() });
     const before = storedTokens(sandbox);
+    // An entry of another service that happens to hold the same token, with settings of its own: never touched.
+    const cursorFile = configPaths(sandbox).cursor;
+    const elsewhere = {
+      url: 'https://elsewhere.example/mcp',
+      headers: { Authorization: `Bearer ${before['editor-c']}`, 'X-Tenant': 'acme' },
+    };
+    const cursorConfig = readJson(cursorFile);
+    cursorConfig.mcpServers.elsewhere = elsewhere;
+    writeFileSync(cursorFile, JSON.stringify(cursorConfig));
     const run = await runCommand(
       ['connect', '--clients', 'code-agent-b,editor-c', '--server-name', 'other2', '--rotate', '--json'],
       sandbox,
@@ -238,6 +247,7 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     }
     const [codex] = run.json().results;
     expect(codex.note).toContain(`platform-service (${configPaths(sandbox).codex})`);
+    expect(readJson(cursorFile).mcpServers.elsewhere).toEqual(elsewhere);
 
     // A project entry beside a user entry: rotating through the project entry updates the user one too.
     await runCommand(['connect', '--clients', 'code-agent-a', '--json'], sandbox, { env: env() });
@@ -366,11 +376,11 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     const run = await runCommand(['connect', '--clients', 'code-agent-a,code-agent-b,editor-c', '--name', 'team', '--json'], sandbox, {
       env: env(),
     });
-    expect(run.code).toBe(3);
+    expect(run.code).toBe(0);
     expect(storedTokens(sandbox)['code-agent-b']).toBe(teamToken);
-    // The planted entry verifies, but it is not the team account's, and it shadows the user entry written.
+    // The planted entry verifies, but it is not reported as the team account.
     const projectEntry = run.json().results.find((result: { client: string }) => result.client === 'code-agent-a');
-    expect(projectEntry).toMatchObject({ status: 'failed', error: expect.stringContaining('Another entry may shadow it') });
+    expect(projectEntry).toMatchObject({ status: 'already-connected', account: null });
     expect(readJson(join(sandbox.cwd, '.mcp.json')).mcpServers['platform-service']).toEqual(planted);
   });
 

@@ -135,8 +135,9 @@ class Connection {
     const location = adapter.location(Boolean(this.options.project));
     const base = { client: adapter.id, location, account: null, verify: null } as const;
     try {
-      // Only the scope being written: a user entry must not make a --project run already connected.
-      const existing = adapter.entryIn(this.serverName, Boolean(this.options.project));
+      // A --project run looks at the project scope only (a user entry must not make it already connected);
+      // otherwise the entry the client itself resolves, whichever scope holds it.
+      const existing = this.options.project ? adapter.entryIn(this.serverName, true) : adapter.resolve(this.serverName);
       let replacedUrl: string | undefined;
       if (existing && existing.url === this.mcpUrl && !this.options.rotate && (!this.minting || existing.token)) {
         if (existing.token) {
@@ -174,6 +175,8 @@ class Connection {
       }
       const token = account?.token ?? null;
       const written = adapter.write(this.serverName, this.mcpUrl, token, Boolean(this.options.project));
+      // Before the read-back: an entry of another scope that holds the old token and shadows this one gets the new token too.
+      const alsoUpdated = previous && token ? this.replaceOldToken(adapter, previous, token) : [];
       const readBack = adapter.resolve(this.serverName);
       if (!readBack || readBack.url !== this.mcpUrl || readBack.token !== token) {
         const found = readBack ? `${readBack.location} -> ${readBack.url}` : 'nothing';
@@ -184,7 +187,6 @@ class Connection {
           error: `The config write did not take effect for '${this.serverName}' (found: ${found}). Another entry may shadow it; remove the stale entry and re-run.`,
         };
       }
-      const alsoUpdated = previous && token ? this.replaceOldToken(adapter, previous, token) : [];
       const verify = await this.verify(adapter, token);
       const notes = [
         written.note,
@@ -241,7 +243,17 @@ class Connection {
    * is named in a warning. Returns the entries rewritten.
    */
   private replaceOldToken(adapter: ClientAdapter, previous: ServiceAccount, token: string): string[] {
-    const holders = adapter.entries().filter((entry) => entry.token && entry.token !== token && isTokenOf(previous, entry.token));
+    // Entries of this service only, holding a token of the rotated account: a prefix too short to tell tokens apart matches none.
+    const holders = adapter
+      .entries()
+      .filter(
+        (entry) =>
+          entry.url === this.mcpUrl &&
+          entry.token &&
+          entry.token !== token &&
+          previous.token_prefix.length >= MIN_TOKEN_PREFIX &&
+          isTokenOf(previous, entry.token),
+      );
     const replaced: string[] = [];
     for (const entry of holders) {
       const where = `${entry.name} (${entry.location})`;
@@ -496,6 +508,9 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
 }
 
 /** Whether `token` is the account's current one: tokens begin with the account's display prefix. */
+/** `svc_pat_` and at least four characters of the token itself (the service shows seven). */
+const MIN_TOKEN_PREFIX = 12;
+
 function isTokenOf(account: { token_prefix: string }, token: string): boolean {
   return token.startsWith(account.token_prefix);
 }
