@@ -1,3 +1,5 @@
+import { CliError } from '@app/cli-terminal';
+
 /**
  * A repository URL as git gets it: credentials in an http(s) URL (`https://user:token@host/x.git`) never go
  * in git's argv, where any user of the machine can read them (`ps`), nor in anything svc prints.
@@ -11,18 +13,39 @@ export interface RepositoryUrl {
   shown: string;
 }
 
+/** `scheme://...@`: a URL whose authority holds a user (and maybe a password). */
+const USERINFO = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i;
+
 export function splitRepositoryUrl(repository: string): RepositoryUrl {
   let parsed: URL;
   try {
     parsed = new URL(repository);
   } catch {
+    if (USERINFO.test(repository)) {
+      // Passed on as typed, its password would reach git's argv and svc's output.
+      throw new CliError(
+        'The repository URL holds credentials but is not a valid URL',
+        'Check its host and port, or use a git credential helper',
+      );
+    }
     return { url: repository, env: {}, shown: repository }; // a path or scp-like `git@host:x.git`: nothing secret
   }
-  // Only http(s) userinfo is a credential; ssh's is the login name.
-  if (!['http:', 'https:'].includes(parsed.protocol) || (!parsed.username && !parsed.password)) {
+  // A user name alone is no secret: git asks its credential helpers for the password, as it would without svc.
+  if (!parsed.password) {
     return { url: repository, env: {}, shown: repository };
   }
-  const credentials = `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`;
+  if (!['http:', 'https:'].includes(parsed.protocol)) {
+    throw new CliError(
+      `svc passes a password to git only for http(s) URLs, not ${parsed.protocol}`,
+      'Use an SSH key or a git credential helper',
+    );
+  }
+  let credentials: string;
+  try {
+    credentials = `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`;
+  } catch {
+    throw new CliError("The repository URL's credentials hold a malformed percent-escape");
+  }
   parsed.username = '';
   parsed.password = '';
   const url = parsed.href;
