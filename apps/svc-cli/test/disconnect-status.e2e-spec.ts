@@ -7,6 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../../scripts/embedded-postgres.mjs';
 import { CliSandbox, cliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
 import { runCommand } from '../../../test/support/cli-in-process';
+import { query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
 
@@ -95,7 +96,8 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
   const asAdmin = () => ({ OS_SECURITY_KEY: ROOT_KEY });
 
   beforeAll(async () => {
-    service = await startService({ OS_SECURITY_KEY: ROOT_KEY });
+    // No verification cache: a test narrows an account's scopes in the database and expects the api to see it.
+    service = await startService({ OS_SECURITY_KEY: ROOT_KEY, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '0' });
     targetMcp = `${service.api.url}/mcp`;
   });
   afterAll(() => service?.stop());
@@ -353,6 +355,33 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       expect(readFileSync(files.cursor, 'utf8')).toBe(before);
     }
     expect((await call(service.api.url, 'GET', '/config', { token: account.token })).status).toBe(200);
+  });
+
+  it('--revoke keeps the entries of an account it could not revoke (a credential that may list, not revoke)', async () => {
+    const files = writeConfigs(sandbox, targetMcp);
+    const before = readFileSync(files.cursor, 'utf8');
+    const admin = ['service_accounts:read', 'service_accounts:write'];
+    const minter = await mintAccount(service.api.url, ROOT_KEY, { scopes: admin, privileged: true });
+    const shared = await mintAccount(service.api.url, minter.token, { scopes: ['service_accounts:read'], privileged: true });
+    await query(service.databaseUrl, `UPDATE service_accounts SET scopes = ARRAY['service_accounts:read'] WHERE id = $1`, [minter.id]);
+    const run = await runCommand(
+      ['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--name', shared.name, '--json'],
+      sandbox,
+      { env: { SVC_ADMIN_TOKEN: minter.token } },
+    );
+    // Nothing was done: exit 1 (3 is for a run where some of it was).
+    expect(run.code, run.stdout + run.stderr).toBe(1);
+    expect(run.json().revocations).toEqual([
+      { account: shared.name, status: 'failed', error: expect.stringContaining('service_accounts:write') },
+    ]);
+    expect(run.json().results).toEqual([expect.objectContaining({ client: 'editor-c', status: 'failed', removed: [] })]);
+    expect(readFileSync(files.cursor, 'utf8')).toBe(before);
+    const [account] = await query<{ revoked_at: Date | null }>(
+      service.databaseUrl,
+      'SELECT revoked_at FROM service_accounts WHERE id = $1',
+      [shared.id],
+    );
+    expect(account.revoked_at).toBeNull();
   });
 
   it('--revoke needs the service: an unreachable one is an error (exit 1)', async () => {

@@ -105,9 +105,28 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
       active = await api.listActive();
     }
 
+    // Revoked first: an entry whose account could not be revoked stays, so its still-valid token keeps a local copy.
+    const revocations: Revocation[] = [];
+    if (api) {
+      const names = options.name ? [options.name] : selected.filter((client) => !isChatApp(client));
+      for (const name of names) {
+        revocations.push(await revoke(api, active.find((account) => account.name === name) ?? null, name));
+      }
+    }
+    const unrevoked = new Set(revocations.filter((revocation) => revocation.status === 'failed').map((revocation) => revocation.account));
+
     const results: DisconnectResult[] = selected.map((client) => {
       if (isChatApp(client)) {
         return { client, status: 'manual', error: null, removed: [], location: null, instructions: chatAppRemovalSteps(client) };
+      }
+      if (unrevoked.has(options.name ?? client)) {
+        return {
+          client,
+          status: 'failed',
+          error: 'Kept: its account could not be revoked, so this entry holds a token that still works',
+          removed: [],
+          location: null,
+        };
       }
       const adapter = adapters[client];
       try {
@@ -133,13 +152,6 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
       }
     });
 
-    const revocations: Revocation[] = [];
-    if (api) {
-      const names = options.name ? [options.name] : selected.filter((client) => !isChatApp(client));
-      for (const name of names) {
-        revocations.push(await revoke(api, active.find((account) => account.name === name) ?? null, name));
-      }
-    }
     let exitCode = connectExitCode(results, ['removed', 'not-found', 'manual']);
     if (exitCode === 0 && revocations.some((revocation) => revocation.status === 'failed')) {
       exitCode = 3;
