@@ -253,6 +253,13 @@ describe('security: schedule authority (real api, real worker, JWT and security 
     const v1 = await createAs(alice, { method: 'POST', endpoint: '/a2a/agents/echo-agent', payload: { ...send, method: 'SendMessage' } });
     expect(expectValidationBody(v1)).toEqual([['body', 'endpoint']]);
     expect(v1.text).toContain('speaks A2A v0.3');
+    const streamed = await createAs(alice, {
+      method: 'POST',
+      endpoint: '/a2a/agents/echo-agent',
+      payload: { ...send, method: 'message/stream' },
+    });
+    expect(expectValidationBody(streamed)).toEqual([['body', 'endpoint']]);
+    expect(streamed.text).toContain('reads one answer, not a stream');
     const getTask = { jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: '00000000-0000-4000-8000-000000000000' } };
     const reading = await createAs(alice, { method: 'POST', endpoint: '/a2a/agents/echo-agent', payload: getTask });
     expectErrorBody(reading, 403);

@@ -58,6 +58,9 @@ const READ_METHODS = new Set([
   'agent/getAuthenticatedExtendedCard',
 ]);
 
+/** v0.3 methods answered with an event stream. */
+const STREAMING_METHODS = new Set(['message/stream', 'tasks/resubscribe']);
+
 /** A request without an A2A-Version header is a v0.3 client's (the protocol's rule), as is one naming 0.3. */
 function isVersion03(requestedVersion: string): boolean {
   return /^0\.3(\.\d+)?$/.test(requestedVersion);
@@ -84,9 +87,16 @@ export class A2AEndpoint {
   ) {}
 
   /** The scope action a JSON-RPC request needs: `read` for a reading method, `run` for anything else. */
-  /** Whether a JSON-RPC body calls a method by its v0.3 name (`message/send`, `tasks/get`: v1.0's hold no slash). */
-  static callsVersion03(body: unknown): boolean {
-    return isRequestObject(body) && typeof body.method === 'string' && body.method.includes('/');
+  /**
+   * Why a schedule's fire could not use this JSON-RPC call, or null. A fire sends no A2A-Version header, so it
+   * is served as v0.3 (whose method names hold a slash: `message/send`), and it reads one answer, not a stream.
+   */
+  static unfitForFires(body: unknown): string | null {
+    const method = isRequestObject(body) && typeof body.method === 'string' ? body.method : '';
+    if (!method.includes('/')) {
+      return "A schedule's fire speaks A2A v0.3 (it sends no A2A-Version header): name the method as v0.3 does (message/send, tasks/get, tasks/cancel), or schedule the component's run route";
+    }
+    return STREAMING_METHODS.has(method) ? "A schedule's fire reads one answer, not a stream: use message/send" : null;
   }
 
   static actionOf(body: unknown): 'run' | 'read' {

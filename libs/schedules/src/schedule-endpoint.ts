@@ -28,12 +28,17 @@ export function normalizedEndpoint(endpoint: string): string {
 }
 
 /**
- * The path the api's router matches for `endpoint`: normalised, without its query, percent-escapes decoded;
- * null when an escape is malformed (the api answers such a path 400 before any route).
+ * The path the api's router matches for `endpoint`: normalised, without its query, each segment decoded (an
+ * encoded `/` stays `%2F`, inside its segment, as the router keeps it); null when an escape is malformed (the
+ * api answers such a path 400 before any route).
  */
 export function routedPath(endpoint: string): string | null {
   try {
-    return decodeURIComponent(normalizedEndpoint(endpoint).split('?')[0]);
+    return normalizedEndpoint(endpoint)
+      .split('?')[0]
+      .split('/')
+      .map((segment) => decodeURIComponent(segment).replaceAll('/', '%2F'))
+      .join('/');
   } catch {
     return null;
   }

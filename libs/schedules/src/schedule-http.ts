@@ -52,12 +52,14 @@ export function isRetryableStatus(status: number): boolean {
 
 /** The error a JSON-RPC response carries (A2A's JSON-RPC answers them with a 200), or null when it has none. */
 export function jsonRpcError(text: string): string | null {
-  if (!/^\s*\{\s*"jsonrpc"/.test(text)) {
+  if (!text.includes('"jsonrpc"')) {
     return null;
   }
   try {
-    const { error } = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
-    return error ? clip(`JSON-RPC error ${String(error.code)}: ${String(error.message)}`) : null;
+    const { jsonrpc, error } = JSON.parse(text) as { jsonrpc?: unknown; error?: { code?: unknown; message?: unknown } };
+    return jsonrpc === '2.0' && typeof error === 'object' && error !== null
+      ? clip(`JSON-RPC error ${String(error.code)}: ${String(error.message)}`)
+      : null;
   } catch {
     return null;
   }

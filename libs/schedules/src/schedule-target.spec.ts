@@ -12,6 +12,8 @@ describe('schedule targets', () => {
     expect(targetOf('POST', '/agents/%65cho-agent/runs')).toEqual({ type: 'agent', id: 'echo-agent' });
     expect(targetOf('POST', '/./agents/echo%2Dagent/runs')).toEqual({ type: 'agent', id: 'echo-agent' });
     expect(targetOf('POST', '/agents/%zz/runs')).toBeNull();
+    // An encoded slash stays inside its segment, as the router keeps it: no route, no target.
+    expect(targetOf('POST', '/agents%2Fecho-agent/runs')).toBeNull();
     expect(targetOf('POST', '/workflows/echo-workflow/runs?x=1')).toEqual({ type: 'workflow', id: 'echo-workflow' });
     expect(targetOf('GET', '/agents/echo-agent/runs')).toBeNull();
     expect(targetOf('POST', '/agents/echo-agent/runs/abc/cancel')).toBeNull();
@@ -36,7 +38,10 @@ describe('schedule http', () => {
       'JSON-RPC error -32001: Task not found',
     );
     expect(jsonRpcError('{"jsonrpc":"2.0","id":1,"result":{"kind":"task"}}')).toBeNull();
-    expect(jsonRpcError('{"error":"not JSON-RPC","jsonrpc":"2.0"}')).toBeNull();
+    expect(jsonRpcError('{"id":1,"error":{"code":-32601,"message":"Method not found"},"jsonrpc":"2.0"}')).toBe(
+      'JSON-RPC error -32601: Method not found',
+    );
+    expect(jsonRpcError('{"error":"not JSON-RPC","jsonrpc":"1.0"}')).toBeNull();
     expect(jsonRpcError('{"jsonrpc": broken')).toBeNull();
     expect(jsonRpcError('data: {"jsonrpc":"2.0"}')).toBeNull();
   });

@@ -23,13 +23,6 @@ const HTTP_JSON_UNSCHEDULABLE =
   "A schedule cannot call A2A's HTTP+JSON binding (it needs an A2A-Version header a fire does not send): " +
   "schedule the component's run route or its A2A JSON-RPC URL instead";
 
-/** A fire sends no A2A-Version header, so the JSON-RPC URL serves it as v0.3, where v1.0's method names do not exist. */
-const unlessVersion03 = (body: unknown): string | null =>
-  A2AEndpoint.callsVersion03(body)
-    ? null
-    : "A schedule's fire speaks A2A v0.3 (it sends no A2A-Version header): name the method as v0.3 does " +
-      "(message/send, tasks/get, tasks/cancel), or schedule the component's run route";
-
 interface A2ARoute {
   kind: ComponentKind;
   /** URL segment and scope resource: agents, teams, workflows. */
@@ -71,7 +64,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @Post(`:${param}`)
     @Public()
     @ScopeFromBody(jsonRpcScope)
-    @Unschedulable(unlessVersion03)
+    @Unschedulable(A2AEndpoint.unfitForFires)
     @HttpCode(200)
     @ComponentParam()
     @ApiOperation({ summary: 'A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask' })
