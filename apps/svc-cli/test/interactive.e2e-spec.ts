@@ -89,6 +89,16 @@ describe('svc at a real terminal (tmux)', () => {
       expect(JSON.stringify(accounts)).not.toContain('code-agent-a');
       expect(existsSync(join(sandbox.home, '.claude.json'))).toBe(false);
       expect(existsSync(join(sandbox.home, '.cursor', 'mcp.json'))).toBe(false);
+      session.kill();
+
+      // Interrupted after a first client was connected: that one is reported, and nothing further changes.
+      session = TmuxSession.start([process.execPath, SVC_BIN, 'connect', '--clients', 'code-agent-a,cursor'], env, sandbox.cwd);
+      await session.waitForText("Service account 'editor-c' already exists.");
+      session.type('', 'C-c');
+      expect(await session.exitCode()).toBe(130);
+      expect(session.screen()).toMatch(/code-agent-a \(Claude Code\): connected/);
+      expect(session.screen()).toContain('Aborted; nothing further was changed.');
+      expect(existsSync(join(sandbox.home, '.cursor', 'mcp.json'))).toBe(false);
     } finally {
       await mcpService.stop();
     }

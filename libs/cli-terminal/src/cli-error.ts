@@ -16,7 +16,7 @@ export class CliError extends Error {
  * it exits 130, the shell's code for an interrupt.
  */
 export class Interrupted extends Error {
-  constructor() {
-    super('Aborted; no changes made.');
+  constructor(message = 'Aborted; no changes made.') {
+    super(message);
   }
 }

@@ -424,8 +424,19 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
     const warning = inPlace.length ? await connection.unauthenticatedMcpWarning() : null;
 
     const results: ConnectResult[] = [];
-    for (const client of selected) {
-      results.push(inSpecOrder(isChatApp(client) ? connection.manual(client, false) : await connection.connect(adapters[client], inPlace)));
+    try {
+      for (const client of selected) {
+        results.push(
+          inSpecOrder(isChatApp(client) ? connection.manual(client, false) : await connection.connect(adapters[client], inPlace)),
+        );
+      }
+    } catch (error) {
+      if (error instanceof Interrupted && results.length > 0) {
+        // What the clients before the interrupt got stays theirs: say what it was.
+        this.report(results, warning, connection, terminal);
+        throw new Interrupted('Aborted; nothing further was changed.');
+      }
+      throw error;
     }
     results.push(...autoChatApps.map((client) => inSpecOrder(connection.manual(client, true))));
     const exitCode = connectExitCode(results, ['connected', 'already-connected', 'needs-login', 'manual']);
