@@ -261,8 +261,8 @@ export class SchedulesService {
 
   /**
    * A schedule may only make a call its owner could make now, and never one to the schedule routes
-   * (no loops, no way around the owner check) or to /mcp (see unschedulable). A call no route answers
-   * needs no scope: it fails with 404 when it fires.
+   * (no loops, no way around the owner check) or to a route no fire can use (see unschedulable). A call no
+   * route answers needs no scope: it fails with 404 when it fires.
    */
   private assertMayCall(caller: Principal, method: string, endpoint: string, payload: unknown): void {
     const route = this.endpoints.routeOf(method, endpoint, payload);
