@@ -1,5 +1,3 @@
-import { createHmac } from 'node:crypto';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestDatabase, query } from '../support/database';
@@ -310,39 +308,45 @@ describe('security: schedule authority (real api, real worker, JWT and security 
     expect(await schedule(target.id)).toMatchObject({ method: 'GET', endpoint: '/config' });
   });
 
-  it('a fire credential for /mcp (a schedule stored before /mcp was refused) cannot use the schedule tools', async () => {
+  it('a schedule stored before its call was refused (/mcp, an A2A v1.0 method) is disabled at its first fire; a forged fire disables nothing', async () => {
     const victim = await createOk(ROOT_KEY, { endpoint: '/health' });
-    const viaMcp = await createOk(ROOT_KEY, { endpoint: '/health' });
-    await query(databaseUrl, `UPDATE schedules SET method = 'POST', endpoint = '/mcp' WHERE id = $1`, [viaMcp.id]);
-    // Sign a fire credential for POST /mcp as the worker would (the key is the one the api generated).
-    // A well-formed credential makes the api generate its signing key if no fire has yet.
-    await call(api.url, 'GET', '/config', { token: `svc_sch_${viaMcp.id}.${expiresAtOf(300)}.${'A'.repeat(43)}` });
-    const [{ value: key }] = await query<{ value: string }>(
-      databaseUrl,
-      `SELECT value FROM internal_secrets WHERE name = 'internal_service_token'`,
-    );
-    const expiresAt = expiresAtOf(300);
-    const credential = `svc_sch_${viaMcp.id}.${expiresAt}.${createHmac('sha256', key).update(`${viaMcp.id}.${expiresAt}.POST /mcp`).digest('base64url')}`;
-
-    const client = await connectMcp(api.url, credential);
-    try {
-      // The fire holds the security key's rights, so reading works (positive control)...
-      expect((await callTool(client, 'get_schedule', { schedule_id: victim.id })).isError).toBe(false);
-      // ...but no schedule tool that writes.
-      for (const [tool, args] of [
-        ['trigger_schedule', { schedule_id: victim.id }],
-        ['update_schedule', { schedule_id: victim.id, endpoint: '/config' }],
-        ['delete_schedule', { schedule_id: victim.id }],
-        ['create_schedule', { name: uniqueName('loop'), cron_expr: YEARLY, endpoint: '/health', method: 'GET' }],
-      ] as const) {
-        const result = await callTool(client, tool, args);
-        expect(result.isError, tool).toBe(true);
-        expect(result.text, tool).toMatch(/^403: A schedule cannot create, change, delete or trigger schedules/);
-      }
-    } finally {
-      await client.close();
+    const send = { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { role: 'ROLE_USER', parts: [{ text: 'hi' }] } } };
+    const stored = [
+      {
+        method: 'POST',
+        endpoint: '/mcp',
+        payload: {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'delete_schedule', arguments: { schedule_id: victim.id } },
+        },
+        refusal: 'A schedule cannot call /mcp',
+      },
+      { method: 'POST', endpoint: '/a2a/agents/echo-agent', payload: send, refusal: 'speaks A2A v0.3' },
+    ];
+    for (const { method, endpoint, payload, refusal } of stored) {
+      const old = await createOk(ROOT_KEY, { endpoint: '/health' });
+      await query(databaseUrl, `UPDATE schedules SET method = $2, endpoint = $3, payload = $4 WHERE id = $1`, [
+        old.id,
+        method,
+        endpoint,
+        JSON.stringify(payload),
+      ]);
+      const fire = await triggeredFire(old.id);
+      expect(fire, endpoint).toMatchObject({ status: 'failed', status_code: 403 });
+      expect(fire.error, endpoint).toContain(refusal);
+      expect(await schedule(old.id), endpoint).toMatchObject({ enabled: false, disabled_reason: 'unschedulable_route' });
     }
-    expect(await schedule(victim.id)).toMatchObject({ endpoint: '/health' });
+    expect(await schedule(victim.id)).toMatchObject({ enabled: true, endpoint: '/health' });
+
+    // Only a credential that verifies stops a schedule: a forged one for /mcp is a 401, and the schedule stays on.
+    const bystander = await createOk(ROOT_KEY, { endpoint: '/health' });
+    await query(databaseUrl, `UPDATE schedules SET method = 'POST', endpoint = '/mcp' WHERE id = $1`, [bystander.id]);
+    const forged = `svc_sch_${bystander.id}.${expiresAtOf(300)}.${'A'.repeat(43)}`;
+    const response = await call(api.url, 'POST', '/mcp', { token: forged, json: INITIALIZE_REQUEST, headers: MCP_HEADERS });
+    expectErrorBody(response, 401);
+    expect(await schedule(bystander.id)).toMatchObject({ enabled: true, disabled_reason: null });
   });
 
   it('the MCP schedule tools enforce the same owner and target rules as REST', async () => {

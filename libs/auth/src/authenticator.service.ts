@@ -11,7 +11,7 @@ import { ServiceAccountsService, ServiceAccountVerifier, TOKEN_PREFIX, Verificat
 import { AuthErrorCode, AuthException } from './auth.exception';
 import { AuthMode, authMode } from './auth-mode';
 import { JwtIdentity, JwtRejected, JwtVerifier, McpOAuthVerifier } from './jwt-verifier';
-import { RouteScope } from './scopes.decorator';
+import { RouteScope, UnschedulableReason } from './scopes.decorator';
 
 export interface Credentials {
   /** The raw Authorization header, if any. */
@@ -103,6 +103,22 @@ export class Authenticator {
   /** Could some call of a route with this rule pass `authorize`? What MCP's tools/list shows a caller. */
   mayCall(principal: Principal, rule: RouteScope): boolean {
     return mayUseSome(principal, rule.scope, rule.componentParam !== undefined);
+  }
+
+  /**
+   * A fire at a route no fire can use, from a schedule stored before the route said so (the create and PATCH
+   * checks refuse such a call now): the schedule stops, with the reason, rather than failing at every tick.
+   * Any other caller, and a credential that does not verify, pass on to the route's own checks.
+   */
+  async refuseUnfitFire(credentials: Credentials, unfitness: UnschedulableReason, body: unknown): Promise<void> {
+    const token = bearerToken(credentials.authorization);
+    const reason = token?.startsWith(SCHEDULE_CREDENTIAL_PREFIX) ? unfitness(body) : null;
+    const owner = reason ? await this.scheduleCredentials.resolve(token!, credentials.call) : null;
+    if (!owner) {
+      return;
+    }
+    await this.scheduleCredentials.disable(owner.scheduleId, 'unschedulable_route');
+    throw new AuthException(AuthErrorCode.Forbidden, `${reason}. The schedule is disabled (unschedulable_route).`);
   }
 
   async identify(credentials: Credentials): Promise<Principal> {

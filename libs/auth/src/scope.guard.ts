@@ -5,7 +5,7 @@ import { FastifyRequest } from 'fastify';
 import { Principal } from '@app/access';
 
 import { Authenticator } from './authenticator.service';
-import { PUBLIC_ROUTE, requiredScope, ROUTE_SCOPE, RouteScope } from './scopes.decorator';
+import { PUBLIC_ROUTE, requiredScope, ROUTE_SCOPE, RouteScope, UNSCHEDULABLE, UnschedulableReason } from './scopes.decorator';
 
 export type AuthenticatedRequest = FastifyRequest & { principal?: Principal };
 
@@ -19,6 +19,16 @@ export class ScopeGuard implements CanActivate {
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const targets = [context.getHandler(), context.getClass()];
+    const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
+    const credentials = {
+      authorization: request.headers.authorization,
+      clientKey: request.ip,
+      call: { method: request.method, url: request.url },
+    };
+    const unfitness = this.reflector.getAllAndOverride<UnschedulableReason | undefined>(UNSCHEDULABLE, targets);
+    if (unfitness) {
+      await this.authenticator.refuseUnfitFire(credentials, unfitness, request.body);
+    }
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) {
       return true;
     }
@@ -26,11 +36,7 @@ export class ScopeGuard implements CanActivate {
     if (!rule) {
       throw new Error(`${context.getClass().name}.${context.getHandler().name} declares neither @RequireScope nor @Public`);
     }
-    const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    request.principal = await this.authenticator.authenticate(
-      { authorization: request.headers.authorization, clientKey: request.ip, call: { method: request.method, url: request.url } },
-      requiredScope(rule, request.params as Record<string, unknown>),
-    );
+    request.principal = await this.authenticator.authenticate(credentials, requiredScope(rule, request.params as Record<string, unknown>));
     return true;
   }
 }
