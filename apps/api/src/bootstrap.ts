@@ -32,7 +32,7 @@ const RUN_ROUTE = /^\/(agents|teams|workflows)\/:[a-z_]+\/runs$/;
  * A run's form fields (`message`, `stream`, ...) may come as multipart/form-data, as FastAPI-style clients
  * send them, as well as urlencoded: @fastify/multipart reads the fields, and they become the body the same DTO
  * validates. Files are not taken (413); a body that is not valid multipart is a 400; every other route
- * answers multipart with 415, as before.
+ * answers multipart with 415.
  */
 async function acceptMultipartRunForms(fastify: FastifyInstance): Promise<void> {
   await fastify.register(multipart, { limits: { files: 0, fields: 32, parts: 32, fieldSize: BODY_LIMIT_BYTES } });

@@ -2,7 +2,7 @@ import { SERVICE_VERSION } from '@app/version';
 
 import { CATALOG } from './catalog';
 
-/** The spec's two-letter short flag for --dry-run; commander only knows one-letter short flags. */
+/** The documented two-letter short flag for --dry-run; commander only knows one-letter short flags. */
 const DRY_RUN_SHORT = '-dr';
 
 async function main(argv: string[]): Promise<void> {

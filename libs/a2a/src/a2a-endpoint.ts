@@ -40,7 +40,7 @@ export interface A2ACall {
 }
 
 /**
- * JSON-RPC methods that only read need the kind's `:read` scope (DESIGN.md, agno's A2A scope map). Every
+ * JSON-RPC methods that only read need the kind's `:read` scope (as in agno's A2A scope map). Every
  * other method, an unknown one included, needs `:run`: a method the map does not name is never cheaper.
  */
 const READ_METHODS = new Set([
@@ -86,7 +86,6 @@ export class A2AEndpoint {
     @Inject(A2A_ERROR_RENDERER) private readonly errors: ErrorRenderer,
   ) {}
 
-  /** The scope action a JSON-RPC request needs: `read` for a reading method, `run` for anything else. */
   /**
    * Why a schedule's fire could not use this JSON-RPC call, or null. A fire sends no A2A-Version header, so it
    * is served as v0.3 (whose method names hold a slash: `message/send`), and it reads one answer, not a stream.
@@ -99,6 +98,7 @@ export class A2AEndpoint {
     return STREAMING_METHODS.has(method) ? "A schedule's fire reads one answer, not a stream: use message/send" : null;
   }
 
+  /** The scope action a JSON-RPC request needs: `read` for a reading method, `run` for anything else. */
   static actionOf(body: unknown): 'run' | 'read' {
     const method = isRequestObject(body) ? body.method : undefined;
     return typeof method === 'string' && READ_METHODS.has(method) ? 'read' : 'run';

@@ -36,7 +36,7 @@ export function isAdmin(principal: Principal): boolean {
  * Does the caller pass a route that requires `scope`? Unenforced callers pass every scope check,
  * except that an admin-only route binds every identified caller (JWT or service account) to
  * the admin scope even with JWT enforcement off; the security key and an anonymous caller on
- * an open instance pass (DESIGN.md, queue admin gate).
+ * an open instance pass (the admin gate of the queue routes).
  */
 export function mayUse(principal: Principal, scope: string): boolean {
   if (scope === ADMIN_SCOPE && (principal.kind === 'jwt' || principal.kind === 'service_account')) {

@@ -29,7 +29,7 @@ const ROOT: Principal = { kind: 'security_key', userId: null, scopes: [], scopes
 // schedule's owner: a schedule's fire carries the rights its owner had, never more.
 
 function serviceAccountCaller(userId: string, scopes: string[], serviceAccountId: string | undefined): Principal {
-  // Rule 13: token scopes are stored data, enforced in every auth mode. Rule 11: service accounts always self-scope.
+  // A token's scopes are stored data, enforced in every auth mode; a service account always sees only its own data.
   return { kind: 'service_account', userId, scopes, scopesEnforced: true, selfScoped: true, serviceAccountId };
 }
 
@@ -188,7 +188,7 @@ export class Authenticator {
     return this.mode === 'jwt' ? 'Authorization header missing' : 'Authorization header required';
   }
 
-  /** Rule 15: with no auth configured, a credential that does not verify is ignored. */
+  /** With no auth configured, a credential that does not verify is ignored. */
   private anonymousOr(detail: string, code = AuthErrorCode.Unauthenticated): Principal {
     if (this.mode === 'none') {
       return ANONYMOUS;
@@ -266,7 +266,7 @@ export class Authenticator {
     try {
       const identity = await this.jwt.verify(token);
       if (identity.sub.startsWith(SERVICE_ACCOUNT_PREFIX)) {
-        // Rule 10: `sa:` identities come from service-account tokens only.
+        // `sa:` identities come from service-account tokens only.
         throw new JwtRejected('Invalid token subject');
       }
       return this.jwtCaller(identity.sub, identity.scopes);

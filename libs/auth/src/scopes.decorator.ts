@@ -52,7 +52,7 @@ export function Public(): MethodDecorator & ClassDecorator {
 
 export interface RequireScopeOptions extends Omit<RouteScope, 'scope'> {
   /**
-   * The spec declares the operation "anonymous or bearer": the OpenAPI security is
+   * The operation is "anonymous or bearer": the OpenAPI security is
    * `[{}, {bearer: []}]` (an open instance serves it without a credential). Enforcement is
    * unchanged: the guard still asks for the scope whenever the auth mode requires a credential.
    */

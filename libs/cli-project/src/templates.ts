@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 
 import { CliError } from '@app/cli-terminal';
 
-/** The spec's starter templates (`svc create -t`), each with a one-line description. */
+/** The starter templates (`svc create -t`), each with a one-line description. */
 export const TEMPLATES = {
   'platform-docker': 'Docker (compose): PostgreSQL, api and worker from the platform image',
   'platform-node': "Node.js: the platform checkout's npm start, no Docker",

@@ -91,7 +91,8 @@ const POSTGRES_URL = /^postgres(ql)?:\/\/[^\s]+$/;
 
 /**
  * Every setting of the api and the worker, read once from the environment at boot.
- * Nothing else in the code base reads process.env.
+ * Nothing else reads the platform's settings from process.env (a boot failure reads LOG_LEVEL before they are
+ * validated; a model agent reads the API key variable its component names).
  */
 export class Env {
   @IsOptional()

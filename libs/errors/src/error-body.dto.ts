@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
-/** The spec's standard error body (400, 401, 403, 404, 409, 429, 500, 503). */
+/** The standard error body (400, 401, 403, 404, 409, 429, 500, 503). */
 export class ErrorBodyDto {
   @ApiProperty({ example: 'Service account not found' })
   detail!: string;
@@ -29,7 +29,7 @@ export class ValidationIssueDto {
   ctx?: Record<string, unknown>;
 }
 
-/** The spec's 422 body. */
+/** The 422 body: one entry per invalid field. */
 export class ValidationErrorBodyDto {
   @ApiProperty({ type: [ValidationIssueDto] })
   detail!: ValidationIssueDto[];

@@ -1,4 +1,4 @@
-/** One entry of the spec's 422 body. */
+/** One entry of the 422 body. */
 export interface ValidationIssue {
   loc: (string | number)[];
   msg: string;
@@ -7,7 +7,7 @@ export interface ValidationIssue {
   ctx: Record<string, unknown>;
 }
 
-/** A request failed validation: rendered as 422 with the spec's array `detail`. */
+/** A request failed validation: rendered as 422 with an array `detail`. */
 export class ValidationFailedException extends Error {
   constructor(readonly issues: ValidationIssue[]) {
     super(issues.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; '));

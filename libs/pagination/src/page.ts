@@ -103,7 +103,7 @@ export function PageQuery<SortField extends string>(options: PageQueryOptions<So
   return PageQueryDto;
 }
 
-/** Wraps one page of rows with the spec's `meta`. */
+/** Wraps one page of rows with the list's `meta`. */
 export function toPage<T>(request: { page: number; limit: number }, rows: T[], totalCount: number, startedAt: number): Page<T> {
   return {
     data: rows,

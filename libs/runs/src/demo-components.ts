@@ -50,7 +50,7 @@ const failAgent: Component = {
   },
 };
 
-/** The demo set of DESIGN.md, registered when DEMO_COMPONENTS=true; tests rely on these ids. */
+/** The demo components, registered when DEMO_COMPONENTS=true; tests and the README rely on these ids. */
 export const DEMO_COMPONENTS: readonly Component[] = [
   echo('agent', 'echo-agent', 'Echo agent'),
   sleepAgent,

@@ -10,7 +10,7 @@ import { cronProblem, isTimeZone } from './cron';
 /** Methods a schedule may call with; anything else has no business on the service's own API. */
 export const SCHEDULE_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 /**
- * The spec: "name: string, max 255". Any text is a name (punctuation, brackets, non-ASCII) except
+ * A name is at most 255 characters. Any text is a name (punctuation, brackets, non-ASCII) except
  * control characters (C0, DEL, C1: NUL cannot be stored and the others only hide in listings and logs).
  */
 // eslint-disable-next-line no-control-regex -- matching control characters is what this pattern is for

@@ -236,7 +236,7 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
       return { ok: false, retryable: false, statusCode: null, error: 'The worker shut down during this attempt', run: null };
     }
     if (isTimeout(error)) {
-      // A timed-out call may still be running on the server: retrying could do the work twice, but the spec asks for retries.
+      // A timed-out call may still be running on the server: retrying could do the work twice, but max_retries promises retries.
       return { ok: false, retryable: true, statusCode: null, error: `Timed out after ${fire.timeoutSeconds}s`, run: null };
     }
     return {

@@ -72,7 +72,7 @@ export class CreateScheduleDto extends SchedulePolicyFields {
   user_id?: string | null;
 }
 
-/** The spec's PATCH body (every field optional; absent fields are untouched), plus `enabled`. */
+/** The PATCH body: every field optional, absent fields untouched. */
 export class UpdateScheduleDto extends SchedulePolicyFields {
   @ScheduleName({ optional: true }) name?: string;
   @CronExpression({ optional: true }) cron_expr?: string;

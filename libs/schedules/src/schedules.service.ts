@@ -319,8 +319,10 @@ function refuseScheduleFires(caller: Principal): void {
   }
 }
 
-/** `/schedules` and everything below it, however the path is spelled (`//schedules`, `/x/../schedules`, `%73chedules`). */
-/** Why a schedule may not call `endpoint`, if it may not. */
+/**
+ * Why a schedule may not call `endpoint`, if it may not: the schedule routes however the path is spelled
+ * (`//schedules`, `/x/../schedules`, `%73chedules`), and routes no fire can use.
+ */
 function unschedulable(endpoint: string, route: EndpointRoute | null): { msg: string; type: string } | null {
   const path = routedPath(endpoint);
   if (path === null) {

@@ -40,7 +40,7 @@ export interface AccountStanding {
 }
 const MINT_SCOPE = 'service_accounts:write';
 
-/** Rule 3: a token is only ever handed out against a real credential, even on an open instance. */
+/** A token is only ever handed out against a real credential, even on an open instance. */
 function assertCredential(caller: Principal, action: string): void {
   if (caller.kind === 'anonymous') {
     throw new ServiceAccountException(
@@ -145,7 +145,7 @@ export class ServiceAccountsService {
     return { state: 'active', principal, scopes };
   }
 
-  /** Rules 3, 7 and 8 of the spec's Authentication section, in that order of precedence. */
+  /** A real credential first, then valid scopes, privileged ones only when asked for, and none the caller lacks. */
   private assertMayMint(caller: Principal, scopes: string[], allowPrivileged: boolean): void {
     assertCredential(caller, 'Minting a service account');
     const invalid = scopes.filter((scope) => !isValidScope(scope));
@@ -180,7 +180,6 @@ export class ServiceAccountsService {
     }
   }
 
-  /** A token carrying `scopes` goes only to an admin, or to a caller holding service_accounts:write and each of them. */
   /**
    * Revoking or rotating an account acts on its behalf: a rotation hands its identity (`sa:<name>`, with its
    * sessions and schedules) to whoever holds the new token. So only its minter or an admin may, even where
@@ -196,6 +195,7 @@ export class ServiceAccountsService {
     );
   }
 
+  /** A token carrying `scopes` goes only to an admin, or to a caller holding service_accounts:write and each of them. */
   private assertMayGrant(caller: Principal, scopes: readonly string[]): void {
     if (isAdmin(caller)) {
       return;

@@ -20,7 +20,7 @@ export interface McpOAuth {
   resource: string | null;
 }
 
-/** The spec's service descriptor, as printed under `os` in --json output. */
+/** The service descriptor, as printed under `os` in --json output. */
 export interface ServiceDescriptor {
   url: string;
   name: string | null;

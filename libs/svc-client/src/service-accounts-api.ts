@@ -3,7 +3,7 @@ import { CliError } from '@app/cli-terminal';
 import { AdminApi } from './admin-api';
 import { Answer, errorDetail, Schemas } from './http';
 
-/** A service account as the CLI prints it: never the hash, and the token only where the spec says. */
+/** A service account as the CLI prints it: never the hash, and the token only when it was just minted or rotated. */
 export type ServiceAccount = Omit<Schemas['ServiceAccountDto'], 'created_by'>;
 
 export type MintedServiceAccount = ServiceAccount & Pick<Schemas['CreatedServiceAccountDto'], 'token'>;

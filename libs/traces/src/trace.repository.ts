@@ -27,7 +27,7 @@ const FILTERS: { [K in keyof TraceFilters]-?: string } = {
   startedBefore: 'trace.started_at < to_timestamp(:startedBefore)',
 };
 
-/** Every read takes the caller's DataScope first. */
+/** Every read of traces takes the caller's DataScope first; runOwners serves the filter that keeps other users' spans out of a trace. */
 @Injectable()
 export class TraceRepository {
   constructor(

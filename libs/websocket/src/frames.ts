@@ -3,7 +3,7 @@ import { isUUID } from 'class-validator';
 import { COMPONENT_KINDS, ComponentKind, SESSION_ID } from '@app/runs';
 import { UNSTORABLE, unstorable } from '@app/validation';
 
-/** What a client may send on /ws (DESIGN.md): authenticate first unless the upgrade carried a credential, then run, watch or cancel. */
+/** What a client may send on /ws: authenticate first unless the upgrade carried a credential, then run, watch or cancel. */
 export type ClientFrame =
   | { action: 'authenticate'; token: string }
   | { action: 'run'; component_type: ComponentKind; component_id: string; message: string; session_id?: string }

@@ -32,7 +32,7 @@ interface A2ARoute {
 }
 
 /**
- * The A2A routes of one component kind (DESIGN.md): the agent card, JSON-RPC at the component's A2A URL,
+ * The A2A routes of one component kind: the agent card, JSON-RPC at the component's A2A URL,
  * and the HTTP+JSON binding beneath it. Each checks the scope of the REST route it matches: reading needs
  * `<resource>:read`, sending and cancelling `<resource>:run`; workflows have no task routes.
  */

@@ -36,7 +36,7 @@ export const FRAMEWORK_DETAILS: Record<string, string> = {
 const logger = new Logger('Errors');
 
 /**
- * The one place an error becomes a status and the spec's `{detail, error_id?, error_type?}` or the
+ * The one place an error becomes a status and the standard `{detail, error_id?, error_type?}` body or the
  * 422 array, for REST responses and MCP tool errors alike. Unknown errors become a 500 whose
  * error_id is logged with the stack; nothing about the failure itself reaches the client.
  */

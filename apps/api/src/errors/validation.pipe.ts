@@ -15,7 +15,7 @@ function segment(property: string): string | number {
   return /^\d+$/.test(property) ? Number(property) : property;
 }
 
-/** Flattens class-validator's tree into the spec's `{loc, msg, type, input, ctx}` entries. */
+/** Flattens class-validator's tree into the 422 body's `{loc, msg, type, input, ctx}` entries. */
 export function toIssues(errors: ValidationError[], loc: (string | number)[]): ValidationIssue[] {
   return errors.flatMap((error) => {
     const here = [...loc, segment(error.property)];
@@ -83,14 +83,14 @@ function shown(value: unknown): string {
 
 /**
  * The global validation pipe: transforms and validates body, query and path
- * through their DTOs and reports failures as the spec's 422 body, with `loc`
+ * through their DTOs and reports failures as the standard 422 body, with `loc`
  * naming where the bad value came from.
  */
 @Injectable()
 export class RequestValidationPipe extends ValidationPipe {
   /**
    * Path ids: a value that fails its parameter's rules (or holds what PostgreSQL cannot store) cannot name anything, so the
-   * answer is the spec's 404, here for every `{id}` route rather than per route. MCP tool
+   * answer is a 404, here for every `{id}` route rather than per route. MCP tool
    * arguments are not paths and keep the 422 (see McpArguments).
    */
   protected readonly pathIdsAsNotFound: boolean = true;

@@ -66,7 +66,7 @@ export class McpController {
   }
 
   /**
-   * Stateless: no server-initiated stream to GET and no session to DELETE (the transport spec's 405).
+   * Stateless: no server-initiated stream to GET and no session to DELETE (the Streamable HTTP transport's 405).
    * One route decorator per method: stacked on one handler, the last applied replaces the others.
    */
   @Get()

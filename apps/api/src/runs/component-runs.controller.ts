@@ -32,7 +32,7 @@ interface ComponentRoute {
 }
 
 /**
- * The run endpoints of DESIGN.md, identical under /agents, /teams and /workflows: one
+ * The run endpoints, identical under /agents, /teams and /workflows: one
  * definition, instantiated per kind so each gets its own path, parameter name and scopes.
  */
 function componentRunsController({ kind, resource, param }: ComponentRoute): Type<unknown> {

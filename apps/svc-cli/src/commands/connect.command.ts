@@ -79,10 +79,10 @@ type TokenOutcome =
 const UNAUTHENTICATED_MCP_WARNING =
   'This service accepts unauthenticated MCP requests although it enforces authentication elsewhere: anyone who can reach /mcp can use its tools. Tokens were still minted and configured; upgrade or reconfigure the service to require them on /mcp.';
 
-/** The spec's field order: client, status, error, then where and what, then the optional extras. */
+/** The documented field order: client, status, error, then where and what, then the optional extras. */
 const RESULT_ORDER = ['client', 'status', 'error', 'location', 'account', 'verify', 'url', 'instructions'];
 
-function inSpecOrder(result: ConnectResult): ConnectResult {
+function inDocumentedOrder(result: ConnectResult): ConnectResult {
   const entries = Object.entries(result).sort(([a], [b]) => rank(a) - rank(b));
   return Object.fromEntries(entries) as unknown as ConnectResult;
 }
@@ -404,7 +404,7 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
       selected = explicitClients;
     } else {
       selected = IN_PLACE_CLIENTS.filter((id) => adapters[id].detect());
-      // The spec: the chat-app steps whenever the service is on a public URL, in every auth mode.
+      // A service on a public URL can be added to chat apps too: their steps come along, in every auth mode.
       if (isCloudReachable(connection.mcpUrl)) {
         autoChatApps.push(...CHAT_APP_CLIENTS);
       }
@@ -427,7 +427,7 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
     try {
       for (const client of selected) {
         results.push(
-          inSpecOrder(isChatApp(client) ? connection.manual(client, false) : await connection.connect(adapters[client], inPlace)),
+          inDocumentedOrder(isChatApp(client) ? connection.manual(client, false) : await connection.connect(adapters[client], inPlace)),
         );
       }
     } catch (error) {
@@ -438,7 +438,7 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
       }
       throw error;
     }
-    results.push(...autoChatApps.map((client) => inSpecOrder(connection.manual(client, true))));
+    results.push(...autoChatApps.map((client) => inDocumentedOrder(connection.manual(client, true))));
     const exitCode = connectExitCode(results, ['connected', 'already-connected', 'needs-login', 'manual']);
     terminal.document({ os: descriptor, server_name: connection.serverName, results, warning, exit_code: exitCode });
     this.report(results, warning, connection, terminal);
@@ -518,10 +518,10 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
   }
 }
 
-/** Whether `token` is the account's current one: tokens begin with the account's display prefix. */
 /** `svc_pat_` and at least four characters of the token itself (the service shows seven). */
 const MIN_TOKEN_PREFIX = 12;
 
+/** Whether `token` is the account's current one: tokens begin with the account's display prefix. */
 function isTokenOf(account: { token_prefix: string }, token: string): boolean {
   return token.startsWith(account.token_prefix);
 }
