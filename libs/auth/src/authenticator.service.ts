@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 
 import { Injectable } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
 
 import { intersectScopes, mayUse, mayUseSome, Principal, SERVICE_ACCOUNT_PREFIX, serviceAccountPrincipal } from '@app/access';
 import { Env, warnIfShort } from '@app/config';
@@ -20,6 +21,11 @@ export interface Credentials {
   clientKey: string;
   /** The request's method and URL: a schedule's credential is good for one call only. */
   call: ScheduleCall;
+}
+
+/** What a request presents to be identified: its Authorization header, its client address and its call. */
+export function credentialsOf(request: Pick<FastifyRequest, 'headers' | 'ip' | 'method' | 'url'>): Credentials {
+  return { authorization: request.headers.authorization, clientKey: request.ip, call: { method: request.method, url: request.url } };
 }
 
 const ANONYMOUS: Principal = { kind: 'anonymous', userId: null, scopes: [], scopesEnforced: false, selfScoped: false };

@@ -4,7 +4,7 @@ import { FastifyRequest } from 'fastify';
 
 import { Principal } from '@app/access';
 
-import { Authenticator } from './authenticator.service';
+import { Authenticator, credentialsOf } from './authenticator.service';
 import { PUBLIC_ROUTE, requiredScope, ROUTE_SCOPE, RouteScope, UNSCHEDULABLE, UnschedulableReason } from './scopes.decorator';
 
 export type AuthenticatedRequest = FastifyRequest & { principal?: Principal };
@@ -20,11 +20,7 @@ export class ScopeGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const targets = [context.getHandler(), context.getClass()];
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    const credentials = {
-      authorization: request.headers.authorization,
-      clientKey: request.ip,
-      call: { method: request.method, url: request.url },
-    };
+    const credentials = credentialsOf(request);
     const unfitness = this.reflector.getAllAndOverride<UnschedulableReason | undefined>(UNSCHEDULABLE, targets);
     if (unfitness) {
       await this.authenticator.refuseUnfitFire(credentials, unfitness, request.body);

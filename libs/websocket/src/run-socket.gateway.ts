@@ -5,7 +5,7 @@ import { Inject, Injectable, Provider, Type } from '@nestjs/common';
 import { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PinoLogger } from 'nestjs-pino';
 
-import { Authenticator } from '@app/auth';
+import { Authenticator, credentialsOf } from '@app/auth';
 import { Env, isAllowedOrigin } from '@app/config';
 import { ErrorRenderer } from '@app/errors';
 import { RunsService } from '@app/runs';
@@ -69,12 +69,7 @@ export class RunSocketGateway {
       },
       handler: (_request, reply) => reply.status(426).header('upgrade', 'websocket').send({ detail: 'Upgrade to a WebSocket to use /ws' }),
       wsHandler: (socket, request) =>
-        new RunSocket(
-          socket,
-          { authorization: request.headers.authorization, clientKey: request.ip, call: { method: request.method, url: request.url } },
-          services,
-          this.pino.logger.child({ request_id: request.id }),
-        ).start(),
+        new RunSocket(socket, credentialsOf(request), services, this.pino.logger.child({ request_id: request.id })).start(),
     });
   }
 }

@@ -14,7 +14,17 @@ import { FastifyReply, FastifyRequest } from 'fastify';
 
 import { A2ACall, A2AEndpoint } from '@app/a2a';
 import { Principal } from '@app/access';
-import { Authenticator, BodyScope, CurrentPrincipal, Public, requiredScope, RequireScope, ScopeFromBody, Unschedulable } from '@app/auth';
+import {
+  Authenticator,
+  BodyScope,
+  credentialsOf,
+  CurrentPrincipal,
+  Public,
+  requiredScope,
+  RequireScope,
+  ScopeFromBody,
+  Unschedulable,
+} from '@app/auth';
 import { ErrorBodyDto } from '@app/errors';
 import { ComponentKind } from '@app/runs';
 
@@ -82,10 +92,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     async jsonRpc(@Param(param) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
       // The scope follows the method, so the route authenticates itself.
       const scope = jsonRpcScope({ [param]: id }, request.body);
-      const principal = await this.authenticator.authenticate(
-        { authorization: request.headers.authorization, clientKey: request.ip, call: { method: request.method, url: request.url } },
-        scope,
-      );
+      const principal = await this.authenticator.authenticate(credentialsOf(request), scope);
       await this.serve(reply, id, principal, request, (call) => this.a2a.jsonRpc(call, request.body, reply.raw));
     }
 

@@ -12,7 +12,7 @@ import {
 } from '@nestjs/swagger';
 import { FastifyReply, FastifyRequest } from 'fastify';
 
-import { Authenticator, Public, Unschedulable } from '@app/auth';
+import { Authenticator, credentialsOf, Public, Unschedulable } from '@app/auth';
 import { Env, isAllowedOrigin } from '@app/config';
 import { ErrorBodyDto, RequestErrorCode, RequestException } from '@app/errors';
 import { McpEndpoint } from '@app/mcp';
@@ -54,11 +54,7 @@ export class McpController {
     if (!isAllowedOrigin(request.headers.origin, this.env.publicUrl)) {
       throw new RequestException(RequestErrorCode.Forbidden, 'Origin not allowed');
     }
-    const principal = await this.authenticator.identifyForMcp({
-      authorization: request.headers.authorization,
-      clientKey: request.ip,
-      call: { method: request.method, url: request.url },
-    });
+    const principal = await this.authenticator.identifyForMcp(credentialsOf(request));
     reply.raw.setHeader('x-request-id', request.id);
     // The SDK transport writes the response itself (JSON or an SSE stream).
     reply.hijack();
