@@ -7,19 +7,16 @@ import {
   CreateMemoryDto,
   ListMemoriesQuery,
   ListMemoryTopicsQuery,
-  MAX_TOPICS,
   MemoriesService,
-  MEMORY_COMPONENT_KINDS,
   MemoryDto,
   MemoryIdParams,
   MemoryPageDto,
   UpdateMemoryDto,
 } from '@app/memories';
 
-import { McpArguments, pageArguments } from '../mcp-arguments';
+import { dtoArguments, McpArguments, pageArguments } from '../mcp-arguments';
 
 const memoryId = z.string().describe('Memory id (UUID)');
-const topics = z.array(z.string()).optional().describe(`At most ${MAX_TOPICS} topics`);
 
 /** The memory routes as tools, under the same scopes: a model can recall and keep facts about its user. */
 @McpToolset()
@@ -34,13 +31,7 @@ export class MemoryTools {
     name: 'list_memories',
     mirrors: 'GET /memories',
     description: 'Memories the caller may see, newest first; filter by user_id, component_id, topic or search (substring).',
-    input: z.object({
-      ...pageArguments(ListMemoriesQuery),
-      user_id: z.string().optional(),
-      component_id: z.string().optional(),
-      topic: z.string().optional(),
-      search: z.string().optional(),
-    }),
+    input: z.object({ ...dtoArguments(ListMemoriesQuery), ...pageArguments(ListMemoriesQuery) }),
     annotations: { readOnlyHint: true },
   })
   async list(principal: Principal, args: Record<string, unknown>): Promise<MemoryPageDto> {
@@ -62,13 +53,7 @@ export class MemoryTools {
     name: 'create_memory',
     mirrors: 'POST /memories',
     description: 'Keep a fact about a user. A token’s memories belong to sa:<name>.',
-    input: z.object({
-      memory: z.string().describe('The fact, 1 to 10000 characters'),
-      topics,
-      user_id: z.string().nullable().optional().describe('Honoured only for the security key and platform:admin'),
-      component_type: z.enum(MEMORY_COMPONENT_KINDS).optional(),
-      component_id: z.string().optional(),
-    }),
+    input: z.object(dtoArguments(CreateMemoryDto)),
   })
   async create(principal: Principal, args: Record<string, unknown>): Promise<MemoryDto> {
     return this.memories.create(principal, await this.args.as(CreateMemoryDto, args, 'body'));
@@ -78,7 +63,7 @@ export class MemoryTools {
     name: 'update_memory',
     mirrors: 'PATCH /memories/:memory_id',
     description: 'Change a memory’s text or topics; fields left out are untouched.',
-    input: z.object({ memory_id: memoryId, memory: z.string().optional(), topics }),
+    input: z.object({ memory_id: memoryId, ...dtoArguments(UpdateMemoryDto) }),
   })
   async update(principal: Principal, args: Record<string, unknown>): Promise<MemoryDto> {
     const { memory_id, ...changes } = args;
@@ -103,7 +88,7 @@ export class MemoryTools {
     name: 'list_memory_topics',
     mirrors: 'GET /memory_topics',
     description: 'The distinct topics of the memories the caller may see.',
-    input: z.object({ user_id: z.string().optional() }),
+    input: z.object(dtoArguments(ListMemoryTopicsQuery)),
     annotations: { readOnlyHint: true },
   })
   async topics(principal: Principal, args: Record<string, unknown>): Promise<{ topics: string[] }> {
