@@ -32,12 +32,17 @@ const RUN_ROUTE = /^\/(agents|teams|workflows)\/:[a-z_]+\/runs$/;
  * A run's form fields (`message`, `stream`, ...) may come as multipart/form-data, as FastAPI-style clients
  * send them, as well as urlencoded: @fastify/multipart reads the fields, and they become the body the same DTO
  * validates. Files are not taken (413); a body that is not valid multipart is a 400; every other route
- * answers multipart with 415.
+ * answers multipart with 415. A field left blank in a form is not given, as FastAPI reads forms, so its
+ * default applies (a form that sends every field, as Swagger UI's does, may leave `session_id` empty).
  */
-async function acceptMultipartRunForms(fastify: FastifyInstance): Promise<void> {
+async function acceptRunForms(fastify: FastifyInstance): Promise<void> {
   await fastify.register(multipart, { limits: { files: 0, fields: 32, parts: 32, fieldSize: BODY_LIMIT_BYTES } });
   fastify.addHook('preValidation', async (request, reply) => {
     if (!request.isMultipart()) {
+      const urlencoded = request.headers['content-type']?.toLowerCase().startsWith(URLENCODED);
+      if (urlencoded && RUN_ROUTE.test(request.routeOptions.url ?? '') && isFields(request.body)) {
+        request.body = withoutBlanks(request.body);
+      }
       return;
     }
     if (!RUN_ROUTE.test(request.routeOptions.url ?? '')) {
@@ -69,8 +74,18 @@ async function acceptMultipartRunForms(fastify: FastifyInstance): Promise<void> 
       }
       throw new RequestException(RequestErrorCode.BadRequest, `Malformed multipart body: ${(error as Error).message}`);
     }
-    request.body = fields;
+    request.body = withoutBlanks(fields);
   });
+}
+
+const URLENCODED = 'application/x-www-form-urlencoded';
+
+function isFields(body: unknown): body is Record<string, unknown> {
+  return typeof body === 'object' && body !== null && !Array.isArray(body);
+}
+
+function withoutBlanks(fields: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== ''));
 }
 
 const CLIENT_ERRORS: Record<string, [status: string, detail: string]> = {
@@ -125,7 +140,7 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
   await registerHttpSurface(app, env, authMode(env), BODY_LIMIT_BYTES);
   // Bodies are JSON (runs also take forms); plain text would only reach validation as a string.
   fastify.removeContentTypeParser('text/plain');
-  await acceptMultipartRunForms(fastify);
+  await acceptRunForms(fastify);
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

@@ -90,6 +90,22 @@ describe('runs and sessions (security_key mode, demo components)', () => {
       expect(fetched.body).toEqual(response.body);
     });
 
+    it('reads a blank form field as not given, as forms mean it; in JSON an empty string is still refused', async () => {
+      const blanks = { message: 'blank fields', session_id: '', user_id: '', idempotency_key: '', stream: '', background: '' };
+      const first = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, ...form(blanks) });
+      const second = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, ...form(blanks) });
+      expect(first.status, first.text).toBe(200);
+      expect(first.body).toMatchObject({ status: 'completed', user_id: null, background: false });
+      // Two runs, each in a new session: no blank key deduplicated them, no blank session joined them.
+      expect(second.body.run_id).not.toBe(first.body.run_id);
+      expect(second.body.session_id).not.toBe(first.body.session_id);
+      expect(
+        expectValidationBody(await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, ...form({ message: '' }) })),
+      ).toEqual([['body', 'message']]);
+      const json = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, json: { message: 'x', session_id: '' } });
+      expect(expectValidationBody(json)).toEqual([['body', 'session_id']]);
+    });
+
     it('takes the form fields as multipart/form-data too; refuses files (413) and a malformed body (400); other routes answer it with 415', async () => {
       const post = (path: string, body: FormData | string, headers: Record<string, string> = {}) =>
         fetch(`${api.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${alice.token}`, ...headers }, body });

@@ -9,9 +9,12 @@ import { RUN_STATUSES } from './run-status';
 export const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 export const IDEMPOTENCY_KEY_MAX = 512;
 
-/** Body of POST /{agents|teams|workflows}/{id}/runs, form-encoded or JSON. */
+/**
+ * Body of POST /{agents|teams|workflows}/{id}/runs, form-encoded or JSON. The optional text fields' examples
+ * are empty so that a generated form (Swagger UI's) leaves them blank, which a form reads as not given.
+ */
 export class StartRunDto {
-  @StringField({ description: 'The input of the run' })
+  @StringField({ description: 'The input of the run', example: 'Hello!' })
   message!: string;
 
   @BoolField({ optional: true, fromString: true, default: false, description: 'Answer text/event-stream of run events' })
@@ -26,6 +29,7 @@ export class StartRunDto {
     pattern: SESSION_ID,
     patternMessage: 'session_id must be 1-128 letters, digits, ., _, : or -',
     description: 'Session to continue; a new one when absent',
+    example: '',
   })
   session_id?: string;
 
@@ -33,6 +37,7 @@ export class StartRunDto {
     optional: true,
     maxLength: 255,
     description: 'User the run is for; ignored for callers with an identity of their own (service accounts, isolated JWT users)',
+    example: '',
   })
   user_id?: string;
 
@@ -40,6 +45,7 @@ export class StartRunDto {
     optional: true,
     maxLength: IDEMPOTENCY_KEY_MAX,
     description: 'Dedupe key (the Idempotency-Key header wins when both are sent)',
+    example: '',
   })
   idempotency_key?: string;
 }
