@@ -44,7 +44,7 @@ describe.skipIf(!haveChromium)('Swagger UI in a browser', () => {
   beforeAll(async () => {
     profile = mkdtempSync(join(tmpdir(), 'swagger-ui-chromium-'));
     [api, browser] = await Promise.all([
-      startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'false' }),
+      startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'false', DEMO_COMPONENTS: 'true' }),
       puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_FLAGS, `--user-data-dir=${profile}`] }),
     ]);
   });
@@ -80,13 +80,7 @@ describe.skipIf(!haveChromium)('Swagger UI in a browser', () => {
     return problems;
   }
 
-  it('authorizes, runs GET /service-accounts, keeps the credential out of storage, and breaks no CSP rule', async () => {
-    const page = await browser.newPage();
-    const problems = await watch(page);
-    await page.setViewport({ width: 1280, height: 1400 });
-    const response = await page.goto(`${api.url}/docs`, { waitUntil: 'networkidle0' });
-    expect(response?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
-
+  async function authorize(page: Page): Promise<void> {
     await page.locator('.auth-wrapper button.authorize').click();
     await page.locator('.dialog-ux .auth-container input#auth-bearer-value').fill(ROOT_KEY);
     await page.locator('.dialog-ux .auth-btn-wrapper button[aria-label="Apply credentials"]').click();
@@ -94,6 +88,33 @@ describe.skipIf(!haveChromium)('Swagger UI in a browser', () => {
     await page.locator('.dialog-ux .auth-btn-wrapper button[aria-label="Remove authorization"]').wait();
     await page.locator('.dialog-ux button.btn-done').click();
     await page.waitForSelector('.dialog-ux', { hidden: true });
+  }
+
+  /** "Try it out" on one operation with what the page fills in itself (path parameters aside), then "Execute". */
+  async function executeAsFilled(page: Page, method: string, path: string, params: Record<string, string> = {}) {
+    const operation = `.opblock-${method}:has(.opblock-summary-path[data-path="${path}"])`;
+    await page.locator(`${operation} .opblock-summary-control`).click();
+    await page.locator(`${operation} .try-out__btn`).click();
+    for (const [name, value] of Object.entries(params)) {
+      await page.locator(`${operation} input[placeholder="${name}"]`).fill(value);
+    }
+    await page.locator(`${operation} button.execute`).click();
+    const cell = await page.waitForSelector(`${operation} .live-responses-table .response .response-col_status`);
+    const status = (await cell!.evaluate((element) => element.textContent ?? '')).trim();
+    const body = await page.$eval(
+      `${operation} .live-responses-table .response-col_description pre`,
+      (element) => element.textContent ?? '',
+    );
+    return { status, body: JSON.parse(body) as Record<string, unknown> };
+  }
+
+  it('authorizes, runs GET /service-accounts, keeps the credential out of storage, and breaks no CSP rule', async () => {
+    const page = await browser.newPage();
+    const problems = await watch(page);
+    await page.setViewport({ width: 1280, height: 1400 });
+    const response = await page.goto(`${api.url}/docs`, { waitUntil: 'networkidle0' });
+    expect(response?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
+    await authorize(page);
 
     const operation = '.opblock-get:has(.opblock-summary-path[data-path="/service-accounts"])';
     await page.locator(`${operation} .opblock-summary-control`).click();
@@ -122,6 +143,31 @@ describe.skipIf(!haveChromium)('Swagger UI in a browser', () => {
     await page.locator('.auth-wrapper button.authorize').wait();
     expect(await page.$('.auth-wrapper button.authorize.locked')).toBeNull();
 
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+  it('what "Try it out" fills in works as it is: a run, a schedule, a PATCH, a bulk requeue', async () => {
+    const page = await browser.newPage();
+    const problems = await watch(page);
+    await page.setViewport({ width: 1280, height: 1400 });
+    await page.goto(`${api.url}/docs`, { waitUntil: 'networkidle0' });
+    await authorize(page);
+
+    // The run form leaves the optional fields blank, which a form means as not given (no made-up session or user).
+    const run = await executeAsFilled(page, 'post', '/agents/{agent_id}/runs', { agent_id: 'echo-agent' });
+    expect(run).toMatchObject({ status: '200', body: { status: 'completed', content: 'Hello!', user_id: null } });
+    const schedule = await executeAsFilled(page, 'post', '/schedules');
+    expect(schedule).toMatchObject({
+      status: '201',
+      body: { endpoint: '/agents/echo-agent/runs', target_id: 'echo-agent', user_id: null },
+    });
+    const patched = await executeAsFilled(page, 'patch', '/schedules/{schedule_id}', { schedule_id: String(schedule.body.id) });
+    expect(patched).toMatchObject({ status: '200', body: { enabled: false } });
+    expect(await executeAsFilled(page, 'post', '/queue/jobs/requeue')).toMatchObject({ status: '200', body: { dry_run: true } });
+
+    // Each error response shows what the api sends with that status, the route's scope in a 403.
+    const forbidden = '.opblock-post:has(.opblock-summary-path[data-path="/schedules"]) tr.response[data-code="403"]';
+    expect(await page.$eval(forbidden, (row) => row.textContent ?? '')).toContain('Required scope(s): schedules:write');
     expect(problems).toEqual([]);
     await page.close();
   });

@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 
@@ -19,7 +21,8 @@ export function buildOpenApiDocument(app: NestFastifyApplication, env: Env): Ope
         type: 'http',
         scheme: 'bearer',
         bearerFormat: 'svc_pat_ token, JWT or OS security key',
-        description: 'JWT, svc_pat_ token, or the OS security key',
+        description:
+          'Paste the credential alone, without "Bearer": a `svc_pat_` service-account token, a JWT, or the OS security key (`npm start` writes it to `.data/os-security-key`). It stays in this page only.',
       },
       'bearer',
     )
@@ -27,18 +30,61 @@ export function buildOpenApiDocument(app: NestFastifyApplication, env: Env): Ope
   const document = SwaggerModule.createDocument(app, config);
   // Fastify's own route (see RunSocketGateway): Nest's scanner does not see it.
   document.paths[WEBSOCKET_PATH] = WEBSOCKET_PATH_ITEM as OpenAPIObject['paths'][string];
-  return withPublicOperationsMarked(document);
+  return withErrorExamples(withPublicOperationsMarked(document));
+}
+
+type Operation = {
+  responses?: Record<string, { description?: string; content?: Record<string, { schema?: { $ref?: string }; example?: unknown }> }>;
+  security?: unknown[];
+  'x-required-scope'?: string;
+};
+
+function operationsOf(document: OpenAPIObject): Operation[] {
+  return Object.values(document.paths).flatMap((item) => Object.values(item as Record<string, Operation>).filter((op) => op?.responses));
+}
+
+/** Each error status in general: a route's own description says what it means there. */
+const ERRORS: Record<string, { description: string; detail: (operation: Operation) => string }> = {
+  '400': { description: 'Bad request', detail: () => 'Request body is not valid JSON' },
+  '401': { description: 'Missing or invalid credential', detail: () => 'Authorization header required' },
+  '403': {
+    description: 'The credential lacks the scope',
+    detail: (operation) => `Insufficient permissions. Required scope(s): ${operation['x-required-scope'] ?? 'platform:admin'}`,
+  },
+  '404': { description: 'Not found, or not visible to the caller', detail: () => 'Not found' },
+  '409': { description: 'Conflicts with the current state', detail: () => 'Conflicts with the current state' },
+  '429': { description: 'Too many failed token lookups from this address', detail: () => 'Too many failed authentication attempts' },
+  '503': { description: 'Unavailable', detail: () => 'Database unavailable; try again shortly' },
+};
+
+/** Statuses whose detail names the credential or its scope, whatever the route's description says. */
+const ABOUT_THE_CREDENTIAL = new Set(['401', '403']);
+
+/**
+ * Every error response shows a body the api sends with that status (`{"detail": ...}`; `error_id` only on
+ * a 500), rather than one example body for all of them; and no response is left without a description.
+ */
+function withErrorExamples(document: OpenAPIObject): OpenAPIObject {
+  for (const operation of operationsOf(document)) {
+    for (const [status, response] of Object.entries(operation.responses ?? {})) {
+      const general = ERRORS[status];
+      const json = response.content?.['application/json'];
+      if (general && json?.schema?.$ref?.endsWith('/ErrorBodyDto')) {
+        const detail = (!ABOUT_THE_CREDENTIAL.has(status) && response.description) || general.detail(operation);
+        response.description ||= general.description;
+        json.example ??= { detail };
+      }
+      response.description ||= STATUS_CODES[status] ?? '';
+    }
+  }
+  return document;
 }
 
 /** An operation without a required scope is public: say so with `security: []` rather than by omission. */
 function withPublicOperationsMarked(document: OpenAPIObject): OpenAPIObject {
-  for (const item of Object.values(document.paths)) {
-    for (const operation of Object.values(
-      item as Record<string, { responses?: unknown; security?: unknown[]; 'x-required-scope'?: string }>,
-    )) {
-      if (operation?.responses && operation.security === undefined && operation['x-required-scope'] === undefined) {
-        operation.security = [];
-      }
+  for (const operation of operationsOf(document)) {
+    if (operation.security === undefined && operation['x-required-scope'] === undefined) {
+      operation.security = [];
     }
   }
   return document;
@@ -61,6 +107,7 @@ export function mountDocs(app: NestFastifyApplication, env: Env): void {
     jsonDocumentUrl: 'openapi.json',
     raw: ['json'],
     customSiteTitle: `${env.OS_NAME} API`,
-    swaggerOptions: { persistAuthorization: false },
+    // showExtensions: each operation's x-required-scope shows under it.
+    swaggerOptions: { persistAuthorization: false, showExtensions: true },
   });
 }

@@ -122,6 +122,10 @@ describe('bulk requeue and cancel (real api and worker)', () => {
   it('refuses an empty filter, too many ids and an out-of-range limit with the 422 body', async () => {
     expect(expectValidationBody(await bulk('requeue', { filter: {} }))).toEqual([['body', 'filter']]);
     expect(expectValidationBody(await bulk('cancel', {}))).toEqual([['body', 'filter']]);
+    // A kind of component that does not exist matches nothing, so it is refused rather than reported as 0 matched.
+    expect(expectValidationBody(await bulk('requeue', { filter: { component_type: 'string' } }))).toEqual([
+      ['body', 'filter', 'component_type'],
+    ]);
     const tooMany = Array.from({ length: 1001 }, () => randomUUID());
     expect(expectValidationBody(await bulk('requeue', { filter: { ids: tooMany } }))).toEqual([['body', 'filter', 'ids']]);
     expect(expectValidationBody(await bulk('requeue', { filter: { status: ['failed'] }, limit: 10_001 }))).toEqual([['body', 'limit']]);

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
 /** The standard error body (400, 401, 403, 404, 409, 429, 500, 503). */
 export class ErrorBodyDto {
-  @ApiProperty({ example: 'Service account not found' })
+  @ApiProperty({ description: 'What went wrong, and what to do about it' })
   detail!: string;
 
   @ApiPropertyOptional({ type: 'string', nullable: true, description: 'Present when the error carries an id (every 500 does)' })
@@ -13,19 +13,24 @@ export class ErrorBodyDto {
 }
 
 export class ValidationIssueDto {
-  @ApiProperty({ type: 'array', items: { oneOf: [{ type: 'string' }, { type: 'integer' }] }, example: ['body', 'expires_in_days'] })
+  @ApiProperty({
+    type: 'array',
+    items: { oneOf: [{ type: 'string' }, { type: 'integer' }] },
+    description: 'Where the value was: body, query or path, then the field',
+    example: ['body', 'name'],
+  })
   loc!: (string | number)[];
 
-  @ApiProperty({ example: 'expires_in_days must not be greater than 3650' })
+  @ApiProperty({ example: 'name must be shorter than or equal to 255 characters' })
   msg!: string;
 
-  @ApiProperty({ example: 'max' })
+  @ApiProperty({ description: 'The rule it broke', example: 'maxLength' })
   type!: string;
 
-  @ApiPropertyOptional({ description: 'The rejected value' })
+  @ApiPropertyOptional({ description: 'The rejected value', example: 'Nightly report of every agent run, grouped by…' })
   input?: unknown;
 
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true })
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: "The rule's parameters, when it has any", example: {} })
   ctx?: Record<string, unknown>;
 }
 

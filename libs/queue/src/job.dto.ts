@@ -7,6 +7,9 @@ import { BoolField, EPOCH_SECONDS_MAX, IntField, Optional, StringField } from '@
 
 import { JOB_STATUSES, JobStatus } from './job-status';
 
+/** The kinds of component a run job belongs to. */
+export const JOB_COMPONENT_TYPES = ['agent', 'team', 'workflow'] as const;
+
 export const JOB_SORT_FIELDS = [
   'created_at',
   'updated_at',
@@ -53,7 +56,7 @@ export class RequeueQuery {
 
 export class JobDto {
   @ApiProperty({ format: 'uuid', description: "Identical to the run's run_id" }) id!: string;
-  @ApiProperty({ enum: ['agent', 'team', 'workflow'] }) component_type!: string;
+  @ApiProperty({ enum: JOB_COMPONENT_TYPES }) component_type!: string;
   @ApiProperty() component_id!: string;
   @ApiProperty() session_id!: string;
   @ApiProperty({ default: 'run' }) job_type!: string;
@@ -98,7 +101,9 @@ export class JobFilterDto {
   @IsIn(JOB_STATUSES, { each: true, message: `status must be one of ${JOB_STATUSES.join(', ')}` })
   status?: JobStatus[];
 
-  @StringField({ optional: true, maxLength: 16, description: '`agent`, `team` or `workflow`' })
+  @ApiPropertyOptional({ enum: JOB_COMPONENT_TYPES })
+  @Optional()
+  @IsIn(JOB_COMPONENT_TYPES, { message: `component_type must be one of ${JOB_COMPONENT_TYPES.join(', ')}` })
   component_type?: string;
 
   @StringField({ optional: true, maxLength: 128 })

@@ -9,7 +9,7 @@ import { MetricsRegistry } from '@app/health';
 import { QueueMetricsService } from '@app/queue';
 import { ScheduleMetricsService } from '@app/schedules';
 
-@ApiTags('queue')
+@ApiTags('discovery')
 @Controller('metrics')
 export class MetricsController {
   constructor(

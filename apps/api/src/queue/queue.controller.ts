@@ -1,6 +1,7 @@
 import { Body, Controller, Get, HttpCode, HttpStatus, Param, Post, Query, UseGuards } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
+  ApiBody,
   ApiConflictResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
@@ -55,6 +56,13 @@ export class QueueController {
   @RequireScope(ADMIN_SCOPE, { anonymous: true })
   @ApiOperation({ summary: 'Requeue failed or cancelled jobs by filter, each under the single-job rules; a dry run unless dry_run=false' })
   @ApiOkResponse({ type: BulkJobsResultDto })
+  @ApiBody({
+    type: BulkJobsDto,
+    examples: {
+      failed: { summary: "echo-agent's failed jobs (a dry run)", value: { filter: { status: ['failed'], component_id: 'echo-agent' } } },
+      requeue: { summary: 'Requeue them', value: { filter: { status: ['failed'], component_id: 'echo-agent' }, dry_run: false } },
+    },
+  })
   requeueMany(@Body() body: BulkJobsDto): Promise<BulkJobsResultDto> {
     return this.queue.bulkRequeue(body);
   }
@@ -64,6 +72,13 @@ export class QueueController {
   @RequireScope(ADMIN_SCOPE, { anonymous: true })
   @ApiOperation({ summary: 'Cancel queued and paused jobs by filter; a dry run unless dry_run=false' })
   @ApiOkResponse({ type: BulkJobsResultDto })
+  @ApiBody({
+    type: BulkJobsDto,
+    examples: {
+      queued: { summary: "sleep-agent's queued jobs (a dry run)", value: { filter: { status: ['queued'], component_id: 'sleep-agent' } } },
+      cancel: { summary: 'Cancel them', value: { filter: { status: ['queued'], component_id: 'sleep-agent' }, dry_run: false } },
+    },
+  })
   cancelMany(@Body() body: BulkJobsDto): Promise<BulkJobsResultDto> {
     return this.queue.bulkCancel(body);
   }

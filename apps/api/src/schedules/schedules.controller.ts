@@ -1,6 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Param, Patch, Post, Query } from '@nestjs/common';
 import {
   ApiAcceptedResponse,
+  ApiBody,
   ApiConflictResponse,
   ApiCreatedResponse,
   ApiNoContentResponse,
@@ -39,6 +40,22 @@ export class SchedulesController {
   @ApiOperation({ summary: 'Create a schedule; its fires carry the rights of the caller creating it' })
   @ApiCreatedResponse({ type: ScheduleDto })
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'The owner already has a schedule with this name' })
+  @ApiBody({
+    type: CreateScheduleDto,
+    examples: {
+      nightly: {
+        summary: 'A background run of echo-agent every night at 02:00 UTC',
+        value: {
+          name: 'nightly-echo',
+          cron_expr: '0 2 * * *',
+          timezone: 'UTC',
+          method: 'POST',
+          endpoint: '/agents/echo-agent/runs',
+          payload: { message: 'Nightly run', background: true },
+        },
+      },
+    },
+  })
   create(@CurrentPrincipal() caller: Principal, @Body() request: CreateScheduleDto): Promise<ScheduleDto> {
     return this.schedules.create(caller, request);
   }
@@ -66,6 +83,14 @@ export class SchedulesController {
   @ApiOkResponse({ type: ScheduleDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'Renamed onto another schedule of the owner' })
+  @ApiBody({
+    type: UpdateScheduleDto,
+    examples: {
+      pause: { summary: 'Pause it, saying why', value: { enabled: false, disabled_reason: 'maintenance window' } },
+      resume: { summary: 'Resume it', value: { enabled: true } },
+      reschedule: { summary: 'Move it to 03:00', value: { cron_expr: '0 3 * * *' } },
+    },
+  })
   update(
     @CurrentPrincipal() caller: Principal,
     @Param() params: ScheduleIdParams,

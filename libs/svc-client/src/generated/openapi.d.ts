@@ -1138,7 +1138,7 @@ export interface components {
             workflows: components["schemas"]["ComponentDto"][];
         };
         ErrorBodyDto: {
-            /** @example Service account not found */
+            /** @description What went wrong, and what to do about it */
             detail: string;
             /** @description Present when the error carries an id (every 500 does) */
             error_id?: string | null;
@@ -1158,18 +1158,29 @@ export interface components {
         };
         ValidationIssueDto: {
             /**
+             * @description Where the value was: body, query or path, then the field
              * @example [
              *       "body",
-             *       "expires_in_days"
+             *       "name"
              *     ]
              */
             loc: (string | number)[];
-            /** @example expires_in_days must not be greater than 3650 */
+            /** @example name must be shorter than or equal to 255 characters */
             msg: string;
-            /** @example max */
+            /**
+             * @description The rule it broke
+             * @example maxLength
+             */
             type: string;
-            /** @description The rejected value */
+            /**
+             * @description The rejected value
+             * @example Nightly report of every agent run, grouped by…
+             */
             input?: Record<string, never>;
+            /**
+             * @description The rule's parameters, when it has any
+             * @example {}
+             */
             ctx?: {
                 [key: string]: unknown;
             };
@@ -1307,7 +1318,10 @@ export interface components {
             grace_seconds?: number;
         };
         StartRunDto: {
-            /** @description The input of the run */
+            /**
+             * @description The input of the run
+             * @example Hello!
+             */
             message: string;
             /**
              * @description Answer text/event-stream of run events
@@ -1319,11 +1333,20 @@ export interface components {
              * @default false
              */
             background?: boolean;
-            /** @description Session to continue; a new one when absent */
+            /**
+             * @description Session to continue; a new one when absent
+             * @example
+             */
             session_id?: string;
-            /** @description User the run is for; ignored for callers with an identity of their own (service accounts, isolated JWT users) */
+            /**
+             * @description User the run is for; ignored for callers with an identity of their own (service accounts, isolated JWT users)
+             * @example
+             */
             user_id?: string;
-            /** @description Dedupe key (the Idempotency-Key header wins when both are sent) */
+            /**
+             * @description Dedupe key (the Idempotency-Key header wins when both are sent)
+             * @example
+             */
             idempotency_key?: string;
         };
         RunDto: {
@@ -1510,8 +1533,8 @@ export interface components {
         JobFilterDto: {
             /** @description Any of these statuses */
             status?: ("queued" | "running" | "completed" | "failed" | "cancelled" | "paused")[];
-            /** @description `agent`, `team` or `workflow` */
-            component_type?: string;
+            /** @enum {string} */
+            component_type?: "agent" | "team" | "workflow";
             component_id?: string;
             /** @description Created at or after (epoch seconds) */
             created_after?: number;
@@ -1819,6 +1842,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1838,6 +1862,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1857,6 +1882,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1871,6 +1897,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -1880,6 +1911,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): config:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -1894,6 +1930,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1908,6 +1945,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unreachable or migrations are pending"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -1932,6 +1974,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1946,6 +1989,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -1955,6 +2003,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): service_accounts:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -1973,6 +2026,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed token lookups from this address"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -1982,6 +2040,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unreachable"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2000,6 +2063,7 @@ export interface operations {
             };
         };
         responses: {
+            /** @description Created */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -2014,6 +2078,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Invalid scopes, or privileged scopes without allow_privileged_scopes"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2023,6 +2092,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2032,6 +2106,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): service_accounts:write"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2041,6 +2120,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "An active account with that name exists"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2059,6 +2143,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed token lookups from this address"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2068,6 +2157,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unreachable"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2099,6 +2193,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2108,14 +2207,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): service_accounts:write"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2134,6 +2244,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed token lookups from this address"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2143,6 +2258,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unreachable"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2179,6 +2299,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2188,6 +2313,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): service_accounts:write"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2197,6 +2327,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "No account with that id is visible to the caller"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2206,6 +2341,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "The account is revoked or expired"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2224,6 +2364,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed token lookups from this address"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2233,6 +2378,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unreachable"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2247,6 +2397,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2261,6 +2412,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2270,6 +2426,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): agents:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2296,6 +2457,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2310,6 +2472,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2319,14 +2486,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): agents:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2390,6 +2568,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "stream=true with background=true"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -2400,6 +2583,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -2410,6 +2598,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): agents:run"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -2420,6 +2613,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unknown component or session"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -2430,6 +2628,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Idempotency key already used for another component"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -2449,6 +2652,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "background=true on a replica without the queue"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -2468,6 +2676,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2482,6 +2691,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2491,14 +2705,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): agents:run"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2541,6 +2766,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2550,14 +2780,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): agents:run"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2581,6 +2822,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2595,6 +2837,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2604,6 +2851,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): teams:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2630,6 +2882,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2644,6 +2897,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2653,14 +2911,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): teams:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2724,6 +2993,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "stream=true with background=true"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -2734,6 +3008,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -2744,6 +3023,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): teams:run"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -2754,6 +3038,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unknown component or session"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -2764,6 +3053,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Idempotency key already used for another component"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -2783,6 +3077,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "background=true on a replica without the queue"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -2802,6 +3101,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2816,6 +3116,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2825,14 +3130,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): teams:run"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2875,6 +3191,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2884,14 +3205,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): teams:run"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2915,6 +3247,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2929,6 +3262,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2938,6 +3276,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): workflows:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2964,6 +3307,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2978,6 +3322,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -2987,14 +3336,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): workflows:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3058,6 +3418,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "stream=true with background=true"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -3068,6 +3433,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -3078,6 +3448,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): workflows:run"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -3088,6 +3463,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unknown component or session"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -3098,6 +3478,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Idempotency key already used for another component"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -3117,6 +3502,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "background=true on a replica without the queue"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -3136,6 +3526,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3150,6 +3541,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3159,14 +3555,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): workflows:run"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3209,6 +3616,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3218,14 +3630,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): workflows:run"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3257,6 +3680,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3271,6 +3695,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3280,6 +3709,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): sessions:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3305,6 +3739,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3319,6 +3754,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3328,14 +3768,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): sessions:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3369,6 +3820,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3383,6 +3835,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3392,14 +3849,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): sessions:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3438,6 +3906,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3452,6 +3921,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3461,6 +3935,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): memories:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3488,6 +3967,7 @@ export interface operations {
             };
         };
         responses: {
+            /** @description Created */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -3502,6 +3982,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3511,6 +3996,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): memories:write"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3536,6 +4026,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3550,6 +4041,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3559,14 +4055,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): memories:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3592,6 +4099,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description No Content */
             204: {
                 headers: {
                     [name: string]: unknown;
@@ -3604,6 +4112,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3613,14 +4126,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): memories:delete"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3650,6 +4174,7 @@ export interface operations {
             };
         };
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3664,6 +4189,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3673,14 +4203,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): memories:write"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3707,6 +4248,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3721,6 +4263,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3730,6 +4277,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): memories:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3769,6 +4321,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3783,6 +4336,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3792,6 +4350,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): traces:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3818,6 +4381,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3832,6 +4396,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3841,14 +4410,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): traces:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3882,6 +4462,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3896,6 +4477,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3905,6 +4491,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): platform:admin"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3923,6 +4514,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Durable job queue not enabled on this replica"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3937,6 +4533,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3951,6 +4548,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3960,6 +4562,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): platform:admin"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3978,6 +4585,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Durable job queue not enabled on this replica"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -3996,6 +4608,7 @@ export interface operations {
             };
         };
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4010,6 +4623,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4019,6 +4637,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): platform:admin"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4037,6 +4660,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Durable job queue not enabled on this replica"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4055,6 +4683,7 @@ export interface operations {
             };
         };
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4069,6 +4698,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4078,6 +4712,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): platform:admin"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4096,6 +4735,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Durable job queue not enabled on this replica"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4112,6 +4756,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4126,6 +4771,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4135,14 +4785,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): platform:admin"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4161,6 +4822,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Durable job queue not enabled on this replica"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4182,6 +4848,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4196,6 +4863,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "The job is neither failed nor cancelled"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4205,6 +4877,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4214,14 +4891,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): platform:admin"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4231,6 +4919,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Failed within the lock grace period: its worker may still be executing; retry later or pass force=true"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4249,6 +4942,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Durable job queue not enabled on this replica"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4312,6 +5010,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4326,6 +5025,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4335,6 +5039,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): schedules:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4362,6 +5071,7 @@ export interface operations {
             };
         };
         responses: {
+            /** @description Created */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -4376,6 +5086,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4385,6 +5100,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): schedules:write"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4394,6 +5114,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "The owner already has a schedule with this name"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4419,6 +5144,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4433,6 +5159,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4442,14 +5173,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): schedules:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4475,6 +5217,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description No Content */
             204: {
                 headers: {
                     [name: string]: unknown;
@@ -4487,6 +5230,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4496,14 +5244,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): schedules:delete"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4533,6 +5292,7 @@ export interface operations {
             };
         };
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4547,6 +5307,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4556,14 +5321,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): schedules:write"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4573,6 +5349,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Renamed onto another schedule of the owner"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4598,6 +5379,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description Accepted */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -4612,6 +5394,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4621,14 +5408,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): schedules:write"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4638,6 +5436,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "The schedule is disabled"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4671,6 +5474,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4685,6 +5489,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4694,14 +5503,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): schedules:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4728,6 +5548,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4742,6 +5563,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4751,14 +5577,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): schedules:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Not found, or not visible to the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4792,6 +5629,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4801,6 +5643,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): agents:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4826,6 +5673,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4835,6 +5687,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): agents:run"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4867,6 +5724,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4876,6 +5738,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): agents:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4906,6 +5773,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -4916,6 +5788,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): agents:read (GetTask and the other reads) or agents:run (SendMessage, SendStreamingMessage, CancelTask, any other method)"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -4940,6 +5817,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4949,6 +5831,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): agents:run"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4972,6 +5859,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -4981,6 +5873,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): agents:run"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5005,6 +5902,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5014,6 +5916,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): teams:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5039,6 +5946,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5048,6 +5960,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): teams:run"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5080,6 +5997,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5089,6 +6011,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): teams:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5119,6 +6046,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -5129,6 +6061,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): teams:read (GetTask and the other reads) or teams:run (SendMessage, SendStreamingMessage, CancelTask, any other method)"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -5153,6 +6090,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5162,6 +6104,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): teams:run"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5185,6 +6132,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5194,6 +6146,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): teams:run"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5226,6 +6183,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5235,6 +6197,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): workflows:read"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5265,6 +6232,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -5275,6 +6247,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): workflows:run (SendMessage, SendStreamingMessage)"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                     "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
@@ -5299,6 +6276,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5308,6 +6290,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): workflows:run"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5331,6 +6318,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5340,6 +6332,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): workflows:run"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5374,6 +6371,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5383,6 +6385,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): per tool: the scope of the REST route it mirrors"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5410,6 +6417,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "/mcp is not OAuth-protected (MCP_OAUTH_ISSUER unset)"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
@@ -5437,6 +6449,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": "/mcp is not OAuth-protected (MCP_OAUTH_ISSUER unset)"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
