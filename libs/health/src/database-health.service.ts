@@ -1,4 +1,6 @@
-import { Injectable } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 
 /** Below the probes' 3 s timeoutSeconds, so a hung database reads as "not ready", not as a failed probe. */
@@ -14,15 +16,43 @@ export const NOT_READY_DETAIL: Record<Exclude<DatabaseState, 'ok'>, string> = {
 
 const UNDEFINED_TABLE = '42P01';
 
+/** How often a process waiting for the migrate role looks again. */
+const MIGRATED_POLL_MS = 2000;
+
 /**
  * What api and worker readiness both mean: PostgreSQL answers, and every migration this build
  * knows is applied. Deployments run with DB_MIGRATE=false and a separate migrate job, so a new
- * pod must not take traffic or claim jobs before that job has finished; an older pod stays ready
- * when a newer build has applied more migrations than it knows.
+ * pod must not take traffic or claim jobs before that job has finished.
  */
 @Injectable()
 export class DatabaseHealth {
+  private readonly logger = new Logger('Database');
+  private migrated: Promise<void> | null = null;
+
   constructor(private readonly dataSource: DataSource) {}
+
+  /**
+   * Resolves once every migration this build knows is applied: the worker's loops (jobs, schedule fires,
+   * the schedule tick) start only then, so a worker that is not ready claims and fires nothing.
+   */
+  whenMigrated(): Promise<void> {
+    this.migrated ??= this.untilMigrated();
+    return this.migrated;
+  }
+
+  private async untilMigrated(): Promise<void> {
+    let state = await this.check();
+    if (state === 'ok') {
+      return;
+    }
+    this.logger.warn(`${NOT_READY_DETAIL[state]}: no job is claimed and no schedule fired until it is ready`);
+    while (state !== 'ok') {
+      // Unref'd: a process stopping meanwhile is not held up by the wait.
+      await sleep(MIGRATED_POLL_MS, undefined, { ref: false });
+      state = await this.check();
+    }
+    this.logger.log('Database ready: claiming jobs and firing schedules');
+  }
 
   async check(timeoutMs = DATABASE_PING_TIMEOUT_MS): Promise<DatabaseState> {
     let timer: NodeJS.Timeout | undefined;

@@ -2,6 +2,7 @@ import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { PinoLogger } from 'nestjs-pino';
 
 import { Env } from '@app/config';
+import { DatabaseHealth } from '@app/health';
 import { newWorkerId, QueueEngineHost } from '@app/queue';
 
 import { ClaimedFire, SCHEDULE_FIRE_JOB_TYPE, ScheduleFireStore } from './schedule-fire-store';
@@ -23,10 +24,11 @@ export class ScheduleFireWorker extends QueueEngineHost<ClaimedFire> implements 
 
   constructor(
     env: Env,
+    database: DatabaseHealth,
     private readonly firer: ScheduleFirer,
     private readonly pino: PinoLogger,
   ) {
-    super(env);
+    super(env, database);
   }
 
   async onApplicationBootstrap(): Promise<void> {

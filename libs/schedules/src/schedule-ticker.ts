@@ -1,6 +1,7 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 
 import { Env } from '@app/config';
+import { DatabaseHealth } from '@app/health';
 
 import { ScheduleDispatchRepository } from './schedule-dispatch.repository';
 import { ScheduleFireWorker } from './schedule-fire-worker';
@@ -24,12 +25,13 @@ export class ScheduleTicker implements OnApplicationBootstrap, OnModuleDestroy {
 
   constructor(
     private readonly env: Env,
+    private readonly database: DatabaseHealth,
     private readonly dispatch: ScheduleDispatchRepository,
     private readonly fires: ScheduleFireWorker,
   ) {}
 
   onApplicationBootstrap(): void {
-    void this.tick();
+    void this.database.whenMigrated().then(() => this.tick());
   }
 
   onModuleDestroy(): void {

@@ -6,6 +6,7 @@ import { Pool } from 'pg';
 
 import { Env } from '@app/config';
 import { ConnectionClient } from '@app/database';
+import { DatabaseHealth } from '@app/health';
 
 import { ClaimedJob, HeldWork } from './job-handler';
 import { QueueWorker, QueueWorkerOptions } from './queue-worker';
@@ -31,18 +32,38 @@ export type EngineOptions<Work extends HeldWork> = Omit<QueueWorkerOptions<Work>
 
 /**
  * One queue engine inside the worker app (the job queue's, or the schedule fires'): its own pool and
- * LISTEN connection, started by the subclass at bootstrap. Shutdown starts in onModuleDestroy, for
- * every engine at once, so they all drain within one WORKER_SHUTDOWN_TIMEOUT_SECONDS rather than one
+ * LISTEN connection, started by the subclass at bootstrap, or once the database is migrated when it is
+ * not yet (bootstrap goes on meanwhile, so the health probes answer). Shutdown starts in onModuleDestroy,
+ * for every engine at once, so they all drain within one WORKER_SHUTDOWN_TIMEOUT_SECONDS rather than one
  * after the other; the pool closes once its engine has stopped.
  */
 export abstract class QueueEngineHost<Work extends HeldWork = ClaimedJob> implements OnModuleDestroy, BeforeApplicationShutdown {
   protected engine: QueueWorker<Work> | null = null;
   private pool: Pool | null = null;
   private stopped: Promise<void> | null = null;
+  private stopping = false;
 
-  protected constructor(protected readonly env: Env) {}
+  protected constructor(
+    protected readonly env: Env,
+    private readonly database: DatabaseHealth,
+  ) {}
 
-  protected async startEngine({ connections, store, ...options }: EngineOptions<Work>): Promise<void> {
+  protected async startEngine(options: EngineOptions<Work>): Promise<void> {
+    if ((await this.database.check()) === 'ok') {
+      await this.launch(options);
+      return;
+    }
+    void this.database
+      .whenMigrated()
+      .then(() => (this.stopping ? undefined : this.launch(options)))
+      .catch((error: unknown) => {
+        // As a failed boot would: the process ends, and its supervisor starts it again.
+        options.logger.fatal({ err: error }, 'The queue engine could not start');
+        process.exit(1);
+      });
+  }
+
+  private async launch({ connections, store, ...options }: EngineOptions<Work>): Promise<void> {
     const connectionString = this.env.databaseUrl;
     this.pool = new Pool({ connectionString, max: connections, Client: ConnectionClient });
     this.engine = new QueueWorker<Work>({
@@ -55,6 +76,7 @@ export abstract class QueueEngineHost<Work extends HeldWork = ClaimedJob> implem
   }
 
   onModuleDestroy(): void {
+    this.stopping = true;
     this.stopped = this.engine?.stop(this.env.WORKER_SHUTDOWN_TIMEOUT_SECONDS * 1000) ?? null;
   }
 

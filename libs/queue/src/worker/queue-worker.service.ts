@@ -3,7 +3,7 @@ import { DiscoveryService } from '@nestjs/core';
 import { PinoLogger } from 'nestjs-pino';
 
 import { Env } from '@app/config';
-import { MetricsRegistry } from '@app/health';
+import { DatabaseHealth, MetricsRegistry } from '@app/health';
 
 import { JOB_TYPES } from '../job-status';
 import { JOB_HANDLER, JobHandler } from './job-handler';
@@ -20,11 +20,12 @@ import { QueueWorkerMetrics } from './queue-worker-metrics';
 export class QueueWorkerService extends QueueEngineHost implements OnApplicationBootstrap {
   constructor(
     env: Env,
+    database: DatabaseHealth,
     private readonly discovery: DiscoveryService,
     private readonly metrics: MetricsRegistry,
     private readonly pino: PinoLogger,
   ) {
-    super(env);
+    super(env, database);
   }
 
   async onApplicationBootstrap(): Promise<void> {

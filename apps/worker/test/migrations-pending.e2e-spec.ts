@@ -1,0 +1,68 @@
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase, query } from '../../../test/support/database';
+import { call } from '../../../test/support/http';
+import { ROOT_KEY } from '../../../test/support/principals';
+import { RunningApi, RunningProcess, spawnNode, startApi, waitFor } from '../../../test/support/processes';
+
+/**
+ * A rolling update starts the new build's workers while its migrate Job may still run (DB_MIGRATE=false):
+ * such a worker is not ready, and until it is it must claim no job and fire no schedule.
+ */
+describe('a worker started before its migrations are applied (DB_MIGRATE=false)', () => {
+  let api: RunningApi | undefined;
+  let worker: RunningProcess | undefined;
+  afterAll(async () => {
+    await worker?.stop();
+    await api?.stop();
+  });
+
+  it('claims no job and fires no schedule until the migrate role has run, then does both', async () => {
+    const databaseUrl = await createTestDatabase();
+    // The newest migration not yet recorded: what a new build sees while its migrate Job runs.
+    const [newest] = await query<{ timestamp: string; name: string }>(
+      databaseUrl,
+      'DELETE FROM migrations WHERE id = (SELECT max(id) FROM migrations) RETURNING timestamp, name',
+    );
+    api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true', DB_MIGRATE: 'false' });
+    worker = spawnNode('dist/apps/worker/src/main.js', {
+      LOG_LEVEL: 'info',
+      DATABASE_URL: databaseUrl,
+      DB_MIGRATE: 'false',
+      DEMO_COMPONENTS: 'true',
+      PUBLIC_URL: api.url,
+      SCHEDULE_TICK_INTERVAL_MS: '200',
+    });
+    const running = worker;
+    await waitFor(
+      async () => running.output().includes('worker ready') && running.output().includes('database migrations are pending'),
+      60_000,
+      'the worker to boot, waiting for the migrations',
+    );
+
+    const run = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, json: { message: 'wait', background: true } });
+    expect(run.status, run.text).toBe(202);
+    const schedule = await call(api.url, 'POST', '/schedules', {
+      token: ROOT_KEY,
+      json: { name: 'while-migrating', cron_expr: '0 0 1 1 *', method: 'GET', endpoint: '/health' },
+    });
+    expect((await call(api.url, 'POST', `/schedules/${schedule.body.id}/trigger`, { token: ROOT_KEY })).status).toBe(202);
+    // A few of the engines' polls and the tick's intervals: nothing is taken.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    expect((await call(api.url, 'GET', `/queue/jobs/${run.body.run_id}`, { token: ROOT_KEY })).body).toMatchObject({
+      status: 'queued',
+      attempt: 0,
+    });
+    const fires = async () => (await call(api.url, 'GET', `/schedules/${schedule.body.id}/runs`, { token: ROOT_KEY })).body.data;
+    expect(await fires()).toMatchObject([{ status: 'queued' }]);
+
+    await query(databaseUrl, 'INSERT INTO migrations (timestamp, name) VALUES ($1, $2)', [newest.timestamp, newest.name]);
+    await waitFor(
+      async () => (await call(api.url, 'GET', `/queue/jobs/${run.body.run_id}`, { token: ROOT_KEY })).body.status === 'completed',
+      20_000,
+      'the run to complete once migrated',
+    );
+    await waitFor(async () => (await fires())[0]?.status === 'success', 20_000, 'the fire to run once migrated');
+    expect(running.output()).toContain('Database ready: claiming jobs and firing schedules');
+  });
+});
