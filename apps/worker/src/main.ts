@@ -9,6 +9,9 @@ import { WorkerModule } from './worker.module';
 
 import 'reflect-metadata';
 
+/** How long past WORKER_SHUTDOWN_TIMEOUT_SECONDS a stop may take to hand back what it holds. */
+const STOP_MARGIN_SECONDS = 5;
+
 async function main(): Promise<void> {
   const env = loadEnv();
   // Fail at boot, naming the variable, rather than at the first query.
@@ -32,6 +35,15 @@ async function main(): Promise<void> {
     stopping = true;
     clearInterval(keepAlive);
     logger.log({ signal }, 'worker stopping');
+    // The drain has its deadline, but handing jobs back needs the database: one that stalls (no error, no
+    // answer) would hold the stop until the orchestrator's SIGKILL. What is still held is swept after the lock grace.
+    setTimeout(
+      () => {
+        logger.error({ signal }, `worker stop still waiting ${STOP_MARGIN_SECONDS} s after its deadline: exiting`);
+        process.exit(1);
+      },
+      (env.WORKER_SHUTDOWN_TIMEOUT_SECONDS + STOP_MARGIN_SECONDS) * 1000,
+    ).unref();
     app.close().then(
       () => process.exit(0),
       (error: unknown) => {
