@@ -38,6 +38,22 @@ describe('loadEnv', () => {
     expect(error!.message).toContain('QUEUE_LOCK_GRACE_SECONDS=-1');
   });
 
+  it('refuses a DATABASE_URL the PostgreSQL client cannot read, naming the variable but never its value', () => {
+    for (const url of ['postgres://app:s3cret@db:notaport/app', 'postgres://app:s3cret%zz@db/app']) {
+      let message = '';
+      try {
+        loadEnv({ DATABASE_URL: url });
+      } catch (error) {
+        message = (error as EnvError).message;
+      }
+      expect(message, url).toMatch(/DATABASE_URL.*is not a readable URL: check the port, and percent-encode/);
+      expect(message, url).not.toContain('s3cret');
+    }
+    for (const url of ['postgres://app:p%40ss@db:5432/app?sslmode=verify-full', 'postgresql:///var/run/postgresql/app']) {
+      expect(loadEnv({ DATABASE_URL: url }).databaseUrl).toBe(url);
+    }
+  });
+
   it('accepts secrets of any length (the api warns about short ones at boot) and a lock grace down to 1 s', () => {
     expect(loadEnv({ OS_SECURITY_KEY: 'test-key', JWT_SECRET: 'short-secret', QUEUE_LOCK_GRACE_SECONDS: '1' })).toMatchObject({
       OS_SECURITY_KEY: 'test-key',

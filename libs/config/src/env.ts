@@ -59,6 +59,29 @@ function IsEnvInt(min: number, max = Number.MAX_SAFE_INTEGER): PropertyDecorator
 }
 
 /**
+ * A URL the PostgreSQL client can read: its parser (WHATWG URL, then percent-decoding of the user and
+ * password) fails at the first connection with a bare "Invalid URL" or "URI malformed" naming nothing.
+ */
+function IsReadableUrl(): PropertyDecorator {
+  return ValidateBy({
+    name: 'isReadableUrl',
+    validator: {
+      validate: (value: unknown) => {
+        try {
+          const url = new URL(String(value));
+          decodeURIComponent(url.username);
+          decodeURIComponent(url.password);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      defaultMessage: () => 'is not a readable URL: check the port, and percent-encode characters such as @ : / % in the user and password',
+    },
+  });
+}
+
+/**
  * A URL signing keys are fetched from: https, or http only to a loopback address (a key server on
  * the same machine). Keys fetched over plain HTTP from elsewhere could be swapped in transit.
  */
@@ -97,6 +120,7 @@ const POSTGRES_URL = /^postgres(ql)?:\/\/[^\s]+$/;
 export class Env {
   @IsOptional()
   @Matches(POSTGRES_URL, { message: 'must be a postgres:// or postgresql:// URL' })
+  @IsReadableUrl()
   DATABASE_URL?: string;
 
   @IsEnvBoolean()
