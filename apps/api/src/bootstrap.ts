@@ -12,7 +12,7 @@ import { authMode } from '@app/auth';
 import { Env } from '@app/config';
 import { RequestErrorCode, RequestException } from '@app/errors';
 import { MetricsRegistry } from '@app/health';
-import { AppLogger } from '@app/logging';
+import { AppLogger, bootLogger } from '@app/logging';
 import { Component } from '@app/runs';
 import { RunSocketGateway } from '@app/websocket';
 
@@ -129,8 +129,10 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
     },
   });
   const app = await NestFactory.create<NestFastifyApplication>(ApiModule.forRoot(env, components), adapter, {
-    // Nest's own lines wait for AppLogger, so they come out in the same format.
+    // Nest's own lines wait for AppLogger, so they come out in the same format; a boot that fails prints them
+    // (and TypeORM's retries) through the same settings.
     bufferLogs: true,
+    logger: bootLogger(env, 'api'),
     // A failed boot reaches main's one-line report instead of process.abort() (SIGABRT, a core dump).
     abortOnError: false,
   });

@@ -37,6 +37,25 @@ describe('configuration at boot', () => {
     expect(output).not.toMatch(/\bat .+\.js:\d+/);
   });
 
+  it('a DATABASE_URL whose login is refused: each of the driver’s retries is one JSON line, then the one-line reason', async () => {
+    const url = new URL(await createTestDatabase());
+    url.password = 'not-the-password';
+    const api = spawnNode('dist/apps/api/src/main.js', { DATABASE_URL: url.toString(), LOG_FORMAT: 'json' });
+    expect(await api.exited).toBe(1);
+    const lines = api.output().trim().split('\n');
+    expect(lines.pop()).toBe(
+      'The api failed to start: password authentication failed for user "postgres" (LOG_LEVEL=debug shows the stack)',
+    );
+    const retries = lines.map((line) => JSON.parse(line) as { context?: string; msg: string; error?: string });
+    expect(retries.filter((line) => line.context === 'TypeOrmModule').length).toBeGreaterThan(1);
+    expect(retries[0]).toMatchObject({
+      msg: 'Unable to connect to the database. Retrying (1)...',
+      error: expect.stringContaining('password authentication failed'),
+    });
+    expect(api.output()).not.toContain('not-the-password');
+    expect(api.output()).not.toMatch(/\bat .+\.js:\d+/);
+  }, 60_000);
+
   it('refuses to start without DATABASE_URL', async () => {
     const api = spawnNode('dist/apps/api/src/main.js', {});
     expect(await api.exited).toBe(1);

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 
 import { describeBootFailure, loadEnv } from '@app/config';
-import { AppLogger } from '@app/logging';
+import { AppLogger, bootLogger } from '@app/logging';
 import { deploymentComponents } from '@app/runs';
 
 import { WorkerModule } from './worker.module';
@@ -17,8 +17,10 @@ async function main(): Promise<void> {
   // Fail at boot, naming the variable, rather than at the first query.
   void env.databaseUrl;
   const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(env, await deploymentComponents(env)), {
-    // Nest's own lines wait for AppLogger, so they come out in the same format.
+    // Nest's own lines wait for AppLogger, so they come out in the same format; a boot that fails prints them
+    // (and TypeORM's retries) through the same settings.
     bufferLogs: true,
+    logger: bootLogger(env, 'worker'),
     // A failed boot reaches the one-line report below instead of process.abort() (SIGABRT, a core dump).
     abortOnError: false,
   });

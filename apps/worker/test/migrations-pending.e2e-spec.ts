@@ -24,13 +24,14 @@ describe('a worker started before its migrations are applied (DB_MIGRATE=false)'
       databaseUrl,
       'DELETE FROM migrations WHERE id = (SELECT max(id) FROM migrations) RETURNING timestamp, name',
     );
-    api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true', DB_MIGRATE: 'false' });
+    const server = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true', DB_MIGRATE: 'false' });
+    api = server;
     worker = spawnNode('dist/apps/worker/src/main.js', {
       LOG_LEVEL: 'info',
       DATABASE_URL: databaseUrl,
       DB_MIGRATE: 'false',
       DEMO_COMPONENTS: 'true',
-      PUBLIC_URL: api.url,
+      PUBLIC_URL: server.url,
       SCHEDULE_TICK_INTERVAL_MS: '200',
     });
     const running = worker;
@@ -40,25 +41,25 @@ describe('a worker started before its migrations are applied (DB_MIGRATE=false)'
       'the worker to boot, waiting for the migrations',
     );
 
-    const run = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, json: { message: 'wait', background: true } });
+    const run = await call(server.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, json: { message: 'wait', background: true } });
     expect(run.status, run.text).toBe(202);
-    const schedule = await call(api.url, 'POST', '/schedules', {
+    const schedule = await call(server.url, 'POST', '/schedules', {
       token: ROOT_KEY,
       json: { name: 'while-migrating', cron_expr: '0 0 1 1 *', method: 'GET', endpoint: '/health' },
     });
-    expect((await call(api.url, 'POST', `/schedules/${schedule.body.id}/trigger`, { token: ROOT_KEY })).status).toBe(202);
+    expect((await call(server.url, 'POST', `/schedules/${schedule.body.id}/trigger`, { token: ROOT_KEY })).status).toBe(202);
     // A few of the engines' polls and the tick's intervals: nothing is taken.
     await new Promise((resolve) => setTimeout(resolve, 2500));
-    expect((await call(api.url, 'GET', `/queue/jobs/${run.body.run_id}`, { token: ROOT_KEY })).body).toMatchObject({
+    expect((await call(server.url, 'GET', `/queue/jobs/${run.body.run_id}`, { token: ROOT_KEY })).body).toMatchObject({
       status: 'queued',
       attempt: 0,
     });
-    const fires = async () => (await call(api.url, 'GET', `/schedules/${schedule.body.id}/runs`, { token: ROOT_KEY })).body.data;
+    const fires = async () => (await call(server.url, 'GET', `/schedules/${schedule.body.id}/runs`, { token: ROOT_KEY })).body.data;
     expect(await fires()).toMatchObject([{ status: 'queued' }]);
 
     await query(databaseUrl, 'INSERT INTO migrations (timestamp, name) VALUES ($1, $2)', [newest.timestamp, newest.name]);
     await waitFor(
-      async () => (await call(api.url, 'GET', `/queue/jobs/${run.body.run_id}`, { token: ROOT_KEY })).body.status === 'completed',
+      async () => (await call(server.url, 'GET', `/queue/jobs/${run.body.run_id}`, { token: ROOT_KEY })).body.status === 'completed',
       20_000,
       'the run to complete once migrated',
     );

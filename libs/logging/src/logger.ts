@@ -1,6 +1,6 @@
 import { IncomingMessage, type ServerResponse } from 'node:http';
 
-import { DynamicModule, Injectable, Module, RequestMethod } from '@nestjs/common';
+import { DynamicModule, Injectable, LoggerService, Module, RequestMethod } from '@nestjs/common';
 import { Logger as PinoNestLogger, LoggerModule } from 'nestjs-pino';
 import pino, { Logger, LoggerOptions } from 'pino';
 import type { Options as HttpLogOptions } from 'pino-http';
@@ -124,6 +124,38 @@ export class AppLogger extends PinoNestLogger {
       super.log(message, ...params);
     }
   }
+}
+
+type BootLevel = 'info' | 'error' | 'warn' | 'debug' | 'trace' | 'fatal';
+
+/**
+ * Nest's lines while the app is being built, before AppLogger exists: what a boot that fails prints
+ * (TypeORM's connection retries, the error that ended it). With the same settings as every later line,
+ * one line each, rather than Nest's coloured console text: an error's first line, its stack only at debug.
+ * Written synchronously (unless pretty), so they come before the boot failure's own last line.
+ */
+export function bootLogger(settings: LogSettings, service: string): LoggerService {
+  const options = loggerOptions(settings, service);
+  const logger = options.transport ? pino(options) : pino(options, pino.destination({ dest: 1, sync: true }));
+  const withStacks = ['debug', 'trace'].includes(settings.LOG_LEVEL);
+  const write =
+    (level: BootLevel) =>
+    (message: unknown, ...params: unknown[]): void => {
+      const context = typeof params[params.length - 1] === 'string' ? (params.pop() as string) : undefined;
+      const [stack] = params;
+      const shown = level === 'info' && context && BOOT_CONTEXTS.has(context) ? 'debug' : level;
+      const text = message instanceof Error ? message.message : String(message);
+      const error = typeof stack === 'string' ? (withStacks ? { stack } : { error: stack.split('\n')[0] }) : {};
+      logger[shown]({ context, ...error }, text);
+    };
+  return {
+    log: write('info'),
+    error: write('error'),
+    warn: write('warn'),
+    debug: write('debug'),
+    verbose: write('trace'),
+    fatal: write('fatal'),
+  };
 }
 
 /** A process's logging: one pino logger (JSON, or pretty on a terminal), its access lines and AppLogger. */
