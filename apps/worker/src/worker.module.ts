@@ -23,7 +23,7 @@ export class WorkerModule {
         DatabaseModule,
         HealthModule,
         TracesModule.forRoot('platform-worker'),
-        RunsModule.forRoot({ components }),
+        RunsModule.forRoot({ components, sweepLostRuns: true }),
         QueueWorkerModule,
         SchedulesWorkerModule,
       ],

@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 
+import { HealthModule } from '@app/health';
 import { MemoriesModule } from '@app/memories';
 import { QueueModule } from '@app/queue';
 
@@ -14,10 +15,13 @@ import { RunsService } from './runs.service';
 import { SessionEntity } from './session.entity';
 import { SessionRepository } from './session.repository';
 import { SessionsService } from './sessions.service';
+import { LostSyncRunSweeper, SyncRunLeases } from './sync-run-leases';
 
 export interface RunsModuleOptions {
   /** The deployment's own agents, teams and workflows, besides the demo set (DEMO_COMPONENTS). */
   components?: Component[];
+  /** The worker's part: fail the runs an api stopped running mid-run. */
+  sweepLostRuns?: boolean;
 }
 
 @Module({})
@@ -25,7 +29,7 @@ export class RunsModule {
   static forRoot(options: RunsModuleOptions = {}): DynamicModule {
     return {
       module: RunsModule,
-      imports: [TypeOrmModule.forFeature([RunEntity, SessionEntity]), QueueModule, MemoriesModule],
+      imports: [TypeOrmModule.forFeature([RunEntity, SessionEntity]), QueueModule, MemoriesModule, HealthModule],
       providers: [
         { provide: DEPLOYMENT_COMPONENTS, useValue: options.components ?? [] },
         ComponentRegistry,
@@ -35,6 +39,8 @@ export class RunsModule {
         RunJobHandler,
         RunsService,
         SessionsService,
+        SyncRunLeases,
+        ...(options.sweepLostRuns ? [LostSyncRunSweeper] : []),
       ],
       exports: [ComponentRegistry, RunExecutor, RunRepository, RunsService, SessionsService],
     };

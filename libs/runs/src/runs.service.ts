@@ -22,6 +22,7 @@ import { toRunDto } from './run.mapper';
 import { RUN_IDEMPOTENCY_CONSTRAINT, RunOutcome, RunRepository } from './run.repository';
 import { runAttributes, RunExecutor, RunInput } from './run-executor';
 import { RunErrorCode, RunException } from './runs.exception';
+import { SyncRunLeases } from './sync-run-leases';
 
 /** Where a run request came from: the body plus the Idempotency-Key and W3C traceparent headers, if any. */
 export interface RunRequest extends StartRunDto {
@@ -50,6 +51,7 @@ export class RunsService {
     private readonly intents: CancellationIntents,
     private readonly executor: RunExecutor,
     private readonly tracing: Tracing,
+    private readonly leases: SyncRunLeases,
     @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
 
@@ -69,7 +71,9 @@ export class RunsService {
       if (!created) {
         return this.get(caller, kind, componentId, run.id);
       }
-      return this.finished(run, await this.executor.execute(component, toInput(run, request), { parent: span }));
+      return this.leases.holding(run.id, async () =>
+        this.finished(run, await this.executor.execute(component, toInput(run, request), { parent: span })),
+      );
     });
   }
 
@@ -108,11 +112,14 @@ export class RunsService {
       send(finalEvent(await this.get(caller, kind, componentId, run.id)));
       return;
     }
-    const outcome = await this.executor.execute(component, toInput(run, request), {
-      onDelta: (content) => send({ event: 'RunContent', data: { run_id: run.id, content } }),
-      parent: span,
+    const finished = await this.leases.holding(run.id, async () => {
+      const outcome = await this.executor.execute(component, toInput(run, request), {
+        onDelta: (content) => send({ event: 'RunContent', data: { run_id: run.id, content } }),
+        parent: span,
+      });
+      return this.finished(run, outcome);
     });
-    send(finalEvent(await this.finished(run, outcome)));
+    send(finalEvent(finished));
   }
 
   /** Stores the run and its durable job (same id) in one transaction; a worker runs it. */

@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestDatabase } from '../../../test/support/database';
+import { call } from '../../../test/support/http';
+import { ROOT_KEY } from '../../../test/support/principals';
+import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../../../test/support/processes';
+
+const GRACE = { QUEUE_LOCK_GRACE_SECONDS: '3' };
+
+/**
+ * A run an api executes itself (sync or streamed) has no queue job: when that api dies mid-run, the run
+ * must not read "running" forever. The api renews the run while it runs it; a worker fails it once not.
+ */
+describe('runs whose api stopped mid-run', () => {
+  let databaseUrl: string;
+  let api: RunningApi;
+  let worker: RunningProcess;
+
+  beforeAll(async () => {
+    databaseUrl = await createTestDatabase();
+    [api, worker] = await Promise.all([
+      startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true', ...GRACE }),
+      startWorker({ DATABASE_URL: databaseUrl, DEMO_COMPONENTS: 'true', ...GRACE }),
+    ]);
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await api?.stop();
+  });
+
+  /** Starts a streamed sleep-agent run on `url`; its id, and the reader of the rest of its events. */
+  async function startStreamed(url: string, seconds: number) {
+    const response = await fetch(`${url}/agents/sleep-agent/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ROOT_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: String(seconds), stream: true }),
+    });
+    const reader = response.body!.getReader();
+    const started = new TextDecoder().decode((await reader.read()).value);
+    return { runId: /"run_id":"([0-9a-f-]{36})"/.exec(started)![1], reader };
+  }
+
+  const runOf = async (runId: string) => (await call(api.url, 'GET', `/agents/sleep-agent/runs/${runId}`, { token: ROOT_KEY })).body;
+
+  it('a run longer than the lock grace, on a live api, stays running past the grace and completes: its lease is renewed', async () => {
+    const { runId, reader } = await startStreamed(api.url, 6);
+    await new Promise((resolve) => setTimeout(resolve, 4500));
+    expect(await runOf(runId)).toMatchObject({ status: 'running', error: null });
+    while (!(await reader.read()).done) {
+      // the rest of the events, until the stream ends
+    }
+    expect(await runOf(runId)).toMatchObject({ status: 'completed', content: 'Slept 6 s' });
+  });
+
+  it('a streamed run whose api is killed is failed as lost once the grace has passed', async () => {
+    const doomed = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true', ...GRACE });
+    const { runId, reader } = await startStreamed(doomed.url, 60);
+    await doomed.stop('SIGKILL');
+    await reader.cancel().catch(() => undefined);
+
+    expect(await runOf(runId)).toMatchObject({ status: 'running' });
+    await waitFor(async () => (await runOf(runId)).status === 'failed', 20_000, 'the lost run to be failed');
+    expect(await runOf(runId)).toMatchObject({
+      error: expect.stringMatching(/^Lost: the api running it stopped/),
+      completed_at: expect.any(Number),
+    });
+    expect(worker.output()).toContain('run(s) failed as lost');
+  });
+});

@@ -1,0 +1,110 @@
+import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+
+import { Env } from '@app/config';
+import { queryPrepared } from '@app/database';
+import { DatabaseHealth } from '@app/health';
+
+const RENEW = {
+  name: 'runs_renew_sync_leases',
+  text: `UPDATE runs SET updated_at = now() WHERE id = ANY ($1::uuid[]) AND status = 'running'`,
+};
+
+const SWEEP = {
+  name: 'runs_sweep_lost_sync',
+  text: `UPDATE runs SET status = 'failed', error = $2, completed_at = now(), updated_at = now()
+           WHERE status = 'running' AND NOT background AND updated_at < now() - make_interval(secs => $1)
+           RETURNING id`,
+};
+
+const LOST = 'Lost: the api running it stopped before the run ended (it had not renewed the run for QUEUE_LOCK_GRACE_SECONDS)';
+
+/** A third of the lock grace, as the queue's heartbeats: two renewals can fail before a run counts as lost. */
+function everyThirdOfGrace(env: Env): number {
+  return (env.QUEUE_LOCK_GRACE_SECONDS * 1000) / 3;
+}
+
+/**
+ * A run the api executes itself (not background) has no queue job to be swept when that api crashes or
+ * stops mid-run. So the api renews the run's lease (its updated_at) while it runs it, and a worker fails
+ * the run once the lease is older than QUEUE_LOCK_GRACE_SECONDS, as the queue does a lost worker's job.
+ */
+@Injectable()
+export class SyncRunLeases implements OnApplicationShutdown {
+  private readonly logger = new Logger(SyncRunLeases.name);
+  private readonly held = new Set<string>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly env: Env,
+    @InjectDataSource() private readonly dataSource: DataSource,
+  ) {}
+
+  /** Runs `work` on the run while renewing its lease. */
+  async holding<T>(runId: string, work: () => Promise<T>): Promise<T> {
+    this.held.add(runId);
+    // Started at the first run, so a process that runs none (a worker) never renews anything.
+    this.timer ??= setInterval(() => void this.renew(), everyThirdOfGrace(this.env)).unref();
+    try {
+      return await work();
+    } finally {
+      this.held.delete(runId);
+    }
+  }
+
+  onApplicationShutdown(): void {
+    if (this.timer) {
+      clearInterval(this.timer);
+    }
+  }
+
+  private async renew(): Promise<void> {
+    if (this.held.size === 0) {
+      return;
+    }
+    await queryPrepared(this.dataSource, RENEW, [[...this.held]]).catch((error: unknown) =>
+      this.logger.warn({ err: error, runs: this.held.size }, 'Renewing the leases of running runs failed'),
+    );
+  }
+}
+
+/** The worker's side: fails the runs whose api stopped renewing them. */
+@Injectable()
+export class LostSyncRunSweeper implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('Runs');
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly env: Env,
+    private readonly database: DatabaseHealth,
+    @InjectDataSource() private readonly dataSource: DataSource,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    void this.database.whenMigrated().then(() => {
+      if (!this.stopped) {
+        this.timer = setInterval(() => void this.sweep(), everyThirdOfGrace(this.env));
+      }
+    });
+  }
+
+  onModuleDestroy(): void {
+    this.stopped = true;
+    if (this.timer) {
+      clearInterval(this.timer);
+    }
+  }
+
+  async sweep(): Promise<void> {
+    try {
+      const { rows } = await queryPrepared<{ id: string }>(this.dataSource, SWEEP, [this.env.QUEUE_LOCK_GRACE_SECONDS, LOST]);
+      if (rows.length > 0) {
+        this.logger.warn({ run_ids: rows.map((row) => row.id) }, `${rows.length} run(s) failed as lost: their api stopped mid-run`);
+      }
+    } catch (error) {
+      this.logger.warn({ err: error }, 'Sweeping lost runs failed');
+    }
+  }
+}
