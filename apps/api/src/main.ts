@@ -1,4 +1,6 @@
-import { describeBootFailure, loadEnv } from '@app/config';
+import { Logger } from '@nestjs/common';
+
+import { API_VERSION, describeBootFailure, loadEnv } from '@app/config';
 import { deploymentComponents } from '@app/runs';
 
 import { createApiApp } from './bootstrap';
@@ -11,6 +13,7 @@ async function main(): Promise<void> {
   void env.databaseUrl;
   const app = await createApiApp(env, await deploymentComponents(env));
   await app.listen({ port: env.PORT, host: env.HOST });
+  new Logger('Api').log(`api listening on http://${env.HOST}:${env.PORT} (version ${API_VERSION}), serving ${env.publicUrl}`);
 }
 
 main().catch((error: unknown) => {

@@ -141,7 +141,8 @@ describe('structured logs', () => {
       const api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, LOG_LEVEL: 'info', ...format });
       try {
         await call(api.url, 'GET', '/config', { token: ROOT_KEY, headers: { 'x-request-id': 'one-line-please' } });
-        await call(api.url, 'GET', '/health', { headers: { 'x-request-id': 'second-request' } });
+        await call(api.url, 'GET', '/info', { headers: { 'x-request-id': 'second-request' } });
+        await call(api.url, 'GET', '/health', { headers: { 'x-request-id': 'a-probe' } });
         await new Promise((resolve) => setTimeout(resolve, 200));
         expect(api.output()).not.toContain(ROOT_KEY);
         const entries = api
@@ -159,7 +160,9 @@ describe('structured logs', () => {
           ms: expect.any(Number),
           msg: expect.stringMatching(/^GET \/config 200 \d+ ms$/),
         });
-        expect(entries.filter((entry) => entry.request_id === 'second-request')).toMatchObject([{ url: '/health', status: 200 }]);
+        expect(entries.filter((entry) => entry.request_id === 'second-request')).toMatchObject([{ url: '/info', status: 200 }]);
+        // Probes poll every few seconds: their access lines are debug, below this LOG_LEVEL.
+        expect(entries.filter((entry) => entry.request_id === 'a-probe')).toEqual([]);
         expect(entries.filter((entry) => ['InstanceLoader', 'RoutesResolver', 'RouterExplorer'].includes(entry.context))).toEqual([]);
       } finally {
         await api.stop();
@@ -175,11 +178,11 @@ describe('structured logs', () => {
       LOG_FORMAT: 'pretty',
     });
     try {
-      await call(api.url, 'GET', '/health');
+      await call(api.url, 'GET', '/info');
       await new Promise((resolve) => setTimeout(resolve, 300));
       const lines = api.output().trim().split('\n');
       expect(
-        lines.some((line) => /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO.*api GET \/health 200 \d+ ms/.test(line)),
+        lines.some((line) => /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO.*api GET \/info 200 \d+ ms/.test(line)),
         api.output(),
       ).toBe(true);
       expect(lines.every((line) => !line.startsWith('{'))).toBe(true);
@@ -207,7 +210,9 @@ describe.skipIf(!haveTmux)('logs on a terminal (tmux)', () => {
       await waitFor(async () => (await fetch(`${url}/health`)).ok, 60_000, 'the api to answer /health');
       await call(url, 'GET', '/config', { token: ROOT_KEY });
       const screen = await session.waitForText(/INFO.*api GET \/config 200 \d+ ms/);
-      expect(screen).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO.*api GET \/health 200 \d+ ms/m);
+      expect(screen).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO.*api GET \/config 200 \d+ ms/m);
+      expect(screen).toMatch(/INFO.*api listening on http:\/\/127\.0\.0\.1:\d+ \(version /);
+      expect(screen).not.toContain('GET /health');
       expect(screen).not.toContain('Mapped {');
       expect(screen).not.toContain('dependencies initialized');
       expect(screen).not.toContain('{"level"');

@@ -65,6 +65,9 @@ function loggerOptions(settings: LogSettings, service: string): LoggerOptions {
   };
 }
 
+/** What an orchestrator or Prometheus polls every few seconds: their access lines only at debug. */
+const PROBES = new Set(['/health', '/readyz', '/metrics']);
+
 /** The key every line of a request carries its id under. */
 const REQUEST_ID = 'request_id';
 
@@ -79,7 +82,8 @@ function accessMessage(request: IncomingMessage, response: ServerResponse, ms: n
 
 /**
  * One access line per request (pino-http, when the response is sent): `GET /config 200 3 ms`,
- * with the request id every other line of the request carries; error level for a 5xx only.
+ * with the request id every other line of the request carries; error level for a 5xx only, debug
+ * for the probes and /metrics.
  *
  * The request's logger is one child of the root, bound to the request id alone: pino-http binds a
  * serialized request (headers and all) to a second child, even when no line shows it, and a child of
@@ -95,7 +99,8 @@ function accessLogOptions(logger: Logger): HttpLogOptions {
     // Lines elsewhere name the id itself (`{ request_id: request.id }`): anything but a request passes as it is.
     serializers: { [REQUEST_ID]: (value: unknown) => (value instanceof IncomingMessage ? value.id : value) },
     customAttributeKeys: { req: REQUEST_ID, responseTime: 'ms' },
-    customLogLevel: (_request, response, error) => (error || response.statusCode >= 500 ? 'error' : 'info'),
+    customLogLevel: (request, response, error) =>
+      error || response.statusCode >= 500 ? 'error' : PROBES.has(request.url ?? '') ? 'debug' : 'info',
     customSuccessObject: (request, response, value: { ms: number }) => accessFields(request, response, value.ms),
     // The exception filter logs the error itself; the access line stays the same shape.
     customErrorObject: (request, response, _error, value: { ms: number }) => accessFields(request, response, value.ms),
