@@ -87,6 +87,8 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   private readonly starting: Work[] = [];
   private startWrite: Promise<void> | null = null;
   private readonly outcomes: FinishedAttempt[] = [];
+  /** Jobs this worker handed back at shutdown: their handlers' late outcomes are expected to be fenced out. */
+  private readonly releasedAtShutdown = new Set<string>();
   private flushing: Promise<void> | null = null;
   private timers: NodeJS.Timeout[] = [];
   private listener: Client | null = null;
@@ -373,7 +375,8 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     for (const attempt of batch) {
       const status = statuses.get(attempt.id);
       if (status === undefined) {
-        this.log.warn(
+        // A job this worker released itself: its handler's late outcome is fenced out by design.
+        this.log[this.releasedAtShutdown.has(attempt.id) ? 'debug' : 'warn'](
           { job_id: attempt.id, attempt: attempt.attempt, outcome: attempt.outcome },
           'job write rejected by the fence: the job was swept, requeued or released meanwhile',
         );
@@ -496,6 +499,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
         const { job } = execution;
         execution.stop('Worker is shutting down');
         if (released.has(job.id)) {
+          this.releasedAtShutdown.add(job.id);
           this.log.info({ job_id: job.id, attempt: job.attempt, status: 'queued' }, 'job released at shutdown; its attempt was given back');
         }
       }
