@@ -521,6 +521,10 @@ async function main() {
   // Only the api checks credentials. The worker calls it with its own per-schedule credentials, and
   // migrations need only the database: neither gets the root key.
   const { OS_SECURITY_KEY: _rootKey, ...withoutKey } = env;
+  const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  const url = `http://${shownHost}:${port}`;
+  // The worker's fires call this api, named outright (a worker deployed apart is warned when it is not).
+  const workerEnv = { ...withoutKey, PUBLIC_URL: withoutKey.PUBLIC_URL ?? url };
 
   const migrate = runChild('migrations', join(root, 'dist/libs/database/src/migrate.main.js'), withoutKey, { detached: true });
   state.children.push(migrate);
@@ -538,7 +542,7 @@ async function main() {
   let ready = false;
   for (const [name, envOf] of [
     ['api', env],
-    ['worker', withoutKey],
+    ['worker', workerEnv],
   ]) {
     const running = runChild(name, join(root, `dist/apps/${name}/src/main.js`), envOf, { detached: true });
     state.children.push(running);
@@ -553,8 +557,6 @@ async function main() {
     });
   }
 
-  const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
-  const url = `http://${shownHost}:${port}`;
   const workerUrl = `http://${shownHost}:${workerHealthPort}`;
   const deadline = Date.now() + READY_TIMEOUT_MS;
   while (!state.stopping && !((await answers200(`${url}/readyz`)) && (await answers200(`${workerUrl}/readyz`)))) {

@@ -131,6 +131,8 @@ describe('npm start (scripts/quickstart.mjs)', () => {
     expect(info.mcp.enabled).toBe(true);
     expect(statSync(join(dataDir, 'os-security-key')).mode & 0o777).toBe(0o600);
     expect(quickstart.output()).toContain(`Docs:     ${url}/docs`);
+    // The quickstart names the api for the worker's fires: no warning a newcomer could take for a fault.
+    expect(quickstart.output()).not.toMatch(/WARN|PUBLIC_URL is unset/);
 
     // SERVICE_URL in ./.env, other lines untouched, nothing secret.
     const envText = readFileSync(join(cwd, '.env'), 'utf8');

@@ -38,6 +38,10 @@ describe('worker health port (WORKER_HEALTH_PORT)', () => {
     await proxy?.cut();
   });
 
+  it('says at boot that PUBLIC_URL is unset, and whom its fires call instead', () => {
+    expect(worker.output()).toMatch(/PUBLIC_URL is unset: schedule fires call http:\/\/[^ ]+, an api on this machine/);
+  });
+
   it('is live and ready while the migrated database answers', async () => {
     expect(await call(probes, 'GET', '/livez')).toMatchObject({ status: 200, body: { status: 'ok' } });
     expect(await call(probes, 'GET', '/readyz')).toMatchObject({ status: 200, body: { status: 'ok', checks: { database: 'ok' } } });

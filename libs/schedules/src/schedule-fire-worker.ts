@@ -32,6 +32,12 @@ export class ScheduleFireWorker extends QueueEngineHost<ClaimedFire> implements 
   }
 
   async onApplicationBootstrap(): Promise<void> {
+    if (!this.env.PUBLIC_URL) {
+      // The default names this machine: right for npm start, wrong for a worker deployed apart from the api.
+      this.pino.logger.warn(
+        `PUBLIC_URL is unset: schedule fires call ${this.env.publicUrl}, an api on this machine. Set PUBLIC_URL to the api's URL when the worker runs elsewhere`,
+      );
+    }
     await this.startEngine({
       connections: ENGINE_CONNECTIONS,
       store: (pool) => new ScheduleFireStore(pool, this.workerId),
