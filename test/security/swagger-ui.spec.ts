@@ -146,7 +146,7 @@ describe.skipIf(!haveChromium)('Swagger UI in a browser', () => {
     expect(problems).toEqual([]);
     await page.close();
   });
-  it('what "Try it out" fills in works as it is: a run, a schedule, a PATCH, a bulk requeue', async () => {
+  it('what "Try it out" fills in works as it is: a run, a schedule, a PATCH, a bulk requeue, A2A', async () => {
     const page = await browser.newPage();
     const problems = await watch(page);
     await page.setViewport({ width: 1280, height: 1400 });
@@ -164,6 +164,11 @@ describe.skipIf(!haveChromium)('Swagger UI in a browser', () => {
     const patched = await executeAsFilled(page, 'patch', '/schedules/{schedule_id}', { schedule_id: String(schedule.body.id) });
     expect(patched).toMatchObject({ status: '200', body: { enabled: false } });
     expect(await executeAsFilled(page, 'post', '/queue/jobs/requeue')).toMatchObject({ status: '200', body: { dry_run: true } });
+    // A2A's HTTP+JSON binding, with the A2A-Version header the page fills in, and its JSON-RPC URL as v0.3.
+    const a2a = await executeAsFilled(page, 'post', '/a2a/agents/{agent_id}/message:send', { agent_id: 'echo-agent' });
+    expect(a2a).toMatchObject({ status: '200', body: { task: { status: { state: 'TASK_STATE_COMPLETED' } } } });
+    const rpc = await executeAsFilled(page, 'post', '/a2a/agents/{agent_id}', { agent_id: 'echo-agent' });
+    expect(rpc).toMatchObject({ status: '200', body: { result: { kind: 'task', status: { state: 'completed' } } } });
 
     // Each error response shows what the api sends with that status, the route's scope in a 403.
     const forbidden = '.opblock-post:has(.opblock-summary-path[data-path="/schedules"]) tr.response[data-code="403"]';

@@ -1,8 +1,12 @@
-import { Controller, Get, HttpCode, NotFoundException, Param, Post, Req, Res, Type } from '@nestjs/common';
+import { applyDecorators, Controller, Get, HttpCode, NotFoundException, Param, Post, Req, Res, Type } from '@nestjs/common';
 import {
+  ApiBadRequestResponse,
   ApiBearerAuth,
+  ApiBody,
   ApiExtension,
   ApiForbiddenResponse,
+  ApiHeader,
+  ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
   ApiParam,
@@ -32,6 +36,32 @@ import { ComponentKind } from '@app/runs';
 const HTTP_JSON_UNSCHEDULABLE =
   "A schedule cannot call A2A's HTTP+JSON binding (it needs an A2A-Version header a fire does not send): " +
   "schedule the component's run route or its A2A JSON-RPC URL instead";
+
+/** What the HTTP+JSON routes document: the version header they need, their answers. */
+function HttpJsonBinding(): MethodDecorator {
+  return applyDecorators(
+    ApiHeader({
+      name: 'A2A-Version',
+      required: true,
+      description: 'The HTTP+JSON binding is A2A v1.0: send 1.0',
+      schema: { default: '1.0' },
+    }),
+    ApiOkResponse({ description: 'The A2A v1.0 answer (a Task or a Message, as JSON)', schema: { type: 'object' } }),
+    ApiBadRequestResponse({ description: 'An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0', schema: { type: 'object' } }),
+    ApiNotFoundResponse({ description: 'No such component, or task', type: ErrorBodyDto }),
+  );
+}
+
+/** A v1.0 message to send over HTTP+JSON: the text is the run's input. */
+const SEND_MESSAGE_EXAMPLE = { message: { messageId: 'message-1', role: 'ROLE_USER', parts: [{ text: 'Hello!' }] } };
+
+/** The same over JSON-RPC as v0.3 speaks it (no A2A-Version header): Swagger UI sends no header either. */
+const JSON_RPC_EXAMPLE = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'message/send',
+  params: { message: { kind: 'message', messageId: 'message-1', role: 'user', parts: [{ kind: 'text', text: 'Hello!' }] } },
+};
 
 interface A2ARoute {
   kind: ComponentKind;
@@ -77,7 +107,15 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @Unschedulable(A2AEndpoint.unfitForFires)
     @HttpCode(200)
     @ComponentParam()
-    @ApiOperation({ summary: 'A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask' })
+    @ApiOperation({
+      summary:
+        kind === 'workflow'
+          ? 'A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage'
+          : 'A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask',
+      description:
+        'With `A2A-Version: 1.0` the methods go by their v1.0 names (SendMessage); without it, as A2A v0.3 (message/send, message/stream, tasks/get, tasks/cancel).',
+    })
+    @ApiBody({ schema: { type: 'object' }, examples: { send: { summary: 'message/send (v0.3)', value: JSON_RPC_EXAMPLE } } })
     @ApiBearerAuth('bearer')
     @ApiExtension(
       'x-required-scope',
@@ -101,6 +139,8 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @ComponentParam()
     @RequireScope(run, { componentParam: param })
     @ApiOperation({ summary: 'A2A HTTP+JSON SendMessage' })
+    @HttpJsonBinding()
+    @ApiBody({ schema: { type: 'object' }, examples: { send: { summary: 'A message', value: SEND_MESSAGE_EXAMPLE } } })
     async send(
       @CurrentPrincipal() caller: Principal,
       @Param(param) id: string,
@@ -115,6 +155,8 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @ComponentParam()
     @RequireScope(run, { componentParam: param })
     @ApiOperation({ summary: 'A2A HTTP+JSON SendStreamingMessage (text/event-stream)' })
+    @HttpJsonBinding()
+    @ApiBody({ schema: { type: 'object' }, examples: { send: { summary: 'A message', value: SEND_MESSAGE_EXAMPLE } } })
     async stream(
       @CurrentPrincipal() caller: Principal,
       @Param(param) id: string,
@@ -146,6 +188,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @ComponentParam()
     @RequireScope(read, { componentParam: param })
     @ApiOperation({ summary: 'A2A HTTP+JSON GetTask: the run as a task (task id = run id, context id = session id)' })
+    @HttpJsonBinding()
     async getTask(
       @CurrentPrincipal() caller: Principal,
       @Param(param) id: string,
@@ -163,9 +206,9 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @ComponentParam()
     @ApiParam({
       name: 'task_id',
-      description: "The task id followed by `:cancel` (the binding's custom method)",
-      example: '{task_id}:cancel',
+      description: "The task id (the run id) followed by `:cancel`, the binding's custom method: `<run id>:cancel`",
     })
+    @HttpJsonBinding()
     @RequireScope(run, { componentParam: param })
     @ApiOperation({ summary: 'A2A HTTP+JSON CancelTask: POST .../tasks/{task_id}:cancel' })
     async cancelTask(

@@ -772,7 +772,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask */
+        /**
+         * A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask
+         * @description With `A2A-Version: 1.0` the methods go by their v1.0 names (SendMessage); without it, as A2A v0.3 (message/send, message/stream, tasks/get, tasks/cancel).
+         */
         post: operations["AgentA2AController_jsonRpc"];
         delete?: never;
         options?: never;
@@ -858,7 +861,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask */
+        /**
+         * A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask
+         * @description With `A2A-Version: 1.0` the methods go by their v1.0 names (SendMessage); without it, as A2A v0.3 (message/send, message/stream, tasks/get, tasks/cancel).
+         */
         post: operations["TeamA2AController_jsonRpc"];
         delete?: never;
         options?: never;
@@ -926,7 +932,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask */
+        /**
+         * A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage
+         * @description With `A2A-Version: 1.0` the methods go by their v1.0 names (SendMessage); without it, as A2A v0.3 (message/send, message/stream, tasks/get, tasks/cancel).
+         */
         post: operations["WorkflowA2AController_jsonRpc"];
         delete?: never;
         options?: never;
@@ -5613,7 +5622,10 @@ export interface operations {
     AgentA2AController_getTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                /** @description The HTTP+JSON binding is A2A v1.0: send 1.0 */
+                "A2A-Version": string;
+            };
             path: {
                 /** @description Id of the agent */
                 agent_id: string;
@@ -5623,6 +5635,24 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
             /** @description Missing or invalid credential */
             401: {
                 headers: {
@@ -5651,22 +5681,57 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description No such component, or task */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No such component, or task"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     AgentA2AController_cancelTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                /** @description The HTTP+JSON binding is A2A v1.0: send 1.0 */
+                "A2A-Version": string;
+            };
             path: {
                 /** @description Id of the agent */
                 agent_id: string;
-                /** @description The task id followed by `:cancel` (the binding's custom method) */
+                /** @description The task id (the run id) followed by `:cancel`, the binding's custom method: `<run id>:cancel` */
                 task_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
             /** @description Missing or invalid credential */
             401: {
                 headers: {
@@ -5690,6 +5755,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Insufficient permissions. Required scope(s): agents:run"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description No such component, or task */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No such component, or task"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -5758,7 +5837,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
         responses: {
             /** @description The JSON-RPC response, or a text/event-stream of them for SendStreamingMessage */
             200: {
@@ -5802,15 +5885,40 @@ export interface operations {
     AgentA2AController_send: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                /** @description The HTTP+JSON binding is A2A v1.0: send 1.0 */
+                "A2A-Version": string;
+            };
             path: {
                 /** @description Id of the agent */
                 agent_id: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
         responses: {
+            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
             /** @description Missing or invalid credential */
             401: {
                 headers: {
@@ -5834,6 +5942,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Insufficient permissions. Required scope(s): agents:run"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description No such component, or task */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No such component, or task"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -5844,15 +5966,40 @@ export interface operations {
     AgentA2AController_stream: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                /** @description The HTTP+JSON binding is A2A v1.0: send 1.0 */
+                "A2A-Version": string;
+            };
             path: {
                 /** @description Id of the agent */
                 agent_id: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
         responses: {
+            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
             /** @description Missing or invalid credential */
             401: {
                 headers: {
@@ -5881,12 +6028,29 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description No such component, or task */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No such component, or task"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     TeamA2AController_getTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                /** @description The HTTP+JSON binding is A2A v1.0: send 1.0 */
+                "A2A-Version": string;
+            };
             path: {
                 /** @description Id of the team */
                 team_id: string;
@@ -5896,6 +6060,24 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
             /** @description Missing or invalid credential */
             401: {
                 headers: {
@@ -5924,22 +6106,57 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description No such component, or task */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No such component, or task"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     TeamA2AController_cancelTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                /** @description The HTTP+JSON binding is A2A v1.0: send 1.0 */
+                "A2A-Version": string;
+            };
             path: {
                 /** @description Id of the team */
                 team_id: string;
-                /** @description The task id followed by `:cancel` (the binding's custom method) */
+                /** @description The task id (the run id) followed by `:cancel`, the binding's custom method: `<run id>:cancel` */
                 task_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
             /** @description Missing or invalid credential */
             401: {
                 headers: {
@@ -5963,6 +6180,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Insufficient permissions. Required scope(s): teams:run"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description No such component, or task */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No such component, or task"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6031,7 +6262,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
         responses: {
             /** @description The JSON-RPC response, or a text/event-stream of them for SendStreamingMessage */
             200: {
@@ -6075,15 +6310,40 @@ export interface operations {
     TeamA2AController_send: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                /** @description The HTTP+JSON binding is A2A v1.0: send 1.0 */
+                "A2A-Version": string;
+            };
             path: {
                 /** @description Id of the team */
                 team_id: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
         responses: {
+            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
             /** @description Missing or invalid credential */
             401: {
                 headers: {
@@ -6107,6 +6367,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Insufficient permissions. Required scope(s): teams:run"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description No such component, or task */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No such component, or task"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6117,15 +6391,40 @@ export interface operations {
     TeamA2AController_stream: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                /** @description The HTTP+JSON binding is A2A v1.0: send 1.0 */
+                "A2A-Version": string;
+            };
             path: {
                 /** @description Id of the team */
                 team_id: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
         responses: {
+            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
             /** @description Missing or invalid credential */
             401: {
                 headers: {
@@ -6149,6 +6448,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Insufficient permissions. Required scope(s): teams:run"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description No such component, or task */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No such component, or task"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6217,7 +6530,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
         responses: {
             /** @description The JSON-RPC response, or a text/event-stream of them for SendStreamingMessage */
             200: {
@@ -6261,15 +6578,40 @@ export interface operations {
     WorkflowA2AController_send: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                /** @description The HTTP+JSON binding is A2A v1.0: send 1.0 */
+                "A2A-Version": string;
+            };
             path: {
                 /** @description Id of the workflow */
                 workflow_id: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
         responses: {
+            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
             /** @description Missing or invalid credential */
             401: {
                 headers: {
@@ -6293,6 +6635,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Insufficient permissions. Required scope(s): workflows:run"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description No such component, or task */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No such component, or task"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6303,15 +6659,40 @@ export interface operations {
     WorkflowA2AController_stream: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                /** @description The HTTP+JSON binding is A2A v1.0: send 1.0 */
+                "A2A-Version": string;
+            };
             path: {
                 /** @description Id of the workflow */
                 workflow_id: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
         responses: {
+            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
             /** @description Missing or invalid credential */
             401: {
                 headers: {
@@ -6335,6 +6716,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Insufficient permissions. Required scope(s): workflows:run"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description No such component, or task */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No such component, or task"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
