@@ -16,6 +16,20 @@ export function buildOpenApiDocument(app: NestFastifyApplication, env: Env): Ope
     )
     .setVersion(API_VERSION)
     .addServer(env.publicUrl, 'This service (PUBLIC_URL)')
+    // In this order on the page: what a caller meets first, then the admin routes, then the other protocols.
+    .addTag('discovery', 'Health, readiness, the instance descriptor, who you are, metrics')
+    .addTag('agents', 'Run the agents; read and cancel their runs')
+    .addTag('teams', 'Run the teams; read and cancel their runs')
+    .addTag('workflows', 'Run the workflows; read and cancel their runs')
+    .addTag('sessions', "Sessions and their runs (self-scoped: each caller sees its own, an admin everyone's)")
+    .addTag('memories', 'Facts components keep about their users (self-scoped)')
+    .addTag('traces', 'A trace per run, with its spans (self-scoped)')
+    .addTag('service-accounts', 'Machine identities and their svc_pat_ tokens')
+    .addTag('schedules', "Cron-driven calls to this service's own routes, made with their owner's rights")
+    .addTag('queue', 'The durable job queue, for operators: platform:admin')
+    .addTag('a2a', 'Agent2Agent: agent cards, JSON-RPC and the HTTP+JSON binding')
+    .addTag('mcp', 'Model Context Protocol: the REST routes as tools')
+    .addTag('websocket', 'Runs over one WebSocket')
     .addBearerAuth(
       {
         type: 'http',

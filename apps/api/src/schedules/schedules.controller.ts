@@ -4,6 +4,7 @@ import {
   ApiBody,
   ApiConflictResponse,
   ApiCreatedResponse,
+  ApiForbiddenResponse,
   ApiNoContentResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
@@ -36,6 +37,11 @@ export class SchedulesController {
   constructor(private readonly schedules: SchedulesService) {}
 
   @Post()
+  // Added to @RequireScope's own 403 description.
+  @ApiForbiddenResponse({
+    type: ErrorBodyDto,
+    description: 'Also when the schedule would call a route you may not call: its fires act with your rights',
+  })
   @RequireScope('schedules:write', { anonymous: true })
   @ApiOperation({ summary: 'Create a schedule; its fires carry the rights of the caller creating it' })
   @ApiCreatedResponse({ type: ScheduleDto })
@@ -78,11 +84,20 @@ export class SchedulesController {
   }
 
   @Patch(':schedule_id')
+  @ApiForbiddenResponse({
+    type: ErrorBodyDto,
+    description:
+      "Also for another principal's schedule without `platform:admin` (or the security key), and when a rewritten call would reach a route you may not call",
+  })
   @RequireScope('schedules:write', { anonymous: true })
   @ApiOperation({ summary: 'Update a schedule; absent fields are untouched' })
   @ApiOkResponse({ type: ScheduleDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'Renamed onto another schedule of the owner' })
+  @ApiConflictResponse({
+    type: ErrorBodyDto,
+    description:
+      'Renamed onto another schedule of the owner, or resuming a schedule the service disabled because of its owner without taking its call over',
+  })
   @ApiBody({
     type: UpdateScheduleDto,
     examples: {

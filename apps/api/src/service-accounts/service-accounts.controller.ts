@@ -47,7 +47,11 @@ export class ServiceAccountsController {
 
   @Get()
   @RequireScope('service_accounts:read')
-  @ApiOperation({ summary: 'List service accounts (metadata and token_prefix only)' })
+  @ApiOperation({
+    summary: 'List service accounts (metadata and token_prefix only)',
+    description:
+      'Self-scoped: a service-account token sees only the accounts it minted, a JWT user under USER_ISOLATION only theirs; the security key and `platform:admin` see every account.',
+  })
   @ApiOkResponse({ type: ServiceAccountPageDto })
   list(@CurrentPrincipal() caller: Principal, @Query() query: ListServiceAccountsQuery): Promise<ServiceAccountPageDto> {
     return this.serviceAccounts.list(caller, query);

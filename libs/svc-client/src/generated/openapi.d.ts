@@ -79,7 +79,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List service accounts (metadata and token_prefix only) */
+        /**
+         * List service accounts (metadata and token_prefix only)
+         * @description Self-scoped: a service-account token sees only the accounts it minted, a JWT user under USER_ISOLATION only theirs; the security key and `platform:admin` see every account.
+         */
         get: operations["ServiceAccountsController_list"];
         put?: never;
         /** Mint a service account; the plaintext token is in this response only */
@@ -5103,7 +5106,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Requires scope `schedules:write` */
+            /**
+             * @description Requires scope `schedules:write`
+             *
+             *     Also when the schedule would call a route you may not call: its fires act with your rights
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5324,7 +5331,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Requires scope `schedules:write` */
+            /**
+             * @description Requires scope `schedules:write`
+             *
+             *     Also for another principal's schedule without `platform:admin` (or the security key), and when a rewritten call would reach a route you may not call
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5352,7 +5363,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Renamed onto another schedule of the owner */
+            /** @description Renamed onto another schedule of the owner, or resuming a schedule the service disabled because of its owner without taking its call over */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5360,7 +5371,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Renamed onto another schedule of the owner"
+                     *       "detail": "Renamed onto another schedule of the owner, or resuming a schedule the service disabled because of its owner without taking its call over"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
