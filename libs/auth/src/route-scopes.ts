@@ -33,7 +33,7 @@ interface DeclaredRoute {
 }
 
 /**
- * The app's routes and the scope each declares (@RequireScope or @Public), read from the
+ * The app's routes and the scope each declares (@RequireScope, @ScopeFromBody or @Public), read from the
  * controllers' metadata. MCP tools bind to them at boot; schedules ask which route, and so
  * which scope, a call will reach, matched with the router Fastify itself uses.
  */
@@ -97,9 +97,9 @@ export class RouteScopes extends EndpointScopes {
         }
         const rule = this.reflector.getAllAndOverride<RouteScope | undefined>(ROUTE_SCOPE, [handler, controller]);
         const isPublic = this.reflector.getAllAndOverride<boolean | undefined>(PUBLIC_ROUTE, [handler, controller]);
-        if (rule || isPublic) {
+        const bodyScope = this.reflector.get<BodyScope | undefined>(BODY_SCOPE, handler);
+        if (rule || isPublic || bodyScope) {
           const path = joinPath(base, this.reflector.get<string | string[]>(PATH_METADATA, handler));
-          const bodyScope = this.reflector.get<BodyScope | undefined>(BODY_SCOPE, handler);
           const unschedulable = this.reflector.getAllAndOverride<UnschedulableReason | undefined>(UNSCHEDULABLE, [handler, controller]);
           routes.push({
             method: RequestMethod[method],

@@ -5,11 +5,20 @@ import { FastifyRequest } from 'fastify';
 import { Principal } from '@app/access';
 
 import { Authenticator, credentialsOf } from './authenticator.service';
-import { PUBLIC_ROUTE, requiredScope, ROUTE_SCOPE, RouteScope, UNSCHEDULABLE, UnschedulableReason } from './scopes.decorator';
+import {
+  BODY_SCOPE,
+  BodyScope,
+  PUBLIC_ROUTE,
+  requiredScope,
+  ROUTE_SCOPE,
+  RouteScope,
+  UNSCHEDULABLE,
+  UnschedulableReason,
+} from './scopes.decorator';
 
 export type AuthenticatedRequest = FastifyRequest & { principal?: Principal };
 
-/** Global guard, deny by default: a route without @RequireScope or @Public never runs. */
+/** Global guard, deny by default: a route without @RequireScope, @ScopeFromBody or @Public never runs. */
 @Injectable()
 export class ScopeGuard implements CanActivate {
   constructor(
@@ -28,11 +37,15 @@ export class ScopeGuard implements CanActivate {
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) {
       return true;
     }
+    const params = request.params as Record<string, unknown>;
     const rule = this.reflector.getAllAndOverride<RouteScope | undefined>(ROUTE_SCOPE, targets);
-    if (!rule) {
-      throw new Error(`${context.getClass().name}.${context.getHandler().name} declares neither @RequireScope nor @Public`);
+    const scopeOfBody = this.reflector.getAllAndOverride<BodyScope | undefined>(BODY_SCOPE, targets);
+    if (!rule && !scopeOfBody) {
+      throw new Error(`${context.getClass().name}.${context.getHandler().name} declares neither @RequireScope, @ScopeFromBody nor @Public`);
     }
-    request.principal = await this.authenticator.authenticate(credentials, requiredScope(rule, request.params as Record<string, unknown>));
+    // A route serving several methods at one URL (A2A's JSON-RPC) takes its scope from the method in the body.
+    const scope = scopeOfBody ? scopeOfBody(params, request.body) : requiredScope(rule!, params);
+    request.principal = await this.authenticator.authenticate(credentials, scope);
     return true;
   }
 }

@@ -25,11 +25,18 @@ export const BODY_SCOPE = 'auth:body-scope';
 export type BodyScope = (params: Readonly<Record<string, unknown>>, body: unknown) => string;
 
 /**
- * On a route that authenticates itself because its scope depends on the body: says how, so that a schedule
- * aimed at it is checked against the call it will make, as the route checks it.
+ * Instead of @RequireScope on a route whose scope depends on the body: the guard asks for the scope this
+ * returns, and a schedule aimed at the route is checked against the call it will make the same way.
+ * The OpenAPI document shows `scopeSummary` as the route's `x-required-scope`.
  */
-export function ScopeFromBody(scopeOf: BodyScope): MethodDecorator {
-  return SetMetadata(BODY_SCOPE, scopeOf);
+export function ScopeFromBody(scopeOf: BodyScope, scopeSummary: string): MethodDecorator {
+  return applyDecorators(
+    SetMetadata(BODY_SCOPE, scopeOf),
+    ApiBearerAuth('bearer'),
+    ApiExtension('x-required-scope', scopeSummary),
+    ApiUnauthorizedResponse({ description: 'Missing or invalid credential', type: ErrorBodyDto }),
+    ApiForbiddenResponse({ description: 'The credential lacks the scope of the method called', type: ErrorBodyDto }),
+  );
 }
 
 export const UNSCHEDULABLE = 'auth:unschedulable';

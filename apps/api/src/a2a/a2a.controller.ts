@@ -1,10 +1,7 @@
 import { applyDecorators, Controller, Get, HttpCode, NotFoundException, Param, Post, Req, Res, Type } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
-  ApiBearerAuth,
   ApiBody,
-  ApiExtension,
-  ApiForbiddenResponse,
   ApiHeader,
   ApiNotFoundResponse,
   ApiOkResponse,
@@ -12,23 +9,12 @@ import {
   ApiParam,
   ApiProduces,
   ApiTags,
-  ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
 import { FastifyReply, FastifyRequest } from 'fastify';
 
 import { A2ACall, A2AEndpoint } from '@app/a2a';
 import { Principal } from '@app/access';
-import {
-  Authenticator,
-  BodyScope,
-  credentialsOf,
-  CurrentPrincipal,
-  Public,
-  requiredScope,
-  RequireScope,
-  ScopeFromBody,
-  Unschedulable,
-} from '@app/auth';
+import { BodyScope, CurrentPrincipal, requiredScope, RequireScope, ScopeFromBody, Unschedulable } from '@app/auth';
 import { ErrorBodyDto } from '@app/errors';
 import { ComponentKind } from '@app/runs';
 
@@ -87,10 +73,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
   @ApiTags('a2a')
   @Controller(`a2a/${resource}`)
   class A2AController {
-    constructor(
-      readonly a2a: A2AEndpoint,
-      readonly authenticator: Authenticator,
-    ) {}
+    constructor(readonly a2a: A2AEndpoint) {}
 
     @Get(`:${param}/.well-known/agent-card.json`)
     @ComponentParam()
@@ -102,8 +85,12 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     }
 
     @Post(`:${param}`)
-    @Public()
-    @ScopeFromBody(jsonRpcScope)
+    @ScopeFromBody(
+      jsonRpcScope,
+      kind === 'workflow'
+        ? `${run} (SendMessage, SendStreamingMessage)`
+        : `${read} (GetTask and the other reads) or ${run} (SendMessage, SendStreamingMessage, CancelTask, any other method)`,
+    )
     @Unschedulable(A2AEndpoint.unfitForFires)
     @HttpCode(200)
     @ComponentParam()
@@ -116,22 +103,15 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
         'With `A2A-Version: 1.0` the methods go by their v1.0 names (SendMessage); without it, as A2A v0.3 (message/send, message/stream, tasks/get, tasks/cancel).',
     })
     @ApiBody({ schema: { type: 'object' }, examples: { send: { summary: 'message/send (v0.3)', value: JSON_RPC_EXAMPLE } } })
-    @ApiBearerAuth('bearer')
-    @ApiExtension(
-      'x-required-scope',
-      kind === 'workflow'
-        ? `${run} (SendMessage, SendStreamingMessage)`
-        : `${read} (GetTask and the other reads) or ${run} (SendMessage, SendStreamingMessage, CancelTask, any other method)`,
-    )
     @ApiProduces('application/json', 'text/event-stream')
     @ApiOkResponse({ description: 'The JSON-RPC response, or a text/event-stream of them for SendStreamingMessage' })
-    @ApiUnauthorizedResponse({ description: 'Missing or invalid credential', type: ErrorBodyDto })
-    @ApiForbiddenResponse({ description: 'The credential lacks the scope of the method called', type: ErrorBodyDto })
-    async jsonRpc(@Param(param) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-      // The scope follows the method, so the route authenticates itself.
-      const scope = jsonRpcScope({ [param]: id }, request.body);
-      const principal = await this.authenticator.authenticate(credentialsOf(request), scope);
-      await this.serve(reply, id, principal, request, (call) => this.a2a.jsonRpc(call, request.body, reply.raw));
+    async jsonRpc(
+      @CurrentPrincipal() caller: Principal,
+      @Param(param) id: string,
+      @Req() request: FastifyRequest,
+      @Res() reply: FastifyReply,
+    ): Promise<void> {
+      await this.serve(reply, id, caller, request, (call) => this.a2a.jsonRpc(call, request.body, reply.raw));
     }
 
     @Post(`:${param}/message::send`)
