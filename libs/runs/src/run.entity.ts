@@ -9,8 +9,6 @@ import type { RunStatus } from './run-status';
 // Idempotency keys are unique per caller, anonymous callers (NULL user) included: the migration
 // creates it NULLS NOT DISTINCT, which TypeORM cannot express, so it is not synchronised from here.
 @Index('UQ_runs_idempotency', { synchronize: false })
-// Running runs an api executes itself, by the age of their lease: the worker's sweep of lost ones (partial, from the migration).
-@Index('IDX_runs_sync_running', { synchronize: false })
 export class RunEntity {
   @PrimaryColumn('uuid')
   id!: string;

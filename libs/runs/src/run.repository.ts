@@ -51,15 +51,16 @@ const backgroundRun = (session: string) => `
   SELECT (SELECT count(*)::int FROM job) AS created, ${BACKGROUND_JOB.notified} AS notified`;
 
 /**
- * A run executed in the api, in one statement: its session and the run, started. It is stamped with the
- * creation time its first event (RunStarted) reports.
+ * A run executed in the api, in one statement: its session, the run, started, and its lease (see
+ * SyncRunLeases). It is stamped with the creation time its first event (RunStarted) reports.
  */
 const startedRun = (session: string) => `
   WITH session AS (${session}),
   run AS (
     INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message, idempotency_key, created_at, updated_at)
     SELECT $1, id, $3, $4, $5, false, 'running', $6, $7, $8, $8 FROM session RETURNING id
-  )
+  ),
+  lease AS (INSERT INTO run_leases (run_id) SELECT id FROM run)
   SELECT count(*)::int AS created FROM run`;
 
 // Prepared by name: each api connection parses and plans these once, not per request.
@@ -114,7 +115,8 @@ const SESSION_HISTORY = {
 
 const FINISH_STARTED_RUN = {
   name: 'runs_finish_started',
-  text: `UPDATE runs SET status = $2, content = $3, error = $4, model = $5, input_tokens = $6, output_tokens = $7,
+  text: `WITH lease AS (DELETE FROM run_leases WHERE run_id = $1)
+         UPDATE runs SET status = $2, content = $3, error = $4, model = $5, input_tokens = $6, output_tokens = $7,
            completed_at = now(), updated_at = now()
          WHERE id = $1
          RETURNING completed_at`,

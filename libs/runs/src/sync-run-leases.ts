@@ -7,15 +7,17 @@ import { queryPrepared } from '@app/database';
 import { DatabaseHealth } from '@app/health';
 
 const RENEW = {
-  name: 'runs_renew_sync_leases',
-  text: `UPDATE runs SET updated_at = now() WHERE id = ANY ($1::uuid[]) AND status = 'running'`,
+  name: 'runs_renew_leases',
+  text: `UPDATE run_leases SET renewed_at = now() WHERE run_id = ANY ($1::uuid[])`,
 };
 
+/** The leases not renewed for the grace go, and their runs, if still running, fail. */
 const SWEEP = {
-  name: 'runs_sweep_lost_sync',
-  text: `UPDATE runs SET status = 'failed', error = $2, completed_at = now(), updated_at = now()
-           WHERE status = 'running' AND NOT background AND updated_at < now() - make_interval(secs => $1)
-           RETURNING id`,
+  name: 'runs_sweep_lost',
+  text: `WITH lost AS (DELETE FROM run_leases WHERE renewed_at < now() - make_interval(secs => $1) RETURNING run_id)
+         UPDATE runs SET status = 'failed', error = $2, completed_at = now(), updated_at = now()
+           FROM lost WHERE runs.id = lost.run_id AND runs.status = 'running'
+           RETURNING runs.id`,
 };
 
 const LOST = 'Lost: the api running it stopped before the run ended (it had not renewed the run for QUEUE_LOCK_GRACE_SECONDS)';
@@ -27,8 +29,9 @@ function everyThirdOfGrace(env: Env): number {
 
 /**
  * A run the api executes itself (not background) has no queue job to be swept when that api crashes or
- * stops mid-run. So the api renews the run's lease (its updated_at) while it runs it, and a worker fails
- * the run once the lease is older than QUEUE_LOCK_GRACE_SECONDS, as the queue does a lost worker's job.
+ * stops mid-run. So it has a lease (run_leases, written with the run and removed with its outcome, in
+ * the same statements), which the api renews while it runs it; a worker fails the run once its lease is
+ * older than QUEUE_LOCK_GRACE_SECONDS, as the queue does a lost worker's job.
  */
 @Injectable()
 export class SyncRunLeases implements OnApplicationShutdown {

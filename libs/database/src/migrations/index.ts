@@ -21,7 +21,7 @@ import { ScheduleFireLatestFinished1765800000001 } from './1765800000001-Schedul
 import { ScheduleFireSkipCounts1765800000002 } from './1765800000002-ScheduleFireSkipCounts';
 import { NewestFirstIndexes1765800000003 } from './1765800000003-NewestFirstIndexes';
 import { TraceSpanAgeBtree1765800000004 } from './1765800000004-TraceSpanAgeBtree';
-import { SyncRunLeases1765900000001 } from './1765900000001-SyncRunLeases';
+import { RunLeases1765900000001 } from './1765900000001-RunLeases';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -48,5 +48,5 @@ export const MIGRATIONS = [
   ScheduleFireSkipCounts1765800000002,
   NewestFirstIndexes1765800000003,
   TraceSpanAgeBtree1765800000004,
-  SyncRunLeases1765900000001,
+  RunLeases1765900000001,
 ];
