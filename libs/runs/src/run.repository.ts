@@ -102,13 +102,18 @@ function toRunEntity({ jobStatus, jobError, jobUpdatedAt, jobCompletedAt, ...run
 /** Earlier turns a run sees: at most this many runs back, so a long session costs a bounded read. */
 const HISTORY_RUNS = 50;
 
-/** The turns a run continuing its session sees (every such run reads them, in the api or a worker). */
+/**
+ * The turns a run continuing its session sees (every such run reads them, in the api or a worker). The
+ * run's own time is a scalar subquery, not a join: with the join, the generic plan a prepared statement
+ * switches to after five runs sorted the whole session (12 ms at 30,000 runs, growing with it) where
+ * the index read backwards finds the last 50 in 0.1 ms; now both plans read the index.
+ */
 const SESSION_HISTORY = {
   name: 'runs_session_history',
   text: `SELECT message, content FROM (
-           SELECT r.message, r.content, r.created_at FROM runs r, runs current
-           WHERE current.id = $2 AND r.session_id = $1 AND r.id <> $2 AND r.status = 'completed' AND r.content IS NOT NULL
-             AND r.created_at <= current.created_at
+           SELECT r.message, r.content, r.created_at FROM runs r
+           WHERE r.session_id = $1 AND r.created_at <= (SELECT created_at FROM runs WHERE id = $2)
+             AND r.id <> $2 AND r.status = 'completed' AND r.content IS NOT NULL
            ORDER BY r.created_at DESC LIMIT ${HISTORY_RUNS}) earlier
          ORDER BY created_at`,
 };
