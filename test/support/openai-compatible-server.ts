@@ -11,6 +11,8 @@ export interface CompletionScript {
   hang?: boolean;
   /** Answer this HTTP status with an OpenAI-style error body instead of a stream. */
   status?: number;
+  /** The error body's message (default `stand-in error <status>`): some providers quote the key they refused. */
+  errorMessage?: string;
   usage?: { prompt_tokens: number; completion_tokens: number };
 }
 
@@ -69,7 +71,11 @@ export class OpenAiCompatibleServer {
     if (script.status) {
       response
         .writeHead(script.status, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ error: { message: `stand-in error ${script.status}`, type: 'server_error', code: null } }));
+        .end(
+          JSON.stringify({
+            error: { message: script.errorMessage ?? `stand-in error ${script.status}`, type: 'server_error', code: null },
+          }),
+        );
       return;
     }
     let open = true;

@@ -26,6 +26,7 @@ describe('modelAgent against an OpenAI-compatible server on loopback', () => {
       file,
       `export default ({ modelAgent }) => [
         modelAgent({ id: 'assistant', instructions: 'You are terse.', model: 'standin-1', baseURL: '${baseURL}', apiKeyEnv: 'STANDIN_API_KEY', historyTurns: 2, timeoutSeconds: 5 }),
+        modelAgent({ id: 'keyless', instructions: 'x', model: 'standin-1', baseURL: '${baseURL}', apiKeyEnv: 'STANDIN_UNSET_KEY' }),
       ];`,
     );
     const env = {
@@ -142,6 +143,36 @@ describe('modelAgent against an OpenAI-compatible server on loopback', () => {
     expect((await runBody(accepted.body.run_id)).error).toContain('HTTP 429');
     const job = (await call(api.url, 'GET', `/queue/jobs/${accepted.body.run_id}`, { token: ROOT_KEY })).body;
     expect(job).toMatchObject({ status: 'failed', attempt: 1, max_attempts: 1 });
+  });
+
+  it('never shows the key, even when the provider quotes the one it refused', async () => {
+    provider.next({ status: 401, errorMessage: `Incorrect API key provided: ${API_KEY}` });
+    const refused = await run({ message: 'who am I' });
+    expect(refused.body).toMatchObject({ status: 'failed', error: expect.stringContaining('HTTP 401') });
+    expect(refused.body.error).toContain('Incorrect API key provided: [redacted]');
+    provider.next({ status: 401, errorMessage: `Incorrect API key provided: ${API_KEY}` });
+    const background = await run({ message: 'who am I', background: true });
+    await waitFor(async () => (await runBody(background.body.run_id)).status === 'failed', 10_000, 'the run to fail');
+    const job = (await call(api.url, 'GET', `/queue/jobs/${background.body.run_id}`, { token: ROOT_KEY })).body;
+    expect(JSON.stringify([await runBody(background.body.run_id), job])).not.toContain(API_KEY);
+    expect(api.output() + worker.output()).not.toContain(API_KEY);
+  });
+
+  it('fails a run whose key variable is unset, naming the variable, without calling the provider', async () => {
+    const calls = provider.requests.length;
+    const response = await call(api.url, 'POST', '/agents/keyless/runs', { token: ROOT_KEY, json: { message: 'x' } });
+    expect(response.body).toMatchObject({
+      status: 'failed',
+      error: "The model's API key is missing: STANDIN_UNSET_KEY is not set in the environment of this process",
+    });
+    expect(provider.requests.length).toBe(calls);
+  });
+
+  it('stops a model whose answer passes a million characters, and fails the run', async () => {
+    provider.next({ chunks: Array.from({ length: 12 }, () => 'x'.repeat(100_000)) });
+    const response = await run({ message: 'say everything' });
+    expect(response.body).toMatchObject({ status: 'failed', content: null });
+    expect(response.body.error).toBe("The model's answer passed 1000000 characters: the call was stopped");
   });
 
   it('fails the run when the provider stalls past timeoutSeconds', async () => {

@@ -121,4 +121,11 @@ describe('modelAgent (with the AI SDK test model)', () => {
   it('refuses options without the required fields', () => {
     expect(() => modelAgent({ ...OPTIONS, baseURL: '' })).toThrow('modelAgent needs baseURL');
   });
+
+  it('refuses a key given where its variable’s name goes, without repeating it', () => {
+    const load = () => modelAgent({ ...OPTIONS, apiKeyEnv: 'sk-proj-0123456789abcdef' });
+    expect(load).toThrow(/apiKeyEnv names the environment variable that holds the key/);
+    expect(load).not.toThrow(/sk-proj/);
+    expect(() => modelAgent({ ...OPTIONS, apiKeyEnv: 'OPENAI_API_KEY' })).not.toThrow();
+  });
 });

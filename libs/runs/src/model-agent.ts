@@ -10,6 +10,11 @@ import { Component, ModelUsage, RunCancelled, RunContext } from './component';
 const DEFAULT_HISTORY_TURNS = 10;
 const DEFAULT_TIMEOUT_SECONDS = 300;
 const MAX_PROVIDER_TEXT = 300;
+/** A model's answer is a run's content and the next turn's history: past this, the run fails rather than hold it. */
+const MAX_ANSWER_CHARS = 1_000_000;
+/** Shorter values are not taken for secrets: replacing them would garble the text around them. */
+const MIN_SECRET_CHARS = 8;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export function modelAgent(options: ModelAgentOptions): Component {
   for (const field of ['id', 'instructions', 'model', 'baseURL'] as const) {
@@ -17,11 +22,17 @@ export function modelAgent(options: ModelAgentOptions): Component {
       throw new Error(`modelAgent needs ${field} (a non-empty string)`);
     }
   }
+  if (options.apiKeyEnv !== undefined && !ENV_NAME.test(options.apiKeyEnv)) {
+    // Never echoed: what was given may be the key itself.
+    throw new Error(
+      `modelAgent '${options.id}': apiKeyEnv names the environment variable that holds the key (OPENAI_API_KEY, say), not the key`,
+    );
+  }
   const provider = createOpenAICompatible({
     name: 'model-agent',
     baseURL: options.baseURL,
     // The variable is named by the deployment's own module, not a platform setting, so it is read here.
-    apiKey: options.apiKeyEnv ? process.env[options.apiKeyEnv] : undefined,
+    apiKey: apiKeyOf(options),
     includeUsage: true,
   });
   const model = provider.chatModel(options.model);
@@ -62,8 +73,13 @@ async function callModel(
   options: ModelAgentOptions,
   context: RunContext,
 ): Promise<{ content: string; usage: ModelUsage }> {
+  if (options.apiKeyEnv && !apiKeyOf(options)) {
+    // Sent without it, the call fails as the provider words it (or succeeds on a server that wants none) and names nothing.
+    throw new Error(`The model's API key is missing: ${options.apiKeyEnv} is not set in the environment of this process`);
+  }
   const timeoutSeconds = options.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
   const timeout = AbortSignal.timeout(timeoutSeconds * 1000);
+  const tooLong = new AbortController();
   const turns = options.historyTurns ?? DEFAULT_HISTORY_TURNS;
   const messages: ModelMessage[] = [...(turns > 0 ? context.history.slice(-turns) : []), { role: 'user', content: context.message }];
   const result = streamText({
@@ -73,7 +89,7 @@ async function callModel(
     maxOutputTokens: options.maxOutputTokens,
     temperature: options.temperature,
     maxRetries: 0,
-    abortSignal: AbortSignal.any([context.signal, timeout]),
+    abortSignal: AbortSignal.any([context.signal, timeout, tooLong.signal]),
     // Errors arrive as stream parts and fail the run below; the SDK's default would print them to stderr.
     onError: () => undefined,
   });
@@ -83,6 +99,10 @@ async function callModel(
     for await (const part of result.fullStream) {
       if (part.type === 'text-delta') {
         content += part.text;
+        if (content.length > MAX_ANSWER_CHARS) {
+          tooLong.abort();
+          throw new Error(`The model's answer passed ${MAX_ANSWER_CHARS} characters: the call was stopped`);
+        }
         context.emit(part.text);
       } else if (part.type === 'finish') {
         usage = part.totalUsage;
@@ -98,7 +118,15 @@ async function callModel(
   return { content, usage: { model: options.model, inputTokens: usage?.inputTokens ?? null, outputTokens: usage?.outputTokens ?? null } };
 }
 
-/** A failure the run's error can show: the provider's status, a timeout, or the connection problem. */
+function apiKeyOf(options: ModelAgentOptions): string | undefined {
+  return options.apiKeyEnv ? process.env[options.apiKeyEnv] || undefined : undefined;
+}
+
+/**
+ * A failure the run's error can show: the provider's status, a timeout, or the connection problem. It
+ * goes to the run, the job, logs and spans, so the key and the base URL's credentials never do: some
+ * providers quote the key they refused.
+ */
 function describeFailure(
   error: unknown,
   options: ModelAgentOptions,
@@ -109,19 +137,38 @@ function describeFailure(
   if (cancel.aborted) {
     return cancel.reason instanceof Error ? cancel.reason : new RunCancelled();
   }
+  return new Error(redacted(providerFailure(error, options, timeout, timeoutSeconds), options));
+}
+
+function providerFailure(error: unknown, options: ModelAgentOptions, timeout: AbortSignal, timeoutSeconds: number): string {
   if (timeout.aborted) {
-    return new Error(`Model provider timed out after ${timeoutSeconds}s (${options.baseURL})`);
+    return `Model provider timed out after ${timeoutSeconds}s (${options.baseURL})`;
   }
   if (APICallError.isInstance(error)) {
     if (error.statusCode !== undefined) {
-      return new Error(
-        `Model provider answered HTTP ${error.statusCode} (${options.baseURL}): ${clip(error.responseBody ?? error.message)}`,
-      );
+      return `Model provider answered HTTP ${error.statusCode} (${options.baseURL}): ${clip(error.responseBody ?? error.message)}`;
     }
     const cause = error.cause as { code?: string; cause?: { code?: string } } | undefined;
-    return new Error(`Model provider unreachable at ${options.baseURL}: ${cause?.code ?? cause?.cause?.code ?? error.message}`);
+    return `Model provider unreachable at ${options.baseURL}: ${cause?.code ?? cause?.cause?.code ?? error.message}`;
   }
-  return error instanceof Error ? error : new Error(String(error));
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The text without the API key or the base URL's user and password. */
+function redacted(text: string, options: ModelAgentOptions): string {
+  const secrets = [apiKeyOf(options), ...urlCredentials(options.baseURL)].filter(
+    (secret): secret is string => secret !== undefined && secret.length >= MIN_SECRET_CHARS,
+  );
+  return secrets.reduce((shown, secret) => shown.split(secret).join('[redacted]'), text);
+}
+
+function urlCredentials(url: string): string[] {
+  try {
+    const { username, password } = new URL(url);
+    return [password, decodeURIComponent(password), username, decodeURIComponent(username)];
+  } catch {
+    return [];
+  }
 }
 
 function clip(text: string): string {
