@@ -150,6 +150,18 @@ describe('modelAgent against an OpenAI-compatible server on loopback', () => {
     const refused = await run({ message: 'who am I' });
     expect(refused.body).toMatchObject({ status: 'failed', error: expect.stringContaining('HTTP 401') });
     expect(refused.body.error).toContain('Incorrect API key provided: [redacted]');
+    // The trace's model call is marked failed, with the same redacted reason.
+    let modelCall: { attributes: Record<string, unknown> } | undefined;
+    await waitFor(
+      async () => {
+        const traces = (await call(api.url, 'GET', `/traces?run_id=${refused.body.run_id}`, { token: ROOT_KEY })).body.data;
+        modelCall = traces[0]?.spans.find((span: { name: string }) => span.name === 'model.call');
+        return modelCall !== undefined;
+      },
+      10_000,
+      'the trace of the refused call',
+    );
+    expect(modelCall!.attributes).toMatchObject({ 'otel.status_code': 'ERROR', 'otel.status_description': refused.body.error });
     provider.next({ status: 401, errorMessage: `Incorrect API key provided: ${API_KEY}` });
     const background = await run({ message: 'who am I', background: true });
     await waitFor(async () => (await runBody(background.body.run_id)).status === 'failed', 10_000, 'the run to fail');

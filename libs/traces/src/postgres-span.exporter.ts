@@ -1,3 +1,4 @@
+import { SpanStatusCode } from '@opentelemetry/api';
 import { ExportResult, ExportResultCode, hrTimeToMilliseconds } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
 import type { DataSource } from 'typeorm';
@@ -78,6 +79,16 @@ export class PostgresSpanExporter implements SpanExporter {
 }
 
 /**
+ * A failed span's attributes say so, under the names OpenTelemetry gives status in formats without a status
+ * field (Zipkin's tags): `otel.status_code` and `otel.status_description`.
+ */
+function withStatus({ attributes, status }: ReadableSpan): ReadableSpan['attributes'] {
+  return status.code === SpanStatusCode.ERROR
+    ? { ...attributes, 'otel.status_code': 'ERROR', ...(status.message ? { 'otel.status_description': status.message } : {}) }
+    : attributes;
+}
+
+/**
  * The batch's spans by trace. A request refused before it made a run (its request span names no run)
  * has nothing to show in GET /traces: its spans are left to the OTLP exporter, if one is set.
  */
@@ -116,7 +127,7 @@ function byTrace(spans: ReadableSpan[]): TraceBatch[] {
       name: span.name,
       started_at: startedAt,
       ended_at: hrTimeToMilliseconds(span.endTime),
-      attributes,
+      attributes: withStatus(span),
     });
   }
   return [...traces.values()].filter((trace) => trace.runs.length > 0 || !refused.has(trace.traceId));
