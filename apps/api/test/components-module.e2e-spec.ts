@@ -209,9 +209,14 @@ describe('the other module forms', () => {
   const BAD: [string, () => string, RegExp][] = [
     ['a missing file', () => join(dir, 'missing.mjs'), /missing\.mjs: no such file$/m],
     [
-      'a syntax error',
-      () => moduleFile('syntax.mjs', 'export default [ { kind: "agent", id: ;'),
-      /syntax\.mjs: cannot be loaded: SyntaxError: /m,
+      'a syntax error, and how to find it',
+      () => moduleFile('syntax.mjs', 'const fine = 1;\n\nexport default [ { kind: "agent", id: ;'),
+      /syntax\.mjs: cannot be loaded: SyntaxError: .* \(node --check \/.*syntax\.mjs shows where\)$/m,
+    ],
+    [
+      'a throw at import, with its line',
+      () => moduleFile('throws.mjs', 'const fine = 1;\nthrow new Error("no config");\nexport default [];'),
+      /throws\.mjs: cannot be loaded: no config \(line 2\)$/m,
     ],
     [
       'a duplicate id',

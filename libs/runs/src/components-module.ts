@@ -44,7 +44,7 @@ export async function loadComponentsModule(path: string, registered: readonly Co
   try {
     loaded = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   } catch (error) {
-    throw new ComponentsModuleError(file, `cannot be loaded: ${firstLine(error)}`);
+    throw new ComponentsModuleError(file, `cannot be loaded: ${firstLine(error, file)}`);
   }
   let exported = loaded.components ?? loaded.default;
   // CommonJS `exports.components = ...` and TypeScript's compiled `exports.default = ...` arrive one level down.
@@ -56,7 +56,7 @@ export async function loadComponentsModule(path: string, registered: readonly Co
     try {
       components = await (exported as (helpers: ComponentHelpers) => unknown)(HELPERS);
     } catch (error) {
-      throw new ComponentsModuleError(file, `its function threw: ${firstLine(error)}`);
+      throw new ComponentsModuleError(file, `its function threw: ${firstLine(error, file)}`);
     }
   }
   if (!Array.isArray(components)) {
@@ -101,6 +101,21 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null;
 }
 
-function firstLine(error: unknown): string {
-  return (error instanceof Error ? `${error.name === 'Error' ? '' : `${error.name}: `}${error.message}` : String(error)).split('\n')[0];
+/**
+ * The error's first line, and the line of the module it came from when its stack names one. A syntax error's
+ * stack does not (Node keeps the place apart), so it says how to find it.
+ */
+function firstLine(error: unknown, file: string): string {
+  const line = (error instanceof Error ? `${error.name === 'Error' ? '' : `${error.name}: `}${error.message}` : String(error)).split(
+    '\n',
+  )[0];
+  const stack = error instanceof Error ? (error.stack ?? '') : '';
+  for (const place of [`${pathToFileURL(file).href}:`, `${file}:`]) {
+    const at = stack.indexOf(place);
+    const lineNumber = at < 0 ? null : /^\d+/.exec(stack.slice(at + place.length));
+    if (lineNumber) {
+      return `${line} (line ${lineNumber[0]})`;
+    }
+  }
+  return error instanceof SyntaxError ? `${line} (node --check ${file} shows where)` : line;
 }
