@@ -69,13 +69,11 @@ export class OpenAiCompatibleServer {
     this.requests.push({ authorization: request.headers.authorization, body });
     const script = this.scripts.shift() ?? { chunks: ['Hello!'] };
     if (script.status) {
-      response
-        .writeHead(script.status, { 'content-type': 'application/json' })
-        .end(
-          JSON.stringify({
-            error: { message: script.errorMessage ?? `stand-in error ${script.status}`, type: 'server_error', code: null },
-          }),
-        );
+      response.writeHead(script.status, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          error: { message: script.errorMessage ?? `stand-in error ${script.status}`, type: 'server_error', code: null },
+        }),
+      );
       return;
     }
     let open = true;
