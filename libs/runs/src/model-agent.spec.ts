@@ -122,6 +122,16 @@ describe('modelAgent (with the AI SDK test model)', () => {
     expect(() => modelAgent({ ...OPTIONS, baseURL: '' })).toThrow('modelAgent needs baseURL');
   });
 
+  it('refuses at load options that would fail every run: a base URL without http(s), bad numbers', () => {
+    expect(() => modelAgent({ ...OPTIONS, baseURL: 'localhost:11434' })).toThrow(/baseURL must be an http\(s\) URL/);
+    expect(() => modelAgent({ ...OPTIONS, temperature: 'hot' as never })).toThrow('temperature must be a number from 0');
+    expect(() => modelAgent({ ...OPTIONS, timeoutSeconds: 0 })).toThrow('timeoutSeconds must be a number of seconds above 0');
+    expect(() => modelAgent({ ...OPTIONS, timeoutSeconds: -5 })).toThrow('timeoutSeconds must be');
+    expect(() => modelAgent({ ...OPTIONS, historyTurns: 1.5 })).toThrow('historyTurns must be a whole number from 0');
+    expect(() => modelAgent({ ...OPTIONS, maxOutputTokens: 0 })).toThrow('maxOutputTokens must be a whole number above 0');
+    expect(() => modelAgent({ ...OPTIONS, temperature: 0.2, timeoutSeconds: 30, historyTurns: 0, maxOutputTokens: 256 })).not.toThrow();
+  });
+
   it('refuses a key given where its variable’s name goes, without repeating it', () => {
     const load = () => modelAgent({ ...OPTIONS, apiKeyEnv: 'sk-proj-0123456789abcdef' });
     expect(load).toThrow(/apiKeyEnv names the environment variable that holds the key/);

@@ -22,6 +22,7 @@ export function modelAgent(options: ModelAgentOptions): Component {
       throw new Error(`modelAgent needs ${field} (a non-empty string)`);
     }
   }
+  assertOptions(options);
   if (options.apiKeyEnv !== undefined && !ENV_NAME.test(options.apiKeyEnv)) {
     // Never echoed: what was given may be the key itself.
     throw new Error(
@@ -116,6 +117,34 @@ async function callModel(
     throw describeFailure(error, options, context.signal, timeout, timeoutSeconds);
   }
   return { content, usage: { model: options.model, inputTokens: usage?.inputTokens ?? null, outputTokens: usage?.outputTokens ?? null } };
+}
+
+/** The numbers and the URL, checked at load: wrong, they would fail every run with a message about something else. */
+function assertOptions(options: ModelAgentOptions): void {
+  const refuse = (what: string) => {
+    throw new Error(`modelAgent '${options.id}': ${what}`);
+  };
+  let url: URL | null = null;
+  try {
+    url = new URL(options.baseURL);
+  } catch {
+    // refused below
+  }
+  if (!url || !['http:', 'https:'].includes(url.protocol)) {
+    refuse('baseURL must be an http(s) URL, such as http://127.0.0.1:11434/v1');
+  }
+  const numbers: [keyof ModelAgentOptions, (value: number) => boolean, string][] = [
+    ['temperature', (value) => value >= 0, 'a number from 0'],
+    ['maxOutputTokens', (value) => Number.isInteger(value) && value > 0, 'a whole number above 0'],
+    ['historyTurns', (value) => Number.isInteger(value) && value >= 0, 'a whole number from 0'],
+    ['timeoutSeconds', (value) => value > 0, 'a number of seconds above 0'],
+  ];
+  for (const [field, valid, what] of numbers) {
+    const value = options[field];
+    if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || !valid(value))) {
+      refuse(`${field} must be ${what}`);
+    }
+  }
 }
 
 function apiKeyOf(options: ModelAgentOptions): string | undefined {
