@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { Span, SpanKind } from '@opentelemetry/api';
 import { isUUID } from 'class-validator';
@@ -43,6 +43,8 @@ interface Created {
  */
 @Injectable()
 export class RunsService {
+  private readonly logger = new Logger('Runs');
+
   constructor(
     private readonly env: Env,
     private readonly registry: ComponentRegistry,
@@ -249,6 +251,13 @@ export class RunsService {
 
   /** Records the outcome of a run executed here and answers the run as stored, without reading it back. */
   private async finished(run: RunEntity, outcome: RunOutcome): Promise<RunDto> {
+    if (outcome.status === 'failed') {
+      // The worker logs a background run's failure; a run executed here would show only as its request's 200.
+      this.logger.warn(
+        { run_id: run.id, component_type: run.componentType, component_id: run.componentId, error: outcome.error },
+        `run failed: ${run.componentType} ${run.componentId}`,
+      );
+    }
     const stored = await this.runs.finish(run, outcome);
     if (!stored) {
       throw runNotFound(run.id);
