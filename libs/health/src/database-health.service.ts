@@ -27,6 +27,7 @@ const MIGRATED_POLL_MS = 2000;
 @Injectable()
 export class DatabaseHealth {
   private readonly logger = new Logger('Database');
+  private stateAtStart: Promise<DatabaseState> | null = null;
   private migrated: Promise<void> | null = null;
 
   constructor(private readonly dataSource: DataSource) {}
@@ -40,8 +41,18 @@ export class DatabaseHealth {
     return this.migrated;
   }
 
+  /** Whether every migration was applied when the process first asked: one query however many loops ask. */
+  async wasMigratedAtStart(): Promise<boolean> {
+    return (await this.firstState()) === 'ok';
+  }
+
+  private firstState(): Promise<DatabaseState> {
+    this.stateAtStart ??= this.check();
+    return this.stateAtStart;
+  }
+
   private async untilMigrated(): Promise<void> {
-    let state = await this.check();
+    let state = await this.firstState();
     if (state === 'ok') {
       return;
     }

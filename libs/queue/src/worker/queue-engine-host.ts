@@ -49,7 +49,7 @@ export abstract class QueueEngineHost<Work extends HeldWork = ClaimedJob> implem
   ) {}
 
   protected async startEngine(options: EngineOptions<Work>): Promise<void> {
-    if ((await this.database.check()) === 'ok') {
+    if (await this.database.wasMigratedAtStart()) {
       await this.launch(options);
       return;
     }
