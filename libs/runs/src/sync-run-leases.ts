@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { Env } from '@app/config';
 import { queryPrepared } from '@app/database';
 import { DatabaseHealth } from '@app/health';
+import { heartbeatPeriodMs } from '@app/queue';
 
 const RENEW = {
   name: 'runs_renew_leases',
@@ -21,11 +22,6 @@ const SWEEP = {
 };
 
 const LOST = 'Lost: the api running it stopped before the run ended (it had not renewed the run for QUEUE_LOCK_GRACE_SECONDS)';
-
-/** A third of the lock grace, as the queue's heartbeats: two renewals can fail before a run counts as lost. */
-function everyThirdOfGrace(env: Env): number {
-  return (env.QUEUE_LOCK_GRACE_SECONDS * 1000) / 3;
-}
 
 /**
  * A run the api executes itself (not background) has no queue job to be swept when that api crashes or
@@ -48,7 +44,7 @@ export class SyncRunLeases implements OnApplicationShutdown {
   async holding<T>(runId: string, work: () => Promise<T>): Promise<T> {
     this.held.add(runId);
     // Started at the first run, so a process that runs none (a worker) never renews anything.
-    this.timer ??= setInterval(() => void this.renew(), everyThirdOfGrace(this.env)).unref();
+    this.timer ??= setInterval(() => void this.renew(), heartbeatPeriodMs(this.env.QUEUE_LOCK_GRACE_SECONDS)).unref();
     try {
       return await work();
     } finally {
@@ -88,7 +84,7 @@ export class LostSyncRunSweeper implements OnApplicationBootstrap, OnModuleDestr
   onApplicationBootstrap(): void {
     void this.database.whenMigrated().then(() => {
       if (!this.stopped) {
-        this.timer = setInterval(() => void this.sweep(), everyThirdOfGrace(this.env));
+        this.timer = setInterval(() => void this.sweep(), heartbeatPeriodMs(this.env.QUEUE_LOCK_GRACE_SECONDS));
       }
     });
   }

@@ -72,6 +72,14 @@ const LISTEN_BACKOFF_MAX_MS = 30_000;
 const MAINTAIN_INTERVAL_MS = 1000;
 
 /**
+ * How often a lock (a job's, a fire's, a run's lease) is renewed, and lost ones swept: a third of the grace,
+ * so two renewals can be late before a lock counts as lost (a grace of 1 s renews every 333 ms).
+ */
+export function heartbeatPeriodMs(lockGraceSeconds: number): number {
+  return Math.max(250, (lockGraceSeconds * 1000) / 3);
+}
+
+/**
  * The queue engine of one worker process, for one table (queue jobs, or schedule fires): claims up
  * to `concurrency` items in batches (woken by NOTIFY or wake(), else every poll interval), runs them,
  * records outcomes in batches, heartbeats its locks, sweeps other workers' stale locks, and on
@@ -108,8 +116,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
 
   async start(): Promise<void> {
     await this.listen();
-    // A third of the grace, so two heartbeats can be late before a lock counts as lost (a grace of 1 s beats every 333 ms).
-    const lockPeriodMs = Math.max(250, (this.options.lockGraceSeconds * 1000) / 3);
+    const lockPeriodMs = heartbeatPeriodMs(this.options.lockGraceSeconds);
     this.timers.push(setInterval(() => void this.heartbeat(), lockPeriodMs));
     this.timers.push(setInterval(() => void this.sweep(), lockPeriodMs));
     if (this.store.maintain) {
