@@ -17,18 +17,7 @@ const MIN_SECRET_CHARS = 8;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export function modelAgent(options: ModelAgentOptions): Component {
-  for (const field of ['id', 'instructions', 'model', 'baseURL'] as const) {
-    if (typeof options?.[field] !== 'string' || options[field] === '') {
-      throw new Error(`modelAgent needs ${field} (a non-empty string)`);
-    }
-  }
   assertOptions(options);
-  if (options.apiKeyEnv !== undefined && !ENV_NAME.test(options.apiKeyEnv)) {
-    // Never echoed: what was given may be the key itself.
-    throw new Error(
-      `modelAgent '${options.id}': apiKeyEnv names the environment variable that holds the key (OPENAI_API_KEY, say), not the key`,
-    );
-  }
   const provider = createOpenAICompatible({
     name: 'model-agent',
     baseURL: options.baseURL,
@@ -119,8 +108,13 @@ async function callModel(
   return { content, usage: { model: options.model, inputTokens: usage?.inputTokens ?? null, outputTokens: usage?.outputTokens ?? null } };
 }
 
-/** The numbers and the URL, checked at load: wrong, they would fail every run with a message about something else. */
+/** Every option, checked at load: wrong, they would fail every run with a message about something else. */
 function assertOptions(options: ModelAgentOptions): void {
+  for (const field of ['id', 'instructions', 'model', 'baseURL'] as const) {
+    if (typeof options?.[field] !== 'string' || options[field] === '') {
+      throw new Error(`modelAgent needs ${field} (a non-empty string)`);
+    }
+  }
   const refuse = (what: string) => {
     throw new Error(`modelAgent '${options.id}': ${what}`);
   };
@@ -132,6 +126,10 @@ function assertOptions(options: ModelAgentOptions): void {
   }
   if (!url || !['http:', 'https:'].includes(url.protocol)) {
     refuse('baseURL must be an http(s) URL, such as http://127.0.0.1:11434/v1');
+  }
+  if (options.apiKeyEnv !== undefined && !ENV_NAME.test(options.apiKeyEnv)) {
+    // Never echoed: what was given may be the key itself.
+    refuse('apiKeyEnv names the environment variable that holds the key (OPENAI_API_KEY, say), not the key');
   }
   const numbers: [keyof ModelAgentOptions, (value: number) => boolean, string][] = [
     ['temperature', (value) => value >= 0, 'a number from 0'],
