@@ -133,15 +133,22 @@ export class AppLogger extends PinoNestLogger {
 
 type BootLevel = 'info' | 'error' | 'warn' | 'debug' | 'trace' | 'fatal';
 
+function bootPino(settings: LogSettings, service: string): Logger {
+  const options = loggerOptions(settings, service);
+  return options.transport ? pino(options) : pino(options, pino.destination({ dest: 1, sync: true }));
+}
+
 /**
  * Nest's lines while the app is being built, before AppLogger exists: what a boot that fails prints
  * (TypeORM's connection retries, the error that ended it). With the same settings as every later line,
  * one line each, rather than Nest's coloured console text: an error's first line, its stack only at debug.
- * Written synchronously (unless pretty), so they come before the boot failure's own last line.
+ * Written synchronously (unless pretty), so they come before the boot failure's own last line. Its pino is
+ * made at the first line: a boot that succeeds hands its buffered lines to AppLogger and never makes it (in
+ * pretty mode it would start a second transport thread for nothing).
  */
 export function bootLogger(settings: LogSettings, service: string): LoggerService {
-  const options = loggerOptions(settings, service);
-  const logger = options.transport ? pino(options) : pino(options, pino.destination({ dest: 1, sync: true }));
+  let made: Logger | null = null;
+  const logger = (): Logger => (made ??= bootPino(settings, service));
   const withStacks = ['debug', 'trace'].includes(settings.LOG_LEVEL);
   const write =
     (level: BootLevel) =>
@@ -151,7 +158,7 @@ export function bootLogger(settings: LogSettings, service: string): LoggerServic
       const shown = level === 'info' && context && BOOT_CONTEXTS.has(context) ? 'debug' : level;
       const text = message instanceof Error ? message.message : String(message);
       const error = typeof stack === 'string' ? (withStacks ? { stack } : { error: stack.split('\n')[0] }) : {};
-      logger[shown]({ context, ...error }, text);
+      logger()[shown]({ context, ...error }, text);
     };
   return {
     log: write('info'),
