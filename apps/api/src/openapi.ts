@@ -3,8 +3,11 @@ import { STATUS_CODES } from 'node:http';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 
+import { ADMIN_SCOPE, isValidScope, missingScopeDetail } from '@app/access';
 import { API_VERSION, Env } from '@app/config';
 import { WEBSOCKET_PATH, WEBSOCKET_PATH_ITEM } from '@app/websocket';
+
+import { DATABASE_UNAVAILABLE_DETAIL } from './errors/render-error';
 
 export function buildOpenApiDocument(app: NestFastifyApplication, env: Env): OpenAPIObject {
   const config = new DocumentBuilder()
@@ -58,17 +61,22 @@ function operationsOf(document: OpenAPIObject): Operation[] {
 }
 
 /** Each error status in general: a route's own description says what it means there. */
-const ERRORS: Record<string, { description: string; detail: (operation: Operation) => string }> = {
+const ERRORS: Record<string, { description: string; detail: (operation: Operation) => string | null }> = {
   '400': { description: 'Bad request', detail: () => 'Request body is not valid JSON' },
   '401': { description: 'Missing or invalid credential', detail: () => 'Authorization header required' },
   '403': {
     description: 'The credential lacks the scope',
-    detail: (operation) => `Insufficient permissions. Required scope(s): ${operation['x-required-scope'] ?? 'platform:admin'}`,
+    // The extension may describe several (A2A's JSON-RPC): its first scope makes the example. A route whose 403
+    // is about something else (/mcp's Origin rule) names no scope and keeps its own description.
+    detail: (operation) => {
+      const scope = operation['x-required-scope']?.split(' ')[0] ?? ADMIN_SCOPE;
+      return isValidScope(scope) ? missingScopeDetail(scope) : null;
+    },
   },
   '404': { description: 'Not found, or not visible to the caller', detail: () => 'Not found' },
   '409': { description: 'Conflicts with the current state', detail: () => 'Conflicts with the current state' },
   '429': { description: 'Too many failed token lookups from this address', detail: () => 'Too many failed authentication attempts' },
-  '503': { description: 'Unavailable', detail: () => 'Database unavailable; try again shortly' },
+  '503': { description: 'Unavailable', detail: () => DATABASE_UNAVAILABLE_DETAIL },
 };
 
 /** Statuses whose detail names the credential or its scope, whatever the route's description says. */
@@ -84,7 +92,8 @@ function withErrorExamples(document: OpenAPIObject): OpenAPIObject {
       const general = ERRORS[status];
       const json = response.content?.['application/json'];
       if (general && json?.schema?.$ref?.endsWith('/ErrorBodyDto')) {
-        const detail = (!ABOUT_THE_CREDENTIAL.has(status) && response.description) || general.detail(operation);
+        const aboutTheCredential = ABOUT_THE_CREDENTIAL.has(status) ? general.detail(operation) : null;
+        const detail = aboutTheCredential ?? (response.description || general.detail(operation) || general.description);
         response.description ||= general.description;
         json.example ??= { detail };
       }

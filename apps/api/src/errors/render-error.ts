@@ -35,6 +35,8 @@ export const FRAMEWORK_DETAILS: Record<string, string> = {
 
 const logger = new Logger('Errors');
 
+export const DATABASE_UNAVAILABLE_DETAIL = 'Database unavailable; try again shortly';
+
 /**
  * The one place an error becomes a status and the standard `{detail, error_id?, error_type?}` body or the
  * 422 array, for REST responses and MCP tool errors alike. Unknown errors become a 500 whose
@@ -62,7 +64,7 @@ export function renderError(exception: unknown, context: ErrorContext): Rendered
   }
   if (isDatabaseUnavailable(exception)) {
     logger.error({ err: exception }, 'Database unavailable');
-    return { status: HttpStatus.SERVICE_UNAVAILABLE, body: { detail: 'Database unavailable; try again shortly' } };
+    return { status: HttpStatus.SERVICE_UNAVAILABLE, body: { detail: DATABASE_UNAVAILABLE_DETAIL } };
   }
   const errorId = randomUUID();
   logger.error({ err: exception, error_id: errorId, method: context.method, url: context.url }, 'Unhandled error');

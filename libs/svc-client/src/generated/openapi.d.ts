@@ -5884,7 +5884,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Insufficient permissions. Required scope(s): agents:read (GetTask and the other reads) or agents:run (SendMessage, SendStreamingMessage, CancelTask, any other method)"
+                     *       "detail": "Insufficient permissions. Required scope(s): agents:read"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6309,7 +6309,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Insufficient permissions. Required scope(s): teams:read (GetTask and the other reads) or teams:run (SendMessage, SendStreamingMessage, CancelTask, any other method)"
+                     *       "detail": "Insufficient permissions. Required scope(s): teams:read"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6577,7 +6577,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Insufficient permissions. Required scope(s): workflows:run (SendMessage, SendStreamingMessage)"
+                     *       "detail": "Insufficient permissions. Required scope(s): workflows:run"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6793,7 +6793,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Insufficient permissions. Required scope(s): per tool: the scope of the REST route it mirrors"
+                     *       "detail": "Browser Origin not allowed"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
