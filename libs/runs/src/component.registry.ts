@@ -44,8 +44,13 @@ export class ComponentRegistry implements OnModuleInit {
     return [...this.components.values()].filter((component) => component.kind === kind);
   }
 
+  /** The component, or undefined when this process has none by that kind and id. */
+  find(kind: ComponentKind, id: string): Component | undefined {
+    return this.components.get(`${kind}/${id}`);
+  }
+
   get(kind: ComponentKind, id: string): Component {
-    const component = this.components.get(`${kind}/${id}`);
+    const component = this.find(kind, id);
     if (!component) {
       throw new RunException(RunErrorCode.ComponentNotFound, `${kind[0].toUpperCase()}${kind.slice(1)} '${id}' not found`);
     }

@@ -1,4 +1,6 @@
-import { Injectable } from '@nestjs/common';
+import { hostname } from 'node:os';
+
+import { Injectable, Logger } from '@nestjs/common';
 import type { ClientBase } from 'pg';
 
 import { ClaimedJob, ExpiredJob, HandlesJobs, JobContext, JobHandler, JobResult, RecordedResult, RUN_JOB_TYPE } from '@app/queue';
@@ -13,6 +15,10 @@ import { RunExecutor, RunInput } from './run-executor';
 @Injectable()
 @HandlesJobs(RUN_JOB_TYPE)
 export class RunJobHandler implements JobHandler {
+  private readonly logger = new Logger(RunJobHandler.name);
+  /** Components this worker deferred runs of: warned about once each. */
+  private readonly missing = new Set<string>();
+
   constructor(
     private readonly registry: ComponentRegistry,
     private readonly executor: RunExecutor,
@@ -21,7 +27,10 @@ export class RunJobHandler implements JobHandler {
   ) {}
 
   async handle(job: ClaimedJob, context: JobContext): Promise<JobResult> {
-    const component = this.registry.get(job.componentType as ComponentKind, job.componentId);
+    const component = this.registry.find(job.componentType as ComponentKind, job.componentId);
+    if (!component) {
+      return this.defer(job);
+    }
     const input: RunInput = {
       id: job.id,
       sessionId: job.sessionId,
@@ -50,6 +59,23 @@ export class RunJobHandler implements JobHandler {
       error: outcome.error,
       details: outcome,
     };
+  }
+
+  /**
+   * A run of a component this worker does not have: the api that accepted it has it, so this worker
+   * runs an older or different components module (a rolling update half-way, or a misconfiguration).
+   * The job goes back to the queue for a worker that has it, its attempt not spent; said once per component.
+   */
+  private defer(job: ClaimedJob): JobResult {
+    const component = `${job.componentType} '${job.componentId}'`;
+    if (!this.missing.has(component)) {
+      this.missing.add(component);
+      this.logger.warn(
+        `This worker has no ${component}: its runs stay queued for a worker that has it. ` +
+          'Does this worker load the same COMPONENTS_MODULE as the api?',
+      );
+    }
+    return { outcome: 'deferred', error: `Waiting for a worker that has ${component}: the worker on ${hostname()} has none` };
   }
 
   /** The runs' content and usage, in the queue's fenced transaction: one statement per batch of finished jobs. */

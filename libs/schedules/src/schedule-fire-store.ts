@@ -46,6 +46,8 @@ export const FIRE_STATUS: Record<JobOutcome, Exclude<ScheduleRunStatus, 'queued'
   // The handler cancels a fire it does not make (the schedule was disabled before it started).
   cancelled: 'skipped',
   paused: 'failed',
+  // Never reported: every worker can make every fire. Were one deferred, it must not fire again later.
+  deferred: 'failed',
 };
 
 /**

@@ -37,11 +37,15 @@ export interface JobContext {
   checkpoint(): Promise<void>;
 }
 
-export type JobOutcome = 'completed' | 'failed' | 'cancelled' | 'paused';
+/**
+ * `deferred`: this worker cannot run the job (an api and a worker mid-way through a rolling update,
+ * with different components): it goes back to the queue for another worker, its attempt not spent.
+ */
+export type JobOutcome = 'completed' | 'failed' | 'cancelled' | 'paused' | 'deferred';
 
 export interface JobResult {
   outcome: JobOutcome;
-  /** The attempt's error (failed, cancelled); null when it succeeded. */
+  /** The attempt's error (failed, cancelled), or why it was deferred; null when it succeeded. */
   error?: string | null;
   /** What the handler keeps in its own records about this attempt (a run's content): handed to its record(). */
   details?: unknown;

@@ -25,6 +25,8 @@ interface ClaimRow {
 
 // Retry backoff after failed attempt N: 2^(N-1) s, capped at 60 s.
 const BACKOFF = `make_interval(secs => least(60, power(2, greatest(j.attempt, 1) - 1)))`;
+/** A deferred job waits this long before any worker may claim it again: time for one that can run it to take it. */
+const DEFER_SECONDS = 5;
 
 /** SQL: a live cancellation intent exists for job j; `ttl` is the parameter holding the intents' lifetime. */
 const cancelRequested = (ttl: string) =>
@@ -73,23 +75,28 @@ const START = `
 /**
  * Records outcomes, fenced: a row whose attempt or lock changed (swept, requeued, released)
  * is left alone and missing from the result. A failure with attempts left goes back to
- * `queued` after the backoff. The outcome counters move in the same statement.
+ * `queued` after the backoff. A deferred job goes back too, its attempt given back (it never
+ * started), and is not an attempt the counters count. The outcome counters move in the same statement.
  */
 const FINISH = `
   WITH input AS (
     SELECT * FROM unnest($2::uuid[], $3::int[], $4::varchar[], $5::text[]) AS t(id, attempt, outcome, error)
   ), done AS (
     UPDATE queue_jobs j SET
-      status = CASE WHEN i.outcome = 'failed' AND j.attempt < j.max_attempts THEN 'queued' ELSE i.outcome END,
-      available_at = CASE WHEN i.outcome = 'failed' AND j.attempt < j.max_attempts THEN now() + ${BACKOFF} ELSE j.available_at END,
-      completed_at = CASE WHEN i.outcome = 'paused' OR (i.outcome = 'failed' AND j.attempt < j.max_attempts) THEN NULL ELSE now() END,
+      status = CASE WHEN i.outcome = 'deferred' OR (i.outcome = 'failed' AND j.attempt < j.max_attempts) THEN 'queued' ELSE i.outcome END,
+      attempt = CASE WHEN i.outcome = 'deferred' THEN j.attempt - 1 ELSE j.attempt END,
+      available_at = CASE
+        WHEN i.outcome = 'deferred' THEN now() + make_interval(secs => ${DEFER_SECONDS})
+        WHEN i.outcome = 'failed' AND j.attempt < j.max_attempts THEN now() + ${BACKOFF}
+        ELSE j.available_at END,
+      completed_at = CASE WHEN i.outcome IN ('paused', 'deferred') OR (i.outcome = 'failed' AND j.attempt < j.max_attempts) THEN NULL ELSE now() END,
       error = i.error, locked_by = NULL, locked_at = NULL, heartbeat_at = NULL, updated_at = now()
     FROM input i
     WHERE j.id = ANY ($2::uuid[]) AND j.id = i.id AND j.attempt = i.attempt AND j.locked_by = $1 AND j.status = 'running'
-    RETURNING j.id, j.status
+    RETURNING j.id, j.status, i.outcome
   ), counted AS (
     INSERT INTO queue_job_outcome_counters (outcome, total)
-    SELECT CASE WHEN status = 'queued' THEN 'retried' ELSE status END, count(*) FROM done GROUP BY 1 ORDER BY 1
+    SELECT CASE WHEN status = 'queued' THEN 'retried' ELSE status END, count(*) FROM done WHERE outcome <> 'deferred' GROUP BY 1 ORDER BY 1
     ON CONFLICT (outcome) DO UPDATE SET total = queue_job_outcome_counters.total + EXCLUDED.total
   )
   SELECT id, status FROM done`;

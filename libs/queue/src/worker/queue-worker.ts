@@ -388,9 +388,10 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
           'job write rejected by the fence: the job was swept, requeued or released meanwhile',
         );
       } else {
-        this.log.info(
+        // A deferral is the handler's to explain (once, not per job): here it is routine.
+        this.log[attempt.outcome === 'deferred' ? 'debug' : 'info'](
           { job_id: attempt.id, attempt: attempt.attempt, status, ...(attempt.error ? { error: attempt.error } : {}) },
-          `job ${status}`,
+          attempt.outcome === 'deferred' ? 'job deferred: back in the queue for another worker' : `job ${status}`,
         );
       }
     }
