@@ -103,6 +103,21 @@ describe('OpenAPI document and Swagger UI', () => {
     });
   });
 
+  it('documents what stream=true answers as events, and only where it answers them', () => {
+    for (const path of ['/agents/{agent_id}/runs', '/teams/{team_id}/runs', '/workflows/{workflow_id}/runs', '/a2a/agents/{agent_id}']) {
+      const { responses } = document.paths[path].post;
+      expect(Object.keys(responses['200'].content)).toEqual(['application/json', 'text/event-stream']);
+      // Events are text, not the JSON answer's schema.
+      expect(responses['200'].content['text/event-stream'].schema).toEqual({ type: 'string' });
+      for (const [status, response] of Object.entries<any>(responses).filter(([status]) => status !== '200')) {
+        expect([status, Object.keys(response.content ?? { 'application/json': {} })]).toEqual([status, ['application/json']]);
+      }
+    }
+    expect(document.paths['/agents/{agent_id}/runs'].post.responses['200'].content['text/event-stream'].example).toMatch(
+      /^event: RunStarted\ndata: \{.*\n\nevent: RunContent\n.*event: RunCompleted\n/s,
+    );
+  });
+
   it('serves Swagger UI at /docs', async () => {
     const page = await call(api.url, 'GET', '/docs');
     expect(page.status).toBe(200);

@@ -7,7 +7,6 @@ import {
   ApiOkResponse,
   ApiOperation,
   ApiParam,
-  ApiProduces,
   ApiTags,
 } from '@nestjs/swagger';
 import { FastifyReply, FastifyRequest } from 'fastify';
@@ -103,8 +102,10 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
         'With `A2A-Version: 1.0` the methods go by their v1.0 names (SendMessage); without it, as A2A v0.3 (message/send, message/stream, tasks/get, tasks/cancel).',
     })
     @ApiBody({ schema: { type: 'object' }, examples: { send: { summary: 'message/send (v0.3)', value: JSON_RPC_EXAMPLE } } })
-    @ApiProduces('application/json', 'text/event-stream')
-    @ApiOkResponse({ description: 'The JSON-RPC response, or a text/event-stream of them for SendStreamingMessage' })
+    @ApiOkResponse({
+      description: 'The JSON-RPC response, or a text/event-stream of them for SendStreamingMessage',
+      content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } },
+    })
     async jsonRpc(
       @CurrentPrincipal() caller: Principal,
       @Param(param) id: string,

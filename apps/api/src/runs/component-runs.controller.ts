@@ -10,10 +10,10 @@ import {
   ApiOkResponse,
   ApiOperation,
   ApiParam,
-  ApiProduces,
   ApiServiceUnavailableResponse,
   ApiTags,
   ApiUnprocessableEntityResponse,
+  getSchemaPath,
 } from '@nestjs/swagger';
 import { FastifyReply } from 'fastify';
 
@@ -23,6 +23,16 @@ import { ErrorBodyDto, ValidationErrorBodyDto } from '@app/errors';
 import { AcceptedRunDto, ComponentDto, ComponentKind, RunDto, RunIdParams, RunsService, StartRunDto } from '@app/runs';
 
 import { sendEventStream } from './event-stream';
+
+/** What stream=true answers, as /docs shows it: the last event's data is the run, as the JSON answer has it. */
+const STREAM_EXAMPLE = (kind: ComponentKind): string =>
+  [
+    `event: RunStarted\ndata: {"run_id":"9b2f…","session_id":"4c1e…","component_type":"${kind}","component_id":"…","created_at":1764000000}`,
+    'event: RunContent\ndata: {"run_id":"9b2f…","content":"Hel"}',
+    'event: RunContent\ndata: {"run_id":"9b2f…","content":"lo!"}',
+    'event: RunCompleted\ndata: {"run_id":"9b2f…","status":"completed","content":"Hello!", …}',
+    '(or RunError / RunCancelled, with the run)',
+  ].join('\n\n');
 
 interface ComponentRoute {
   kind: ComponentKind;
@@ -73,10 +83,15 @@ function componentRunsController({ kind, resource, param }: ComponentRoute): Typ
     @ApiOperation({ summary: `Run the ${kind}: finished run (200), text/event-stream (stream=true), or queued (202, background=true)` })
     @ApiConsumes('application/x-www-form-urlencoded', 'multipart/form-data', 'application/json')
     @ApiBody({ type: StartRunDto, examples: { run: { summary: 'A run', value: { message: 'Hello!' } } } })
-    @ApiProduces('application/json', 'text/event-stream')
     @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'At most 512 characters; a repeated key returns the earlier run' })
     @ApiHeader({ name: 'traceparent', required: false, description: 'W3C trace context: the run’s trace continues the caller’s' })
-    @ApiOkResponse({ type: RunDto, description: 'The finished run' })
+    @ApiOkResponse({
+      description: 'The finished run; with stream=true, the run as server-sent events instead',
+      content: {
+        'application/json': { schema: { $ref: getSchemaPath(RunDto) } },
+        'text/event-stream': { schema: { type: 'string' }, example: STREAM_EXAMPLE(kind) },
+      },
+    })
     @ApiAcceptedResponse({ type: AcceptedRunDto, description: 'background=true: the run is queued' })
     @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'stream=true with background=true' })
     @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'Unknown component or session' })

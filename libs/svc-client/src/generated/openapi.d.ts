@@ -1361,6 +1361,19 @@ export interface components {
              */
             idempotency_key?: string;
         };
+        AcceptedRunDto: {
+            /**
+             * Format: uuid
+             * @description Also the id of the queue job
+             */
+            run_id: string;
+            session_id: string;
+            /**
+             * @example queued
+             * @enum {string}
+             */
+            status: "queued" | "running" | "completed" | "failed" | "cancelled" | "paused";
+        };
         RunDto: {
             /** Format: uuid */
             run_id: string;
@@ -1386,19 +1399,6 @@ export interface components {
             created_at: number;
             updated_at: number;
             completed_at: number | null;
-        };
-        AcceptedRunDto: {
-            /**
-             * Format: uuid
-             * @description Also the id of the queue job
-             */
-            run_id: string;
-            session_id: string;
-            /**
-             * @example queued
-             * @enum {string}
-             */
-            status: "queued" | "running" | "completed" | "failed" | "cancelled" | "paused";
         };
         SessionDto: {
             session_id: string;
@@ -2554,14 +2554,29 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The finished run */
+            /** @description The finished run; with stream=true, the run as server-sent events instead */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RunDto"];
-                    "text/event-stream": components["schemas"]["RunDto"];
+                    /**
+                     * @example event: RunStarted
+                     *     data: {"run_id":"9b2f…","session_id":"4c1e…","component_type":"agent","component_id":"…","created_at":1764000000}
+                     *
+                     *     event: RunContent
+                     *     data: {"run_id":"9b2f…","content":"Hel"}
+                     *
+                     *     event: RunContent
+                     *     data: {"run_id":"9b2f…","content":"lo!"}
+                     *
+                     *     event: RunCompleted
+                     *     data: {"run_id":"9b2f…","status":"completed","content":"Hello!", …}
+                     *
+                     *     (or RunError / RunCancelled, with the run)
+                     */
+                    "text/event-stream": string;
                 };
             };
             /** @description background=true: the run is queued */
@@ -2571,7 +2586,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AcceptedRunDto"];
-                    "text/event-stream": components["schemas"]["AcceptedRunDto"];
                 };
             };
             /** @description stream=true with background=true */
@@ -2586,7 +2600,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Missing or invalid credential */
@@ -2601,7 +2614,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Requires scope `agents:run` */
@@ -2616,7 +2628,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Unknown component or session */
@@ -2631,7 +2642,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Idempotency key already used for another component */
@@ -2646,7 +2656,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Validation error */
@@ -2670,7 +2679,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -2979,14 +2987,29 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The finished run */
+            /** @description The finished run; with stream=true, the run as server-sent events instead */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RunDto"];
-                    "text/event-stream": components["schemas"]["RunDto"];
+                    /**
+                     * @example event: RunStarted
+                     *     data: {"run_id":"9b2f…","session_id":"4c1e…","component_type":"team","component_id":"…","created_at":1764000000}
+                     *
+                     *     event: RunContent
+                     *     data: {"run_id":"9b2f…","content":"Hel"}
+                     *
+                     *     event: RunContent
+                     *     data: {"run_id":"9b2f…","content":"lo!"}
+                     *
+                     *     event: RunCompleted
+                     *     data: {"run_id":"9b2f…","status":"completed","content":"Hello!", …}
+                     *
+                     *     (or RunError / RunCancelled, with the run)
+                     */
+                    "text/event-stream": string;
                 };
             };
             /** @description background=true: the run is queued */
@@ -2996,7 +3019,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AcceptedRunDto"];
-                    "text/event-stream": components["schemas"]["AcceptedRunDto"];
                 };
             };
             /** @description stream=true with background=true */
@@ -3011,7 +3033,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Missing or invalid credential */
@@ -3026,7 +3047,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Requires scope `teams:run` */
@@ -3041,7 +3061,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Unknown component or session */
@@ -3056,7 +3075,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Idempotency key already used for another component */
@@ -3071,7 +3089,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Validation error */
@@ -3095,7 +3112,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -3404,14 +3420,29 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The finished run */
+            /** @description The finished run; with stream=true, the run as server-sent events instead */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RunDto"];
-                    "text/event-stream": components["schemas"]["RunDto"];
+                    /**
+                     * @example event: RunStarted
+                     *     data: {"run_id":"9b2f…","session_id":"4c1e…","component_type":"workflow","component_id":"…","created_at":1764000000}
+                     *
+                     *     event: RunContent
+                     *     data: {"run_id":"9b2f…","content":"Hel"}
+                     *
+                     *     event: RunContent
+                     *     data: {"run_id":"9b2f…","content":"lo!"}
+                     *
+                     *     event: RunCompleted
+                     *     data: {"run_id":"9b2f…","status":"completed","content":"Hello!", …}
+                     *
+                     *     (or RunError / RunCancelled, with the run)
+                     */
+                    "text/event-stream": string;
                 };
             };
             /** @description background=true: the run is queued */
@@ -3421,7 +3452,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AcceptedRunDto"];
-                    "text/event-stream": components["schemas"]["AcceptedRunDto"];
                 };
             };
             /** @description stream=true with background=true */
@@ -3436,7 +3466,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Missing or invalid credential */
@@ -3451,7 +3480,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Requires scope `workflows:run` */
@@ -3466,7 +3494,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Unknown component or session */
@@ -3481,7 +3508,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Idempotency key already used for another component */
@@ -3496,7 +3522,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Validation error */
@@ -3520,7 +3545,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -5859,7 +5883,10 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": Record<string, never>;
+                    "text/event-stream": string;
+                };
             };
             /** @description Missing or invalid credential */
             401: {
@@ -5873,7 +5900,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description The credential lacks the scope of the method called */
@@ -5888,7 +5914,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -6284,7 +6309,10 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": Record<string, never>;
+                    "text/event-stream": string;
+                };
             };
             /** @description Missing or invalid credential */
             401: {
@@ -6298,7 +6326,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description The credential lacks the scope of the method called */
@@ -6313,7 +6340,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -6552,7 +6578,10 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": Record<string, never>;
+                    "text/event-stream": string;
+                };
             };
             /** @description Missing or invalid credential */
             401: {
@@ -6566,7 +6595,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description The credential lacks the scope of the method called */
@@ -6581,7 +6609,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
-                    "text/event-stream": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
