@@ -52,18 +52,33 @@ describe('worker health port (WORKER_HEALTH_PORT)', () => {
     expect(await call(probes, 'POST', '/readyz')).toMatchObject({ status: 405, body: { detail: 'Method POST not allowed on /readyz' } });
   });
 
-  it('stops being ready, but stays live, when the database becomes unreachable', async () => {
+  /** worker_listen_connected by channel, as the worker's /metrics shows it. */
+  const listening = async (): Promise<Record<string, number>> => {
+    const { text } = await call(probes, 'GET', '/metrics');
+    return Object.fromEntries(
+      [...text.matchAll(/^worker_listen_connected\{channel="([a-z_]+)"\} (\d)$/gm)].map(([, channel, value]) => [channel, Number(value)]),
+    );
+  };
+
+  it('shows on /metrics that both engines LISTEN for new work', async () => {
+    expect(await listening()).toEqual({ queue_jobs_ready: 1, schedule_fires_ready: 1 });
+  });
+
+  it('stops being ready, but stays live, when the database becomes unreachable; /metrics shows both engines polling', async () => {
     await proxy.cut();
     const readiness = await call(probes, 'GET', '/readyz');
     expect(readiness.status).toBe(503);
     expect(readiness.body).toEqual({ detail: 'Not ready: the database is unreachable' });
     expect((await call(probes, 'GET', '/livez')).status).toBe(200);
+    await expect.poll(listening, { timeout: 10_000 }).toEqual({ queue_jobs_ready: 0, schedule_fires_ready: 0 });
   });
 
   it('answers /readyz 503 from the moment shutdown begins, drains, exits 0 on SIGTERM and closes the port', async () => {
     // The database comes back (same address), and the worker is ready again: the port answers.
     await proxy.listen(proxyPort);
     await expect.poll(async () => (await call(probes, 'GET', '/readyz')).status, { timeout: 15_000 }).toBe(200);
+    // Each engine reconnects its LISTEN connection on its own backoff.
+    await expect.poll(listening, { timeout: 35_000 }).toEqual({ queue_jobs_ready: 1, schedule_fires_ready: 1 });
     // A running job keeps the shutdown going (the drain) long enough to probe it.
     api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
     const posted = await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: ROOT_KEY, json: { message: '30', background: true } });
@@ -87,7 +102,7 @@ describe('worker health port (WORKER_HEALTH_PORT)', () => {
       (error: Error & { cause?: { code?: string } }) => error.cause?.code,
     );
     expect(refused).toBe('ECONNREFUSED');
-  }, 60_000);
+  }, 90_000);
 });
 
 describe('worker health port configuration', () => {

@@ -2,7 +2,7 @@ import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { PinoLogger } from 'nestjs-pino';
 
 import { Env } from '@app/config';
-import { DatabaseHealth } from '@app/health';
+import { DatabaseHealth, MetricsRegistry } from '@app/health';
 import { newWorkerId, QueueEngineHost } from '@app/queue';
 
 import { ClaimedFire, SCHEDULE_FIRE_JOB_TYPE, ScheduleFireStore } from './schedule-fire-store';
@@ -25,10 +25,11 @@ export class ScheduleFireWorker extends QueueEngineHost<ClaimedFire> implements 
   constructor(
     env: Env,
     database: DatabaseHealth,
+    metrics: MetricsRegistry,
     private readonly firer: ScheduleFirer,
     private readonly pino: PinoLogger,
   ) {
-    super(env, database);
+    super(env, database, metrics);
   }
 
   async onApplicationBootstrap(): Promise<void> {

@@ -6,10 +6,11 @@ import { Pool } from 'pg';
 
 import { Env } from '@app/config';
 import { ConnectionClient } from '@app/database';
-import { DatabaseHealth } from '@app/health';
+import { DatabaseHealth, MetricsRegistry } from '@app/health';
 
 import { ClaimedJob, HeldWork } from './job-handler';
 import { QueueWorker, QueueWorkerOptions } from './queue-worker';
+import { listeningGauge } from './queue-worker-metrics';
 import { WorkStore } from './work-store';
 
 /** The dedicated connection a queue engine LISTENs on. */
@@ -24,7 +25,7 @@ export function newWorkerId(maxHostChars = 80): string {
   return `${hostname().slice(0, maxHostChars)}:${process.pid}:${randomBytes(3).toString('hex')}`;
 }
 
-export type EngineOptions<Work extends HeldWork> = Omit<QueueWorkerOptions<Work>, 'pool' | 'store' | 'connectListener'> & {
+export type EngineOptions<Work extends HeldWork> = Omit<QueueWorkerOptions<Work>, 'pool' | 'store' | 'connectListener' | 'onListening'> & {
   /** Size of the engine's own pool. */
   connections: number;
   store: (pool: Pool) => WorkStore<Work>;
@@ -46,6 +47,7 @@ export abstract class QueueEngineHost<Work extends HeldWork = ClaimedJob> implem
   protected constructor(
     protected readonly env: Env,
     private readonly database: DatabaseHealth,
+    private readonly registry: MetricsRegistry,
   ) {}
 
   protected async startEngine(options: EngineOptions<Work>): Promise<void> {
@@ -66,11 +68,15 @@ export abstract class QueueEngineHost<Work extends HeldWork = ClaimedJob> implem
   private async launch({ connections, store, ...options }: EngineOptions<Work>): Promise<void> {
     const connectionString = this.env.databaseUrl;
     this.pool = new Pool({ connectionString, max: connections, Client: ConnectionClient });
+    const workStore = store(this.pool);
+    const listening = listeningGauge(this.registry).labels({ channel: workStore.readyChannel });
+    listening.set(0);
     this.engine = new QueueWorker<Work>({
       ...options,
       pool: this.pool,
-      store: store(this.pool),
+      store: workStore,
       connectListener: () => connectListener(connectionString),
+      onListening: (up) => listening.set(up ? 1 : 0),
     });
     await this.engine.start();
   }

@@ -63,3 +63,21 @@ export class QueueWorkerMetrics {
     }
   }
 }
+
+/**
+ * 1 while an engine's LISTEN connection is up, 0 while it is lost and the engine finds new work only by
+ * polling (slower pickup); one series per engine, by the channel it listens on. Shared by the job queue's
+ * and the schedule fires' engines, so made once per registry.
+ */
+export function listeningGauge(registry: Registry): Gauge<'channel'> {
+  const name = 'worker_listen_connected';
+  return (
+    (registry.getSingleMetric(name) as Gauge<'channel'> | undefined) ??
+    new Gauge({
+      name,
+      help: "1 while the engine's LISTEN connection is up, 0 while it polls for new work instead",
+      labelNames: ['channel'],
+      registers: [registry],
+    })
+  );
+}

@@ -25,7 +25,7 @@ export class QueueWorkerService extends QueueEngineHost implements OnApplication
     private readonly metrics: MetricsRegistry,
     private readonly pino: PinoLogger,
   ) {
-    super(env, database);
+    super(env, database, metrics);
   }
 
   async onApplicationBootstrap(): Promise<void> {

@@ -35,6 +35,8 @@ export interface QueueWorkerOptions<Work extends HeldWork = ClaimedJob> {
   logger: Logger;
   /** The job queue's figures on the worker's /metrics; none for schedule fires, which count their own. */
   metrics?: QueueWorkerMetrics;
+  /** Told when the LISTEN connection comes up (true) or is lost (false: the engine polls until it is back). */
+  onListening?: (listening: boolean) => void;
 }
 
 /** One running attempt. Its AbortSignal is made on first use: most handlers only call checkpoint(). */
@@ -528,12 +530,13 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     // A dying connection can report more than one error: the first one schedules the reconnect.
     let lost = false;
     const reconnect = (error: unknown, client: Client | null, message: string): void => {
-      if (lost) {
+      if (lost || this.stopping) {
         return;
       }
       lost = true;
       this.log.warn({ err: error }, message);
       this.listener = null;
+      this.options.onListening?.(false);
       void client?.end().catch(() => undefined);
       // Backoff, so a database that is down is not asked every poll interval by every worker.
       const delay = Math.min(this.options.pollIntervalMs * 2 ** this.listenFailures, LISTEN_BACKOFF_MAX_MS);
@@ -546,8 +549,11 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
       const connection = client;
       connection.on('notification', () => this.workQueued());
       connection.on('error', (error) => reconnect(error, connection, 'LISTEN connection lost; polling until it is back'));
+      // A connection closed without an error (a proxy or pooler going away) is lost all the same.
+      connection.on('end', () => reconnect(new Error('connection ended'), connection, 'LISTEN connection lost; polling until it is back'));
       await connection.query(`LISTEN ${this.store.readyChannel}`);
       this.listener = connection;
+      this.options.onListening?.(true);
       if (this.listenFailures > 0) {
         this.log.info({ failures: this.listenFailures }, 'LISTEN connection restored');
       }
