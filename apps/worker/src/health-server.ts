@@ -3,12 +3,12 @@ import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
 
 import { Env } from '@app/config';
-import { DatabaseHealth, MetricsRegistry, NOT_READY_DETAIL } from '@app/health';
+import { DatabaseHealth, Liveness, MetricsRegistry, NOT_READY_DETAIL } from '@app/health';
 
 type Probe = () => Promise<{ status: number; body: object | string; contentType?: string }>;
 
 /**
- * The worker's only listener: `/livez` (the process answers), `/readyz` (the database answers, is
+ * The worker's only listener: `/livez` (the process answers, and no queue engine is stuck on the database), `/readyz` (the database answers, is
  * migrated, and the worker is not shutting down) and `/metrics` (this process's Prometheus text) on
  * WORKER_HEALTH_PORT, for orchestrators and scrapers.
  */
@@ -18,7 +18,7 @@ export class WorkerHealthServer implements OnApplicationBootstrap, OnModuleDestr
   private server: Server | null = null;
   private shuttingDown = false;
   private readonly probes: Record<string, Probe> = {
-    '/livez': async () => ({ status: 200, body: { status: 'ok' } }),
+    '/livez': async () => this.liveness(),
     '/readyz': () => this.readiness(),
     '/metrics': async () => ({ status: 200, body: await this.metrics.metrics(), contentType: this.metrics.contentType }),
   };
@@ -27,6 +27,7 @@ export class WorkerHealthServer implements OnApplicationBootstrap, OnModuleDestr
     private readonly env: Env,
     private readonly database: DatabaseHealth,
     private readonly metrics: MetricsRegistry,
+    private readonly live: Liveness,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -55,6 +56,14 @@ export class WorkerHealthServer implements OnApplicationBootstrap, OnModuleDestr
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
+  }
+
+  /** Up while the process answers, unless a queue engine is stuck on a database call that never returns. */
+  private async liveness(): ReturnType<Probe> {
+    const problems = this.live.problems();
+    return problems.length === 0
+      ? { status: 200, body: { status: 'ok' } }
+      : { status: 503, body: { detail: `Not live: ${problems.join('; ')}. Restart this worker` } };
   }
 
   private async readiness(): ReturnType<Probe> {

@@ -1,8 +1,9 @@
 import { Module } from '@nestjs/common';
 
 import { DatabaseHealth } from './database-health.service';
+import { Liveness } from './liveness';
 import { MetricsRegistry } from './metrics-registry';
 
-/** Readiness checks shared by the api's /readyz and the worker's health port, and the process's metrics. */
-@Module({ providers: [DatabaseHealth, MetricsRegistry], exports: [DatabaseHealth, MetricsRegistry] })
+/** Readiness and liveness checks shared by the api's probes and the worker's health port, and the process's metrics. */
+@Module({ providers: [DatabaseHealth, Liveness, MetricsRegistry], exports: [DatabaseHealth, Liveness, MetricsRegistry] })
 export class HealthModule {}

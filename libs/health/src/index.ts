@@ -1,3 +1,4 @@
 export * from './database-health.service';
 export * from './health.module';
+export * from './liveness';
 export * from './metrics-registry';

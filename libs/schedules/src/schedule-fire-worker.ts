@@ -2,7 +2,7 @@ import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { PinoLogger } from 'nestjs-pino';
 
 import { Env } from '@app/config';
-import { DatabaseHealth, MetricsRegistry } from '@app/health';
+import { DatabaseHealth, Liveness, MetricsRegistry } from '@app/health';
 import { newWorkerId, QueueEngineHost } from '@app/queue';
 
 import { ClaimedFire, SCHEDULE_FIRE_JOB_TYPE, ScheduleFireStore } from './schedule-fire-store';
@@ -26,10 +26,11 @@ export class ScheduleFireWorker extends QueueEngineHost<ClaimedFire> implements 
     env: Env,
     database: DatabaseHealth,
     metrics: MetricsRegistry,
+    liveness: Liveness,
     private readonly firer: ScheduleFirer,
     private readonly pino: PinoLogger,
   ) {
-    super(env, database, metrics);
+    super('schedule fires', env, database, metrics, liveness);
   }
 
   async onApplicationBootstrap(): Promise<void> {

@@ -6,7 +6,7 @@ import { Pool } from 'pg';
 
 import { Env } from '@app/config';
 import { ConnectionClient } from '@app/database';
-import { DatabaseHealth, MetricsRegistry } from '@app/health';
+import { DatabaseHealth, Liveness, MetricsRegistry } from '@app/health';
 
 import { ClaimedJob, HeldWork } from './job-handler';
 import { QueueWorker, QueueWorkerOptions } from './queue-worker';
@@ -44,11 +44,24 @@ export abstract class QueueEngineHost<Work extends HeldWork = ClaimedJob> implem
   private stopped: Promise<void> | null = null;
   private stopping = false;
 
+  /**
+   * @param name what the worker's /livez calls this engine when its database calls hang: past the lock
+   * grace, other workers have swept what it holds, and only a restart mends a connection that never answers.
+   */
   protected constructor(
+    name: string,
     protected readonly env: Env,
     private readonly database: DatabaseHealth,
     private readonly registry: MetricsRegistry,
-  ) {}
+    liveness: Liveness,
+  ) {
+    liveness.add(() => {
+      const stalledSeconds = Math.floor((this.engine?.stalledMs() ?? 0) / 1000);
+      return stalledSeconds > env.QUEUE_LOCK_GRACE_SECONDS
+        ? `${name}: a database call has waited ${stalledSeconds} s for an answer, past QUEUE_LOCK_GRACE_SECONDS (${env.QUEUE_LOCK_GRACE_SECONDS})`
+        : null;
+    });
+  }
 
   protected async startEngine(options: EngineOptions<Work>): Promise<void> {
     if (await this.database.wasMigratedAtStart()) {

@@ -3,7 +3,7 @@ import { DiscoveryService } from '@nestjs/core';
 import { PinoLogger } from 'nestjs-pino';
 
 import { Env } from '@app/config';
-import { DatabaseHealth, MetricsRegistry } from '@app/health';
+import { DatabaseHealth, Liveness, MetricsRegistry } from '@app/health';
 
 import { JOB_TYPES } from '../job-status';
 import { JOB_HANDLER, JobHandler } from './job-handler';
@@ -23,9 +23,10 @@ export class QueueWorkerService extends QueueEngineHost implements OnApplication
     database: DatabaseHealth,
     private readonly discovery: DiscoveryService,
     private readonly metrics: MetricsRegistry,
+    liveness: Liveness,
     private readonly pino: PinoLogger,
   ) {
-    super(env, database, metrics);
+    super('the job queue', env, database, metrics, liveness);
   }
 
   async onApplicationBootstrap(): Promise<void> {

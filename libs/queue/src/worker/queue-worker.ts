@@ -107,6 +107,8 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   private notified = false;
   private wake: (() => void) | null = null;
   private listenFailures = 0;
+  /** The claim and sweep statements still waiting for an answer, by when they were sent. */
+  private readonly waiting = new Set<{ since: number }>();
 
   constructor(private readonly options: QueueWorkerOptions<Work>) {
     this.store = options.store;
@@ -169,7 +171,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
       let claimed: Work[] = [];
       try {
         const startNow = Math.max(0, this.options.concurrency - held);
-        claimed = await this.store.claim(room, startNow, jobTypes);
+        claimed = await this.answered(this.store.claim(room, startNow, jobTypes));
         this.options.metrics?.claims.inc({ result: 'ok' });
         this.options.metrics?.claimed.inc(claimed.length);
       } catch (error) {
@@ -399,6 +401,28 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     }
   }
 
+  /**
+   * How long the oldest claim or sweep has waited for the database, in ms (0: none waits). A sweep runs
+   * every heartbeat period whatever the engine holds, so a database that stopped answering shows here.
+   */
+  stalledMs(): number {
+    let oldest = Infinity;
+    for (const { since } of this.waiting) {
+      oldest = Math.min(oldest, since);
+    }
+    return oldest === Infinity ? 0 : Date.now() - oldest;
+  }
+
+  private async answered<T>(statement: Promise<T>): Promise<T> {
+    const entry = { since: Date.now() };
+    this.waiting.add(entry);
+    try {
+      return await statement;
+    } finally {
+      this.waiting.delete(entry);
+    }
+  }
+
   private async heartbeat(): Promise<void> {
     const running = [...this.executions.values()];
     const held = [...running.map(({ job }) => job), ...this.starting, ...this.buffer];
@@ -430,7 +454,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   private async sweep(): Promise<void> {
     const { metrics } = this.options;
     try {
-      const swept = await this.store.sweep(this.options.lockGraceSeconds);
+      const swept = await this.answered(this.store.sweep(this.options.lockGraceSeconds));
       metrics?.sweeps.inc({ result: 'ok' });
       for (const job of swept) {
         metrics?.swept.inc({ status: job.status });
