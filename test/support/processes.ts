@@ -1,6 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 
 import { freePort } from '../../scripts/embedded-postgres.mjs';
+import { TcpProxy } from './tcp-proxy';
 
 export interface RunningProcess {
   readonly child: ChildProcess;
@@ -121,4 +122,24 @@ export async function startWorker(env: Record<string, string>): Promise<RunningP
     throw error;
   }
   return worker;
+}
+
+export interface ProxiedWorker {
+  worker: RunningProcess;
+  /** Between the worker and its database: cut or stall it to take the database away. */
+  proxy: TcpProxy;
+  proxyPort: number;
+  /** The worker's health port (WORKER_HEALTH_PORT): /livez, /readyz, /metrics. */
+  probes: string;
+}
+
+/** A worker that reaches its (migrated) database through a TcpProxy, with its health port open. */
+export async function startProxiedWorker(databaseUrl: string, env: Record<string, string>): Promise<ProxiedWorker> {
+  const url = new URL(databaseUrl);
+  const proxy = new TcpProxy(url.hostname, Number(url.port));
+  const proxyPort = await proxy.listen();
+  url.port = String(proxyPort);
+  const port = await freePort();
+  const worker = await startWorker({ DATABASE_URL: url.toString(), DB_MIGRATE: 'false', WORKER_HEALTH_PORT: String(port), ...env });
+  return { worker, proxy, proxyPort, probes: `http://127.0.0.1:${port}` };
 }

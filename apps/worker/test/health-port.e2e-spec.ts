@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { freePort } from '../../../scripts/embedded-postgres.mjs';
 import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { ROOT_KEY } from '../../../test/support/principals';
-import { RunningApi, RunningProcess, spawnNode, startApi, startWorker } from '../../../test/support/processes';
+import { RunningApi, RunningProcess, spawnNode, startApi, startProxiedWorker } from '../../../test/support/processes';
 import { TcpProxy } from '../../../test/support/tcp-proxy';
 
 describe('worker health port (WORKER_HEALTH_PORT)', () => {
@@ -17,20 +16,11 @@ describe('worker health port (WORKER_HEALTH_PORT)', () => {
 
   beforeAll(async () => {
     databaseUrl = await createTestDatabase();
-    const url = new URL(databaseUrl);
-    proxy = new TcpProxy(url.hostname, Number(url.port));
-    proxyPort = await proxy.listen();
-    url.port = String(proxyPort);
-    const port = await freePort();
-    probes = `http://127.0.0.1:${port}`;
     // A short drain, so the shutdown test below sees the worker draining a job, then exiting.
-    worker = await startWorker({
-      DATABASE_URL: url.toString(),
-      DB_MIGRATE: 'false',
-      WORKER_HEALTH_PORT: String(port),
+    ({ worker, proxy, proxyPort, probes } = await startProxiedWorker(databaseUrl, {
       DEMO_COMPONENTS: 'true',
       WORKER_SHUTDOWN_TIMEOUT_SECONDS: '4',
-    });
+    }));
   });
   afterAll(async () => {
     await worker?.stop('SIGKILL');

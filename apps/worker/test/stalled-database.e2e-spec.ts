@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { freePort } from '../../../scripts/embedded-postgres.mjs';
 import { createTestDatabase } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
-import { RunningProcess, startWorker } from '../../../test/support/processes';
+import { RunningProcess, startProxiedWorker } from '../../../test/support/processes';
 import { TcpProxy } from '../../../test/support/tcp-proxy';
 
 /**
@@ -17,18 +16,10 @@ describe('worker /livez while its database stalls', () => {
   let probes: string;
 
   beforeAll(async () => {
-    const url = new URL(await createTestDatabase());
-    proxy = new TcpProxy(url.hostname, Number(url.port));
-    url.port = String(await proxy.listen());
-    const port = await freePort();
-    probes = `http://127.0.0.1:${port}`;
-    worker = await startWorker({
-      DATABASE_URL: url.toString(),
-      DB_MIGRATE: 'false',
-      WORKER_HEALTH_PORT: String(port),
+    ({ worker, proxy, probes } = await startProxiedWorker(await createTestDatabase(), {
       QUEUE_LOCK_GRACE_SECONDS: '1',
       DEMO_COMPONENTS: 'true',
-    });
+    }));
   });
   afterAll(async () => {
     await worker?.stop('SIGKILL');
