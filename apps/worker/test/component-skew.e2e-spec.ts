@@ -78,7 +78,8 @@ describe('a worker without the component of a queued run (api and worker on diff
     expect(older.output().match(/This worker has no agent 'new-agent'/g)).toHaveLength(1);
     expect(older.output()).toContain('Does this worker load the same COMPONENTS_MODULE as the api?');
 
-    // The updated worker arrives and runs both, each in its first attempt.
+    // The rolling update goes on: the updated worker arrives and the older one goes (its deferrals would
+    // otherwise race the updated worker for the jobs). The updated one runs both, each in its first attempt.
     workers.push(
       await startWorker({
         DATABASE_URL: databaseUrl,
@@ -87,6 +88,7 @@ describe('a worker without the component of a queued run (api and worker on diff
         QUEUE_POLL_INTERVAL_MS: '200',
       }),
     );
+    expect(await older.stop()).toBe(0);
     await waitFor(
       async () => (await Promise.all(ids.map(job))).every((body) => body.status === 'completed'),
       30_000,

@@ -25,8 +25,12 @@ interface ClaimRow {
 
 // Retry backoff after failed attempt N: 2^(N-1) s, capped at 60 s.
 const BACKOFF = `make_interval(secs => least(60, power(2, greatest(j.attempt, 1) - 1)))`;
-/** A deferred job waits this long before any worker may claim it again: time for one that can run it to take it. */
-const DEFER_SECONDS = 5;
+/**
+ * A deferred job waits 2.5 to 7.5 s before any worker may claim it again: time for one that can run it to take
+ * it. The spread matters: the deferring worker's next polls fall at a fixed offset from its deferral, so with a
+ * fixed wait it would find the job available first, every time.
+ */
+const DEFER = `make_interval(secs => 2.5 + 5 * random())`;
 
 /** SQL: a live cancellation intent exists for job j; `ttl` is the parameter holding the intents' lifetime. */
 const cancelRequested = (ttl: string) =>
@@ -86,7 +90,7 @@ const FINISH = `
       status = CASE WHEN i.outcome = 'deferred' OR (i.outcome = 'failed' AND j.attempt < j.max_attempts) THEN 'queued' ELSE i.outcome END,
       attempt = CASE WHEN i.outcome = 'deferred' THEN j.attempt - 1 ELSE j.attempt END,
       available_at = CASE
-        WHEN i.outcome = 'deferred' THEN now() + make_interval(secs => ${DEFER_SECONDS})
+        WHEN i.outcome = 'deferred' THEN now() + ${DEFER}
         WHEN i.outcome = 'failed' AND j.attempt < j.max_attempts THEN now() + ${BACKOFF}
         ELSE j.available_at END,
       completed_at = CASE WHEN i.outcome IN ('paused', 'deferred') OR (i.outcome = 'failed' AND j.attempt < j.max_attempts) THEN NULL ELSE now() END,
