@@ -114,4 +114,50 @@ describe('MCP tool schemas state the rules of their route’s DTO', () => {
       }
     }
   });
+
+  it('a PATCH states no default: a client that fills defaults in must not reset what it leaves out', async () => {
+    const update = tools.get('update_schedule')!.properties as Record<string, Schema>;
+    expect(Object.entries(update).filter(([, property]) => JSON.stringify(property).includes('"default"'))).toEqual([]);
+    // Create keeps them: they say what an absent field becomes there.
+    const create = tools.get('create_schedule')!.properties as Record<string, Schema>;
+    expect(create.timezone.default).toBe('UTC');
+    expect(components.UpdateScheduleDto.properties.timezone.default).toBeUndefined();
+    expect(components.CreateScheduleDto.properties.timezone.default).toBe('UTC');
+
+    // As the schema says: a name-only update keeps every other field.
+    const created = await callTool(client, 'create_schedule', {
+      name: uniqueName('patch'),
+      cron_expr: '0 0 1 1 *',
+      endpoint: '/config',
+      method: 'GET',
+      timezone: 'Europe/Berlin',
+      timeout_seconds: 60,
+      max_retries: 2,
+    });
+    expect(created.isError, created.text).toBe(false);
+    const renamed = await callTool(client, 'update_schedule', { schedule_id: created.structured.id, name: uniqueName('renamed') });
+    expect(renamed.structured).toMatchObject({ method: 'GET', timezone: 'Europe/Berlin', timeout_seconds: 60, max_retries: 2 });
+  });
+
+  it('a list tool states its route’s page bounds, and refuses past them as REST does', async () => {
+    const rest = (await call(api.url, 'GET', '/openapi.json')).body.paths;
+    for (const [tool, path] of [
+      ['list_sessions', '/sessions'],
+      ['list_queue_jobs', '/queue/jobs'],
+      ['list_schedules', '/schedules'],
+    ]) {
+      const documented = rest[path].get.parameters.find((parameter: Schema) => parameter.name === 'limit').schema;
+      expect(rulesOf(tools.get(tool)!.properties.limit, components), tool).toEqual({
+        type: 'integer',
+        minimum: 1,
+        maximum: documented.maximum,
+        default: documented.default,
+      });
+    }
+    const restIssue = (await call(api.url, 'GET', '/sessions?limit=0', { token: ROOT_KEY })).body.detail[0];
+    expect(await callTool(client, 'list_sessions', { limit: 0 })).toMatchObject({
+      isError: true,
+      text: `422: Invalid arguments: limit: ${restIssue.msg}`,
+    });
+  });
 });

@@ -2,7 +2,7 @@ import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsString, IsUUID } from 'class-validator';
 
 import { PageOf, PageQuery } from '@app/pagination';
-import { BoolField, IntField, Optional, StringField } from '@app/validation';
+import { BoolField, IntField, NoDefaults, Optional, StringField } from '@app/validation';
 
 import { CATCHUP_POLICIES, CatchupPolicy, JsonObject, OVERLAP_POLICIES, OverlapPolicy } from './schedule.entity';
 import {
@@ -72,7 +72,8 @@ export class CreateScheduleDto extends SchedulePolicyFields {
   user_id?: string | null;
 }
 
-/** The PATCH body: every field optional, absent fields untouched. */
+/** The PATCH body: every field optional, absent fields untouched (so none states a default). */
+@NoDefaults()
 export class UpdateScheduleDto extends SchedulePolicyFields {
   @ScheduleName({ optional: true }) name?: string;
   @CronExpression({ optional: true }) cron_expr?: string;

@@ -1,5 +1,5 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, DECORATORS } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateIf } from 'class-validator';
 
@@ -100,6 +100,24 @@ export function BoolField(options: FieldOptions & { fromString?: boolean } = {})
 const EMPTY_BODY_ALLOWED = 'validation:empty-body-allowed';
 
 /** On a body DTO whose fields all have defaults: a request with no body at all validates as `{}`. */
+/**
+ * For a PATCH body that shares its fields with create: an absent field stays as it is, so no field may state a
+ * default in OpenAPI or in a tool's schema (both read this metadata), or a client that fills in defaults would
+ * reset what it never meant to touch. The metadata is redefined on this class only, so create keeps its defaults.
+ */
+export function NoDefaults(): ClassDecorator {
+  return (target) => {
+    const keys = (Reflect.getMetadata(DECORATORS.API_MODEL_PROPERTIES_ARRAY, target.prototype) as string[] | undefined) ?? [];
+    for (const name of keys.map((key) => key.slice(1))) {
+      const property = Reflect.getMetadata(DECORATORS.API_MODEL_PROPERTIES, target.prototype, name) as Record<string, unknown> | undefined;
+      if (property && 'default' in property) {
+        const { default: _omitted, ...rest } = property;
+        Reflect.defineMetadata(DECORATORS.API_MODEL_PROPERTIES, rest, target.prototype, name);
+      }
+    }
+  };
+}
+
 export function EmptyBodyAllowed(): ClassDecorator {
   return (target) => Reflect.defineMetadata(EMPTY_BODY_ALLOWED, true, target);
 }

@@ -31,8 +31,12 @@ export class McpArguments {
 export function pageArguments(query: { pageOptions: Required<PageQueryOptions<string>> }) {
   const { maxLimit, defaultLimit, sortFields, defaultSort } = query.pageOptions;
   return {
-    limit: z.number().int().min(1).optional().describe(`Page size, 1 to ${maxLimit} (default ${defaultLimit})`),
-    page: z.number().int().min(1).optional().describe(`Page number, 1 to ${MAX_PAGE}`),
+    limit: z
+      .number()
+      .meta({ type: 'integer', minimum: 1, maximum: maxLimit, default: defaultLimit })
+      .optional()
+      .describe(`Page size, 1 to ${maxLimit} (default ${defaultLimit})`),
+    page: z.number().meta({ type: 'integer', minimum: 1, maximum: MAX_PAGE }).optional().describe(`Page number, 1 to ${MAX_PAGE}`),
     sort_by: z
       .string()
       .optional()
