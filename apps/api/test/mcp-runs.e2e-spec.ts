@@ -68,6 +68,14 @@ describe('MCP run, session, component and schedule tools', () => {
       isError: true,
       text: "404: Agent 'nobody' not found",
     });
+    // An id no component can have is not found either (not a 403 for an impossible scope), and a huge one is not
+    // echoed whole into the caller's (a model's) context.
+    expect(await callTool(asAlice, 'run_agent', { agent_id: 'echo-agent:run', message: 'x' })).toMatchObject({
+      isError: true,
+      text: "404: Agent 'echo-agent:run' not found",
+    });
+    const huge = await callTool(asAlice, 'run_agent', { agent_id: 'x'.repeat(200_000), message: 'x' });
+    expect(huge).toMatchObject({ isError: true, text: expect.stringMatching(/^404: Agent 'x{128}…' not found$/) });
   });
 
   it('queues a background run and cancels it while queued', async () => {

@@ -56,6 +56,19 @@ describe('runs and sessions (security_key mode, demo components)', () => {
       expect(response.body.detail).toBe("Agent 'nobody' not found");
     });
 
+    it('answers 404, not a 403 for a scope no one can hold, when the id is not one a component can have', async () => {
+      const narrow = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:echo-agent:run'] });
+      for (const id of ['echo-agent:run', 'echo%20agent']) {
+        const response = await call(api.url, 'POST', `/agents/${id}/runs`, { token: alice.token, json: { message: 'hi' } });
+        expectErrorBody(response, 404);
+        expect(response.body.detail).toBe(`Agent '${decodeURIComponent(id)}' not found`);
+        // A token for one component holds nothing this id could need: refused, naming the scope that would do.
+        const refused = await call(api.url, 'POST', `/agents/${id}/runs`, { token: narrow.token, json: { message: 'hi' } });
+        expectErrorBody(refused, 403);
+        expect(refused.body.detail).toBe('Insufficient permissions. Required scope(s): agents:run');
+      }
+    });
+
     it('needs agents:read to list (default service-account scopes do not include it)', async () => {
       expectErrorBody(await call(api.url, 'GET', '/agents', { token: alice.token }), 403);
     });

@@ -45,6 +45,10 @@ describe('scope language', () => {
 
   it('narrows a route scope to a component', () => {
     expect(forComponent('agents:run', 'echo-agent')).toBe('agents:echo-agent:run');
+    // An id no scope can name is no component's: the route's own scope decides (and the route answers 404).
+    for (const id of ['echo-agent:run', '../echo-agent', 'echo-agent ', '*', 'x'.repeat(129)]) {
+      expect(forComponent('agents:run', id)).toBe('agents:run');
+    }
   });
 
   it('intersects two grants down to what both allow', () => {

@@ -111,8 +111,12 @@ export function intersectScopes(a: readonly string[], b: readonly string[]): str
   return [...new Set(both)];
 }
 
-/** Narrows a route's scope to one component: (`agents:run`, `echo-agent`) gives `agents:echo-agent:run`. */
+/**
+ * Narrows a route's scope to one component: (`agents:run`, `echo-agent`) gives `agents:echo-agent:run`. An id
+ * no scope can name (`echo-agent:run`, a blank, 200 KB of text) is no component's either: the route's own scope
+ * decides, and the route then answers 404, rather than a 403 asking for a scope that cannot exist.
+ */
 export function forComponent(scope: string, componentId: string): string {
   const parsed = parseScope(scope);
-  return parsed ? `${parsed.resource}:${componentId}:${parsed.action}` : scope;
+  return parsed && componentId !== '*' && ID_PATTERN.test(componentId) ? `${parsed.resource}:${componentId}:${parsed.action}` : scope;
 }

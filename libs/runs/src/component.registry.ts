@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleInit, Optional } from '@nestjs/common';
 
 import { Env } from '@app/config';
+import { clipped } from '@app/validation';
 
 import { Component, ComponentKind } from './component';
 import { DEMO_COMPONENTS } from './demo-components';
@@ -52,7 +53,7 @@ export class ComponentRegistry implements OnModuleInit {
   get(kind: ComponentKind, id: string): Component {
     const component = this.find(kind, id);
     if (!component) {
-      throw new RunException(RunErrorCode.ComponentNotFound, `${kind[0].toUpperCase()}${kind.slice(1)} '${id}' not found`);
+      throw new RunException(RunErrorCode.ComponentNotFound, `${kind[0].toUpperCase()}${kind.slice(1)} '${clipped(id, 128)}' not found`);
     }
     return component;
   }
