@@ -40,7 +40,8 @@ export class CreateMemoryDto {
     optional: true,
     nullable: true,
     maxLength: 255,
-    description: 'Whose memory: honoured only for the security key, anonymous callers on an open instance and platform:admin',
+    description:
+      'Whose memory: honoured only for the security key, anonymous callers on an open instance and a platform:admin JWT; a service account’s memories are its own (sa:<name>), whatever this says',
   })
   user_id?: string | null;
   @ApiProperty({ enum: MEMORY_COMPONENT_KINDS, required: false })

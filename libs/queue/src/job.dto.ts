@@ -41,7 +41,8 @@ export class RequeueQuery {
     optional: true,
     fromString: true,
     default: false,
-    description: 'Required as true to requeue a cancelled job whose cancellation intent is still live; clears the recorded cancel',
+    description:
+      'true: clear the cancellation (its intent and the recorded cancel) of a cancelled job. Without it, a cancelled job whose cancellation intent is still live is requeued and cancelled again at its first checkpoint',
   })
   clear_cancellation: boolean = false;
 

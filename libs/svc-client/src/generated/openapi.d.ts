@@ -1441,7 +1441,7 @@ export interface components {
             memory: string;
             /** @description At most 20 topics of 1 to 100 characters */
             topics?: string[];
-            /** @description Whose memory: honoured only for the security key, anonymous callers on an open instance and platform:admin */
+            /** @description Whose memory: honoured only for the security key, anonymous callers on an open instance and a platform:admin JWT; a service account’s memories are its own (sa:<name>), whatever this says */
             user_id?: string | null;
             /** @enum {string} */
             component_type?: "agent" | "team" | "workflow";
@@ -1726,20 +1726,15 @@ export interface components {
         UpdateScheduleDto: {
             /**
              * @description While the previous fire (its call, or the background run it started) is in flight: `skip` the new one (recorded as skipped), `allow` it, or `buffer_one` (keep at most one waiting)
-             * @default skip
              * @enum {string}
              */
             overlap_policy?: "skip" | "allow" | "buffer_one";
             /**
              * @description Slots missed while no worker ran: fire `once` on recovery, `skip` them (recorded as skipped), or fire `all` of them oldest first (at most catchup_limit)
-             * @default once
              * @enum {string}
              */
             catchup_policy?: "once" | "skip" | "all";
-            /**
-             * @description With catchup_policy `all`: the most missed slots fired on recovery (1 to 100)
-             * @default 10
-             */
+            /** @description With catchup_policy `all`: the most missed slots fired on recovery (1 to 100) */
             catchup_limit?: number;
             /**
              * @description Unique per owner, 1 to 255 characters, no control characters
@@ -1758,7 +1753,6 @@ export interface components {
             endpoint?: string;
             /**
              * @description Case-insensitive; stored upper-case
-             * @default POST
              * @enum {string}
              */
             method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -1768,25 +1762,13 @@ export interface components {
             payload?: {
                 [key: string]: unknown;
             } | null;
-            /**
-             * @default UTC
-             * @example Europe/Berlin
-             */
+            /** @example Europe/Berlin */
             timezone?: string;
-            /**
-             * @description Per attempt, including following a background run
-             * @default 3600
-             */
+            /** @description Per attempt, including following a background run */
             timeout_seconds?: number;
-            /**
-             * @description Attempts after the first
-             * @default 0
-             */
+            /** @description Attempts after the first */
             max_retries?: number;
-            /**
-             * @description Wait before each retry
-             * @default 60
-             */
+            /** @description Wait before each retry */
             retry_delay_seconds?: number;
             /** @description false pauses the schedule; true re-arms it and clears disabled_reason */
             enabled?: boolean;
@@ -4871,7 +4853,7 @@ export interface operations {
     QueueController_requeue: {
         parameters: {
             query?: {
-                /** @description Required as true to requeue a cancelled job whose cancellation intent is still live; clears the recorded cancel */
+                /** @description true: clear the cancellation (its intent and the recorded cancel) of a cancelled job. Without it, a cancelled job whose cancellation intent is still live is requeued and cancelled again at its first checkpoint */
                 clear_cancellation?: boolean;
                 /** @description Required as true to requeue a job that failed within the last lock_grace seconds */
                 force?: boolean;
