@@ -317,6 +317,42 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     expect(run.json().server_name).toBe('team_platform');
   });
 
+  it('--project writes no token into a file git would share: tracked or unignored, it refuses before minting, and says the ways on', async () => {
+    const git = (...args: string[]) => expect(spawnSync('git', ['-C', sandbox.cwd, ...args], { encoding: 'utf8' }).status).toBe(0);
+    git('init', '-q');
+    const projectFile = join(sandbox.cwd, '.mcp.json');
+    writeFileSync(projectFile, '{"mcpServers": {}}\n');
+    git('add', '.mcp.json');
+    const connect = (...extra: string[]) =>
+      runCommand(['connect', '--clients', 'code-agent-a', '--project', '--json', ...extra], sandbox, { env: env() });
+
+    const tracked = await connect();
+    expect(tracked.code).toBe(1);
+    expect(tracked.json().results[0]).toMatchObject({
+      status: 'failed',
+      error: `${projectFile} is tracked by git: a token written there would be committed. Untrack it (git rm --cached .mcp.json) and add it to .gitignore, or pass --allow-committed to write it anyway.`,
+    });
+    // Refused before any token existed: no account was minted, nothing was written.
+    expect(await activeAccounts(service.databaseUrl)).toEqual([]);
+    expect(readJson(projectFile)).toEqual({ mcpServers: {} });
+
+    git('rm', '-q', '--cached', '.mcp.json');
+    const unignored = await connect();
+    expect(unignored.json().results[0].error).toContain(
+      'is not ignored by git: the next commit could carry a token written there. Add .mcp.json to .gitignore',
+    );
+
+    writeFileSync(join(sandbox.cwd, '.gitignore'), '.mcp.json\n');
+    const ignored = await connect();
+    expect(ignored.json().results[0]).toMatchObject({ status: 'connected', location: projectFile });
+    expect(readJson(projectFile).mcpServers['platform-service'].headers.Authorization).toMatch(/^Bearer svc_pat_/);
+
+    // Deliberately, the user's call: tracked again, and written with the flag.
+    git('add', '-f', '.mcp.json');
+    const allowed = await connect('--rotate', '--allow-committed');
+    expect(allowed.json().results[0]).toMatchObject({ status: 'connected', location: projectFile });
+  });
+
   it('--project looks for an existing entry in the project scope only: a user entry does not make it already connected', async () => {
     await runCommand(['connect', '--clients', 'editor-c', '--json'], sandbox, { env: env() });
     const projectFile = join(sandbox.cwd, '.cursor', 'mcp.json');

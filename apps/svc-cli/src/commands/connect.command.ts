@@ -1,3 +1,5 @@
+import { basename } from 'node:path';
+
 import { Command, Option } from 'nest-commander';
 
 import { CliError, Interrupted, Terminal } from '@app/cli-terminal';
@@ -40,6 +42,7 @@ import {
 
 import { connectExitCode, harvestClientUrls } from '../connections';
 import { DEFAULT_GRACE_SECONDS, formatDuration } from '../durations';
+import { gitExposure } from '../git-exposure';
 import { collect, MintOptions, parseClientsOption } from '../options';
 import { parseExpires, requirePrivilegedFlag } from '../scopes';
 import { parseServerNameOption, serverNameFor } from '../server-name';
@@ -52,6 +55,7 @@ interface ConnectOptions extends MintOptions {
   pat?: boolean;
   serverName?: string;
   project?: boolean;
+  allowCommitted?: boolean;
   rotate?: boolean;
   skipExisting?: boolean;
 }
@@ -165,6 +169,10 @@ class Connection {
       if (this.minting) {
         // Before any token exists: a config that cannot take the entry must not cost the account its token.
         adapter.check(this.serverName, this.mcpUrl, Boolean(this.options.project));
+        const exposed = this.options.project && !this.options.allowCommitted ? gitExposure(location) : null;
+        if (exposed) {
+          return { ...base, status: 'failed', error: committedTokenRefusal(location, exposed) };
+        }
         const outcome = this.options.name ? await this.sharedAccount(sharedCandidates) : await this.mintFor(this.accountName(adapter));
         if ('status' in outcome) {
           return { ...base, status: outcome.status, error: outcome.error };
@@ -505,6 +513,14 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
   }
 
   @Option({
+    flags: '--allow-committed',
+    description: 'With --project: write a token even into a config file that git tracks or does not ignore',
+  })
+  parseAllowCommitted(): boolean {
+    return true;
+  }
+
+  @Option({
     flags: '--rotate',
     description: 'Rewrite existing entries without asking (rotate the token; the old one keeps working for 1h)',
   })
@@ -516,6 +532,14 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
   parseSkipExisting(): boolean {
     return true;
   }
+}
+
+/** Why a token is not written into a project file git would share, and the ways on. */
+function committedTokenRefusal(location: string, exposure: 'tracked' | 'unignored'): string {
+  const file = basename(location);
+  return exposure === 'tracked'
+    ? `${location} is tracked by git: a token written there would be committed. Untrack it (git rm --cached ${file}) and add it to .gitignore, or pass --allow-committed to write it anyway.`
+    : `${location} is not ignored by git: the next commit could carry a token written there. Add ${file} to .gitignore, or pass --allow-committed to write it anyway.`;
 }
 
 /** `svc_pat_` and at least four characters of the token itself (the service shows seven). */
