@@ -206,6 +206,8 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     const token = /^(svc_pat_[0-9A-Za-z]+)$/m.exec(run.stdout)![1];
     expect(run.stdout.split(token)).toHaveLength(2);
     expect(run.stdout).toContain(`The previous token (${account.token_prefix}…) keeps working for 15m, until `);
+    // Only one earlier token is kept: the next rotation ends this grace, and the user learns it now.
+    expect(run.stdout).toContain(', unless this account is rotated again before then: that ends it at once.');
     expect(run.stdout).toContain('New token (shown once; store it now):');
     expect((await call(service.api.url, 'GET', '/config', { token })).status).toBe(200);
 
@@ -213,6 +215,33 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     expect(now.code).toBe(0);
     expect((await call(service.api.url, 'GET', '/config', { token })).status).toBe(401);
     expect((await call(service.api.url, 'GET', '/config', { token: now.json().token })).status).toBe(200);
+  });
+
+  it('rotate or revoke of a revoked or expired account says so, and how to get a working one, rather than that it does not exist', async () => {
+    const revoked = await mintAccount(service.api.url, ROOT_KEY);
+    await call(service.api.url, 'DELETE', `/service-accounts/${revoked.id}`, { token: ROOT_KEY });
+    const rotateRevoked = await runCommand(['tokens', 'rotate', revoked.name, '--json'], sandbox, { env: asAdmin });
+    expect(rotateRevoked.code).toBe(1);
+    expect(rotateRevoked.json()).toEqual({
+      error: expect.stringMatching(
+        new RegExp(`^Service account '${revoked.name}' is revoked \\(since \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\)\\.$`),
+      ),
+      hint: `Mint a new one with: svc tokens create ${revoked.name}`,
+    });
+
+    const expired = await mintAccount(service.api.url, ROOT_KEY);
+    await query(service.databaseUrl, `UPDATE service_accounts SET expires_at = now() - interval '1 hour' WHERE id = $1`, [expired.id]);
+    for (const command of [
+      ['tokens', 'rotate', expired.name, '--json'],
+      ['tokens', 'revoke', expired.name, '--yes', '--json'],
+    ]) {
+      const run = await runCommand(command, sandbox, { env: asAdmin });
+      expect(run.code, command.join(' ')).toBe(1);
+      expect(run.json()).toEqual({
+        error: expect.stringMatching(new RegExp(`^Service account '${expired.name}' expired at .+Z: its token no longer works\\.$`)),
+        hint: `Mint a new one with: svc tokens create ${expired.name}`,
+      });
+    }
   });
 
   it('rotate of an unknown name exits 1 with {error, hint}; a bad --grace is a usage error (exit 2) before any request', async () => {

@@ -61,6 +61,23 @@ export class ServiceAccountsApi extends AdminApi {
     this.mayNotSeeEveryAccount = credential?.startsWith('svc_pat_') ?? false;
   }
 
+  /**
+   * Why no active account has this name: a revoked or expired one says so, and how to get a working one
+   * (the name can be minted again), rather than that nothing by that name exists while the list shows it.
+   */
+  async missing(name: string): Promise<CliError> {
+    const latest = (await this.list()).filter((account) => account.name === name).at(-1);
+    const when = (epoch: number) => new Date(epoch * 1000).toISOString();
+    const create = `Mint a new one with: svc tokens create ${name}`;
+    if (latest?.revoked_at != null) {
+      return new CliError(`Service account '${name}' is revoked (since ${when(latest.revoked_at)}).`, create);
+    }
+    if (latest?.expires_at != null && latest.expires_at <= Date.now() / 1000) {
+      return new CliError(`Service account '${name}' expired at ${when(latest.expires_at)}: its token no longer works.`, create);
+    }
+    return this.notFound(name, 'List them with: svc tokens list');
+  }
+
   /** No active account of that name, as far as this credential can tell. */
   notFound(name: string, hint?: string): CliError {
     const unseen = this.mayNotSeeEveryAccount ? ' (or not visible to this credential)' : '';

@@ -134,7 +134,7 @@ export class TokensRevokeCommand extends CredentialedCommand<ServiceOptions> {
       // Revoking is idempotent: an account revoked before is the state asked for, said as such.
       const earlier = (await api.list()).filter((candidate) => candidate.name === name && candidate.revoked_at !== null).at(-1);
       if (!earlier) {
-        throw api.notFound(name, 'List them with: svc tokens list');
+        throw await api.missing(name);
       }
       terminal.document({ revoked: earlier });
       terminal.line(
@@ -175,7 +175,7 @@ export class TokensRotateCommand extends CredentialedCommand<RotateOptions> {
     const api = await accountsApi(descriptor, options, terminal);
     const account = await api.findActive(name);
     if (!account) {
-      throw api.notFound(name, 'List them with: svc tokens list');
+      throw await api.missing(name);
     }
     const progress = terminal.progress(`Rotating service account '${name}'`);
     let rotated;
@@ -191,7 +191,7 @@ export class TokensRotateCommand extends CredentialedCommand<RotateOptions> {
     terminal.line(
       grace === 0
         ? `${previous} has stopped working.`
-        : `${previous} keeps working for ${formatDuration(grace)}, until ${formatTime(Math.floor(Date.now() / 1000) + grace)}.`,
+        : `${previous} keeps working for ${formatDuration(grace)}, until ${formatTime(Math.floor(Date.now() / 1000) + grace)}, unless this account is rotated again before then: that ends it at once.`,
     );
     terminal.line('');
     terminal.line(terminal.color.bold('New token (shown once; store it now):'));
