@@ -70,6 +70,12 @@ describe('svc URL discovery and the credential gates', () => {
     expect(run.json()).toEqual({ error: `No running service found (tried: ${deadUrl} (from --url)).`, hint: expect.any(String) });
   });
 
+  it('a --url pasted with /mcp (the MCP endpoint npm start prints) is answered with the base URL to use', async () => {
+    const run = await status(['--url', `${service.api.url}/mcp`], {});
+    expect(run.code).toBe(1);
+    expect(run.json().hint).toBe(`${service.api.url}/mcp is the MCP endpoint; svc wants the service's base URL: ${service.api.url}`);
+  });
+
   it('SERVICE_URL comes next and skips the env files', async () => {
     writeFileSync(join(sandbox.cwd, '.env'), `SERVICE_URL=${deadUrl}\n`);
     const run = await status([], { SERVICE_URL: service.api.url });

@@ -129,9 +129,16 @@ export async function probe(candidate: Candidate): Promise<ServiceDescriptor | n
   };
 }
 
+const MCP_ENDPOINT = /\/mcp\/?$/;
+
 function nothingFound(tried: Candidate[]): CliError {
   const list = tried.map((candidate) => `${candidate.url} (from ${describeSource(candidate)})`).join(', ');
-  return new CliError(`No running service found (tried: ${list}).`, 'Start it (npm start), or pass --url or set SERVICE_URL.');
+  // The URL `npm start` prints beside "MCP:" is the likeliest paste: the service lives one level up.
+  const endpoint = tried.find((candidate) => MCP_ENDPOINT.test(candidate.url));
+  const hint = endpoint
+    ? `${endpoint.url} is the MCP endpoint; svc wants the service's base URL: ${endpoint.url.replace(MCP_ENDPOINT, '')}`
+    : 'Start it (npm start), or pass --url or set SERVICE_URL.';
+  return new CliError(`No running service found (tried: ${list}).`, hint);
 }
 
 /**
