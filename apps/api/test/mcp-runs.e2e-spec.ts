@@ -78,6 +78,37 @@ describe('MCP run, session, component and schedule tools', () => {
     expect(huge).toMatchObject({ isError: true, text: expect.stringMatching(/^404: Agent 'x{128}…' not found$/) });
   });
 
+  it('tells a client that asks for progress the run id at once and the content as it comes; the answer is the same finished run', async () => {
+    const messages: string[] = [];
+    const result = await asAlice.callTool(
+      { name: 'run_agent', arguments: { agent_id: 'echo-agent', message: 'progress please' } },
+      undefined,
+      {
+        onprogress: ({ message }) => messages.push(String(message)),
+      },
+    );
+    const run = result.structuredContent as { run_id: string; session_id: string; status: string; content: string };
+    expect(run).toMatchObject({ status: 'completed', content: expect.stringContaining('progress please') });
+    expect(messages[0]).toBe(`Run ${run.run_id} started (session ${run.session_id})`);
+    expect(messages.slice(1).join('')).toBe(run.content);
+  });
+
+  it('keeps a quiet run alive for a client whose timeout restarts on progress; without progress that client gives up', async () => {
+    // sleep-agent says nothing for 8 s: only the heartbeats (every 5 s) restart a 6.5 s timeout.
+    const heard: string[] = [];
+    const quiet = await asAlice.callTool({ name: 'run_agent', arguments: { agent_id: 'sleep-agent', message: '8' } }, undefined, {
+      timeout: 6500,
+      resetTimeoutOnProgress: true,
+      onprogress: ({ message }) => heard.push(String(message)),
+    });
+    expect(quiet.structuredContent).toMatchObject({ status: 'completed' });
+    expect(heard.filter((message) => / is running$/.test(message)).length).toBeGreaterThanOrEqual(1);
+    // The same client, asking for no progress: nothing restarts its timeout.
+    await expect(
+      asAlice.callTool({ name: 'run_agent', arguments: { agent_id: 'sleep-agent', message: '3' } }, undefined, { timeout: 1500 }),
+    ).rejects.toThrow(/Request timed out/);
+  }, 30_000);
+
   it('queues a background run and cancels it while queued', async () => {
     const queued = await callTool(asAlice, 'run_agent', { agent_id: 'sleep-agent', message: '1', background: true });
     expect(queued.structured).toEqual({ run_id: expect.any(String), session_id: expect.any(String), status: 'queued' });

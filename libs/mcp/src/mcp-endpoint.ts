@@ -2,13 +2,21 @@ import { IncomingMessage, ServerResponse } from 'node:http';
 
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { type CallToolResult, ListToolsRequestSchema, ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  type CallToolResult,
+  ListToolsRequestSchema,
+  ListToolsResult,
+  type ServerNotification,
+  type ServerRequest,
+} from '@modelcontextprotocol/sdk/types.js';
 import { Inject, Injectable } from '@nestjs/common';
 
 import { Principal } from '@app/access';
 import { Authenticator, requiredScope } from '@app/auth';
 import { Env, SERVICE_VERSION } from '@app/config';
 
+import { McpToolCall } from './mcp-tool.decorator';
 import { McpToolRegistry, RegisteredMcpTool } from './mcp-tool.registry';
 
 /** Turns an error into what a client reads: an HTTP-like status and a one-line explanation. */
@@ -55,7 +63,7 @@ export class McpEndpoint {
       server.registerTool(
         tool.name,
         { description: tool.description, inputSchema: tool.input, annotations: tool.annotations, _meta: toolMeta(tool) },
-        (args: Record<string, unknown>) => this.call(tool, principal, args),
+        (args: Record<string, unknown>, extra) => this.call(tool, principal, args, progressOf(extra)),
       );
     }
     // Every tool stays registered, so calling one the caller may not use still answers the route's scope
@@ -67,15 +75,38 @@ export class McpEndpoint {
   }
 
   /** The REST route's scope check, then the handler; every refusal or failure becomes a tool error the model can read. */
-  private async call(tool: RegisteredMcpTool, principal: Principal, args: Record<string, unknown>): Promise<CallToolResult> {
+  private async call(
+    tool: RegisteredMcpTool,
+    principal: Principal,
+    args: Record<string, unknown>,
+    call: McpToolCall,
+  ): Promise<CallToolResult> {
     try {
       this.authenticator.authorize(principal, requiredScope(tool.rule, args));
-      return toolResult(await tool.handler(principal, args));
+      return toolResult(await tool.handler(principal, args, call));
     } catch (error) {
       const { status, detail } = this.errors.render(error, `MCP tool ${tool.name}`);
       return { isError: true, content: [{ type: 'text', text: `${status}: ${detail}` }] };
     }
   }
+}
+
+type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** Progress notifications on the request's own stream, numbered, when the client sent a progressToken. */
+function progressOf(extra: ToolExtra): McpToolCall {
+  const progressToken = extra._meta?.progressToken;
+  let progress = 0;
+  return {
+    wantsProgress: progressToken !== undefined,
+    progress: (message) => {
+      if (progressToken !== undefined) {
+        progress += 1;
+        // A client that went away makes this fail; the tool goes on and its answer is dropped the same way.
+        extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress, message } }).catch(() => undefined);
+      }
+    },
+  };
 }
 
 function toolMeta(tool: RegisteredMcpTool): Record<string, unknown> {

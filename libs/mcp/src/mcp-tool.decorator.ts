@@ -23,8 +23,16 @@ export interface McpToolOptions {
   annotations?: ToolAnnotations;
 }
 
-/** What a tool method receives and returns: the caller, its arguments, and a JSON-serialisable result. */
-export type McpToolHandler = (principal: Principal, args: Record<string, unknown>) => unknown;
+/** What a tool may do besides answering: tell a client that asked for progress (a progressToken) how it goes. */
+export interface McpToolCall {
+  /** Whether the client asked for progress notifications. */
+  readonly wantsProgress: boolean;
+  /** A progress notification, when the client asked for them (a no-op otherwise); each one also restarts a client's request timeout that honours them. */
+  progress(message: string): void;
+}
+
+/** What a tool method receives and returns: the caller, its arguments, the call (progress), and a JSON-serialisable result. */
+export type McpToolHandler = (principal: Principal, args: Record<string, unknown>, call: McpToolCall) => unknown;
 
 export const MCP_TOOL = 'mcp:tool';
 

@@ -2,10 +2,13 @@ import { Injectable, Type } from '@nestjs/common';
 import { z } from 'zod';
 
 import { Principal } from '@app/access';
-import { McpTool, McpToolset } from '@app/mcp';
-import { AcceptedRunDto, ComponentDto, ComponentKind, RunDto, RunsService, StartRunDto } from '@app/runs';
+import { McpTool, McpToolCall, McpToolset } from '@app/mcp';
+import { AcceptedRunDto, ComponentDto, ComponentKind, RunDto, RunRequest, RunsService, StartRunDto } from '@app/runs';
 
 import { dtoArguments, McpArguments } from '../mcp-arguments';
+
+/** While a run says nothing, a progress notification this often: a client that restarts its timeout on progress keeps waiting. */
+const PROGRESS_HEARTBEAT_MS = 5000;
 
 interface ComponentTools {
   kind: ComponentKind;
@@ -46,16 +49,45 @@ function componentTools({ kind, resource, param }: ComponentTools): Type<unknown
       mirrors: `POST /${resource}/:${param}/runs`,
       description:
         `Run the ${kind} with a message. Waits for the finished run (status, content, error) by default; ` +
-        `with background=true it queues a durable job and returns {run_id, session_id, status: "queued"} at once (poll get_${kind}_run).`,
+        `with background=true it queues a durable job and returns {run_id, session_id, status: "queued"} at once (poll get_${kind}_run). ` +
+        'A client that asks for progress gets the run id at the start, the content as it comes, and a notification every 5 s while the run is quiet.',
       // A tool answers once, so the route's `stream` has no meaning here.
       input: z.object({ [param]: componentId, ...dtoArguments(StartRunDto, ['stream']) }),
     })
-    async run(principal: Principal, args: Record<string, unknown>): Promise<RunDto | AcceptedRunDto> {
+    async run(principal: Principal, args: Record<string, unknown>, call: McpToolCall): Promise<RunDto | AcceptedRunDto> {
       const { [param]: id, ...body } = args;
       const request = await this.args.as(StartRunDto, body, 'body');
-      return request.background
-        ? this.runs.enqueue(principal, kind, String(id), request)
+      if (request.background) {
+        return this.runs.enqueue(principal, kind, String(id), request);
+      }
+      return call.wantsProgress
+        ? this.runReporting(principal, String(id), request, call)
         : this.runs.run(principal, kind, String(id), request);
+    }
+
+    /**
+     * The run as the route's stream=true makes it, told as progress: a long run outlives many clients' request
+     * timeout, and without a word from it the client gives up holding no run id.
+     */
+    private async runReporting(principal: Principal, id: string, request: RunRequest, call: McpToolCall): Promise<RunDto> {
+      let runId: string | null = null;
+      let finished: RunDto | null = null;
+      const heartbeat = setInterval(() => call.progress(runId ? `Run ${runId} is running` : 'Starting the run'), PROGRESS_HEARTBEAT_MS);
+      try {
+        await this.runs.stream(principal, kind, id, request, ({ event, data }) => {
+          if (event === 'RunStarted') {
+            runId = String(data.run_id);
+            call.progress(`Run ${runId} started (session ${String(data.session_id)})`);
+          } else if (event === 'RunContent') {
+            call.progress(String(data.content));
+          } else {
+            finished = data as unknown as RunDto;
+          }
+        });
+      } finally {
+        clearInterval(heartbeat);
+      }
+      return finished!;
     }
 
     @McpTool({
