@@ -47,6 +47,8 @@ describe('MCP on, security-key mode', () => {
   it('initializes and lists tools, each naming the REST route and scope it mirrors', async () => {
     const client = await connect(ROOT_KEY);
     expect(client.getServerVersion()).toMatchObject({ name: 'platform-service' });
+    // Stateless: no stream stays open to carry a list_changed notification, so none is promised.
+    expect(client.getServerCapabilities()?.tools).toEqual({ listChanged: false });
     const { tools } = await client.listTools();
     const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
     expect(byName.get_config._meta).toEqual({ 'platform/rest-route': 'GET /config', 'platform/required-scope': 'config:read' });

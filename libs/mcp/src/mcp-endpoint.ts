@@ -66,6 +66,8 @@ export class McpEndpoint {
         (args: Record<string, unknown>, extra) => this.call(tool, principal, args, progressOf(extra)),
       );
     }
+    // registerTool promises list_changed notifications; a stateless endpoint keeps no stream to send one on.
+    server.server.registerCapabilities({ tools: { listChanged: false } });
     // Every tool stays registered, so calling one the caller may not use still answers the route's scope
     // error; the list, which the SDK would build from every registered tool, shows only the callable ones.
     server.server.setRequestHandler(ListToolsRequestSchema, (): ListToolsResult => ({
