@@ -573,8 +573,6 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
       const connection = client;
       connection.on('notification', () => this.workQueued());
       connection.on('error', (error) => reconnect(error, connection, 'LISTEN connection lost; polling until it is back'));
-      // A connection closed without an error (a proxy or pooler going away) is lost all the same.
-      connection.on('end', () => reconnect(new Error('connection ended'), connection, 'LISTEN connection lost; polling until it is back'));
       await connection.query(`LISTEN ${this.store.readyChannel}`);
       this.listener = connection;
       this.options.onListening?.(true);
