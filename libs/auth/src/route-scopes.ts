@@ -5,16 +5,7 @@ import FindMyWay, { HTTPMethod } from 'find-my-way';
 
 import { EndpointRoute, EndpointScopes, normalizedEndpoint } from '@app/schedules';
 
-import {
-  BODY_SCOPE,
-  BodyScope,
-  PUBLIC_ROUTE,
-  requiredScope,
-  ROUTE_SCOPE,
-  RouteScope,
-  UNSCHEDULABLE,
-  UnschedulableReason,
-} from './scopes.decorator';
+import { BodyScope, requiredScope, routeDeclaration, RouteScope, UnschedulableReason } from './scopes.decorator';
 
 function joinPath(...parts: (string | string[] | undefined)[]): string {
   const segments = parts.flatMap((part) => (Array.isArray(part) ? part.slice(0, 1) : [part ?? '']));
@@ -95,12 +86,9 @@ export class RouteScopes extends EndpointScopes {
         if (method === undefined) {
           continue;
         }
-        const rule = this.reflector.getAllAndOverride<RouteScope | undefined>(ROUTE_SCOPE, [handler, controller]);
-        const isPublic = this.reflector.getAllAndOverride<boolean | undefined>(PUBLIC_ROUTE, [handler, controller]);
-        const bodyScope = this.reflector.get<BodyScope | undefined>(BODY_SCOPE, handler);
+        const { rule, isPublic, bodyScope, unschedulable } = routeDeclaration(this.reflector, handler, controller);
         if (rule || isPublic || bodyScope) {
           const path = joinPath(base, this.reflector.get<string | string[]>(PATH_METADATA, handler));
-          const unschedulable = this.reflector.getAllAndOverride<UnschedulableReason | undefined>(UNSCHEDULABLE, [handler, controller]);
           routes.push({
             method: RequestMethod[method],
             path,

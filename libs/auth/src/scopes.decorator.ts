@@ -1,4 +1,5 @@
 import { applyDecorators, SetMetadata } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
 import { ApiBearerAuth, ApiExtension, ApiForbiddenResponse, ApiSecurity, ApiUnauthorizedResponse } from '@nestjs/swagger';
 
 import { forComponent } from '@app/access';
@@ -50,6 +51,25 @@ export type UnschedulableReason = (body: unknown) => string | null;
  */
 export function Unschedulable(reason: string | UnschedulableReason): MethodDecorator & ClassDecorator {
   return SetMetadata(UNSCHEDULABLE, typeof reason === 'string' ? () => reason : reason);
+}
+
+/** What a route declares about its callers, read from its decorators (on the handler, else on its controller). */
+export interface RouteDeclaration {
+  isPublic: boolean;
+  rule?: RouteScope;
+  bodyScope?: BodyScope;
+  unschedulable?: UnschedulableReason;
+}
+
+/** One reading of a route's declaration, for the guard that enforces it and the route table schedules and MCP consult. */
+export function routeDeclaration(reflector: Reflector, handler: object, controller: object): RouteDeclaration {
+  const targets = [handler, controller] as Parameters<Reflector['getAllAndOverride']>[1];
+  return {
+    isPublic: reflector.getAllAndOverride<boolean | undefined>(PUBLIC_ROUTE, targets) ?? false,
+    rule: reflector.getAllAndOverride<RouteScope | undefined>(ROUTE_SCOPE, targets),
+    bodyScope: reflector.getAllAndOverride<BodyScope | undefined>(BODY_SCOPE, targets),
+    unschedulable: reflector.getAllAndOverride<UnschedulableReason | undefined>(UNSCHEDULABLE, targets),
+  };
 }
 
 /** Marks a route that needs no credential at all (health, discovery). */
