@@ -40,6 +40,11 @@ function HttpJsonBinding(): MethodDecorator {
 /** A v1.0 message to send over HTTP+JSON: the text is the run's input. */
 const SEND_MESSAGE_EXAMPLE = { message: { messageId: 'message-1', role: 'ROLE_USER', parts: [{ text: 'Hello!' }] } };
 
+/** The body of SendMessage and SendStreamingMessage over HTTP+JSON, with its example. */
+function SendMessageBody(): MethodDecorator {
+  return ApiBody({ schema: { type: 'object' }, examples: { send: { summary: 'A message', value: SEND_MESSAGE_EXAMPLE } } });
+}
+
 /** The same over JSON-RPC as v0.3 speaks it (no A2A-Version header): Swagger UI sends no header either. */
 const JSON_RPC_EXAMPLE = {
   jsonrpc: '2.0',
@@ -121,7 +126,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @RequireScope(run, { componentParam: param })
     @ApiOperation({ summary: 'A2A HTTP+JSON SendMessage' })
     @HttpJsonBinding()
-    @ApiBody({ schema: { type: 'object' }, examples: { send: { summary: 'A message', value: SEND_MESSAGE_EXAMPLE } } })
+    @SendMessageBody()
     async send(
       @CurrentPrincipal() caller: Principal,
       @Param(param) id: string,
@@ -137,7 +142,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @RequireScope(run, { componentParam: param })
     @ApiOperation({ summary: 'A2A HTTP+JSON SendStreamingMessage (text/event-stream)' })
     @HttpJsonBinding()
-    @ApiBody({ schema: { type: 'object' }, examples: { send: { summary: 'A message', value: SEND_MESSAGE_EXAMPLE } } })
+    @SendMessageBody()
     async stream(
       @CurrentPrincipal() caller: Principal,
       @Param(param) id: string,
