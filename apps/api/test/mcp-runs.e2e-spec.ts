@@ -91,6 +91,23 @@ describe('MCP run, session, component and schedule tools', () => {
     expect(run).toMatchObject({ status: 'completed', content: expect.stringContaining('progress please') });
     expect(messages[0]).toBe(`Run ${run.run_id} started (session ${run.session_id})`);
     expect(messages.slice(1).join('')).toBe(run.content);
+
+    // The wrong principal hears nothing: bob continuing alice's session is refused before the run exists, and a
+    // token for one agent calling another is refused by the scope check; neither sends a word of progress.
+    const overheard: string[] = [];
+    const listen = { onprogress: ({ message }: { message?: string }) => overheard.push(String(message)) };
+    const foreign = await asBob.callTool(
+      { name: 'run_agent', arguments: { agent_id: 'echo-agent', message: 'mine now', session_id: run.session_id } },
+      undefined,
+      listen,
+    );
+    expect(foreign).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(/^404: /) }] });
+    const narrow = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:echo-agent:run'] });
+    const asNarrow = await connectMcp(api.url, narrow.token);
+    const refused = await asNarrow.callTool({ name: 'run_agent', arguments: { agent_id: 'sleep-agent', message: '1' } }, undefined, listen);
+    await asNarrow.close();
+    expect(refused).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(/^403: /) }] });
+    expect(overheard).toEqual([]);
   });
 
   it('keeps a quiet run alive for a client whose timeout restarts on progress; without progress that client gives up', async () => {
