@@ -168,14 +168,16 @@ describe('traces', () => {
     await traceOf(first.body.run_id, 3, alice.token);
     const borrowed = await post(bob.token);
     const second = await post(alice.token);
-    // Bob's request, queue wait and component spans are stored under Alice's trace id...
+    // Bob's request span (on his run's row), queue wait and component spans are stored under Alice's trace id...
     await waitFor(
       async () =>
         (
-          await query(databaseUrl, `SELECT 1 FROM trace_spans WHERE trace_id = $1 AND spans LIKE '%' || $2 || '%'`, [
-            traceId,
-            borrowed.body.run_id,
-          ])
+          await query(
+            databaseUrl,
+            `SELECT 1 FROM runs WHERE trace_id = $1 AND id = $2 AND request_span IS NOT NULL
+             UNION ALL SELECT 1 FROM trace_spans WHERE trace_id = $1 AND spans LIKE '%' || $2 || '%'`,
+            [traceId, borrowed.body.run_id],
+          )
         ).length === 2,
       20_000,
       'the borrowed run’s spans, from the api and the worker',

@@ -24,8 +24,8 @@ export interface ExecutionOptions {
   checkpoint?: () => Promise<void>;
   /** Aborted when the job is lost or its worker stops past its deadline (a queue job's); read only when the component reads ctx.signal. */
   signal?: () => AbortSignal;
-  /** The trace the component span joins: the request's span in this process, or a job's W3C traceparent. */
-  parent?: Span | string;
+  /** The trace the component span joins, as a W3C traceparent: the request span's in this process, or a job's. */
+  parent?: string;
 }
 
 /** How often a run whose component holds `ctx.signal` checks whether it was cancelled meanwhile. */

@@ -9,6 +9,9 @@ import type { RunStatus } from './run-status';
 // Idempotency keys are unique per caller, anonymous callers (NULL user) included: the migration
 // creates it NULLS NOT DISTINCT, which TypeORM cannot express, so it is not synchronised from here.
 @Index('UQ_runs_idempotency', { synchronize: false })
+// Partial (traced runs only), which the migration writes and TypeORM would not compare alike.
+@Index('IDX_runs_trace', { synchronize: false })
+@Index('IDX_runs_traced_created', { synchronize: false })
 export class RunEntity {
   @PrimaryColumn('uuid')
   id!: string;
@@ -62,6 +65,14 @@ export class RunEntity {
 
   @Column({ name: 'completed_at', type: 'timestamptz', nullable: true })
   completedAt!: Date | null;
+
+  /** The run's trace (W3C trace id) when it was traced: its row is the trace's summary in GET /traces. */
+  @Column({ name: 'trace_id', type: 'varchar', length: 32, nullable: true, select: false })
+  traceId?: string | null;
+
+  /** The run's request span (JSON), written with the row; the trace's other spans are in trace_spans. */
+  @Column({ name: 'request_span', type: 'text', nullable: true, select: false })
+  requestSpan?: string | null;
 
   /** The run's queue job (same id), joined on reads of background runs; not a column. */
   job?: RunJobState | null;

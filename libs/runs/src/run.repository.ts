@@ -7,6 +7,7 @@ import { DataScope } from '@app/access';
 import { queryPrepared } from '@app/database';
 import { fetchPage, PageRequest } from '@app/pagination';
 import { enqueueWith, ExpiredJob, JobPayload, JobStatus, QueueJobEntity } from '@app/queue';
+import type { StoredSpan } from '@app/traces';
 
 import { ComponentKind, ModelUsage, Turn } from './component';
 import { RunEntity } from './run.entity';
@@ -40,25 +41,31 @@ const JOINED_SESSION = `INSERT INTO sessions (id, component_type, component_id, 
   ON CONFLICT (id) DO UPDATE SET updated_at = now() WHERE sessions.user_id IS NOT DISTINCT FROM EXCLUDED.user_id
   RETURNING id`;
 
-/** A background run in one statement: its session, the run, its job, and the wake-up of idle workers. */
+/**
+ * A background run in one statement: its session, the run (with its trace id and request span when
+ * traced, stamped with the request's start), its job, and the wake-up of idle workers.
+ */
 const backgroundRun = (session: string) => `
   WITH session AS (${session}),
   run AS (
-    INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message, idempotency_key)
-    SELECT $1, id, $3, $4, $5, true, 'queued', $6, $7 FROM session RETURNING id
+    INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message, idempotency_key,
+                      created_at, updated_at, trace_id, request_span)
+    SELECT $1, id, $3, $4, $5, true, 'queued', $6, $7, $9, $9, $10, $11 FROM session RETURNING id
   ),
   job AS (${BACKGROUND_JOB.job})
   SELECT (SELECT count(*)::int FROM job) AS created, ${BACKGROUND_JOB.notified} AS notified`;
 
 /**
  * A run executed in the api, in one statement: its session, the run, started, and its lease (see
- * SyncRunLeases). It is stamped with the creation time its first event (RunStarted) reports.
+ * SyncRunLeases). It is stamped with the creation time its first event (RunStarted) reports, and
+ * names its trace when traced (its request span is stored when it finishes).
  */
 const startedRun = (session: string) => `
   WITH session AS (${session}),
   run AS (
-    INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message, idempotency_key, created_at, updated_at)
-    SELECT $1, id, $3, $4, $5, false, 'running', $6, $7, $8, $8 FROM session RETURNING id
+    INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message, idempotency_key,
+                      created_at, updated_at, trace_id)
+    SELECT $1, id, $3, $4, $5, false, 'running', $6, $7, $8, $8, $9 FROM session RETURNING id
   ),
   lease AS (INSERT INTO run_leases (run_id) SELECT id FROM run)
   SELECT count(*)::int AS created FROM run`;
@@ -122,7 +129,7 @@ const FINISH_STARTED_RUN = {
   name: 'runs_finish_started',
   text: `WITH lease AS (DELETE FROM run_leases WHERE run_id = $1)
          UPDATE runs SET status = $2, content = $3, error = $4, model = $5, input_tokens = $6, output_tokens = $7,
-           completed_at = now(), updated_at = now()
+           request_span = $8, completed_at = now(), updated_at = now()
          WHERE id = $1
          RETURNING completed_at`,
 };
@@ -141,11 +148,23 @@ export class RunRepository {
    * with nothing written, when the session belongs to another user. A repeated idempotency key
    * fails with the unique violation of RUN_IDEMPOTENCY_CONSTRAINT.
    */
-  async insertBackground(run: RunEntity, newSession: boolean, payload: JobPayload): Promise<boolean> {
+  async insertBackground(run: RunEntity, newSession: boolean, payload: JobPayload, requestSpan?: StoredSpan): Promise<boolean> {
     const { rows } = await queryPrepared<{ created: number }>(
       this.dataSource,
       newSession ? BACKGROUND_RUN_NEW_SESSION : BACKGROUND_RUN_JOINED_SESSION,
-      [run.id, run.sessionId, run.componentType, run.componentId, run.userId, run.message, run.idempotencyKey, JSON.stringify(payload)],
+      [
+        run.id,
+        run.sessionId,
+        run.componentType,
+        run.componentId,
+        run.userId,
+        run.message,
+        run.idempotencyKey,
+        JSON.stringify(payload),
+        run.createdAt,
+        run.traceId ?? null,
+        requestSpan === undefined ? null : JSON.stringify(requestSpan),
+      ],
     );
     return rows[0].created === 1;
   }
@@ -159,7 +178,17 @@ export class RunRepository {
     const { rows } = await queryPrepared<{ created: number }>(
       this.dataSource,
       newSession ? STARTED_RUN_NEW_SESSION : STARTED_RUN_JOINED_SESSION,
-      [run.id, run.sessionId, run.componentType, run.componentId, run.userId, run.message, run.idempotencyKey, run.createdAt],
+      [
+        run.id,
+        run.sessionId,
+        run.componentType,
+        run.componentId,
+        run.userId,
+        run.message,
+        run.idempotencyKey,
+        run.createdAt,
+        run.traceId ?? null,
+      ],
     );
     return rows[0].created === 1;
   }
@@ -195,8 +224,11 @@ export class RunRepository {
     ]);
   }
 
-  /** Records a synchronous run's outcome; returns the run as now stored, or null when it is gone (its session deleted meanwhile). */
-  async finish(run: RunEntity, { status, content, error, usage }: RunOutcome): Promise<RunEntity | null> {
+  /**
+   * Records a synchronous run's outcome, and its request span when traced; returns the run as now
+   * stored, or null when it is gone (its session deleted meanwhile).
+   */
+  async finish(run: RunEntity, { status, content, error, usage }: RunOutcome, requestSpan?: StoredSpan): Promise<RunEntity | null> {
     // In the order of FINISH_STARTED_RUN's $2 to $7.
     const written = {
       status,
@@ -206,7 +238,11 @@ export class RunRepository {
       inputTokens: usage?.inputTokens ?? null,
       outputTokens: usage?.outputTokens ?? null,
     };
-    const { rows } = await queryPrepared<{ completed_at: Date }>(this.dataSource, FINISH_STARTED_RUN, [run.id, ...Object.values(written)]);
+    const { rows } = await queryPrepared<{ completed_at: Date }>(this.dataSource, FINISH_STARTED_RUN, [
+      run.id,
+      ...Object.values(written),
+      requestSpan === undefined ? null : JSON.stringify(requestSpan),
+    ]);
     if (rows.length === 0) {
       return null;
     }

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { Span, SpanKind } from '@opentelemetry/api';
 import { isUUID } from 'class-validator';
 import { DataSource } from 'typeorm';
 
@@ -11,7 +10,7 @@ import { Env } from '@app/config';
 import { isUniqueViolation, toEpoch } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
 import { CancellationIntents, JobPayload, JobProducer, TERMINAL_STATUSES } from '@app/queue';
-import { RUN_ATTRIBUTES, SPAN, Tracing } from '@app/traces';
+import { RequestSpan, RUN_ATTRIBUTES, Tracing } from '@app/traces';
 import { unstorable } from '@app/validation';
 
 import { Component, ComponentKind } from './component';
@@ -74,7 +73,7 @@ export class RunsService {
         return this.get(caller, kind, componentId, run.id);
       }
       return this.leases.holding(run.id, async () =>
-        this.finished(run, await this.executor.execute(component, toInput(run, request), { parent: span })),
+        this.finished(run, await this.executor.execute(component, toInput(run, request), { parent: span?.traceparent }), span),
       );
     });
   }
@@ -96,7 +95,7 @@ export class RunsService {
     componentId: string,
     request: RunRequest,
     send: (event: RunEvent) => void,
-    span: Span,
+    span: RequestSpan | undefined,
   ): Promise<void> {
     const component = this.registry.get(kind, componentId);
     const { run, created } = await this.create(caller, component, request, false, span);
@@ -117,9 +116,9 @@ export class RunsService {
     const finished = await this.leases.holding(run.id, async () => {
       const outcome = await this.executor.execute(component, toInput(run, request), {
         onDelta: (content) => send({ event: 'RunContent', data: { run_id: run.id, content } }),
-        parent: span,
+        parent: span?.traceparent,
       });
-      return this.finished(run, outcome);
+      return this.finished(run, outcome, span);
     });
     send(finalEvent(finished));
   }
@@ -134,7 +133,7 @@ export class RunsService {
     kind: ComponentKind,
     componentId: string,
     request: RunRequest,
-    span: Span,
+    span: RequestSpan | undefined,
   ): Promise<AcceptedRunDto> {
     if (!this.env.QUEUE_ENABLED) {
       throw new RunException(
@@ -192,20 +191,29 @@ export class RunsService {
     return this.get(caller, kind, componentId, runId);
   }
 
-  /** The request's span around `work`: a child of the caller's traceparent when one came with the request. */
-  private async traced<T>(request: RunRequest, work: (span: Span) => Promise<T>): Promise<T> {
-    const span = this.tracing.start(SPAN.request, { parent: request.traceparent, kind: SpanKind.SERVER });
+  /**
+   * The request's span around `work` (none while tracing is off): a child of the caller's traceparent
+   * when one came with the request. It is stored with the run it makes, if any.
+   */
+  private async traced<T>(request: RunRequest, work: (span: RequestSpan | undefined) => Promise<T>): Promise<T> {
+    const span = this.tracing.startRequest(request.traceparent);
     try {
       return await work(span);
     } catch (error) {
-      this.tracing.fail(span, error);
+      span?.fail(error);
       throw error;
     } finally {
-      span.end();
+      span?.end();
     }
   }
 
-  private async create(caller: Principal, component: Component, request: RunRequest, background: boolean, span: Span): Promise<Created> {
+  private async create(
+    caller: Principal,
+    component: Component,
+    request: RunRequest,
+    background: boolean,
+    span: RequestSpan | undefined,
+  ): Promise<Created> {
     if (request.stream && request.background) {
       throw new RunException(
         RunErrorCode.InvalidRequest,
@@ -214,12 +222,14 @@ export class RunsService {
     }
     const userId = attributedUser(caller, request.user_id);
     const key = idempotencyKey(request);
-    const run = newRun(component, request, userId, key, background);
+    const run = newRun(component, request, userId, key, background, span);
     const newSession = request.session_id === undefined;
     try {
       if (background) {
+        // The request span ends as the job is enqueued, and is stored with the run: its attributes are the run's.
+        const stored = span?.stored(createdAttributes(component, run, request));
         // One round trip: no lookup first; a repeated key meets the unique constraint and answers below.
-        if (!(await this.runs.insertBackground(run, newSession, jobPayload(run, newSession, this.tracing.traceparent(span))))) {
+        if (!(await this.runs.insertBackground(run, newSession, jobPayload(run, newSession, span), stored))) {
           throw new RunException(RunErrorCode.SessionNotFound, `Session '${run.sessionId}' not found`);
         }
         return this.createdIn(span, component, run, request);
@@ -243,14 +253,14 @@ export class RunsService {
     return this.createdIn(span, component, run, request);
   }
 
-  /** A new run: its request span names it, so the trace's summary (GET /traces) is the run's. */
-  private createdIn(span: Span, component: Component, run: RunEntity, request: RunRequest): Created {
-    span.setAttributes({ ...runAttributes(component, toInput(run, request)), [RUN_ATTRIBUTES.status]: run.status });
+  /** A new run: its request span names it (set only once the run exists: a span naming none is stored nowhere). */
+  private createdIn(span: RequestSpan | undefined, component: Component, run: RunEntity, request: RunRequest): Created {
+    span?.setAttributes(createdAttributes(component, run, request));
     return { run, created: true };
   }
 
-  /** Records the outcome of a run executed here and answers the run as stored, without reading it back. */
-  private async finished(run: RunEntity, outcome: RunOutcome): Promise<RunDto> {
+  /** Records the outcome of a run executed here, with its request span, and answers the run as stored, without reading it back. */
+  private async finished(run: RunEntity, outcome: RunOutcome, span: RequestSpan | undefined): Promise<RunDto> {
     if (outcome.status === 'failed') {
       // The worker logs a background run's failure; a run executed here would show only as its request's 200.
       this.logger.warn(
@@ -258,7 +268,7 @@ export class RunsService {
         `run failed: ${run.componentType} ${run.componentId}`,
       );
     }
-    const stored = await this.runs.finish(run, outcome);
+    const stored = await this.runs.finish(run, outcome, span?.stored());
     if (!stored) {
       throw runNotFound(run.id);
     }
@@ -313,8 +323,16 @@ function idempotencyKey(request: RunRequest): string | null {
 // eslint-disable-next-line no-control-regex -- matching control characters is what this pattern is for
 const CONTROL = /[\u0000-\u001F\u007F]/;
 
-function newRun(component: Component, request: RunRequest, userId: string | null, key: string | null, background: boolean): RunEntity {
-  const now = new Date();
+/** A new run, stamped with its request's start when traced (its trace starts there too). */
+function newRun(
+  component: Component,
+  request: RunRequest,
+  userId: string | null,
+  key: string | null,
+  background: boolean,
+  span: RequestSpan | undefined,
+): RunEntity {
+  const now = span?.startTime ?? new Date();
   return Object.assign(new RunEntity(), {
     id: randomUUID(),
     sessionId: request.session_id ?? randomUUID(),
@@ -330,19 +348,25 @@ function newRun(component: Component, request: RunRequest, userId: string | null
     createdAt: now,
     updatedAt: now,
     completedAt: null,
+    traceId: span?.traceId ?? null,
   });
+}
+
+/** What a new run's request span says of it: the run, and its status when created. */
+function createdAttributes(component: Component, run: RunEntity, request: RunRequest): Record<string, string> {
+  return { ...runAttributes(component, toInput(run, request)), [RUN_ATTRIBUTES.status]: run.status };
 }
 
 /**
  * What the worker needs besides the job's columns. A run that opened its session has no history: the worker skips reading it.
- * A traced run carries its request span's traceparent and when it was enqueued: the worker's spans continue that trace.
+ * A traced run carries its request span's traceparent and when it was enqueued (the request span's end, stored already):
+ * the worker's spans continue that trace.
  */
-function jobPayload(run: RunEntity, newSession: boolean, traceparent: string | undefined): JobPayload {
+function jobPayload(run: RunEntity, newSession: boolean, span: RequestSpan | undefined): JobPayload {
   return {
     message: run.message,
     ...(newSession ? {} : { continues_session: true }),
-    // Read from the clock OpenTelemetry's spans use (not Date.now, which drifts from it): the queue wait never starts before the request.
-    ...(traceparent === undefined ? {} : { traceparent, enqueued_at: performance.timeOrigin + performance.now() }),
+    ...(span === undefined || span.endTime === null ? {} : { traceparent: span.traceparent, enqueued_at: span.endTime }),
   };
 }
 

@@ -6,7 +6,10 @@ import { Env } from '@app/config';
 
 const RETENTION_INTERVAL_MS = 10 * 60_000;
 
-/** Deletes traces (and their spans) older than QUEUE_RETENTION_SECONDS, on the same clock as the queue's terminal jobs; 0 keeps them. */
+/**
+ * Deletes traces older than QUEUE_RETENTION_SECONDS, on the same clock as the queue's terminal jobs; 0
+ * keeps them. A trace's summary and request span are its run's row, which stays: they are cleared.
+ */
 @Injectable()
 export class TraceRetention implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly log = new Logger('TraceRetention');
@@ -35,7 +38,10 @@ export class TraceRetention implements OnApplicationBootstrap, OnApplicationShut
     try {
       // Spans go by their own age: a trace's worker batch may outlive its summary by a run's duration.
       await this.dataSource.query(
-        `WITH expired AS (DELETE FROM traces WHERE started_at < now() - make_interval(secs => $1))
+        `WITH expired AS (
+           UPDATE runs SET trace_id = NULL, request_span = NULL
+            WHERE trace_id IS NOT NULL AND created_at < now() - make_interval(secs => $1)
+         )
          DELETE FROM trace_spans WHERE started_at < now() - make_interval(secs => $1)`,
         [this.env.QUEUE_RETENTION_SECONDS],
       );

@@ -11,8 +11,18 @@ export interface StoredSpan {
 }
 
 /**
- * One run's trace, as GET /traces lists it: the summary the api's request span wrote, with the run's
- * status and end (its job's while one exists). The view comes from a migration, so TypeORM only reads it.
+ * A span's attributes as stored: a failed span's say so under the names OpenTelemetry gives status in
+ * formats without a status field (Zipkin's tags), `otel.status_code` and `otel.status_description`.
+ */
+export function storedAttributes<T extends object>(attributes: T, failure: { message?: string } | null): T | Record<string, unknown> {
+  return failure === null
+    ? attributes
+    : { ...attributes, 'otel.status_code': 'ERROR', ...(failure.message ? { 'otel.status_description': failure.message } : {}) };
+}
+
+/**
+ * One run's trace, as GET /traces lists it: the traced run's row, with the run's status and end (its
+ * job's while one exists). The view comes from a migration, so TypeORM only reads it.
  */
 @ViewEntity({ name: 'trace_summaries', synchronize: false })
 export class TraceEntity {

@@ -66,12 +66,14 @@ export class TraceRepository {
     return new Map(rows.map((row) => [row.id, row.user_id]));
   }
 
-  /** The spans of these traces, by trace id, in the order they were written. */
+  /** The spans of these traces, by trace id: their runs' request spans (on the runs' rows) and the batches written of the rest. */
   async spansOf(traceIds: string[]): Promise<Map<string, StoredSpan[]>> {
     const spans = new Map(traceIds.map((id): [string, StoredSpan[]] => [id, []]));
     if (traceIds.length > 0) {
       const rows: { trace_id: string; spans: string }[] = await this.dataSource.query(
-        `SELECT trace_id, spans FROM trace_spans WHERE trace_id = ANY ($1) ORDER BY started_at`,
+        `SELECT trace_id, '[' || request_span || ']' AS spans FROM runs WHERE trace_id = ANY ($1) AND request_span IS NOT NULL
+         UNION ALL
+         SELECT trace_id, spans FROM trace_spans WHERE trace_id = ANY ($1)`,
         [traceIds],
       );
       rows.forEach((row) => spans.get(row.trace_id)!.push(...(JSON.parse(row.spans) as StoredSpan[])));

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 
-import { ROOT_CONTEXT, trace } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
 import { ReadableSpan, TracerProvider } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -13,10 +13,11 @@ import { ListTracesQuery } from './trace.dto';
 import { TraceRetention } from './trace-retention';
 import { TracesModule } from './traces.module';
 import { TracesService } from './traces.service';
+import { Tracing } from './tracing';
 
 const root = principals.securityKey();
 
-// How stored traces read back: the run's live status, spans from separate batches in order, and retention.
+// How stored traces read back: the run's live status, spans from the run and their batches in order, and retention.
 describe('TracesService and TraceRetention', () => {
   let app: ModuleOnDatabase;
   let traces: TracesService;
@@ -28,27 +29,12 @@ describe('TracesService and TraceRetention', () => {
 
   afterAll(() => app.close());
 
-  /** A background run and its trace as the api's and the worker's batches leave them, `ageSeconds` old. */
+  /** A background run and its trace as the api and the worker leave them, `ageSeconds` old: the request span on the run's row. */
   async function storedTrace(ageSeconds: number, jobStatus: string) {
     const runId = randomUUID();
     const traceId = randomUUID().replaceAll('-', '');
     const start = Date.now() - ageSeconds * 1000;
-    await app.sql(
-      `INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message)
-       VALUES ($1, 's', 'agent', 'echo', 'sa:ops', true, 'queued', 'hi')`,
-      [runId],
-    );
-    await app.sql(
-      `INSERT INTO queue_jobs (id, job_type, component_type, component_id, session_id, status, payload) VALUES ($1, 'run', 'agent', 'echo', 's', $2, '{}')`,
-      [runId, jobStatus],
-    );
-    await app.sql(
-      `INSERT INTO traces (trace_id, run_id, session_id, user_id, component_type, component_id, started_at)
-       VALUES ($1, $2, 's', 'sa:ops', 'agent', 'echo', to_timestamp($3 / 1000.0))`,
-      [traceId, runId, start],
-    );
-    // The worker's batch first (it can land before the api's), then the api's. Only the request span
-    // names the run here: the others belong to it through their parent.
+    // Only the request span names the run here: the others belong to it through their parent.
     const span = (id: string, parent: string | null, name: string, from: number, to: number, attributes = {}) => ({
       span_id: id,
       parent_id: parent,
@@ -58,22 +44,26 @@ describe('TracesService and TraceRetention', () => {
       attributes,
     });
     await app.sql(
-      `INSERT INTO trace_spans (trace_id, started_at, spans) VALUES ($1, to_timestamp($2 / 1000.0), $3), ($1, to_timestamp($4 / 1000.0), $5)`,
-      [
-        traceId,
-        start + 2,
-        JSON.stringify([
-          span('0000000000000002', '0000000000000001', 'run.queue_wait', 2, 5),
-          span('0000000000000003', '0000000000000001', 'run.component', 5, 9),
-        ]),
-        start,
-        JSON.stringify([span('0000000000000001', null, 'run.request', 0, 2.4, { [RUN_ATTRIBUTES.runId]: runId })]),
-      ],
+      `INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message, created_at, trace_id, request_span)
+       VALUES ($1, 's', 'agent', 'echo', 'sa:ops', true, 'queued', 'hi', to_timestamp($2 / 1000.0), $3, $4)`,
+      [runId, start, traceId, JSON.stringify(span('0000000000000001', null, 'run.request', 0, 2.4, { [RUN_ATTRIBUTES.runId]: runId }))],
     );
+    await app.sql(
+      `INSERT INTO queue_jobs (id, job_type, component_type, component_id, session_id, status, payload) VALUES ($1, 'run', 'agent', 'echo', 's', $2, '{}')`,
+      [runId, jobStatus],
+    );
+    await app.sql(`INSERT INTO trace_spans (trace_id, started_at, spans) VALUES ($1, to_timestamp($2 / 1000.0), $3)`, [
+      traceId,
+      start + 2,
+      JSON.stringify([
+        span('0000000000000002', '0000000000000001', 'run.queue_wait', 2, 5),
+        span('0000000000000003', '0000000000000001', 'run.component', 5, 9),
+      ]),
+    ]);
     return { runId, traceId };
   }
 
-  it('reads a trace with its job’s status and its spans from both batches, oldest first', async () => {
+  it('reads a trace with its job’s status, its request span from the run and the others from their batch, oldest first', async () => {
     const { runId, traceId } = await storedTrace(0, 'running');
     const trace = await traces.get(root, traceId);
     expect(trace).toMatchObject({ trace_id: traceId, run_id: runId, status: 'running', ended_at: null, user_id: 'sa:ops' });
@@ -121,18 +111,21 @@ describe('TracesService and TraceRetention', () => {
     expect(shown.sort()).toEqual(['0000000000000001', '0000000000000002', '0000000000000003', '00000000000000a1']);
   });
 
-  it('deletes traces and their spans older than QUEUE_RETENTION_SECONDS, and keeps younger ones', async () => {
+  it('deletes traces older than QUEUE_RETENTION_SECONDS (the run keeps its row, not its trace), and keeps younger ones', async () => {
     const old = await storedTrace(7200, 'completed');
     const young = await storedTrace(60, 'completed');
     await new TraceRetention(app.get(Env), app.dataSource).deleteExpired();
     const left = await app.sql<{ trace_id: string }>(
-      `SELECT trace_id FROM traces WHERE trace_id = ANY ($1) UNION ALL SELECT trace_id FROM trace_spans WHERE trace_id = ANY ($1)`,
+      `SELECT trace_id FROM runs WHERE trace_id = ANY ($1) UNION ALL SELECT trace_id FROM trace_spans WHERE trace_id = ANY ($1)`,
       [[old.traceId, young.traceId]],
     );
-    expect(left.map((row) => row.trace_id)).toEqual([young.traceId, young.traceId, young.traceId]);
+    expect(left.map((row) => row.trace_id)).toEqual([young.traceId, young.traceId]);
+    const [run] = await app.sql<{ request_span: string | null }>(`SELECT request_span FROM runs WHERE id = $1`, [old.runId]);
+    expect(run).toEqual({ request_span: null });
+    await expect(traces.get(root, old.traceId)).rejects.toThrow(`Trace '${old.traceId}' not found`);
   });
 
-  it('stores what the exporter is handed: the worker’s batch before the api’s, one summary per run, nothing for a refused request', async () => {
+  it('stores what the exporter is handed by trace, in one row per trace and batch, leaving request spans to their runs', async () => {
     const ended: ReadableSpan[] = [];
     const tracer = new TracerProvider({
       spanProcessors: [
@@ -142,59 +135,41 @@ describe('TracesService and TraceRetention', () => {
     const exporter = new PostgresSpanExporter(app.dataSource);
     const write = (spans: ReadableSpan[]) =>
       new Promise<void>((resolve, reject) => exporter.export(spans, (result) => (result.error ? reject(result.error) : resolve())));
-    const runOf = async () => {
-      const id = randomUUID();
-      await app.sql(
-        `INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message) VALUES ($1, 's', 'agent', 'echo', 'sa:ops', false, 'completed', 'hi')`,
-        [id],
-      );
-      return id;
-    };
-    const request = (runId: string | null, parent = ROOT_CONTEXT) => {
-      const span = tracer.startSpan(SPAN.request, {}, parent);
-      if (runId) {
-        span.setAttributes({
-          [RUN_ATTRIBUTES.runId]: runId,
-          [RUN_ATTRIBUTES.sessionId]: 's',
-          [RUN_ATTRIBUTES.userId]: 'sa:ops',
-          [RUN_ATTRIBUTES.componentType]: 'agent',
-          [RUN_ATTRIBUTES.componentId]: 'echo',
-        });
-      }
-      span.end();
-      return span;
-    };
 
-    // A run's trace: the worker's component span is written before the api's request span.
-    const first = await runOf();
-    const callerSpan = request(first);
-    tracer.startSpan(SPAN.component, {}, trace.setSpan(ROOT_CONTEXT, callerSpan)).end();
-    const [requestSpan, componentSpan] = ended.splice(0);
-    await write([componentSpan]);
-    await write([requestSpan]);
-    // A second run continuing the same caller trace, and a request refused before it made a run.
-    const second = await runOf();
-    request(second, trace.setSpan(ROOT_CONTEXT, callerSpan));
-    const refused = request(null);
+    // An exported request span (OTLP set) with a component span under it, and a component's own span that
+    // happens to share the request span's name.
+    const request = tracer.startSpan(SPAN.request, { kind: SpanKind.SERVER });
+    const parent = trace.setSpan(ROOT_CONTEXT, request);
+    tracer.startSpan(SPAN.component, {}, parent).end();
+    tracer.startSpan(SPAN.request, {}, parent).end();
+    request.end();
+    const other = tracer.startSpan('custom');
+    other.end();
     await write(ended.splice(0));
 
-    const traceId = callerSpan.spanContext().traceId;
-    const stored = await traces.get(root, traceId);
-    expect(stored).toMatchObject({ run_id: first, status: 'completed' });
-    expect(stored.spans.map((span) => span.name).sort()).toEqual([SPAN.component, SPAN.request, SPAN.request]);
-    expect(stored.spans[0]).toMatchObject({ name: SPAN.request, parent_id: null, offset_ms: 0 });
-    // The second run has its own summary under the same trace id, listed with its own span only; read by
-    // id, the trace is its first run's, with the spans of both.
-    const summaries = await app.sql<{ run_id: string }>(`SELECT run_id FROM traces WHERE trace_id = $1`, [traceId]);
-    expect(summaries.map((row) => row.run_id).sort()).toEqual([first, second].sort());
-    const listed = await traces.list(root, Object.assign(new ListTracesQuery(), { run_id: second }));
-    expect(listed.data.map((row) => [row.trace_id, row.run_id, row.spans.map((span) => span.name)])).toEqual([
-      [traceId, second, [SPAN.request]],
+    const rows = await app.sql<{ trace_id: string; spans: string }>(`SELECT trace_id, spans FROM trace_spans WHERE trace_id = ANY ($1)`, [
+      [request.spanContext().traceId, other.spanContext().traceId],
     ]);
-    const refusedRows = await app.sql(
-      `SELECT trace_id FROM trace_spans WHERE trace_id = $1 UNION ALL SELECT trace_id FROM traces WHERE trace_id = $1`,
-      [refused.spanContext().traceId],
+    const stored = new Map(rows.map((row) => [row.trace_id, (JSON.parse(row.spans) as { name: string }[]).map((span) => span.name)]));
+    expect(stored).toEqual(
+      new Map([
+        [request.spanContext().traceId, [SPAN.component, SPAN.request]],
+        [other.spanContext().traceId, ['custom']],
+      ]),
     );
-    expect(refusedRows).toEqual([]);
+  });
+
+  it('starts a request span: a new trace, or the caller’s when sampled; none for a caller that records nothing', () => {
+    const tracing = app.get(Tracing);
+    const fresh = tracing.startRequest()!;
+    expect(fresh.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    const caller = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7';
+    const continued = tracing.startRequest(`${caller}-01`)!;
+    expect(continued.traceId).toBe('4bf92f3577b34da6a3ce929d0e0e4736');
+    expect(continued.stored({ a: 'b' })).toMatchObject({ parent_id: '00f067aa0ba902b7', name: SPAN.request, attributes: { a: 'b' } });
+    expect(tracing.startRequest(`${caller}-00`)).toBeUndefined();
+    const malformed = tracing.startRequest('00-xyz')!;
+    expect(malformed.traceId).not.toBe(fresh.traceId);
+    expect(malformed.stored().parent_id).toBeNull();
   });
 });

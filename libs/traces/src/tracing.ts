@@ -2,10 +2,12 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } f
 import { InjectDataSource } from '@nestjs/typeorm';
 import {
   Attributes,
+  Context,
   defaultTextMapGetter,
   INVALID_SPAN_CONTEXT,
   ROOT_CONTEXT,
   Span,
+  SpanContext,
   SpanKind,
   SpanStatusCode,
   trace,
@@ -13,12 +15,14 @@ import {
   Tracer,
 } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { BatchSpanProcessor, SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import { BatchSpanProcessor, RandomIdGenerator, SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { DataSource } from 'typeorm';
 
 import { Env } from '@app/config';
 
 import { PostgresSpanExporter } from './postgres-span.exporter';
+import { epochNow, RequestSpan } from './request-span';
+import { SPAN } from './run-span';
 
 export const TRACING_SERVICE = 'traces:service-name';
 
@@ -47,7 +51,10 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
   private readonly log = new Logger('Tracing');
   private readonly propagator = new W3CTraceContextPropagator();
   private readonly store: SpanProcessor | null = null;
+  private readonly ids = new RandomIdGenerator();
   private tracer: Tracer | null = null;
+  /** Whether spans are exported over OTLP too: only then does a request span need an SDK span. */
+  private exporting = false;
   private shutdown: (() => Promise<void>) | null = null;
 
   constructor(
@@ -87,6 +94,38 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
     sdk.start();
     this.shutdown = () => sdk.shutdown();
     this.tracer = trace.getTracer('platform-service');
+    this.exporting = true;
+  }
+
+  /**
+   * A run request's span, a child of the caller's `traceparent` when one came; undefined while tracing
+   * is off, or when the caller's trace is not sampled. It is stored with its run (see RequestSpan).
+   * Without an OTLP exporter no SDK span is made for it: on a background POST, the SDK's span and its
+   * batching were most of what tracing cost the api.
+   */
+  startRequest(parent?: string): RequestSpan | undefined {
+    if (!this.tracer) {
+      return undefined;
+    }
+    const startedAt = epochNow();
+    if (this.exporting) {
+      const span = this.start(SPAN.request, { parent, kind: SpanKind.SERVER, startTime: startedAt });
+      const { traceId, spanId } = span.spanContext();
+      const caller = parent === undefined ? undefined : this.parentOf(parent);
+      return span.isRecording() ? new RequestSpan(traceId, spanId, caller?.spanId ?? null, startedAt, span) : undefined;
+    }
+    const caller = parent === undefined ? undefined : this.parentOf(parent);
+    if (caller && !(caller.traceFlags & TraceFlags.SAMPLED)) {
+      // As the SDK's default sampler does: a caller that does not record its trace gets none recorded here.
+      return undefined;
+    }
+    return new RequestSpan(
+      caller?.traceId ?? this.ids.generateTraceId(),
+      this.ids.generateSpanId(),
+      caller?.spanId ?? null,
+      startedAt,
+      null,
+    );
   }
 
   start(name: string, options: SpanOptions = {}): Span {
@@ -94,28 +133,18 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
       return NOT_RECORDING;
     }
     const { parent } = options;
-    const context =
-      typeof parent === 'string'
-        ? this.propagator.extract(ROOT_CONTEXT, { traceparent: parent }, defaultTextMapGetter)
-        : parent
-          ? trace.setSpan(ROOT_CONTEXT, parent)
-          : ROOT_CONTEXT;
+    const context = typeof parent === 'string' ? this.extract(parent) : parent ? trace.setSpan(ROOT_CONTEXT, parent) : ROOT_CONTEXT;
     // `parent` rides along in the options; the SDK reads only its own keys.
     return this.tracer.startSpan(name, options, context);
   }
 
-  /**
-   * The span's W3C `traceparent` (version 00), to continue its trace elsewhere; undefined when nothing
-   * is recorded. Formatted from the span's own context: it is on every background POST's path, where
-   * the propagator's context and carrier objects were a measurable share of tracing's cost. Only the
-   * sampled flag is carried, and no tracestate (a job never carried one).
-   */
-  traceparent(span: Span): string | undefined {
-    if (!span.isRecording()) {
-      return undefined;
-    }
-    const { traceId, spanId, traceFlags } = span.spanContext();
-    return `00-${traceId}-${spanId}-0${traceFlags & TraceFlags.SAMPLED}`;
+  private extract(traceparent: string): Context {
+    return this.propagator.extract(ROOT_CONTEXT, { traceparent }, defaultTextMapGetter);
+  }
+
+  /** The span a W3C traceparent names; undefined when it is malformed (the run's trace then starts afresh). */
+  private parentOf(traceparent: string): SpanContext | undefined {
+    return trace.getSpanContext(this.extract(traceparent));
   }
 
   /** Ends a span as failed, with the error's message. */

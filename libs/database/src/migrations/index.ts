@@ -22,6 +22,7 @@ import { ScheduleFireSkipCounts1765800000002 } from './1765800000002-ScheduleFir
 import { NewestFirstIndexes1765800000003 } from './1765800000003-NewestFirstIndexes';
 import { TraceSpanAgeBtree1765800000004 } from './1765800000004-TraceSpanAgeBtree';
 import { RunLeases1765900000001 } from './1765900000001-RunLeases';
+import { TraceSummaryOnRuns1766000000001 } from './1766000000001-TraceSummaryOnRuns';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -49,4 +50,5 @@ export const MIGRATIONS = [
   NewestFirstIndexes1765800000003,
   TraceSpanAgeBtree1765800000004,
   RunLeases1765900000001,
+  TraceSummaryOnRuns1766000000001,
 ];

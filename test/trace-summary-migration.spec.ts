@@ -1,0 +1,82 @@
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+
+import { describe, expect, it } from 'vitest';
+
+import { createTestDatabase, query } from './support/database';
+
+// Runs on the built code: takes migrations down to the one before TraceSummaryOnRuns (or back up), as a release's database has it.
+const undoTo = (migration: string) => `
+const { DataSource } = require('typeorm');
+const { dataSourceOptions } = require('./dist/libs/database/src/index.js');
+(async () => {
+  const ds = await new DataSource(dataSourceOptions(process.env.DATABASE_URL)).initialize();
+  const applied = async () => (await ds.query('SELECT name FROM migrations')).map((row) => row.name);
+  while ((await applied()).includes('${migration}')) {
+    await ds.undoLastMigration({ transaction: 'each' });
+  }
+  await ds.destroy();
+})().catch((error) => { console.error(error); process.exit(1); });
+`;
+
+describe('trace summaries moving onto the runs', () => {
+  it('keeps every stored trace readable through the upgrade, and gives a downgrade back what it had', async () => {
+    const databaseUrl = await createTestDatabase();
+    const env = { ...process.env, DATABASE_URL: databaseUrl };
+    const migrate = () => execFileSync(process.execPath, ['dist/libs/database/src/migrate.main.js'], { env, encoding: 'utf8' });
+    execFileSync(process.execPath, ['-e', undoTo('TraceSummaryOnRuns1766000000001')], { env, encoding: 'utf8' });
+
+    // A run traced by the earlier release: its summary row, and its request span in the api's batch.
+    const earlier = randomUUID();
+    const earlierTrace = randomUUID().replaceAll('-', '');
+    await query(
+      databaseUrl,
+      `INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message)
+       VALUES ($1, 's', 'agent', 'echo', 'sa:ops', true, 'completed', 'hi')`,
+      [earlier],
+    );
+    await query(
+      databaseUrl,
+      `INSERT INTO traces (trace_id, run_id, session_id, user_id, component_type, component_id, started_at)
+       VALUES ($1, $2, 's', 'sa:ops', 'agent', 'echo', now())`,
+      [earlierTrace, earlier],
+    );
+    const earlierSpan = JSON.stringify([
+      { span_id: '0000000000000001', parent_id: null, name: 'run.request', attributes: { 'run.id': earlier } },
+    ]);
+    await query(databaseUrl, `INSERT INTO trace_spans (trace_id, started_at, spans) VALUES ($1, now(), $2)`, [earlierTrace, earlierSpan]);
+
+    migrate();
+    const summaries = `SELECT trace_id, run_id, user_id, status FROM trace_summaries ORDER BY started_at`;
+    expect(await query(databaseUrl, summaries)).toEqual([
+      { trace_id: earlierTrace, run_id: earlier, user_id: 'sa:ops', status: 'completed' },
+    ]);
+
+    // A run traced by this release: its request span on its row.
+    const later = randomUUID();
+    const laterTrace = randomUUID().replaceAll('-', '');
+    const laterSpan = JSON.stringify({
+      span_id: '0000000000000002',
+      parent_id: null,
+      name: 'run.request',
+      attributes: { 'run.id': later },
+    });
+    await query(
+      databaseUrl,
+      `INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message, trace_id, request_span)
+       VALUES ($1, 's', 'agent', 'echo', 'sa:ops', true, 'queued', 'hi', $2, $3)`,
+      [later, laterTrace, laterSpan],
+    );
+
+    execFileSync(process.execPath, ['-e', undoTo('TraceSummaryOnRuns1766000000001')], { env, encoding: 'utf8' });
+    expect(await query(databaseUrl, summaries)).toEqual([
+      { trace_id: earlierTrace, run_id: earlier, user_id: 'sa:ops', status: 'completed' },
+      { trace_id: laterTrace, run_id: later, user_id: 'sa:ops', status: 'queued' },
+    ]);
+    expect(await query(databaseUrl, `SELECT trace_id, spans FROM trace_spans ORDER BY started_at`)).toEqual([
+      { trace_id: earlierTrace, spans: earlierSpan },
+      { trace_id: laterTrace, spans: `[${laterSpan}]` },
+    ]);
+    migrate();
+  });
+});
