@@ -52,15 +52,10 @@ describe('trace summaries moving onto the runs', () => {
       { trace_id: earlierTrace, run_id: earlier, user_id: 'sa:ops', status: 'completed' },
     ]);
 
-    // A run traced by this release: its request span on its row.
+    // A run traced by this release: its request span on its row, without what the row says.
     const later = randomUUID();
     const laterTrace = randomUUID().replaceAll('-', '');
-    const laterSpan = JSON.stringify({
-      span_id: '0000000000000002',
-      parent_id: null,
-      name: 'run.request',
-      attributes: { 'run.id': later },
-    });
+    const laterSpan = JSON.stringify({ span_id: '0000000000000002', parent_id: null, started_at: 1.5, ended_at: 2.5 });
     await query(
       databaseUrl,
       `INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message, trace_id, request_span)
@@ -73,9 +68,32 @@ describe('trace summaries moving onto the runs', () => {
       { trace_id: earlierTrace, run_id: earlier, user_id: 'sa:ops', status: 'completed' },
       { trace_id: laterTrace, run_id: later, user_id: 'sa:ops', status: 'queued' },
     ]);
-    expect(await query(databaseUrl, `SELECT trace_id, spans FROM trace_spans ORDER BY started_at`)).toEqual([
-      { trace_id: earlierTrace, spans: earlierSpan },
-      { trace_id: laterTrace, spans: `[${laterSpan}]` },
+    const spans = await query<{ trace_id: string; spans: string }>(
+      databaseUrl,
+      `SELECT trace_id, spans FROM trace_spans ORDER BY started_at`,
+    );
+    expect(spans.map((row) => [row.trace_id, JSON.parse(row.spans)])).toEqual([
+      [earlierTrace, JSON.parse(earlierSpan)],
+      [
+        laterTrace,
+        [
+          {
+            span_id: '0000000000000002',
+            parent_id: null,
+            started_at: 1.5,
+            ended_at: 2.5,
+            name: 'run.request',
+            attributes: {
+              'run.id': later,
+              'session.id': 's',
+              'user.id': 'sa:ops',
+              'component.type': 'agent',
+              'component.id': 'echo',
+              'run.status': 'queued',
+            },
+          },
+        ],
+      ],
     ]);
     migrate();
   });

@@ -127,17 +127,6 @@ export class RunExecutor {
   }
 }
 
-/** What a run's request span says about it; the trace's summary (GET /traces) is built from it. */
-export function runAttributes(component: Component, run: RunInput): Record<string, string> {
-  return {
-    [RUN_ATTRIBUTES.runId]: run.id,
-    [RUN_ATTRIBUTES.sessionId]: run.sessionId,
-    ...(run.userId === null ? {} : { [RUN_ATTRIBUTES.userId]: run.userId }),
-    [RUN_ATTRIBUTES.componentType]: component.kind,
-    [RUN_ATTRIBUTES.componentId]: component.id,
-  };
-}
-
 /**
  * One run's cancellation: the checkpoint a component calls, and the AbortSignal it may hold. The
  * signal (and the check that notices a cancellation between checkpoints) exists only once read.

@@ -7,7 +7,7 @@ import { DataScope } from '@app/access';
 import { queryPrepared } from '@app/database';
 import { fetchPage, PageRequest } from '@app/pagination';
 import { enqueueWith, ExpiredJob, JobPayload, JobStatus, QueueJobEntity } from '@app/queue';
-import type { StoredSpan } from '@app/traces';
+import type { StoredRequestSpan } from '@app/traces';
 
 import { ComponentKind, ModelUsage, Turn } from './component';
 import { RunEntity } from './run.entity';
@@ -148,7 +148,7 @@ export class RunRepository {
    * with nothing written, when the session belongs to another user. A repeated idempotency key
    * fails with the unique violation of RUN_IDEMPOTENCY_CONSTRAINT.
    */
-  async insertBackground(run: RunEntity, newSession: boolean, payload: JobPayload, requestSpan?: StoredSpan): Promise<boolean> {
+  async insertBackground(run: RunEntity, newSession: boolean, payload: JobPayload, requestSpan?: StoredRequestSpan): Promise<boolean> {
     const { rows } = await queryPrepared<{ created: number }>(
       this.dataSource,
       newSession ? BACKGROUND_RUN_NEW_SESSION : BACKGROUND_RUN_JOINED_SESSION,
@@ -228,7 +228,7 @@ export class RunRepository {
    * Records a synchronous run's outcome, and its request span when traced; returns the run as now
    * stored, or null when it is gone (its session deleted meanwhile).
    */
-  async finish(run: RunEntity, { status, content, error, usage }: RunOutcome, requestSpan?: StoredSpan): Promise<RunEntity | null> {
+  async finish(run: RunEntity, { status, content, error, usage }: RunOutcome, requestSpan?: StoredRequestSpan): Promise<RunEntity | null> {
     // In the order of FINISH_STARTED_RUN's $2 to $7.
     const written = {
       status,

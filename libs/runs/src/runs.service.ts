@@ -10,7 +10,7 @@ import { Env } from '@app/config';
 import { isUniqueViolation, toEpoch } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
 import { CancellationIntents, JobPayload, JobProducer, TERMINAL_STATUSES } from '@app/queue';
-import { RequestSpan, RUN_ATTRIBUTES, Tracing } from '@app/traces';
+import { requestAttributes, RequestSpan, Tracing } from '@app/traces';
 import { unstorable } from '@app/validation';
 
 import { Component, ComponentKind } from './component';
@@ -19,7 +19,7 @@ import { AcceptedRunDto, ComponentDto, IDEMPOTENCY_KEY_MAX, RunDto, RunEvent, St
 import { RunEntity } from './run.entity';
 import { toRunDto } from './run.mapper';
 import { RUN_IDEMPOTENCY_CONSTRAINT, RunOutcome, RunRepository } from './run.repository';
-import { runAttributes, RunExecutor, RunInput } from './run-executor';
+import { RunExecutor, RunInput } from './run-executor';
 import { RunErrorCode, RunException } from './runs.exception';
 import { SyncRunLeases } from './sync-run-leases';
 
@@ -226,13 +226,13 @@ export class RunsService {
     const newSession = request.session_id === undefined;
     try {
       if (background) {
-        // The request span ends as the job is enqueued, and is stored with the run: its attributes are the run's.
-        const stored = span?.stored(createdAttributes(component, run, request));
+        // The request span ends as the job is enqueued, where its queue wait starts, and is stored with the run.
+        const stored = span?.stored();
         // One round trip: no lookup first; a repeated key meets the unique constraint and answers below.
         if (!(await this.runs.insertBackground(run, newSession, jobPayload(run, newSession, span), stored))) {
           throw new RunException(RunErrorCode.SessionNotFound, `Session '${run.sessionId}' not found`);
         }
-        return this.createdIn(span, component, run, request);
+        return this.createdIn(span, run);
       }
       if (key !== null) {
         const earlier = await this.runs.findByIdempotencyKey(userId, key);
@@ -250,12 +250,12 @@ export class RunsService {
       }
       throw error;
     }
-    return this.createdIn(span, component, run, request);
+    return this.createdIn(span, run);
   }
 
   /** A new run: its request span names it (set only once the run exists: a span naming none is stored nowhere). */
-  private createdIn(span: RequestSpan | undefined, component: Component, run: RunEntity, request: RunRequest): Created {
-    span?.setAttributes(createdAttributes(component, run, request));
+  private createdIn(span: RequestSpan | undefined, run: RunEntity): Created {
+    span?.setAttributes(requestAttributes(run));
     return { run, created: true };
   }
 
@@ -350,11 +350,6 @@ function newRun(
     completedAt: null,
     traceId: span?.traceId ?? null,
   });
-}
-
-/** What a new run's request span says of it: the run, and its status when created. */
-function createdAttributes(component: Component, run: RunEntity, request: RunRequest): Record<string, string> {
-  return { ...runAttributes(component, toInput(run, request)), [RUN_ATTRIBUTES.status]: run.status };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { Attributes, Span, SpanStatusCode } from '@opentelemetry/api';
 
-import { SPAN } from './run-span';
+import { requestAttributes, SPAN, TracedRun } from './run-span';
 import { storedAttributes, StoredSpan } from './trace.entity';
 
 /** Epoch milliseconds with fractions, on the clock OpenTelemetry's spans use (Date.now drifts from it). */
@@ -9,10 +9,24 @@ export function epochNow(): number {
 }
 
 /**
+ * A request span as its run's row stores it: what the row does not say already (its ids, times, and a
+ * failure); its name and the run's attributes come back on reading (`requestSpanOf`).
+ */
+export type StoredRequestSpan = Pick<StoredSpan, 'span_id' | 'parent_id' | 'started_at' | 'ended_at'> & {
+  attributes?: StoredSpan['attributes'];
+};
+
+/** A stored request span in full, with what its run's row says. */
+export function requestSpanOf(stored: StoredRequestSpan, run: TracedRun): StoredSpan {
+  return { ...stored, name: SPAN.request, attributes: { ...requestAttributes(run), ...stored.attributes } };
+}
+
+/**
  * A run request's span. It is stored on its run's row (see `stored()`), not in the span batches: the
  * row is written anyway, where a span of its own cost a background POST two more rows. Its trace
  * continues elsewhere through `traceparent` (the job, the component's spans). When spans are exported
- * over OTLP, `exported` is the SDK's span with the same ids and start, ended with the same end.
+ * over OTLP, `exported` is the SDK's span with the same ids and start, ended with the same end, with
+ * the attributes set on this one.
  */
 export class RequestSpan {
   private readonly attributes: Attributes = {};
@@ -51,21 +65,11 @@ export class RequestSpan {
     this.failure = { message: error instanceof Error ? error.message : String(error) };
   }
 
-  /**
-   * The span as its run's row stores it, ended now (a background run's as its job is enqueued, which
-   * its queue wait starts from); `attributes` are added to the stored copy only, for a row that may yet
-   * not be written. The exported copy ends at the same time.
-   */
-  stored(attributes: Attributes = {}): StoredSpan {
+  /** The span as its run's row stores it, ended now; the exported copy ends at the same time. */
+  stored(): StoredRequestSpan {
     this.endedAt ??= epochNow();
-    return {
-      span_id: this.spanId,
-      parent_id: this.parentId,
-      name: SPAN.request,
-      started_at: this.startedAt,
-      ended_at: this.endedAt,
-      attributes: storedAttributes({ ...this.attributes, ...attributes }, this.failure),
-    };
+    const stored = { span_id: this.spanId, parent_id: this.parentId, started_at: this.startedAt, ended_at: this.endedAt };
+    return this.failure === null ? stored : { ...stored, attributes: storedAttributes({}, this.failure) };
   }
 
   /** Ends the exported copy, if any: at the stored copy's end when one was made. */

@@ -1,4 +1,4 @@
-/** Span names and the attributes the trace summary is built from (OpenTelemetry naming, so collectors show them as is). */
+/** Span names and the attributes spans name their run with (OpenTelemetry naming, so collectors show them as is). */
 export const SPAN = {
   request: 'run.request',
   queueWait: 'run.queue_wait',
@@ -14,3 +14,28 @@ export const RUN_ATTRIBUTES = {
   componentId: 'component.id',
   status: 'run.status',
 } as const;
+
+/** The columns of a run that its request span's attributes say. */
+export interface TracedRun {
+  id: string;
+  sessionId: string;
+  userId: string | null;
+  componentType: string;
+  componentId: string;
+  background: boolean;
+}
+
+/**
+ * What a run's request span says of it: the run, and its status when created (queued, or running in
+ * the api). The run's row says all of it, so the stored request span leaves it out (see RequestSpan).
+ */
+export function requestAttributes(run: TracedRun): Record<string, string> {
+  return {
+    [RUN_ATTRIBUTES.runId]: run.id,
+    [RUN_ATTRIBUTES.sessionId]: run.sessionId,
+    ...(run.userId === null ? {} : { [RUN_ATTRIBUTES.userId]: run.userId }),
+    [RUN_ATTRIBUTES.componentType]: run.componentType,
+    [RUN_ATTRIBUTES.componentId]: run.componentId,
+    [RUN_ATTRIBUTES.status]: run.background ? 'queued' : 'running',
+  };
+}

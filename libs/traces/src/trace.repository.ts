@@ -5,8 +5,13 @@ import { DataSource, Repository } from 'typeorm';
 import { DataScope } from '@app/access';
 import { fetchPage, PageRequest } from '@app/pagination';
 
+import { requestSpanOf, StoredRequestSpan } from './request-span';
+import { TracedRun } from './run-span';
 import { TraceSortField } from './trace.dto';
 import { StoredSpan, TraceEntity } from './trace.entity';
+
+/** A traced run's row, as its request span is read back. */
+type RequestSpanRow = TracedRun & { trace_id: string; request_span: string };
 
 export interface TraceFilters {
   runId?: string;
@@ -70,13 +75,17 @@ export class TraceRepository {
   async spansOf(traceIds: string[]): Promise<Map<string, StoredSpan[]>> {
     const spans = new Map(traceIds.map((id): [string, StoredSpan[]] => [id, []]));
     if (traceIds.length > 0) {
-      const rows: { trace_id: string; spans: string }[] = await this.dataSource.query(
-        `SELECT trace_id, '[' || request_span || ']' AS spans FROM runs WHERE trace_id = ANY ($1) AND request_span IS NOT NULL
-         UNION ALL
-         SELECT trace_id, spans FROM trace_spans WHERE trace_id = ANY ($1)`,
-        [traceIds],
-      );
-      rows.forEach((row) => spans.get(row.trace_id)!.push(...(JSON.parse(row.spans) as StoredSpan[])));
+      const [runs, batches]: [RequestSpanRow[], { trace_id: string; spans: string }[]] = await Promise.all([
+        this.dataSource.query(
+          `SELECT trace_id, request_span, id, session_id AS "sessionId", user_id AS "userId", component_type AS "componentType",
+                  component_id AS "componentId", background
+             FROM runs WHERE trace_id = ANY ($1) AND request_span IS NOT NULL`,
+          [traceIds],
+        ),
+        this.dataSource.query(`SELECT trace_id, spans FROM trace_spans WHERE trace_id = ANY ($1)`, [traceIds]),
+      ]);
+      runs.forEach((run) => spans.get(run.trace_id)!.push(requestSpanOf(JSON.parse(run.request_span) as StoredRequestSpan, run)));
+      batches.forEach((batch) => spans.get(batch.trace_id)!.push(...(JSON.parse(batch.spans) as StoredSpan[])));
     }
     return spans;
   }

@@ -6,8 +6,9 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * of what tracing cost a background POST. The run's row already says what the summary said (session,
  * user, component, start); it gains the trace id, with an index for GET /traces/{trace_id} and one for
  * the newest-first list, both partial so that an untraced run pays for neither. The request span is
- * written with the row: by the statement that stores a background run, or the one that finishes a run
- * executed in the api. Spans stored earlier stay in trace_spans, where reads still find them.
+ * written with the row (by the statement that stores a background run, or the one that finishes a run
+ * executed in the api), and only what the row does not say: its ids, times and a failure. Spans stored
+ * earlier stay in trace_spans, where reads still find them.
  */
 export class TraceSummaryOnRuns1766000000001 implements MigrationInterface {
   name = 'TraceSummaryOnRuns1766000000001';
@@ -43,9 +44,15 @@ export class TraceSummaryOnRuns1766000000001 implements MigrationInterface {
       CONSTRAINT "PK_traces" PRIMARY KEY ("run_id"))`);
     await queryRunner.query(`INSERT INTO "traces" ("trace_id", "run_id", "session_id", "user_id", "component_type", "component_id", "started_at")
       SELECT "trace_id", "id", "session_id", "user_id", "component_type", "component_id", "created_at" FROM "runs" WHERE "trace_id" IS NOT NULL`);
-    // Request spans go back among the spans, one batch row each.
+    // Request spans go back among the spans, one batch row each, in full: with their name and the run's attributes.
     await queryRunner.query(`INSERT INTO "trace_spans" ("trace_id", "started_at", "spans")
-      SELECT "trace_id", "created_at", '[' || "request_span" || ']' FROM "runs" WHERE "request_span" IS NOT NULL`);
+      SELECT "trace_id", "created_at", jsonb_build_array("request_span"::jsonb || jsonb_build_object(
+               'name', 'run.request',
+               'attributes', jsonb_strip_nulls(jsonb_build_object(
+                 'run.id', "id", 'session.id', "session_id", 'user.id', "user_id", 'component.type', "component_type",
+                 'component.id', "component_id", 'run.status', CASE WHEN "background" THEN 'queued' ELSE 'running' END))
+                 || COALESCE("request_span"::jsonb -> 'attributes', '{}')))::text
+        FROM "runs" WHERE "request_span" IS NOT NULL`);
     await queryRunner.query(`CREATE INDEX "IDX_traces_user_started" ON "traces" ("user_id", "started_at")`);
     await queryRunner.query(`CREATE INDEX "IDX_traces_started" ON "traces" ("started_at")`);
     await queryRunner.query(`CREATE INDEX "IDX_traces_session" ON "traces" ("session_id")`);
