@@ -1,30 +1,13 @@
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 
 import { describe, expect, it } from 'vitest';
 
-import { createTestDatabase, query } from './support/database';
-
-// Runs on the built code: takes migrations down to the one before TraceSummaryOnRuns (or back up), as a release's database has it.
-const undoTo = (migration: string) => `
-const { DataSource } = require('typeorm');
-const { dataSourceOptions } = require('./dist/libs/database/src/index.js');
-(async () => {
-  const ds = await new DataSource(dataSourceOptions(process.env.DATABASE_URL)).initialize();
-  const applied = async () => (await ds.query('SELECT name FROM migrations')).map((row) => row.name);
-  while ((await applied()).includes('${migration}')) {
-    await ds.undoLastMigration({ transaction: 'each' });
-  }
-  await ds.destroy();
-})().catch((error) => { console.error(error); process.exit(1); });
-`;
+import { createTestDatabase, migrate, query, undoMigrationsTo } from './support/database';
 
 describe('trace summaries moving onto the runs', () => {
   it('keeps every stored trace readable through the upgrade, and gives a downgrade back what it had', async () => {
     const databaseUrl = await createTestDatabase();
-    const env = { ...process.env, DATABASE_URL: databaseUrl };
-    const migrate = () => execFileSync(process.execPath, ['dist/libs/database/src/migrate.main.js'], { env, encoding: 'utf8' });
-    execFileSync(process.execPath, ['-e', undoTo('TraceSummaryOnRuns1766000000001')], { env, encoding: 'utf8' });
+    undoMigrationsTo(databaseUrl, 'TraceSummaryOnRuns1766000000001');
 
     // A run traced by the earlier release: its summary row, and its request span in the api's batch.
     const earlier = randomUUID();
@@ -46,7 +29,7 @@ describe('trace summaries moving onto the runs', () => {
     ]);
     await query(databaseUrl, `INSERT INTO trace_spans (trace_id, started_at, spans) VALUES ($1, now(), $2)`, [earlierTrace, earlierSpan]);
 
-    migrate();
+    migrate(databaseUrl);
     const summaries = `SELECT trace_id, run_id, user_id, status FROM trace_summaries ORDER BY started_at`;
     expect(await query(databaseUrl, summaries)).toEqual([
       { trace_id: earlierTrace, run_id: earlier, user_id: 'sa:ops', status: 'completed' },
@@ -63,7 +46,7 @@ describe('trace summaries moving onto the runs', () => {
       [later, laterTrace, laterSpan],
     );
 
-    execFileSync(process.execPath, ['-e', undoTo('TraceSummaryOnRuns1766000000001')], { env, encoding: 'utf8' });
+    undoMigrationsTo(databaseUrl, 'TraceSummaryOnRuns1766000000001');
     expect(await query(databaseUrl, summaries)).toEqual([
       { trace_id: earlierTrace, run_id: earlier, user_id: 'sa:ops', status: 'completed' },
       { trace_id: laterTrace, run_id: later, user_id: 'sa:ops', status: 'queued' },
@@ -95,6 +78,6 @@ describe('trace summaries moving onto the runs', () => {
         ],
       ],
     ]);
-    migrate();
+    migrate(databaseUrl);
   });
 });

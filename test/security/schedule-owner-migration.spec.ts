@@ -1,29 +1,13 @@
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 
 import { describe, expect, it } from 'vitest';
 
-import { createTestDatabase, query } from '../support/database';
-
-// Runs on the built code: takes migrations back down to the one before ScheduleOwners, as a database of that release has it.
-const UNDO_TO_BEFORE_OWNERS = `
-const { DataSource } = require('typeorm');
-const { dataSourceOptions } = require('./dist/libs/database/src/index.js');
-(async () => {
-  const ds = await new DataSource(dataSourceOptions(process.env.DATABASE_URL)).initialize();
-  const applied = async () => (await ds.query('SELECT name FROM migrations')).map((row) => row.name);
-  while ((await applied()).includes('ScheduleOwners1764300000001')) {
-    await ds.undoLastMigration({ transaction: 'each' });
-  }
-  await ds.destroy();
-})().catch((error) => { console.error(error); process.exit(1); });
-`;
+import { createTestDatabase, migrate, query, undoMigrationsTo } from '../support/database';
 
 describe('security: schedules stored before owners existed', () => {
   it('keep exactly the rights they fired with: the creator becomes the owner, nothing is widened', async () => {
     const databaseUrl = await createTestDatabase();
-    const env = { ...process.env, DATABASE_URL: databaseUrl };
-    execFileSync(process.execPath, ['-e', UNDO_TO_BEFORE_OWNERS], { env, encoding: 'utf8' });
+    undoMigrationsTo(databaseUrl, 'ScheduleOwners1764300000001');
     const left = (await query<{ name: string }>(databaseUrl, `SELECT name FROM migrations`)).map((row) => row.name);
     expect(left).toContain('SlimQueueJobIndexes1764200000001');
     expect(left).not.toContain('ScheduleOwners1764300000001');
@@ -51,7 +35,7 @@ describe('security: schedules stored before owners existed', () => {
       );
     }
 
-    execFileSync(process.execPath, ['dist/libs/database/src/migrate.main.js'], { env, encoding: 'utf8' });
+    migrate(databaseUrl);
     const migrated = await query<Record<string, unknown>>(
       databaseUrl,
       `SELECT id, owner_kind, owner_id, owner_scopes, owner_service_account_id, disabled_reason, enabled FROM schedules ORDER BY owner_kind`,

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 
 import { Client } from 'pg';
@@ -42,4 +43,29 @@ export async function query<T extends Record<string, unknown>>(url: string, sql:
   } finally {
     await client.end();
   }
+}
+
+/** Takes a database's migrations back down to the one before `migration`, as a database of that release has it (runs the built code). */
+export function undoMigrationsTo(url: string, migration: string): void {
+  const script = `
+const { DataSource } = require('typeorm');
+const { dataSourceOptions } = require('./dist/libs/database/src/index.js');
+(async () => {
+  const ds = await new DataSource(dataSourceOptions(process.env.DATABASE_URL)).initialize();
+  const applied = async () => (await ds.query('SELECT name FROM migrations')).map((row) => row.name);
+  while ((await applied()).includes(${JSON.stringify(migration)})) {
+    await ds.undoLastMigration({ transaction: 'each' });
+  }
+  await ds.destroy();
+})().catch((error) => { console.error(error); process.exit(1); });
+`;
+  execFileSync(process.execPath, ['-e', script], { env: { ...process.env, DATABASE_URL: url }, encoding: 'utf8' });
+}
+
+/** Applies every pending migration (runs the built code). */
+export function migrate(url: string): void {
+  execFileSync(process.execPath, ['dist/libs/database/src/migrate.main.js'], {
+    env: { ...process.env, DATABASE_URL: url },
+    encoding: 'utf8',
+  });
 }

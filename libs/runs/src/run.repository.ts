@@ -29,7 +29,7 @@ const BACKGROUND_JOB = enqueueWith('run', {
   componentId: '$4',
   sessionId: '$2',
   userId: '$5',
-  payload: '$8',
+  payload: '$10',
   idempotencyKey: '$7',
 });
 
@@ -50,7 +50,7 @@ const backgroundRun = (session: string) => `
   run AS (
     INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message, idempotency_key,
                       created_at, updated_at, trace_id, request_span)
-    SELECT $1, id, $3, $4, $5, true, 'queued', $6, $7, $9, $9, $10, $11 FROM session RETURNING id
+    SELECT $1, id, $3, $4, $5, true, 'queued', $6, $7, $8, $8, $9, $11 FROM session RETURNING id
   ),
   job AS (${BACKGROUND_JOB.job})
   SELECT (SELECT count(*)::int FROM job) AS created, ${BACKGROUND_JOB.notified} AS notified`;
@@ -134,6 +134,21 @@ const FINISH_STARTED_RUN = {
          RETURNING completed_at`,
 };
 
+/** A new run's $1 to $9, as both statements that store one take them. */
+function newRunValues(run: RunEntity): unknown[] {
+  return [
+    run.id,
+    run.sessionId,
+    run.componentType,
+    run.componentId,
+    run.userId,
+    run.message,
+    run.idempotencyKey,
+    run.createdAt,
+    run.traceId ?? null,
+  ];
+}
+
 /** Every read takes the caller's DataScope first and joins the run's queue job, the authority on a background run's state. */
 @Injectable()
 export class RunRepository {
@@ -152,19 +167,7 @@ export class RunRepository {
     const { rows } = await queryPrepared<{ created: number }>(
       this.dataSource,
       newSession ? BACKGROUND_RUN_NEW_SESSION : BACKGROUND_RUN_JOINED_SESSION,
-      [
-        run.id,
-        run.sessionId,
-        run.componentType,
-        run.componentId,
-        run.userId,
-        run.message,
-        run.idempotencyKey,
-        JSON.stringify(payload),
-        run.createdAt,
-        run.traceId ?? null,
-        requestSpan === undefined ? null : JSON.stringify(requestSpan),
-      ],
+      [...newRunValues(run), JSON.stringify(payload), requestSpan === undefined ? null : JSON.stringify(requestSpan)],
     );
     return rows[0].created === 1;
   }
@@ -178,17 +181,7 @@ export class RunRepository {
     const { rows } = await queryPrepared<{ created: number }>(
       this.dataSource,
       newSession ? STARTED_RUN_NEW_SESSION : STARTED_RUN_JOINED_SESSION,
-      [
-        run.id,
-        run.sessionId,
-        run.componentType,
-        run.componentId,
-        run.userId,
-        run.message,
-        run.idempotencyKey,
-        run.createdAt,
-        run.traceId ?? null,
-      ],
+      newRunValues(run),
     );
     return rows[0].created === 1;
   }
