@@ -35,6 +35,26 @@ describe('trace summaries moving onto the runs', () => {
       { trace_id: earlierTrace, run_id: earlier, user_id: 'sa:ops', status: 'completed' },
     ]);
 
+    // During a rolling update the previous release still writes summaries into traces: each lands on its run.
+    const during = randomUUID();
+    const duringTrace = randomUUID().replaceAll('-', '');
+    await query(
+      databaseUrl,
+      `INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message)
+       VALUES ($1, 's', 'agent', 'echo', 'sa:ops', true, 'queued', 'hi')`,
+      [during],
+    );
+    await query(
+      databaseUrl,
+      `INSERT INTO traces (trace_id, run_id, session_id, user_id, component_type, component_id, started_at)
+       VALUES ($1, $2, 's', 'sa:ops', 'agent', 'echo', now()) ON CONFLICT DO NOTHING`,
+      [duringTrace, during],
+    );
+    expect(await query(databaseUrl, `SELECT trace_id FROM runs WHERE id = $1 UNION ALL SELECT trace_id FROM traces`, [during])).toEqual([
+      { trace_id: duringTrace },
+    ]);
+    await query(databaseUrl, `UPDATE runs SET trace_id = NULL WHERE id = $1`, [during]);
+
     // A run traced by this release: its request span on its row, without what the row says.
     const later = randomUUID();
     const laterTrace = randomUUID().replaceAll('-', '');

@@ -156,6 +156,37 @@ describe('traces', () => {
     expect((await traceOf(fresh.body.run_id, 2, alice.token)).spans[0].parent_id).toBeNull();
   });
 
+  it('records nothing for a caller whose trace is not sampled, in the api or the worker', async () => {
+    const unsampled = { traceparent: '00-6cf92f3577b34da6a3ce929d0e0e4738-00f067aa0ba902b9-00' };
+    const sync = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: alice.token, json: { message: 'x' }, headers: unsampled });
+    const background = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+      token: alice.token,
+      json: { message: 'x', background: true },
+      headers: unsampled,
+    });
+    expect([sync.status, background.status]).toEqual([200, 202]);
+    const runIds = [sync.body.run_id, background.body.run_id];
+    await waitFor(
+      async () =>
+        (await call(api.url, 'GET', `/agents/echo-agent/runs/${background.body.run_id}`, { token: alice.token })).body.status ===
+        'completed',
+      20_000,
+      'the background run',
+    );
+    // Both processes write their span batches every 0.5 s: a run's spans would be stored by now.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const stored = await query(
+      databaseUrl,
+      `SELECT trace_id FROM runs WHERE id = ANY ($1::uuid[]) AND trace_id IS NOT NULL
+       UNION ALL SELECT trace_id FROM trace_spans WHERE spans LIKE '%' || $2 || '%' OR spans LIKE '%' || $3 || '%'`,
+      [runIds, ...runIds],
+    );
+    expect(stored).toEqual([]);
+    for (const runId of runIds) {
+      expect((await call(api.url, 'GET', `/traces?run_id=${runId}`, { token: alice.token })).body.data).toEqual([]);
+    }
+  });
+
   it('keeps the runs of another user who borrows a traceparent apart: each reads only their own runs under it', async () => {
     const traceId = '5cf92f3577b34da6a3ce929d0e0e4737';
     const post = (token: string) =>

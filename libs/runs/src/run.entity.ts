@@ -12,6 +12,7 @@ import type { RunStatus } from './run-status';
 // Partial (traced runs only), which the migration writes and TypeORM would not compare alike.
 @Index('IDX_runs_trace', { synchronize: false })
 @Index('IDX_runs_traced_created', { synchronize: false })
+@Index('IDX_runs_traced_user_created', { synchronize: false })
 export class RunEntity {
   @PrimaryColumn('uuid')
   id!: string;

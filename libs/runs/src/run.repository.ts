@@ -125,11 +125,12 @@ const SESSION_HISTORY = {
          ORDER BY created_at`,
 };
 
+/** A run executed in the api finishes with its request span, unless trace retention has cleared its trace meanwhile. */
 const FINISH_STARTED_RUN = {
   name: 'runs_finish_started',
   text: `WITH lease AS (DELETE FROM run_leases WHERE run_id = $1)
          UPDATE runs SET status = $2, content = $3, error = $4, model = $5, input_tokens = $6, output_tokens = $7,
-           request_span = $8, completed_at = now(), updated_at = now()
+           request_span = CASE WHEN trace_id IS NOT NULL THEN $8 END, completed_at = now(), updated_at = now()
          WHERE id = $1
          RETURNING completed_at`,
 };

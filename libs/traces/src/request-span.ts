@@ -3,11 +3,6 @@ import { Attributes, Span, SpanStatusCode } from '@opentelemetry/api';
 import { requestAttributes, SPAN, TracedRun } from './run-span';
 import { storedAttributes, StoredSpan } from './trace.entity';
 
-/** Epoch milliseconds with fractions, on the clock OpenTelemetry's spans use (Date.now drifts from it). */
-export function epochNow(): number {
-  return performance.timeOrigin + performance.now();
-}
-
 /**
  * A request span as its run's row stores it: what the row does not say already (its ids, times, and a
  * failure); its name and the run's attributes come back on reading (`requestSpanOf`).
@@ -32,12 +27,15 @@ export class RequestSpan {
   private readonly attributes: Attributes = {};
   private failure: { message: string } | null = null;
   private endedAt: number | null = null;
+  /** Times are taken as the SDK's spans take them: the wall clock at the start, the monotonic clock for the duration. */
+  private readonly monotonicStart = performance.now();
 
   constructor(
     readonly traceId: string,
     readonly spanId: string,
     /** The caller's span, when its traceparent came with the request. */
     private readonly parentId: string | null,
+    /** Epoch milliseconds (Date.now()). */
     private readonly startedAt: number,
     private readonly exported: Span | null,
   ) {}
@@ -67,7 +65,7 @@ export class RequestSpan {
 
   /** The span as its run's row stores it, ended now; the exported copy ends at the same time. */
   stored(): StoredRequestSpan {
-    this.endedAt ??= epochNow();
+    this.endedAt ??= this.startedAt + (performance.now() - this.monotonicStart);
     const stored = { span_id: this.spanId, parent_id: this.parentId, started_at: this.startedAt, ended_at: this.endedAt };
     return this.failure === null ? stored : { ...stored, attributes: storedAttributes({}, this.failure) };
   }

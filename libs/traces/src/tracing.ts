@@ -21,7 +21,7 @@ import { DataSource } from 'typeorm';
 import { Env } from '@app/config';
 
 import { PostgresSpanExporter } from './postgres-span.exporter';
-import { epochNow, RequestSpan } from './request-span';
+import { RequestSpan } from './request-span';
 import { SPAN } from './run-span';
 
 export const TRACING_SERVICE = 'traces:service-name';
@@ -107,7 +107,7 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
     if (!this.tracer) {
       return undefined;
     }
-    const startedAt = epochNow();
+    const startedAt = Date.now();
     if (this.exporting) {
       const span = this.start(SPAN.request, { parent, kind: SpanKind.SERVER, startTime: startedAt });
       const { traceId, spanId } = span.spanContext();
