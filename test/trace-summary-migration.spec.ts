@@ -9,21 +9,27 @@ describe('trace summaries moving onto the runs', () => {
     const databaseUrl = await createTestDatabase();
     undoMigrationsTo(databaseUrl, 'TraceSummaryOnRuns1766000000001');
 
+    /** A run as the previous release traces it: the run, and its summary written into traces. */
+    const tracedByPreviousRelease = async (status: string) => {
+      const runId = randomUUID();
+      const traceId = randomUUID().replaceAll('-', '');
+      await query(
+        databaseUrl,
+        `INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message)
+         VALUES ($1, 's', 'agent', 'echo', 'sa:ops', true, $2, 'hi')`,
+        [runId, status],
+      );
+      await query(
+        databaseUrl,
+        `INSERT INTO traces (trace_id, run_id, session_id, user_id, component_type, component_id, started_at)
+         VALUES ($1, $2, 's', 'sa:ops', 'agent', 'echo', now()) ON CONFLICT DO NOTHING`,
+        [traceId, runId],
+      );
+      return { runId, traceId };
+    };
+
     // A run traced by the earlier release: its summary row, and its request span in the api's batch.
-    const earlier = randomUUID();
-    const earlierTrace = randomUUID().replaceAll('-', '');
-    await query(
-      databaseUrl,
-      `INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message)
-       VALUES ($1, 's', 'agent', 'echo', 'sa:ops', true, 'completed', 'hi')`,
-      [earlier],
-    );
-    await query(
-      databaseUrl,
-      `INSERT INTO traces (trace_id, run_id, session_id, user_id, component_type, component_id, started_at)
-       VALUES ($1, $2, 's', 'sa:ops', 'agent', 'echo', now())`,
-      [earlierTrace, earlier],
-    );
+    const { runId: earlier, traceId: earlierTrace } = await tracedByPreviousRelease('completed');
     const earlierSpan = JSON.stringify([
       { span_id: '0000000000000001', parent_id: null, name: 'run.request', attributes: { 'run.id': earlier } },
     ]);
@@ -36,20 +42,7 @@ describe('trace summaries moving onto the runs', () => {
     ]);
 
     // During a rolling update the previous release still writes summaries into traces: each lands on its run.
-    const during = randomUUID();
-    const duringTrace = randomUUID().replaceAll('-', '');
-    await query(
-      databaseUrl,
-      `INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message)
-       VALUES ($1, 's', 'agent', 'echo', 'sa:ops', true, 'queued', 'hi')`,
-      [during],
-    );
-    await query(
-      databaseUrl,
-      `INSERT INTO traces (trace_id, run_id, session_id, user_id, component_type, component_id, started_at)
-       VALUES ($1, $2, 's', 'sa:ops', 'agent', 'echo', now()) ON CONFLICT DO NOTHING`,
-      [duringTrace, during],
-    );
+    const { runId: during, traceId: duringTrace } = await tracedByPreviousRelease('queued');
     expect(await query(databaseUrl, `SELECT trace_id FROM runs WHERE id = $1 UNION ALL SELECT trace_id FROM traces`, [during])).toEqual([
       { trace_id: duringTrace },
     ]);
