@@ -73,7 +73,7 @@ export class RunsService {
         return this.get(caller, kind, componentId, run.id);
       }
       return this.leases.holding(run.id, async () =>
-        this.finished(run, await this.executor.execute(component, toInput(run, request), { parent: parentOf(span, request) }), span),
+        this.finished(run, await this.executor.execute(component, toInput(run, request), { parent: this.parentOf(span, request) }), span),
       );
     });
   }
@@ -116,7 +116,7 @@ export class RunsService {
     const finished = await this.leases.holding(run.id, async () => {
       const outcome = await this.executor.execute(component, toInput(run, request), {
         onDelta: (content) => send({ event: 'RunContent', data: { run_id: run.id, content } }),
-        parent: parentOf(span, request),
+        parent: this.parentOf(span, request),
       });
       return this.finished(run, outcome, span);
     });
@@ -207,6 +207,14 @@ export class RunsService {
     }
   }
 
+  /**
+   * The trace a run's other spans join: its request span's; without one (tracing off, or a caller's trace
+   * that is not sampled), the caller's, so that a caller who records nothing gets nothing recorded anywhere.
+   */
+  private parentOf(span: RequestSpan | undefined, request: RunRequest): string | undefined {
+    return span?.traceparent ?? this.tracing.callerTraceparent(request.traceparent);
+  }
+
   private async create(
     caller: Principal,
     component: Component,
@@ -229,7 +237,14 @@ export class RunsService {
         // The request span ends as the job is enqueued, where its queue wait starts, and is stored with the run.
         const stored = span?.stored();
         // One round trip: no lookup first; a repeated key meets the unique constraint and answers below.
-        if (!(await this.runs.insertBackground(run, newSession, jobPayload(run, newSession, span, request), stored))) {
+        if (
+          !(await this.runs.insertBackground(
+            run,
+            newSession,
+            jobPayload(run, newSession, this.parentOf(span, request), stored?.ended_at),
+            stored,
+          ))
+        ) {
           throw new RunException(RunErrorCode.SessionNotFound, `Session '${run.sessionId}' not found`);
         }
         return this.createdIn(span, run);
@@ -357,22 +372,13 @@ function newRun(
  * A traced run carries its request span's traceparent and when it was enqueued (the request span's end, stored already):
  * the worker's spans continue that trace.
  */
-function jobPayload(run: RunEntity, newSession: boolean, span: RequestSpan | undefined, request: RunRequest): JobPayload {
-  const traceparent = parentOf(span, request);
+function jobPayload(run: RunEntity, newSession: boolean, traceparent: string | undefined, enqueuedAt: number | undefined): JobPayload {
   return {
     message: run.message,
     ...(newSession ? {} : { continues_session: true }),
     ...(traceparent === undefined ? {} : { traceparent }),
-    ...(span === undefined || span.endTime === null ? {} : { enqueued_at: span.endTime }),
+    ...(enqueuedAt === undefined ? {} : { enqueued_at: enqueuedAt }),
   };
-}
-
-/**
- * The trace a run's other spans join: its request span's; without one, the caller's own traceparent, if
- * any, so that a caller who records nothing (an unsampled trace) gets nothing recorded anywhere.
- */
-function parentOf(span: RequestSpan | undefined, request: RunRequest): string | undefined {
-  return span?.traceparent ?? request.traceparent;
 }
 
 function toInput(run: RunEntity, request: RunRequest): RunInput {

@@ -45,11 +45,6 @@ export class RequestSpan {
     return new Date(this.startedAt);
   }
 
-  /** When `stored()` ended the span (epoch milliseconds), if it has. */
-  get endTime(): number | null {
-    return this.endedAt;
-  }
-
   /** W3C `traceparent` (version 00, sampled) naming this span as the parent. */
   get traceparent(): string {
     return `00-${this.traceId}-${this.spanId}-01`;

@@ -14,7 +14,7 @@ export interface StoredSpan {
  * A span's attributes as stored: a failed span's say so under the names OpenTelemetry gives status in
  * formats without a status field (Zipkin's tags), `otel.status_code` and `otel.status_description`.
  */
-export function storedAttributes<T extends object>(attributes: T, failure: { message?: string } | null): T | Record<string, unknown> {
+export function storedAttributes(attributes: Record<string, unknown>, failure: { message?: string } | null): Record<string, unknown> {
   return failure === null
     ? attributes
     : { ...attributes, 'otel.status_code': 'ERROR', ...(failure.message ? { 'otel.status_description': failure.message } : {}) };

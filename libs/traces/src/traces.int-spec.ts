@@ -180,6 +180,13 @@ describe('TracesService and TraceRetention', () => {
     expect(stored.ended_at).toBeGreaterThanOrEqual(stored.started_at);
     expect(continued.stored()).toEqual(stored);
     expect(tracing.startRequest(`${caller}-00`)).toBeUndefined();
+    // A run with no request span joins the caller's trace as the caller's span names it, nothing more of the header.
+    expect(tracing.callerTraceparent(`${caller}-00`)).toBe(`${caller}-00`);
+    expect(tracing.callerTraceparent(`${caller}-03`)).toBe(`${caller}-01`);
+    expect(tracing.callerTraceparent('00-xyz')).toBeUndefined();
+    expect(
+      new Tracing(Object.assign(new Env(), { TRACES_ENABLED: false }), app.dataSource, 'test').callerTraceparent(`${caller}-01`),
+    ).toBeUndefined();
     const malformed = tracing.startRequest('00-xyz')!;
     expect(malformed.traceId).not.toBe(fresh.traceId);
     expect(malformed.stored().parent_id).toBeNull();

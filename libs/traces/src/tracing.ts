@@ -108,13 +108,13 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
       return undefined;
     }
     const startedAt = Date.now();
+    const caller = parent === undefined ? undefined : this.parentOf(parent);
     if (this.exporting) {
-      const span = this.start(SPAN.request, { parent, kind: SpanKind.SERVER, startTime: startedAt });
+      const context = caller ? trace.setSpanContext(ROOT_CONTEXT, caller) : ROOT_CONTEXT;
+      const span = this.tracer.startSpan(SPAN.request, { kind: SpanKind.SERVER, startTime: startedAt }, context);
       const { traceId, spanId } = span.spanContext();
-      const caller = parent === undefined ? undefined : this.parentOf(parent);
       return span.isRecording() ? new RequestSpan(traceId, spanId, caller?.spanId ?? null, startedAt, span) : undefined;
     }
-    const caller = parent === undefined ? undefined : this.parentOf(parent);
     if (caller && !(caller.traceFlags & TraceFlags.SAMPLED)) {
       // As the SDK's default sampler does: a caller that does not record its trace gets none recorded here.
       return undefined;
@@ -126,6 +126,16 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
       startedAt,
       null,
     );
+  }
+
+  /**
+   * A caller's traceparent as the run's other spans may join it when the run has no request span (the
+   * caller's trace is not sampled): formatted from what it names, so nothing else of the header is kept;
+   * undefined while tracing is off or when it is malformed.
+   */
+  callerTraceparent(traceparent: string | undefined): string | undefined {
+    const caller = this.tracer && traceparent !== undefined ? this.parentOf(traceparent) : undefined;
+    return caller && `00-${caller.traceId}-${caller.spanId}-0${caller.traceFlags & TraceFlags.SAMPLED}`;
   }
 
   start(name: string, options: SpanOptions = {}): Span {
