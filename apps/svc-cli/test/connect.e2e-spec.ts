@@ -347,6 +347,13 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     expect(ignored.json().results[0]).toMatchObject({ status: 'connected', location: projectFile });
     expect(readJson(projectFile).mcpServers['platform-service'].headers.Authorization).toMatch(/^Bearer svc_pat_/);
 
+    // A project file in a folder that does not exist yet is asked about all the same.
+    const inNewFolder = await runCommand(['connect', '--clients', 'editor-c', '--project', '--json'], sandbox, { env: env() });
+    expect(inNewFolder.json().results[0].error).toContain(
+      'is not ignored by git: the next commit could carry a token written there. Add .cursor/mcp.json to .gitignore',
+    );
+    expect(existsSync(join(sandbox.cwd, '.cursor'))).toBe(false);
+
     // Deliberately, the user's call: tracked again, and written with the flag.
     git('add', '-f', '.mcp.json');
     const allowed = await connect('--rotate', '--allow-committed');

@@ -1,4 +1,4 @@
-import { basename } from 'node:path';
+import { relative } from 'node:path';
 
 import { Command, Option } from 'nest-commander';
 
@@ -536,7 +536,7 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
 
 /** Why a token is not written into a project file git would share, and the ways on. */
 function committedTokenRefusal(location: string, exposure: 'tracked' | 'unignored'): string {
-  const file = basename(location);
+  const file = relative(process.cwd(), location);
   return exposure === 'tracked'
     ? `${location} is tracked by git: a token written there would be committed. Untrack it (git rm --cached ${file}) and add it to .gitignore, or pass --allow-committed to write it anyway.`
     : `${location} is not ignored by git: the next commit could carry a token written there. Add ${file} to .gitignore, or pass --allow-committed to write it anyway.`;
