@@ -43,6 +43,11 @@ export function toServiceAccount(body: Schemas['ServiceAccountDto']): ServiceAcc
   };
 }
 
+/** An account whose token works. An expired account keeps revoked_at null (its name may have been minted again). */
+function isActive(account: ServiceAccount, now = Date.now() / 1000): boolean {
+  return account.revoked_at === null && (account.expires_at === null || account.expires_at > now);
+}
+
 /** What a credential for `svc tokens`, `connect` and `disconnect --revoke` needs. */
 export const SERVICE_ACCOUNTS_CREDENTIAL_HINT =
   'Use an admin credential: SVC_ADMIN_TOKEN with service_accounts scopes (or platform:admin), or OS_SECURITY_KEY.';
@@ -64,15 +69,16 @@ export class ServiceAccountsApi extends AdminApi {
   /**
    * Why no active account has this name: a revoked or expired one says so, and how to get a working one
    * (the name can be minted again), rather than that nothing by that name exists while the list shows it.
+   * `accounts`: every account (list()), when the caller has it already.
    */
-  async missing(name: string): Promise<CliError> {
-    const latest = (await this.list()).filter((account) => account.name === name).at(-1);
+  async missing(name: string, accounts?: ServiceAccount[]): Promise<CliError> {
+    const latest = (accounts ?? (await this.list())).filter((account) => account.name === name).at(-1);
     const when = (epoch: number) => new Date(epoch * 1000).toISOString();
     const create = `Mint a new one with: svc tokens create ${name}`;
     if (latest?.revoked_at != null) {
       return new CliError(`Service account '${name}' is revoked (since ${when(latest.revoked_at)}).`, create);
     }
-    if (latest?.expires_at != null && latest.expires_at <= Date.now() / 1000) {
+    if (latest && !isActive(latest) && latest.expires_at !== null) {
       return new CliError(`Service account '${name}' expired at ${when(latest.expires_at)}: its token no longer works.`, create);
     }
     return this.notFound(name, 'List them with: svc tokens list');
@@ -133,11 +139,7 @@ export class ServiceAccountsApi extends AdminApi {
 
   /** The accounts that are neither revoked nor expired. */
   async listActive(): Promise<ServiceAccount[]> {
-    // An expired account keeps revoked_at null (its name may have been minted again): active also means unexpired.
-    const now = Date.now() / 1000;
-    return (await this.list(true)).filter(
-      (account) => account.revoked_at === null && (account.expires_at === null || account.expires_at > now),
-    );
+    return (await this.list(true)).filter((account) => isActive(account));
   }
 
   async findActive(name: string): Promise<ServiceAccount | null> {

@@ -99,7 +99,12 @@ export function BoolField(options: FieldOptions & { fromString?: boolean } = {})
 
 const EMPTY_BODY_ALLOWED = 'validation:empty-body-allowed';
 
-/** On a body DTO whose fields all have defaults: a request with no body at all validates as `{}`. */
+/** The properties a DTO documents (its @ApiProperty names), as OpenAPI and the tool schemas list them. */
+export function documentedNames(dto: { prototype: object }): string[] {
+  const keys = (Reflect.getMetadata(DECORATORS.API_MODEL_PROPERTIES_ARRAY, dto.prototype) as string[] | undefined) ?? [];
+  return keys.map((key) => key.slice(1));
+}
+
 /**
  * For a PATCH body that shares its fields with create: an absent field stays as it is, so no field may state a
  * default in OpenAPI or in a tool's schema (both read this metadata), or a client that fills in defaults would
@@ -107,8 +112,7 @@ const EMPTY_BODY_ALLOWED = 'validation:empty-body-allowed';
  */
 export function NoDefaults(): ClassDecorator {
   return (target) => {
-    const keys = (Reflect.getMetadata(DECORATORS.API_MODEL_PROPERTIES_ARRAY, target.prototype) as string[] | undefined) ?? [];
-    for (const name of keys.map((key) => key.slice(1))) {
+    for (const name of documentedNames(target)) {
       const property = Reflect.getMetadata(DECORATORS.API_MODEL_PROPERTIES, target.prototype, name) as Record<string, unknown> | undefined;
       if (property && 'default' in property) {
         const { default: _omitted, ...rest } = property;
@@ -118,6 +122,7 @@ export function NoDefaults(): ClassDecorator {
   };
 }
 
+/** On a body DTO whose fields all have defaults: a request with no body at all validates as `{}`. */
 export function EmptyBodyAllowed(): ClassDecorator {
   return (target) => Reflect.defineMetadata(EMPTY_BODY_ALLOWED, true, target);
 }

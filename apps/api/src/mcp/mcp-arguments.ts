@@ -3,6 +3,7 @@ import { DECORATORS } from '@nestjs/swagger';
 import { z } from 'zod';
 
 import { MAX_PAGE, PageQueryOptions } from '@app/pagination';
+import { documentedNames } from '@app/validation';
 
 import { RequestValidationPipe } from '../errors/validation.pipe';
 
@@ -61,11 +62,6 @@ const LIST_KEYWORDS = ['minItems', 'maxItems'];
 
 function stated(property: DocumentedProperty, keywords: readonly string[]): Record<string, unknown> {
   return Object.fromEntries(keywords.filter((keyword) => property[keyword] !== undefined).map((keyword) => [keyword, property[keyword]]));
-}
-
-function documentedNames(dto: Type): string[] {
-  const keys = (Reflect.getMetadata(DECORATORS.API_MODEL_PROPERTIES_ARRAY, dto.prototype) as string[] | undefined) ?? [];
-  return keys.map((key) => key.slice(1));
 }
 
 /** One value of the property's type: the type is checked by the SDK, everything else only stated. */

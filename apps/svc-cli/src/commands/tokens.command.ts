@@ -132,9 +132,10 @@ export class TokensRevokeCommand extends CredentialedCommand<ServiceOptions> {
     const account = await api.findActive(name);
     if (!account) {
       // Revoking is idempotent: an account revoked before is the state asked for, said as such.
-      const earlier = (await api.list()).filter((candidate) => candidate.name === name && candidate.revoked_at !== null).at(-1);
+      const accounts = await api.list();
+      const earlier = accounts.filter((candidate) => candidate.name === name && candidate.revoked_at !== null).at(-1);
       if (!earlier) {
-        throw await api.missing(name);
+        throw await api.missing(name, accounts);
       }
       terminal.document({ revoked: earlier });
       terminal.line(
