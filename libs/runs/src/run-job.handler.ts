@@ -49,6 +49,8 @@ export class RunJobHandler implements JobHandler {
         })
         .end();
     }
+    // A run is not repeated after a crash (its attempt budget is 1 by default): nothing runs before its attempt is on record.
+    await context.recorded();
     const outcome = await this.executor.execute(component, input, {
       checkpoint: context.checkpoint,
       signal: () => context.signal,

@@ -35,6 +35,14 @@ export interface JobContext {
   readonly signal: AbortSignal;
   /** A cooperative cancellation point: throws JobStopped when the job must stop now. */
   checkpoint(): Promise<void>;
+  /**
+   * Settles once this attempt's start is on record. A job taken from the prefetch buffer begins at once
+   * and its start is written meanwhile, so a worker killed in between gives the job back with its
+   * attempt unspent, to run again. A handler whose work must not happen twice awaits this before acting
+   * (checkpoint() does too). Throws JobStopped when the job must not go on: it was cancelled, or handed
+   * back to the queue before its start was written.
+   */
+  recorded(): Promise<void>;
 }
 
 /**

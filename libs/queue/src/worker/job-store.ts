@@ -23,8 +23,8 @@ interface ClaimRow {
   cancel_requested: boolean;
 }
 
-// Retry backoff after failed attempt N: 2^(N-1) s, capped at 60 s.
-const BACKOFF = `make_interval(secs => least(60, power(2, greatest(j.attempt, 1) - 1)))`;
+/** Retry backoff after failed attempt N: 2^(N-1) s, capped at 60 s. */
+const backoff = (attempt: string) => `make_interval(secs => least(60, power(2, greatest(${attempt}, 1) - 1)))`;
 /**
  * A deferred job waits 2.5 to 7.5 s before any worker may claim it again: time for one that can run it to take
  * it. The spread matters: the deferring worker's next polls fall at a fixed offset from its deferral, so with a
@@ -81,22 +81,26 @@ const START = `
  * is left alone and missing from the result. A failure with attempts left goes back to
  * `queued` after the backoff. A deferred job goes back too, its attempt given back (it never
  * started), and is not an attempt the counters count. The outcome counters move in the same statement.
+ * An attempt whose start was not written yet (`reserved`: the row is still reserved for this worker,
+ * one attempt behind) is started and finished by this one write.
  */
 const FINISH = `
   WITH input AS (
-    SELECT * FROM unnest($2::uuid[], $3::int[], $4::varchar[], $5::text[]) AS t(id, attempt, outcome, error)
+    SELECT * FROM unnest($2::uuid[], $3::int[], $4::varchar[], $5::text[], $6::bool[]) AS t(id, attempt, outcome, error, reserved)
   ), done AS (
     UPDATE queue_jobs j SET
-      status = CASE WHEN i.outcome = 'deferred' OR (i.outcome = 'failed' AND j.attempt < j.max_attempts) THEN 'queued' ELSE i.outcome END,
-      attempt = CASE WHEN i.outcome = 'deferred' THEN j.attempt - 1 ELSE j.attempt END,
+      status = CASE WHEN i.outcome = 'deferred' OR (i.outcome = 'failed' AND i.attempt < j.max_attempts) THEN 'queued' ELSE i.outcome END,
+      attempt = CASE WHEN i.outcome = 'deferred' THEN i.attempt - 1 ELSE i.attempt END,
       available_at = CASE
         WHEN i.outcome = 'deferred' THEN now() + ${DEFER}
-        WHEN i.outcome = 'failed' AND j.attempt < j.max_attempts THEN now() + ${BACKOFF}
+        WHEN i.outcome = 'failed' AND i.attempt < j.max_attempts THEN now() + ${backoff('i.attempt')}
         ELSE j.available_at END,
-      completed_at = CASE WHEN i.outcome IN ('paused', 'deferred') OR (i.outcome = 'failed' AND j.attempt < j.max_attempts) THEN NULL ELSE now() END,
+      completed_at = CASE WHEN i.outcome IN ('paused', 'deferred') OR (i.outcome = 'failed' AND i.attempt < j.max_attempts) THEN NULL ELSE now() END,
       error = i.error, locked_by = NULL, locked_at = NULL, heartbeat_at = NULL, updated_at = now()
     FROM input i
-    WHERE j.id = ANY ($2::uuid[]) AND j.id = i.id AND j.attempt = i.attempt AND j.locked_by = $1 AND j.status = 'running'
+    WHERE j.id = ANY ($2::uuid[]) AND j.id = i.id AND j.locked_by = $1
+      AND ((j.status = 'running' AND j.attempt = i.attempt)
+        OR (i.reserved AND j.status = 'queued' AND j.attempt = i.attempt - 1 AND j.attempt < j.max_attempts))
     RETURNING j.id, j.status, i.outcome
   ), counted AS (
     INSERT INTO queue_job_outcome_counters (outcome, total)
@@ -124,7 +128,7 @@ const SWEEP = `
   ), swept AS (
     UPDATE queue_jobs j SET
       status = CASE WHEN j.attempt < j.max_attempts THEN 'queued' ELSE 'failed' END,
-      available_at = CASE WHEN j.attempt < j.max_attempts THEN now() + ${BACKOFF} ELSE j.available_at END,
+      available_at = CASE WHEN j.attempt < j.max_attempts THEN now() + ${backoff('j.attempt')} ELSE j.available_at END,
       completed_at = CASE WHEN j.attempt < j.max_attempts THEN NULL ELSE now() END,
       error = format('Worker %s lost the job: no heartbeat for over %s s during attempt %s of %s', j.locked_by, $1, j.attempt, j.max_attempts)
         || CASE WHEN j.attempt < j.max_attempts THEN '; retrying'
@@ -242,6 +246,7 @@ export class JobStore implements WorkStore<ClaimedJob> {
       attempts.map((attempt) => attempt.attempt),
       attempts.map((attempt) => attempt.outcome),
       attempts.map((attempt) => attempt.error),
+      attempts.map((attempt) => attempt.reserved === true),
     ];
     return (await client.query<RecordedState>({ text: FINISH, values })).rows;
   }

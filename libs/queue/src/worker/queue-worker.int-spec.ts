@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { createTestDatabase, query } from '../../../../test/support/database';
 import { enqueueJobs } from '../enqueue';
+import { JobPayload } from '../job.entity';
 import { JobContext, JobHandler } from './job-handler';
 import { JobStore } from './job-store';
 import { QueueWorker } from './queue-worker';
@@ -51,15 +52,31 @@ describe('QueueWorker handler contract', () => {
     });
   }
 
-  const job = (id: string) => ({
+  const job = (id: string, payload: JobPayload = {}) => ({
     id,
     jobType: JOB_TYPE,
     componentType: 'agent',
     componentId: 'x',
     sessionId: 's',
     userId: null,
-    payload: {},
+    payload,
   });
+
+  /** Quick jobs a handler passes straight through: once they have run, the worker knows its jobs are fast and claims ahead. */
+  const QUICK = { quick: true };
+  async function paceWithQuickJobs(): Promise<void> {
+    await enqueueJobs(pool, [job('99999999-0000-4000-8000-000000000001', QUICK), job('99999999-0000-4000-8000-000000000002', QUICK)]);
+    await expect
+      .poll(async () => (await query<{ n: number }>(url, `SELECT count(*)::int AS n FROM queue_jobs WHERE status = 'completed'`))[0].n)
+      .toBe(2);
+    await query(url, 'DELETE FROM queue_jobs');
+  }
+
+  const rows = async () =>
+    query<{ id: string; status: string; attempt: number; locked_by: string | null }>(
+      url,
+      'SELECT id, status, attempt, locked_by FROM queue_jobs ORDER BY id',
+    );
 
   it('a stop past the deadline aborts the signal of a handler that holds it, fails its next checkpoint, and gives the job back', async () => {
     const seen: { reason?: unknown; checkpoint?: string } = {};
@@ -118,12 +135,16 @@ describe('QueueWorker handler contract', () => {
     expect(late?.reason).toBe('Worker is shutting down');
   });
 
-  it('jobs claimed ahead of a free slot stay queued and spend no attempt until they start; one cancelled meanwhile never starts', async () => {
+  it('jobs claimed ahead of a free slot stay queued and spend no attempt until they start; one cancelled meanwhile never acts', async () => {
     const ran: string[] = [];
     const gates = new Map<string, () => void>();
     const worker = startWorker(
       {
-        async handle(claimed) {
+        async handle(claimed, context) {
+          if (claimed.payload.quick) {
+            return { outcome: 'completed' };
+          }
+          await context.recorded();
           ran.push(claimed.id);
           await new Promise<void>((resolve) => gates.set(claimed.id, resolve));
           return { outcome: 'completed' };
@@ -131,19 +152,18 @@ describe('QueueWorker handler contract', () => {
       },
       { concurrency: 1, prefetch: 3 },
     );
+    await worker.start();
+    await paceWithQuickJobs();
     const ids = [
       'b1c7a9e0-0000-4000-8000-000000000001',
       'b1c7a9e0-0000-4000-8000-000000000002',
       'b1c7a9e0-0000-4000-8000-000000000003',
       'b1c7a9e0-0000-4000-8000-000000000004',
     ];
-    await enqueueJobs(pool, ids.map(job));
-    await worker.start();
-    const rows = async () =>
-      query<{ id: string; status: string; attempt: number; locked_by: string | null }>(
-        url,
-        'SELECT id, status, attempt, locked_by FROM queue_jobs ORDER BY id',
-      );
+    await enqueueJobs(
+      pool,
+      ids.map((id) => job(id)),
+    );
     await expect.poll(() => ran.length).toBe(1);
     // One claim took all four: the first runs, three wait reserved for this worker, no attempt spent.
     expect(await rows()).toEqual([
@@ -171,7 +191,10 @@ describe('QueueWorker handler contract', () => {
     const running = new Promise<void>((resolve) => (started = resolve));
     const worker = startWorker(
       {
-        async handle(_job, context) {
+        async handle(claimed, context) {
+          if (claimed.payload.quick) {
+            return { outcome: 'completed' };
+          }
           started();
           await once(context.signal, 'abort');
           return { outcome: 'completed' };
@@ -180,19 +203,120 @@ describe('QueueWorker handler contract', () => {
       { concurrency: 1, prefetch: 3 },
     );
     const ids = ['c2d8b0f1-0000-4000-8000-000000000001', 'c2d8b0f1-0000-4000-8000-000000000002', 'c2d8b0f1-0000-4000-8000-000000000003'];
-    await enqueueJobs(pool, ids.map(job));
     await worker.start();
+    await paceWithQuickJobs();
+    await enqueueJobs(
+      pool,
+      ids.map((id) => job(id)),
+    );
     await running;
+    await expect.poll(async () => (await rows()).filter((row) => row.locked_by !== null).length).toBe(3);
     await worker.stop(100);
-    const rows = await query<{ status: string; attempt: number; max_attempts: number; locked_by: string | null; error: string | null }>(
+    const after = await query<{ status: string; attempt: number; max_attempts: number; locked_by: string | null; error: string | null }>(
       url,
       'SELECT status, attempt, max_attempts, locked_by, error FROM queue_jobs ORDER BY id',
     );
-    expect(rows[0]).toMatchObject({ status: 'queued', attempt: 1, max_attempts: 2, locked_by: null });
-    expect(rows[0].error).toContain('Released by worker contract-test-worker at shutdown');
-    expect(rows.slice(1)).toEqual([
+    expect(after[0]).toMatchObject({ status: 'queued', attempt: 1, max_attempts: 2, locked_by: null });
+    expect(after[0].error).toContain('Released by worker contract-test-worker at shutdown');
+    expect(after.slice(1)).toEqual([
       { status: 'queued', attempt: 0, max_attempts: 1, locked_by: null, error: null },
       { status: 'queued', attempt: 0, max_attempts: 1, locked_by: null, error: null },
     ]);
+  });
+
+  it('a job begun from the buffer: a handler awaiting recorded() finds its attempt spent, once', async () => {
+    const seen: { status: string; attempt: number }[] = [];
+    const worker = startWorker(
+      {
+        async handle(claimed, context) {
+          if (!claimed.payload.quick) {
+            await context.recorded();
+            const [row] = await query<{ status: string; attempt: number }>(url, 'SELECT status, attempt FROM queue_jobs WHERE id = $1', [
+              claimed.id,
+            ]);
+            seen.push(row);
+          }
+          return { outcome: 'completed' };
+        },
+      },
+      { concurrency: 1, prefetch: 5 },
+    );
+    await worker.start();
+    await paceWithQuickJobs();
+    const ids = Array.from({ length: 6 }, (_, i) => `d3e9c1a2-0000-4000-8000-00000000000${i}`);
+    await enqueueJobs(
+      pool,
+      ids.map((id) => job(id)),
+    );
+    await expect.poll(async () => (await rows()).map((row) => row.status)).toEqual(ids.map(() => 'completed'));
+    expect(seen).toEqual(ids.map(() => ({ status: 'running', attempt: 1 })));
+    expect((await rows()).map((row) => row.attempt)).toEqual(ids.map(() => 1));
+    await worker.stop(1000);
+  });
+
+  it('holds no job ahead while its jobs are slow: queued work stays free for other workers', async () => {
+    const worker = startWorker(
+      {
+        async handle(claimed) {
+          await new Promise((resolve) => setTimeout(resolve, claimed.payload.quick ? 0 : 300));
+          return { outcome: 'completed' };
+        },
+      },
+      { concurrency: 1, prefetch: 100 },
+    );
+    await worker.start();
+    // Two 300 ms jobs set the pace: a slot starts fewer than one job per prefetch horizon (100 ms).
+    await enqueueJobs(pool, [job('e4f0d2b3-0000-4000-8000-000000000001'), job('e4f0d2b3-0000-4000-8000-000000000002')]);
+    await expect.poll(async () => (await rows()).every((row) => row.status === 'completed'), { timeout: 5000 }).toBe(true);
+    const ids = Array.from({ length: 5 }, (_, i) => `e4f0d2b3-0000-4000-8000-00000000001${i}`);
+    await enqueueJobs(
+      pool,
+      ids.map((id) => job(id)),
+    );
+    const locked: number[] = [];
+    for (let i = 0; i < 8; i += 1) {
+      locked.push((await rows()).filter((row) => row.locked_by !== null).length);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(Math.max(...locked)).toBe(1);
+    await worker.stop(1000);
+  });
+
+  it('a short job from the buffer that was cancelled meanwhile may run, but its write is fenced out: the cancellation stands, no attempt spent', async () => {
+    const ran: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const ids = ['f5a1e3c4-0000-4000-8000-000000000001', 'f5a1e3c4-0000-4000-8000-000000000002', 'f5a1e3c4-0000-4000-8000-000000000003'];
+    const worker = startWorker(
+      {
+        async handle(claimed) {
+          if (claimed.id === ids[0]) {
+            await gate;
+          }
+          ran.push(claimed.id);
+          return { outcome: 'completed' };
+        },
+      },
+      { concurrency: 1, prefetch: 5 },
+    );
+    await worker.start();
+    await paceWithQuickJobs();
+    await enqueueJobs(
+      pool,
+      ids.map((id) => job(id)),
+    );
+    // The first holds the only slot; the other two wait reserved.
+    await expect.poll(async () => (await rows()).filter((row) => row.locked_by !== null).length).toBe(3);
+    await query(url, `UPDATE queue_jobs SET status = 'cancelled', completed_at = now(), locked_by = NULL WHERE id = $1`, [ids[1]]);
+    release();
+    await expect
+      .poll(async () => (await rows()).map((row) => [row.status, row.attempt]))
+      .toEqual([
+        ['completed', 1],
+        ['cancelled', 0],
+        ['completed', 1],
+      ]);
+    expect(ran.filter((id) => ids.includes(id)).sort()).toEqual([...ids].sort());
+    await worker.stop(1000);
   });
 });

@@ -18,9 +18,11 @@ export interface QueueWorkerOptions<Work extends HeldWork = ClaimedJob> {
   handlers: ReadonlyMap<string, JobHandler<Work>>;
   concurrency: number;
   /**
-   * Jobs claimed ahead of a free slot (like graphile-worker's local queue): fewer, larger claims.
-   * Such a job stays `queued`, reserved for this worker, and spends no attempt until it starts;
-   * handed back at a graceful stop, and swept back to the queue untouched after a crash.
+   * At most this many jobs claimed ahead of a free slot (like graphile-worker's local queue): fewer,
+   * larger claims. The worker holds only as many as it expects to start within PREFETCH_HORIZON_MS
+   * at the pace its jobs have run, so slow jobs are not held back from idle workers. Such a job stays
+   * `queued`, reserved for this worker, and spends no attempt until it starts; handed back at a
+   * graceful stop, and swept back to the queue untouched after a crash.
    */
   prefetch: number;
   /**
@@ -39,13 +41,52 @@ export interface QueueWorkerOptions<Work extends HeldWork = ClaimedJob> {
   onListening?: (listening: boolean) => void;
 }
 
+/** The record of an attempt started by its claim. */
+const ON_RECORD = Promise.resolve();
+const NOT_STARTED = 'The job was cancelled or handed back to the queue before its start was recorded';
+
+/** An attempt's outcome, written once its start is on record, or with its start when that was not written yet. */
+type PendingOutcome<Work extends HeldWork> = FinishedAttempt & { execution: Execution<Work> };
+
 /** One running attempt. Its AbortSignal is made on first use: most handlers only call checkpoint(). */
 class Execution<Work extends HeldWork> {
   done: Promise<void> = Promise.resolve();
+  /** Settles once the attempt's start is on record; rejects with JobStopped when it never will be. */
+  readonly recorded: Promise<void>;
+  private record: PromiseWithResolvers<void> | null = null;
   private stopReason: string | null = null;
   private controller: AbortController | null = null;
 
-  constructor(readonly job: Work) {}
+  /** `onRecord`: false for a job begun from the prefetch buffer, whose start is written meanwhile. */
+  constructor(
+    readonly job: Work,
+    onRecord: boolean,
+  ) {
+    if (onRecord) {
+      this.recorded = ON_RECORD;
+    } else {
+      this.record = Promise.withResolvers<void>();
+      this.recorded = this.record.promise;
+      // Awaited by the outcome's write and by the handler's checkpoints, if at all.
+      this.recorded.catch(() => undefined);
+    }
+  }
+
+  /** False while the attempt's start is being written (its lock and attempt are then in flux). */
+  get onRecord(): boolean {
+    return this.record === null;
+  }
+
+  /** The start statement answered: the attempt is on record, or, with the reason, it never will be. */
+  startRecorded(notStarted?: string): void {
+    if (notStarted === undefined) {
+      this.record?.resolve();
+    } else {
+      this.stop(notStarted);
+      this.record?.reject(new JobStopped(notStarted));
+    }
+    this.record = null;
+  }
 
   get signal(): AbortSignal {
     if (!this.controller) {
@@ -67,6 +108,12 @@ class Execution<Work extends HeldWork> {
     this.controller?.abort(reason);
   }
 }
+
+/**
+ * How far ahead a worker claims: the jobs it expects to start within this long. Short enough that a
+ * reserved job never waits long while another worker idles; long enough to cover many claims' round trips.
+ */
+const PREFETCH_HORIZON_MS = 100;
 
 const RETENTION_INTERVAL_MS = 10 * 60_000;
 const LISTEN_BACKOFF_MAX_MS = 30_000;
@@ -91,12 +138,14 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   private readonly store: WorkStore<Work>;
   private readonly log: Logger;
   private readonly executions = new Map<string, Execution<Work>>();
+  /** How long this worker's handlers have taken, a moving average in ms (null until one has returned). */
+  private meanJobMs: number | null = null;
   /** Reserved jobs (claimed ahead, not started), oldest first. */
   private readonly buffer: Work[] = [];
-  /** Reserved jobs given a free slot, whose start is being recorded. */
-  private readonly starting: Work[] = [];
+  /** Jobs begun from the buffer whose start has not gone out yet, with the reservation each starts. */
+  private readonly unrecorded = new Map<Execution<Work>, Work>();
   private startWrite: Promise<void> | null = null;
-  private readonly outcomes: FinishedAttempt[] = [];
+  private readonly outcomes: PendingOutcome<Work>[] = [];
   /** Jobs this worker handed back at shutdown: their handlers' late outcomes are expected to be fenced out. */
   private readonly releasedAtShutdown = new Set<string>();
   private flushing: Promise<void> | null = null;
@@ -157,11 +206,12 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
 
   private async claimLoop(): Promise<void> {
     const jobTypes = [...this.options.handlers.keys()];
-    const capacity = this.options.concurrency + this.options.prefetch;
-    // With a prefetch buffer, refill only once half of it is free, so claims stay large.
-    const refillAt = this.options.prefetch === 0 ? (this.options.claimAtLeast ?? 1) : Math.ceil(capacity / 2);
     while (!this.stopping) {
-      const held = this.executions.size + this.starting.length + this.buffer.length;
+      const prefetch = this.prefetchNow();
+      const capacity = this.options.concurrency + prefetch;
+      // With a prefetch buffer, refill only once half of it is free, so claims stay large.
+      const refillAt = prefetch === 0 ? (this.options.claimAtLeast ?? 1) : Math.ceil(capacity / 2);
+      const held = this.executions.size + this.buffer.length;
       const room = capacity - held;
       if (room === 0 || (room < refillAt && held > 0)) {
         await this.idle(null);
@@ -193,56 +243,99 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     }
   }
 
-  private freeSlots(): number {
-    return this.options.concurrency - this.executions.size - this.starting.length;
+  /** The jobs to hold ahead: as many as the slots start within PREFETCH_HORIZON_MS at the pace seen so far. */
+  private prefetchNow(): number {
+    if (this.options.prefetch === 0 || this.meanJobMs === null) {
+      return 0;
+    }
+    return Math.min(this.options.prefetch, Math.floor((this.options.concurrency * PREFETCH_HORIZON_MS) / Math.max(this.meanJobMs, 0.001)));
   }
 
-  /** Gives free slots to reserved jobs; their starts are recorded together, once per turn of the event loop. */
+  private freeSlots(): number {
+    return this.options.concurrency - this.executions.size;
+  }
+
+  /**
+   * Gives free slots to reserved jobs. Each begins at once: its start (the attempt spent) goes out with
+   * the next start statement, one for every job begun while the previous one was written, so a slot
+   * never waits a round trip for its job, however short the jobs. A job that finishes before its start
+   * goes out is started by its outcome's write instead; any other's outcome is written once its start
+   * is on record. A handler that must not act twice awaits that first (JobContext.recorded).
+   */
   private startBuffered(): void {
     while (!this.stopping && this.freeSlots() > 0 && this.buffer.length > 0) {
-      this.starting.push(this.buffer.shift()!);
+      const reserved = this.buffer.shift()!;
+      this.unrecorded.set(this.begin({ ...reserved, attempt: reserved.attempt + 1, started: true }, false), reserved);
     }
-    if (this.starting.length > 0) {
+    if (this.unrecorded.size > 0) {
       this.startWrite ??= this.recordStarts().finally(() => {
         this.startWrite = null;
-        // At shutdown a start that could not be recorded is handed back with the buffer instead.
-        if (this.starting.length > 0 && !this.stopping) {
-          this.startBuffered();
-        }
       });
     }
   }
 
   /**
-   * Spends the attempts of the jobs given a slot in this turn, in one statement, then runs them. A
-   * job cancelled or swept back meanwhile is dropped. When the write fails, the same jobs are tried
-   * again after the poll interval (the statement is idempotent), so a job never runs unrecorded.
+   * Writes the starts of the jobs begun from the buffer, a statement at a time, each with every job
+   * begun since the last. A job cancelled or handed back meanwhile is stopped and writes no outcome;
+   * so is every job of a statement that failed (their reservations lapse and the sweeper returns them).
    */
   private async recordStarts(): Promise<void> {
     await setImmediatePromise();
-    const batch = this.starting.slice();
-    let started: Map<string, StartedAttempt>;
-    try {
-      started = await this.store.start(batch);
-    } catch (error) {
-      this.log.error({ err: error, jobs: batch.length }, 'recording job starts failed; retrying after the poll interval');
-      await sleep(this.options.pollIntervalMs);
-      return;
-    }
-    this.starting.splice(0, batch.length);
-    for (const job of batch) {
-      const attempt = started.get(job.id);
-      if (attempt) {
-        this.begin({ ...job, ...attempt, started: true });
-      } else {
-        this.log.info({ job_id: job.id }, 'reserved job not started: it was cancelled or handed back to the queue meanwhile');
+    for (;;) {
+      // The jobs still running: one that has finished is started by its outcome's write (see flush).
+      const batch = [...this.unrecorded]
+        .filter(([execution]) => this.executions.get(execution.job.id) === execution)
+        .map(([execution, reserved]) => ({ execution, reserved }));
+      if (batch.length === 0) {
+        return;
+      }
+      batch.forEach(({ execution }) => this.unrecorded.delete(execution));
+      let started: Map<string, StartedAttempt>;
+      try {
+        started = await this.startWithRetry(batch.map(({ reserved }) => reserved));
+      } catch (error) {
+        const reason = `The job's start could not be recorded: ${error instanceof Error ? error.message : String(error)}`;
+        this.log.error(
+          { err: error, jobs: batch.length },
+          'recording job starts failed; the jobs are stopped and the sweeper will return them',
+        );
+        batch.forEach(({ execution }) => execution.startRecorded(reason));
+        continue;
+      }
+      for (const { reserved, execution } of batch) {
+        const attempt = started.get(reserved.id);
+        if (!attempt) {
+          this.log.info(
+            { job_id: reserved.id },
+            'reserved job stopped as it began: it was cancelled or handed back to the queue meanwhile',
+          );
+          execution.startRecorded(NOT_STARTED);
+        } else {
+          if (attempt.cancelRequested) {
+            execution.stop('Run was cancelled');
+          }
+          execution.startRecorded();
+        }
       }
     }
-    this.wakeUp();
   }
 
-  private begin(job: Work): void {
-    const execution = new Execution(job);
+  /** One start statement, tried again after the poll interval while the database is unreachable. */
+  private async startWithRetry(reserved: readonly Work[]): Promise<Map<string, StartedAttempt>> {
+    for (;;) {
+      try {
+        return await this.store.start(reserved);
+      } catch (error) {
+        if (!(await this.waitForDatabase(error, reserved.length, 'job starts'))) {
+          throw error;
+        }
+      }
+    }
+  }
+
+  /** Runs a started job; `onRecord` is false for one begun from the buffer whose start is still being written. */
+  private begin(job: Work, onRecord = true): Execution<Work> {
+    const execution = new Execution(job, onRecord);
     this.log.info(
       { job_id: job.id, job_type: job.jobType, attempt: job.attempt, max_attempts: job.maxAttempts, status: 'running' },
       'job running',
@@ -250,12 +343,16 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     const { metrics } = this.options;
     const endTimer = metrics?.duration.startTimer({ job_type: job.jobType });
     metrics?.running.inc();
+    const began = performance.now();
     execution.done = this.execute(execution).then((result) => {
+      const tookMs = performance.now() - began;
+      this.meanJobMs = this.meanJobMs === null ? tookMs : this.meanJobMs + (tookMs - this.meanJobMs) / 8;
       endTimer?.({ outcome: result.outcome });
       metrics?.running.dec();
       this.settle(execution, result);
     });
     this.executions.set(job.id, execution);
+    return execution;
   }
 
   private async execute(execution: Execution<Work>): Promise<JobResult> {
@@ -264,19 +361,23 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
       // The claim saw a live cancellation intent: that is the attempt's first checkpoint.
       return { outcome: 'cancelled', error: 'Run was cancelled' };
     }
-    const checkpoint = async (): Promise<void> => {
+    const recorded = async (): Promise<void> => {
+      await execution.recorded;
       if (execution.stopped !== null) {
         throw new JobStopped(execution.stopped);
-      }
-      if (await this.store.cancellationRequested(job.id)) {
-        throw new JobStopped('Run was cancelled');
       }
     };
     const context: JobContext = {
       get signal() {
         return execution.signal;
       },
-      checkpoint,
+      recorded,
+      checkpoint: async () => {
+        await recorded();
+        if (await this.store.cancellationRequested(job.id)) {
+          throw new JobStopped('Run was cancelled');
+        }
+      },
     };
     try {
       return await this.options.handlers.get(job.jobType)!.handle(job, context);
@@ -289,7 +390,8 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   }
 
   /** The slot frees as soon as the handler returns; the outcome joins the next batched write. */
-  private settle({ job }: Execution<Work>, result: JobResult): void {
+  private settle(execution: Execution<Work>, result: JobResult): void {
+    const { job } = execution;
     this.executions.delete(job.id);
     this.startBuffered();
     this.wakeUp();
@@ -300,6 +402,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
       outcome: result.outcome,
       error: result.error ?? null,
       details: result.details,
+      execution,
     });
     void this.flush();
   }
@@ -309,11 +412,11 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
    * poll interval (every write is fenced, so a late one cannot overwrite a sweep or requeue);
    * true when the caller should retry. At shutdown nothing waits: the sweeper settles what is left.
    */
-  private async waitForDatabase(error: unknown, jobs: number): Promise<boolean> {
+  private async waitForDatabase(error: unknown, jobs: number, what: string): Promise<boolean> {
     if (this.stopping || !isDatabaseUnavailable(error)) {
       return false;
     }
-    this.log.warn({ err: error, jobs }, 'database unavailable: keeping job outcomes to write when it is back');
+    this.log.warn({ err: error, jobs }, `database unavailable: keeping ${what} to write when it is back`);
     await sleep(this.options.pollIntervalMs);
     return true;
   }
@@ -354,14 +457,28 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     this.flushing ??= (async () => {
       await setImmediatePromise();
       while (this.outcomes.length > 0) {
-        const batch = this.outcomes.splice(0);
+        const pending = this.outcomes.splice(0);
+        for (const outcome of pending) {
+          // Finished before its start went out: this write starts it too, one write where there were two.
+          outcome.reserved ||= this.unrecorded.delete(outcome.execution);
+        }
+        const batch = await this.startedOnRecord(pending);
+        if (batch.length === 0) {
+          continue;
+        }
         try {
-          this.logWritten(batch, await this.write(batch));
+          const written = await this.write(batch);
+          this.logWritten(batch, written);
+          const held = new Set(written.map((row) => row.id));
+          batch
+            .filter((outcome) => outcome.reserved)
+            .forEach(({ id, execution }) => execution.startRecorded(held.has(id) ? undefined : NOT_STARTED));
         } catch (error) {
-          if (await this.waitForDatabase(error, batch.length)) {
+          if (await this.waitForDatabase(error, batch.length, 'job outcomes')) {
             this.outcomes.unshift(...batch);
           } else {
             this.log.error({ err: error, jobs: batch.length }, 'recording outcomes failed; the sweeper will settle these jobs');
+            batch.filter((outcome) => outcome.reserved).forEach(({ execution }) => execution.startRecorded(NOT_STARTED));
           }
         }
       }
@@ -375,6 +492,15 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     return this.flushing;
   }
 
+  /**
+   * The outcomes to write: those whose start is on record, and those this write starts (`reserved`). A job
+   * whose start never was written (see recordStarts) writes nothing.
+   */
+  private async startedOnRecord(batch: PendingOutcome<Work>[]): Promise<PendingOutcome<Work>[]> {
+    const records = await Promise.allSettled(batch.map((outcome) => (outcome.reserved ? ON_RECORD : outcome.execution.recorded)));
+    return batch.filter((_, index) => records[index].status === 'fulfilled');
+  }
+
   private async flushAll(): Promise<void> {
     while (this.outcomes.length > 0 || this.flushing) {
       await (this.flushing ?? this.flush());
@@ -385,7 +511,9 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     const statuses = new Map(written.map((row) => [row.id, row.status]));
     for (const attempt of batch) {
       const status = statuses.get(attempt.id);
-      if (status === undefined) {
+      if (status === undefined && attempt.reserved) {
+        this.log.info({ job_id: attempt.id }, 'reserved job not started: it was cancelled or handed back to the queue meanwhile');
+      } else if (status === undefined) {
         // A job this worker released itself: its handler's late outcome is fenced out by design.
         this.log[this.releasedAtShutdown.has(attempt.id) ? 'debug' : 'warn'](
           { job_id: attempt.id, attempt: attempt.attempt, outcome: attempt.outcome },
@@ -424,8 +552,9 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   }
 
   private async heartbeat(): Promise<void> {
-    const running = [...this.executions.values()];
-    const held = [...running.map(({ job }) => job), ...this.starting, ...this.buffer];
+    // A job whose start is being written is left out: that write renews its lock, and its attempt is in flux.
+    const running = [...this.executions.values()].filter((execution) => execution.onRecord);
+    const held = [...running.map(({ job }) => job), ...this.buffer];
     if (held.length === 0) {
       return;
     }
@@ -506,7 +635,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
 
   /** Reserved jobs never started: they go back to the queue at once, as they were. */
   private async releaseBuffered(): Promise<void> {
-    const ahead = [...this.starting.splice(0), ...this.buffer.splice(0)];
+    const ahead = this.buffer.splice(0);
     if (ahead.length === 0) {
       return;
     }

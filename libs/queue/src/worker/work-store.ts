@@ -11,6 +11,11 @@ export interface FinishedAttempt {
   error: string | null;
   /** What the handler keeps about the attempt in its own records (JobResult.details). */
   details?: unknown;
+  /**
+   * The attempt's start was not written yet: the item is still reserved for this worker, at `attempt - 1`,
+   * and this write starts and finishes it at once.
+   */
+  reserved?: boolean;
 }
 
 export interface RecordedState {
