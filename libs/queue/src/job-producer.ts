@@ -18,7 +18,8 @@ export class JobProducer {
 
   /**
    * Records a cancellation intent; a waiting job becomes `cancelled` at once (a worker's claim
-   * and this update serialise on the row, so a job cancelled here never starts).
+   * and this update serialise on the row, so a job cancelled here never starts: a reserved one's start is
+   * fenced on the status, and a run's handler waits for its start before it acts).
    * Returns true when this call cancelled the job.
    */
   async cancel(manager: EntityManager, id: string, requestedBy: string | null): Promise<boolean> {

@@ -64,7 +64,7 @@ const CLAIM = `
     j.status = 'running' AS started, ${cancelRequested('$4')}`;
 
 /**
- * Starts reserved jobs: one statement for every job a worker starts in one turn of its event loop.
+ * Starts reserved jobs: each statement carries every job the worker began from its buffer since the last one.
  * Fenced: a job cancelled, or swept back to the queue, since it was reserved is not started.
  * Idempotent: a job this statement already started (its answer lost with the connection) answers again.
  */
@@ -99,7 +99,7 @@ const FINISH = `
       error = i.error, locked_by = NULL, locked_at = NULL, heartbeat_at = NULL, updated_at = now()
     FROM input i
     WHERE j.id = ANY ($2::uuid[]) AND j.id = i.id AND j.locked_by = $1
-      AND ((j.status = 'running' AND j.attempt = i.attempt)
+      AND ((NOT i.reserved AND j.status = 'running' AND j.attempt = i.attempt)
         OR (i.reserved AND j.status = 'queued' AND j.attempt = i.attempt - 1 AND j.attempt < j.max_attempts))
     RETURNING j.id, j.status, i.outcome
   ), counted AS (
@@ -207,7 +207,7 @@ export class JobStore implements WorkStore<ClaimedJob> {
 
   /**
    * Claims up to `limit` jobs; the first `startNow` start at once (`started`), the rest are reserved
-   * and must go through start() before their handler runs.
+   * and are started by start(), or by finish() when they are done before their start was written.
    */
   async claim(limit: number, startNow: number, jobTypes: string[]): Promise<ClaimedJob[]> {
     const { rows } = await this.pool.query<ClaimRow>({

@@ -32,7 +32,7 @@ describe('QueueWorker handler contract', () => {
 
   function startWorker(
     handler: JobHandler,
-    sizes: { concurrency: number; prefetch: number } = { concurrency: 2, prefetch: 0 },
+    sizes: { concurrency: number; prefetch: number; lockGraceSeconds?: number } = { concurrency: 2, prefetch: 0 },
   ): QueueWorker {
     return new QueueWorker({
       pool,
@@ -43,9 +43,9 @@ describe('QueueWorker handler contract', () => {
       },
       store: new JobStore(pool, 'contract-test-worker', 3600),
       handlers: new Map([[JOB_TYPE, handler]]),
-      ...sizes,
       pollIntervalMs: 100,
       lockGraceSeconds: 30,
+      ...sizes,
       retentionSeconds: 0,
       logger: pino({ level: 'silent' }),
       metrics: new QueueWorkerMetrics(new Registry()),
@@ -318,5 +318,33 @@ describe('QueueWorker handler contract', () => {
       ]);
     expect(ran.filter((id) => ids.includes(id)).sort()).toEqual([...ids].sort());
     await worker.stop(1000);
+  });
+
+  it('hands back what it holds ahead once its jobs turn slow', async () => {
+    const worker = startWorker(
+      {
+        async handle(claimed) {
+          await new Promise((resolve) => setTimeout(resolve, claimed.payload.quick ? 0 : 400));
+          return { outcome: 'completed' };
+        },
+      },
+      // A grace of 1 s: a heartbeat, and with it the trim, every 333 ms.
+      { concurrency: 1, prefetch: 10, lockGraceSeconds: 1 },
+    );
+    await worker.start();
+    await paceWithQuickJobs();
+    const ids = Array.from({ length: 8 }, (_, i) => `a6b2f4d5-0000-4000-8000-00000000000${i}`);
+    await enqueueJobs(
+      pool,
+      ids.map((id) => job(id)),
+    );
+    // Claimed while its jobs looked quick: all eight, one running and seven ahead.
+    await expect.poll(async () => (await rows()).filter((row) => row.locked_by !== null).length).toBe(8);
+    // After one 400 ms job the pace allows at most two ahead (100 ms of a slot's work at about 50 ms a job): the rest
+    // go back to the queue, free for any worker, long before this one could have run them.
+    await expect
+      .poll(async () => (await rows()).filter((row) => row.status === 'queued' && row.locked_by === null).length, { timeout: 1500 })
+      .toBeGreaterThanOrEqual(3);
+    await worker.stop(0);
   });
 });

@@ -54,6 +54,7 @@ class Execution<Work extends HeldWork> {
   /** Settles once the attempt's start is on record; rejects with JobStopped when it never will be. */
   readonly recorded: Promise<void>;
   private record: PromiseWithResolvers<void> | null = null;
+  private startRefused = false;
   private stopReason: string | null = null;
   private controller: AbortController | null = null;
 
@@ -72,9 +73,9 @@ class Execution<Work extends HeldWork> {
     }
   }
 
-  /** False while the attempt's start is being written (its lock and attempt are then in flux). */
+  /** The attempt's start is on record: false while it is written (the row's lock and attempt in flux), and when refused. */
   get onRecord(): boolean {
-    return this.record === null;
+    return this.record === null && !this.startRefused;
   }
 
   /** The start statement answered: the attempt is on record, or, with the reason, it never will be. */
@@ -82,6 +83,7 @@ class Execution<Work extends HeldWork> {
     if (notStarted === undefined) {
       this.record?.resolve();
     } else {
+      this.startRefused = true;
       this.stop(notStarted);
       this.record?.reject(new JobStopped(notStarted));
     }
@@ -142,8 +144,10 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   private meanJobMs: number | null = null;
   /** Reserved jobs (claimed ahead, not started), oldest first. */
   private readonly buffer: Work[] = [];
-  /** Jobs begun from the buffer whose start has not gone out yet, with the reservation each starts. */
-  private readonly unrecorded = new Map<Execution<Work>, Work>();
+  /** Jobs begun from the buffer, still running, whose start has not gone out yet, with the reservation each starts. */
+  private readonly unsent = new Map<Execution<Work>, Work>();
+  /** Reservations whose start statement failed at shutdown: still reserved, or started unanswered. */
+  private readonly startUnconfirmed: Work[] = [];
   private startWrite: Promise<void> | null = null;
   private readonly outcomes: PendingOutcome<Work>[] = [];
   /** Jobs this worker handed back at shutdown: their handlers' late outcomes are expected to be fenced out. */
@@ -265,11 +269,15 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   private startBuffered(): void {
     while (!this.stopping && this.freeSlots() > 0 && this.buffer.length > 0) {
       const reserved = this.buffer.shift()!;
-      this.unrecorded.set(this.begin({ ...reserved, attempt: reserved.attempt + 1, started: true }, false), reserved);
+      this.unsent.set(this.begin({ ...reserved, attempt: reserved.attempt + 1, started: true }, false), reserved);
     }
-    if (this.unrecorded.size > 0) {
+    if (this.unsent.size > 0) {
       this.startWrite ??= this.recordStarts().finally(() => {
         this.startWrite = null;
+        // A job begun as the last statement answered waits for the next.
+        if (this.unsent.size > 0) {
+          this.startBuffered();
+        }
       });
     }
   }
@@ -277,29 +285,27 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   /**
    * Writes the starts of the jobs begun from the buffer, a statement at a time, each with every job
    * begun since the last. A job cancelled or handed back meanwhile is stopped and writes no outcome;
-   * so is every job of a statement that failed (their reservations lapse and the sweeper returns them).
+   * so is every job of a statement that failed at shutdown (handed back with the buffer).
    */
   private async recordStarts(): Promise<void> {
     await setImmediatePromise();
     for (;;) {
-      // The jobs still running: one that has finished is started by its outcome's write (see flush).
-      const batch = [...this.unrecorded]
-        .filter(([execution]) => this.executions.get(execution.job.id) === execution)
-        .map(([execution, reserved]) => ({ execution, reserved }));
-      if (batch.length === 0) {
+      if (this.unsent.size === 0) {
         return;
       }
-      batch.forEach(({ execution }) => this.unrecorded.delete(execution));
+      const batch = [...this.unsent].map(([execution, reserved]) => ({ execution, reserved }));
+      this.unsent.clear();
       let started: Map<string, StartedAttempt>;
       try {
         started = await this.startWithRetry(batch.map(({ reserved }) => reserved));
       } catch (error) {
+        // Only at shutdown: the statement may have landed unanswered, so these are handed back either way (see releaseBuffered).
         const reason = `The job's start could not be recorded: ${error instanceof Error ? error.message : String(error)}`;
-        this.log.error(
-          { err: error, jobs: batch.length },
-          'recording job starts failed; the jobs are stopped and the sweeper will return them',
-        );
-        batch.forEach(({ execution }) => execution.startRecorded(reason));
+        this.log.warn({ err: error, jobs: batch.length }, 'recording job starts failed at shutdown; handing the jobs back');
+        batch.forEach(({ execution, reserved }) => {
+          execution.startRecorded(reason);
+          this.startUnconfirmed.push(reserved);
+        });
         continue;
       }
       for (const { reserved, execution } of batch) {
@@ -320,14 +326,18 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     }
   }
 
-  /** One start statement, tried again after the poll interval while the database is unreachable. */
+  /** One start statement, tried again after the poll interval until it answers (it is idempotent) or the worker stops. */
   private async startWithRetry(reserved: readonly Work[]): Promise<Map<string, StartedAttempt>> {
     for (;;) {
       try {
         return await this.store.start(reserved);
       } catch (error) {
-        if (!(await this.waitForDatabase(error, reserved.length, 'job starts'))) {
+        if (this.stopping) {
           throw error;
+        }
+        if (!(await this.waitForDatabase(error, reserved.length, 'job starts'))) {
+          this.log.error({ err: error, jobs: reserved.length }, 'recording job starts failed; retrying after the poll interval');
+          await sleep(this.options.pollIntervalMs);
         }
       }
     }
@@ -345,8 +355,11 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     metrics?.running.inc();
     const began = performance.now();
     execution.done = this.execute(execution).then((result) => {
-      const tookMs = performance.now() - began;
-      this.meanJobMs = this.meanJobMs === null ? tookMs : this.meanJobMs + (tookMs - this.meanJobMs) / 8;
+      // The pace of jobs that ran: a deferral or a cancellation seen at the claim takes no time and says nothing of it.
+      if (result.outcome !== 'deferred' && !job.cancelRequested) {
+        const tookMs = performance.now() - began;
+        this.meanJobMs = this.meanJobMs === null ? tookMs : this.meanJobMs + (tookMs - this.meanJobMs) / 8;
+      }
       endTimer?.({ outcome: result.outcome });
       metrics?.running.dec();
       this.settle(execution, result);
@@ -392,7 +405,9 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   /** The slot frees as soon as the handler returns; the outcome joins the next batched write. */
   private settle(execution: Execution<Work>, result: JobResult): void {
     const { job } = execution;
-    this.executions.delete(job.id);
+    if (this.executions.get(job.id) === execution) {
+      this.executions.delete(job.id);
+    }
     this.startBuffered();
     this.wakeUp();
     this.outcomes.push({
@@ -403,6 +418,8 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
       error: result.error ?? null,
       details: result.details,
       execution,
+      // Finished before its start went out: this write starts it too, one write where there were two.
+      reserved: this.unsent.delete(execution),
     });
     void this.flush();
   }
@@ -457,12 +474,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     this.flushing ??= (async () => {
       await setImmediatePromise();
       while (this.outcomes.length > 0) {
-        const pending = this.outcomes.splice(0);
-        for (const outcome of pending) {
-          // Finished before its start went out: this write starts it too, one write where there were two.
-          outcome.reserved ||= this.unrecorded.delete(outcome.execution);
-        }
-        const batch = await this.startedOnRecord(pending);
+        const batch = await this.startedOnRecord(this.outcomes.splice(0));
         if (batch.length === 0) {
           continue;
         }
@@ -552,6 +564,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   }
 
   private async heartbeat(): Promise<void> {
+    await this.trimBuffer();
     // A job whose start is being written is left out: that write renews its lock, and its attempt is in flux.
     const running = [...this.executions.values()].filter((execution) => execution.onRecord);
     const held = [...running.map(({ job }) => job), ...this.buffer];
@@ -577,6 +590,23 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     } catch (error) {
       this.options.metrics?.heartbeats.inc({ result: 'error' });
       this.log.error({ err: error }, 'heartbeat failed');
+    }
+  }
+
+  /** Jobs held ahead beyond what the slots now start within the horizon (the jobs got slower) go back to the queue. */
+  private async trimBuffer(): Promise<void> {
+    const excess = this.buffer.length - this.prefetchNow();
+    if (excess <= 0 || this.stopping) {
+      return;
+    }
+    const surplus = this.buffer.splice(-excess);
+    try {
+      const released = await this.store.release(surplus);
+      this.log.info({ jobs: released.length }, 'handed back jobs held ahead: this worker now runs them more slowly than it claimed them');
+    } catch (error) {
+      // Still reserved (or, if the release landed unanswered, their starts will find them gone and skip them).
+      this.buffer.push(...surplus);
+      this.log.error({ err: error }, 'handing back jobs held ahead failed; keeping them');
     }
   }
 
@@ -633,9 +663,13 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     }
   }
 
-  /** Reserved jobs never started: they go back to the queue at once, as they were. */
+  /**
+   * Reserved jobs never started go back to the queue at once, as they were; so do those whose start failed at
+   * shutdown, whether it landed or not (the release is fenced on either attempt).
+   */
   private async releaseBuffered(): Promise<void> {
-    const ahead = this.buffer.splice(0);
+    const unconfirmed = this.startUnconfirmed.splice(0).flatMap((job) => [job, { ...job, attempt: job.attempt + 1 }]);
+    const ahead = [...this.buffer.splice(0), ...unconfirmed];
     if (ahead.length === 0) {
       return;
     }
