@@ -72,6 +72,26 @@ describe('QueueWorker handler contract', () => {
     await query(url, 'DELETE FROM queue_jobs');
   }
 
+  /** A handler whose jobs take `ms` each, quick ones none. */
+  const takingMs = (ms: number): JobHandler => ({
+    async handle(claimed) {
+      await new Promise((resolve) => setTimeout(resolve, claimed.payload.quick ? 0 : ms));
+      return { outcome: 'completed' };
+    },
+  });
+
+  /** Starts the worker, paces it with quick jobs, then enqueues `count` jobs with ids `${prefix}0`, `${prefix}1`, ... */
+  async function enqueuePaced(worker: QueueWorker, prefix: string, count: number): Promise<string[]> {
+    await worker.start();
+    await paceWithQuickJobs();
+    const ids = Array.from({ length: count }, (_, i) => `${prefix}${i}`);
+    await enqueueJobs(
+      pool,
+      ids.map((id) => job(id)),
+    );
+    return ids;
+  }
+
   const rows = async () =>
     query<{ id: string; status: string; attempt: number; locked_by: string | null }>(
       url,
@@ -241,13 +261,7 @@ describe('QueueWorker handler contract', () => {
       },
       { concurrency: 1, prefetch: 5 },
     );
-    await worker.start();
-    await paceWithQuickJobs();
-    const ids = Array.from({ length: 6 }, (_, i) => `d3e9c1a2-0000-4000-8000-00000000000${i}`);
-    await enqueueJobs(
-      pool,
-      ids.map((id) => job(id)),
-    );
+    const ids = await enqueuePaced(worker, 'd3e9c1a2-0000-4000-8000-00000000000', 6);
     await expect.poll(async () => (await rows()).map((row) => row.status)).toEqual(ids.map(() => 'completed'));
     expect(seen).toEqual(ids.map(() => ({ status: 'running', attempt: 1 })));
     expect((await rows()).map((row) => row.attempt)).toEqual(ids.map(() => 1));
@@ -255,15 +269,7 @@ describe('QueueWorker handler contract', () => {
   });
 
   it('holds no job ahead while its jobs are slow: queued work stays free for other workers', async () => {
-    const worker = startWorker(
-      {
-        async handle(claimed) {
-          await new Promise((resolve) => setTimeout(resolve, claimed.payload.quick ? 0 : 300));
-          return { outcome: 'completed' };
-        },
-      },
-      { concurrency: 1, prefetch: 100 },
-    );
+    const worker = startWorker(takingMs(300), { concurrency: 1, prefetch: 100 });
     await worker.start();
     // Two 300 ms jobs set the pace: a slot starts fewer than one job per prefetch horizon (100 ms).
     await enqueueJobs(pool, [job('e4f0d2b3-0000-4000-8000-000000000001'), job('e4f0d2b3-0000-4000-8000-000000000002')]);
@@ -322,22 +328,11 @@ describe('QueueWorker handler contract', () => {
 
   it('hands back what it holds ahead once its jobs turn slow', async () => {
     const worker = startWorker(
-      {
-        async handle(claimed) {
-          await new Promise((resolve) => setTimeout(resolve, claimed.payload.quick ? 0 : 400));
-          return { outcome: 'completed' };
-        },
-      },
+      takingMs(400),
       // A grace of 1 s: a heartbeat, and with it the trim, every 333 ms.
       { concurrency: 1, prefetch: 10, lockGraceSeconds: 1 },
     );
-    await worker.start();
-    await paceWithQuickJobs();
-    const ids = Array.from({ length: 8 }, (_, i) => `a6b2f4d5-0000-4000-8000-00000000000${i}`);
-    await enqueueJobs(
-      pool,
-      ids.map((id) => job(id)),
-    );
+    await enqueuePaced(worker, 'a6b2f4d5-0000-4000-8000-00000000000', 8);
     // Claimed while its jobs looked quick: all eight, one running and seven ahead.
     await expect.poll(async () => (await rows()).filter((row) => row.locked_by !== null).length).toBe(8);
     // After one 400 ms job the pace allows at most two ahead (100 ms of a slot's work at about 50 ms a job): the rest
