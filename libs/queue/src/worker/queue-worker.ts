@@ -132,7 +132,7 @@ export function heartbeatPeriodMs(lockGraceSeconds: number): number {
 
 /**
  * The queue engine of one worker process, for one table (queue jobs, or schedule fires): claims up
- * to `concurrency` items in batches (woken by NOTIFY or wake(), else every poll interval), runs them,
+ * to `concurrency` items, and what it holds ahead, in batches (woken by NOTIFY or wake(), else every poll interval), runs them,
  * records outcomes in batches, heartbeats its locks, sweeps other workers' stale locks, and on
  * stop() drains until the deadline, then releases what is left.
  */
