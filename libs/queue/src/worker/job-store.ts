@@ -64,7 +64,8 @@ const CLAIM = `
     j.status = 'running' AS started, ${cancelRequested('$4')}`;
 
 /**
- * Starts reserved jobs: each statement carries every job the worker began from its buffer since the last one.
+ * Starts reserved jobs: each statement carries every job the worker began from its buffer since the last one
+ * and that was still running when it went out (one done by then is started by FINISH).
  * Fenced: a job cancelled, or swept back to the queue, since it was reserved is not started.
  * Idempotent: a job this statement already started (its answer lost with the connection) answers again.
  */
@@ -149,8 +150,8 @@ const SWEEP = `
   SELECT id, status, error, false AS started FROM unreserved`;
 
 /**
- * Gives jobs back at shutdown, nothing lost: a started one with its attempt refunded (max_attempts
- * raised), a reserved one as it was.
+ * Gives jobs back, nothing lost (at shutdown, jobs held ahead beyond the worker's pace, starts that failed):
+ * a started one with its attempt refunded (max_attempts raised), a reserved one as it was.
  */
 const RELEASE = `
   WITH released AS (

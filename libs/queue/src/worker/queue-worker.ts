@@ -20,7 +20,8 @@ export interface QueueWorkerOptions<Work extends HeldWork = ClaimedJob> {
   /**
    * At most this many jobs claimed ahead of a free slot (like graphile-worker's local queue): fewer,
    * larger claims. The worker holds only as many as it expects to start within PREFETCH_HORIZON_MS
-   * at the pace its jobs have run, so slow jobs are not held back from idle workers. Such a job stays
+   * at the pace its jobs have run, and hands back the surplus when they turn slower, so slow jobs are
+   * not held back from idle workers. Such a job stays
    * `queued`, reserved for this worker, and spends no attempt until it starts; handed back at a
    * graceful stop, and swept back to the queue untouched after a crash.
    */
@@ -146,8 +147,6 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   private readonly buffer: Work[] = [];
   /** Jobs begun from the buffer, still running, whose start has not gone out yet, with the reservation each starts. */
   private readonly unsent = new Map<Execution<Work>, Work>();
-  /** Reservations whose start statement failed at shutdown: still reserved, or started unanswered. */
-  private readonly startUnconfirmed: Work[] = [];
   private startWrite: Promise<void> | null = null;
   private readonly outcomes: PendingOutcome<Work>[] = [];
   /** Jobs this worker handed back at shutdown: their handlers' late outcomes are expected to be fenced out. */
@@ -196,7 +195,9 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     this.stopping = true;
     this.wakeUp();
     await this.loop;
-    await this.startWrite;
+    while (this.startWrite) {
+      await this.startWrite;
+    }
     await this.releaseBuffered();
     const drained = await Promise.race([this.allDone().then(() => true), sleep(timeoutMs).then(() => false)]);
     if (!drained) {
@@ -299,13 +300,10 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
       try {
         started = await this.startWithRetry(batch.map(({ reserved }) => reserved));
       } catch (error) {
-        // Only at shutdown: the statement may have landed unanswered, so these are handed back either way (see releaseBuffered).
         const reason = `The job's start could not be recorded: ${error instanceof Error ? error.message : String(error)}`;
-        this.log.warn({ err: error, jobs: batch.length }, 'recording job starts failed at shutdown; handing the jobs back');
-        batch.forEach(({ execution, reserved }) => {
-          execution.startRecorded(reason);
-          this.startUnconfirmed.push(reserved);
-        });
+        this.log.error({ err: error, jobs: batch.length }, 'recording job starts failed; stopping the jobs and handing them back');
+        batch.forEach(({ execution }) => execution.startRecorded(reason));
+        await this.handBackUnconfirmed(batch.map(({ reserved }) => reserved));
         continue;
       }
       for (const { reserved, execution } of batch) {
@@ -326,20 +324,30 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     }
   }
 
-  /** One start statement, tried again after the poll interval until it answers (it is idempotent) or the worker stops. */
+  /** One start statement, tried again (it is idempotent) while the database is unreachable and the worker is not stopping. */
   private async startWithRetry(reserved: readonly Work[]): Promise<Map<string, StartedAttempt>> {
     for (;;) {
       try {
         return await this.store.start(reserved);
       } catch (error) {
-        if (this.stopping) {
+        if (!(await this.waitForDatabase(error, reserved.length, 'job starts'))) {
           throw error;
         }
-        if (!(await this.waitForDatabase(error, reserved.length, 'job starts'))) {
-          this.log.error({ err: error, jobs: reserved.length }, 'recording job starts failed; retrying after the poll interval');
-          await sleep(this.options.pollIntervalMs);
-        }
       }
+    }
+  }
+
+  /**
+   * Hands back reservations whose start statement failed: it may have landed unanswered, so the release is
+   * fenced on either attempt (still reserved, or started and then given back). Their handlers were stopped
+   * and write nothing. If this fails too, the sweeper returns them after the lock grace.
+   */
+  private async handBackUnconfirmed(reserved: readonly Work[]): Promise<void> {
+    try {
+      const released = new Set(await this.store.release(reserved.flatMap((job) => [job, { ...job, attempt: job.attempt + 1 }])));
+      this.log.info({ jobs: released.size }, 'handed back jobs whose start could not be recorded');
+    } catch (error) {
+      this.log.error({ err: error }, 'handing back jobs whose start could not be recorded failed; the sweeper will return them');
     }
   }
 
@@ -355,8 +363,8 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     metrics?.running.inc();
     const began = performance.now();
     execution.done = this.execute(execution).then((result) => {
-      // The pace of jobs that ran: a deferral or a cancellation seen at the claim takes no time and says nothing of it.
-      if (result.outcome !== 'deferred' && !job.cancelRequested) {
+      // The pace of jobs that ran their course: a deferral, or a job cancelled or stopped, says nothing of it.
+      if (result.outcome !== 'deferred' && !job.cancelRequested && execution.stopped === null) {
         const tookMs = performance.now() - began;
         this.meanJobMs = this.meanJobMs === null ? tookMs : this.meanJobMs + (tookMs - this.meanJobMs) / 8;
       }
@@ -565,7 +573,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
 
   private async heartbeat(): Promise<void> {
     await this.trimBuffer();
-    // A job whose start is being written is left out: that write renews its lock, and its attempt is in flux.
+    // A job whose start is being written is left out (its attempt is in flux): the start, once written, renews its lock.
     const running = [...this.executions.values()].filter((execution) => execution.onRecord);
     const held = [...running.map(({ job }) => job), ...this.buffer];
     if (held.length === 0) {
@@ -604,9 +612,8 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
       const released = await this.store.release(surplus);
       this.log.info({ jobs: released.length }, 'handed back jobs held ahead: this worker now runs them more slowly than it claimed them');
     } catch (error) {
-      // Still reserved (or, if the release landed unanswered, their starts will find them gone and skip them).
-      this.buffer.push(...surplus);
-      this.log.error({ err: error }, 'handing back jobs held ahead failed; keeping them');
+      // Not kept: the release may have landed unanswered. If it did not, the sweeper returns them after the lock grace.
+      this.log.error({ err: error, jobs: surplus.length }, 'handing back jobs held ahead failed; the sweeper will return them');
     }
   }
 
@@ -663,13 +670,9 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     }
   }
 
-  /**
-   * Reserved jobs never started go back to the queue at once, as they were; so do those whose start failed at
-   * shutdown, whether it landed or not (the release is fenced on either attempt).
-   */
+  /** Reserved jobs never started: they go back to the queue at once, as they were. */
   private async releaseBuffered(): Promise<void> {
-    const unconfirmed = this.startUnconfirmed.splice(0).flatMap((job) => [job, { ...job, attempt: job.attempt + 1 }]);
-    const ahead = [...this.buffer.splice(0), ...unconfirmed];
+    const ahead = this.buffer.splice(0);
     if (ahead.length === 0) {
       return;
     }
