@@ -342,4 +342,51 @@ describe('QueueWorker handler contract', () => {
       .toBeGreaterThanOrEqual(3);
     await worker.stop(0);
   });
+
+  it('a start the database refuses stops its job and hands the job back at once, no attempt spent', async () => {
+    // A real error from PostgreSQL on one job's start (a trigger standing in for, say, a statement timeout).
+    await query(
+      url,
+      `CREATE FUNCTION refuse_start() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+         IF OLD.status = 'queued' AND NEW.status = 'running' AND NEW.payload->>'refuse' = 'start' THEN RAISE EXCEPTION 'start refused'; END IF;
+         RETURN NEW;
+       END $$`,
+    );
+    await query(url, 'CREATE TRIGGER refuse_start BEFORE UPDATE ON queue_jobs FOR EACH ROW EXECUTE FUNCTION refuse_start()');
+    const refused: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const [first, second] = ['b7c3a5e6-0000-4000-8000-000000000001', 'b7c3a5e6-0000-4000-8000-000000000002'];
+    const worker = startWorker(
+      {
+        async handle(claimed, context) {
+          if (claimed.id === first) {
+            await gate;
+          }
+          await context.recorded().catch((error: Error) => {
+            refused.push(error.message);
+            throw error;
+          });
+          return { outcome: 'completed' };
+        },
+      },
+      { concurrency: 1, prefetch: 5 },
+    );
+    await worker.start();
+    await paceWithQuickJobs();
+    await enqueueJobs(pool, [job(first), job(second, { refuse: 'start' })]);
+    await expect.poll(async () => (await rows()).filter((row) => row.locked_by !== null).length).toBe(2);
+    release();
+    await expect.poll(() => refused).toEqual([expect.stringContaining('start refused')]);
+    // Back in the queue at once, not after the lock grace (30 s here); the claims that find it meanwhile fail the same way.
+    await expect.poll(async () => (await rows())[1], { timeout: 5000 }).toMatchObject({ status: 'queued', attempt: 0, locked_by: null });
+    await query(url, 'DROP TRIGGER refuse_start ON queue_jobs');
+    await expect
+      .poll(async () => (await rows()).map((row) => [row.status, row.attempt]))
+      .toEqual([
+        ['completed', 1],
+        ['completed', 1],
+      ]);
+    await worker.stop(1000);
+  });
 });
