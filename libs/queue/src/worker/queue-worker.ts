@@ -133,9 +133,9 @@ export function heartbeatPeriodMs(lockGraceSeconds: number): number {
 
 /**
  * The queue engine of one worker process, for one table (queue jobs, or schedule fires): claims up
- * to `concurrency` items, and what it holds ahead, in batches (woken by NOTIFY or wake(), else every poll interval), runs them,
- * records outcomes in batches, heartbeats its locks, sweeps other workers' stale locks, and on
- * stop() drains until the deadline, then releases what is left.
+ * to `concurrency` items and what it holds ahead, in batches (woken by NOTIFY or wake(), else every
+ * poll interval), runs them, records starts and outcomes in batches, heartbeats its locks, sweeps
+ * other workers' stale locks, and on stop() drains until the deadline, then releases what is left.
  */
 export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   private readonly store: WorkStore<Work>;
@@ -286,7 +286,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   /**
    * Writes the starts of the jobs begun from the buffer, a statement at a time, each with every job
    * begun since the last. A job cancelled or handed back meanwhile is stopped and writes no outcome;
-   * so is every job of a statement that failed at shutdown (handed back with the buffer).
+   * so is every job of a statement that failed, and its reservation is handed back at once.
    */
   private async recordStarts(): Promise<void> {
     await setImmediatePromise();
