@@ -7,7 +7,7 @@ import { inTransaction, isDatabaseUnavailable } from '@app/database';
 
 import { ClaimedJob, HeldWork, JobContext, JobHandler, JobResult, JobStopped } from './job-handler';
 import { QueueWorkerMetrics } from './queue-worker-metrics';
-import { ExpiredRow, FinishedAttempt, RecordedState, StartedAttempt, WorkStore } from './work-store';
+import { ExpiredRow, FinishedAttempt, HeldJob, RecordedState, StartedAttempt, WorkStore } from './work-store';
 
 export interface QueueWorkerOptions<Work extends HeldWork = ClaimedJob> {
   pool: Pool;
@@ -44,10 +44,9 @@ export interface QueueWorkerOptions<Work extends HeldWork = ClaimedJob> {
 
 /** The record of an attempt started by its claim. */
 const ON_RECORD = Promise.resolve();
-const NOT_STARTED = 'The job was cancelled or handed back to the queue before its start was recorded';
 
-/** An attempt's outcome, written once its start is on record, or with its start when that was not written yet. */
-type PendingOutcome<Work extends HeldWork> = FinishedAttempt & { execution: Execution<Work> };
+/** An attempt's outcome and the record its write waits for (none when the write starts the attempt too). */
+type PendingOutcome = FinishedAttempt & { recorded: Promise<void> };
 
 /** One running attempt. Its AbortSignal is made on first use: most handlers only call checkpoint(). */
 class Execution<Work extends HeldWork> {
@@ -148,7 +147,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   /** Jobs begun from the buffer, still running, whose start has not gone out yet, with the reservation each starts. */
   private readonly unsent = new Map<Execution<Work>, Work>();
   private startWrite: Promise<void> | null = null;
-  private readonly outcomes: PendingOutcome<Work>[] = [];
+  private readonly outcomes: PendingOutcome[] = [];
   /** Jobs this worker handed back at shutdown: their handlers' late outcomes are expected to be fenced out. */
   private readonly releasedAtShutdown = new Set<string>();
   private flushing: Promise<void> | null = null;
@@ -303,7 +302,9 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
         const reason = `The job's start could not be recorded: ${error instanceof Error ? error.message : String(error)}`;
         this.log.error({ err: error, jobs: batch.length }, 'recording job starts failed; stopping the jobs and handing them back');
         batch.forEach(({ execution }) => execution.startRecorded(reason));
-        await this.handBackUnconfirmed(batch.map(({ reserved }) => reserved));
+        // The statement may have landed unanswered: the release is fenced on either attempt (still reserved, or started).
+        const attempts = batch.flatMap(({ reserved }) => [reserved, { ...reserved, attempt: reserved.attempt + 1 }]);
+        await this.handBack(attempts, 'jobs whose start could not be recorded');
         continue;
       }
       for (const { reserved, execution } of batch) {
@@ -313,7 +314,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
             { job_id: reserved.id },
             'reserved job stopped as it began: it was cancelled or handed back to the queue meanwhile',
           );
-          execution.startRecorded(NOT_STARTED);
+          execution.startRecorded('The job was cancelled or handed back to the queue before its start was recorded');
         } else {
           if (attempt.cancelRequested) {
             execution.stop('Run was cancelled');
@@ -334,20 +335,6 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
           throw error;
         }
       }
-    }
-  }
-
-  /**
-   * Hands back reservations whose start statement failed: it may have landed unanswered, so the release is
-   * fenced on either attempt (still reserved, or started and then given back). Their handlers were stopped
-   * and write nothing. If this fails too, the sweeper returns them after the lock grace.
-   */
-  private async handBackUnconfirmed(reserved: readonly Work[]): Promise<void> {
-    try {
-      const released = new Set(await this.store.release(reserved.flatMap((job) => [job, { ...job, attempt: job.attempt + 1 }])));
-      this.log.info({ jobs: released.size }, 'handed back jobs whose start could not be recorded');
-    } catch (error) {
-      this.log.error({ err: error }, 'handing back jobs whose start could not be recorded failed; the sweeper will return them');
     }
   }
 
@@ -413,6 +400,8 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   /** The slot frees as soon as the handler returns; the outcome joins the next batched write. */
   private settle(execution: Execution<Work>, result: JobResult): void {
     const { job } = execution;
+    // Finished before its start went out: this write starts it too, one write where there were two.
+    const reserved = this.unsent.delete(execution);
     if (this.executions.get(job.id) === execution) {
       this.executions.delete(job.id);
     }
@@ -425,9 +414,8 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
       outcome: result.outcome,
       error: result.error ?? null,
       details: result.details,
-      execution,
-      // Finished before its start went out: this write starts it too, one write where there were two.
-      reserved: this.unsent.delete(execution),
+      reserved,
+      recorded: reserved ? ON_RECORD : execution.recorded,
     });
     void this.flush();
   }
@@ -487,18 +475,12 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
           continue;
         }
         try {
-          const written = await this.write(batch);
-          this.logWritten(batch, written);
-          const held = new Set(written.map((row) => row.id));
-          batch
-            .filter((outcome) => outcome.reserved)
-            .forEach(({ id, execution }) => execution.startRecorded(held.has(id) ? undefined : NOT_STARTED));
+          this.logWritten(batch, await this.write(batch));
         } catch (error) {
           if (await this.waitForDatabase(error, batch.length, 'job outcomes')) {
             this.outcomes.unshift(...batch);
           } else {
             this.log.error({ err: error, jobs: batch.length }, 'recording outcomes failed; the sweeper will settle these jobs');
-            batch.filter((outcome) => outcome.reserved).forEach(({ execution }) => execution.startRecorded(NOT_STARTED));
           }
         }
       }
@@ -516,8 +498,8 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
    * The outcomes to write: those whose start is on record, and those this write starts (`reserved`). A job
    * whose start never was written (see recordStarts) writes nothing.
    */
-  private async startedOnRecord(batch: PendingOutcome<Work>[]): Promise<PendingOutcome<Work>[]> {
-    const records = await Promise.allSettled(batch.map((outcome) => (outcome.reserved ? ON_RECORD : outcome.execution.recorded)));
+  private async startedOnRecord(batch: PendingOutcome[]): Promise<PendingOutcome[]> {
+    const records = await Promise.allSettled(batch.map((outcome) => outcome.recorded));
     return batch.filter((_, index) => records[index].status === 'fulfilled');
   }
 
@@ -607,13 +589,10 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     if (excess <= 0 || this.stopping) {
       return;
     }
-    const surplus = this.buffer.splice(-excess);
-    try {
-      const released = await this.store.release(surplus);
-      this.log.info({ jobs: released.length }, 'handed back jobs held ahead: this worker now runs them more slowly than it claimed them');
-    } catch (error) {
-      // Not kept: the release may have landed unanswered. If it did not, the sweeper returns them after the lock grace.
-      this.log.error({ err: error, jobs: surplus.length }, 'handing back jobs held ahead failed; the sweeper will return them');
+    // Not kept if the release fails: it may have landed unanswered.
+    const released = await this.handBack(this.buffer.splice(-excess), 'jobs held ahead');
+    if (released.size > 0) {
+      this.log.info({ jobs: released.size }, 'handed back jobs held ahead: this worker now runs them more slowly than it claimed them');
     }
   }
 
@@ -673,21 +652,24 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   /** Reserved jobs never started: they go back to the queue at once, as they were. */
   private async releaseBuffered(): Promise<void> {
     const ahead = this.buffer.splice(0);
-    if (ahead.length === 0) {
-      return;
+    const released = await this.handBack(ahead, 'reserved jobs');
+    ahead
+      .filter((job) => released.has(job.id))
+      .forEach((job) =>
+        this.log.info({ job_id: job.id, attempt: job.attempt, status: 'queued' }, 'reserved job handed back at shutdown; it never started'),
+      );
+  }
+
+  /** Hands jobs back to the queue (see WorkStore.release): the ids handed back, none when the write failed. */
+  private async handBack(jobs: readonly HeldJob[], what: string): Promise<Set<string>> {
+    if (jobs.length === 0) {
+      return new Set();
     }
     try {
-      const released = new Set(await this.store.release(ahead));
-      ahead
-        .filter((job) => released.has(job.id))
-        .forEach((job) =>
-          this.log.info(
-            { job_id: job.id, attempt: job.attempt, status: 'queued' },
-            'reserved job handed back at shutdown; it never started',
-          ),
-        );
+      return new Set(await this.store.release(jobs));
     } catch (error) {
-      this.log.error({ err: error }, 'handing back reserved jobs failed; the sweeper will return them to the queue');
+      this.log.error({ err: error, jobs: jobs.length }, `handing back ${what} failed; the sweeper will return them after the lock grace`);
+      return new Set();
     }
   }
 
