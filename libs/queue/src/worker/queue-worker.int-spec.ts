@@ -389,4 +389,51 @@ describe('QueueWorker handler contract', () => {
       ]);
     await worker.stop(1000);
   });
+
+  it('a short job from the buffer is started and finished by one write: a failure with attempts left retries after the backoff, a deferral gives its attempt back', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const [held, failing, deferred] = [
+      'c8d4b6f7-0000-4000-8000-000000000001',
+      'c8d4b6f7-0000-4000-8000-000000000002',
+      'c8d4b6f7-0000-4000-8000-000000000003',
+    ];
+    const worker = startWorker(
+      {
+        async handle(claimed) {
+          if (claimed.id === held) {
+            await gate;
+          }
+          // Returned at once, before the start of a job from the buffer goes out.
+          return claimed.id === failing
+            ? { outcome: 'failed', error: 'boom' }
+            : claimed.id === deferred
+              ? { outcome: 'deferred', error: 'not here' }
+              : { outcome: 'completed' };
+        },
+      },
+      { concurrency: 1, prefetch: 5 },
+    );
+    await worker.start();
+    await paceWithQuickJobs();
+    await enqueueJobs(pool, [job(held)]);
+    await expect.poll(async () => (await rows()).map((row) => row.status)).toEqual(['running']);
+    await enqueueJobs(pool, [{ ...job(failing), maxAttempts: 2 }, job(deferred)]);
+    await expect.poll(async () => (await rows()).filter((row) => row.locked_by !== null).length).toBe(3);
+    release();
+    const states = () =>
+      query<{ id: string; status: string; attempt: number; error: string | null; waits: boolean; locked: boolean }>(
+        url,
+        `SELECT id, status, attempt, error, available_at > now() AS waits, locked_by IS NOT NULL AS locked
+           FROM queue_jobs WHERE id = ANY ($1) ORDER BY id`,
+        [[failing, deferred]],
+      );
+    // Read as soon as both are written, before the failed one's 1 s backoff lets it run again.
+    await expect.poll(async () => (await states()).some((row) => row.locked)).toBe(false);
+    expect(await states()).toEqual([
+      { id: failing, status: 'queued', attempt: 1, error: 'boom', waits: true, locked: false },
+      { id: deferred, status: 'queued', attempt: 0, error: 'not here', waits: true, locked: false },
+    ]);
+    await worker.stop(1000);
+  });
 });
