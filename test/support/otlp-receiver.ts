@@ -8,7 +8,11 @@ export interface ReceivedSpan {
   spanId: string;
   parentSpanId: string;
   name: string;
+  /** String attributes by key (what the tests read). */
+  attributes: Record<string, string>;
 }
+
+type WireAttributes = { key: string; value: { stringValue?: string } }[];
 
 /**
  * A stand-in OpenTelemetry collector on loopback: accepts OTLP/HTTP JSON export requests at
@@ -42,15 +46,23 @@ export class OtlpReceiver {
 
   private keep(body: {
     resourceSpans?: {
-      resource?: { attributes?: { key: string; value: { stringValue?: string } }[] };
-      scopeSpans?: { spans?: Omit<ReceivedSpan, 'service'>[] }[];
+      resource?: { attributes?: WireAttributes };
+      scopeSpans?: { spans?: (Omit<ReceivedSpan, 'service' | 'attributes'> & { attributes?: WireAttributes })[] }[];
     }[];
   }): void {
     for (const { resource, scopeSpans } of body.resourceSpans ?? []) {
       const service = resource?.attributes?.find((attribute) => attribute.key === 'service.name')?.value.stringValue ?? '';
       for (const { spans } of scopeSpans ?? []) {
         for (const span of spans ?? []) {
-          this.spans.push({ service, traceId: span.traceId, spanId: span.spanId, parentSpanId: span.parentSpanId ?? '', name: span.name });
+          const attributes = Object.fromEntries((span.attributes ?? []).map(({ key, value }) => [key, value.stringValue ?? '']));
+          this.spans.push({
+            service,
+            traceId: span.traceId,
+            spanId: span.spanId,
+            parentSpanId: span.parentSpanId ?? '',
+            name: span.name,
+            attributes,
+          });
         }
       }
     }

@@ -44,6 +44,8 @@ describe('OpenTelemetry export over OTLP/HTTP', () => {
     const wait = spans.find((span) => span.name === 'run.queue_wait')!;
     const component = spans.find((span) => span.name === 'run.component')!;
     expect(request).toMatchObject({ service: 'platform-api', parentSpanId: 'b7ad6b7169203331' });
+    // The exported request span names the run it made, as the stored one does when read back.
+    expect(request.attributes['run.id']).toBe(accepted.body.run_id);
     expect(wait).toMatchObject({ service: 'platform-worker', parentSpanId: request.spanId });
     expect(component).toMatchObject({ service: 'platform-worker', parentSpanId: request.spanId });
     expect(receiver.paths.every((path) => path.startsWith('POST /v1/traces'))).toBe(true);

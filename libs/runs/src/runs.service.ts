@@ -10,7 +10,7 @@ import { Env } from '@app/config';
 import { isUniqueViolation, toEpoch } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
 import { CancellationIntents, JobPayload, JobProducer, TERMINAL_STATUSES } from '@app/queue';
-import { requestAttributes, RequestSpan, Tracing } from '@app/traces';
+import { RequestSpan, Tracing } from '@app/traces';
 import { unstorable } from '@app/validation';
 
 import { Component, ComponentKind } from './component';
@@ -270,7 +270,7 @@ export class RunsService {
 
   /** A new run: its request span names it (set only once the run exists: a span naming none is stored nowhere). */
   private createdIn(span: RequestSpan | undefined, run: RunEntity): Created {
-    span?.setAttributes(requestAttributes(run));
+    span?.describe(run);
     return { run, created: true };
   }
 
