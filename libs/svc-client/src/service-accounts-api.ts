@@ -44,8 +44,8 @@ export function toServiceAccount(body: Schemas['ServiceAccountDto']): ServiceAcc
 }
 
 /** An account whose token works. An expired account keeps revoked_at null (its name may have been minted again). */
-function isActive(account: ServiceAccount, now = Date.now() / 1000): boolean {
-  return account.revoked_at === null && (account.expires_at === null || account.expires_at > now);
+function isActive(account: ServiceAccount): boolean {
+  return account.revoked_at === null && (account.expires_at === null || account.expires_at > Date.now() / 1000);
 }
 
 /** What a credential for `svc tokens`, `connect` and `disconnect --revoke` needs. */

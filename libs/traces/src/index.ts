@@ -1,6 +1,5 @@
 export * from './request-span';
 export * from './run-span';
-export type { StoredSpan } from './trace.entity';
 export * from './trace.dto';
 export * from './trace-retention';
 export * from './traces.exception';

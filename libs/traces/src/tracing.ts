@@ -38,7 +38,6 @@ export interface SpanOptions {
   attributes?: Attributes;
   /** Epoch milliseconds, for a span that began before it could be recorded (a queue wait). */
   startTime?: number;
-  kind?: SpanKind;
 }
 
 /**
