@@ -3,7 +3,6 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import {
   Attributes,
   Context,
-  defaultTextMapGetter,
   INVALID_SPAN_CONTEXT,
   ROOT_CONTEXT,
   Span,
@@ -14,7 +13,7 @@ import {
   TraceFlags,
   Tracer,
 } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { parseTraceParent } from '@opentelemetry/core';
 import { BatchSpanProcessor, RandomIdGenerator, SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { DataSource } from 'typeorm';
 
@@ -48,7 +47,6 @@ export interface SpanOptions {
 @Injectable()
 export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
   private readonly log = new Logger('Tracing');
-  private readonly propagator = new W3CTraceContextPropagator();
   private readonly store: SpanProcessor | null = null;
   private readonly ids = new RandomIdGenerator();
   private tracer: Tracer | null = null;
@@ -148,12 +146,14 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
   }
 
   private extract(traceparent: string): Context {
-    return this.propagator.extract(ROOT_CONTEXT, { traceparent }, defaultTextMapGetter);
+    const parent = this.parentOf(traceparent);
+    return parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : ROOT_CONTEXT;
   }
 
   /** The span a W3C traceparent names; undefined when it is malformed (the run's trace then starts afresh). */
   private parentOf(traceparent: string): SpanContext | undefined {
-    return trace.getSpanContext(this.extract(traceparent));
+    const parsed = parseTraceParent(traceparent);
+    return parsed ? { ...parsed, isRemote: true } : undefined;
   }
 
   /** Ends a span as failed, with the error's message. */
