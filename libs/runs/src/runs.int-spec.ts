@@ -270,6 +270,29 @@ describe('RunsService', () => {
       await expect(running).resolves.toMatchObject({ status: 'cancelled', error: 'Run was cancelled' });
     });
 
+    it('a run executed here stores its request span when it finishes, unless trace retention cleared its trace meanwhile', async () => {
+      const requestSpanOf = async (id: string) =>
+        (
+          await app.sql<{ traced: boolean; span: boolean }>(
+            `SELECT trace_id IS NOT NULL AS traced, request_span IS NOT NULL AS span FROM runs WHERE id = $1`,
+            [id],
+          )
+        )[0];
+      const echoed = await runs.run(root, 'agent', 'echo', ask());
+      expect(await requestSpanOf(echoed.run_id)).toEqual({ traced: true, span: true });
+
+      gate = new Gate();
+      const running = runs.run(root, 'agent', 'held', ask());
+      await gate.running;
+      const [{ id }] = await app.sql<{ id: string }>(`SELECT id FROM runs WHERE component_id = 'held' AND status = 'running'`);
+      expect(await requestSpanOf(id)).toEqual({ traced: true, span: false });
+      // As TraceRetention clears an expired trace from its run.
+      await app.sql('UPDATE runs SET trace_id = NULL, request_span = NULL WHERE id = $1', [id]);
+      gate.release();
+      await expect(running).resolves.toMatchObject({ status: 'completed' });
+      expect(await requestSpanOf(id)).toEqual({ traced: false, span: false });
+    });
+
     it('an intent is live for QUEUE_CANCEL_INTENT_TTL_SECONDS after the latest request, then no longer cancels', async () => {
       const intents = app.get(CancellationIntents);
       gate = new Gate();
