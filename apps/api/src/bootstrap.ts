@@ -7,12 +7,13 @@ import { HttpStatus, PayloadTooLargeException } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { PinoLogger } from 'nestjs-pino';
 
 import { authMode } from '@app/auth';
 import { Env } from '@app/config';
 import { RequestErrorCode, RequestException } from '@app/errors';
 import { MetricsRegistry } from '@app/health';
-import { AppLogger, bootLogger } from '@app/logging';
+import { AppLogger, bootLogger, logRequests } from '@app/logging';
 import { Component } from '@app/runs';
 import { RunSocketGateway } from '@app/websocket';
 
@@ -112,6 +113,8 @@ function answerClientError(error: Error & { code?: string }, socket: Duplex): vo
 export async function createApiApp(env: Env, components: Component[] = []): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
+    // No Nest middleware: requests are logged by Fastify hooks (logRequests), so middie's layer is not run.
+    skipMiddie: true,
     // Keep a caller's request id when it is sane, so logs can be joined across services.
     genReqId: (request: IncomingMessage) => {
       const given = request.headers['x-request-id'];
@@ -138,6 +141,8 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
   });
   app.useLogger(app.get(AppLogger));
   const fastify = app.getHttpAdapter().getInstance();
+  // First, so that every later hook, the route and the exception filter log under the request's id.
+  logRequests(fastify, await app.resolve(PinoLogger));
   // Security headers, the Host rule of an open instance and empty bodies: first, so every route has them.
   await registerHttpSurface(app, env, authMode(env), BODY_LIMIT_BYTES);
   // Bodies are JSON (runs also take forms); plain text would only reach validation as a string.

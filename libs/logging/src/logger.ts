@@ -1,9 +1,7 @@
-import { IncomingMessage, type ServerResponse } from 'node:http';
-
-import { DynamicModule, Injectable, LoggerService, Module, RequestMethod } from '@nestjs/common';
-import { Logger as PinoNestLogger, LoggerModule } from 'nestjs-pino';
+import { DynamicModule, Injectable, LoggerService, Module } from '@nestjs/common';
+import type { FastifyInstance } from 'fastify';
+import { Logger as PinoNestLogger, LoggerModule, PinoLogger } from 'nestjs-pino';
 import pino, { Logger, LoggerOptions } from 'pino';
-import type { Options as HttpLogOptions } from 'pino-http';
 
 import type { Env } from '@app/config';
 
@@ -71,44 +69,28 @@ const PROBES = new Set(['/health', '/readyz', '/metrics']);
 /** The key every line of a request carries its id under. */
 const REQUEST_ID = 'request_id';
 
-/** The fields of an access line: flat, and nothing of the request's headers (so no credential). */
-function accessFields(request: IncomingMessage, response: ServerResponse, ms: number): object {
-  return { [REQUEST_ID]: request.id, method: request.method, url: request.url, status: response.statusCode, ms };
-}
-
-function accessMessage(request: IncomingMessage, response: ServerResponse, ms: number): string {
-  return `${request.method} ${request.url} ${response.statusCode} ${ms} ms`;
-}
-
 /**
- * One access line per request (pino-http, when the response is sent): `GET /config 200 3 ms`,
- * with the request id every other line of the request carries; error level for a 5xx only, debug
- * for the probes and /metrics.
+ * One access line per request, when its response is sent: `GET /config 200 3 ms`, with the request id
+ * every other line of the request carries; error level for a 5xx only, debug for the probes and /metrics.
+ * Nothing of the request's headers is written, so no credential.
  *
- * The request's logger is one child of the root, bound to the request id alone: pino-http binds a
- * serialized request (headers and all) to a second child, even when no line shows it, and a child of
- * a per-request child made each request pay for a new prototype chain (about 30 µs of the api's CPU
- * on a background POST). So the request binds under `request_id` through a serializer that keeps only
- * its id, and the access line, written by the root, names the id itself.
+ * Fastify's own hooks do it, not pino-http as a Nest middleware: Nest runs middleware through
+ * @fastify/middie, and that layer with pino-http's was about a seventh of the api's CPU on a background
+ * POST. The request's logging context (`PinoLogger.runInContext`, which nestjs-pino's Logger and
+ * PinoLogger read) holds one child of the root, bound to the request id, for everything after onRequest:
+ * the route, its guards and pipes, and the exception filter.
  */
-function accessLogOptions(logger: Logger): HttpLogOptions {
-  return {
-    logger,
-    quietResLogger: true,
-    wrapSerializers: false,
-    // Lines elsewhere name the id itself (`{ request_id: request.id }`): anything but a request passes as it is.
-    serializers: { [REQUEST_ID]: (value: unknown) => (value instanceof IncomingMessage ? value.id : value) },
-    customAttributeKeys: { req: REQUEST_ID, responseTime: 'ms' },
-    customLogLevel: (request, response, error) =>
-      error || response.statusCode >= 500 ? 'error' : PROBES.has(request.url ?? '') ? 'debug' : 'info',
-    customSuccessObject: (request, response, value: { ms: number }) => accessFields(request, response, value.ms),
-    // The exception filter logs the error itself; the access line stays the same shape.
-    customErrorObject: (request, response, _error, value: { ms: number }) => accessFields(request, response, value.ms),
-    customSuccessMessage: accessMessage,
-    // pino-http passes the response time here too, as a fourth argument its types leave out.
-    customErrorMessage: ((request: IncomingMessage, response: ServerResponse, _error: Error, ms: number) =>
-      accessMessage(request, response, ms)) as HttpLogOptions['customErrorMessage'],
-  };
+export function logRequests(fastify: FastifyInstance, logging: PinoLogger): void {
+  fastify.addHook('onRequest', (request, _reply, done) => logging.runInContext(done, { bindings: { [REQUEST_ID]: request.id } }));
+  fastify.addHook('onResponse', (request, reply, done) => {
+    const { method, url } = request;
+    const status = reply.statusCode;
+    const ms = Math.round(reply.elapsedTime);
+    const level = status >= 500 ? 'error' : PROBES.has(url) ? 'debug' : 'info';
+    // The root writes it: the line names the request id itself.
+    PinoLogger.root[level]({ [REQUEST_ID]: request.id, method, url, status, ms }, `${method} ${url} ${status} ${ms} ms`);
+    done();
+  });
 }
 
 /** Nest's own start-up chatter (modules loaded, routes mapped): useful when debugging, noise at info. */
@@ -170,19 +152,17 @@ export function bootLogger(settings: LogSettings, service: string): LoggerServic
   };
 }
 
-/** A process's logging: one pino logger (JSON, or pretty on a terminal), its access lines and AppLogger. */
+/**
+ * A process's logging: one pino logger (JSON, or pretty on a terminal) and AppLogger. nestjs-pino provides
+ * PinoLogger and the request contexts, but no HTTP middleware: an HTTP app binds its requests with
+ * `logRequests` (Fastify hooks) instead.
+ */
 @Module({})
 export class LoggingModule {
   static forRoot(settings: LogSettings, service: string): DynamicModule {
     return {
       module: LoggingModule,
-      imports: [
-        LoggerModule.forRoot({
-          pinoHttp: accessLogOptions(pino(loggerOptions(settings, service))),
-          // Every path: nestjs-pino's default pattern matches no request under Nest's Fastify adapter.
-          forRoutes: [{ path: '/*path', method: RequestMethod.ALL }],
-        }),
-      ],
+      imports: [LoggerModule.forRoot({ pinoHttp: { logger: pino(loggerOptions(settings, service)) }, forRoutes: [] })],
       providers: [AppLogger],
       exports: [AppLogger],
     };
