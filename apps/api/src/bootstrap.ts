@@ -113,7 +113,8 @@ function answerClientError(error: Error & { code?: string }, socket: Duplex): vo
 export async function createApiApp(env: Env, components: Component[] = []): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
-    // No Nest middleware: requests are logged by Fastify hooks (logRequests), so middie's layer is not run.
+    // No Nest middleware, so no middie layer on every request: requests are logged by Fastify hooks
+    // (logRequests). A Nest middleware added later needs @fastify/middie registered first.
     skipMiddie: true,
     // Keep a caller's request id when it is sane, so logs can be joined across services.
     genReqId: (request: IncomingMessage) => {

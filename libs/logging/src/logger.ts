@@ -75,8 +75,8 @@ const REQUEST_ID = 'request_id';
  * Nothing of the request's headers is written, so no credential.
  *
  * Fastify's own hooks do it, not pino-http as a Nest middleware: Nest runs middleware through
- * @fastify/middie, and that layer with pino-http's was about a seventh of the api's CPU on a background
- * POST. The request's logging context (`PinoLogger.runInContext`, which nestjs-pino's Logger and
+ * @fastify/middie, and in a CPU profile of background POSTs that layer with pino-http's was about a
+ * seventh of the api's JavaScript time. The request's logging context (`PinoLogger.runInContext`, which nestjs-pino's Logger and
  * PinoLogger read) holds one child of the root, bound to the request id, for everything after onRequest:
  * the route, its guards and pipes, and the exception filter.
  */
