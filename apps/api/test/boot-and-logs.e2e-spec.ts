@@ -170,6 +170,54 @@ describe('structured logs', () => {
     },
   );
 
+  it('writes the access line of a stream its client leaves before the end, as of any request', async () => {
+    const api = await startApi({
+      DATABASE_URL: await createTestDatabase(),
+      OS_SECURITY_KEY: ROOT_KEY,
+      LOG_LEVEL: 'info',
+      DEMO_COMPONENTS: 'true',
+    });
+    try {
+      // A 5-second run streamed as server-sent events: the client hangs up once the stream has begun.
+      await new Promise<void>((resolve, reject) => {
+        const request = httpRequest(`${api.url}/agents/sleep-agent/runs`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${ROOT_KEY}`, 'content-type': 'application/json', 'x-request-id': 'left-early' },
+        });
+        request.on('response', (response) => {
+          expect(response.headers['content-type']).toContain('text/event-stream');
+          request.destroy();
+          resolve();
+        });
+        request.on('error', reject);
+        request.end(JSON.stringify({ message: '5', stream: true }));
+      });
+      await waitFor(
+        async () => api.output().includes('"url":"/agents/sleep-agent/runs"'),
+        5_000,
+        'the access line of the stream left early',
+      );
+      const entries = api
+        .output()
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+        .filter((entry) => entry.request_id === 'left-early' && entry.url !== undefined);
+      expect(entries).toMatchObject([
+        {
+          level: 30,
+          method: 'POST',
+          url: '/agents/sleep-agent/runs',
+          status: 200,
+          msg: expect.stringMatching(/^POST \/agents\/sleep-agent\/runs 200 \d+ ms$/),
+        },
+      ]);
+      expect(entries[0].ms).toBeLessThan(5_000);
+    } finally {
+      await api.stop();
+    }
+  });
+
   it('writes one readable line per event with LOG_FORMAT=pretty (the default on a terminal)', async () => {
     const api = await startApi({
       DATABASE_URL: await createTestDatabase(),

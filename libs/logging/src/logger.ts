@@ -81,15 +81,18 @@ const REQUEST_ID = 'request_id';
  * the route, its guards and pipes, and the exception filter.
  */
 export function logRequests(fastify: FastifyInstance, logging: PinoLogger): void {
-  fastify.addHook('onRequest', (request, _reply, done) => logging.runInContext(done, { bindings: { [REQUEST_ID]: request.id } }));
-  fastify.addHook('onResponse', (request, reply, done) => {
-    const { method, url } = request;
-    const status = reply.statusCode;
-    const ms = Math.round(reply.elapsedTime);
-    const level = status >= 500 ? 'error' : PROBES.has(url) ? 'debug' : 'info';
-    // The root writes it: the line names the request id itself.
-    PinoLogger.root[level]({ [REQUEST_ID]: request.id, method, url, status, ms }, `${method} ${url} ${status} ${ms} ms`);
-    done();
+  fastify.addHook('onRequest', (request, reply, done) => {
+    // 'close', not Fastify's onResponse: a response ends in a close whatever becomes of it, also when the
+    // client leaves a stream early or the socket is upgraded to a WebSocket, where onResponse never runs.
+    reply.raw.once('close', () => {
+      const { method, url } = request;
+      const status = reply.raw.statusCode;
+      const ms = Math.round(reply.elapsedTime);
+      const level = status >= 500 ? 'error' : PROBES.has(url) ? 'debug' : 'info';
+      // The root writes it: the line names the request id itself.
+      PinoLogger.root[level]({ [REQUEST_ID]: request.id, method, url, status, ms }, `${method} ${url} ${status} ${ms} ms`);
+    });
+    logging.runInContext(done, { bindings: { [REQUEST_ID]: request.id } });
   });
 }
 
