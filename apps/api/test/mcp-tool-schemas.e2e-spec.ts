@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { callTool, connectMcp } from '../../../test/support/mcp';
-import { ROOT_KEY, uniqueName } from '../../../test/support/principals';
+import { mintAccount, ROOT_KEY, uniqueName } from '../../../test/support/principals';
 import { RunningApi, startApi } from '../../../test/support/processes';
 
 type Schema = Record<string, any>;
@@ -158,6 +158,36 @@ describe('MCP tool schemas state the rules of their route’s DTO', () => {
     expect(await callTool(client, 'list_sessions', { limit: 0 })).toMatchObject({
       isError: true,
       text: `422: Invalid arguments: limit: ${restIssue.msg}`,
+    });
+  });
+
+  it('an argument of the wrong type is refused as every bad argument is, a 422 naming it; an unknown tool is a protocol error', async () => {
+    // Below the tool: the schema a model reads says integer, so a string is refused before any handler runs.
+    const refused = await callTool(client, 'list_sessions', { limit: 'ten' });
+    expect(refused).toMatchObject({ isError: true, text: expect.stringMatching(/^422: Invalid arguments: limit: \S/) });
+    const nested = await callTool(client, 'create_schedule', {
+      name: uniqueName('types'),
+      cron_expr: '0 0 1 1 *',
+      endpoint: '/health',
+      timeout_seconds: '60',
+      max_retries: true,
+    });
+    expect(nested.isError).toBe(true);
+    expect(nested.text).toMatch(/^422: Invalid arguments: (timeout_seconds|max_retries): .+; (timeout_seconds|max_retries): /);
+    // A caller without the route's scope learns nothing about its arguments, as on REST, where the guard answers first.
+    const narrow = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:read'] });
+    const outsider = await connectMcp(api.url, narrow.token);
+    try {
+      expect(await callTool(outsider, 'list_sessions', { limit: 'ten' })).toMatchObject({
+        isError: true,
+        text: expect.stringMatching(/^403: /),
+      });
+    } finally {
+      await outsider.close();
+    }
+    await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('no_such_tool'),
     });
   });
 });

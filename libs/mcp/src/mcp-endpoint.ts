@@ -1,20 +1,25 @@
 import { IncomingMessage, ServerResponse } from 'node:http';
 
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
+  CallToolRequestSchema,
   type CallToolResult,
+  ErrorCode,
   ListToolsRequestSchema,
   ListToolsResult,
+  McpError,
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import { Inject, Injectable } from '@nestjs/common';
+import type { z } from 'zod';
 
 import { Principal } from '@app/access';
 import { Authenticator, requiredScope } from '@app/auth';
 import { Env, SERVICE_VERSION } from '@app/config';
+import { ValidationFailedException, ValidationIssue } from '@app/errors';
 
 import { McpToolCall } from './mcp-tool.decorator';
 import { McpToolRegistry, RegisteredMcpTool } from './mcp-tool.registry';
@@ -54,29 +59,36 @@ export class McpEndpoint {
     await transport.handleRequest(request, response, body);
   }
 
-  private serverFor(principal: Principal): McpServer {
-    const server = new McpServer(
+  /**
+   * The SDK's low-level server with both tool handlers ours: the list shows only the tools the caller may
+   * call, and a call's arguments are checked here, so an argument of the wrong type is refused as every
+   * other bad argument is (`422: Invalid arguments: limit: ...`), not in the SDK's own words.
+   */
+  private serverFor(principal: Principal): Server {
+    const server = new Server(
       { name: this.env.OS_ID, version: SERVICE_VERSION },
-      { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
+      // A stateless endpoint keeps no stream to send a list_changed notification on.
+      { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS },
     );
-    for (const tool of this.registry.tools) {
-      server.registerTool(
-        tool.name,
-        { description: tool.description, inputSchema: tool.input, annotations: tool.annotations, _meta: toolMeta(tool) },
-        (args: Record<string, unknown>, extra) => this.call(tool, principal, args, progressOf(extra)),
-      );
-    }
-    // registerTool promises list_changed notifications; a stateless endpoint keeps no stream to send one on.
-    server.server.registerCapabilities({ tools: { listChanged: false } });
-    // Every tool stays registered, so calling one the caller may not use still answers the route's scope
-    // error; the list, which the SDK would build from every registered tool, shows only the callable ones.
-    server.server.setRequestHandler(ListToolsRequestSchema, (): ListToolsResult => ({
+    server.setRequestHandler(ListToolsRequestSchema, (): ListToolsResult => ({
       tools: this.registry.tools.filter((tool) => this.authenticator.mayCall(principal, tool.rule)).map(toolDefinition),
     }));
+    // Every tool answers a call, also one the caller may not use: it gets the route's scope error.
+    server.setRequestHandler(CallToolRequestSchema, ({ params }, extra) => {
+      const tool = this.registry.tools.find((candidate) => candidate.name === params.name);
+      if (!tool) {
+        throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
+      }
+      return this.call(tool, principal, params.arguments ?? {}, progressOf(extra));
+    });
     return server;
   }
 
-  /** The REST route's scope check, then the handler; every refusal or failure becomes a tool error the model can read. */
+  /**
+   * The REST route's scope check, then the tool's argument schema (a caller without the scope learns nothing
+   * of the arguments, as a guard answers before validation), then the handler; every refusal or failure
+   * becomes a tool error the model can read. The scope is read from the arguments the handler gets.
+   */
   private async call(
     tool: RegisteredMcpTool,
     principal: Principal,
@@ -84,13 +96,28 @@ export class McpEndpoint {
     call: McpToolCall,
   ): Promise<CallToolResult> {
     try {
-      this.authenticator.authorize(principal, requiredScope(tool.rule, args));
-      return toolResult(await tool.handler(principal, args, call));
+      const parsed = await tool.input.safeParseAsync(args);
+      this.authenticator.authorize(principal, requiredScope(tool.rule, parsed.success ? parsed.data : args));
+      if (!parsed.success) {
+        throw new ValidationFailedException(parsed.error.issues.map(toIssue));
+      }
+      return toolResult(await tool.handler(principal, parsed.data, call));
     } catch (error) {
       const { status, detail } = this.errors.render(error, `MCP tool ${tool.name}`);
       return { isError: true, content: [{ type: 'text', text: `${status}: ${detail}` }] };
     }
   }
+}
+
+/** An argument the tool's schema refuses, as a 422 names a body field. */
+function toIssue(issue: z.core.$ZodIssue): ValidationIssue {
+  return {
+    loc: ['body', ...issue.path.map((segment) => (typeof segment === 'symbol' ? String(segment) : segment))],
+    msg: issue.message,
+    type: issue.code,
+    input: issue.input ?? null,
+    ctx: {},
+  };
 }
 
 type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
