@@ -165,7 +165,15 @@ export class LoggingModule {
   static forRoot(settings: LogSettings, service: string): DynamicModule {
     return {
       module: LoggingModule,
-      imports: [LoggerModule.forRoot({ pinoHttp: { logger: pino(loggerOptions(settings, service)) }, forRoutes: [] })],
+      imports: [
+        LoggerModule.forRoot({
+          // nestjs-pino makes its root logger through pino-http, as a child of this one; left to wrap them,
+          // pino-http would give that child its own serializers, and an error would be logged whole (a pg
+          // error with its client, connection settings and all) instead of through errorFields.
+          pinoHttp: { logger: pino(loggerOptions(settings, service)), wrapSerializers: false },
+          forRoutes: [],
+        }),
+      ],
       providers: [AppLogger],
       exports: [AppLogger],
     };
