@@ -1,6 +1,9 @@
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
@@ -127,6 +130,55 @@ describe('structured logs', () => {
         { level: 50, msg: 'Database unavailable', err: { message: expect.any(String) } },
         { level: 50, url: '/sessions', status: 503, msg: expect.stringMatching(/^GET \/sessions 503 \d+ ms$/) },
       ]);
+    } finally {
+      await api.stop();
+    }
+  });
+
+  it('the lease renewals of runs executed in the api log as the process, not as the request that started the first run', async () => {
+    const url = new URL(await createTestDatabase());
+    const proxy = new TcpProxy(url.hostname, Number(url.port));
+    url.port = String(await proxy.listen());
+    // An agent that waits without asking the database anything (the demo sleep-agent checks for cancellation,
+    // so it would fail, and give its lease back, at the cut).
+    const components = join(mkdtempSync(join(tmpdir(), 'lease-log-')), 'components.mjs');
+    writeFileSync(
+      components,
+      `export default [{ kind: 'agent', id: 'hold-agent', name: 'Hold', run: () => new Promise((done) => setTimeout(() => done('held'), 4000)) }];`,
+    );
+    const api = await startApi({
+      DATABASE_URL: url.toString(),
+      OS_SECURITY_KEY: ROOT_KEY,
+      LOG_LEVEL: 'info',
+      COMPONENTS_MODULE: components,
+      QUEUE_LOCK_GRACE_SECONDS: '3',
+    });
+    try {
+      // A 4-second run executed by the api itself holds a lease, renewed every second; then the database goes away.
+      const run = call(api.url, 'POST', '/agents/hold-agent/runs', {
+        token: ROOT_KEY,
+        json: { message: '4' },
+        headers: { 'x-request-id': 'first-sync-run' },
+      });
+      await waitFor(
+        async () =>
+          (await query<{ n: number }>(url.toString(), 'SELECT count(*)::int AS n FROM run_leases').catch(() => [{ n: 0 }]))[0].n === 1,
+        5_000,
+        'the run’s lease',
+      );
+      await proxy.cut();
+      await waitFor(async () => api.output().includes('Renewing the leases of running runs failed'), 5_000, 'a failed renewal');
+      const renewals = api
+        .output()
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+        .filter((entry) => entry.msg === 'Renewing the leases of running runs failed');
+      expect(renewals.length).toBeGreaterThan(0);
+      for (const renewal of renewals) {
+        expect(renewal.request_id).toBeUndefined();
+      }
+      await run;
     } finally {
       await api.stop();
     }

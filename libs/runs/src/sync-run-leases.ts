@@ -30,7 +30,7 @@ const LOST = 'Lost: the api running it stopped before the run ended (it had not 
  * older than QUEUE_LOCK_GRACE_SECONDS, as the queue does a lost worker's job.
  */
 @Injectable()
-export class SyncRunLeases implements OnApplicationShutdown {
+export class SyncRunLeases implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(SyncRunLeases.name);
   private readonly held = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
@@ -40,11 +40,18 @@ export class SyncRunLeases implements OnApplicationShutdown {
     @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
 
+  /**
+   * At boot, not at a process's first run: a timer started inside a request would run in that request's
+   * logging context, and every renewal warning would name its request id for the life of the process. A
+   * process that runs none (a worker) never renews anything: renew() has nothing to do.
+   */
+  onApplicationBootstrap(): void {
+    this.timer = setInterval(() => void this.renew(), heartbeatPeriodMs(this.env.QUEUE_LOCK_GRACE_SECONDS)).unref();
+  }
+
   /** Runs `work` on the run while renewing its lease. */
   async holding<T>(runId: string, work: () => Promise<T>): Promise<T> {
     this.held.add(runId);
-    // Started at the first run, so a process that runs none (a worker) never renews anything.
-    this.timer ??= setInterval(() => void this.renew(), heartbeatPeriodMs(this.env.QUEUE_LOCK_GRACE_SECONDS)).unref();
     try {
       return await work();
     } finally {
