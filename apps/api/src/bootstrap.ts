@@ -109,6 +109,24 @@ function answerClientError(error: Error & { code?: string }, socket: Duplex): vo
   );
 }
 
+/** How often a closing api ends the connections whose last response has gone out. */
+const IDLE_SWEEP_MS = 100;
+
+/**
+ * A stopping api ends each connection as soon as it is idle. Closing the server ends the connections
+ * idle at that moment; one whose response was still in flight becomes idle only later, and a client that
+ * keeps connections alive (a load balancer, an SDK, fetch) would hold the process open until it hung up:
+ * a rolling update waited for the orchestrator's kill, and the shutdown hooks after the HTTP close never ran.
+ */
+function closeConnectionsAsTheyIdle(fastify: FastifyInstance): void {
+  fastify.addHook('preClose', (done) => {
+    const sweep = setInterval(() => fastify.server.closeIdleConnections(), IDLE_SWEEP_MS).unref();
+    // The server's own 'close' comes once its last connection has ended.
+    fastify.server.once('close', () => clearInterval(sweep));
+    done();
+  });
+}
+
 /** Builds the api (not yet listening): used by main.ts and nothing else needs to know how. */
 export async function createApiApp(env: Env, components: Component[] = []): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
@@ -153,6 +171,7 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
     reply.header('x-request-id', request.id);
   });
   recordRequestDurations(fastify, app.get(MetricsRegistry));
+  closeConnectionsAsTheyIdle(fastify);
   await app.get(RunSocketGateway).register(fastify, BODY_LIMIT_BYTES);
   app.enableShutdownHooks();
   mountDocs(app, env);

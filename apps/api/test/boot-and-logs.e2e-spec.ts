@@ -354,6 +354,26 @@ describe('shutdown', () => {
     });
   }
 
+  it('on SIGTERM ends as soon as an in-flight request is answered, also when its client keeps the connection alive', async () => {
+    const databaseUrl = await createTestDatabase();
+    const api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
+    try {
+      // fetch keeps its connection alive after the answer, as a load balancer or an SDK does.
+      const inFlight = call(api.url, 'POST', '/agents/sleep-agent/runs', { token: ROOT_KEY, json: { message: '1' } });
+      await expect
+        .poll(async () => (await query<{ n: number }>(databaseUrl, 'SELECT count(*)::int AS n FROM runs'))[0].n, { timeout: 10_000 })
+        .toBe(1);
+      const stopped = api.stop('SIGTERM');
+      expect((await inFlight).status).toBe(200);
+      const answeredAt = Date.now();
+      const code = await Promise.race([stopped, new Promise((resolve) => setTimeout(() => resolve('still running'), 10_000))]);
+      expect(code, api.output()).toBeNull();
+      expect(Date.now() - answeredAt).toBeLessThan(3_000);
+    } finally {
+      await api.stop('SIGKILL');
+    }
+  }, 60_000);
+
   it('on SIGTERM lets an in-flight request finish, then ends and refuses new connections', async () => {
     const databaseUrl = await createTestDatabase();
     const api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
