@@ -146,7 +146,8 @@ function refuseForeignHosts(app: NestFastifyApplication, env: Env, mode: AuthMod
         return;
       }
       const host = String(request.headers.host ?? '').slice(0, 100);
-      logger.warn({ host, request_id: request.id }, 'refused a request for a Host this open instance does not serve');
+      // The line carries the request id already: this hook runs inside the request's logging context.
+      logger.warn({ host }, 'refused a request for a Host this open instance does not serve');
       return reply.code(403).send({
         detail:
           `Host '${host}' is not allowed on an instance without authentication; ` +

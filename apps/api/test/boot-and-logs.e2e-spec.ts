@@ -135,6 +135,26 @@ describe('structured logs', () => {
     }
   });
 
+  it('a line names its request id once: the Host refusal of an open instance, logged inside the request', async () => {
+    const api = await startApi({ DATABASE_URL: await createTestDatabase(), LOG_LEVEL: 'info' });
+    try {
+      const refused = await new Promise<number>((resolve, reject) => {
+        const request = httpRequest(`${api.url}/config`, { headers: { host: 'rebinding.example', 'x-request-id': 'foreign-host' } });
+        request.on('response', (response) => resolve(response.statusCode ?? 0)).on('error', reject);
+        request.end();
+      });
+      expect(refused).toBe(403);
+      await waitFor(async () => api.output().includes('"status":403'), 5_000, 'the access line of the refusal');
+      const lines = api.output().trim().split('\n');
+      expect(lines.filter((line) => line.includes('refused a request for a Host'))).toEqual([
+        expect.stringContaining('"request_id":"foreign-host"'),
+      ]);
+      expect(lines.filter((line) => (line.match(/"request_id":/g) ?? []).length > 1)).toEqual([]);
+    } finally {
+      await api.stop();
+    }
+  });
+
   it('the lease renewals of runs executed in the api log as the process, not as the request that started the first run', async () => {
     const url = new URL(await createTestDatabase());
     const proxy = new TcpProxy(url.hostname, Number(url.port));

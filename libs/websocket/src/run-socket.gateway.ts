@@ -48,7 +48,6 @@ export class RunSocketGateway {
     private readonly authenticator: Authenticator,
     private readonly runs: RunsService,
     @Inject(WS_ERROR_RENDERER) private readonly errors: ErrorRenderer,
-    private readonly pino: PinoLogger,
   ) {}
 
   async register(fastify: FastifyInstance, maxFrameBytes: number): Promise<void> {
@@ -69,7 +68,8 @@ export class RunSocketGateway {
       },
       handler: (_request, reply) => reply.status(426).header('upgrade', 'websocket').send({ detail: 'Upgrade to a WebSocket to use /ws' }),
       wsHandler: (socket, request) =>
-        new RunSocket(socket, credentialsOf(request), services, this.pino.logger.child({ request_id: request.id })).start(),
+        // The socket's events do not run in the request's logging context: its logger names the request itself.
+        new RunSocket(socket, credentialsOf(request), services, PinoLogger.root.child({ request_id: request.id })).start(),
     });
   }
 }
