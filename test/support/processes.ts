@@ -86,24 +86,31 @@ export async function waitFor(check: () => Promise<boolean>, timeoutMs: number, 
   throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
 }
 
-/** Starts the built api on a free loopback port and waits until /health answers. */
+/** A port free when picked can be taken by another test's process before the api binds it: the api then says so. */
+const PORT_TAKEN = /port \d+ on \S+ is already in use/;
+
+/** Starts the built api on a free loopback port and waits until /health answers (on another port if that one was taken meanwhile). */
 export async function startApi(env: Record<string, string>): Promise<RunningApi> {
-  const port = await freePort();
-  const api = spawnNode('dist/apps/api/src/main.js', { HOST: '127.0.0.1', PORT: String(port), ...env });
-  const url = `http://127.0.0.1:${port}`;
-  try {
-    await Promise.race([
-      // Generous: on two cores shared by several test runs a boot alone has taken over 30 s.
-      waitFor(async () => (await fetch(`${url}/health`)).ok, 60_000, 'the api to answer /health'),
-      api.exited.then((code) => {
-        throw new Error(`api exited with ${code} before it was ready:\n${api.output()}`);
-      }),
-    ]);
-  } catch (error) {
-    await api.stop('SIGKILL');
-    throw error;
+  for (let attempt = 1; ; attempt += 1) {
+    const port = await freePort();
+    const api = spawnNode('dist/apps/api/src/main.js', { HOST: '127.0.0.1', PORT: String(port), ...env });
+    const url = `http://127.0.0.1:${port}`;
+    try {
+      await Promise.race([
+        // Generous: on two cores shared by several test runs a boot alone has taken over 30 s.
+        waitFor(async () => (await fetch(`${url}/health`)).ok, 60_000, 'the api to answer /health'),
+        api.exited.then((code) => {
+          throw new Error(`api exited with ${code} before it was ready:\n${api.output()}`);
+        }),
+      ]);
+      return { ...api, url };
+    } catch (error) {
+      await api.stop('SIGKILL');
+      if (env.PORT !== undefined || attempt === 3 || !PORT_TAKEN.test(api.output())) {
+        throw error;
+      }
+    }
   }
-  return { ...api, url };
 }
 
 /** Starts the built worker and waits until it has booted and its queue loop is up (logged at info level). */
