@@ -178,8 +178,9 @@ describe('modelAgent against an OpenAI-compatible server on loopback', () => {
       error: "The model's API key is missing: STANDIN_UNSET_KEY is not set in the environment of this process",
     });
     expect(provider.requests.length).toBe(calls);
-    // A run executed by the api fails in the api's log too, not only as its request's 200.
-    expect(api.output()).toContain(`"run_id":"${response.body.run_id}"`);
+    // A run executed by the api fails in the api's log too, not only as its request's 200. The line comes
+    // through the api's stdout, a pipe that may deliver it after the answer arrived.
+    await expect.poll(() => api.output(), { timeout: 5_000 }).toContain(`"run_id":"${response.body.run_id}"`);
     expect(api.output()).toMatch(/"msg":"run failed: agent keyless"/);
   });
 
