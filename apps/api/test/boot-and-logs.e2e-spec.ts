@@ -388,7 +388,8 @@ describe('shutdown', () => {
       const answeredAt = Date.now();
       const code = await Promise.race([stopped, new Promise((resolve) => setTimeout(() => resolve('still running'), 10_000))]);
       expect(code, api.output()).toBeNull();
-      expect(Date.now() - answeredAt).toBeLessThan(3_000);
+      // Without the sweep it waited for the client to hang up: still running after 10 s.
+      expect(Date.now() - answeredAt).toBeLessThan(5_000);
     } finally {
       await api.stop('SIGKILL');
     }
