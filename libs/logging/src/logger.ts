@@ -70,15 +70,16 @@ const PROBES = new Set(['/health', '/readyz', '/metrics']);
 const REQUEST_ID = 'request_id';
 
 /**
- * One access line per request, when its response is sent: `GET /config 200 3 ms`, with the request id
- * every other line of the request carries; error level for a 5xx only, debug for the probes and /metrics.
+ * One access line per request, when its response ends (sent, left by the client, upgraded):
+ * `GET /config 200 3 ms`, with the request id every other line of the request carries; error level for a
+ * 5xx only, debug for the probes and /metrics.
  * Nothing of the request's headers is written, so no credential.
  *
  * Fastify's own hooks do it, not pino-http as a Nest middleware: Nest runs middleware through
  * @fastify/middie, and in a CPU profile of background POSTs that layer with pino-http's was about a
- * seventh of the api's JavaScript time. The request's logging context (`PinoLogger.runInContext`, which nestjs-pino's Logger and
- * PinoLogger read) holds one child of the root, bound to the request id, for everything after onRequest:
- * the route, its guards and pipes, and the exception filter.
+ * seventh of the api's JavaScript time. The request's logging context (`PinoLogger.runInContext`, which
+ * nestjs-pino's Logger and PinoLogger read) holds one child of the root, bound to the request id, for
+ * everything after onRequest: the route, its guards and pipes, and the exception filter.
  */
 export function logRequests(fastify: FastifyInstance, logging: PinoLogger): void {
   fastify.addHook('onRequest', (request, reply, done) => {
