@@ -219,6 +219,69 @@ describe('service accounts (security_key mode)', () => {
     });
   });
 
+  describe('a token minting tokens: what it mints ends with it', () => {
+    const MINTER_SCOPES = ['service_accounts:write', 'config:read'];
+    const mintWith = (token: string, fields: Record<string, unknown> = {}) =>
+      mintAccount(api.url, token, { scopes: ['config:read'], ...fields });
+
+    it('caps the expiry at the minting token’s own, whatever was asked; a shorter one is kept', async () => {
+      const minter = await mintAccount(api.url, ROOT_KEY, { scopes: MINTER_SCOPES, privileged: true, expires_in_days: 5 });
+      const expiresAt = minter.expires_at as number;
+      expect((await mintWith(minter.token)).expires_at).toBe(expiresAt); // the default, 90 days
+      expect((await mintWith(minter.token, { never_expires: true })).expires_at).toBe(expiresAt);
+      expect((await mintWith(minter.token, { expires_in_days: 3650 })).expires_at).toBe(expiresAt);
+      const shorter = await mintWith(minter.token, { expires_in_days: 1 });
+      expect(shorter.expires_at).toBe((shorter.created_at as number) + DAY);
+      // The security key (and a JWT) mints as asked.
+      expect((await mintAccount(api.url, ROOT_KEY, { never_expires: true })).expires_at).toBeNull();
+    });
+
+    it('caps it at the end of the grace for a token a rotation replaced', async () => {
+      const minter = await mintAccount(api.url, ROOT_KEY, { scopes: MINTER_SCOPES, privileged: true, never_expires: true });
+      const rotated = await call(api.url, 'POST', `/service-accounts/${minter.id}/rotate`, {
+        token: ROOT_KEY,
+        json: { grace_seconds: 60 },
+      });
+      expect(rotated.status).toBe(200);
+      const fromOldToken = await mintWith(minter.token, { never_expires: true });
+      expect(fromOldToken.expires_at).toBeGreaterThan(Date.now() / 1000 + 50);
+      expect(fromOldToken.expires_at).toBeLessThanOrEqual(Date.now() / 1000 + 60);
+      expect((await mintWith(rotated.body.token, { never_expires: true })).expires_at).toBeNull();
+    });
+
+    it('revokes, with a token, every account minted with it and theirs, on down, and nothing else', async () => {
+      const parent = await mintAccount(api.url, ROOT_KEY, { scopes: MINTER_SCOPES, privileged: true });
+      const child = await mintWith(parent.token, { scopes: MINTER_SCOPES, allow_privileged_scopes: true });
+      const grandchild = await mintWith(child.token);
+      const sibling = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read'] });
+      for (const account of [parent, child, grandchild]) {
+        expect((await call(api.url, 'GET', '/config', { token: account.token })).status).toBe(200);
+      }
+
+      const revoked = await call(api.url, 'DELETE', `/service-accounts/${parent.id}`, { token: ROOT_KEY });
+      expect(revoked.status).toBe(200);
+      expect(revoked.body).toMatchObject({ id: parent.id, revoked_at: expect.any(Number) });
+      for (const account of [parent, child, grandchild]) {
+        expect(await call(api.url, 'GET', '/config', { token: account.token })).toMatchObject({
+          status: 401,
+          body: { detail: 'Invalid or expired service account token' },
+        });
+      }
+      expect((await call(api.url, 'GET', '/config', { token: sibling.token })).status).toBe(200);
+      const rows = await query<{ id: string; revoked_at: Date | null }>(
+        databaseUrl,
+        'SELECT id, revoked_at FROM service_accounts WHERE id = ANY ($1::uuid[])',
+        [[parent.id, child.id, grandchild.id, sibling.id]],
+      );
+      expect(Object.fromEntries(rows.map((row) => [row.id, row.revoked_at !== null]))).toEqual({
+        [parent.id]: true,
+        [child.id]: true,
+        [grandchild.id]: true,
+        [sibling.id]: false,
+      });
+    });
+  });
+
   describe('token verification', () => {
     it('runs as principal sa:<name> with its scopes and records last_used_at', async () => {
       const account = await mintAccount(api.url, ROOT_KEY);

@@ -15,6 +15,11 @@ export interface Principal {
   /** True when reads and writes are confined to `userId` (service accounts always; JWT users under USER_ISOLATION). */
   readonly selfScoped: boolean;
   readonly serviceAccountId?: string;
+  /**
+   * A service account's: when the credential stops verifying, in epoch milliseconds (null: never). What it
+   * mints expires no later. Absent for other kinds (a JWT's own `exp` bounds its requests, not what it mints).
+   */
+  readonly expiresAtMs?: number | null;
   /** Set when the caller is a schedule's fire acting for the schedule's owner. */
   readonly scheduleId?: string;
 }

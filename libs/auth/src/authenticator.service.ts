@@ -34,9 +34,14 @@ const ROOT: Principal = { kind: 'security_key', userId: null, scopes: [], scopes
 // The principal of each credential kind, whether the credential is presented now or recorded as a
 // schedule's owner: a schedule's fire carries the rights its owner had, never more.
 
-function serviceAccountCaller(userId: string, scopes: string[], serviceAccountId: string | undefined): Principal {
+function serviceAccountCaller(
+  userId: string,
+  scopes: string[],
+  serviceAccountId: string | undefined,
+  expiresAtMs: number | null,
+): Principal {
   // A token's scopes are stored data, enforced in every auth mode; a service account always sees only its own data.
-  return { kind: 'service_account', userId, scopes, scopesEnforced: true, selfScoped: true, serviceAccountId };
+  return { kind: 'service_account', userId, scopes, scopesEnforced: true, selfScoped: true, serviceAccountId, expiresAtMs };
 }
 
 /** A schedule's fire: its owner's principal, marked so that schedules cannot change schedules. */
@@ -209,6 +214,7 @@ export class Authenticator {
           serviceAccountPrincipal(verification.account.name),
           verification.account.scopes,
           verification.account.id,
+          verification.account.expiresAtMs,
         );
       case 'invalid':
         return this.anonymousOr('Invalid or expired service account token');
@@ -238,7 +244,10 @@ export class Authenticator {
           throw new AuthException(AuthErrorCode.Unauthenticated, `The schedule's service account is ${standing.state}`);
         }
         const scopes = intersectScopes(owner.scopes, standing.scopes);
-        return forSchedule(serviceAccountCaller(owner.userId ?? '', scopes, owner.serviceAccountId ?? undefined), owner.scheduleId);
+        return forSchedule(
+          serviceAccountCaller(owner.userId ?? '', scopes, owner.serviceAccountId ?? undefined, standing.expiresAtMs),
+          owner.scheduleId,
+        );
       }
       case 'jwt':
         if (this.jwt.configured) {

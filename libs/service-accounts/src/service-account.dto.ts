@@ -84,11 +84,15 @@ export class CreateServiceAccountDto {
     min: 1,
     max: MAX_EXPIRY_DAYS,
     default: DEFAULT_EXPIRY_DAYS,
-    description: 'Lifetime in days (1 to 3650)',
+    description: "Lifetime in days (1 to 3650). A token minted by a service account's token expires no later than that token",
   })
   expires_in_days?: number | null;
 
-  @BoolField({ optional: true, default: false, description: 'A token without expiry; overrides expires_in_days' })
+  @BoolField({
+    optional: true,
+    default: false,
+    description: "A token without expiry (one minted by a service account's token expires with that token); overrides expires_in_days",
+  })
   never_expires?: boolean;
 }
 

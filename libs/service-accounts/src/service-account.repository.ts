@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 
-import { DataScope } from '@app/access';
+import { DataScope, SERVICE_ACCOUNT_PREFIX } from '@app/access';
 import { fetchPage, PageRequest } from '@app/pagination';
 
 import { ServiceAccountEntity } from './service-account.entity';
@@ -57,14 +57,22 @@ export class ServiceAccountRepository {
     return latest === null ? undefined : latest.ownerId;
   }
 
-  /** Sets revoked_at once; a second revoke keeps the first timestamp. */
-  async revoke(id: string): Promise<void> {
-    await this.rows
-      .createQueryBuilder()
-      .update()
-      .set({ revokedAt: () => 'now()' })
-      .where('id = :id AND revoked_at IS NULL', { id })
-      .execute();
+  /**
+   * Revokes the account and every active account minted under it (owner `sa:<name>`), theirs too, on down.
+   * Sets revoked_at once: a second revoke keeps the first timestamp. Returns the ids this call revoked.
+   */
+  async revokeWithMinted(id: string): Promise<string[]> {
+    const [rows]: [{ id: string }[], number] = await this.rows.query(
+      `WITH RECURSIVE minted (id, name) AS (
+         SELECT id, name FROM service_accounts WHERE id = $1
+         UNION
+         SELECT account.id, account.name FROM service_accounts account JOIN minted ON account.owner_id = '${SERVICE_ACCOUNT_PREFIX}' || minted.name
+         WHERE account.revoked_at IS NULL
+       )
+       UPDATE service_accounts SET revoked_at = now() WHERE id IN (SELECT id FROM minted) AND revoked_at IS NULL RETURNING id`,
+      [id],
+    );
+    return rows.map((row) => row.id);
   }
 
   /** An expired account that still holds `name` lets it go; it stays expired, not revoked. */

@@ -37,6 +37,8 @@ export interface AccountStanding {
   principal: string | null;
   /** The account's scopes as they are now (empty when it is missing). */
   scopes: string[];
+  /** When the account expires, in epoch milliseconds (null: never, or missing). */
+  expiresAtMs: number | null;
 }
 const MINT_SCOPE = 'service_accounts:write';
 
@@ -48,6 +50,17 @@ function assertCredential(caller: Principal, action: string): void {
       `${action} needs a credential: a JWT with service_accounts:write or platform:admin, or the OS security key`,
     );
   }
+}
+
+/**
+ * The expiry asked for (by default 90 days), but for a token minted by a token never later than the minting
+ * token's own: authority taken from a token ends with it (its revocation ends what it minted too, see revoke).
+ */
+function expiryFor(caller: Principal, request: CreateServiceAccountDto, now: Date): Date | null {
+  const asked = request.never_expires ? null : now.getTime() + (request.expires_in_days ?? DEFAULT_EXPIRY_DAYS) * DAY_MS;
+  const limit = caller.kind === 'service_account' ? (caller.expiresAtMs ?? null) : null;
+  const expiresAtMs = limit === null ? asked : Math.min(asked ?? limit, limit);
+  return expiresAtMs === null ? null : new Date(expiresAtMs);
 }
 
 @Injectable()
@@ -71,7 +84,7 @@ export class ServiceAccountsService {
       tokenPrefix: token.prefix,
       scopes,
       createdAt: now,
-      expiresAt: request.never_expires ? null : new Date(now.getTime() + (request.expires_in_days ?? DEFAULT_EXPIRY_DAYS) * DAY_MS),
+      expiresAt: expiryFor(caller, request, now),
       lastUsedAt: null,
       lastUsedIp: null,
       previousTokenHash: null,
@@ -95,13 +108,17 @@ export class ServiceAccountsService {
     );
   }
 
-  /** One-way and idempotent; this replica stops accepting the token at once, others within the cache TTL. */
+  /**
+   * One-way and idempotent; this replica stops accepting the token at once, others within the cache TTL.
+   * The accounts minted with the token (and theirs, on down) are revoked with it: they act on its authority.
+   */
   async revoke(caller: Principal, id: string): Promise<ServiceAccountDto> {
     const scope = DataScope.of(caller);
     const account = await this.visible(scope, id);
     this.assertMayManage(caller, account, 'revoke');
-    await this.accounts.revoke(id);
-    this.verifier.forget(id);
+    for (const revoked of await this.accounts.revokeWithMinted(id)) {
+      this.verifier.forget(revoked);
+    }
     return this.map((await this.accounts.findById(scope, id)) ?? account);
   }
 
@@ -132,17 +149,18 @@ export class ServiceAccountsService {
   async standing(id: string): Promise<AccountStanding> {
     const account = await this.accounts.findById(DataScope.all(), id);
     if (!account) {
-      return { state: 'missing', principal: null, scopes: [] };
+      return { state: 'missing', principal: null, scopes: [], expiresAtMs: null };
     }
     const principal = serviceAccountPrincipal(account.name);
     const { scopes } = account;
+    const expiresAtMs = account.expiresAt?.getTime() ?? null;
     if (account.revokedAt) {
-      return { state: 'revoked', principal, scopes };
+      return { state: 'revoked', principal, scopes, expiresAtMs };
     }
-    if (account.expiresAt && account.expiresAt.getTime() <= Date.now()) {
-      return { state: 'expired', principal, scopes };
+    if (expiresAtMs !== null && expiresAtMs <= Date.now()) {
+      return { state: 'expired', principal, scopes, expiresAtMs };
     }
-    return { state: 'active', principal, scopes };
+    return { state: 'active', principal, scopes, expiresAtMs };
   }
 
   /** A real credential first, then valid scopes, privileged ones only when asked for, and none the caller lacks. */

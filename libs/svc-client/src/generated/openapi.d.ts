@@ -1233,12 +1233,12 @@ export interface components {
              */
             allow_privileged_scopes?: boolean;
             /**
-             * @description Lifetime in days (1 to 3650)
+             * @description Lifetime in days (1 to 3650). A token minted by a service account's token expires no later than that token
              * @default 90
              */
             expires_in_days?: number | null;
             /**
-             * @description A token without expiry; overrides expires_in_days
+             * @description A token without expiry (one minted by a service account's token expires with that token); overrides expires_in_days
              * @default false
              */
             never_expires?: boolean;
