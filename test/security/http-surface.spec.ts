@@ -51,8 +51,8 @@ describe('the HTTP surface', () => {
   beforeAll(async () => {
     const [openDatabase, keyedDatabase] = await Promise.all([createTestDatabase(), createTestDatabase()]);
     [open, keyed] = await Promise.all([
-      startApi({ DATABASE_URL: openDatabase, PUBLIC_URL: `https://${PUBLIC_HOST}`, MCP_ENABLED: 'true' }),
-      startApi({ DATABASE_URL: keyedDatabase, OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true' }),
+      startApi({ DATABASE_URL: openDatabase, PUBLIC_URL: `https://${PUBLIC_HOST}`, MCP_ENABLED: 'true', DEMO_COMPONENTS: 'true' }),
+      startApi({ DATABASE_URL: keyedDatabase, OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true', DEMO_COMPONENTS: 'true' }),
     ]);
   });
   afterAll(async () => {
@@ -143,6 +143,40 @@ describe('the HTTP surface', () => {
       const response = await rawRequest(open.url, 'GET', path, { host: '10.1.2.3:7777' });
       expect(response.status, `${path}: ${response.text}`).toBe(200);
     }
+  });
+
+  it('a page of another origin cannot change an open instance: a form it submits starts no run', async () => {
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const post = (origin: string | undefined, api = open, headers: Record<string, string> = {}) =>
+      rawRequest(api.url, 'POST', '/agents/echo-agent/runs', { ...form, ...(origin ? { origin } : {}), ...headers }, 'message=from+a+page');
+    for (const origin of ['https://evil.example', 'null', `http://${PUBLIC_HOST}`, 'http://127.0.0.1.evil.example:7777']) {
+      const refused = await post(origin);
+      expectErrorBody(refused, 403);
+      expect(refused.body.detail).toBe(
+        `A page of origin '${origin}' may not change an instance without authentication; call it from this instance's own ` +
+          'origin or a client that is not a browser page, or configure OS_SECURITY_KEY or a JWT key',
+      );
+    }
+    const mcp = await rawRequest(
+      open.url,
+      'POST',
+      '/mcp',
+      { origin: 'https://evil.example', 'content-type': 'text/plain', accept: 'application/json, text/event-stream' },
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    );
+    expectErrorBody(mcp, 403);
+    const sessions = await call<{ meta: { total_count: number } }>(open.url, 'GET', '/sessions');
+    expect(sessions.body.meta.total_count).toBe(0);
+
+    // Its own origin (Swagger UI's "Try it out"), a loopback page, and a client that is not a page are served;
+    // so is a read, whose answer the page cannot see, and any request to an instance with authentication.
+    for (const origin of [`https://${PUBLIC_HOST}`, 'http://localhost:5173', undefined]) {
+      const served = await post(origin);
+      expect(served.status, `${origin}: ${served.text}`).toBe(200);
+    }
+    expect((await rawRequest(open.url, 'GET', '/info', { origin: 'https://evil.example' })).status).toBe(200);
+    const keyedPost = await post('https://evil.example', keyed, { authorization: `Bearer ${ROOT_KEY}` });
+    expect(keyedPost.status, keyedPost.text).toBe(200);
   });
 
   it('an instance with authentication answers any Host', async () => {

@@ -4,7 +4,7 @@ import { FastifyReply, FastifyRequest } from 'fastify';
 import helmetHeaders, { HelmetOptions } from 'helmet';
 
 import { AuthMode } from '@app/auth';
-import { Env, isLoopbackHost } from '@app/config';
+import { Env, isAllowedOrigin, isLoopbackHost } from '@app/config';
 
 /**
  * What the api's responses allow a browser to do with them. Swagger UI at /docs is the only HTML the api
@@ -133,7 +133,17 @@ function acceptEmptyBodies(app: NestFastifyApplication, bodyLimit: number): void
   });
 }
 
-function refuseForeignHosts(app: NestFastifyApplication, env: Env, mode: AuthMode): void {
+/** Methods a browser may send cross-site without asking first (a form, a link): none of our routes changes anything on them. */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * An instance without authentication serves whoever reaches it, so it refuses what a browser could send for
+ * another site: a Host it does not serve (DNS rebinding, see hostRule), and a change requested by a page of
+ * another origin. A page anywhere may submit a form to http://127.0.0.1:7777 (no preflight: a form's body is
+ * urlencoded or multipart, which the run routes accept) and would start runs or store memories as the
+ * anonymous user. Browsers name the page's origin on every such request; clients that are not pages send none.
+ */
+function guardOpenInstance(app: NestFastifyApplication, env: Env, mode: AuthMode): void {
   const allowed = hostRule(env, mode);
   if (!allowed) {
     return;
@@ -142,23 +152,34 @@ function refuseForeignHosts(app: NestFastifyApplication, env: Env, mode: AuthMod
     .getHttpAdapter()
     .getInstance()
     .addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-      if (HOST_CHECK_EXEMPT.has(request.url.split('?')[0]) || allowed(request.headers.host)) {
+      if (HOST_CHECK_EXEMPT.has(request.url.split('?')[0])) {
         return;
       }
-      const host = String(request.headers.host ?? '').slice(0, 100);
-      // The line carries the request id already: this hook runs inside the request's logging context.
-      logger.warn({ host }, 'refused a request for a Host this open instance does not serve');
-      return reply.code(403).send({
-        detail:
-          `Host '${host}' is not allowed on an instance without authentication; ` +
-          'set PUBLIC_URL to the address clients use, or configure OS_SECURITY_KEY or a JWT key',
-      });
+      // The lines carry the request id already: this hook runs inside the request's logging context.
+      if (!allowed(request.headers.host)) {
+        const host = String(request.headers.host ?? '').slice(0, 100);
+        logger.warn({ host }, 'refused a request for a Host this open instance does not serve');
+        return reply.code(403).send({
+          detail:
+            `Host '${host}' is not allowed on an instance without authentication; ` +
+            'set PUBLIC_URL to the address clients use, or configure OS_SECURITY_KEY or a JWT key',
+        });
+      }
+      if (!SAFE_METHODS.has(request.method) && !isAllowedOrigin(request.headers.origin, env.publicUrl)) {
+        const origin = String(request.headers.origin).slice(0, 100);
+        logger.warn({ origin, method: request.method }, 'refused a change a page of another origin asked of this open instance');
+        return reply.code(403).send({
+          detail:
+            `A page of origin '${origin}' may not change an instance without authentication; ` +
+            "call it from this instance's own origin or a client that is not a browser page, or configure OS_SECURITY_KEY or a JWT key",
+        });
+      }
     });
 }
 
 /** The rules every route shares, registered before any route or plugin so that they reach all of them. */
 export async function registerHttpSurface(app: NestFastifyApplication, env: Env, mode: AuthMode, bodyLimit: number): Promise<void> {
   registerSecurityHeaders(app);
-  refuseForeignHosts(app, env, mode);
+  guardOpenInstance(app, env, mode);
   acceptEmptyBodies(app, bodyLimit);
 }
