@@ -14,6 +14,8 @@ import { Frame, SocketClient } from '../../../test/support/websocket';
 const FINAL = ['RunCompleted', 'RunError', 'RunCancelled'];
 /** Runs one socket may watch at once, as the README has it. */
 const MAX_WATCHES = 16;
+/** Runs one socket may have going at once. */
+const MAX_RUNS = 16;
 
 /** Sends a run frame and collects its events up to the final one (a run's events carry its run_id after RunStarted). */
 async function runOver(socket: SocketClient, frame: Record<string, unknown>): Promise<Frame[]> {
@@ -180,6 +182,31 @@ describe('WebSocket /ws', () => {
     socket.send({ action: 'watch', run_id: runIds[MAX_WATCHES] });
     expect(await socket.next((frame) => frame.event === 'error', 10_000)).toMatchObject({ status: 429 });
     socket.close();
+  });
+
+  it('has at most 16 runs going at once on one socket: one more is a 429 frame, and once one ends another starts', async () => {
+    const socket = await connect(api.url, alice.token);
+    const started = () => socket.frames.filter((frame) => frame.event === 'RunStarted');
+    for (let i = 0; i < MAX_RUNS; i += 1) {
+      socket.send({ action: 'run', component_type: 'agent', component_id: 'sleep-agent', message: '60' });
+    }
+    await waitFor(async () => started().length === MAX_RUNS, 15_000, 'the runs to start');
+    socket.send({ action: 'run', component_type: 'agent', component_id: 'sleep-agent', message: '60' });
+    expect(await socket.next((frame) => frame.event === 'error', 10_000)).toEqual({
+      event: 'error',
+      status: 429,
+      detail: `This socket already has ${MAX_RUNS} runs going: wait for one to end`,
+    });
+    expect(started()).toHaveLength(MAX_RUNS);
+
+    const first = started()[0].data!.run_id as string;
+    socket.send({ action: 'cancel', run_id: first });
+    expect(await socket.final(first)).toMatchObject({ event: 'RunCancelled' });
+    const events = await runOver(socket, { component_type: 'agent', component_id: 'echo-agent', message: 'a slot again' });
+    expect(events.at(-1)).toMatchObject({ event: 'RunCompleted', data: { content: 'a slot again' } });
+    for (const frame of started().slice(1, MAX_RUNS)) {
+      socket.send({ action: 'cancel', run_id: frame.data!.run_id });
+    }
   });
 
   it('answers a missing scope with a 403 frame and keeps the socket open', async () => {

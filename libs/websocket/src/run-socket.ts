@@ -18,6 +18,16 @@ export const MAX_BUFFERED_BYTES = 1024 * 1024;
 const WATCH_POLL_MS = 200;
 /** Runs one socket may watch at once: each is a read every WATCH_POLL_MS until its run ends (a paused run waits for an operator). */
 export const MAX_WATCHES = 16;
+/**
+ * Runs one socket may have going at once: each runs its component in this process (its model calls
+ * included) and goes on when the socket closes, so one connection must not start them without bound.
+ */
+export const MAX_RUNS = 16;
+/** What one socket may have in progress at once, per action, and the refusal past it. */
+const LIMITS = {
+  run: { most: MAX_RUNS, refusal: `This socket already has ${MAX_RUNS} runs going: wait for one to end` },
+  watch: { most: MAX_WATCHES, refusal: `This socket already watches ${MAX_WATCHES} runs: wait for one to end` },
+};
 const FINAL = new Set(['completed', 'failed', 'cancelled']);
 
 export interface SocketServices {
@@ -35,7 +45,7 @@ export interface SocketServices {
 export class RunSocket {
   private principal: Promise<Principal> | null = null;
   private authorization: string | undefined;
-  private watches = 0;
+  private readonly inProgress = { run: 0, watch: 0 };
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private authTimer: NodeJS.Timeout | undefined;
   private alive = true;
@@ -135,31 +145,36 @@ export class RunSocket {
     switch (frame.action) {
       case 'run':
         this.authorize(principal, frame.component_type, frame.component_id);
-        await this.services.runs.stream(
-          principal,
-          frame.component_type,
-          frame.component_id,
-          { message: frame.message, session_id: frame.session_id },
-          (event) => this.send(event),
+        return this.limited('run', () =>
+          this.services.runs.stream(
+            principal,
+            frame.component_type,
+            frame.component_id,
+            { message: frame.message, session_id: frame.session_id },
+            (event) => this.send(event),
+          ),
         );
-        return;
       case 'watch':
-        if (this.watches >= MAX_WATCHES) {
-          throw new FrameRejected(429, `This socket already watches ${MAX_WATCHES} runs: wait for one to end`);
-        }
-        this.watches += 1;
-        try {
-          await this.watch(principal, await this.located(principal, frame.run_id));
-        } finally {
-          this.watches -= 1;
-        }
-        return;
+        return this.limited('watch', async () => this.watch(principal, await this.located(principal, frame.run_id)));
       case 'cancel': {
         const run = await this.located(principal, frame.run_id);
         const after = await this.services.runs.cancel(principal, run.component_type as ComponentKind, run.component_id, run.run_id);
         this.send({ event: 'CancelRequested', data: { ...after } });
         return;
       }
+    }
+  }
+
+  /** Does `work` unless the socket already has as many of `action` in progress as it may (a 429 frame). */
+  private async limited(action: keyof typeof LIMITS, work: () => Promise<unknown>): Promise<void> {
+    if (this.inProgress[action] >= LIMITS[action].most) {
+      throw new FrameRejected(429, LIMITS[action].refusal);
+    }
+    this.inProgress[action] += 1;
+    try {
+      await work();
+    } finally {
+      this.inProgress[action] -= 1;
     }
   }
 
