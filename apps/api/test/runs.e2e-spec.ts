@@ -427,6 +427,54 @@ describe('runs and sessions (security_key mode, demo components)', () => {
       });
     });
 
+    it('deletes a session with its runs and jobs under sessions:delete, only its owner’s, and never with a run going', async () => {
+      const scopes = ['agents:run', 'sessions:read', 'sessions:delete'];
+      const mint = () => mintAccount(api.url, ROOT_KEY, { scopes, privileged: true });
+      const [carol, dave] = await Promise.all([mint(), mint()]);
+      const run = (token: string, fields: Record<string, unknown>) =>
+        call(api.url, 'POST', '/agents/echo-agent/runs', { token, json: { message: 'hi', ...fields } });
+      const sessionId = `to-delete-${Date.now()}`;
+      const kept = `kept-${Date.now()}`;
+      const finished = [(await run(carol.token, { session_id: sessionId })).body, (await run(carol.token, { session_id: sessionId })).body];
+      expect((await run(carol.token, { session_id: kept })).status).toBe(200);
+      // No worker here: a background run stays queued.
+      const queued = await run(carol.token, { session_id: sessionId, background: true });
+      expect(queued.status).toBe(202);
+      const path = `/sessions/${sessionId}`;
+
+      // The wrong principals: a token without the scope, another token, nobody.
+      const withoutScope = await call(api.url, 'DELETE', path, { token: alice.token });
+      expectErrorBody(withoutScope, 403);
+      expect(withoutScope.body.detail).toBe('Insufficient permissions. Required scope(s): sessions:delete');
+      expectErrorBody(await call(api.url, 'DELETE', path, { token: dave.token }), 404);
+      expectErrorBody(await call(api.url, 'DELETE', path), 401);
+
+      const busy = await call(api.url, 'DELETE', path, { token: carol.token });
+      expectErrorBody(busy, 409);
+      expect(busy.body.detail).toBe(
+        `Session '${sessionId}' has 1 run(s) not ended yet: cancel them or wait for them to end, then delete it`,
+      );
+      expect((await call(api.url, 'GET', path, { token: carol.token })).status).toBe(200);
+      expect((await call(api.url, 'POST', `/agents/echo-agent/runs/${queued.body.run_id}/cancel`, { token: carol.token })).status).toBe(
+        200,
+      );
+
+      const deleted = await call(api.url, 'DELETE', path, { token: carol.token });
+      expect(deleted.status, deleted.text).toBe(204);
+      expect(deleted.text).toBe('');
+      expectErrorBody(await call(api.url, 'GET', path, { token: carol.token }), 404);
+      for (const runId of [...finished.map((body) => body.run_id as string), queued.body.run_id as string]) {
+        expectErrorBody(await call(api.url, 'GET', `/agents/echo-agent/runs/${runId}`, { token: carol.token }), 404);
+      }
+      expect(await query(databaseUrl, 'SELECT id FROM queue_jobs WHERE id = $1', [queued.body.run_id])).toEqual([]);
+      expect((await call(api.url, 'GET', `/sessions/${kept}/runs`, { token: carol.token })).body.meta.total_count).toBe(1);
+      expectErrorBody(await call(api.url, 'DELETE', path, { token: carol.token }), 404);
+
+      // The id is free again: a run naming it starts a new session holding only that run.
+      expect((await run(carol.token, { session_id: sessionId })).status).toBe(200);
+      expect((await call(api.url, 'GET', `${path}/runs`, { token: carol.token })).body.meta.total_count).toBe(1);
+    });
+
     it('checks the run scope per component', async () => {
       const narrow = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:echo-agent:run'] });
       expect((await call(api.url, 'POST', '/agents/echo-agent/runs', { token: narrow.token, ...form({ message: 'ok' }) })).status).toBe(

@@ -4,11 +4,17 @@ import { Repository } from 'typeorm';
 
 import { DataScope } from '@app/access';
 import { fetchPage, PageRequest } from '@app/pagination';
+import { TERMINAL_STATUSES } from '@app/queue';
 
 import { SessionSortField } from './session.dto';
 import { SessionEntity } from './session.entity';
 
 const SORT_COLUMNS: Record<SessionSortField, string> = { created_at: 'session.created_at', updated_at: 'session.updated_at' };
+
+const ENDED = TERMINAL_STATUSES.map((status) => `'${status}'`).join(', ');
+
+/** What deleting a session found: no session the scope sees, runs of it not ended yet, or done. */
+export type SessionRemoval = { outcome: 'missing' } | { outcome: 'busy'; runs: number } | { outcome: 'removed' };
 
 @Injectable()
 export class SessionRepository {
@@ -17,6 +23,36 @@ export class SessionRepository {
   async findById(scope: DataScope, id: string): Promise<SessionEntity | null> {
     const session = await this.rows.findOneBy({ id });
     return session && scope.includes(session.userId) ? session : null;
+  }
+
+  /**
+   * Deletes a session with its runs and their jobs (a run's job has its id), unless one of them has not ended.
+   * The session's row is locked first, so a run joining it meanwhile either lands before the check (and is
+   * seen) or after the delete (in a new session of that id). Spans of the runs' traces stay until trace
+   * retention: reads show a span only with its run.
+   */
+  remove(scope: DataScope, id: string): Promise<SessionRemoval> {
+    return this.rows.manager.transaction(async (manager) => {
+      const found: unknown[] = await manager.query(
+        `SELECT id FROM sessions WHERE id = $1 AND ${DataScope.preparedWhere('user_id', 2)} FOR UPDATE`,
+        [id, scope.ownerId],
+      );
+      if (found.length === 0) {
+        return { outcome: 'missing' };
+      }
+      const [{ busy }]: { busy: number }[] = await manager.query(
+        `SELECT count(*)::int AS busy FROM runs r LEFT JOIN queue_jobs j ON j.id = r.id
+          WHERE r.session_id = $1 AND (r.status NOT IN (${ENDED}) OR j.status NOT IN (${ENDED}))`,
+        [id],
+      );
+      if (busy > 0) {
+        return { outcome: 'busy', runs: busy };
+      }
+      await manager.query(`DELETE FROM queue_jobs WHERE id IN (SELECT id FROM runs WHERE session_id = $1)`, [id]);
+      await manager.query(`DELETE FROM runs WHERE session_id = $1`, [id]);
+      await manager.query(`DELETE FROM sessions WHERE id = $1`, [id]);
+      return { outcome: 'removed' };
+    });
   }
 
   page(scope: DataScope, request: PageRequest<SessionSortField>): Promise<[SessionEntity[], number]> {

@@ -12,7 +12,7 @@ import { SessionEntity } from './session.entity';
 import { toSessionDto } from './session.mapper';
 import { SessionRepository } from './session.repository';
 
-/** Session reads, self-scoped like every read. */
+/** Session reads and deletes, self-scoped like every read and write. */
 @Injectable()
 export class SessionsService {
   constructor(
@@ -37,6 +37,20 @@ export class SessionsService {
     const request = query.toPageRequest();
     const [rows, total] = await this.runRows.pageBySession(DataScope.of(caller), sessionId, request);
     return toPage(request, rows.map(toRunDto), total, startedAt);
+  }
+
+  /** Deletes the session, its runs and their jobs; 409 while one of its runs has not ended (cancel it, or wait). */
+  async remove(caller: Principal, sessionId: string): Promise<void> {
+    const removal = await this.sessions.remove(DataScope.of(caller), sessionId);
+    if (removal.outcome === 'missing') {
+      throw new RunException(RunErrorCode.SessionNotFound, `Session '${sessionId}' not found`);
+    }
+    if (removal.outcome === 'busy') {
+      throw new RunException(
+        RunErrorCode.SessionBusy,
+        `Session '${sessionId}' has ${removal.runs} run(s) not ended yet: cancel them or wait for them to end, then delete it`,
+      );
+    }
   }
 
   private async find(caller: Principal, sessionId: string): Promise<SessionEntity> {

@@ -52,6 +52,7 @@ export function statusOf(code: DomainErrorCode): HttpStatus {
     case ServiceAccountErrorCode.NameTaken:
     case ServiceAccountErrorCode.NotActive:
     case RunErrorCode.IdempotencyKeyReused:
+    case RunErrorCode.SessionBusy:
     case QueueErrorCode.MayStillBeRunning:
     case ScheduleErrorCode.NameTaken:
     case ScheduleErrorCode.Disabled:

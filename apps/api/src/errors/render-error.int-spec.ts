@@ -37,7 +37,15 @@ const SPEC_STATUS: [new (code: never, detail: string) => DomainException, Record
   [
     RunException,
     RunErrorCode,
-    { ComponentNotFound: 404, RunNotFound: 404, SessionNotFound: 404, IdempotencyKeyReused: 409, InvalidRequest: 400, QueueDisabled: 503 },
+    {
+      ComponentNotFound: 404,
+      RunNotFound: 404,
+      SessionNotFound: 404,
+      SessionBusy: 409,
+      IdempotencyKeyReused: 409,
+      InvalidRequest: 400,
+      QueueDisabled: 503,
+    },
   ],
   [QueueException, QueueErrorCode, { Disabled: 503, JobNotFound: 404, NotRequeueable: 400, MayStillBeRunning: 409 }],
   [

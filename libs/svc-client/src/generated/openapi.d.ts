@@ -410,7 +410,11 @@ export interface paths {
         get: operations["SessionsController_get"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a session with its runs
+         * @description Deletes the session, its runs (with their trace summaries) and their queue jobs. A session with a run not ended yet (queued, running or paused) answers 409: cancel the run or wait for it. A later run naming this session_id starts a new session.
+         */
+        delete: operations["SessionsController_remove"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3803,6 +3807,91 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Validation error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                };
+            };
+        };
+    };
+    SessionsController_remove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `sessions:delete` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): sessions:delete"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Not found, or not visible to the caller */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description A run of the session has not ended */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "A run of the session has not ended"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
