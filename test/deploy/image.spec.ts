@@ -36,6 +36,10 @@ describe('docker/Dockerfile', () => {
     expect(runtime.instructions.filter((instruction) => instruction.keyword === 'RUN')).toEqual([]);
   });
 
+  it('listens on every interface of the container (api and worker health), in production mode', () => {
+    expect(last('ENV')?.args).toEqual(['NODE_ENV=production', 'HOST=0.0.0.0']);
+  });
+
   it('runs as a non-root user given by number (so Kubernetes runAsNonRoot can verify it)', () => {
     expect(last('USER')?.args).toEqual(['1000:1000']);
   });
