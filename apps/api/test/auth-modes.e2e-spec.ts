@@ -21,19 +21,26 @@ describe('auth mode none (no credential configured)', () => {
     expect(config.body).toMatchObject({ principal: null, credential: 'anonymous', scopes: [] });
   });
 
-  it('refuses anonymous minting with 401 (rule 3)', async () => {
-    const response = await call(api.url, 'POST', '/service-accounts', { json: { name: uniqueName() } });
-    expect(response.status).toBe(401);
-    expect(response.body.detail).toContain('needs a credential');
+  it('refuses anonymous minting with 401 (rule 3), whatever the body: before reading it', async () => {
+    const detail =
+      'Minting a service account needs a credential, even on an instance without authentication: the OS security key, ' +
+      'or a JWT or service-account token with service_accounts:write (or platform:admin)';
+    for (const json of [{ name: uniqueName() }, {}, { name: 'Not A Valid Name', scopes: 'nope' }]) {
+      const response = await call(api.url, 'POST', '/service-accounts', { json });
+      expect(response.status, JSON.stringify(json)).toBe(401);
+      expect(response.body).toEqual({ detail });
+    }
   });
 
   it('refuses anonymous rotation with 401 too: it hands out a token, like minting', async () => {
-    const response = await call(api.url, 'POST', '/service-accounts/00000000-0000-4000-8000-000000000000/rotate', { json: {} });
-    expect(response.status).toBe(401);
-    expect(response.body).toEqual({
-      detail:
-        'Rotating a service account token needs a credential: a JWT with service_accounts:write or platform:admin, or the OS security key',
-    });
+    const detail =
+      'Rotating a service account token needs a credential, even on an instance without authentication: the OS security key, ' +
+      'or a JWT or service-account token with service_accounts:write (or platform:admin)';
+    for (const json of [{}, { grace_seconds: -1 }]) {
+      const response = await call(api.url, 'POST', '/service-accounts/00000000-0000-4000-8000-000000000000/rotate', { json });
+      expect(response.status).toBe(401);
+      expect(response.body).toEqual({ detail });
+    }
   });
 
   it('ignores a token that does not verify, and applies the scopes of one that does (rules 13, 15)', async () => {

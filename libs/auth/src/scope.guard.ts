@@ -4,6 +4,7 @@ import { FastifyRequest } from 'fastify';
 
 import { Principal } from '@app/access';
 
+import { AuthErrorCode, AuthException } from './auth.exception';
 import { Authenticator, credentialsOf } from './authenticator.service';
 import { requiredScope, RouteDeclaration, routeDeclaration } from './scopes.decorator';
 
@@ -37,6 +38,12 @@ export class ScopeGuard implements CanActivate {
     // A route serving several methods at one URL (A2A's JSON-RPC) takes its scope from the method in the body.
     const scope = bodyScope ? bodyScope(params, request.body) : requiredScope(rule!, params);
     request.principal = await this.authenticator.authenticate(credentials, scope);
+    if (rule?.handsOutCredential && request.principal.kind === 'anonymous') {
+      throw new AuthException(
+        AuthErrorCode.Unauthenticated,
+        `${rule.handsOutCredential} needs a credential, even on an instance without authentication: the OS security key, or a JWT or service-account token with ${rule.scope} (or platform:admin)`,
+      );
+    }
     return true;
   }
 

@@ -12,6 +12,11 @@ export interface RouteScope {
   scope: string;
   /** Path parameter holding a component id: the scope then also accepts `<resource>:<id>:<action>`. */
   componentParam?: string;
+  /**
+   * What the route does, when it hands out a credential (minting, rotating a token): it then needs a real
+   * credential even on an open instance, and an anonymous caller is refused (401) before its body is read.
+   */
+  handsOutCredential?: string;
 }
 
 /** The scope a call must hold: the route's, narrowed to the component its path names (REST path params or MCP tool arguments). */

@@ -10,7 +10,6 @@ export enum ServiceAccountErrorCode {
   NotOwner = 'service_account.not_owner',
   /** Rotation needs an active account: a revoked or expired one answers 409. */
   NotActive = 'service_account.not_active',
-  CredentialRequired = 'service_account.credential_required',
 }
 
 export class ServiceAccountException extends DomainException<ServiceAccountErrorCode> {}

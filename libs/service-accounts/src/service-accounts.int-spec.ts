@@ -68,14 +68,6 @@ describe('ServiceAccountsService', () => {
       expect(forever.expires_at).toBeNull();
     });
 
-    it('refuses an anonymous caller even on an open instance (401), before looking at anything else', async () => {
-      await expect(accounts.mint(principals.anonymous(), mintRequest({ name: freshName(), scopes: scopes('nope') }))).rejects.toMatchObject(
-        {
-          code: Code.CredentialRequired,
-        },
-      );
-    });
-
     it('checks scopes in order: invalid (400), then privileged without the flag (400), then not held (403)', async () => {
       const writer = principals.jwt('alice', ['service_accounts:write', 'agents:run', 'sessions:write']);
 
@@ -202,7 +194,7 @@ describe('ServiceAccountsService', () => {
       await expect(verifier.verify(minted.token, 'int-spec')).resolves.toEqual({ outcome: 'invalid' });
     });
 
-    it('refuses a revoked or an expired account (409 naming which) and an anonymous caller (401)', async () => {
+    it('refuses a revoked or an expired account (409 naming which), and an anonymous caller holds no scope to hand out', async () => {
       const revoked = await accounts.mint(root, mintRequest({ name: freshName() }));
       await accounts.revoke(root, revoked.id);
       const expired = await accounts.mint(root, mintRequest({ name: freshName() }));
@@ -217,7 +209,11 @@ describe('ServiceAccountsService', () => {
         code: Code.NotActive,
         detail: expect.stringContaining('is expired'),
       });
-      await expect(accounts.rotate(principals.anonymous(), active.id, {})).rejects.toMatchObject({ code: Code.CredentialRequired });
+      // The routes refuse an anonymous caller first (401); past them it would still get nothing.
+      await expect(accounts.rotate(principals.anonymous(), active.id, {})).rejects.toMatchObject({ code: Code.CannotGrant });
+      await expect(accounts.mint(principals.anonymous(), mintRequest({ name: freshName() }))).rejects.toMatchObject({
+        code: Code.CannotGrant,
+      });
     });
 
     it('needs every scope the account carries, as minting does', async () => {

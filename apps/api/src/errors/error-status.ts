@@ -30,7 +30,6 @@ export function statusOf(code: DomainErrorCode): HttpStatus {
       return HttpStatus.BAD_REQUEST;
     case RequestErrorCode.Unauthenticated:
     case AuthErrorCode.Unauthenticated:
-    case ServiceAccountErrorCode.CredentialRequired:
       return HttpStatus.UNAUTHORIZED;
     case RequestErrorCode.Forbidden:
     case AuthErrorCode.Forbidden:

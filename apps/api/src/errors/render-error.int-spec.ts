@@ -31,7 +31,6 @@ const SPEC_STATUS: [new (code: never, detail: string) => DomainException, Record
       CannotGrant: 403,
       NotOwner: 403,
       NotActive: 409,
-      CredentialRequired: 401,
     },
   ],
   [

@@ -36,7 +36,7 @@ export class ServiceAccountsController {
   constructor(private readonly serviceAccounts: ServiceAccountsService) {}
 
   @Post()
-  @RequireScope('service_accounts:write')
+  @RequireScope('service_accounts:write', { handsOutCredential: 'Minting a service account' })
   @ApiOperation({ summary: 'Mint a service account; the plaintext token is in this response only' })
   @ApiCreatedResponse({ type: CreatedServiceAccountDto })
   @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Invalid scopes, or privileged scopes without allow_privileged_scopes' })
@@ -69,7 +69,7 @@ export class ServiceAccountsController {
 
   @Post(':id/rotate')
   @HttpCode(HttpStatus.OK)
-  @RequireScope('service_accounts:write')
+  @RequireScope('service_accounts:write', { handsOutCredential: 'Rotating a service account token' })
   @ApiOperation({
     summary:
       'Rotate the token: a new plaintext token in this response only; the old one keeps working for grace_seconds, then 401. Only its minter or an admin may',
