@@ -13,6 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 
+import Ajv2020, { ValidateFunction } from 'ajv/dist/2020';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -388,8 +389,27 @@ async function send(baseUrl: string, request: BadRequest): Promise<Answer> {
   return { status: response.status, contentType, text };
 }
 
-/** What is wrong with an answer, or null: the spec's bodies on every 4xx, never a 5xx. */
-export function problemWith(answer: Answer, path: string): string | null {
+/** The error bodies as the served document describes them (what /docs promises clients), compiled. */
+interface DocumentedBodies {
+  error: ValidateFunction;
+  validation: ValidateFunction;
+}
+
+function documentedBodies(document: any): DocumentedBodies {
+  // OpenAPI 3.1 schemas are JSON Schema 2020-12; `example` is OpenAPI's own keyword, hence not strict.
+  const ajv = new Ajv2020({ strict: false });
+  ajv.addSchema({ $id: 'openapi', components: document.components });
+  const compiled = (name: string) => ajv.getSchema(`openapi#/components/schemas/${name}`)!;
+  return { error: compiled('ErrorBodyDto'), validation: compiled('ValidationErrorBodyDto') };
+}
+
+/** Why a body does not match its documented schema, or null. */
+function undocumented(validate: ValidateFunction, body: unknown): string | null {
+  return validate(body) ? null : `a body unlike its documented schema (${JSON.stringify(validate.errors?.slice(0, 2))})`;
+}
+
+/** What is wrong with an answer, or null: the spec's bodies on every 4xx, as documented, never a 5xx. */
+export function problemWith(answer: Answer, path: string, documented: DocumentedBodies): string | null {
   if (answer.status >= 500) return `status ${answer.status}`;
   if (answer.status < 400) return null;
   // application/json, or a JSON media type of its own (A2A's application/a2a+json).
@@ -418,13 +438,13 @@ export function problemWith(answer: Answer, path: string): string | null {
         return `422 issue without {loc, msg, type, input, ctx}: ${JSON.stringify(issue).slice(0, 200)}`;
       }
     }
-    return null;
+    return undocumented(documented.validation, body);
   }
   if (typeof body?.detail !== 'string' || !Object.keys(body).every((key) => ['detail', 'error_id', 'error_type'].includes(key))) {
     return `a ${answer.status} without the {detail, error_id?, error_type?} body`;
   }
   if (/\bat .+\.(js|ts):\d+/.test(answer.text)) return 'a stack trace in the body';
-  return null;
+  return undocumented(documented.error, body);
 }
 
 async function inBatches<T>(items: T[], size: number, each: (item: T) => Promise<void>): Promise<void> {
@@ -439,6 +459,7 @@ async function inBatches<T>(items: T[], size: number, each: (item: T) => Promise
 describe('bad-input sweep over every operation of /openapi.json', () => {
   let api: RunningApi;
   let operations: Operation[];
+  let documented: DocumentedBodies;
   let fixtures: Fixtures;
 
   beforeAll(async () => {
@@ -448,7 +469,9 @@ describe('bad-input sweep over every operation of /openapi.json', () => {
       MCP_ENABLED: 'true',
       DEMO_COMPONENTS: 'true',
     });
-    operations = operationsOf((await call(api.url, 'GET', '/openapi.json')).body);
+    const document = (await call(api.url, 'GET', '/openapi.json')).body;
+    operations = operationsOf(document);
+    documented = documentedBodies(document);
     const account = await mintAccount(api.url, ROOT_KEY);
     const schedule = await call(api.url, 'POST', '/schedules', {
       token: ROOT_KEY,
@@ -484,7 +507,7 @@ describe('bad-input sweep over every operation of /openapi.json', () => {
       try {
         const answer = await send(api.url, request);
         status = answer.status;
-        problem = problemWith(answer, request.path);
+        problem = problemWith(answer, request.path, documented);
         if (problem) problem += `: ${answer.text.slice(0, 200)}`;
       } catch (error) {
         problem = `no answer (${(error as Error).message})`;

@@ -27,7 +27,19 @@ export class ValidationIssueDto {
   @ApiProperty({ description: 'The rule it broke', example: 'maxLength' })
   type!: string;
 
-  @ApiPropertyOptional({ description: 'The rejected value', example: 'Nightly report of every agent run, grouped by…' })
+  // Any JSON value: the schema names each type, as an untyped property would be documented as an object.
+  @ApiPropertyOptional({
+    description: 'The rejected value, of any JSON type (null when none was given)',
+    example: 'Nightly report of every agent run, grouped by…',
+    oneOf: [
+      { type: 'string' },
+      { type: 'number' },
+      { type: 'boolean' },
+      { type: 'array', items: {} },
+      { type: 'object', additionalProperties: true },
+      { type: 'null' },
+    ],
+  })
   input?: unknown;
 
   @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: "The rule's parameters, when it has any", example: {} })

@@ -1189,10 +1189,12 @@ export interface components {
              */
             type: string;
             /**
-             * @description The rejected value
+             * @description The rejected value, of any JSON type (null when none was given)
              * @example Nightly report of every agent run, grouped by…
              */
-            input?: Record<string, never>;
+            input?: string | number | boolean | unknown[] | {
+                [key: string]: unknown;
+            } | null;
             /**
              * @description The rule's parameters, when it has any
              * @example {}
