@@ -13,12 +13,13 @@
  */
 import { randomUUID } from 'node:crypto';
 
-import Ajv2020, { ValidateFunction } from 'ajv/dist/2020';
+import { ValidateFunction } from 'ajv/dist/2020';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestDatabase } from './support/database';
 import { call } from './support/http';
+import { schemaCompiler, undocumented } from './support/openapi-schemas';
 import { mintAccount, ROOT_KEY } from './support/principals';
 import { RunningApi, startApi } from './support/processes';
 
@@ -396,16 +397,11 @@ interface DocumentedBodies {
 }
 
 function documentedBodies(document: any): DocumentedBodies {
-  // OpenAPI 3.1 schemas are JSON Schema 2020-12; `example` is OpenAPI's own keyword, hence not strict.
-  const ajv = new Ajv2020({ strict: false });
-  ajv.addSchema({ $id: 'openapi', components: document.components });
-  const compiled = (name: string) => ajv.getSchema(`openapi#/components/schemas/${name}`)!;
-  return { error: compiled('ErrorBodyDto'), validation: compiled('ValidationErrorBodyDto') };
-}
-
-/** Why a body does not match its documented schema, or null. */
-function undocumented(validate: ValidateFunction, body: unknown): string | null {
-  return validate(body) ? null : `a body unlike its documented schema (${JSON.stringify(validate.errors?.slice(0, 2))})`;
+  const compile = schemaCompiler(document);
+  return {
+    error: compile({ $ref: '#/components/schemas/ErrorBodyDto' }),
+    validation: compile({ $ref: '#/components/schemas/ValidationErrorBodyDto' }),
+  };
 }
 
 /** What is wrong with an answer, or null: the spec's bodies on every 4xx, as documented, never a 5xx. */
