@@ -280,6 +280,43 @@ describe('service accounts (security_key mode)', () => {
         [sibling.id]: false,
       });
     });
+
+    it('leaves alone what a later account of the same name minted when an earlier one is revoked again', async () => {
+      const name = uniqueName();
+      const first = await mintAccount(api.url, ROOT_KEY, { name, scopes: MINTER_SCOPES, privileged: true });
+      const firstChild = await mintWith(first.token);
+      expect((await call(api.url, 'DELETE', `/service-accounts/${first.id}`, { token: ROOT_KEY })).status).toBe(200);
+      const second = await mintAccount(api.url, ROOT_KEY, { name, scopes: MINTER_SCOPES, privileged: true });
+      const secondChild = await mintWith(second.token);
+
+      expect((await call(api.url, 'DELETE', `/service-accounts/${first.id}`, { token: ROOT_KEY })).status).toBe(200);
+      expect((await call(api.url, 'GET', '/config', { token: secondChild.token })).status).toBe(200);
+      expect((await call(api.url, 'GET', '/config', { token: firstChild.token })).status).toBe(401);
+      // Revoking the later one takes its own child, and only that.
+      expect((await call(api.url, 'DELETE', `/service-accounts/${second.id}`, { token: ROOT_KEY })).status).toBe(200);
+      expect((await call(api.url, 'GET', '/config', { token: secondChild.token })).status).toBe(401);
+    });
+
+    it('refuses a mint by a token another replica still has cached after its account was revoked', async () => {
+      const replica = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY });
+      try {
+        const minter = await mintAccount(api.url, ROOT_KEY, { scopes: MINTER_SCOPES, privileged: true });
+        // The replica verifies the token once and caches it (30 s): it would accept it after the revoke below.
+        expect((await call(replica.url, 'GET', '/config', { token: minter.token })).status).toBe(200);
+        expect((await call(api.url, 'DELETE', `/service-accounts/${minter.id}`, { token: ROOT_KEY })).status).toBe(200);
+        expect((await call(replica.url, 'GET', '/config', { token: minter.token })).status).toBe(200);
+
+        const name = uniqueName();
+        const refused = await call(replica.url, 'POST', '/service-accounts', {
+          token: minter.token,
+          json: { name, scopes: ['config:read'], never_expires: true },
+        });
+        expect(refused).toMatchObject({ status: 401, body: { detail: 'Invalid or expired service account token' } });
+        expect(await query(databaseUrl, 'SELECT id FROM service_accounts WHERE name = $1', [name])).toEqual([]);
+      } finally {
+        await replica.stop();
+      }
+    });
   });
 
   describe('token verification', () => {

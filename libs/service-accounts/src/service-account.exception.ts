@@ -10,6 +10,8 @@ export enum ServiceAccountErrorCode {
   NotOwner = 'service_account.not_owner',
   /** Rotation needs an active account: a revoked or expired one answers 409. */
   NotActive = 'service_account.not_active',
+  /** The service account whose token mints was revoked or expired meanwhile (its token still cached): 401. */
+  MinterInactive = 'service_account.minter_inactive',
 }
 
 export class ServiceAccountException extends DomainException<ServiceAccountErrorCode> {}

@@ -20,12 +20,48 @@ const SORT_PROPERTIES: Record<ServiceAccountSortField, keyof ServiceAccountEntit
 export const ACTIVE_NAME_CONSTRAINT = 'UQ_service_accounts_active_name';
 
 /** Every read takes the caller's DataScope first; the token-hash lookup is the one unscoped read (it is authentication). */
+/**
+ * See revokeWithMinted. A child of `minter` has the owner `sa:<minter's name>` and was minted after the minter
+ * and before any later account of that name.
+ */
+const REVOKE_WITH_MINTED = `
+  WITH RECURSIVE minted (id, name, created_at) AS (
+    SELECT id, name, created_at FROM service_accounts WHERE id = $1
+    UNION
+    SELECT child.id, child.name, child.created_at
+      FROM service_accounts child JOIN minted minter ON child.owner_id = '${SERVICE_ACCOUNT_PREFIX}' || minter.name
+     WHERE child.created_at >= minter.created_at
+       AND NOT EXISTS (SELECT 1 FROM service_accounts later
+                        WHERE later.name = minter.name AND later.created_at > minter.created_at AND later.created_at <= child.created_at)
+  )
+  UPDATE service_accounts SET revoked_at = now()
+   WHERE id IN (SELECT id FROM minted) AND revoked_at IS NULL
+  RETURNING id`;
+
 @Injectable()
 export class ServiceAccountRepository {
   constructor(@InjectRepository(ServiceAccountEntity) private readonly rows: Repository<ServiceAccountEntity>) {}
 
-  async insert(account: ServiceAccountEntity): Promise<void> {
-    await this.rows.insert(account);
+  /**
+   * Stores a new account. One minted by a service account's token is stored only while that account is still
+   * active in the database (a token cached by a replica may outlive its revocation by the cache TTL): false
+   * otherwise. The minter's row is share-locked until the insert commits, so a revoke waits for it and its
+   * cascade sees the new account.
+   */
+  async insert(account: ServiceAccountEntity, minterId: string | null): Promise<boolean> {
+    return this.rows.manager.transaction(async (manager) => {
+      if (minterId !== null) {
+        const active: unknown[] = await manager.query(
+          `SELECT id FROM service_accounts WHERE id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()) FOR SHARE`,
+          [minterId],
+        );
+        if (active.length === 0) {
+          return false;
+        }
+      }
+      await manager.insert(ServiceAccountEntity, account);
+      return true;
+    });
   }
 
   /** The account whose current token, or whose rotated-out token, has this hash (the caller checks that token's grace). */
@@ -58,21 +94,25 @@ export class ServiceAccountRepository {
   }
 
   /**
-   * Revokes the account and every active account minted under it (owner `sa:<name>`), theirs too, on down.
-   * Sets revoked_at once: a second revoke keeps the first timestamp. Returns the ids this call revoked.
+   * Revokes the account and every account minted with it, theirs too, on down; returns the ids this call
+   * revoked (a second revoke keeps the first timestamp). A child is known by its owner, `sa:<name>`, and by
+   * when it was minted: a name outlives its accounts, and a child minted after a later account of that name
+   * took it belongs to that one. Repeated until a pass finds nothing: a pass waits on the rows it revokes (a
+   * mint holds its minter's row), and an account minted by one of them meanwhile is seen by the next.
    */
-  async revokeWithMinted(id: string): Promise<string[]> {
-    const [rows]: [{ id: string }[], number] = await this.rows.query(
-      `WITH RECURSIVE minted (id, name) AS (
-         SELECT id, name FROM service_accounts WHERE id = $1
-         UNION
-         SELECT account.id, account.name FROM service_accounts account JOIN minted ON account.owner_id = '${SERVICE_ACCOUNT_PREFIX}' || minted.name
-         WHERE account.revoked_at IS NULL
-       )
-       UPDATE service_accounts SET revoked_at = now() WHERE id IN (SELECT id FROM minted) AND revoked_at IS NULL RETURNING id`,
-      [id],
-    );
-    return rows.map((row) => row.id);
+  revokeWithMinted(id: string): Promise<string[]> {
+    return this.rows.manager.transaction(async (manager) => {
+      // Waits for a mint this account is making (it holds the row for share): its account is seen below.
+      await manager.query(`SELECT id FROM service_accounts WHERE id = $1 FOR UPDATE`, [id]);
+      const revoked: string[] = [];
+      for (;;) {
+        const [rows]: [{ id: string }[], number] = await manager.query(REVOKE_WITH_MINTED, [id]);
+        if (rows.length === 0) {
+          return revoked;
+        }
+        revoked.push(...rows.map((row) => row.id));
+      }
+    });
   }
 
   /** An expired account that still holds `name` lets it go; it stays expired, not revoked. */

@@ -82,7 +82,7 @@ export class ServiceAccountsService {
       revokedAt: null,
       nameReleasedAt: null,
     });
-    await this.insertUnderUniqueName(account);
+    await this.insertUnderUniqueName(account, caller.kind === 'service_account' ? (caller.serviceAccountId ?? null) : null);
     return { ...this.map(account), token: token.plaintext };
   }
 
@@ -228,10 +228,12 @@ export class ServiceAccountsService {
   }
 
   /** An expired account no longer holds its name: it releases it (revoked_at stays null) so the name can be minted again. */
-  private async insertUnderUniqueName(account: ServiceAccountEntity): Promise<void> {
+  private async insertUnderUniqueName(account: ServiceAccountEntity, minterId: string | null): Promise<void> {
     await this.accounts.releaseExpiredName(account.name);
     try {
-      await this.accounts.insert(account);
+      if (!(await this.accounts.insert(account, minterId))) {
+        throw new ServiceAccountException(Code.MinterInactive, 'Invalid or expired service account token');
+      }
     } catch (error) {
       if (isUniqueViolation(error, ACTIVE_NAME_CONSTRAINT)) {
         throw new ServiceAccountException(

@@ -30,6 +30,7 @@ export function statusOf(code: DomainErrorCode): HttpStatus {
       return HttpStatus.BAD_REQUEST;
     case RequestErrorCode.Unauthenticated:
     case AuthErrorCode.Unauthenticated:
+    case ServiceAccountErrorCode.MinterInactive:
       return HttpStatus.UNAUTHORIZED;
     case RequestErrorCode.Forbidden:
     case AuthErrorCode.Forbidden:

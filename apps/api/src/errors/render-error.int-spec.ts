@@ -31,6 +31,7 @@ const SPEC_STATUS: [new (code: never, detail: string) => DomainException, Record
       CannotGrant: 403,
       NotOwner: 403,
       NotActive: 409,
+      MinterInactive: 401,
     },
   ],
   [

@@ -60,7 +60,10 @@ export class ServiceAccountsController {
   @Delete(':id')
   @HttpCode(HttpStatus.OK)
   @RequireScope('service_accounts:write')
-  @ApiOperation({ summary: 'Revoke a service account (idempotent, one-way); only its minter or an admin may' })
+  @ApiOperation({
+    summary: 'Revoke a service account (idempotent, one-way); only its minter or an admin may',
+    description: 'The accounts minted with its token are revoked with it, and theirs, on down: they acted on its authority.',
+  })
   @ApiOkResponse({ type: ServiceAccountDto, description: 'The account, with revoked_at set' })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
   revoke(@CurrentPrincipal() caller: Principal, @Param() params: ServiceAccountIdParams): Promise<ServiceAccountDto> {

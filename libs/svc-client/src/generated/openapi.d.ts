@@ -103,7 +103,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke a service account (idempotent, one-way); only its minter or an admin may */
+        /**
+         * Revoke a service account (idempotent, one-way); only its minter or an admin may
+         * @description The accounts minted with its token are revoked with it, and theirs, on down: they acted on its authority.
+         */
         delete: operations["ServiceAccountsController_revoke"];
         options?: never;
         head?: never;

@@ -43,7 +43,7 @@ export class ServiceAccountTools {
     name: 'revoke_service_account',
     mirrors: 'DELETE /service-accounts/:id',
     description:
-      'Revoke a service account by id (only its minter or an admin may). One-way: its token stops working at once; the name becomes reusable.',
+      'Revoke a service account by id (only its minter or an admin may), with every account minted with its token, on down. One-way: the tokens stop working at once; the name becomes reusable.',
     input: z.object({ id: z.string().describe('Service account id (UUID)') }),
     annotations: { destructiveHint: true, idempotentHint: true },
   })
