@@ -179,6 +179,19 @@ describe('the HTTP surface', () => {
     expect(keyedPost.status, keyedPost.text).toBe(200);
   });
 
+  it('an open instance listening beyond loopback says at start that anyone reaching its port can use it', async () => {
+    const warning = /No OS_SECURITY_KEY or JWT key, and listening on 0\.0\.0\.0: anyone who can reach port \d+ can use this api/;
+    const exposed = await startApi({ DATABASE_URL: await createTestDatabase(), HOST: '0.0.0.0', LOG_LEVEL: 'warn' });
+    try {
+      expect(exposed.output()).toMatch(warning);
+    } finally {
+      await exposed.stop();
+    }
+    for (const quiet of [open, keyed]) {
+      expect(quiet.output()).not.toMatch(/anyone who can reach port/);
+    }
+  });
+
   it('an instance with authentication answers any Host', async () => {
     const response = await rawRequest(keyed.url, 'GET', '/service-accounts', { host: 'evil.example', authorization: `Bearer ${ROOT_KEY}` });
     expect(response.status, response.text).toBe(200);

@@ -148,6 +148,14 @@ function guardOpenInstance(app: NestFastifyApplication, env: Env, mode: AuthMode
   if (!allowed) {
     return;
   }
+  // The Host and Origin rules stop browsers, not other clients: those can name any Host.
+  if (!isLoopbackHost(env.HOST) || ['0.0.0.0', '::'].includes(env.HOST)) {
+    logger.warn(
+      `No OS_SECURITY_KEY or JWT key, and listening on ${env.HOST}: anyone who can reach port ${env.PORT} can use this api ` +
+        'as the anonymous user. Set OS_SECURITY_KEY or a JWT key, or HOST=127.0.0.1 (in a container: publish the port on the ' +
+        "host's loopback only, -p 127.0.0.1:7777:7777)",
+    );
+  }
   app
     .getHttpAdapter()
     .getInstance()
