@@ -11,7 +11,7 @@ import { SessionEntity } from './session.entity';
 
 const SORT_COLUMNS: Record<SessionSortField, string> = { created_at: 'session.created_at', updated_at: 'session.updated_at' };
 
-const ENDED = TERMINAL_STATUSES.map((status) => `'${status}'`).join(', ');
+const ENDED: readonly string[] = TERMINAL_STATUSES;
 
 /** What deleting a session found: no session the scope sees, runs of it not ended yet, or done. */
 export type SessionRemoval = { outcome: 'missing' } | { outcome: 'busy'; runs: number } | { outcome: 'removed' };
@@ -40,15 +40,21 @@ export class SessionRepository {
       if (found.length === 0) {
         return { outcome: 'missing' };
       }
-      const [{ busy }]: { busy: number }[] = await manager.query(
-        `SELECT count(*)::int AS busy FROM runs r LEFT JOIN queue_jobs j ON j.id = r.id
-          WHERE r.session_id = $1 AND (r.status NOT IN (${ENDED}) OR j.status NOT IN (${ENDED}))`,
-        [id],
+      // Its runs and their jobs locked as they are read: a requeue or a claim waits, then finds them gone.
+      const runs: { id: string; status: string }[] = await manager.query(`SELECT id, status FROM runs WHERE session_id = $1 FOR UPDATE`, [
+        id,
+      ]);
+      const ids = runs.map((run) => run.id);
+      const jobs: { id: string; status: string }[] = await manager.query(
+        `SELECT id, status FROM queue_jobs WHERE id = ANY ($1::uuid[]) FOR UPDATE`,
+        [ids],
       );
+      const busy = new Set([...runs, ...jobs].filter((row) => !ENDED.includes(row.status)).map((row) => row.id)).size;
       if (busy > 0) {
         return { outcome: 'busy', runs: busy };
       }
-      await manager.query(`DELETE FROM queue_jobs WHERE id IN (SELECT id FROM runs WHERE session_id = $1)`, [id]);
+      await manager.query(`DELETE FROM queue_jobs WHERE id = ANY ($1::uuid[])`, [ids]);
+      await manager.query(`DELETE FROM queue_cancellation_intents WHERE run_id = ANY ($1::uuid[])`, [ids]);
       await manager.query(`DELETE FROM runs WHERE session_id = $1`, [id]);
       await manager.query(`DELETE FROM sessions WHERE id = $1`, [id]);
       return { outcome: 'removed' };
