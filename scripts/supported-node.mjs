@@ -13,8 +13,8 @@
 // prints the directory of the Node.js it would use, for a script to put first on its PATH.
 // Plain JavaScript for the oldest Node.js it may meet: no dependency, nothing newer than Node.js 18.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { constants, homedir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -52,6 +52,13 @@ function fetchNode(target) {
   const name = `node-${process.platform}-${process.arch}`;
   say(`Fetching Node.js ${FALLBACK_VERSION} from the npm registry (package ${name}, about 30 MB) into ${target}; later runs reuse it.`);
   mkdirSync(cacheDir, { recursive: true });
+  // A fetch cut short (Ctrl-C during npm pack) leaves its scratch directory: gone once clearly abandoned.
+  for (const entry of readdirSync(cacheDir)) {
+    const path = join(cacheDir, entry);
+    if (entry.startsWith('download-') && Date.now() - statSync(path).mtimeMs > 3_600_000) {
+      rmSync(path, { recursive: true, force: true });
+    }
+  }
   const scratch = mkdtempSync(join(cacheDir, 'download-'));
   try {
     const pack = spawnSync('npm', ['pack', '--loglevel=error', `${name}@${FALLBACK_VERSION}`], {
@@ -91,7 +98,8 @@ function supportedBinDir() {
   if (!isAtLeast(FALLBACK_VERSION, minimum)) {
     throw new UnsupportedNode(`This service needs Node.js ${minimum} or later; ${here}. Install it, then run the command again.`);
   }
-  const target = join(cacheDir, `node-v${FALLBACK_VERSION}`);
+  // Per platform: a home directory may be shared by machines of several kinds.
+  const target = join(cacheDir, `node-v${FALLBACK_VERSION}-${process.platform}-${process.arch}`);
   if (!existsSync(join(target, 'bin', 'node'))) {
     try {
       fetchNode(target);
@@ -109,7 +117,8 @@ function supportedBinDir() {
 /** Runs the command with `binDir` first on PATH; ends as it ends (its exit code, or its signal). */
 function run(binDir, [command, ...args]) {
   const env = { ...process.env, PATH: [binDir, process.env.PATH].filter(Boolean).join(delimiter) };
-  const child = spawn(command, args, { stdio: 'inherit', env });
+  // On Windows, npm's commands (npm, vitest) are .cmd files, which only a shell runs.
+  const child = spawn(command, args, { stdio: 'inherit', env, shell: process.platform === 'win32' });
   // Ctrl-C reaches the whole process group, the command included; a signal sent to this process alone is passed on.
   const forward = (signal) => child.kill(signal);
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'];
@@ -121,6 +130,8 @@ function run(binDir, [command, ...args]) {
   child.on('exit', (code, signal) => {
     signals.forEach((name) => process.off(name, forward));
     if (signal) {
+      // Ends by the same signal; where that does not end this process (SIGPIPE is ignored), as a shell reports it.
+      process.exitCode = 128 + (constants.signals[signal] ?? 0);
       process.kill(process.pid, signal);
     } else {
       process.exit(code);

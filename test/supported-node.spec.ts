@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -20,7 +20,7 @@ const older = (version: string) => {
 };
 
 /** A Node.js on this machine older than the service supports (Debian's, on the CI machine), if any. */
-function olderNode(): string | undefined {
+function olderNodeHere(): string | undefined {
   const onPath = spawnSync('sh', ['-c', 'which -a node'], { encoding: 'utf8' }).stdout.split('\n');
   for (const candidate of [...onPath, '/usr/bin/node', '/usr/local/bin/node'].filter(Boolean)) {
     const version = spawnSync(candidate, ['--version'], { encoding: 'utf8' }).stdout?.trim();
@@ -30,10 +30,27 @@ function olderNode(): string | undefined {
   }
   return undefined;
 }
-const oldNode = olderNode();
-if (!oldNode) {
-  console.warn(`Skipping the older-Node.js checks of supported-node.mjs: no Node.js older than ${minimum} on this machine.`);
+
+/** Else Node.js 20 as the npm registry ships it (as the script fetches 22), so the checks run on any machine. */
+function olderNodeFetched(): string | undefined {
+  const into = mkdtempSync(join(tmpdir(), 'older-node-'));
+  const pack = spawnSync('npm', ['pack', '--loglevel=error', `node-${process.platform}-${process.arch}@20.20.2`], {
+    cwd: into,
+    encoding: 'utf8',
+  });
+  const tarball = pack.stdout?.trim().split('\n').at(-1);
+  if (pack.status !== 0 || !tarball || spawnSync('tar', ['-xzf', tarball], { cwd: into }).status !== 0) {
+    console.warn(`Could not fetch an older Node.js from the npm registry: ${pack.stderr?.trim()}`);
+    return undefined;
+  }
+  return join(into, 'package', 'bin', 'node');
 }
+
+const oldNode = olderNodeHere() ?? olderNodeFetched();
+if (!oldNode) {
+  console.warn(`Skipping the older-Node.js checks of supported-node.mjs: no Node.js older than ${minimum} here or from the npm registry.`);
+}
+const oldVersion = oldNode ? spawnSync(oldNode, ['--version'], { encoding: 'utf8' }).stdout.trim().slice(1) : '';
 
 const temporary: string[] = [];
 function tempDir(prefix: string): string {
@@ -98,8 +115,8 @@ describe('scripts/supported-node.mjs', () => {
   describe.skipIf(!oldNode)('on an older Node.js', () => {
     it(`fetches Node.js ${FALLBACK} from the npm registry once, then runs every command on it`, async () => {
       const cache = tempDir('supported-node-cache-');
-      const target = join(cache, 'platform-service', `node-v${FALLBACK}`);
-      const running = `[supported-node] Running on Node.js ${FALLBACK} from ${target}: this is Node.js ${spawnSync(oldNode!, ['--version'], { encoding: 'utf8' }).stdout.trim().slice(1)} (${oldNode}), older than the ${minimum} this service needs.\n`;
+      const target = join(cache, 'platform-service', `node-v${FALLBACK}-${process.platform}-${process.arch}`);
+      const running = `[supported-node] Running on Node.js ${FALLBACK} from ${target}: this is Node.js ${oldVersion} (${oldNode}), older than the ${minimum} this service needs.\n`;
 
       const first = await run(oldNode!, ['node', '-p', 'process.version'], { XDG_CACHE_HOME: cache });
       expect(first.code, first.output).toBe(0);
@@ -113,6 +130,16 @@ describe('scripts/supported-node.mjs', () => {
       const binDir = await run(oldNode!, ['--bin-dir'], { XDG_CACHE_HOME: cache });
       expect(binDir.output).toBe(`${running}${join(target, 'bin')}\n`);
     }, 120_000);
+
+    it('leaves svc to the older Node.js: the CLI runs on it as it is', async () => {
+      const svc = (...args: string[]) => spawnSync(oldNode!, [resolve('bin/svc.js'), ...args], { encoding: 'utf8' });
+      const help = svc('--help');
+      expect(help.status, help.stderr).toBe(0);
+      expect(help.stdout).toContain('tokens');
+      const status = svc('status', '--url', 'http://127.0.0.1:1', '--json');
+      expect(status.status, status.stderr).toBe(1);
+      expect(JSON.parse(status.stdout)).toMatchObject({ error: expect.stringContaining('http://127.0.0.1:1') });
+    });
 
     it('says in one line what failed and what to install when the registry cannot be reached, and runs nothing', async () => {
       const cache = tempDir('supported-node-cache-');
@@ -131,7 +158,7 @@ describe('scripts/supported-node.mjs', () => {
         ),
       );
       expect(existsSync(marker)).toBe(false);
-      expect(existsSync(join(cache, 'platform-service', `node-v${FALLBACK}`))).toBe(false);
+      expect(readdirSync(join(cache, 'platform-service'))).toEqual([]);
     }, 60_000);
   });
 });

@@ -14,7 +14,7 @@ export interface RouteScope {
   componentParam?: string;
   /**
    * What the route does, when it hands out a credential (minting, rotating a token): it then needs a real
-   * credential even on an open instance, and an anonymous caller is refused (401) before its body is read.
+   * credential even on an open instance, and an anonymous caller is refused (401) before its body is validated.
    */
   handsOutCredential?: string;
 }
