@@ -490,7 +490,9 @@ async function main() {
     return;
   }
 
-  const workerHealthPort = process.env.WORKER_HEALTH_PORT ?? String(await freePort());
+  // A port picked here can be taken by another program before the worker binds it: the worker then gets another.
+  const healthPortPicked = process.env.WORKER_HEALTH_PORT === undefined;
+  let workerHealthPort = process.env.WORKER_HEALTH_PORT ?? String(await freePort());
   const env = {
     ...process.env,
     DATABASE_URL: databaseUrl,
@@ -526,30 +528,39 @@ async function main() {
   }
 
   let ready = false;
-  for (const [name, envOf] of [
-    ['api', env],
-    ['worker', workerEnv],
-  ]) {
+  /** Runs api or worker; its end stops everything, unless it is the worker losing the health port picked for it. */
+  const start = (name, envOf, portRetries) => {
     const running = runChild(name, join(root, `dist/apps/${name}/src/main.js`), envOf, { detached: true });
     state.children.push(running);
-    void running.ended.then((ended) => {
-      if (!state.stopping) {
-        const when = ready ? 'stopped' : 'failed to start';
-        void shutdown(
-          1,
-          `The ${name} ${when} (${howItEnded(ended)})${running.lastError ? `: ${running.lastError}` : ''}. Stopping everything; fix the cause, then run npm start again (LOG_LEVEL=debug shows more).`,
-        );
+    void running.ended.then(async (ended) => {
+      if (state.stopping) {
+        return;
       }
+      if (!ready && portRetries > 0 && /already in use/.test(running.lastError ?? '')) {
+        state.children.splice(state.children.indexOf(running), 1);
+        const taken = workerHealthPort;
+        workerHealthPort = String(await freePort());
+        say(`Port ${taken}, picked for the worker's health probes, was taken meanwhile: starting the worker on ${workerHealthPort}`);
+        start(name, { ...envOf, WORKER_HEALTH_PORT: workerHealthPort }, portRetries - 1);
+        return;
+      }
+      const when = ready ? 'stopped' : 'failed to start';
+      void shutdown(
+        1,
+        `The ${name} ${when} (${howItEnded(ended)})${running.lastError ? `: ${running.lastError}` : ''}. Stopping everything; fix the cause, then run npm start again (LOG_LEVEL=debug shows more).`,
+      );
     });
-  }
+  };
+  start('api', env, 0);
+  start('worker', workerEnv, healthPortPicked ? 2 : 0);
 
-  const workerUrl = `http://${shownHost}:${workerHealthPort}`;
+  const workerUrl = () => `http://${shownHost}:${workerHealthPort}`;
   const deadline = Date.now() + READY_TIMEOUT_MS;
-  while (!state.stopping && !((await answers200(`${url}/readyz`)) && (await answers200(`${workerUrl}/readyz`)))) {
+  while (!state.stopping && !((await answers200(`${url}/readyz`)) && (await answers200(`${workerUrl()}/readyz`)))) {
     if (Date.now() > deadline) {
       return shutdown(
         1,
-        `The api (${url}/readyz) or the worker (${workerUrl}/readyz) did not answer 200 within ${READY_TIMEOUT_MS / 1000} s. Stopping everything; LOG_LEVEL=debug npm start shows more.`,
+        `The api (${url}/readyz) or the worker (${workerUrl()}/readyz) did not answer 200 within ${READY_TIMEOUT_MS / 1000} s. Stopping everything; LOG_LEVEL=debug npm start shows more.`,
       );
     }
     await new Promise((done) => setTimeout(done, 250));
