@@ -47,14 +47,43 @@ export function buildOpenApiDocument(app: NestFastifyApplication, env: Env): Ope
   const document = SwaggerModule.createDocument(app, config);
   // Fastify's own route (see RunSocketGateway): Nest's scanner does not see it.
   document.paths[WEBSOCKET_PATH] = WEBSOCKET_PATH_ITEM as OpenAPIObject['paths'][string];
-  return withErrorExamples(withPublicOperationsMarked(document));
+  return withErrorExamples(withPublicOperationsMarked(withAnswersEveryRouteGives(document)));
 }
 
+type Response = { description?: string; content?: Record<string, { schema?: { $ref?: string }; example?: unknown }> };
 type Operation = {
-  responses?: Record<string, { description?: string; content?: Record<string, { schema?: { $ref?: string }; example?: unknown }> }>;
+  responses?: Record<string, Response>;
+  parameters?: { in: string }[];
+  requestBody?: { content?: Record<string, unknown> };
   security?: unknown[];
   'x-required-scope'?: string;
 };
+
+const errorBody = (): Response => ({ content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBodyDto' } } } });
+
+/**
+ * The answers that come from the rules every route shares rather than from the route itself, stated where
+ * they apply: a route taking a credential can answer 429 (too many failed token lookups) and 503 (the
+ * database unreachable); one taking a JSON body, 400 for a body that is not JSON. And 422 only where there is
+ * something to validate, a body or a query: a malformed path id is a 404 (see the validation pipe).
+ */
+function withAnswersEveryRouteGives(document: OpenAPIObject): OpenAPIObject {
+  for (const operation of operationsOf(document)) {
+    const responses = operation.responses!;
+    // A WebSocket (101) judges its credential after the upgrade, in frames.
+    if (operation['x-required-scope'] !== undefined && !responses['101']) {
+      responses['429'] ??= errorBody();
+      responses['503'] ??= errorBody();
+    }
+    if (operation.requestBody?.content?.['application/json']) {
+      responses['400'] ??= errorBody();
+    }
+    if (!operation.requestBody && !operation.parameters?.some((parameter) => parameter.in === 'query')) {
+      delete responses['422'];
+    }
+  }
+  return document;
+}
 
 function operationsOf(document: OpenAPIObject): Operation[] {
   return Object.values(document.paths).flatMap((item) => Object.values(item as Record<string, Operation>).filter((op) => op?.responses));
@@ -75,12 +104,12 @@ const ERRORS: Record<string, { description: string; detail: (operation: Operatio
   },
   '404': { description: 'Not found, or not visible to the caller', detail: () => 'Not found' },
   '409': { description: 'Conflicts with the current state', detail: () => 'Conflicts with the current state' },
-  '429': { description: 'Too many failed token lookups from this address', detail: () => 'Too many failed authentication attempts' },
-  '503': { description: 'Unavailable', detail: () => DATABASE_UNAVAILABLE_DETAIL },
+  '429': { description: 'Too many failed token lookups from this client address', detail: () => 'Too many failed authentication attempts' },
+  '503': { description: 'The database is unavailable', detail: () => DATABASE_UNAVAILABLE_DETAIL },
 };
 
 /** Statuses whose detail names the credential or its scope, whatever the route's description says. */
-const ABOUT_THE_CREDENTIAL = new Set(['401', '403']);
+const ABOUT_THE_CREDENTIAL = new Set(['401', '403', '429']);
 
 /**
  * Every error response shows a body the api sends with that status (`{"detail": ...}`; `error_id` only on

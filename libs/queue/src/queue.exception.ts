@@ -7,8 +7,11 @@ export enum QueueErrorCode {
   MayStillBeRunning = 'queue.may_still_be_running',
 }
 
+/** What a replica without the queue answers (503) to the queue routes. */
+export const QUEUE_DISABLED_DETAIL = 'Durable job queue is not enabled on this replica';
+
 export class QueueException extends DomainException<QueueErrorCode> {
   static disabled(): QueueException {
-    return new QueueException(QueueErrorCode.Disabled, 'Durable job queue is not enabled on this replica');
+    return new QueueException(QueueErrorCode.Disabled, QUEUE_DISABLED_DETAIL);
   }
 }

@@ -61,7 +61,8 @@ export class CreateServiceAccountDto {
   @ApiPropertyOptional({
     type: 'array',
     items: { oneOf: [{ type: 'string', example: 'agents:run' }, { $ref: getSchemaPath(ScopeGrantDto) }] },
-    description: `Scope strings, or \`{scope, effect}\` objects. Default: ${DEFAULT_SCOPES.join(', ')}`,
+    nullable: true,
+    description: `Scope strings, or \`{scope, effect}\` objects. Default (absent or null): ${DEFAULT_SCOPES.join(', ')}`,
     example: ['agents:run', 'sessions:read'],
   })
   @Optional({ nullable: true })

@@ -20,9 +20,22 @@ export const WEBSOCKET_PATH_ITEM = {
     parameters: [
       { name: 'Upgrade', in: 'header', required: true, schema: { type: 'string', enum: ['websocket'] } },
       { name: 'Connection', in: 'header', required: true, schema: { type: 'string', example: 'Upgrade' } },
+      {
+        name: 'Sec-WebSocket-Key',
+        in: 'header',
+        required: true,
+        schema: { type: 'string' },
+        description: 'RFC 6455: 16 random bytes, base64',
+      },
+      { name: 'Sec-WebSocket-Version', in: 'header', required: true, schema: { type: 'string', enum: ['13'] } },
     ],
     responses: {
-      '101': { description: 'Switching Protocols: the socket is open' },
+      '101': { description: 'Switching Protocols: the socket is open (a credential is judged after it, in frames)' },
+      '400': { description: 'Not a valid WebSocket handshake' },
+      '403': {
+        description: 'Origin not allowed: a browser page of another origin',
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBodyDto' } } },
+      },
       '426': {
         description: 'A plain GET: upgrade to a WebSocket',
         content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBodyDto' } } },

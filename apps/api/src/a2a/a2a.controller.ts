@@ -7,6 +7,7 @@ import {
   ApiOkResponse,
   ApiOperation,
   ApiParam,
+  ApiQuery,
   ApiTags,
 } from '@nestjs/swagger';
 import { FastifyReply, FastifyRequest } from 'fastify';
@@ -22,8 +23,18 @@ const HTTP_JSON_UNSCHEDULABLE =
   "A schedule cannot call A2A's HTTP+JSON binding (it needs an A2A-Version header a fire does not send): " +
   "schedule the component's run route or its A2A JSON-RPC URL instead";
 
-/** What the HTTP+JSON routes document: the version header they need, their answers. */
-function HttpJsonBinding(): MethodDecorator {
+/** The binding's media type, for its answers and its errors. */
+const A2A_JSON = 'application/a2a+json';
+/** A2A's error object, as the HTTP+JSON binding answers it. */
+const A2A_ERROR = {
+  type: 'object',
+  properties: {
+    error: { type: 'object', properties: { code: { type: 'integer' }, status: { type: 'string' }, message: { type: 'string' } } },
+  },
+};
+
+/** What the HTTP+JSON routes document: the version header they need, their answers (a stream for SendStreamingMessage). */
+function HttpJsonBinding({ streams = false } = {}): MethodDecorator {
   return applyDecorators(
     ApiHeader({
       name: 'A2A-Version',
@@ -31,9 +42,20 @@ function HttpJsonBinding(): MethodDecorator {
       description: 'The HTTP+JSON binding is A2A v1.0: send 1.0',
       schema: { default: '1.0' },
     }),
-    ApiOkResponse({ description: 'The A2A v1.0 answer (a Task or a Message, as JSON)', schema: { type: 'object' } }),
-    ApiBadRequestResponse({ description: 'An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0', schema: { type: 'object' } }),
-    ApiNotFoundResponse({ description: 'No such component, or task', type: ErrorBodyDto }),
+    streams
+      ? ApiOkResponse({
+          description: 'A text/event-stream of A2A v1.0 StreamResponse events (the task, its status and artifact updates)',
+          content: { 'text/event-stream': { schema: { type: 'string' } } },
+        })
+      : ApiOkResponse({ description: 'The A2A v1.0 answer: a Task or a Message', content: { [A2A_JSON]: { schema: { type: 'object' } } } }),
+    ApiBadRequestResponse({
+      description: 'An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0',
+      content: { [A2A_JSON]: { schema: A2A_ERROR } },
+    }),
+    ApiNotFoundResponse({
+      description: 'No such component (the error body every route answers), or no such task (an A2A error)',
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBodyDto' } }, [A2A_JSON]: { schema: A2A_ERROR } },
+    }),
   );
 }
 
@@ -84,6 +106,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @RequireScope(read, { componentParam: param })
     @ApiOperation({ summary: `The ${kind}'s A2A agent card: JSON-RPC and HTTP+JSON interfaces at /a2a/${resource}/{id}, bearer scheme` })
     @ApiOkResponse({ description: 'An A2A v1.0 AgentCard', schema: { type: 'object' } })
+    @ApiNotFoundResponse({ description: 'No such component', type: ErrorBodyDto })
     card(@Param(param) id: string): unknown {
       return this.a2a.card(kind, resource, id);
     }
@@ -111,6 +134,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
       description: 'The JSON-RPC response, or a text/event-stream of them for SendStreamingMessage',
       content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } },
     })
+    @ApiNotFoundResponse({ description: 'No such component', type: ErrorBodyDto })
     async jsonRpc(
       @CurrentPrincipal() caller: Principal,
       @Param(param) id: string,
@@ -141,7 +165,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @ComponentParam()
     @RequireScope(run, { componentParam: param })
     @ApiOperation({ summary: 'A2A HTTP+JSON SendStreamingMessage (text/event-stream)' })
-    @HttpJsonBinding()
+    @HttpJsonBinding({ streams: true })
     @SendMessageBody()
     async stream(
       @CurrentPrincipal() caller: Principal,
@@ -174,6 +198,12 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @ComponentParam()
     @RequireScope(read, { componentParam: param })
     @ApiOperation({ summary: 'A2A HTTP+JSON GetTask: the run as a task (task id = run id, context id = session id)' })
+    @ApiQuery({
+      name: 'historyLength',
+      required: false,
+      schema: { type: 'integer', minimum: 0 },
+      description: 'At most this many messages of the history (0: none); a value that is not an integer is a 400',
+    })
     @HttpJsonBinding()
     async getTask(
       @CurrentPrincipal() caller: Principal,

@@ -2,13 +2,16 @@ import { Controller, Delete, Get, HttpCode, Post, Req, Res } from '@nestjs/commo
 import {
   ApiAcceptedResponse,
   ApiBearerAuth,
+  ApiBody,
   ApiExcludeEndpoint,
   ApiExtension,
   ApiForbiddenResponse,
+  ApiNotAcceptableResponse,
   ApiOkResponse,
   ApiOperation,
   ApiTags,
   ApiUnauthorizedResponse,
+  ApiUnsupportedMediaTypeResponse,
 } from '@nestjs/swagger';
 import { FastifyReply, FastifyRequest } from 'fastify';
 
@@ -16,6 +19,16 @@ import { Authenticator, credentialsOf, Public, Unschedulable } from '@app/auth';
 import { Env, isAllowedOrigin } from '@app/config';
 import { ErrorBodyDto, RequestErrorCode, RequestException } from '@app/errors';
 import { McpEndpoint } from '@app/mcp';
+
+/** How the MCP transport refuses a request it cannot serve: a JSON-RPC error object. */
+const JSON_RPC_ERROR = {
+  type: 'object',
+  properties: {
+    jsonrpc: { type: 'string', enum: ['2.0'] },
+    error: { type: 'object', properties: { code: { type: 'integer' }, message: { type: 'string' } } },
+    id: { oneOf: [{ type: 'string' }, { type: 'integer' }, { type: 'null' }] },
+  },
+};
 
 /**
  * MCP over Streamable HTTP, stateless. The route is @Public for the guard because /mcp identifies
@@ -38,7 +51,27 @@ export class McpController {
   @Post()
   @Public()
   @HttpCode(200)
-  @ApiOperation({ summary: 'MCP JSON-RPC (initialize, tools/list, tools/call); tool calls need the scope of the REST route they mirror' })
+  @ApiOperation({
+    summary: 'MCP JSON-RPC (initialize, tools/list, tools/call); tool calls need the scope of the REST route they mirror',
+    description:
+      'MCP Streamable HTTP, stateless. A request must accept both `application/json` and `text/event-stream` (406 otherwise) and send ' +
+      'JSON (415 otherwise), which "Try it out" cannot do: use an MCP client (`svc connect` sets them up), or curl with ' +
+      '`-H "Accept: application/json, text/event-stream"`.',
+  })
+  @ApiBody({
+    description: 'A JSON-RPC 2.0 request or notification of the MCP protocol',
+    schema: {
+      type: 'object',
+      required: ['jsonrpc', 'method'],
+      properties: {
+        jsonrpc: { type: 'string', enum: ['2.0'] },
+        id: { oneOf: [{ type: 'string' }, { type: 'integer' }, { type: 'null' }] },
+        method: { type: 'string' },
+        params: { type: 'object' },
+      },
+    },
+    examples: { 'tools/list': { value: { jsonrpc: '2.0', id: 1, method: 'tools/list' } } },
+  })
   @ApiBearerAuth('bearer')
   @ApiExtension('x-required-scope', 'per tool: the scope of the REST route it mirrors')
   @ApiOkResponse({
@@ -49,7 +82,12 @@ export class McpController {
     description: 'Missing or invalid credential (with a WWW-Authenticate challenge when /mcp is OAuth-protected)',
     type: ErrorBodyDto,
   })
-  @ApiForbiddenResponse({ description: 'Browser Origin not allowed', type: ErrorBodyDto })
+  @ApiForbiddenResponse({ description: 'Origin not allowed', type: ErrorBodyDto })
+  @ApiNotAcceptableResponse({
+    description: 'The request does not accept both application/json and text/event-stream',
+    schema: JSON_RPC_ERROR,
+  })
+  @ApiUnsupportedMediaTypeResponse({ description: 'The body is not JSON', schema: JSON_RPC_ERROR })
   async post(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (!isAllowedOrigin(request.headers.origin, this.env.publicUrl)) {
       throw new RequestException(RequestErrorCode.Forbidden, 'Origin not allowed');

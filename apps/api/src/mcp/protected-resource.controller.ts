@@ -6,6 +6,8 @@ import { Env } from '@app/config';
 import { ErrorBodyDto, RequestErrorCode, RequestException } from '@app/errors';
 import { PROTECTED_RESOURCE_PATHS, ProtectedResourceMetadata, protectedResourceMetadata } from '@app/mcp';
 
+const NOT_PROTECTED = '/mcp is not an OAuth-protected resource on this service (MCP_OAUTH_ISSUER is unset)';
+
 /** RFC 9728 metadata of /mcp: where an MCP client signs in. Exists only in OAuth-protected resource mode. */
 @ApiTags('mcp')
 @Controller()
@@ -18,11 +20,12 @@ export class ProtectedResourceController {
   @Header('access-control-allow-origin', '*')
   @ApiOperation({ summary: 'OAuth protected-resource metadata of /mcp: {resource, authorization_servers}' })
   @ApiOkResponse({ description: 'RFC 9728 metadata' })
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: '/mcp is not OAuth-protected (MCP_OAUTH_ISSUER unset)' })
+  // The description is the answer's detail: /docs shows it as the example.
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: NOT_PROTECTED })
   metadata(): ProtectedResourceMetadata {
     const metadata = protectedResourceMetadata(this.env);
     if (!metadata) {
-      throw new RequestException(RequestErrorCode.NotFound, '/mcp is not an OAuth-protected resource on this service');
+      throw new RequestException(RequestErrorCode.NotFound, NOT_PROTECTED);
     }
     return metadata;
   }

@@ -21,6 +21,7 @@ import {
   JobIdParams,
   JobPageDto,
   ListJobsQuery,
+  QUEUE_DISABLED_DETAIL,
   QueueAdminService,
   QueueEnabledGuard,
   QueueStatsDto,
@@ -29,7 +30,7 @@ import {
 
 @ApiTags('queue')
 @UseGuards(QueueEnabledGuard)
-@ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'Durable job queue not enabled on this replica' })
+@ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: QUEUE_DISABLED_DETAIL })
 @ApiUnprocessableEntityResponse({ type: ValidationErrorBodyDto, description: 'Validation error' })
 @Controller('queue')
 export class QueueController {

@@ -116,6 +116,10 @@ export class SchedulesController {
 
   @Delete(':schedule_id')
   @HttpCode(HttpStatus.NO_CONTENT)
+  @ApiForbiddenResponse({
+    type: ErrorBodyDto,
+    description: "Also for another principal's schedule without `platform:admin` (or the security key)",
+  })
   @RequireScope('schedules:delete', { anonymous: true })
   @ApiOperation({ summary: 'Delete a schedule and its history' })
   @ApiNoContentResponse()
@@ -126,6 +130,10 @@ export class SchedulesController {
 
   @Post(':schedule_id/trigger')
   @HttpCode(HttpStatus.ACCEPTED)
+  @ApiForbiddenResponse({
+    type: ErrorBodyDto,
+    description: "Also for another principal's schedule without `platform:admin` (or the security key)",
+  })
   @RequireScope('schedules:write', { anonymous: true })
   @ApiOperation({ summary: 'Fire now: queues a fire a worker runs like a cron tick; next_run_at is untouched' })
   @ApiAcceptedResponse({ type: ScheduleRunDto })

@@ -7,9 +7,7 @@ import {
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
-  ApiServiceUnavailableResponse,
   ApiTags,
-  ApiTooManyRequestsResponse,
   ApiUnprocessableEntityResponse,
 } from '@nestjs/swagger';
 
@@ -29,8 +27,6 @@ import {
 
 @ApiTags('service-accounts')
 @ApiUnprocessableEntityResponse({ type: ValidationErrorBodyDto, description: 'Validation error' })
-@ApiTooManyRequestsResponse({ type: ErrorBodyDto, description: 'Too many failed token lookups from this address' })
-@ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'Database unreachable' })
 @Controller('service-accounts')
 export class ServiceAccountsController {
   constructor(private readonly serviceAccounts: ServiceAccountsService) {}

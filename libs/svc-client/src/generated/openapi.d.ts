@@ -996,7 +996,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** MCP JSON-RPC (initialize, tools/list, tools/call); tool calls need the scope of the REST route they mirror */
+        /**
+         * MCP JSON-RPC (initialize, tools/list, tools/call); tool calls need the scope of the REST route they mirror
+         * @description MCP Streamable HTTP, stateless. A request must accept both `application/json` and `text/event-stream` (406 otherwise) and send JSON (415 otherwise), which "Try it out" cannot do: use an MCP client (`svc connect` sets them up), or curl with `-H "Accept: application/json, text/event-stream"`.
+         */
         post: operations["McpController_post"];
         delete?: never;
         options?: never;
@@ -1229,13 +1232,13 @@ export interface components {
              */
             name: string;
             /**
-             * @description Scope strings, or `{scope, effect}` objects. Default: agents:run, teams:run, workflows:run, sessions:read, config:read
+             * @description Scope strings, or `{scope, effect}` objects. Default (absent or null): agents:run, teams:run, workflows:run, sessions:read, config:read
              * @example [
              *       "agents:run",
              *       "sessions:read"
              *     ]
              */
-            scopes?: (string | components["schemas"]["ScopeGrantDto"])[];
+            scopes?: (string | components["schemas"]["ScopeGrantDto"])[] | null;
             /**
              * @description Must be true when any privileged scope (write, delete, admin, service_accounts) is granted
              * @default false
@@ -1922,6 +1925,34 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     ReadinessController_readiness: {
@@ -2023,7 +2054,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
-            /** @description Too many failed token lookups from this address */
+            /** @description Too many failed token lookups from this client address */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2031,13 +2062,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Too many failed token lookups from this address"
+                     *       "detail": "Too many failed authentication attempts"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Database unreachable */
+            /** @description The database is unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2045,7 +2076,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Database unreachable"
+                     *       "detail": "Database unavailable; try again shortly"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -2140,7 +2171,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
-            /** @description Too many failed token lookups from this address */
+            /** @description Too many failed token lookups from this client address */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2148,13 +2179,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Too many failed token lookups from this address"
+                     *       "detail": "Too many failed authentication attempts"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Database unreachable */
+            /** @description The database is unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2162,7 +2193,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Database unreachable"
+                     *       "detail": "Database unavailable; try again shortly"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -2232,16 +2263,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
-                };
-            };
-            /** @description Too many failed token lookups from this address */
+            /** @description Too many failed token lookups from this client address */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2249,13 +2271,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Too many failed token lookups from this address"
+                     *       "detail": "Too many failed authentication attempts"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Database unreachable */
+            /** @description The database is unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2263,7 +2285,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Database unreachable"
+                     *       "detail": "Database unavailable; try again shortly"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -2294,6 +2316,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CreatedServiceAccountDto"];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is not valid JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Missing or invalid credential */
@@ -2361,7 +2397,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
-            /** @description Too many failed token lookups from this address */
+            /** @description Too many failed token lookups from this client address */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2369,13 +2405,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Too many failed token lookups from this address"
+                     *       "detail": "Too many failed authentication attempts"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Database unreachable */
+            /** @description The database is unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2383,7 +2419,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Database unreachable"
+                     *       "detail": "Database unavailable; try again shortly"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -2437,13 +2473,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -2511,13 +2566,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -2658,6 +2732,20 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description background=true on a replica without the queue */
             503: {
                 headers: {
@@ -2738,13 +2826,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -2813,13 +2920,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -2870,13 +2996,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -2944,13 +3089,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -3091,6 +3255,20 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description background=true on a replica without the queue */
             503: {
                 headers: {
@@ -3171,13 +3349,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -3246,13 +3443,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -3303,13 +3519,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -3377,13 +3612,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -3524,6 +3778,20 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description background=true on a replica without the queue */
             503: {
                 headers: {
@@ -3604,13 +3872,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -3679,13 +3966,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -3753,6 +4059,34 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     SessionsController_get: {
@@ -3817,13 +4151,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -3902,13 +4255,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -3992,6 +4364,34 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     MemoriesController_list: {
@@ -4064,6 +4464,34 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     MemoriesController_create: {
@@ -4086,6 +4514,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MemoryDto"];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is not valid JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Missing or invalid credential */
@@ -4123,6 +4565,34 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -4189,13 +4659,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -4260,13 +4749,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -4293,6 +4801,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MemoryDto"];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is not valid JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Missing or invalid credential */
@@ -4344,6 +4866,34 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -4404,6 +4954,34 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -4479,6 +5057,34 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     TracesController_get: {
@@ -4544,13 +5150,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -4620,7 +5245,21 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
-            /** @description Durable job queue not enabled on this replica */
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Durable job queue is not enabled on this replica */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4628,7 +5267,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Durable job queue not enabled on this replica"
+                     *       "detail": "Durable job queue is not enabled on this replica"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -4682,16 +5321,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Durable job queue not enabled on this replica */
+            /** @description Durable job queue is not enabled on this replica */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4699,7 +5343,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Durable job queue not enabled on this replica"
+                     *       "detail": "Durable job queue is not enabled on this replica"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -4729,6 +5373,20 @@ export interface operations {
                     "application/json": components["schemas"]["BulkJobsResultDto"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is not valid JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description Missing or invalid credential */
             401: {
                 headers: {
@@ -4766,7 +5424,21 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
-            /** @description Durable job queue not enabled on this replica */
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Durable job queue is not enabled on this replica */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4774,7 +5446,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Durable job queue not enabled on this replica"
+                     *       "detail": "Durable job queue is not enabled on this replica"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -4804,6 +5476,20 @@ export interface operations {
                     "application/json": components["schemas"]["BulkJobsResultDto"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is not valid JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description Missing or invalid credential */
             401: {
                 headers: {
@@ -4841,7 +5527,21 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
-            /** @description Durable job queue not enabled on this replica */
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Durable job queue is not enabled on this replica */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4849,7 +5549,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Durable job queue not enabled on this replica"
+                     *       "detail": "Durable job queue is not enabled on this replica"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -4919,16 +5619,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Durable job queue not enabled on this replica */
+            /** @description Durable job queue is not enabled on this replica */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4936,7 +5641,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Durable job queue not enabled on this replica"
+                     *       "detail": "Durable job queue is not enabled on this replica"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -5048,7 +5753,21 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
-            /** @description Durable job queue not enabled on this replica */
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Durable job queue is not enabled on this replica */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5056,7 +5775,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Durable job queue not enabled on this replica"
+                     *       "detail": "Durable job queue is not enabled on this replica"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -5096,6 +5815,34 @@ export interface operations {
                 };
                 content: {
                     "text/plain": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -5168,6 +5915,34 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     SchedulesController_create: {
@@ -5190,6 +5965,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ScheduleDto"];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is not valid JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Missing or invalid credential */
@@ -5245,6 +6034,34 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -5311,13 +6128,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -5354,7 +6190,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Requires scope `schedules:delete` */
+            /**
+             * @description Requires scope `schedules:delete`
+             *
+             *     Also for another principal's schedule without `platform:admin` (or the security key)
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5382,13 +6222,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -5415,6 +6274,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ScheduleDto"];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is not valid JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Missing or invalid credential */
@@ -5486,6 +6359,34 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     SchedulesController_trigger: {
@@ -5522,7 +6423,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Requires scope `schedules:write` */
+            /**
+             * @description Requires scope `schedules:write`
+             *
+             *     Also for another principal's schedule without `platform:admin` (or the security key)
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5564,13 +6469,32 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -5654,6 +6578,34 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     SchedulesController_run: {
@@ -5719,20 +6671,42 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Validation error */
-            422: {
+            /** @description Too many failed token lookups from this client address */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
     };
     AgentA2AController_getTask: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description At most this many messages of the history (0: none); a value that is not an integer is a 400 */
+                historyLength?: number;
+            };
             header: {
                 /** @description The HTTP+JSON binding is A2A v1.0: send 1.0 */
                 "A2A-Version": string;
@@ -5746,13 +6720,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            /** @description The A2A v1.0 answer: a Task or a Message */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/a2a+json": Record<string, never>;
                 };
             };
             /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
@@ -5761,7 +6735,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
             /** @description Missing or invalid credential */
@@ -5792,7 +6772,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description No such component, or task */
+            /** @description No such component (the error body every route answers), or no such task (an A2A error) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5800,7 +6780,42 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component, or task"
+                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -5825,13 +6840,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            /** @description The A2A v1.0 answer: a Task or a Message */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/a2a+json": Record<string, never>;
                 };
             };
             /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
@@ -5840,7 +6855,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
             /** @description Missing or invalid credential */
@@ -5871,7 +6892,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description No such component, or task */
+            /** @description No such component (the error body every route answers), or no such task (an A2A error) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5879,7 +6900,42 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component, or task"
+                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -5936,6 +6992,48 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description No such component */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No such component"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     AgentA2AController_jsonRpc: {
@@ -5962,6 +7060,20 @@ export interface operations {
                 content: {
                     "application/json": Record<string, never>;
                     "text/event-stream": string;
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is not valid JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Missing or invalid credential */
@@ -5992,6 +7104,48 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description No such component */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No such component"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     AgentA2AController_send: {
@@ -6013,13 +7167,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            /** @description The A2A v1.0 answer: a Task or a Message */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/a2a+json": Record<string, never>;
                 };
             };
             /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
@@ -6028,7 +7182,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
             /** @description Missing or invalid credential */
@@ -6059,7 +7219,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description No such component, or task */
+            /** @description No such component (the error body every route answers), or no such task (an A2A error) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6067,7 +7227,42 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component, or task"
+                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6094,13 +7289,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            /** @description A text/event-stream of A2A v1.0 StreamResponse events (the task, its status and artifact updates) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "text/event-stream": string;
                 };
             };
             /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
@@ -6109,7 +7304,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
             /** @description Missing or invalid credential */
@@ -6140,7 +7341,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description No such component, or task */
+            /** @description No such component (the error body every route answers), or no such task (an A2A error) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6148,7 +7349,42 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component, or task"
+                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6158,7 +7394,10 @@ export interface operations {
     };
     TeamA2AController_getTask: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description At most this many messages of the history (0: none); a value that is not an integer is a 400 */
+                historyLength?: number;
+            };
             header: {
                 /** @description The HTTP+JSON binding is A2A v1.0: send 1.0 */
                 "A2A-Version": string;
@@ -6172,13 +7411,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            /** @description The A2A v1.0 answer: a Task or a Message */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/a2a+json": Record<string, never>;
                 };
             };
             /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
@@ -6187,7 +7426,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
             /** @description Missing or invalid credential */
@@ -6218,7 +7463,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description No such component, or task */
+            /** @description No such component (the error body every route answers), or no such task (an A2A error) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6226,7 +7471,42 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component, or task"
+                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6251,13 +7531,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            /** @description The A2A v1.0 answer: a Task or a Message */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/a2a+json": Record<string, never>;
                 };
             };
             /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
@@ -6266,7 +7546,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
             /** @description Missing or invalid credential */
@@ -6297,7 +7583,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description No such component, or task */
+            /** @description No such component (the error body every route answers), or no such task (an A2A error) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6305,7 +7591,42 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component, or task"
+                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6362,6 +7683,48 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description No such component */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No such component"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     TeamA2AController_jsonRpc: {
@@ -6388,6 +7751,20 @@ export interface operations {
                 content: {
                     "application/json": Record<string, never>;
                     "text/event-stream": string;
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is not valid JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Missing or invalid credential */
@@ -6418,6 +7795,48 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description No such component */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No such component"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     TeamA2AController_send: {
@@ -6439,13 +7858,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            /** @description The A2A v1.0 answer: a Task or a Message */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/a2a+json": Record<string, never>;
                 };
             };
             /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
@@ -6454,7 +7873,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
             /** @description Missing or invalid credential */
@@ -6485,7 +7910,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description No such component, or task */
+            /** @description No such component (the error body every route answers), or no such task (an A2A error) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6493,7 +7918,42 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component, or task"
+                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6520,13 +7980,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            /** @description A text/event-stream of A2A v1.0 StreamResponse events (the task, its status and artifact updates) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "text/event-stream": string;
                 };
             };
             /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
@@ -6535,7 +7995,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
             /** @description Missing or invalid credential */
@@ -6566,7 +8032,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description No such component, or task */
+            /** @description No such component (the error body every route answers), or no such task (an A2A error) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6574,7 +8040,42 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component, or task"
+                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6631,6 +8132,48 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description No such component */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No such component"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     WorkflowA2AController_jsonRpc: {
@@ -6657,6 +8200,20 @@ export interface operations {
                 content: {
                     "application/json": Record<string, never>;
                     "text/event-stream": string;
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is not valid JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Missing or invalid credential */
@@ -6687,6 +8244,48 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description No such component */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No such component"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     WorkflowA2AController_send: {
@@ -6708,13 +8307,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            /** @description The A2A v1.0 answer: a Task or a Message */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/a2a+json": Record<string, never>;
                 };
             };
             /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
@@ -6723,7 +8322,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
             /** @description Missing or invalid credential */
@@ -6754,7 +8359,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description No such component, or task */
+            /** @description No such component (the error body every route answers), or no such task (an A2A error) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6762,7 +8367,42 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component, or task"
+                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6789,13 +8429,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The A2A v1.0 answer (a Task or a Message, as JSON) */
+            /** @description A text/event-stream of A2A v1.0 StreamResponse events (the task, its status and artifact updates) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "text/event-stream": string;
                 };
             };
             /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
@@ -6804,7 +8444,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
             /** @description Missing or invalid credential */
@@ -6835,7 +8481,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description No such component, or task */
+            /** @description No such component (the error body every route answers), or no such task (an A2A error) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6843,7 +8489,42 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component, or task"
+                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6858,7 +8539,18 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description A JSON-RPC 2.0 request or notification of the MCP protocol */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    jsonrpc: "2.0";
+                    id?: string | number | null;
+                    method: string;
+                    params?: Record<string, never>;
+                };
+            };
+        };
         responses: {
             /** @description The JSON-RPC response, as application/json or a text/event-stream; a refused tool call is a result with isError */
             200: {
@@ -6874,6 +8566,20 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is not valid JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description Missing or invalid credential (with a WWW-Authenticate challenge when /mcp is OAuth-protected) */
             401: {
                 headers: {
@@ -6888,7 +8594,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Browser Origin not allowed */
+            /** @description Origin not allowed */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6896,7 +8602,69 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Browser Origin not allowed"
+                     *       "detail": "Origin not allowed"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The request does not accept both application/json and text/event-stream */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        jsonrpc?: "2.0";
+                        error?: {
+                            code?: number;
+                            message?: string;
+                        };
+                        id?: string | number | null;
+                    };
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        jsonrpc?: "2.0";
+                        error?: {
+                            code?: number;
+                            message?: string;
+                        };
+                        id?: string | number | null;
+                    };
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6920,7 +8688,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description /mcp is not OAuth-protected (MCP_OAUTH_ISSUER unset) */
+            /** @description /mcp is not an OAuth-protected resource on this service (MCP_OAUTH_ISSUER is unset) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6928,7 +8696,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "/mcp is not OAuth-protected (MCP_OAUTH_ISSUER unset)"
+                     *       "detail": "/mcp is not an OAuth-protected resource on this service (MCP_OAUTH_ISSUER is unset)"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6952,7 +8720,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description /mcp is not OAuth-protected (MCP_OAUTH_ISSUER unset) */
+            /** @description /mcp is not an OAuth-protected resource on this service (MCP_OAUTH_ISSUER is unset) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6960,7 +8728,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "/mcp is not OAuth-protected (MCP_OAUTH_ISSUER unset)"
+                     *       "detail": "/mcp is not an OAuth-protected resource on this service (MCP_OAUTH_ISSUER is unset)"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6974,18 +8742,42 @@ export interface operations {
             header: {
                 Upgrade: "websocket";
                 Connection: string;
+                /** @description RFC 6455: 16 random bytes, base64 */
+                "Sec-WebSocket-Key": string;
+                "Sec-WebSocket-Version": "13";
             };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Switching Protocols: the socket is open */
+            /** @description Switching Protocols: the socket is open (a credential is judged after it, in frames) */
             101: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Not a valid WebSocket handshake */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Origin not allowed: a browser page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Origin not allowed: a browser page of another origin"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
             };
             /** @description A plain GET: upgrade to a WebSocket */
             426: {
