@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Span } from '@opentelemetry/api';
 
+import { isDatabaseUnavailable } from '@app/database';
 import { MemoriesService } from '@app/memories';
 import { CancellationIntents, JobStopped } from '@app/queue';
 import { RUN_ATTRIBUTES, SPAN, Tracing } from '@app/traces';
@@ -170,6 +171,9 @@ class Stop {
     } catch (error) {
       if (error instanceof RunCancelled || error instanceof JobStopped) {
         this.abort(error);
+      } else if (isDatabaseUnavailable(error)) {
+        // Not a cancellation: the run goes on, and its next checkpoint asks again.
+        return;
       }
       throw error;
     }
