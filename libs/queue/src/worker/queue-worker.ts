@@ -158,6 +158,8 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   private notified = false;
   private wake: (() => void) | null = null;
   private listenFailures = 0;
+  /** When a database call last failed for want of the database (0: not since start), in ms since the epoch. */
+  private databaseAwayAt = 0;
   /** The claim and sweep statements still waiting for an answer, by when they were sent. */
   private readonly waiting = new Set<{ since: number }>();
 
@@ -429,6 +431,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     if (this.stopping || !isDatabaseUnavailable(error)) {
       return false;
     }
+    this.noteIfUnavailable(error);
     this.log.warn({ err: error, jobs }, `database unavailable: keeping ${what} to write when it is back`);
     await sleep(this.options.pollIntervalMs);
     return true;
@@ -548,8 +551,18 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     this.waiting.add(entry);
     try {
       return await statement;
+    } catch (error) {
+      this.noteIfUnavailable(error);
+      throw error;
     } finally {
       this.waiting.delete(entry);
+    }
+  }
+
+  /** Remembers when this worker last found the database away: the sweeper waits a lock grace after it. */
+  private noteIfUnavailable(error: unknown): void {
+    if (isDatabaseUnavailable(error)) {
+      this.databaseAwayAt = Date.now();
     }
   }
 
@@ -578,6 +591,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
       const lostAhead = this.buffer.filter((job) => !still.has(job.id) && held.includes(job));
       lostAhead.forEach((job) => this.buffer.splice(this.buffer.indexOf(job), 1));
     } catch (error) {
+      this.noteIfUnavailable(error);
       this.options.metrics?.heartbeats.inc({ result: 'error' });
       this.log.error({ err: error }, 'heartbeat failed');
     }
@@ -596,7 +610,15 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     }
   }
 
+  /**
+   * Back from a database outage longer than the lock grace, every worker's locks look stale, the live ones'
+   * too: each renews its own within a third of the grace. So a worker that found the database away sweeps
+   * only once a grace has passed since, and takes the jobs of workers that did not come back, not theirs.
+   */
   private async sweep(): Promise<void> {
+    if (Date.now() - this.databaseAwayAt < this.options.lockGraceSeconds * 1000) {
+      return;
+    }
     const { metrics } = this.options;
     try {
       const swept = await this.answered(this.store.sweep(this.options.lockGraceSeconds));
