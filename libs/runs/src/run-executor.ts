@@ -5,6 +5,7 @@ import { isDatabaseUnavailable } from '@app/database';
 import { MemoriesService } from '@app/memories';
 import { CancellationIntents, JobStopped } from '@app/queue';
 import { RUN_ATTRIBUTES, SPAN, Tracing } from '@app/traces';
+import { storableText } from '@app/validation';
 
 import { Component, ModelUsage, RunCancelled, RunContext, RunMemories, RunSpan } from './component';
 import { RunOutcome, RunRepository } from './run.repository';
@@ -90,13 +91,16 @@ export class RunExecutor {
       },
     };
     try {
-      const content = await component.run(context);
+      // A component's text is stored as it came, but for what PostgreSQL cannot hold (one NUL would fail the
+      // write, and in a worker the whole batch of outcomes it went in).
+      const returned = await component.run(context);
+      const content = typeof returned === 'string' ? storableText(returned) : returned;
       return { status: 'completed', content, error: null, usage };
     } catch (error) {
       if (error instanceof RunCancelled || error instanceof JobStopped || stop.stopped) {
         return { status: 'cancelled', content: null, error: stop.reason ?? (error as Error).message, usage };
       }
-      return { status: 'failed', content: null, error: error instanceof Error ? error.message : String(error), usage };
+      return { status: 'failed', content: null, error: storableText(error instanceof Error ? error.message : String(error)), usage };
     } finally {
       stop.dispose();
     }

@@ -18,6 +18,14 @@ export function unstorable(text: string): Unstorable | null {
   return text.isWellFormed() ? null : 'surrogate';
 }
 
+/**
+ * What a component hands back (its content, its error), made storable: a NUL and each half of a surrogate pair
+ * become U+FFFD, as text does with the latter. Refusing it, as input is refused, would lose the run's result.
+ */
+export function storableText(text: string): string {
+  return text.replaceAll('\u0000', '\ufffd').toWellFormed();
+}
+
 /** `text` cut to `max` UTF-16 units and an ellipsis, never inside a surrogate pair (jsonb refuses the half left). */
 export function clipped(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max).toWellFormed()}…` : text;
