@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createTestDatabase } from '../../../test/support/database';
+import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
 import { RunningApi, startApi } from '../../../test/support/processes';
@@ -41,5 +41,35 @@ describe('database unreachable', () => {
 
   it('stays alive: /health still answers', async () => {
     expect((await call(api.url, 'GET', '/health')).status).toBe(200);
+  });
+});
+
+describe('database failed over to a standby not yet promoted (read-only)', () => {
+  let api: RunningApi;
+  let databaseUrl: string;
+
+  beforeAll(async () => {
+    databaseUrl = await createTestDatabase();
+    api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
+    // Every new transaction of the api's connections now refuses to write, as a standby does.
+    await query(databaseUrl, `ALTER DATABASE "${new URL(databaseUrl).pathname.slice(1)}" SET default_transaction_read_only = on`);
+    await query(
+      databaseUrl,
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+    );
+  });
+  afterAll(() => api?.stop());
+
+  it('answers writes 503, a refusal that passes, not 500, and reads as usual', async () => {
+    for (const [method, path, json] of [
+      ['POST', '/service-accounts', { name: 'during-failover' }],
+      ['POST', '/agents/echo-agent/runs', { message: 'hi', background: true }],
+      ['POST', '/memories', { memory: 'likes tea' }],
+    ] as const) {
+      const response = await call(api.url, method, path, { token: ROOT_KEY, json });
+      expect(response.status, `${method} ${path}: ${response.text}`).toBe(503);
+      expect(response.body).toEqual({ detail: 'Database unavailable; try again shortly' });
+    }
+    expect((await call(api.url, 'GET', '/service-accounts', { token: ROOT_KEY })).status).toBe(200);
   });
 });

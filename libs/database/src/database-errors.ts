@@ -10,6 +10,11 @@ const CONNECTION_ERROR_CODES = new Set([
   '57P01',
   '57P02',
   '57P03',
+  // Refusals that pass with time: no connection slot free, a primary failed over to a standby (read-only until
+  // clients reach the new primary), a full disk.
+  '53300',
+  '25006',
+  '53100',
   '08000',
   '08001',
   '08003',

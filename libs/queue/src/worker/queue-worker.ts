@@ -483,7 +483,10 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
           if (await this.waitForDatabase(error, batch.length, 'job outcomes')) {
             this.outcomes.unshift(...batch);
           } else {
-            this.log.error({ err: error, jobs: batch.length }, 'recording outcomes failed; the sweeper will settle these jobs');
+            this.log.error(
+              { err: error, jobs: batch.length, job_ids: batch.slice(0, 100).map((attempt) => attempt.id) },
+              'recording outcomes failed; the sweeper will settle these jobs',
+            );
           }
         }
       }
