@@ -51,6 +51,8 @@ type PendingOutcome = FinishedAttempt & { recorded: Promise<void> };
 /** One running attempt. Its AbortSignal is made on first use: most handlers only call checkpoint(). */
 class Execution<Work extends HeldWork> {
   done: Promise<void> = Promise.resolve();
+  /** When its handler began, on the performance clock. */
+  readonly began = performance.now();
   /** Settles once the attempt's start is on record; rejects with JobStopped when it never will be. */
   readonly recorded: Promise<void>;
   private record: PromiseWithResolvers<void> | null = null;
@@ -254,7 +256,21 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     if (this.options.prefetch === 0 || this.meanJobMs === null) {
       return 0;
     }
-    return Math.min(this.options.prefetch, Math.floor((this.options.concurrency * PREFETCH_HORIZON_MS) / Math.max(this.meanJobMs, 0.001)));
+    return Math.min(this.options.prefetch, Math.floor((this.options.concurrency * PREFETCH_HORIZON_MS) / Math.max(this.paceMs(), 0.001)));
+  }
+
+  /**
+   * How long a job takes here, as far as this worker can tell: the mean of the jobs that ran their course, or,
+   * while every slot holds one running longer than that, the youngest one's age. Slow or hung handlers free no
+   * slot, and jobs held ahead for them would wait while other workers idle: the next heartbeat hands them back.
+   */
+  private paceMs(): number {
+    if (this.executions.size < this.options.concurrency) {
+      return this.meanJobMs!;
+    }
+    const now = performance.now();
+    const youngest = Math.min(...[...this.executions.values()].map((execution) => now - execution.began));
+    return Math.max(this.meanJobMs!, youngest);
   }
 
   private freeSlots(): number {
@@ -350,11 +366,10 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     const { metrics } = this.options;
     const endTimer = metrics?.duration.startTimer({ job_type: job.jobType });
     metrics?.running.inc();
-    const began = performance.now();
     execution.done = this.execute(execution).then((result) => {
       // The pace of jobs that ran their course: a deferral, or a job cancelled or stopped, says nothing of it.
       if (result.outcome !== 'deferred' && !job.cancelRequested && execution.stopped === null) {
-        const tookMs = performance.now() - began;
+        const tookMs = performance.now() - execution.began;
         this.meanJobMs = this.meanJobMs === null ? tookMs : this.meanJobMs + (tookMs - this.meanJobMs) / 8;
       }
       endTimer?.({ outcome: result.outcome });
