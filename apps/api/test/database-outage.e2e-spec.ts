@@ -39,6 +39,14 @@ describe('database unreachable', () => {
     }
   });
 
+  it("still serves this process's own metrics, without the figures that come from the database", async () => {
+    const scrape = await call(api.url, 'GET', '/metrics', { token: ROOT_KEY });
+    expect(scrape.status).toBe(200);
+    expect(scrape.text).toMatch(/^http_request_duration_seconds_bucket\{/m);
+    expect(scrape.text).toMatch(/^process_cpu_user_seconds_total /m);
+    expect(scrape.text).not.toMatch(/^queue_jobs\{/m);
+  });
+
   it('stays alive: /health still answers', async () => {
     expect((await call(api.url, 'GET', '/health')).status).toBe(200);
   });

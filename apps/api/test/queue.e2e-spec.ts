@@ -332,3 +332,38 @@ describe('the admin gate and QUEUE_ENABLED=false on other replicas', () => {
     expectErrorBody(await call(disabled.url, 'GET', '/queue/jobs'), 401);
   });
 });
+
+describe('the oldest queued age', () => {
+  let api: RunningApi;
+  let databaseUrl: string;
+  beforeAll(async () => {
+    databaseUrl = await createTestDatabase();
+    api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
+  });
+  afterAll(() => api?.stop());
+
+  it('counts from when a job became available: a requeued old job or one waiting out its backoff is no backlog', async () => {
+    const post = async (message: string) =>
+      (await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, json: { message, background: true } })).body
+        .run_id as string;
+    const [old, backingOff] = [await post('old, failed'), await post('backing off')];
+    await query(
+      databaseUrl,
+      `UPDATE queue_jobs SET status = 'failed', created_at = now() - interval '2 days', available_at = now() - interval '2 days', completed_at = now() - interval '1 day' WHERE id = $1`,
+      [old],
+    );
+    await query(
+      databaseUrl,
+      `UPDATE queue_jobs SET created_at = now() - interval '1 day', available_at = now() + interval '1 hour' WHERE id = $1`,
+      [backingOff],
+    );
+    const oldest = async () => (await call(api.url, 'GET', '/queue/stats', { token: ROOT_KEY })).body.oldest_queued_age_seconds;
+    expect(await oldest()).toBeNull();
+    expect((await call(api.url, 'POST', `/queue/jobs/${old}/requeue`, { token: ROOT_KEY })).status).toBe(200);
+    expect(await oldest()).toBeLessThan(5);
+    await query(databaseUrl, `UPDATE queue_jobs SET available_at = now() - interval '90 seconds' WHERE id = $1`, [backingOff]);
+    expect(await oldest()).toBeGreaterThanOrEqual(90);
+    const scrape = await call(api.url, 'GET', '/metrics', { token: ROOT_KEY });
+    expect(Number(/^queue_oldest_queued_age_seconds (\d+)/m.exec(scrape.text)?.[1])).toBeGreaterThanOrEqual(90);
+  });
+});

@@ -86,7 +86,12 @@ export class QueueStatsDto {
   })
   counts!: Record<JobStatus, number>;
 
-  @ApiProperty({ type: 'integer', nullable: true, description: 'Age of the oldest queued job; null when none is queued' })
+  @ApiProperty({
+    type: 'integer',
+    nullable: true,
+    description:
+      'How long the longest-waiting queued job has waited to be claimed, since it became available (enqueued, requeued, or its retry backoff over); null when none waits',
+  })
   oldest_queued_age_seconds!: number | null;
 }
 

@@ -51,9 +51,15 @@ export class QueueJobRepository {
     return counts;
   }
 
+  /**
+   * How long the longest-waiting queued job has waited to be claimed: since it became available (enqueued, or
+   * requeued, or its retry backoff over), not since it was created, so a bulk requeue of old jobs or a retry
+   * waiting out its backoff is no backlog. Jobs a worker holds ahead are its own. From the claim index: one entry.
+   */
   async oldestQueuedAgeSeconds(): Promise<number | null> {
     const [row]: { age: number | null }[] = await this.jobs.query(
-      `SELECT floor(extract(epoch FROM now() - min(created_at)))::int AS age FROM queue_jobs WHERE status = 'queued'`,
+      `SELECT floor(extract(epoch FROM now() - min(available_at)))::int AS age FROM queue_jobs
+        WHERE status = 'queued' AND locked_by IS NULL AND available_at <= now()`,
     );
     return row.age;
   }

@@ -25,7 +25,7 @@ export class QueueMetricsService {
   });
   private readonly oldest = new Gauge({
     name: 'queue_oldest_queued_age_seconds',
-    help: 'Age of the oldest queued job (0 when none)',
+    help: 'How long the longest-waiting claimable queued job has waited since it became available (0 when none)',
     registers: [this.registry],
   });
   private readonly processed = new Counter({
@@ -47,12 +47,13 @@ export class QueueMetricsService {
 
   /** Reads the current figures into the registry. */
   async refresh(): Promise<void> {
-    const stats = await this.admin.stats();
+    const [stats, totals] = await Promise.all([this.admin.stats(), this.counters.find()]);
+    // Read first, then reset and count with no await between: two scrapes at once cannot add their totals twice.
     JOB_STATUSES.forEach((status) => this.depth.set({ status }, stats.counts[status]));
     this.oldest.set(stats.oldest_queued_age_seconds ?? 0);
     this.processed.reset();
     this.failed.reset();
-    for (const row of await this.counters.find()) {
+    for (const row of totals) {
       this.processed.inc({ outcome: row.outcome }, Number(row.total));
       if (FAILED_OUTCOMES.includes(row.outcome)) {
         this.failed.inc(Number(row.total));

@@ -1551,7 +1551,7 @@ export interface components {
             counts: {
                 [key: string]: number;
             };
-            /** @description Age of the oldest queued job; null when none is queued */
+            /** @description How long the longest-waiting queued job has waited to be claimed, since it became available (enqueued, requeued, or its retry backoff over); null when none waits */
             oldest_queued_age_seconds: number | null;
         };
         JobFilterDto: {
