@@ -223,6 +223,13 @@ describe('schedule firing (real worker, real HTTP)', () => {
     expect(fire.error).toMatch(/^Run failed: /);
     expect(fire.attempts).toHaveLength(2);
     expect(new Set(fire.attempts.map((attempt) => attempt.run_id)).size).toBe(2);
+    // A failed fire is a warning in the worker's log, with its error.
+    const logged = worker
+      .output()
+      .split('\n')
+      .filter((line) => line.includes(`schedule fired: ${created.id}`));
+    expect(logged).toHaveLength(1);
+    expect(JSON.parse(logged[0])).toMatchObject({ level: 40, status: 'failed', error: expect.stringMatching(/^Run failed: /) });
   });
 
   it('fires with the rights of the owning service account as they are now, never more', async () => {

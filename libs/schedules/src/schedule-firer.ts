@@ -73,8 +73,19 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
     const status = FIRE_STATUS[fired.outcome];
     this.metrics.fires.inc({ outcome: status });
     const ms = Date.now() - startedAt;
-    this.logger.log(
-      { schedule_id: fire.scheduleId, fire_id: fire.id, status, status_code: statusCode, attempts, ms },
+    const failed = status === 'failed';
+    // A failed fire is a warning, with its error: what an operator looking into it needs first.
+    (failed ? this.logger.warn : this.logger.log).call(
+      this.logger,
+      {
+        schedule_id: fire.scheduleId,
+        fire_id: fire.id,
+        status,
+        status_code: statusCode,
+        attempts,
+        ms,
+        ...(failed ? { error: fired.error } : {}),
+      },
       `schedule fired: ${fire.scheduleId} ${fire.method} ${fire.endpoint} → ${status}${statusCode === null ? '' : ` (HTTP ${statusCode})`}, ${attempts} attempt(s), ${ms} ms`,
     );
     return fired;
