@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 
-import { API_VERSION, describeBootFailure, loadEnv } from '@app/config';
+import { API_VERSION, describeBootFailure, loadEnv, SERVICE_VERSION } from '@app/config';
 import { deploymentComponents } from '@app/runs';
 
 import { createApiApp } from './bootstrap';
@@ -13,7 +13,10 @@ async function main(): Promise<void> {
   void env.databaseUrl;
   const app = await createApiApp(env, await deploymentComponents(env));
   await app.listen({ port: env.PORT, host: env.HOST });
-  new Logger('Api').log(`api listening on http://${env.HOST}:${env.PORT} (version ${API_VERSION}), serving ${env.publicUrl}`);
+  new Logger('Api').log(
+    { version: SERVICE_VERSION, interface_version: API_VERSION },
+    `api listening on http://${env.HOST}:${env.PORT} (version ${SERVICE_VERSION}, interface ${API_VERSION}), serving ${env.publicUrl}`,
+  );
 }
 
 main().catch((error: unknown) => {

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -102,6 +102,9 @@ describe('structured logs', () => {
       const lines = api.output().trim().split('\n');
       const entries = lines.map((line) => JSON.parse(line));
       expect(entries.some((entry) => entry.request_id === 'trace-me-123')).toBe(true);
+      // Which release answers: the package's version, and the interface's.
+      const version = JSON.parse(readFileSync('package.json', 'utf8')).version;
+      expect(entries.find((entry) => /^api listening on/.test(entry.msg))).toMatchObject({ version, interface_version: '3.0.4' });
       for (const secret of [account.token, ROOT_KEY, 'svc_pat_wrongwrongwrongwrongwrongwrong']) {
         expect(api.output()).not.toContain(secret);
       }

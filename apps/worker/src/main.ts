@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 
-import { describeBootFailure, loadEnv } from '@app/config';
+import { describeBootFailure, loadEnv, SERVICE_VERSION } from '@app/config';
 import { AppLogger, bootLogger } from '@app/logging';
 import { deploymentComponents } from '@app/runs';
 
@@ -56,7 +56,8 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  logger.log('worker ready');
+  // The version says which release a worker runs during a rolling update.
+  logger.log({ version: SERVICE_VERSION }, 'worker ready');
 }
 
 main().catch((error: unknown) => {

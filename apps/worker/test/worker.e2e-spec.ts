@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestDatabase, query } from '../../../test/support/database';
@@ -142,6 +143,10 @@ describe('worker', () => {
       const id = await post('echo-agent', 'hello');
       await expect.poll(async () => (await job(id)).status).toBe('completed');
       expect(await job(id)).toMatchObject({ attempt: 1, locked_by: null, error: null, completed_at: expect.any(Date) });
+      // Which release a worker runs, for a rolling update.
+      expect(logLines(first).find((line) => line.msg === 'worker ready')).toMatchObject({
+        version: JSON.parse(readFileSync('package.json', 'utf8')).version,
+      });
       const lines = logLines(first).filter((line) => line.job_id === id);
       expect(lines.map((line) => [line.msg, line.attempt])).toEqual([
         ['job running', 1],

@@ -261,8 +261,9 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
 
   /**
    * How long a job takes here, as far as this worker can tell: the mean of the jobs that ran their course, or,
-   * while every slot holds one running longer than that, the youngest one's age. Slow or hung handlers free no
-   * slot, and jobs held ahead for them would wait while other workers idle: the next heartbeat hands them back.
+   * while every slot has held one for over a heartbeat period, the youngest one's age. Slow or hung handlers free
+   * no slot, and jobs held ahead for them would wait while other workers idle: the next heartbeat hands them
+   * back. (A shorter wait is the ordinary spread of job times.)
    */
   private paceMs(): number {
     if (this.executions.size < this.options.concurrency) {
@@ -270,7 +271,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     }
     const now = performance.now();
     const youngest = Math.min(...[...this.executions.values()].map((execution) => now - execution.began));
-    return Math.max(this.meanJobMs!, youngest);
+    return youngest > heartbeatPeriodMs(this.options.lockGraceSeconds) ? Math.max(this.meanJobMs!, youngest) : this.meanJobMs!;
   }
 
   private freeSlots(): number {
