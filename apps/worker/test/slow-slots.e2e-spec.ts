@@ -30,7 +30,9 @@ describe('a worker whose every slot is taken by a slow job', () => {
   const post = async (agent: string, message: string) =>
     (await call(api.url, 'POST', `/agents/${agent}/runs`, { token: ROOT_KEY, json: { message, background: true } })).body.run_id as string;
   const status = async (ids: string[]) =>
-    (await query<{ status: string }>(databaseUrl, 'SELECT status FROM queue_jobs WHERE id = ANY ($1::uuid[]) ORDER BY id', [ids])).map((row) => row.status);
+    (await query<{ status: string }>(databaseUrl, 'SELECT status FROM queue_jobs WHERE id = ANY ($1::uuid[]) ORDER BY id', [ids])).map(
+      (row) => row.status,
+    );
 
   it('hands back the jobs it holds ahead, and an idle worker runs them while the slow ones go on', async () => {
     // A quick job first: the worker now knows its jobs as fast, and holds ahead.
