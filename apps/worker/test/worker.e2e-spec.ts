@@ -17,6 +17,7 @@ interface JobRow {
   error: string | null;
   locked_by: string | null;
   completed_at: Date | null;
+  available_at: Date;
 }
 
 interface LogLine {
@@ -294,8 +295,12 @@ describe('worker', () => {
     const released = await job(ids[0]);
     expect(released).toMatchObject({ status: 'queued', attempt: 1, max_attempts: 2, locked_by: null });
     expect(released.error).toMatch(/^Released by worker .* at shutdown/);
-    for (const id of ids.slice(1)) {
-      expect(await job(id)).toMatchObject({ status: 'queued', attempt: 0, max_attempts: 1, locked_by: null, error: null });
+    for (const [index, id] of ids.entries()) {
+      if (index > 0) {
+        // As they were, their place in the queue included.
+        expect(await job(id)).toMatchObject({ status: 'queued', attempt: 0, max_attempts: 1, locked_by: null, error: null });
+        expect((await job(id)).available_at).toEqual(held[index].available_at);
+      }
     }
     const lines = logLines(draining).filter((line) => ids.includes(line.job_id!));
     expect(lines.filter((line) => line.msg === 'job running').map((line) => line.job_id)).toEqual([ids[0]]);

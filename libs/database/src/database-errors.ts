@@ -11,10 +11,10 @@ const CONNECTION_ERROR_CODES = new Set([
   '57P02',
   '57P03',
   // Refusals that pass with time: no connection slot free, a primary failed over to a standby (read-only until
-  // clients reach the new primary), a full disk.
+  // clients reach the new primary). Not a full disk: a worker would hold the outcomes it cannot write for as long
+  // as it lasts, while its claims (updates in place) still go through.
   '53300',
   '25006',
-  '53100',
   '08000',
   '08001',
   '08003',

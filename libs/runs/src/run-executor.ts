@@ -98,7 +98,7 @@ export class RunExecutor {
       return { status: 'completed', content, error: null, usage };
     } catch (error) {
       if (error instanceof RunCancelled || error instanceof JobStopped || stop.stopped) {
-        return { status: 'cancelled', content: null, error: stop.reason ?? (error as Error).message, usage };
+        return { status: 'cancelled', content: null, error: storableText(stop.reason ?? (error as Error).message), usage };
       }
       return { status: 'failed', content: null, error: storableText(error instanceof Error ? error.message : String(error)), usage };
     } finally {

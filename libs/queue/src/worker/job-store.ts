@@ -155,7 +155,9 @@ const SWEEP = `
  */
 const RELEASE = `
   WITH released AS (
-    UPDATE queue_jobs j SET status = 'queued', available_at = now(), locked_by = NULL, locked_at = NULL, heartbeat_at = NULL, updated_at = now(),
+    UPDATE queue_jobs j SET status = 'queued', locked_by = NULL, locked_at = NULL, heartbeat_at = NULL, updated_at = now(),
+      -- A job only held ahead keeps its place in the queue; a started one waits behind the others.
+      available_at = CASE WHEN j.status = 'running' THEN now() ELSE j.available_at END,
       max_attempts = CASE WHEN j.status = 'running' THEN j.max_attempts + 1 ELSE j.max_attempts END,
       error = CASE WHEN j.status = 'running'
         THEN format('Released by worker %s at shutdown during attempt %s before it finished; the attempt was given back', $1, j.attempt)

@@ -4,6 +4,7 @@ import type { Client, ClientBase, Pool } from 'pg';
 import type { Logger } from 'pino';
 
 import { inTransaction, isDatabaseUnavailable } from '@app/database';
+import { storableText } from '@app/validation';
 
 import { ClaimedJob, HeldWork, JobContext, JobHandler, JobResult, JobStopped } from './job-handler';
 import { QueueWorkerMetrics } from './queue-worker-metrics';
@@ -160,8 +161,10 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   private notified = false;
   private wake: (() => void) | null = null;
   private listenFailures = 0;
-  /** When a database call last failed for want of the database (0: not since start), in ms since the epoch. */
-  private databaseAwayAt = 0;
+  /** Since when this worker's database calls have failed for want of the database (null: the last one was answered). */
+  private awaySince: number | null = null;
+  /** No sweep before this (ms since the epoch): see databaseAnswered. */
+  private sweepsHeldUntil = 0;
   /** The claim and sweep statements still waiting for an answer, by when they were sent. */
   private readonly waiting = new Set<{ since: number }>();
 
@@ -411,7 +414,8 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
       if (error instanceof JobStopped) {
         return { outcome: 'cancelled', error: error.message };
       }
-      return { outcome: 'failed', error: error instanceof Error ? error.message : String(error) };
+      // A handler's own failure, as text PostgreSQL can store (one NUL would fail the whole batch of outcomes).
+      return { outcome: 'failed', error: storableText(error instanceof Error ? error.message : String(error)) };
     }
   }
 
@@ -569,7 +573,9 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     const entry = { since: Date.now() };
     this.waiting.add(entry);
     try {
-      return await statement;
+      const answer = await statement;
+      this.databaseAnswered();
+      return answer;
     } catch (error) {
       this.noteIfUnavailable(error);
       throw error;
@@ -578,10 +584,28 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     }
   }
 
-  /** Remembers when this worker last found the database away: the sweeper waits a lock grace after it. */
   private noteIfUnavailable(error: unknown): void {
     if (isDatabaseUnavailable(error)) {
-      this.databaseAwayAt = Date.now();
+      this.awaySince ??= Date.now();
+    }
+  }
+
+  /**
+   * Back from an outage long enough to miss a heartbeat, every live worker's locks may look stale: this one
+   * renews its own at once, and sweeps only a heartbeat period later, by when the others have renewed theirs
+   * (they poll as often). Only an outage that lasted holds sweeps, so a database that keeps failing now and
+   * then never keeps a dead worker's jobs from being swept.
+   */
+  private databaseAnswered(): void {
+    if (this.awaySince === null) {
+      return;
+    }
+    const periodMs = heartbeatPeriodMs(this.options.lockGraceSeconds);
+    const outageMs = Date.now() - this.awaySince;
+    this.awaySince = null;
+    if (outageMs >= periodMs) {
+      this.sweepsHeldUntil = Date.now() + periodMs;
+      void this.heartbeat();
     }
   }
 
@@ -595,6 +619,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     }
     try {
       const still = await this.store.heartbeat(held);
+      this.databaseAnswered();
       this.options.metrics?.heartbeats.inc({ result: 'ok' });
       for (const execution of running) {
         const { job } = execution;
@@ -629,13 +654,9 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     }
   }
 
-  /**
-   * Back from a database outage longer than the lock grace, every worker's locks look stale, the live ones'
-   * too: each renews its own within a third of the grace. So a worker that found the database away sweeps
-   * only once a grace has passed since, and takes the jobs of workers that did not come back, not theirs.
-   */
+  /** Takes the jobs of workers that stopped heartbeating; held while the database is away and just after (databaseAnswered). */
   private async sweep(): Promise<void> {
-    if (Date.now() - this.databaseAwayAt < this.options.lockGraceSeconds * 1000) {
+    if (this.awaySince !== null || Date.now() < this.sweepsHeldUntil) {
       return;
     }
     const { metrics } = this.options;
