@@ -4,7 +4,7 @@ import { FastifyReply, FastifyRequest } from 'fastify';
 import helmetHeaders, { HelmetOptions } from 'helmet';
 
 import { AuthMode } from '@app/auth';
-import { Env, isAllowedOrigin, isLoopbackHost } from '@app/config';
+import { Env, isAllowedOrigin, isLoopbackHost, listensOnLoopbackOnly } from '@app/config';
 
 /**
  * What the api's responses allow a browser to do with them. Swagger UI at /docs is the only HTML the api
@@ -149,7 +149,7 @@ function guardOpenInstance(app: NestFastifyApplication, env: Env, mode: AuthMode
     return;
   }
   // The Host and Origin rules stop browsers, not other clients: those can name any Host.
-  if (!isLoopbackHost(env.HOST) || ['0.0.0.0', '::'].includes(env.HOST)) {
+  if (!listensOnLoopbackOnly(env.HOST)) {
     logger.warn(
       `No OS_SECURITY_KEY or JWT key, and listening on ${env.HOST}: anyone who can reach port ${env.PORT} can use this api ` +
         'as the anonymous user. Set OS_SECURITY_KEY or a JWT key, or HOST=127.0.0.1 (in a container: publish the port on the ' +

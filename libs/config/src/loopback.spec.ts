@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { isAllowedOrigin } from './loopback';
+import { isAllowedOrigin, listensOnLoopbackOnly } from './loopback';
 
 describe('isAllowedOrigin', () => {
   const publicUrl = 'https://svc.example.com';
@@ -23,5 +23,16 @@ describe('isAllowedOrigin', () => {
     ['http://app.localhost', false],
   ])('Origin %s: allowed %s', (origin, allowed) => {
     expect(isAllowedOrigin(origin, publicUrl)).toBe(allowed);
+  });
+});
+
+describe('listensOnLoopbackOnly', () => {
+  it('is true for a loopback address or name, false for every interface or another address', () => {
+    for (const host of ['127.0.0.1', '127.0.0.2', '::1', 'localhost']) {
+      expect(listensOnLoopbackOnly(host), host).toBe(true);
+    }
+    for (const host of ['0.0.0.0', '::', '[::]', '10.0.0.5', 'platform.example']) {
+      expect(listensOnLoopbackOnly(host), host).toBe(false);
+    }
   });
 });

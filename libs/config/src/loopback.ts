@@ -36,6 +36,14 @@ export function isLoopbackHost(hostname: string): boolean {
 }
 
 /**
+ * Whether a server bound to `host` is reachable only from this machine: a loopback address or name, not the
+ * unspecified 0.0.0.0 or :: (every interface), which isLoopbackHost counts as loopback for connecting to.
+ */
+export function listensOnLoopbackOnly(host: string): boolean {
+  return isLoopbackHost(host) && !['0.0.0.0', '::', '[::]'].includes(host);
+}
+
+/**
  * Whether a browser page may drive this service (MCP, where the transport spec requires it, and /ws,
  * which CORS does not cover): a request carrying a browser Origin is served only when that origin is
  * this service's public origin or a loopback one (isLoopbackHost: a page a rebinding attacker serves

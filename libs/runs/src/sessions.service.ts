@@ -12,6 +12,8 @@ import { SessionEntity } from './session.entity';
 import { toSessionDto } from './session.mapper';
 import { SessionRepository } from './session.repository';
 
+const sessionNotFound = (sessionId: string) => new RunException(RunErrorCode.SessionNotFound, `Session '${sessionId}' not found`);
+
 /** Session reads and deletes, self-scoped like every read and write. */
 @Injectable()
 export class SessionsService {
@@ -43,7 +45,7 @@ export class SessionsService {
   async remove(caller: Principal, sessionId: string): Promise<void> {
     const removal = await this.sessions.remove(DataScope.of(caller), sessionId);
     if (removal.outcome === 'missing') {
-      throw new RunException(RunErrorCode.SessionNotFound, `Session '${sessionId}' not found`);
+      throw sessionNotFound(sessionId);
     }
     if (removal.outcome === 'busy') {
       throw new RunException(
@@ -56,7 +58,7 @@ export class SessionsService {
   private async find(caller: Principal, sessionId: string): Promise<SessionEntity> {
     const session = await this.sessions.findById(DataScope.of(caller), sessionId);
     if (!session) {
-      throw new RunException(RunErrorCode.SessionNotFound, `Session '${sessionId}' not found`);
+      throw sessionNotFound(sessionId);
     }
     return session;
   }

@@ -75,8 +75,7 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
     const ms = Date.now() - startedAt;
     const failed = status === 'failed';
     // A failed fire is a warning, with its error: what an operator looking into it needs first.
-    (failed ? this.logger.warn : this.logger.log).call(
-      this.logger,
+    this.logger[failed ? 'warn' : 'log'](
       {
         schedule_id: fire.scheduleId,
         fire_id: fire.id,

@@ -19,7 +19,6 @@ const SORT_PROPERTIES: Record<ServiceAccountSortField, keyof ServiceAccountEntit
 
 export const ACTIVE_NAME_CONSTRAINT = 'UQ_service_accounts_active_name';
 
-/** Every read takes the caller's DataScope first; the token-hash lookup is the one unscoped read (it is authentication). */
 /**
  * See revokeWithMinted. A child of `minter` has the owner `sa:<minter's name>` and was minted after the minter
  * and before any later account of that name.
@@ -38,6 +37,7 @@ const REVOKE_WITH_MINTED = `
    WHERE id IN (SELECT id FROM minted) AND revoked_at IS NULL
   RETURNING id`;
 
+/** Every read takes the caller's DataScope first; the token-hash lookup is the one unscoped read (it is authentication). */
 @Injectable()
 export class ServiceAccountRepository {
   constructor(@InjectRepository(ServiceAccountEntity) private readonly rows: Repository<ServiceAccountEntity>) {}

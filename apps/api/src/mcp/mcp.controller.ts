@@ -20,13 +20,16 @@ import { Env, isAllowedOrigin } from '@app/config';
 import { ErrorBodyDto, RequestErrorCode, RequestException } from '@app/errors';
 import { McpEndpoint } from '@app/mcp';
 
+/** A JSON-RPC id: a string, a number, or null. */
+const JSON_RPC_ID = { oneOf: [{ type: 'string' }, { type: 'integer' }, { type: 'null' }] };
+
 /** How the MCP transport refuses a request it cannot serve: a JSON-RPC error object. */
 const JSON_RPC_ERROR = {
   type: 'object',
   properties: {
     jsonrpc: { type: 'string', enum: ['2.0'] },
     error: { type: 'object', properties: { code: { type: 'integer' }, message: { type: 'string' } } },
-    id: { oneOf: [{ type: 'string' }, { type: 'integer' }, { type: 'null' }] },
+    id: JSON_RPC_ID,
   },
 };
 
@@ -65,7 +68,7 @@ export class McpController {
       required: ['jsonrpc', 'method'],
       properties: {
         jsonrpc: { type: 'string', enum: ['2.0'] },
-        id: { oneOf: [{ type: 'string' }, { type: 'integer' }, { type: 'null' }] },
+        id: JSON_RPC_ID,
         method: { type: 'string' },
         params: { type: 'object' },
       },
