@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { Env } from '@app/config';
-import { Tracing } from '@app/traces';
+import { SPAN, Tracing } from '@app/traces';
 
 import { Component, RunCancelled } from './component';
 import { RunExecutor } from './run-executor';
@@ -22,12 +22,7 @@ function waiting(ms: number): Component {
 
 const input = { id: 'r', sessionId: 's', userId: null, message: 'm', continuesSession: false };
 // The run's own collaborators are not reached: no history is read and the checkpoint is given.
-const executor = new RunExecutor(
-  null as never,
-  null as never,
-  null as never,
-  new Tracing(Object.assign(new Env(), { TRACES_ENABLED: false }), null as never, 'test'),
-);
+const executor = new RunExecutor(null as never, null as never, null as never);
 
 describe('RunExecutor: the run’s signal', () => {
   it('is not aborted when a cancellation check fails: the run finishes', async () => {
@@ -57,5 +52,46 @@ describe('RunExecutor: the run’s signal', () => {
     const outcome = await executor.execute(waiting(10_000), input, { checkpoint: async () => undefined, signal: () => lost.signal });
     expect(outcome.status).toBe('cancelled');
     expect(outcome.error).toContain('lock lost');
+  });
+});
+
+describe('RunExecutor: the run’s spans', () => {
+  const tracing = new Tracing(Object.assign(new Env(), { TRACES_ENABLED: true }), 'test');
+  const request = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+  const stepping = (fail: boolean): Component => ({
+    kind: 'agent',
+    id: 'stepping',
+    name: 'Stepping',
+    run: async (ctx) => {
+      const step = ctx.span('lookup', { 'run.id': 'someone else’s', query: 'q' });
+      step.end(fail ? new Error('lookup failed') : undefined);
+      if (fail) {
+        throw new Error('no answer');
+      }
+      return 'answer';
+    },
+  });
+
+  it('come back with the outcome: the component span under the request span, its steps under it, named with the run', async () => {
+    const outcome = await executor.execute(stepping(false), input, { checkpoint: async () => undefined, trace: tracing.runTrace(request) });
+    expect(outcome.status).toBe('completed');
+    const [step, component] = outcome.spans!;
+    expect(component).toMatchObject({
+      name: SPAN.component,
+      parent_id: '00f067aa0ba902b7',
+      attributes: { 'run.id': 'r', 'component.type': 'agent', 'component.id': 'stepping', 'run.status': 'completed' },
+    });
+    expect(step).toMatchObject({ name: 'lookup', parent_id: component.span_id, attributes: { 'run.id': 'r', query: 'q' } });
+  });
+
+  it('say a failure, in the step and the component', async () => {
+    const outcome = await executor.execute(stepping(true), input, { checkpoint: async () => undefined, trace: tracing.runTrace(request) });
+    expect(outcome.status).toBe('failed');
+    expect(outcome.spans!.map((span) => span.attributes['otel.status_description'])).toEqual(['lookup failed', 'no answer']);
+  });
+
+  it('are none without a trace', async () => {
+    const outcome = await executor.execute(stepping(false), input, { checkpoint: async () => undefined });
+    expect(outcome.spans).toEqual([]);
   });
 });

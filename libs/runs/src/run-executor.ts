@@ -1,10 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import type { Span } from '@opentelemetry/api';
 
 import { isDatabaseUnavailable } from '@app/database';
 import { MemoriesService } from '@app/memories';
 import { CancellationIntents, JobStopped } from '@app/queue';
-import { RUN_ATTRIBUTES, SPAN, Tracing } from '@app/traces';
+import { RecordedSpan, RUN_ATTRIBUTES, RunTrace, SPAN } from '@app/traces';
 import { storableText } from '@app/validation';
 
 import { Component, ModelUsage, RunCancelled, RunContext, RunMemories, RunSpan } from './component';
@@ -26,8 +25,8 @@ export interface ExecutionOptions {
   checkpoint?: () => Promise<void>;
   /** Aborted when the job is lost or its worker stops past its deadline (a queue job's); read only when the component reads ctx.signal. */
   signal?: () => AbortSignal;
-  /** The trace the component span joins, as a W3C traceparent: the request span's in this process, or a job's. */
-  parent?: string;
+  /** The run's trace, which its component span joins (Tracing.runTrace); none records no spans. */
+  trace?: RunTrace;
 }
 
 /** How often a run whose component holds `ctx.signal` checks whether it was cancelled meanwhile. */
@@ -40,12 +39,12 @@ export class RunExecutor {
     private readonly intents: CancellationIntents,
     private readonly runs: RunRepository,
     private readonly memories: MemoriesService,
-    private readonly tracing: Tracing,
   ) {}
 
+  /** The outcome carries the spans the run's trace recorded, its component span last, for the outcome's write to store. */
   async execute(component: Component, run: RunInput, options: ExecutionOptions = {}): Promise<RunOutcome> {
-    const span = this.tracing.start(SPAN.component, {
-      parent: options.parent,
+    const trace = options.trace ?? RunTrace.NONE;
+    const span = trace.start(SPAN.component, {
       // The session and user are the request span's: a trace says them once.
       attributes: {
         [RUN_ATTRIBUTES.runId]: run.id,
@@ -53,16 +52,22 @@ export class RunExecutor {
         [RUN_ATTRIBUTES.componentId]: component.id,
       },
     });
-    const outcome = await this.runComponent(component, run, options, span);
-    span.setAttribute(RUN_ATTRIBUTES.status, outcome.status);
+    const outcome = await this.runComponent(component, run, options, trace, span);
+    span.setAttributes({ [RUN_ATTRIBUTES.status]: outcome.status });
     if (outcome.status === 'failed') {
-      this.tracing.fail(span, outcome.error);
+      span.fail(outcome.error);
     }
     span.end();
-    return outcome;
+    return { ...outcome, spans: trace.storedSpans() };
   }
 
-  private async runComponent(component: Component, run: RunInput, options: ExecutionOptions, span: Span): Promise<RunOutcome> {
+  private async runComponent(
+    component: Component,
+    run: RunInput,
+    options: ExecutionOptions,
+    trace: RunTrace,
+    span: RecordedSpan,
+  ): Promise<RunOutcome> {
     const history = run.continuesSession ? await this.runs.history(run.sessionId, run.id) : [];
     const stop = new Stop(options.checkpoint ?? (() => this.checkpoint(run.id)), options.signal);
     let usage: ModelUsage | null = null;
@@ -84,7 +89,7 @@ export class RunExecutor {
         return (memories ??= forRun());
       },
       checkpoint: () => stop.checkpoint(),
-      span: (name, attributes) => this.childSpan(span, run.id, name, attributes),
+      span: (name, attributes) => this.childSpan(trace, span, run.id, name, attributes),
       emit: (delta) => options.onDelta?.(delta),
       recordUsage: (reported) => {
         usage = reported;
@@ -111,14 +116,20 @@ export class RunExecutor {
    * to, last, so that neither its attributes nor later ones re-attribute it: GET /traces shows a span
    * to the user whose run it names.
    */
-  private childSpan(parent: Span, runId: string, name: string, attributes?: Record<string, string | number | boolean>): RunSpan {
+  private childSpan(
+    trace: RunTrace,
+    parent: RecordedSpan,
+    runId: string,
+    name: string,
+    attributes?: Record<string, string | number | boolean>,
+  ): RunSpan {
     const run = { [RUN_ATTRIBUTES.runId]: runId };
-    const span = this.tracing.start(String(name), { parent, attributes: { ...attributes, ...run } });
+    const span = trace.start(String(name), { parent, attributes: { ...attributes, ...run } });
     return {
       set: (more) => span.setAttributes({ ...more, ...run }),
       end: (error) => {
         if (error !== undefined) {
-          this.tracing.fail(span, error);
+          span.fail(error);
         }
         span.end();
       },

@@ -39,11 +39,10 @@ export class RunJobHandler implements JobHandler {
       continuesSession: job.payload.continues_session === true,
     };
     // The api's request span, carried on the job: this worker's spans join its trace.
-    const parent = typeof job.payload.traceparent === 'string' ? job.payload.traceparent : undefined;
-    if (parent !== undefined && typeof job.payload.enqueued_at === 'number') {
-      this.tracing
+    const trace = this.tracing.runTrace(typeof job.payload.traceparent === 'string' ? job.payload.traceparent : undefined);
+    if (typeof job.payload.enqueued_at === 'number') {
+      trace
         .start(SPAN.queueWait, {
-          parent,
           startTime: job.payload.enqueued_at,
           attributes: { [RUN_ATTRIBUTES.runId]: input.id, 'job.attempt': job.attempt },
         })
@@ -54,7 +53,7 @@ export class RunJobHandler implements JobHandler {
     const outcome = await this.executor.execute(component, input, {
       checkpoint: context.checkpoint,
       signal: () => context.signal,
-      parent,
+      trace,
     });
     return {
       outcome: outcome.status === 'completed' || outcome.status === 'cancelled' || outcome.status === 'paused' ? outcome.status : 'failed',

@@ -71,9 +71,13 @@ export class RunEntity {
   @Column({ name: 'trace_id', type: 'varchar', length: 32, nullable: true, select: false })
   traceId?: string | null;
 
-  /** The run's request span (JSON), written with the row; the trace's other spans are in trace_spans. */
+  /** The run's request span (JSON), written with the row. */
   @Column({ name: 'request_span', type: 'text', nullable: true, select: false })
   requestSpan?: string | null;
+
+  /** The run's own spans, written with its outcome: a JSON array of spans per execution. */
+  @Column({ name: 'spans', type: 'text', array: true, nullable: true, select: false })
+  spans?: string[] | null;
 
   /** The run's queue job (same id), joined on reads of background runs; not a column. */
   job?: RunJobState | null;

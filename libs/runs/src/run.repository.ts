@@ -7,7 +7,7 @@ import { DataScope } from '@app/access';
 import { queryPrepared } from '@app/database';
 import { fetchPage, PageRequest } from '@app/pagination';
 import { enqueueWith, ExpiredJob, JobPayload, JobStatus, QueueJobEntity } from '@app/queue';
-import type { StoredRequestSpan } from '@app/traces';
+import type { StoredRequestSpan, StoredSpan } from '@app/traces';
 
 import { ComponentKind, ModelUsage, Turn } from './component';
 import { RunEntity } from './run.entity';
@@ -22,7 +22,12 @@ export interface RunOutcome {
   error: string | null;
   /** What the run's model calls consumed, when a component reported it. */
   usage?: ModelUsage | null;
+  /** The spans this execution recorded (none when untraced), stored with the outcome. */
+  spans?: StoredSpan[];
 }
+
+/** An execution's spans as the run's row keeps them: a JSON array, appended to those of earlier attempts. */
+const storedSpans = (outcome: RunOutcome): string | null => (outcome.spans?.length ? JSON.stringify(outcome.spans) : null);
 
 const BACKGROUND_JOB = enqueueWith('run', {
   componentType: '$3',
@@ -125,12 +130,14 @@ const SESSION_HISTORY = {
          ORDER BY created_at`,
 };
 
-/** A run executed in the api finishes with its request span, unless trace retention has cleared its trace meanwhile. */
+/** A run executed in the api finishes with its request span and its own spans, unless trace retention has cleared its trace meanwhile. */
 const FINISH_STARTED_RUN = {
   name: 'runs_finish_started',
   text: `WITH lease AS (DELETE FROM run_leases WHERE run_id = $1)
          UPDATE runs SET status = $2, content = $3, error = $4, model = $5, input_tokens = $6, output_tokens = $7,
-           request_span = CASE WHEN trace_id IS NOT NULL THEN $8 END, completed_at = now(), updated_at = now()
+           request_span = CASE WHEN trace_id IS NOT NULL THEN $8 END,
+           spans = CASE WHEN trace_id IS NOT NULL AND $9::text IS NOT NULL THEN ARRAY[$9::text] END,
+           completed_at = now(), updated_at = now()
          WHERE id = $1
          RETURNING completed_at`,
 };
@@ -222,7 +229,8 @@ export class RunRepository {
    * Records a synchronous run's outcome, and its request span when traced; returns the run as now
    * stored, or null when it is gone (its session deleted meanwhile).
    */
-  async finish(run: RunEntity, { status, content, error, usage }: RunOutcome, requestSpan?: StoredRequestSpan): Promise<RunEntity | null> {
+  async finish(run: RunEntity, outcome: RunOutcome, requestSpan?: StoredRequestSpan): Promise<RunEntity | null> {
+    const { status, content, error, usage } = outcome;
     // In the order of FINISH_STARTED_RUN's $2 to $7.
     const written = {
       status,
@@ -236,6 +244,7 @@ export class RunRepository {
       run.id,
       ...Object.values(written),
       requestSpan === undefined ? null : JSON.stringify(requestSpan),
+      storedSpans(outcome),
     ]);
     if (rows.length === 0) {
       return null;
@@ -247,12 +256,14 @@ export class RunRepository {
   /** Background runs' outcomes, written inside the queue's fenced transaction (see JobHandler.record): one statement. */
   async recordOutcomes(tx: ClientBase, results: readonly { id: string; outcome: RunOutcome }[]): Promise<void> {
     const column = <T>(pick: (outcome: RunOutcome) => T) => results.map(({ outcome }) => pick(outcome));
+    // Spans are kept only while the run's trace is (retention clears it with its spans).
     await tx.query({
       text: `UPDATE runs r SET status = o.status, content = o.content, error = o.error, updated_at = now(),
                completed_at = CASE WHEN o.status IN ('completed', 'failed', 'cancelled') THEN now() ELSE NULL END,
-               model = o.model, input_tokens = o.input_tokens, output_tokens = o.output_tokens
-             FROM unnest($1::uuid[], $2::varchar[], $3::text[], $4::text[], $5::varchar[], $6::int[], $7::int[])
-               AS o(id, status, content, error, model, input_tokens, output_tokens)
+               model = o.model, input_tokens = o.input_tokens, output_tokens = o.output_tokens,
+               spans = CASE WHEN o.spans IS NULL OR r.trace_id IS NULL THEN r.spans ELSE array_append(r.spans, o.spans) END
+             FROM unnest($1::uuid[], $2::varchar[], $3::text[], $4::text[], $5::varchar[], $6::int[], $7::int[], $8::text[])
+               AS o(id, status, content, error, model, input_tokens, output_tokens, spans)
              WHERE r.id = ANY ($1::uuid[]) AND r.id = o.id`,
       values: [
         results.map(({ id }) => id),
@@ -262,6 +273,7 @@ export class RunRepository {
         column((outcome) => outcome.usage?.model ?? null),
         column((outcome) => outcome.usage?.inputTokens ?? null),
         column((outcome) => outcome.usage?.outputTokens ?? null),
+        column(storedSpans),
       ],
     });
   }

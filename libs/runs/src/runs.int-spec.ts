@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { DataScope } from '@app/access';
+import { inTransaction, poolOf } from '@app/database';
 import { CancellationIntents } from '@app/queue';
 import { TracesModule } from '@app/traces';
 
@@ -270,27 +271,73 @@ describe('RunsService', () => {
       await expect(running).resolves.toMatchObject({ status: 'cancelled', error: 'Run was cancelled' });
     });
 
-    it('a run executed here stores its request span when it finishes, unless trace retention cleared its trace meanwhile', async () => {
-      const requestSpanOf = async (id: string) =>
+    it('a run executed here stores its request span and its own when it finishes, unless trace retention cleared its trace meanwhile', async () => {
+      const spansOf = async (id: string) =>
         (
-          await app.sql<{ traced: boolean; span: boolean }>(
-            `SELECT trace_id IS NOT NULL AS traced, request_span IS NOT NULL AS span FROM runs WHERE id = $1`,
+          await app.sql<{ traced: boolean; span: boolean; own: string[] | null }>(
+            `SELECT trace_id IS NOT NULL AS traced, request_span IS NOT NULL AS span, spans AS own FROM runs WHERE id = $1`,
             [id],
           )
         )[0];
       const echoed = await runs.run(root, 'agent', 'echo', ask());
-      expect(await requestSpanOf(echoed.run_id)).toEqual({ traced: true, span: true });
+      const stored = await spansOf(echoed.run_id);
+      expect(stored).toMatchObject({ traced: true, span: true });
+      const request = JSON.parse(
+        (await app.sql<{ span: string }>(`SELECT request_span AS span FROM runs WHERE id = $1`, [echoed.run_id]))[0].span,
+      );
+      expect(stored.own!.map((execution) => JSON.parse(execution))).toEqual([
+        [
+          expect.objectContaining({
+            name: 'run.component',
+            parent_id: request.span_id,
+            attributes: expect.objectContaining({ 'run.id': echoed.run_id }),
+          }),
+        ],
+      ]);
 
       gate = new Gate();
       const running = runs.run(root, 'agent', 'held', ask());
       await gate.running;
       const [{ id }] = await app.sql<{ id: string }>(`SELECT id FROM runs WHERE component_id = 'held' AND status = 'running'`);
-      expect(await requestSpanOf(id)).toEqual({ traced: true, span: false });
+      expect(await spansOf(id)).toEqual({ traced: true, span: false, own: null });
       // As TraceRetention clears an expired trace from its run.
       await app.sql('UPDATE runs SET trace_id = NULL, request_span = NULL WHERE id = $1', [id]);
       gate.release();
       await expect(running).resolves.toMatchObject({ status: 'completed' });
-      expect(await requestSpanOf(id)).toEqual({ traced: false, span: false });
+      expect(await spansOf(id)).toEqual({ traced: false, span: false, own: null });
+    });
+
+    it('a worker’s outcomes append each execution’s spans to its run’s, while the run’s trace is kept', async () => {
+      const repository = app.get(RunRepository);
+      const background = await runs.enqueue(root, 'agent', 'echo', ask({ background: true }));
+      const untraced = await runs.enqueue(root, 'agent', 'echo', ask({ background: true }));
+      await app.sql('UPDATE runs SET trace_id = NULL, request_span = NULL WHERE id = $1', [untraced.run_id]);
+      const span = (name: string) => ({
+        span_id: name.padStart(16, '0'),
+        parent_id: null,
+        name,
+        started_at: 1,
+        ended_at: 2,
+        attributes: {},
+      });
+      const record = (spans: ReturnType<typeof span>[]) =>
+        inTransaction(poolOf(app.dataSource), (client) =>
+          repository.recordOutcomes(
+            client,
+            [background.run_id, untraced.run_id].map((id) => ({ id, outcome: { status: 'failed', content: null, error: 'x', spans } })),
+          ),
+        );
+      await record([span('a1')]);
+      await record([]);
+      await record([span('a2'), span('b2')]);
+      const rows = await app.sql<{ id: string; spans: string[] | null }>(`SELECT id, spans FROM runs WHERE id = ANY ($1::uuid[])`, [
+        [background.run_id, untraced.run_id],
+      ]);
+      const byId = new Map(
+        rows.map((row) => [row.id, row.spans?.map((execution) => JSON.parse(execution).map((s: { name: string }) => s.name))]),
+      );
+      expect(byId.get(background.run_id)).toEqual([['a1'], ['a2', 'b2']]);
+      expect(byId.get(untraced.run_id)).toBeUndefined();
     });
 
     it('an intent is live for QUEUE_CANCEL_INTENT_TTL_SECONDS after the latest request, then no longer cancels', async () => {

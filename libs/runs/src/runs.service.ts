@@ -10,7 +10,7 @@ import { Env } from '@app/config';
 import { isUniqueViolation, toEpoch } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
 import { CancellationIntents, JobPayload, JobProducer, TERMINAL_STATUSES } from '@app/queue';
-import { RequestSpan, Tracing } from '@app/traces';
+import { RequestSpan, RunTrace, Tracing } from '@app/traces';
 import { unstorable } from '@app/validation';
 
 import { Component, ComponentKind } from './component';
@@ -73,7 +73,7 @@ export class RunsService {
         return this.get(caller, kind, componentId, run.id);
       }
       return this.leases.holding(run.id, async () =>
-        this.finished(run, await this.executor.execute(component, toInput(run, request), { parent: this.parentOf(span, request) }), span),
+        this.finished(run, await this.executor.execute(component, toInput(run, request), { trace: this.traceOf(span) }), span),
       );
     });
   }
@@ -116,7 +116,7 @@ export class RunsService {
     const finished = await this.leases.holding(run.id, async () => {
       const outcome = await this.executor.execute(component, toInput(run, request), {
         onDelta: (content) => send({ event: 'RunContent', data: { run_id: run.id, content } }),
-        parent: this.parentOf(span, request),
+        trace: this.traceOf(span),
       });
       return this.finished(run, outcome, span);
     });
@@ -208,11 +208,11 @@ export class RunsService {
   }
 
   /**
-   * The trace a run's other spans join: its request span's; without one (tracing off, or a caller's trace
-   * that is not sampled), the caller's, so that a caller who records nothing gets nothing recorded anywhere.
+   * The trace of a run executed here: its request span's. A run without one (tracing off, or a caller's
+   * trace that is not sampled) records no spans, here or, since its job carries no traceparent, on a worker.
    */
-  private parentOf(span: RequestSpan | undefined, request: RunRequest): string | undefined {
-    return span?.traceparent ?? this.tracing.callerTraceparent(request.traceparent);
+  private traceOf(span: RequestSpan | undefined): RunTrace {
+    return this.tracing.runTrace(span?.traceparent);
   }
 
   private async create(
@@ -238,12 +238,7 @@ export class RunsService {
         const stored = span?.stored();
         // One round trip: no lookup first; a repeated key meets the unique constraint and answers below.
         if (
-          !(await this.runs.insertBackground(
-            run,
-            newSession,
-            jobPayload(run, newSession, this.parentOf(span, request), stored?.ended_at),
-            stored,
-          ))
+          !(await this.runs.insertBackground(run, newSession, jobPayload(run, newSession, span?.traceparent, stored?.ended_at), stored))
         ) {
           throw new RunException(RunErrorCode.SessionNotFound, `Session '${run.sessionId}' not found`);
         }

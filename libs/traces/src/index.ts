@@ -1,6 +1,8 @@
 export * from './request-span';
 export * from './run-span';
+export * from './run-trace';
 export * from './trace.dto';
+export type { StoredSpan } from './trace.entity';
 export * from './trace-retention';
 export * from './traces.exception';
 export * from './traces.module';

@@ -8,7 +8,7 @@ const RETENTION_INTERVAL_MS = 10 * 60_000;
 
 /**
  * Deletes traces older than QUEUE_RETENTION_SECONDS, on the same clock as the queue's terminal jobs; 0
- * keeps them. A trace's summary and request span are its run's row, which stays: they are cleared.
+ * keeps them. A trace's summary and spans are on its run's row, which stays: they are cleared.
  */
 @Injectable()
 export class TraceRetention implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -36,10 +36,10 @@ export class TraceRetention implements OnApplicationBootstrap, OnApplicationShut
 
   async deleteExpired(): Promise<void> {
     try {
-      // Spans go by their own age: a trace's worker batch may outlive its summary by a run's duration.
+      // Span batches (stored before runs kept their spans) go by their own age.
       await this.dataSource.query(
         `WITH expired AS (
-           UPDATE runs SET trace_id = NULL, request_span = NULL
+           UPDATE runs SET trace_id = NULL, request_span = NULL, spans = NULL
             WHERE trace_id IS NOT NULL AND created_at < now() - make_interval(secs => $1)
          )
          DELETE FROM trace_spans WHERE started_at < now() - make_interval(secs => $1)`,

@@ -10,8 +10,8 @@ import { TracedRun } from './run-span';
 import { TraceSortField } from './trace.dto';
 import { StoredSpan, TraceEntity } from './trace.entity';
 
-/** A traced run's row, as its request span is read back. */
-type RequestSpanRow = TracedRun & { trace_id: string; request_span: string };
+/** A traced run's row, as its spans are read back. */
+type TracedRunRow = TracedRun & { trace_id: string; request_span: string | null; spans: string[] | null };
 
 export interface TraceFilters {
   runId?: string;
@@ -71,20 +71,29 @@ export class TraceRepository {
     return new Map(rows.map((row) => [row.id, row.user_id]));
   }
 
-  /** The spans of these traces, by trace id: their runs' request spans (on the runs' rows) and the batches written of the rest. */
+  /**
+   * The spans of these traces, by trace id: what their runs' rows keep (each run's request span and its own
+   * spans), and the span batches of trace_spans (spans stored before runs kept theirs).
+   */
   async spansOf(traceIds: string[]): Promise<Map<string, StoredSpan[]>> {
     const spans = new Map(traceIds.map((id): [string, StoredSpan[]] => [id, []]));
     if (traceIds.length > 0) {
-      const [runs, batches]: [RequestSpanRow[], { trace_id: string; spans: string }[]] = await Promise.all([
+      const [runs, batches]: [TracedRunRow[], { trace_id: string; spans: string }[]] = await Promise.all([
         this.dataSource.query(
-          `SELECT trace_id, request_span, id, session_id AS "sessionId", user_id AS "userId", component_type AS "componentType",
-                  component_id AS "componentId", background
-             FROM runs WHERE trace_id = ANY ($1) AND request_span IS NOT NULL`,
+          `SELECT trace_id, request_span, spans, id, session_id AS "sessionId", user_id AS "userId",
+                  component_type AS "componentType", component_id AS "componentId", background
+             FROM runs WHERE trace_id = ANY ($1) AND (request_span IS NOT NULL OR spans IS NOT NULL)`,
           [traceIds],
         ),
         this.dataSource.query(`SELECT trace_id, spans FROM trace_spans WHERE trace_id = ANY ($1)`, [traceIds]),
       ]);
-      runs.forEach((run) => spans.get(run.trace_id)!.push(requestSpanOf(JSON.parse(run.request_span) as StoredRequestSpan, run)));
+      for (const run of runs) {
+        const ofTrace = spans.get(run.trace_id)!;
+        if (run.request_span !== null) {
+          ofTrace.push(requestSpanOf(JSON.parse(run.request_span) as StoredRequestSpan, run));
+        }
+        run.spans?.forEach((execution) => ofTrace.push(...(JSON.parse(execution) as StoredSpan[])));
+      }
       batches.forEach((batch) => spans.get(batch.trace_id)!.push(...(JSON.parse(batch.spans) as StoredSpan[])));
     }
     return spans;

@@ -1,13 +1,10 @@
 import { randomUUID } from 'node:crypto';
 
-import { ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
-import { ReadableSpan, TracerProvider } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Env } from '@app/config';
 
 import { bootModule, ModuleOnDatabase, principals } from '../../../test/support/nest-module';
-import { PostgresSpanExporter } from './postgres-span.exporter';
 import { RUN_ATTRIBUTES, SPAN } from './run-span';
 import { ListTracesQuery } from './trace.dto';
 import { TraceRetention } from './trace-retention';
@@ -29,7 +26,7 @@ describe('TracesService and TraceRetention', () => {
 
   afterAll(() => app.close());
 
-  /** A background run and its trace as the api and the worker leave them, `ageSeconds` old: the request span on the run's row. */
+  /** A background run and its trace as the api and the worker leave them, `ageSeconds` old: request span and the worker's spans on the run's row. */
   async function storedTrace(ageSeconds: number, jobStatus: string) {
     const runId = randomUUID();
     const traceId = randomUUID().replaceAll('-', '');
@@ -44,26 +41,39 @@ describe('TracesService and TraceRetention', () => {
       attributes,
     });
     await app.sql(
-      `INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message, created_at, trace_id, request_span)
-       VALUES ($1, 's', 'agent', 'echo', 'sa:ops', true, 'queued', 'hi', to_timestamp($2 / 1000.0), $3, $4)`,
-      [runId, start, traceId, JSON.stringify(span('0000000000000001', null, 'run.request', 0, 2.4, { [RUN_ATTRIBUTES.runId]: runId }))],
+      `INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message, created_at, trace_id,
+                         request_span, spans)
+       VALUES ($1, 's', 'agent', 'echo', 'sa:ops', true, 'queued', 'hi', to_timestamp($2 / 1000.0), $3, $4, $5)`,
+      [
+        runId,
+        start,
+        traceId,
+        JSON.stringify(span('0000000000000001', null, 'run.request', 0, 2.4, { [RUN_ATTRIBUTES.runId]: runId })),
+        // One execution's spans, as the worker's outcome write appends them.
+        [
+          JSON.stringify([
+            span('0000000000000002', '0000000000000001', 'run.queue_wait', 2, 5),
+            span('0000000000000003', '0000000000000001', 'run.component', 5, 9),
+          ]),
+        ],
+      ],
     );
     await app.sql(
       `INSERT INTO queue_jobs (id, job_type, component_type, component_id, session_id, status, payload) VALUES ($1, 'run', 'agent', 'echo', 's', $2, '{}')`,
       [runId, jobStatus],
     );
-    await app.sql(`INSERT INTO trace_spans (trace_id, started_at, spans) VALUES ($1, to_timestamp($2 / 1000.0), $3)`, [
-      traceId,
-      start + 2,
-      JSON.stringify([
-        span('0000000000000002', '0000000000000001', 'run.queue_wait', 2, 5),
-        span('0000000000000003', '0000000000000001', 'run.component', 5, 9),
-      ]),
-    ]);
     return { runId, traceId };
   }
 
-  it('reads a trace with its job’s status, its request span from the run and the others from their batch, oldest first', async () => {
+  /** Spans as a release before runs kept their own stored them: a batch row of trace_spans. */
+  const storeBatch = (traceId: string, startedAt: number, spans: object[]) =>
+    app.sql(`INSERT INTO trace_spans (trace_id, started_at, spans) VALUES ($1, to_timestamp($2 / 1000.0), $3)`, [
+      traceId,
+      startedAt,
+      JSON.stringify(spans),
+    ]);
+
+  it('reads a trace with its job’s status and the spans its run’s row keeps, oldest first', async () => {
     const { runId, traceId } = await storedTrace(0, 'running');
     const trace = await traces.get(root, traceId);
     expect(trace).toMatchObject({ trace_id: traceId, run_id: runId, status: 'running', ended_at: null, user_id: 'sa:ops' });
@@ -95,17 +105,14 @@ describe('TracesService and TraceRetention', () => {
       ended_at: now + 1,
       attributes,
     });
-    await app.sql(`INSERT INTO trace_spans (trace_id, started_at, spans) VALUES ($1, now(), $2)`, [
-      traceId,
-      JSON.stringify([
-        // A model call stored before its component span (which may never come): it names its run itself.
-        span('00000000000000a1', '00000000000000ff', 'model.call', { [RUN_ATTRIBUTES.runId]: runId }),
-        // Another user's run under the same trace id, and a span of theirs under one of the owner's spans.
-        span('00000000000000b1', null, 'run.request', { [RUN_ATTRIBUTES.runId]: stranger }),
-        span('00000000000000b2', '0000000000000003', 'custom', { [RUN_ATTRIBUTES.runId]: stranger }),
-        // A request span that made no run, naming the owner's span as its parent: it belongs to no run.
-        span('00000000000000c1', '0000000000000001', 'run.request'),
-      ]),
+    await storeBatch(traceId, now, [
+      // A model call stored before its component span (which may never come): it names its run itself.
+      span('00000000000000a1', '00000000000000ff', 'model.call', { [RUN_ATTRIBUTES.runId]: runId }),
+      // Another user's run under the same trace id, and a span of theirs under one of the owner's spans.
+      span('00000000000000b1', null, 'run.request', { [RUN_ATTRIBUTES.runId]: stranger }),
+      span('00000000000000b2', '0000000000000003', 'custom', { [RUN_ATTRIBUTES.runId]: stranger }),
+      // A request span that made no run, naming the owner's span as its parent: it belongs to no run.
+      span('00000000000000c1', '0000000000000001', 'run.request'),
     ]);
     const shown = (await traces.get(root, traceId)).spans.map((shownSpan) => shownSpan.span_id);
     expect(shown.sort()).toEqual(['0000000000000001', '0000000000000002', '0000000000000003', '00000000000000a1']);
@@ -114,49 +121,61 @@ describe('TracesService and TraceRetention', () => {
   it('deletes traces older than QUEUE_RETENTION_SECONDS (the run keeps its row, not its trace), and keeps younger ones', async () => {
     const old = await storedTrace(7200, 'completed');
     const young = await storedTrace(60, 'completed');
+    await storeBatch(old.traceId, Date.now() - 7_200_000, [{ name: 'custom' }]);
+    await storeBatch(young.traceId, Date.now() - 60_000, [{ name: 'custom' }]);
     await new TraceRetention(app.get(Env), app.dataSource).deleteExpired();
     const left = await app.sql<{ trace_id: string }>(
       `SELECT trace_id FROM runs WHERE trace_id = ANY ($1) UNION ALL SELECT trace_id FROM trace_spans WHERE trace_id = ANY ($1)`,
       [[old.traceId, young.traceId]],
     );
     expect(left.map((row) => row.trace_id)).toEqual([young.traceId, young.traceId]);
-    const [run] = await app.sql<{ request_span: string | null }>(`SELECT request_span FROM runs WHERE id = $1`, [old.runId]);
-    expect(run).toEqual({ request_span: null });
+    const [run] = await app.sql(`SELECT request_span, spans FROM runs WHERE id = $1`, [old.runId]);
+    expect(run).toEqual({ request_span: null, spans: null });
     await expect(traces.get(root, old.traceId)).rejects.toThrow(`Trace '${old.traceId}' not found`);
   });
 
-  it('stores what the exporter is handed by trace, in one row per trace and batch, leaving request spans to their runs', async () => {
-    const ended: ReadableSpan[] = [];
-    const tracer = new TracerProvider({
-      spanProcessors: [
-        { onStart: () => undefined, onEnd: (span) => ended.push(span), forceFlush: async () => {}, shutdown: async () => {} },
-      ],
-    }).getTracer('test');
-    const exporter = new PostgresSpanExporter(app.dataSource);
-    const write = (spans: ReadableSpan[]) =>
-      new Promise<void>((resolve, reject) => exporter.export(spans, (result) => (result.error ? reject(result.error) : resolve())));
+  it('records a run’s spans as children of its request span, or nothing when tracing is off or its request was not traced', () => {
+    const tracing = app.get(Tracing);
+    const request = tracing.startRequest()!;
+    const trace = tracing.runTrace(request.traceparent);
+    const wait = trace.start(SPAN.queueWait, { startTime: Date.now() - 40, attributes: { 'job.attempt': 1 } });
+    wait.end();
+    wait.end();
+    const component = trace.start(SPAN.component);
+    const step = trace.start('step', { parent: component, attributes: { n: 1 } });
+    step.setAttributes({ n: 2, done: true });
+    step.fail(new Error('step broke'));
+    step.end();
+    trace.start('never ended', { parent: component });
+    component.end();
 
-    // An exported request span (OTLP set) with a component span under it, and a component's own span that
-    // happens to share the request span's name.
-    const request = tracer.startSpan(SPAN.request, { kind: SpanKind.SERVER });
-    const parent = trace.setSpan(ROOT_CONTEXT, request);
-    tracer.startSpan(SPAN.component, {}, parent).end();
-    tracer.startSpan(SPAN.request, {}, parent).end();
-    request.end();
-    const other = tracer.startSpan('custom');
-    other.end();
-    await write(ended.splice(0));
-
-    const rows = await app.sql<{ trace_id: string; spans: string }>(`SELECT trace_id, spans FROM trace_spans WHERE trace_id = ANY ($1)`, [
-      [request.spanContext().traceId, other.spanContext().traceId],
+    const stored = trace.storedSpans();
+    expect(stored.map((span) => [span.name, span.parent_id])).toEqual([
+      [SPAN.queueWait, request.spanId],
+      ['step', component.spanId],
+      [SPAN.component, request.spanId],
     ]);
-    const stored = new Map(rows.map((row) => [row.trace_id, (JSON.parse(row.spans) as { name: string }[]).map((span) => span.name)]));
-    expect(stored).toEqual(
-      new Map([
-        [request.spanContext().traceId, [SPAN.component, SPAN.request]],
-        [other.spanContext().traceId, ['custom']],
-      ]),
-    );
+    expect(new Set(stored.map((span) => span.span_id)).size).toBe(3);
+    expect(stored.every((span) => /^[0-9a-f]{16}$/.test(span.span_id) && span.ended_at >= span.started_at)).toBe(true);
+    expect(stored[0].ended_at - stored[0].started_at).toBeGreaterThanOrEqual(40);
+    expect(stored[1].attributes).toEqual({
+      n: 2,
+      done: true,
+      'otel.status_code': 'ERROR',
+      'otel.status_description': 'step broke',
+    });
+
+    const caller = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7';
+    const none = [
+      tracing.runTrace(undefined),
+      tracing.runTrace(`${caller}-00`),
+      tracing.runTrace('00-xyz'),
+      new Tracing(Object.assign(new Env(), { TRACES_ENABLED: false }), 'test').runTrace(request.traceparent),
+    ];
+    for (const unrecorded of none) {
+      unrecorded.start(SPAN.component).end();
+      expect(unrecorded.storedSpans()).toEqual([]);
+    }
   });
 
   it('starts a request span: a new trace, or the caller’s when sampled; none for a caller that records nothing', () => {
@@ -177,13 +196,7 @@ describe('TracesService and TraceRetention', () => {
     expect(stored.ended_at).toBeGreaterThanOrEqual(stored.started_at);
     expect(continued.stored()).toEqual(stored);
     expect(tracing.startRequest(`${caller}-00`)).toBeUndefined();
-    // A run with no request span joins the caller's trace as the caller's span names it, nothing more of the header.
-    expect(tracing.callerTraceparent(`${caller}-00`)).toBe(`${caller}-00`);
-    expect(tracing.callerTraceparent(`${caller}-03`)).toBe(`${caller}-01`);
-    expect(tracing.callerTraceparent('00-xyz')).toBeUndefined();
-    expect(
-      new Tracing(Object.assign(new Env(), { TRACES_ENABLED: false }), app.dataSource, 'test').callerTraceparent(`${caller}-01`),
-    ).toBeUndefined();
+    expect(new Tracing(Object.assign(new Env(), { TRACES_ENABLED: false }), 'test').startRequest()).toBeUndefined();
     // A malformed caller header starts a trace of its own.
     expect(tracing.startRequest('00-xyz')!.stored().parent_id).toBeNull();
   });

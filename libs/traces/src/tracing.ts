@@ -1,78 +1,45 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import {
-  Attributes,
-  Context,
-  INVALID_SPAN_CONTEXT,
-  ROOT_CONTEXT,
-  Span,
-  SpanContext,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  TraceFlags,
-  Tracer,
-} from '@opentelemetry/api';
+import { ROOT_CONTEXT, Span, SpanContext, SpanKind, trace, TraceFlags, Tracer } from '@opentelemetry/api';
 import { parseTraceParent } from '@opentelemetry/core';
-import { BatchSpanProcessor, RandomIdGenerator, SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
-import { DataSource } from 'typeorm';
+import { BatchSpanProcessor, RandomIdGenerator } from '@opentelemetry/sdk-trace';
 
 import { Env } from '@app/config';
 
-import { PostgresSpanExporter } from './postgres-span.exporter';
 import { RequestSpan } from './request-span';
 import { SPAN } from './run-span';
+import { RunTrace, SpanAttributes, SpanPlace, SpanSource } from './run-trace';
 
 export const TRACING_SERVICE = 'traces:service-name';
 
-/** Spans wait at most this long (or until this many are ready) before they are written (or exported) in one go. */
+/** Exported spans wait at most this long (or until this many are ready) before they go out in one request. */
 const BATCH = { scheduledDelayMillis: 500, maxExportBatchSize: 1000, maxQueueSize: 20_000 };
 
-/** What callers hold while tracing is off: records nothing, costs nothing. */
-const NOT_RECORDING = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
-
-export interface SpanOptions {
-  /** A span of this process, or a W3C `traceparent` from elsewhere (a caller, a job); none starts a new trace. */
-  parent?: Span | string;
-  attributes?: Attributes;
-  /** Epoch milliseconds, for a span that began before it could be recorded (a queue wait). */
-  startTime?: number;
-}
-
 /**
- * The platform's spans: recorded with the OpenTelemetry SDK, stored in PostgreSQL in batches
- * (GET /traces) and, when OTEL_EXPORTER_OTLP_ENDPOINT is set, exported over OTLP/HTTP too through
- * `@opentelemetry/sdk-node`. With TRACES_ENABLED=false every span is a shared non-recording one.
+ * The platform's spans. A run's spans are plain records stored with the run (its request span on its row
+ * when the run is made, the rest with its outcome), read back by GET /traces. When
+ * OTEL_EXPORTER_OTLP_ENDPOINT is set, each is also an OpenTelemetry SDK span exported over OTLP/HTTP
+ * through `@opentelemetry/sdk-node`, with the same ids. With TRACES_ENABLED=false nothing is recorded.
  */
 @Injectable()
 export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
   private readonly log = new Logger('Tracing');
-  private readonly store: SpanProcessor | null = null;
   private readonly ids = new RandomIdGenerator();
+  /** The SDK's tracer, only while spans are exported over OTLP. */
   private tracer: Tracer | null = null;
-  /** Whether spans are exported over OTLP too: only then does a request span need an SDK span. */
-  private exporting = false;
   private shutdown: (() => Promise<void>) | null = null;
+  private readonly spans: SpanSource = {
+    spanId: () => this.ids.generateSpanId(),
+    exported: (name, place, startTime, attributes) => this.exported(name, place, startTime, attributes),
+  };
 
   constructor(
     private readonly env: Env,
-    @InjectDataSource() dataSource: DataSource,
     @Inject(TRACING_SERVICE) private readonly serviceName: string,
-  ) {
-    if (!env.TRACES_ENABLED) {
-      return;
-    }
-    this.store = new BatchSpanProcessor({ exporter: new PostgresSpanExporter(dataSource), ...BATCH });
-    if (!env.OTEL_EXPORTER_OTLP_ENDPOINT) {
-      const provider = new TracerProvider({ spanProcessors: [this.store] });
-      this.shutdown = () => provider.shutdown();
-      this.tracer = provider.getTracer('platform-service');
-    }
-  }
+  ) {}
 
-  /** The OTLP/HTTP path, before the app serves anything: the SDK registers its provider globally, our store beside the exporter. */
+  /** The OTLP/HTTP path, before the app serves anything: the SDK registers its provider globally. */
   async onModuleInit(): Promise<void> {
-    if (!this.store || !this.env.OTEL_EXPORTER_OTLP_ENDPOINT) {
+    if (!this.env.TRACES_ENABLED || !this.env.OTEL_EXPORTER_OTLP_ENDPOINT) {
       return;
     }
     // Loaded only here: an instance without an OTLP endpoint never loads the SDK or its exporters.
@@ -82,7 +49,7 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
     ]);
     const sdk = new NodeSDK({
       serviceName: this.env.OTEL_SERVICE_NAME ?? this.serviceName,
-      spanProcessors: [this.store, new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), ...BATCH })],
+      spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), ...BATCH })],
       // Spans only: no metrics or logs pipelines, no auto-instrumentation.
       metricReaders: [],
       logRecordProcessors: [],
@@ -91,7 +58,6 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
     sdk.start();
     this.shutdown = () => sdk.shutdown();
     this.tracer = trace.getTracer('platform-service');
-    this.exporting = true;
   }
 
   /**
@@ -101,12 +67,12 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
    * batching were most of what tracing cost the api.
    */
   startRequest(parent?: string): RequestSpan | undefined {
-    if (!this.tracer) {
+    if (!this.env.TRACES_ENABLED) {
       return undefined;
     }
     const startedAt = Date.now();
     const caller = parent === undefined ? undefined : this.parentOf(parent);
-    if (this.exporting) {
+    if (this.tracer) {
       const context = caller ? trace.setSpanContext(ROOT_CONTEXT, caller) : ROOT_CONTEXT;
       const span = this.tracer.startSpan(SPAN.request, { kind: SpanKind.SERVER, startTime: startedAt }, context);
       const { traceId, spanId } = span.spanContext();
@@ -126,28 +92,24 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
   }
 
   /**
-   * A caller's traceparent as the run's other spans may join it when the run has no request span (the
-   * caller's trace is not sampled): formatted from what it names, so nothing else of the header is kept;
-   * undefined while tracing is off or when it is malformed.
+   * The spans of one execution of a run, children of its request span (`parent`: the traceparent its job
+   * or its request carries). None are recorded while tracing is off, when the run's request was not traced
+   * (no traceparent: a worker does not start traces of its own), or when that trace is not sampled.
    */
-  callerTraceparent(traceparent: string | undefined): string | undefined {
-    const caller = this.tracer && traceparent !== undefined ? this.parentOf(traceparent) : undefined;
-    return caller && `00-${caller.traceId}-${caller.spanId}-0${caller.traceFlags & TraceFlags.SAMPLED}`;
+  runTrace(parent: string | undefined): RunTrace {
+    const place = this.env.TRACES_ENABLED && parent !== undefined ? this.parentOf(parent) : undefined;
+    return place && place.traceFlags & TraceFlags.SAMPLED
+      ? new RunTrace(this.spans, { traceId: place.traceId, parentId: place.spanId })
+      : RunTrace.NONE;
   }
 
-  start(name: string, options: SpanOptions = {}): Span {
+  /** The SDK's copy of a run's span, while spans are exported: the SDK gives it its ids. */
+  private exported(name: string, place: SpanPlace, startTime: number, attributes: SpanAttributes): Span | null {
     if (!this.tracer) {
-      return NOT_RECORDING;
+      return null;
     }
-    const { parent } = options;
-    const context = typeof parent === 'string' ? this.extract(parent) : parent ? trace.setSpan(ROOT_CONTEXT, parent) : ROOT_CONTEXT;
-    // `parent` rides along in the options; the SDK reads only its own keys.
-    return this.tracer.startSpan(name, options, context);
-  }
-
-  private extract(traceparent: string): Context {
-    const parent = this.parentOf(traceparent);
-    return parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : ROOT_CONTEXT;
+    const parent = { traceId: place.traceId, spanId: place.parentId, traceFlags: TraceFlags.SAMPLED, isRemote: true };
+    return this.tracer.startSpan(name, { startTime, attributes }, trace.setSpanContext(ROOT_CONTEXT, parent));
   }
 
   /** The span a W3C traceparent names; undefined when it is malformed (the run's trace then starts afresh). */
@@ -156,12 +118,7 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
     return parsed ? { ...parsed, isRemote: true } : undefined;
   }
 
-  /** Ends a span as failed, with the error's message. */
-  fail(span: Span, error: unknown): void {
-    span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
-  }
-
-  /** Writes (and exports) what is still batched before the database connection closes. */
+  /** Exports what is still batched before the process ends. */
   async beforeApplicationShutdown(): Promise<void> {
     await this.shutdown?.().catch((error: unknown) => this.log.warn(`flushing spans failed: ${String(error)}`));
   }

@@ -23,6 +23,7 @@ import { NewestFirstIndexes1765800000003 } from './1765800000003-NewestFirstInde
 import { TraceSpanAgeBtree1765800000004 } from './1765800000004-TraceSpanAgeBtree';
 import { RunLeases1765900000001 } from './1765900000001-RunLeases';
 import { TraceSummaryOnRuns1766000000001 } from './1766000000001-TraceSummaryOnRuns';
+import { RunSpansOnRuns1766100000001 } from './1766100000001-RunSpansOnRuns';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -51,4 +52,5 @@ export const MIGRATIONS = [
   TraceSpanAgeBtree1765800000004,
   RunLeases1765900000001,
   TraceSummaryOnRuns1766000000001,
+  RunSpansOnRuns1766100000001,
 ];
