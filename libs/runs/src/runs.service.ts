@@ -344,7 +344,7 @@ function newRun(
 ): RunEntity {
   const now = span?.startTime ?? new Date();
   return Object.assign(new RunEntity(), {
-    id: randomUUID(),
+    id: span?.runId ?? randomUUID(),
     sessionId: request.session_id ?? randomUUID(),
     componentType: component.kind,
     componentId: component.id,
