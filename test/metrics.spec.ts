@@ -81,6 +81,13 @@ describe.skipIf(!havePromtool)('/metrics of the api and the worker', () => {
     }
   });
 
+  it('say which release each process runs', async () => {
+    const { version } = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
+    for (const text of [await apiText(), await workerText()]) {
+      expect(text).toContain(`platform_build_info{version="${version}",node_version="${process.version}"} 1`);
+    }
+  });
+
   it('time requests by route pattern and status, never by raw URL', async () => {
     const text = await apiText();
     expect(text).toMatch(/^http_request_duration_seconds_count\{method="POST",route="\/agents\/:agent_id\/runs",status="202"\} 1$/m);

@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+
+import { SERVICE_VERSION } from '@app/config';
 
 /**
  * prom-client's gauges of totals named like counters, which `promtool check metrics` rejects; the same
@@ -8,9 +10,9 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 const MISNAMED_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
 
 /**
- * This process's own figures for its /metrics: prom-client's process and event-loop metrics, and
- * whatever the modules of the process register (HTTP latency in the api, the job loop and schedule
- * fires in the worker). One per process.
+ * This process's own figures for its /metrics: which release it runs, prom-client's process and
+ * event-loop metrics, and whatever the modules of the process register (HTTP latency in the api, the job
+ * loop and schedule fires in the worker). One per process.
  */
 @Injectable()
 export class MetricsRegistry extends Registry {
@@ -18,5 +20,12 @@ export class MetricsRegistry extends Registry {
     super();
     collectDefaultMetrics({ register: this });
     MISNAMED_DEFAULTS.forEach((name) => this.removeSingleMetric(name));
+    // The usual info metric: 1, its labels say what runs (a half-done rolling update shows as two versions).
+    new Gauge({
+      name: 'platform_build_info',
+      help: 'The release this process runs (version) and its Node.js (node_version); always 1',
+      labelNames: ['version', 'node_version'],
+      registers: [this],
+    }).set({ version: SERVICE_VERSION, node_version: process.version }, 1);
   }
 }
