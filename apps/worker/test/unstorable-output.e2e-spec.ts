@@ -59,6 +59,10 @@ describe('a component answering a NUL or half a surrogate pair', () => {
     const runs = await Promise.all(posted.map(final));
     expect(runs.find((run) => run.agent === 'nul-agent')).toMatchObject({ status: 'completed', content: 'before\ufffdafter\ufffd' });
     expect(runs.find((run) => run.agent === 'nul-fail-agent')).toMatchObject({ status: 'failed', error: 'bad\ufffdnews\ufffd' });
+    // The worker names the failing component in its log, as the api does for a run it executes.
+    const failed = runs.find((run) => run.agent === 'nul-fail-agent')!;
+    await expect.poll(() => worker.output(), { timeout: 5_000 }).toContain(`"run_id":"${failed.run_id}"`);
+    expect(worker.output()).toMatch(/"component_id":"nul-fail-agent"[^\n]*"msg":"run failed: agent nul-fail-agent"/);
     expect(runs.filter((run) => run.agent === 'echo-agent').map((run) => [run.status, run.content])).toEqual(
       Array.from({ length: 20 }, () => ['completed', 'hi']),
     );

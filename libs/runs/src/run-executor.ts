@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 
 import { isDatabaseUnavailable } from '@app/database';
 import { MemoriesService } from '@app/memories';
@@ -35,6 +35,8 @@ const CANCEL_POLL_MS = 500;
 /** Runs one component for one run and turns whatever happens into an outcome; never throws for a component's failure. */
 @Injectable()
 export class RunExecutor {
+  private readonly logger = new Logger('Runs');
+
   constructor(
     private readonly intents: CancellationIntents,
     private readonly runs: RunRepository,
@@ -56,6 +58,11 @@ export class RunExecutor {
     span.setAttributes({ [RUN_ATTRIBUTES.status]: outcome.status });
     if (outcome.status === 'failed') {
       span.fail(outcome.error);
+      // Named by its component, in the api and in a worker alike: which component fails is what an operator looks for.
+      this.logger.warn(
+        { run_id: run.id, component_type: component.kind, component_id: component.id, error: outcome.error },
+        `run failed: ${component.kind} ${component.id}`,
+      );
     }
     span.end();
     return { ...outcome, spans: trace.storedSpans() };

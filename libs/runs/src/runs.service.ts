@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { isUUID } from 'class-validator';
 import { DataSource } from 'typeorm';
@@ -42,8 +42,6 @@ interface Created {
  */
 @Injectable()
 export class RunsService {
-  private readonly logger = new Logger('Runs');
-
   constructor(
     private readonly env: Env,
     private readonly registry: ComponentRegistry,
@@ -271,13 +269,6 @@ export class RunsService {
 
   /** Records the outcome of a run executed here, with its request span, and answers the run as stored, without reading it back. */
   private async finished(run: RunEntity, outcome: RunOutcome, span: RequestSpan | undefined): Promise<RunDto> {
-    if (outcome.status === 'failed') {
-      // The worker logs a background run's failure; a run executed here would show only as its request's 200.
-      this.logger.warn(
-        { run_id: run.id, component_type: run.componentType, component_id: run.componentId, error: outcome.error },
-        `run failed: ${run.componentType} ${run.componentId}`,
-      );
-    }
     const stored = await this.runs.finish(run, outcome, span?.stored());
     if (!stored) {
       throw runNotFound(run.id);
