@@ -153,6 +153,6 @@ export async function benchTracing() {
     '| tracing | POSTs/s, api alone | ratio | POSTs/s, worker running | ratio | enqueue→start p50 ms | p95 ms |',
     '|---|---:|---:|---:|---:|---:|---:|',
     row('off', 'off (TRACES_ENABLED=false)'),
-    row('on', 'on (every run traced, stored in batches)'),
+    row('on', 'on (every run traced, stored with its run)'),
   ].join('\n');
 }
