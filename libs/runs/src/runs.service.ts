@@ -335,7 +335,7 @@ function newRun(
 ): RunEntity {
   const now = span?.startTime ?? new Date();
   return Object.assign(new RunEntity(), {
-    id: span?.runId ?? randomUUID(),
+    id: randomUUID(),
     sessionId: request.session_id ?? randomUUID(),
     componentType: component.kind,
     componentId: component.id,

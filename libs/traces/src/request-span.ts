@@ -35,8 +35,6 @@ export class RequestSpan {
     /** Epoch milliseconds (Date.now()). */
     private readonly startedAt: number,
     private readonly exported: Span | null,
-    /** The id of the run the request makes (see Tracing.startRequest). */
-    readonly runId: string,
   ) {}
 
   /** When the request began, for a run stamped with it (the trace's start in GET /traces). */

@@ -32,21 +32,6 @@ const FILTERS: { [K in keyof TraceFilters]-?: string } = {
   startedBefore: 'trace.started_at < to_timestamp(:startedBefore)',
 };
 
-/**
- * SQL: runs whose trace id is `ids` (one, or any of an array, as `type` says). A run's own trace (its id as the
- * trace id) is found through the run's primary key; any other through IDX_runs_trace, which holds only those
- * (its predicate is the second arm's, so the planner takes it).
- */
-function withTraceId(traceColumn: string, idColumn: string, ids: string, type: 'varchar' | 'varchar[]'): string {
-  // The parameter is typed as text before it is read as uuids: cast straight to uuid, it would be one throughout.
-  const [equals, asIds] =
-    type === 'varchar'
-      ? [`= CAST(${ids} AS varchar)`, `= CAST(CAST(${ids} AS varchar) AS uuid)`]
-      : [`= ANY (${ids}::varchar[])`, `= ANY (${ids}::varchar[]::uuid[])`];
-  return `((${idColumn} ${asIds} AND ${traceColumn} ${equals})
-    OR (${traceColumn} ${equals} AND ${traceColumn} IS NOT NULL AND ${traceColumn} <> replace(${idColumn}::text, '-', '')))`;
-}
-
 /** Every read of traces takes the caller's DataScope first; runOwners serves the filter that keeps other users' spans out of a trace. */
 @Injectable()
 export class TraceRepository {
@@ -61,7 +46,7 @@ export class TraceRepository {
     return this.traces
       .createQueryBuilder('trace')
       .where(owner.sql, owner.params)
-      .andWhere(withTraceId('trace.trace_id', 'trace.run_id', ':traceId', 'varchar'), { traceId })
+      .andWhere('trace.trace_id = :traceId', { traceId })
       .orderBy('trace.started_at')
       .addOrderBy('trace.run_id')
       .limit(1)
@@ -97,7 +82,7 @@ export class TraceRepository {
         this.dataSource.query(
           `SELECT trace_id, request_span, spans, id, session_id AS "sessionId", user_id AS "userId",
                   component_type AS "componentType", component_id AS "componentId", background
-             FROM runs WHERE ${withTraceId('trace_id', 'id', '$1', 'varchar[]')} AND (request_span IS NOT NULL OR spans IS NOT NULL)`,
+             FROM runs WHERE trace_id = ANY ($1) AND (request_span IS NOT NULL OR spans IS NOT NULL)`,
           [traceIds],
         ),
         this.dataSource.query(`SELECT trace_id, spans FROM trace_spans WHERE trace_id = ANY ($1)`, [traceIds]),

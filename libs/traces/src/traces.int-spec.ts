@@ -27,10 +27,9 @@ describe('TracesService and TraceRetention', () => {
   afterAll(() => app.close());
 
   /** A background run and its trace as the api and the worker leave them, `ageSeconds` old: request span and the worker's spans on the run's row. */
-  async function storedTrace(ageSeconds: number, jobStatus: string, origin: 'own' | 'caller' = 'caller') {
+  async function storedTrace(ageSeconds: number, jobStatus: string) {
     const runId = randomUUID();
-    // A trace the run's request started has the run's id; a caller's has its own.
-    const traceId = (origin === 'own' ? runId : randomUUID()).replaceAll('-', '');
+    const traceId = randomUUID().replaceAll('-', '');
     const start = Date.now() - ageSeconds * 1000;
     // Only the request span names the run here: the others belong to it through their parent.
     const span = (id: string, parent: string | null, name: string, from: number, to: number, attributes = {}) => ({
@@ -75,7 +74,7 @@ describe('TracesService and TraceRetention', () => {
     ]);
 
   it('reads a trace with its job’s status and the spans its run’s row keeps, oldest first', async () => {
-    const { runId, traceId } = await storedTrace(0, 'running', 'own');
+    const { runId, traceId } = await storedTrace(0, 'running');
     const trace = await traces.get(root, traceId);
     expect(trace).toMatchObject({ trace_id: traceId, run_id: runId, status: 'running', ended_at: null, user_id: 'sa:ops' });
     expect(trace.spans.map((span) => [span.name, span.offset_ms, span.duration_ms])).toEqual([
@@ -120,7 +119,7 @@ describe('TracesService and TraceRetention', () => {
   });
 
   it('deletes traces older than QUEUE_RETENTION_SECONDS (the run keeps its row, not its trace), and keeps younger ones', async () => {
-    const old = await storedTrace(7200, 'completed', 'own');
+    const old = await storedTrace(7200, 'completed');
     const young = await storedTrace(60, 'completed');
     await storeBatch(old.traceId, Date.now() - 7_200_000, [{ name: 'custom' }]);
     await storeBatch(young.traceId, Date.now() - 60_000, [{ name: 'custom' }]);
@@ -183,13 +182,9 @@ describe('TracesService and TraceRetention', () => {
     const tracing = app.get(Tracing);
     const fresh = tracing.startRequest()!;
     expect(fresh.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
-    // A trace the request starts is its run's: the run's id, as 32 hex digits.
-    expect(fresh.runId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    expect(fresh.traceId).toBe(fresh.runId.replaceAll('-', ''));
     const caller = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7';
     const continued = tracing.startRequest(`${caller}-01`)!;
     expect(continued.traceId).toBe('4bf92f3577b34da6a3ce929d0e0e4736');
-    expect(continued.runId).not.toBe(fresh.runId);
     // Stored, it keeps what the run's row does not say: ids and times.
     const stored = continued.stored();
     expect(stored).toEqual({

@@ -11,8 +11,6 @@ import { StoredSpan, TraceEntity } from './trace.entity';
 import { TraceRepository } from './trace.repository';
 import { TraceErrorCode, TraceException } from './traces.exception';
 
-const TRACE_ID = /^[0-9a-f]{32}$/;
-
 /** Trace reads, self-scoped like every read. */
 @Injectable()
 export class TracesService {
@@ -37,8 +35,7 @@ export class TracesService {
   }
 
   async get(caller: Principal, traceId: string): Promise<TraceDto> {
-    // Anything but 32 hex digits names no trace (and must not reach the lookup's uuid cast).
-    const found = TRACE_ID.test(traceId) ? await this.traces.findById(DataScope.of(caller), traceId) : null;
+    const found = await this.traces.findById(DataScope.of(caller), traceId);
     if (!found) {
       throw new TraceException(TraceErrorCode.NotFound, `Trace '${traceId}' not found`);
     }

@@ -1,5 +1,3 @@
-import { randomUUID } from 'node:crypto';
-
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { ROOT_CONTEXT, Span, SpanContext, SpanKind, trace, TraceFlags, Tracer } from '@opentelemetry/api';
 import { parseTraceParent } from '@opentelemetry/core';
@@ -12,9 +10,6 @@ import { SPAN } from './run-span';
 import { RunTrace, SpanAttributes, SpanPlace, SpanSource } from './run-trace';
 
 export const TRACING_SERVICE = 'traces:service-name';
-
-/** The trace id of a trace a run's request starts: the run's id, as 32 hex digits (a valid W3C trace id). */
-const ownTrace = (runId: string): string => runId.replaceAll('-', '');
 
 /** Exported spans wait at most this long (or until this many are ready) before they go out in one request. */
 const BATCH = { scheduledDelayMillis: 500, maxExportBatchSize: 1000, maxQueueSize: 20_000 };
@@ -69,28 +64,31 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
    * A run request's span, a child of the caller's `traceparent` when one came; undefined while tracing
    * is off, or when the caller's trace is not sampled. It is stored with its run (see RequestSpan).
    * Without an OTLP exporter no SDK span is made for it: on a background POST, the SDK's span and its
-   * batching were most of what tracing cost the api. A trace it starts has the id of the run the request
-   * makes (its 32 hex digits), so a run's own trace is found through the run's primary key and costs no
-   * entry in the index of trace ids (see `ownTrace`).
+   * batching were most of what tracing cost the api.
    */
   startRequest(parent?: string): RequestSpan | undefined {
     if (!this.env.TRACES_ENABLED) {
       return undefined;
     }
     const startedAt = Date.now();
-    const runId = randomUUID();
     const caller = parent === undefined ? undefined : this.parentOf(parent);
     if (this.tracer) {
       const context = caller ? trace.setSpanContext(ROOT_CONTEXT, caller) : ROOT_CONTEXT;
       const span = this.tracer.startSpan(SPAN.request, { kind: SpanKind.SERVER, startTime: startedAt }, context);
       const { traceId, spanId } = span.spanContext();
-      return span.isRecording() ? new RequestSpan(traceId, spanId, caller?.spanId ?? null, startedAt, span, runId) : undefined;
+      return span.isRecording() ? new RequestSpan(traceId, spanId, caller?.spanId ?? null, startedAt, span) : undefined;
     }
     if (caller && !(caller.traceFlags & TraceFlags.SAMPLED)) {
       // As the SDK's default sampler does: a caller that does not record its trace gets none recorded here.
       return undefined;
     }
-    return new RequestSpan(caller?.traceId ?? ownTrace(runId), this.ids.generateSpanId(), caller?.spanId ?? null, startedAt, null, runId);
+    return new RequestSpan(
+      caller?.traceId ?? this.ids.generateTraceId(),
+      this.ids.generateSpanId(),
+      caller?.spanId ?? null,
+      startedAt,
+      null,
+    );
   }
 
   /**

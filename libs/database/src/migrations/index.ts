@@ -24,7 +24,6 @@ import { TraceSpanAgeBtree1765800000004 } from './1765800000004-TraceSpanAgeBtre
 import { RunLeases1765900000001 } from './1765900000001-RunLeases';
 import { TraceSummaryOnRuns1766000000001 } from './1766000000001-TraceSummaryOnRuns';
 import { RunSpansOnRuns1766100000001 } from './1766100000001-RunSpansOnRuns';
-import { OwnTraceIds1766100000002 } from './1766100000002-OwnTraceIds';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -54,5 +53,4 @@ export const MIGRATIONS = [
   RunLeases1765900000001,
   TraceSummaryOnRuns1766000000001,
   RunSpansOnRuns1766100000001,
-  OwnTraceIds1766100000002,
 ];
