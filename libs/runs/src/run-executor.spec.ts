@@ -90,6 +90,34 @@ describe('RunExecutor: the run’s spans', () => {
     expect(outcome.spans!.map((span) => span.attributes['otel.status_description'])).toEqual(['lookup failed', 'no answer']);
   });
 
+  it('keep what OpenTelemetry keeps of a component’s attributes, within bounds, so its outcome can always be written', async () => {
+    const careless: Component = {
+      kind: 'agent',
+      id: 'careless',
+      name: 'Careless',
+      run: async (ctx) => {
+        // What a plain-JavaScript component may pass despite the types: kept only where OpenTelemetry would keep it.
+        const odd = { big: 10n, object: { a: 1 }, mixed: [1, 'x'], nothing: null, list: ['a', 'b'], long: 'y'.repeat(5000) };
+        const step = ctx.span('careless', odd as never);
+        step.end();
+        step.set({ late: true });
+        for (let i = 0; i < 1100; i += 1) {
+          ctx.span(`many ${i}`).end();
+        }
+        return 'done';
+      },
+    };
+    const outcome = await executor.execute(careless, input, { checkpoint: async () => undefined, trace: tracing.runTrace(request) });
+    expect(outcome.status).toBe('completed');
+    const [step] = outcome.spans!;
+    expect(step.attributes).toEqual({ list: ['a', 'b'], long: 'y'.repeat(4096), 'run.id': 'r' });
+    // 1,000 steps (the first 999 of the loop's), and the component's own span.
+    expect(outcome.spans).toHaveLength(1001);
+    expect(outcome.spans!.at(-2)!.name).toBe('many 998');
+    expect(outcome.spans!.at(-1)!.name).toBe(SPAN.component);
+    expect(() => JSON.stringify(outcome.spans)).not.toThrow();
+  });
+
   it('are none without a trace', async () => {
     const outcome = await executor.execute(stepping(false), input, { checkpoint: async () => undefined });
     expect(outcome.spans).toEqual([]);

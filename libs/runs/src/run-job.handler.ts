@@ -79,7 +79,7 @@ export class RunJobHandler implements JobHandler {
     return { outcome: 'deferred', error: `Waiting for a worker that has ${component}: the worker on ${hostname()} has none` };
   }
 
-  /** The runs' content and usage, in the queue's fenced transaction: one statement per batch of finished jobs. */
+  /** The runs' content, usage and spans, in the queue's fenced transaction: one statement per batch of finished jobs. */
   record(tx: ClientBase, results: readonly RecordedResult[]): Promise<void> {
     return this.runs.recordOutcomes(
       tx,

@@ -16,8 +16,8 @@ export function requestSpanOf(stored: StoredRequestSpan, run: TracedRun): Stored
 }
 
 /**
- * A run request's span. It is stored on its run's row (see `stored()`), not in the span batches: the
- * row is written anyway, where a span of its own cost a background POST two more rows. Its trace
+ * A run request's span. It is stored on its run's row (see `stored()`), written anyway, where a span
+ * row of its own cost a background POST two more rows. Its trace
  * continues elsewhere through `traceparent` (the job, the component's spans). When spans are exported
  * over OTLP, `exported` is the SDK's span with the same ids and start, ended with the same end; it
  * alone is told the run's attributes and a failure.

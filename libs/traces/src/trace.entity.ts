@@ -1,6 +1,9 @@
 import { ViewColumn, ViewEntity } from 'typeorm';
 
-/** One span as trace_spans keeps it (in JSON arrays, one per trace and written batch): times are epoch milliseconds, fractions kept. */
+/**
+ * One span as it is stored, in JSON arrays (on its run's row, one per execution; in trace_spans, as earlier
+ * releases wrote them): times are epoch milliseconds, fractions kept.
+ */
 export interface StoredSpan {
   span_id: string;
   parent_id: string | null;

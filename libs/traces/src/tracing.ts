@@ -1,15 +1,33 @@
+import { randomBytes } from 'node:crypto';
+
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { ROOT_CONTEXT, Span, SpanContext, SpanKind, trace, TraceFlags, Tracer } from '@opentelemetry/api';
+import { Attributes, ROOT_CONTEXT, Span, SpanContext, SpanKind, trace, TraceFlags, Tracer } from '@opentelemetry/api';
 import { parseTraceParent } from '@opentelemetry/core';
-import { BatchSpanProcessor, RandomIdGenerator } from '@opentelemetry/sdk-trace';
 
 import { Env } from '@app/config';
 
 import { RequestSpan } from './request-span';
 import { SPAN } from './run-span';
-import { RunTrace, SpanAttributes, SpanPlace, SpanSource } from './run-trace';
+import { RunTrace, SpanPlace, SpanSource } from './run-trace';
 
 export const TRACING_SERVICE = 'traces:service-name';
+
+/** Random bytes drawn 4 KiB at a time, as crypto.randomUUID draws them: one call per 512 span ids, not one each. */
+const entropy = { pool: Buffer.alloc(0), offset: 0 };
+
+/** A W3C trace (16 bytes) or span (8 bytes) id: random, as lowercase hex, never all zeros (the invalid id). */
+function randomId(size: number): string {
+  for (;;) {
+    if (entropy.offset + size > entropy.pool.length) {
+      entropy.pool = randomBytes(4096);
+      entropy.offset = 0;
+    }
+    const id = entropy.pool.toString('hex', entropy.offset, (entropy.offset += size));
+    if (!/^0+$/.test(id)) {
+      return id;
+    }
+  }
+}
 
 /** Exported spans wait at most this long (or until this many are ready) before they go out in one request. */
 const BATCH = { scheduledDelayMillis: 500, maxExportBatchSize: 1000, maxQueueSize: 20_000 };
@@ -23,12 +41,11 @@ const BATCH = { scheduledDelayMillis: 500, maxExportBatchSize: 1000, maxQueueSiz
 @Injectable()
 export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
   private readonly log = new Logger('Tracing');
-  private readonly ids = new RandomIdGenerator();
   /** The SDK's tracer, only while spans are exported over OTLP. */
   private tracer: Tracer | null = null;
   private shutdown: (() => Promise<void>) | null = null;
   private readonly spans: SpanSource = {
-    spanId: () => this.ids.generateSpanId(),
+    spanId: () => randomId(8),
     exported: (name, place, startTime, attributes) => this.exported(name, place, startTime, attributes),
   };
 
@@ -43,8 +60,9 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
       return;
     }
     // Loaded only here: an instance without an OTLP endpoint never loads the SDK or its exporters.
-    const [{ NodeSDK }, { OTLPTraceExporter }] = await Promise.all([
+    const [{ NodeSDK }, { BatchSpanProcessor }, { OTLPTraceExporter }] = await Promise.all([
       import('@opentelemetry/sdk-node'),
+      import('@opentelemetry/sdk-trace'),
       import('@opentelemetry/exporter-trace-otlp-http'),
     ]);
     const sdk = new NodeSDK({
@@ -82,13 +100,7 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
       // As the SDK's default sampler does: a caller that does not record its trace gets none recorded here.
       return undefined;
     }
-    return new RequestSpan(
-      caller?.traceId ?? this.ids.generateTraceId(),
-      this.ids.generateSpanId(),
-      caller?.spanId ?? null,
-      startedAt,
-      null,
-    );
+    return new RequestSpan(caller?.traceId ?? randomId(16), randomId(8), caller?.spanId ?? null, startedAt, null);
   }
 
   /**
@@ -103,13 +115,25 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
       : RunTrace.NONE;
   }
 
-  /** The SDK's copy of a run's span, while spans are exported: the SDK gives it its ids. */
-  private exported(name: string, place: SpanPlace, startTime: number, attributes: SpanAttributes): Span | null {
+  /**
+   * The SDK's copy of a run's span, while spans are exported: the SDK gives it its ids. Its parent is the SDK's
+   * copy of the run's span it is a step of, or, for the run's first spans, the request span its trace names
+   * (remote: in the api's process for a worker's run).
+   */
+  private exported(name: string, parent: Span | SpanPlace, startTime: number, attributes: Attributes): Span | null {
     if (!this.tracer) {
       return null;
     }
-    const parent = { traceId: place.traceId, spanId: place.parentId, traceFlags: TraceFlags.SAMPLED, isRemote: true };
-    return this.tracer.startSpan(name, { startTime, attributes }, trace.setSpanContext(ROOT_CONTEXT, parent));
+    const context =
+      'spanContext' in parent
+        ? trace.setSpan(ROOT_CONTEXT, parent)
+        : trace.setSpanContext(ROOT_CONTEXT, {
+            traceId: parent.traceId,
+            spanId: parent.parentId,
+            traceFlags: TraceFlags.SAMPLED,
+            isRemote: true,
+          });
+    return this.tracer.startSpan(name, { startTime, attributes }, context);
   }
 
   /** The span a W3C traceparent names; undefined when it is malformed (the run's trace then starts afresh). */
