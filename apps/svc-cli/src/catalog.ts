@@ -19,6 +19,7 @@ Commands:
   jobs get <id>           Show one queue job
   jobs stats              Job counts by status
   jobs requeue <id>...    Requeue failed jobs by id, or by filter (--status failed)
+  jobs cancel <id>...     Cancel queued jobs by id, or by filter (--status queued)
   schedules list          List schedules
   schedules get <id>      Show one schedule
   schedules runs <id>     A schedule's fire history

@@ -5,7 +5,14 @@ import { Output } from '@app/cli-terminal';
 import { ConnectCommand } from './commands/connect.command';
 import { CreateCommand } from './commands/create.command';
 import { DisconnectCommand } from './commands/disconnect.command';
-import { JobsCommand, JobsGetCommand, JobsListCommand, JobsRequeueCommand, JobsStatsCommand } from './commands/jobs.command';
+import {
+  JobsCancelCommand,
+  JobsCommand,
+  JobsGetCommand,
+  JobsListCommand,
+  JobsRequeueCommand,
+  JobsStatsCommand,
+} from './commands/jobs.command';
 import { DownCommand, RestartCommand, UpCommand } from './commands/lifecycle.command';
 import {
   SchedulesCommand,
@@ -40,6 +47,7 @@ import { UsageErrors } from './usage-errors';
     JobsGetCommand,
     JobsStatsCommand,
     JobsRequeueCommand,
+    JobsCancelCommand,
     SchedulesCommand,
     SchedulesListCommand,
     SchedulesGetCommand,

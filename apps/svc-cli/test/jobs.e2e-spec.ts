@@ -190,6 +190,11 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
         // A bulk requeue off a terminal changes jobs only with --yes.
         ['jobs', 'requeue', '--status', 'failed', '--force'],
         ['jobs', 'requeue', '--status', 'failed', '--force', '--json'],
+        ['jobs', 'cancel', '--json'],
+        ['jobs', 'cancel', '--status', 'failed', '--dry-run'],
+        ['jobs', 'cancel', ids.queued[0], '--status', 'queued'],
+        ['jobs', 'cancel', '--status', 'queued', '--json'],
+        ['jobs', 'cancel', ids.queued[0], '--force'],
       ]) {
         const run = await runCli(args, sandbox, { env: asAdmin });
         expect(run.code, `${args.join(' ')}\n${run.stderr}`).toBe(2);
@@ -202,6 +207,7 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       const since = await runCli(['jobs', 'requeue', '--status', 'failed', '--since', '5x'], sandbox, { env: asAdmin });
       expect(since.stderr).toContain("option '--since <duration>' argument '5x' is invalid");
       expect((await job(ids.failed.at(-1)!)).status).toBe('failed');
+      expect((await job(ids.queued[0])).status).toBe('queued');
     });
 
     it("a token without platform:admin gets the api's 403 as exit 1 with its detail", async () => {
@@ -213,6 +219,8 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
         ['jobs', 'get', ids.failed[0], '--json'],
         ['jobs', 'requeue', ids.failed[0], ids.failed[1], '--json'],
         ['jobs', 'requeue', '--status', 'failed', '--yes', '--json'],
+        ['jobs', 'cancel', ids.queued[0], '--json'],
+        ['jobs', 'cancel', '--status', 'queued', '--yes', '--json'],
       ]) {
         const run = await runCommand(args, sandbox, { env });
         expect(run.code, args.join(' ')).toBe(1);
@@ -412,6 +420,67 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       expect(session.screen()).toContain('Requeued 4 jobs of 4 matched (status failed, component fail-agent).');
       for (const id of remaining) {
         expect((await job(id)).status).toBe('queued');
+      }
+    });
+  });
+
+  describe('cancel (POST /queue/jobs/cancel)', () => {
+    const runStatus = async (id: string) =>
+      (await call(api.url, 'GET', `/agents/echo-agent/runs/${id}`, { token: ROOT_KEY })).body.status as string;
+
+    it('by id: a queued job is cancelled and its run with it; a running job and an unknown id are named: exit 3; all refused: exit 1', async () => {
+      const queued = await background('echo-agent', 'to cancel');
+      const unknown = randomUUID();
+      const run = await runCommand(['jobs', 'cancel', queued, ids.running[0], unknown, '--json'], sandbox, { env: asAdmin });
+      expect(run.code, run.stderr).toBe(3);
+      expect(run.json()).toEqual({
+        cancelled: [queued],
+        failed: [
+          { id: unknown, error: `No queue job '${unknown}' found.` },
+          { id: ids.running[0], error: `Job ${ids.running[0]} is running; only queued and paused jobs can be cancelled` },
+        ],
+      });
+      expect((await job(queued)).status).toBe('cancelled');
+      expect(await runStatus(queued)).toBe('cancelled');
+      expect((await job(ids.running[0])).status).toBe('running');
+
+      const none = await runCommand(['jobs', 'cancel', ids.running[0]], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+      expect(none.code).toBe(1);
+      expect(none.stderr).toContain(`Could not cancel ${ids.running[0]}: Job ${ids.running[0]} is running`);
+
+      const another = await background('echo-agent', 'to cancel too');
+      const text = await runCommand(['jobs', 'cancel', another], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+      expect(text.code, text.stderr).toBe(0);
+      expect(text.stdout).toBe(`Cancelled ${another} (agent:echo-agent).\n`);
+    });
+
+    it('by filter: --dry-run counts and changes nothing, --yes cancels the queued jobs the filter selects and no others', async () => {
+      const mine = [await background('echo-agent', 'bulk 1'), await background('echo-agent', 'bulk 2')];
+      const queuedEcho = (await call(api.url, 'GET', '/queue/jobs?status=queued&limit=1000', { token: ROOT_KEY })).body.data.filter(
+        (queuedJob: Job) => queuedJob.component_id === 'echo-agent',
+      );
+      expect(queuedEcho.map((queuedJob: Job) => queuedJob.id)).toEqual(expect.arrayContaining(mine));
+      const otherQueued = (await call(api.url, 'GET', '/queue/jobs?status=queued&limit=1000', { token: ROOT_KEY })).body.data.filter(
+        (queuedJob: Job) => queuedJob.component_id !== 'echo-agent',
+      );
+      expect(otherQueued.length).toBeGreaterThan(0);
+
+      const args = ['jobs', 'cancel', '--status', 'queued', '--component', 'echo-agent'];
+      const dry = await runCommand([...args, '--dry-run', '--json'], sandbox, { env: asAdmin });
+      expect(dry.code, dry.stderr).toBe(0);
+      expect(dry.json()).toEqual({ dry_run: true, matched: queuedEcho.length, changed: queuedEcho.length, skipped: [] });
+      expect((await job(mine[0])).status).toBe('queued');
+
+      const done = await runCommand([...args, '--yes'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+      expect(done.code, done.stderr).toBe(0);
+      expect(done.stdout).toContain(
+        `Cancelled ${queuedEcho.length} jobs of ${queuedEcho.length} matched (status queued, component echo-agent).`,
+      );
+      for (const queuedJob of queuedEcho) {
+        expect((await job(queuedJob.id)).status).toBe('cancelled');
+      }
+      for (const queuedJob of otherQueued) {
+        expect((await job(queuedJob.id)).status).toBe('queued');
       }
     });
   });

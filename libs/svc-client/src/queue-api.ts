@@ -9,10 +9,14 @@ export type JobStatus = Job['status'];
 export const JOB_STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled', 'paused'] as const satisfies readonly JobStatus[];
 /** The statuses a requeue applies to. */
 export const REQUEUEABLE_STATUSES = ['failed', 'cancelled'] as const satisfies readonly JobStatus[];
+/** The statuses a cancel applies to: jobs no worker runs. */
+export const CANCELLABLE_STATUSES = ['queued', 'paused'] as const satisfies readonly JobStatus[];
 export type PageMeta = Schemas['PageMeta'];
 export type QueueStats = Schemas['QueueStatsDto'];
 export type JobFilter = Schemas['JobFilterDto'];
-export type BulkRequeueRequest = Schemas['BulkJobsDto'];
+export type BulkJobsRequest = Schemas['BulkJobsDto'];
+/** What the bulk routes do to the jobs a filter selects: POST /queue/jobs/requeue or /queue/jobs/cancel. */
+export type BulkAction = 'requeue' | 'cancel';
 export type BulkResult = Schemas['BulkJobsResultDto'];
 
 export interface JobListRequest {
@@ -98,11 +102,17 @@ export class QueueApi extends AdminApi {
   }
 
   async get(id: string): Promise<Job> {
-    const answer = await this.send(this.client.GET('/queue/jobs/{job_id}', { params: { path: { job_id: id } } }));
-    if (answer.response.status === 404) {
+    const job = await this.find(id);
+    if (!job) {
       throw new CliError(`No queue job '${id}' found.`, 'List them with: svc jobs list');
     }
-    return this.expect(answer, 200, `Could not read queue job '${id}'`);
+    return job;
+  }
+
+  /** One job, or null when the api has none of that id. */
+  async find(id: string): Promise<Job | null> {
+    const answer = await this.send(this.client.GET('/queue/jobs/{job_id}', { params: { path: { job_id: id } } }));
+    return answer.response.status === 404 ? null : this.expect(answer, 200, `Could not read queue job '${id}'`);
   }
 
   async stats(): Promise<QueueStats> {
@@ -123,15 +133,16 @@ export class QueueApi extends AdminApi {
     return { error: errorDetail(answer) };
   }
 
-  /** POST /queue/jobs/requeue: a dry run unless dry_run is false. */
-  async bulkRequeue(request: BulkRequeueRequest): Promise<BulkResult> {
-    const answer = await this.send(this.client.POST('/queue/jobs/requeue', { body: request }));
+  /** POST /queue/jobs/requeue or /queue/jobs/cancel: a dry run unless dry_run is false. */
+  async bulk(action: BulkAction, request: BulkJobsRequest): Promise<BulkResult> {
+    const path = action === 'requeue' ? '/queue/jobs/requeue' : '/queue/jobs/cancel';
+    const answer = await this.send(this.client.POST(path, { body: request }));
     if (answer.response.status === 404 || answer.response.status === 405) {
       throw new CliError(
-        'This service has no bulk requeue (POST /queue/jobs/requeue).',
-        'Upgrade the service, or requeue jobs by id: svc jobs requeue <id>...',
+        `This service has no bulk ${action} (POST ${path}).`,
+        action === 'requeue' ? 'Upgrade the service, or requeue jobs by id: svc jobs requeue <id>...' : 'Upgrade the service.',
       );
     }
-    return this.expect(answer, 200, 'Could not requeue jobs');
+    return this.expect(answer, 200, `Could not ${action} jobs`);
   }
 }

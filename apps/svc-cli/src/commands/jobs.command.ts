@@ -2,7 +2,10 @@ import { Command, Option, SubCommand } from 'nest-commander';
 
 import { CliError, sanitize, Terminal } from '@app/cli-terminal';
 import {
+  BulkAction,
+  BulkJobsRequest,
   BulkResult,
+  CANCELLABLE_STATUSES,
   COMPONENT_SCAN_MAX,
   Job,
   JOB_STATUSES,
@@ -171,20 +174,169 @@ export class JobsStatsCommand extends CredentialedCommand<ServiceOptions> {
   }
 }
 
-interface RequeueOptions extends ServiceOptions {
+interface BulkOptions extends ServiceOptions {
   status?: JobStatus[];
   component?: string;
   since?: number;
   limit?: number;
   dryRun?: boolean;
+}
+
+interface RequeueOptions extends BulkOptions {
   force?: boolean;
   clearCancellation?: boolean;
 }
+
+/** How each bulk action reads in what svc prints. */
+const WORDS: Record<BulkAction, { verb: string; done: string; statuses: readonly JobStatus[] }> = {
+  requeue: { verb: 'requeue', done: 'Requeued', statuses: REQUEUEABLE_STATUSES },
+  cancel: { verb: 'cancel', done: 'Cancelled', statuses: CANCELLABLE_STATUSES },
+};
 
 const SKIP_REASONS: Record<string, string> = {
   lock_grace: 'failed within the lock grace; --force requeues them',
   moved: 'changed meanwhile',
 };
+
+/**
+ * Whether a bulk command names its jobs by id (true) or selects them by filter (false); refuses what does not
+ * mix, and a bulk change without a terminal to confirm on unless --yes or --dry-run says what to do.
+ */
+function byIds(action: BulkAction, ids: string[], options: BulkOptions, terminal: Terminal): boolean {
+  const filtering = (['status', 'component', 'since', 'limit', 'dryRun'] as const).filter((key) => options[key] !== undefined);
+  if (ids.length > 0) {
+    if (filtering.length > 0) {
+      throw new UsageError(
+        'job ids and --status, --component, --since, --limit or --dry-run do not mix: name jobs, or select them by filter',
+      );
+    }
+    return true;
+  }
+  if (!options.status?.length) {
+    throw new UsageError(
+      `name the jobs to ${action} (svc jobs ${action} <id>...) or select them with --status ${WORDS[action].statuses.join('|')}`,
+    );
+  }
+  if (!options.dryRun && !options.yes && !terminal.interactive) {
+    throw new UsageError(
+      `a bulk ${action} without a terminal to confirm on (or with --json) changes jobs only with --yes; pass --dry-run to see what it would change`,
+    );
+  }
+  return false;
+}
+
+/**
+ * A bulk change by filter, among the jobs that exist when the command starts: a dry run counts them first;
+ * --dry-run stops there, a terminal asks (default no), --yes goes on.
+ */
+async function bulkByFilter(
+  action: BulkAction,
+  options: BulkOptions,
+  extra: Partial<BulkJobsRequest>,
+  terminal: Terminal,
+): Promise<number> {
+  const now = Math.floor(Date.now() / 1000);
+  // Pinned to the jobs that exist now: jobs created after the count is shown are not part of what is confirmed.
+  const filter: JobFilter = { status: options.status, created_before: now + 1 };
+  if (options.component !== undefined) {
+    filter.component_id = options.component;
+  }
+  if (options.since !== undefined) {
+    filter.created_after = Math.max(0, now - options.since);
+  }
+  const request = { filter, ...(options.limit !== undefined ? { limit: options.limit } : {}), ...extra };
+  const { verb, done: doneWord } = WORDS[action];
+  const api = await queueApi(options, terminal);
+  const described = describeFilter(filter, options.limit);
+  const dry = await api.bulk(action, { ...request, dry_run: true });
+  if (options.dryRun) {
+    terminal.document(dry);
+    terminal.line(`Would ${verb} ${plural(dry.changed, 'job')} of ${dry.matched} matched (${described}); dry run, nothing changed.`);
+    explain(dry, options.limit, terminal);
+    return 0;
+  }
+  if (dry.changed === 0 && !terminal.json) {
+    terminal.line(`Nothing to ${verb}: ${plural(dry.matched, 'job')} matched (${described}), none can be ${doneWord.toLowerCase()} now.`);
+    explain(dry, options.limit, terminal);
+    return 0;
+  }
+  if (terminal.interactive && !options.yes) {
+    terminal.line(`${plural(dry.changed, 'job')} would be ${doneWord.toLowerCase()} of ${dry.matched} matched (${described}).`);
+    explain(dry, options.limit, terminal);
+    if (!(await terminal.confirm(`${verb[0].toUpperCase()}${verb.slice(1)} ${plural(dry.changed, 'job')}?`, false))) {
+      terminal.line('Aborted; no changes made.');
+      return 0;
+    }
+  }
+  const done = await api.bulk(action, { ...request, dry_run: false });
+  terminal.document(done);
+  terminal.line(`${doneWord} ${plural(done.changed, 'job')} of ${done.matched} matched (${described}).`);
+  explain(done, options.limit, terminal);
+  return 0;
+}
+
+function describeFilter(filter: JobFilter, limit: number | undefined): string {
+  const parts = [`status ${filter.status!.join(' or ')}`];
+  if (filter.component_id !== undefined) {
+    parts.push(`component ${sanitize(filter.component_id)}`);
+  }
+  if (filter.created_after !== undefined) {
+    parts.push(`created since ${formatTime(filter.created_after)}`);
+  }
+  if (limit !== undefined) {
+    parts.push(`oldest ${limit} at most`);
+  }
+  return parts.join(', ');
+}
+
+/** Why jobs were skipped, counted by reason, and whether the limit may have cut the selection short. */
+function explain(result: BulkResult, limit = 1000, terminal: Terminal): void {
+  const skipped = result.matched - result.changed;
+  if (skipped > 0) {
+    const reasons = new Map<string, number>();
+    result.skipped.forEach((skip) => reasons.set(skip.reason, (reasons.get(skip.reason) ?? 0) + 1));
+    const listed = [...reasons].map(
+      ([reason, count]) => `${count} ${sanitize(reason)}${SKIP_REASONS[reason] ? ` (${SKIP_REASONS[reason]})` : ''}`,
+    );
+    terminal.line(
+      `Skipped ${skipped}${listed.length ? `: ${listed.join(', ')}` : ''}${result.skipped.length < skipped ? ` (the first ${result.skipped.length} shown)` : ''}.`,
+    );
+  }
+  if (result.matched >= limit) {
+    terminal.note(`The limit (${limit}) was reached: more jobs may match. Run it again, or raise --limit (at most ${LIMIT_MAX}).`);
+  }
+}
+
+/** The selection flags both bulk commands take; each declares its own --status (what it applies to differs). */
+abstract class BulkJobsCommand<Options extends BulkOptions> extends CredentialedCommand<Options> {
+  @Option({ flags: '--component <id>', description: 'Bulk: only jobs of this component id' })
+  parseComponent(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--since <duration>', description: "Bulk: only jobs created in the last '30s', '15m', '1h', '2d' or N seconds" })
+  parseSince(value: string): number {
+    return sinceSeconds(value);
+  }
+
+  @Option({ flags: '--limit <n>', description: `Bulk: jobs selected at most, oldest first, 1 to ${LIMIT_MAX} (the api's default: 1000)` })
+  parseLimit(value: string): number {
+    return countUpTo(value, LIMIT_MAX);
+  }
+
+  @Option({ flags: '--dry-run', description: 'Bulk: only show what would change' })
+  parseDryRun(): boolean {
+    return true;
+  }
+
+  @Option({
+    flags: '-y, --yes',
+    description: 'Bulk: change without asking (required without a terminal or with --json); trust a remote SERVICE_URL from a .env file',
+  })
+  override parseYes(): boolean {
+    return true;
+  }
+}
 
 @SubCommand({
   name: 'requeue',
@@ -194,28 +346,17 @@ const SKIP_REASONS: Record<string, string> = {
     '--status (with --component, --since) selects, through the bulk endpoint: a dry run counts them first, then a ' +
     'terminal asks (default no); without one, --yes or --dry-run is required. Exit 3 when only some named jobs were requeued',
 })
-export class JobsRequeueCommand extends CredentialedCommand<RequeueOptions> {
+export class JobsRequeueCommand extends BulkJobsCommand<RequeueOptions> {
   protected async execute(ids: string[], options: RequeueOptions, terminal: Terminal): Promise<number> {
-    const filtering = ['status', 'component', 'since', 'limit', 'dryRun'].filter(
-      (key) => options[key as keyof RequeueOptions] !== undefined,
-    );
-    if (ids.length > 0) {
-      if (filtering.length > 0) {
-        throw new UsageError(
-          'job ids and --status, --component, --since, --limit or --dry-run do not mix: name jobs, or select them by filter',
-        );
-      }
+    if (byIds('requeue', ids, options, terminal)) {
       return this.requeueByIds([...new Set(ids)], options, terminal);
     }
-    if (!options.status?.length) {
-      throw new UsageError('name the jobs to requeue (svc jobs requeue <id>...) or select them with --status failed|cancelled');
-    }
-    if (!options.dryRun && !options.yes && !terminal.interactive) {
-      throw new UsageError(
-        'a bulk requeue without a terminal to confirm on (or with --json) changes jobs only with --yes; pass --dry-run to see what it would change',
-      );
-    }
-    return this.requeueByFilter(options, terminal);
+    return bulkByFilter(
+      'requeue',
+      options,
+      { ...(options.force ? { force: true } : {}), ...(options.clearCancellation ? { clear_cancellation: true } : {}) },
+      terminal,
+    );
   }
 
   private async requeueByIds(ids: string[], options: RequeueOptions, terminal: Terminal): Promise<number> {
@@ -244,107 +385,9 @@ export class JobsRequeueCommand extends CredentialedCommand<RequeueOptions> {
     return failed.length === 0 ? 0 : requeued.length === 0 ? 1 : 3;
   }
 
-  private async requeueByFilter(options: RequeueOptions, terminal: Terminal): Promise<number> {
-    const now = Math.floor(Date.now() / 1000);
-    // Pinned to the jobs that exist now: jobs created after the count is shown are not part of what is confirmed.
-    const filter: JobFilter = { status: options.status, created_before: now + 1 };
-    if (options.component !== undefined) {
-      filter.component_id = options.component;
-    }
-    if (options.since !== undefined) {
-      filter.created_after = Math.max(0, now - options.since);
-    }
-    const request = {
-      filter,
-      ...(options.limit !== undefined ? { limit: options.limit } : {}),
-      ...(options.force ? { force: true } : {}),
-      ...(options.clearCancellation ? { clear_cancellation: true } : {}),
-    };
-    const api = await queueApi(options, terminal);
-    const described = this.describe(filter, options);
-    const dry = await api.bulkRequeue({ ...request, dry_run: true });
-    if (options.dryRun) {
-      terminal.document(dry);
-      terminal.line(`Would requeue ${plural(dry.changed, 'job')} of ${dry.matched} matched (${described}); dry run, nothing changed.`);
-      this.explain(dry, options, terminal);
-      return 0;
-    }
-    if (dry.changed === 0 && !terminal.json) {
-      terminal.line(`Nothing to requeue: ${plural(dry.matched, 'job')} matched (${described}), none can be requeued now.`);
-      this.explain(dry, options, terminal);
-      return 0;
-    }
-    if (terminal.interactive && !options.yes) {
-      terminal.line(`${plural(dry.changed, 'job')} would be requeued of ${dry.matched} matched (${described}).`);
-      this.explain(dry, options, terminal);
-      if (!(await terminal.confirm(`Requeue ${plural(dry.changed, 'job')}?`, false))) {
-        terminal.line('Aborted; no changes made.');
-        return 0;
-      }
-    }
-    const done = await api.bulkRequeue({ ...request, dry_run: false });
-    terminal.document(done);
-    terminal.line(`Requeued ${plural(done.changed, 'job')} of ${done.matched} matched (${described}).`);
-    this.explain(done, options, terminal);
-    return 0;
-  }
-
-  private describe(filter: JobFilter, options: RequeueOptions): string {
-    const parts = [`status ${filter.status!.join(' or ')}`];
-    if (filter.component_id !== undefined) {
-      parts.push(`component ${sanitize(filter.component_id)}`);
-    }
-    if (filter.created_after !== undefined) {
-      parts.push(`created since ${formatTime(filter.created_after)}`);
-    }
-    if (options.limit !== undefined) {
-      parts.push(`oldest ${options.limit} at most`);
-    }
-    return parts.join(', ');
-  }
-
-  /** Why jobs were skipped, counted by reason, and whether the limit may have cut the selection short. */
-  private explain(result: BulkResult, options: RequeueOptions, terminal: Terminal): void {
-    const skipped = result.matched - result.changed;
-    if (skipped > 0) {
-      const reasons = new Map<string, number>();
-      result.skipped.forEach((skip) => reasons.set(skip.reason, (reasons.get(skip.reason) ?? 0) + 1));
-      const listed = [...reasons].map(
-        ([reason, count]) => `${count} ${sanitize(reason)}${SKIP_REASONS[reason] ? ` (${SKIP_REASONS[reason]})` : ''}`,
-      );
-      terminal.line(
-        `Skipped ${skipped}${listed.length ? `: ${listed.join(', ')}` : ''}${result.skipped.length < skipped ? ` (the first ${result.skipped.length} shown)` : ''}.`,
-      );
-    }
-    const limit = options.limit ?? 1000;
-    if (result.matched >= limit) {
-      terminal.note(`The limit (${limit}) was reached: more jobs may match. Run it again, or raise --limit (at most ${LIMIT_MAX}).`);
-    }
-  }
-
   @Option({ flags: '--status <status>', description: `Bulk: jobs in this status (repeatable: ${REQUEUEABLE_STATUSES.join(', ')})` })
   parseStatus(value: string, previous?: JobStatus[]): JobStatus[] {
     return collect<JobStatus>(oneOf(value, REQUEUEABLE_STATUSES), previous);
-  }
-
-  @Option({ flags: '--component <id>', description: 'Bulk: only jobs of this component id' })
-  parseComponent(value: string): string {
-    return value;
-  }
-
-  @Option({ flags: '--since <duration>', description: "Bulk: only jobs created in the last '30s', '15m', '1h', '2d' or N seconds" })
-  parseSince(value: string): number {
-    return sinceSeconds(value);
-  }
-
-  @Option({ flags: '--limit <n>', description: `Bulk: jobs selected at most, oldest first, 1 to ${LIMIT_MAX} (the api's default: 1000)` })
-  parseLimit(value: string): number {
-    return countUpTo(value, LIMIT_MAX);
-  }
-
-  @Option({ flags: '--dry-run', description: 'Bulk: only show what would be requeued' })
-  parseDryRun(): boolean {
-    return true;
   }
 
   @Option({ flags: '--force', description: 'Also requeue jobs that failed within the lock grace (their worker may still be running them)' })
@@ -356,19 +399,71 @@ export class JobsRequeueCommand extends CredentialedCommand<RequeueOptions> {
   parseClearCancellation(): boolean {
     return true;
   }
+}
 
-  @Option({
-    flags: '-y, --yes',
-    description: 'Bulk: requeue without asking (required without a terminal or with --json); trust a remote SERVICE_URL from a .env file',
-  })
-  override parseYes(): boolean {
-    return true;
+@SubCommand({
+  name: 'cancel',
+  arguments: '[ids...]',
+  description:
+    'Cancel queued or paused jobs, so no worker runs them (their runs end cancelled): the jobs named by id, or with ' +
+    'no ids every job --status (with --component, --since) selects, through the bulk endpoint, confirmed as requeue ' +
+    'is. A running job is not touched. Exit 3 when only some named jobs were cancelled',
+})
+export class JobsCancelCommand extends BulkJobsCommand<BulkOptions> {
+  protected async execute(ids: string[], options: BulkOptions, terminal: Terminal): Promise<number> {
+    return byIds('cancel', ids, options, terminal)
+      ? this.cancelByIds([...new Set(ids)], options, terminal)
+      : bulkByFilter('cancel', options, {}, terminal);
+  }
+
+  /** Each job is read first (an unknown id is named as such), then the known ones are cancelled in one fenced request. */
+  private async cancelByIds(ids: string[], options: BulkOptions, terminal: Terminal): Promise<number> {
+    const api = await queueApi(options, terminal);
+    const failed: { id: string; error: string }[] = [];
+    const known = new Map<string, Job>();
+    for (const id of ids) {
+      const job = await api.find(id);
+      if (job) {
+        known.set(id, job);
+      } else {
+        failed.push({ id, error: `No queue job '${id}' found.` });
+      }
+    }
+    const skipped = new Map<string, string>();
+    if (known.size > 0) {
+      const result = await api.bulk('cancel', { filter: { ids: [...known.keys()] }, limit: known.size, dry_run: false });
+      result.skipped.forEach((skip) => skipped.set(skip.id, skip.reason));
+    }
+    const cancelled: string[] = [];
+    for (const [id, job] of known) {
+      const reason = skipped.get(id);
+      if (reason === undefined) {
+        cancelled.push(id);
+        terminal.line(`Cancelled ${id} (${sanitize(component(job))}).`);
+      } else {
+        const now = reason.startsWith('status:') ? reason.slice('status:'.length) : null;
+        failed.push({
+          id,
+          error: now ? `Job ${id} is ${now}; only queued and paused jobs can be cancelled` : `Job ${id} ${SKIP_REASONS[reason] ?? reason}`,
+        });
+      }
+    }
+    terminal.document({ cancelled, failed });
+    if (!terminal.json) {
+      failed.forEach((failure) => terminal.failure(new CliError(`Could not cancel ${failure.id}: ${failure.error}`)));
+    }
+    return failed.length === 0 ? 0 : cancelled.length === 0 ? 1 : 3;
+  }
+
+  @Option({ flags: '--status <status>', description: `Bulk: jobs in this status (repeatable: ${CANCELLABLE_STATUSES.join(', ')})` })
+  parseStatus(value: string, previous?: JobStatus[]): JobStatus[] {
+    return collect<JobStatus>(oneOf(value, CANCELLABLE_STATUSES), previous);
   }
 }
 
 @Command({
   name: 'jobs',
-  description: 'Inspect the durable job queue and requeue failed jobs (needs platform:admin)',
-  subCommands: [JobsListCommand, JobsGetCommand, JobsStatsCommand, JobsRequeueCommand],
+  description: 'Inspect the durable job queue, requeue failed jobs and cancel queued ones (needs platform:admin)',
+  subCommands: [JobsListCommand, JobsGetCommand, JobsStatsCommand, JobsRequeueCommand, JobsCancelCommand],
 })
 export class JobsCommand extends CommandGroup {}
