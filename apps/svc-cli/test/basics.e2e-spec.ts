@@ -28,6 +28,7 @@ describe('svc entry points', () => {
       'jobs get',
       'jobs stats',
       'jobs requeue',
+      'jobs cancel',
       'schedules list',
       'schedules get',
       'schedules runs',

@@ -431,13 +431,17 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
     it('by id: a queued job is cancelled and its run with it; a running job and an unknown id are named: exit 3; all refused: exit 1', async () => {
       const queued = await background('echo-agent', 'to cancel');
       const unknown = randomUUID();
-      const run = await runCommand(['jobs', 'cancel', queued, ids.running[0], unknown, '--json'], sandbox, { env: asAdmin });
+      // Ids as a person may type them: in capitals, twice, or not an id at all.
+      const shouting = ids.running[0].toUpperCase();
+      const args = ['jobs', 'cancel', queued, shouting, unknown, queued.toUpperCase(), 'not-an-id', '--json'];
+      const run = await runCommand(args, sandbox, { env: asAdmin });
       expect(run.code, run.stderr).toBe(3);
       expect(run.json()).toEqual({
         cancelled: [queued],
         failed: [
+          { id: shouting, error: `Job ${shouting} is running; only queued and paused jobs can be cancelled` },
           { id: unknown, error: `No queue job '${unknown}' found.` },
-          { id: ids.running[0], error: `Job ${ids.running[0]} is running; only queued and paused jobs can be cancelled` },
+          { id: 'not-an-id', error: "No queue job 'not-an-id' found." },
         ],
       });
       expect((await job(queued)).status).toBe('cancelled');
@@ -447,6 +451,7 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       const none = await runCommand(['jobs', 'cancel', ids.running[0]], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
       expect(none.code).toBe(1);
       expect(none.stderr).toContain(`Could not cancel ${ids.running[0]}: Job ${ids.running[0]} is running`);
+      expect(none.stderr).toContain('A running job stops when its run is cancelled');
 
       const another = await background('echo-agent', 'to cancel too');
       const text = await runCommand(['jobs', 'cancel', another], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });

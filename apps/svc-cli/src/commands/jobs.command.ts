@@ -27,6 +27,18 @@ import { UsageError } from '../usage-errors';
 
 /** The most jobs one command reads or changes: the bulk endpoint's own bound. */
 const LIMIT_MAX = 10_000;
+/** Jobs named by id go to the bulk cancel this many at a time: the api lists at most 100 of the jobs it leaves. */
+const CANCEL_CHUNK = 100;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Why a job named by id was not cancelled, as svc says it. */
+function cancelRefusal(id: string, reason: string): string {
+  if (reason === 'gone') {
+    return `No queue job '${id}' found.`;
+  }
+  const status = reason.startsWith('status:') ? reason.slice('status:'.length) : null;
+  return status ? `Job ${id} is ${status}; only queued and paused jobs can be cancelled` : `Job ${id} ${SKIP_REASONS[reason] ?? reason}`;
+}
 
 async function queueApi(options: ServiceOptions, terminal: Terminal): Promise<QueueApi> {
   const descriptor = await targetService(options, readCliEnv(), terminal);
@@ -416,41 +428,56 @@ export class JobsCancelCommand extends BulkJobsCommand<BulkOptions> {
       : bulkByFilter('cancel', options, {}, terminal);
   }
 
-  /** Each job is read first (an unknown id is named as such), then the known ones are cancelled in one fenced request. */
+  /**
+   * Each job is read first (an unknown id is named as such, and ids are taken as the api spells them), then the
+   * known ones are cancelled through the bulk route, at most CANCEL_CHUNK a request so that every job it leaves is
+   * listed with its reason. A job is reported cancelled only when the answer accounts for it, or, when the counts do
+   * not add up (a job deleted meanwhile), when reading it again shows it cancelled.
+   */
   private async cancelByIds(ids: string[], options: BulkOptions, terminal: Terminal): Promise<number> {
     const api = await queueApi(options, terminal);
-    const failed: { id: string; error: string }[] = [];
-    const known = new Map<string, Job>();
+    const outcomes = new Map<string, { job: Job; reason: string | null } | null>();
+    const byJob = new Map<string, Job>();
     for (const id of ids) {
-      const job = await api.find(id);
+      const job = UUID.test(id) ? await api.find(id) : null;
+      outcomes.set(id, job && { job, reason: null });
       if (job) {
-        known.set(id, job);
-      } else {
-        failed.push({ id, error: `No queue job '${id}' found.` });
+        byJob.set(job.id, job);
       }
     }
-    const skipped = new Map<string, string>();
-    if (known.size > 0) {
-      const result = await api.bulk('cancel', { filter: { ids: [...known.keys()] }, limit: known.size, dry_run: false });
-      result.skipped.forEach((skip) => skipped.set(skip.id, skip.reason));
+    const reasons = new Map<string, string | null>();
+    const known = [...byJob.keys()];
+    for (let start = 0; start < known.length; start += CANCEL_CHUNK) {
+      const chunk = known.slice(start, start + CANCEL_CHUNK);
+      const result = await api.bulk('cancel', { filter: { ids: chunk }, limit: chunk.length, dry_run: false });
+      result.skipped.forEach((skip) => reasons.set(skip.id, skip.reason));
+      const accounted = result.matched === chunk.length && result.changed === chunk.length - result.skipped.length;
+      for (const id of chunk.filter((jobId) => !reasons.has(jobId))) {
+        const now = accounted ? null : await api.find(id);
+        reasons.set(id, accounted || now?.status === 'cancelled' ? null : now ? `status:${now.status}` : 'gone');
+      }
     }
     const cancelled: string[] = [];
-    for (const [id, job] of known) {
-      const reason = skipped.get(id);
-      if (reason === undefined) {
-        cancelled.push(id);
-        terminal.line(`Cancelled ${id} (${sanitize(component(job))}).`);
+    const failed: { id: string; error: string }[] = [];
+    for (const [id, outcome] of outcomes) {
+      const reason = outcome ? reasons.get(outcome.job.id)! : 'gone';
+      if (reason === null) {
+        if (!cancelled.includes(outcome!.job.id)) {
+          cancelled.push(outcome!.job.id);
+          terminal.line(`Cancelled ${outcome!.job.id} (${sanitize(component(outcome!.job))}).`);
+        }
       } else {
-        const now = reason.startsWith('status:') ? reason.slice('status:'.length) : null;
-        failed.push({
-          id,
-          error: now ? `Job ${id} is ${now}; only queued and paused jobs can be cancelled` : `Job ${id} ${SKIP_REASONS[reason] ?? reason}`,
-        });
+        failed.push({ id, error: cancelRefusal(id, reason) });
       }
     }
     terminal.document({ cancelled, failed });
     if (!terminal.json) {
       failed.forEach((failure) => terminal.failure(new CliError(`Could not cancel ${failure.id}: ${failure.error}`)));
+    }
+    if (failed.some((failure) => failure.error.includes(' is running;'))) {
+      terminal.note(
+        'A running job stops when its run is cancelled (POST /agents/{agent_id}/runs/{run_id}/cancel): it ends at its next checkpoint.',
+      );
     }
     return failed.length === 0 ? 0 : cancelled.length === 0 ? 1 : 3;
   }
