@@ -475,6 +475,21 @@ describe('runs and sessions (security_key mode, demo components)', () => {
       expect((await call(api.url, 'GET', `${path}/runs`, { token: carol.token })).body.meta.total_count).toBe(1);
     });
 
+    it('deletes a session whose background run’s job ended while its own row still says running (swept)', async () => {
+      const owner = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'sessions:delete'], privileged: true });
+      const sessionId = `swept-${Date.now()}`;
+      const queued = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+        token: owner.token,
+        json: { message: 'hi', session_id: sessionId, background: true },
+      });
+      expect(queued.status).toBe(202);
+      // As a sweep leaves it: the job failed (lost worker), the run's row not settled until retention.
+      await query(databaseUrl, `UPDATE runs SET status = 'running' WHERE id = $1`, [queued.body.run_id]);
+      await query(databaseUrl, `UPDATE queue_jobs SET status = 'failed', completed_at = now() WHERE id = $1`, [queued.body.run_id]);
+      const deleted = await call(api.url, 'DELETE', `/sessions/${sessionId}`, { token: owner.token });
+      expect(deleted.status, deleted.text).toBe(204);
+    });
+
     it('checks the run scope per component', async () => {
       const narrow = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:echo-agent:run'] });
       expect((await call(api.url, 'POST', '/agents/echo-agent/runs', { token: narrow.token, ...form({ message: 'ok' }) })).status).toBe(

@@ -28,8 +28,9 @@ export class SessionRepository {
   /**
    * Deletes a session with its runs and their jobs (a run's job has its id), unless one of them has not ended.
    * The session's row is locked first, so a run joining it meanwhile either lands before the check (and is
-   * seen) or after the delete (in a new session of that id). Spans of the runs' traces stay until trace
-   * retention: reads show a span only with its run.
+   * seen) or after the delete (in a new session of that id). A background run's state is its job's, as every
+   * read has it: a run whose job was swept to failed has ended, whatever its own row still says. The runs' spans
+   * go with their rows.
    */
   remove(scope: DataScope, id: string): Promise<SessionRemoval> {
     return this.rows.manager.transaction(async (manager) => {
@@ -49,7 +50,8 @@ export class SessionRepository {
         `SELECT id, status FROM queue_jobs WHERE id = ANY ($1::uuid[]) FOR UPDATE`,
         [ids],
       );
-      const busy = new Set([...runs, ...jobs].filter((row) => !ENDED.includes(row.status)).map((row) => row.id)).size;
+      const jobStatus = new Map(jobs.map((job) => [job.id, job.status]));
+      const busy = runs.filter((run) => !ENDED.includes(jobStatus.get(run.id) ?? run.status)).length;
       if (busy > 0) {
         return { outcome: 'busy', runs: busy };
       }
