@@ -108,6 +108,36 @@ describe('security: schedule authority (real api, real worker, JWT and security 
     );
   });
 
+  it('its owner triggers a schedule only with a credential that may make its call now, over REST and MCP', async () => {
+    const broad = await signJwt({ sub: 'alice-trigger', scopes: ['schedules:read', 'schedules:write', 'agents:run'] });
+    const created = await createOk(broad, { method: 'POST', endpoint: '/agents/echo-agent/runs', payload: { message: 'tick' } });
+    // The same user with a narrower token: she owns the schedule, but may not run the agent herself.
+    const narrow = await signJwt({ sub: 'alice-trigger', scopes: ['schedules:read', 'schedules:write'] });
+    expectErrorBody(await call(api.url, 'POST', '/agents/echo-agent/runs', { token: narrow, json: { message: 'direct' } }), 403);
+    const refused = await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: narrow });
+    expectErrorBody(refused, 403);
+    expect(refused.body.detail).toContain('agents:echo-agent:run');
+    const mcp = await connectMcp(api.url, narrow);
+    try {
+      const tool = await callTool(mcp, 'trigger_schedule', { schedule_id: created.id });
+      expect(tool.isError).toBe(true);
+      expect(tool.text).toContain('agents:echo-agent:run');
+    } finally {
+      await mcp.close();
+    }
+    expect((await call(api.url, 'GET', `/schedules/${created.id}/runs`, { token: ROOT_KEY })).body.data).toEqual([]);
+    // Positive control: with the token that may make the call, her trigger fires.
+    expect((await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: broad })).status).toBe(202);
+    await waitFor(
+      async () =>
+        (await call(api.url, 'GET', `/schedules/${created.id}/runs`, { token: ROOT_KEY })).body.data.some(
+          (fire: { status: string }) => fire.status === 'success',
+        ),
+      20_000,
+      'the owner’s fire',
+    );
+  });
+
   it('a fire’s credential captured in transit opens no route but its own call', async () => {
     const victim = await mintAccount(api.url, ROOT_KEY);
     const created = await createOk(ROOT_KEY, { endpoint: '/config' });

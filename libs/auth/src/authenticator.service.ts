@@ -260,7 +260,8 @@ export class Authenticator {
         }
         break;
       case 'security_key':
-        if (this.securityKey) {
+        // Rotating the key revokes it: a schedule the old key wrote acts no more.
+        if (this.securityKey && !owner.keyRotated) {
           return forSchedule(ROOT, owner.scheduleId);
         }
         break;

@@ -10,6 +10,7 @@ import { Env, warnIfShort } from '@app/config';
 import { queryPrepared } from '@app/database';
 
 import { InternalSecretEntity } from './internal-secret.entity';
+import { securityKeyFingerprint } from './owner-key';
 import { ScheduleEntity } from './schedule.entity';
 import { normalizedEndpoint } from './schedule-endpoint';
 import { runPath, TargetType } from './schedule-target';
@@ -31,6 +32,8 @@ export interface ScheduleOwner {
   userId: string | null;
   scopes: string[];
   serviceAccountId: string | null;
+  /** Owned by a security key other than the one this instance accepts now: the key was rotated since. */
+  keyRotated: boolean;
 }
 
 /** What verifying a fire's call needs of its schedule. */
@@ -44,6 +47,7 @@ interface CalledSchedule {
   owner_id: string | null;
   owner_scopes: string[];
   owner_service_account_id: string | null;
+  owner_key_fingerprint: string | null;
 }
 
 /**
@@ -53,7 +57,8 @@ interface CalledSchedule {
  */
 const CALLED_SCHEDULE = {
   name: 'schedules_called',
-  text: `SELECT enabled, method, endpoint, target_type, target_id, owner_kind, owner_id, owner_scopes, owner_service_account_id
+  text: `SELECT enabled, method, endpoint, target_type, target_id, owner_kind, owner_id, owner_scopes, owner_service_account_id,
+                owner_key_fingerprint
            FROM schedules WHERE id = $1`,
 };
 
@@ -109,7 +114,14 @@ export class ScheduleCredentials {
       userId: schedule.owner_id,
       scopes: schedule.owner_scopes,
       serviceAccountId: schedule.owner_service_account_id,
+      keyRotated: await this.keyRotated(schedule.owner_key_fingerprint),
     };
+  }
+
+  /** A schedule stored before fingerprints were (null) is taken to be the current key's. */
+  private async keyRotated(fingerprint: string | null): Promise<boolean> {
+    const key = this.env.OS_SECURITY_KEY;
+    return fingerprint !== null && (!key || fingerprint !== (await securityKeyFingerprint(key)));
   }
 
   /** Stops a schedule whose owner can no longer make its call; re-enabling it is an owner's or an admin's decision. */

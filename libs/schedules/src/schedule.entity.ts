@@ -104,6 +104,13 @@ export class ScheduleEntity {
   @Column({ name: 'owner_service_account_id', type: 'uuid', nullable: true })
   ownerServiceAccountId!: string | null;
 
+  /**
+   * Set when the owner is the security key: which key (see securityKeyFingerprint). A fire after the key was
+   * rotated is refused. Null for other owners, and for schedules a release without it stored.
+   */
+  @Column({ name: 'owner_key_fingerprint', type: 'varchar', length: 64, nullable: true })
+  ownerKeyFingerprint!: string | null;
+
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt!: Date;
 

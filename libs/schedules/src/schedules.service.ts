@@ -3,11 +3,13 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 
 import { ADMIN_SCOPE, attributedUser, DataScope, mayUse, missingScopeDetail, Principal } from '@app/access';
+import { Env } from '@app/config';
 import { isUniqueViolation } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
 import { Page, toPage } from '@app/pagination';
 
 import { nextRunAt } from './cron';
+import { securityKeyFingerprint } from './owner-key';
 import {
   CreateScheduleDto,
   ListScheduleRunsQuery,
@@ -51,6 +53,7 @@ export class SchedulesService {
     private readonly schedules: ScheduleRepository,
     private readonly runs: ScheduleRunRepository,
     private readonly endpoints: EndpointScopes,
+    private readonly env: Env,
   ) {}
 
   async create(caller: Principal, request: CreateScheduleDto): Promise<ScheduleDto> {
@@ -77,7 +80,7 @@ export class SchedulesService {
       overlapPolicy: request.overlap_policy ?? 'skip',
       catchupPolicy: request.catchup_policy ?? 'once',
       catchupLimit: request.catchup_limit ?? 10,
-      ...ownedBy(caller),
+      ...(await this.ownedBy(caller)),
       createdAt: now,
       updatedAt: now,
     });
@@ -150,7 +153,7 @@ export class SchedulesService {
           changes.payload === undefined ? schedule.payload : changes.payload,
         );
       }
-      Object.assign(changes, ownedBy(caller));
+      Object.assign(changes, await this.ownedBy(caller));
     }
     const updated = Object.assign(new ScheduleEntity(), schedule, changes, { updatedAt: new Date() });
     const rearm = request.cron_expr !== undefined || request.timezone !== undefined || request.enabled !== undefined;
@@ -178,9 +181,16 @@ export class SchedulesService {
   /**
    * Queues a fire now; a worker runs it like a cron tick (with the owner's rights) and next_run_at is
    * untouched. The overlap policy applies as to a tick: a fire it drops is recorded as skipped and answered so.
+   * The owner triggering must be able to make the call now: the rights recorded when it wrote the schedule may
+   * be wider than those of the credential it holds today (another of its tokens, narrower scopes). An admin's
+   * trigger lends nothing, as with its other changes.
    */
   async trigger(caller: Principal, id: string): Promise<ScheduleRunDto> {
     const schedule = await this.findToChange(caller, id);
+    if (isOwner(caller, schedule)) {
+      const route = this.endpoints.routeOf(schedule.method, schedule.endpoint, schedule.payload);
+      this.assertMayMake(caller, schedule.method, schedule.endpoint, route);
+    }
     if (!schedule.enabled) {
       throw new ScheduleException(
         Code.Disabled,
@@ -270,12 +280,31 @@ export class SchedulesService {
     if (refusal) {
       throw new ValidationFailedException([{ loc: ['body', 'endpoint'], ...refusal, input: endpoint, ctx: {} }]);
     }
+    this.assertMayMake(caller, method, endpoint, route);
+  }
+
+  /** The caller holds the scope of the call's route (a schedule's fire checks the rest of it). */
+  private assertMayMake(caller: Principal, method: string, endpoint: string, route: EndpointRoute | null): void {
     if (route?.scope && !mayUse(caller, route.scope)) {
       throw new ScheduleException(
         Code.Forbidden,
         `The schedule would call ${method} ${endpoint}, which you may not call. ${missingScopeDetail(route.scope)}`,
       );
     }
+  }
+
+  /** The owner columns for `caller`: its credential kind, identity and scopes as they are now, and which security key it holds. */
+  private async ownedBy(
+    caller: Principal,
+  ): Promise<Pick<ScheduleEntity, 'ownerKind' | 'ownerId' | 'ownerScopes' | 'ownerServiceAccountId' | 'ownerKeyFingerprint'>> {
+    const key = caller.kind === 'security_key' ? this.env.OS_SECURITY_KEY : undefined;
+    return {
+      ownerKind: caller.kind,
+      ownerId: caller.userId,
+      ownerScopes: [...caller.scopes],
+      ownerServiceAccountId: caller.serviceAccountId ?? null,
+      ownerKeyFingerprint: key ? await securityKeyFingerprint(key) : null,
+    };
   }
 
   private notFound(id: string): ScheduleException {
@@ -292,16 +321,6 @@ export class SchedulesService {
       throw error;
     }
   }
-}
-
-/** The owner columns for `caller`: its credential kind, identity and scopes as they are now. */
-function ownedBy(caller: Principal): Pick<ScheduleEntity, 'ownerKind' | 'ownerId' | 'ownerScopes' | 'ownerServiceAccountId'> {
-  return {
-    ownerKind: caller.kind,
-    ownerId: caller.userId,
-    ownerScopes: [...caller.scopes],
-    ownerServiceAccountId: caller.serviceAccountId ?? null,
-  };
 }
 
 function isOwner(caller: Principal, schedule: ScheduleEntity): boolean {

@@ -24,6 +24,7 @@ import { TraceSpanAgeBtree1765800000004 } from './1765800000004-TraceSpanAgeBtre
 import { RunLeases1765900000001 } from './1765900000001-RunLeases';
 import { TraceSummaryOnRuns1766000000001 } from './1766000000001-TraceSummaryOnRuns';
 import { RunSpansOnRuns1766100000001 } from './1766100000001-RunSpansOnRuns';
+import { ScheduleOwnerKeyFingerprint1766200000001 } from './1766200000001-ScheduleOwnerKeyFingerprint';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -53,4 +54,5 @@ export const MIGRATIONS = [
   RunLeases1765900000001,
   TraceSummaryOnRuns1766000000001,
   RunSpansOnRuns1766100000001,
+  ScheduleOwnerKeyFingerprint1766200000001,
 ];
