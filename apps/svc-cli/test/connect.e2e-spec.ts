@@ -293,6 +293,23 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     expect(readJson(files.cursor).mcpServers['platform-service'].url).toBe(mcpUrl);
   });
 
+  it('an entry for this service without a token is kept with --skip-existing, and gets one without it', async () => {
+    const files = configPaths(sandbox);
+    mkdirSync(join(sandbox.home, '.cursor'));
+    const tokenless = JSON.stringify({ mcpServers: { 'platform-service': { url: mcpUrl } } });
+    writeFileSync(files.cursor, tokenless);
+    const kept = await runCommand(['connect', '--clients', 'editor-c', '--skip-existing', '--json'], sandbox, { env: env() });
+    expect(kept.json().results[0]).toMatchObject({
+      status: 'skipped',
+      error: 'Existing entry has no token; left untouched. Re-run without --skip-existing to mint one.',
+    });
+    expect(readFileSync(files.cursor, 'utf8')).toBe(tokenless);
+    expect(await activeAccounts(service.databaseUrl)).toEqual([]);
+    const minted = await runCommand(['connect', '--clients', 'editor-c', '--json'], sandbox, { env: env() });
+    expect(minted.json().results[0]).toMatchObject({ status: 'connected' });
+    expect(storedTokens(sandbox)['editor-c']).toMatch(/^svc_pat_/);
+  });
+
   it('--project writes <cwd>/.mcp.json and <cwd>/.cursor/mcp.json with a note, mode 0600', async () => {
     const run = await runCommand(
       ['connect', '--clients', 'code-agent-a,editor-c', '--project', '--server-name', 'team_platform', '--json'],
