@@ -1,6 +1,6 @@
 import { ApiExtraModels, ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 import { plainToInstance, Transform } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsIn, IsString, IsUUID, MaxLength, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsIn, IsString, IsUUID, ValidateNested } from 'class-validator';
 
 import { DEFAULT_SCOPES, SERVICE_ACCOUNT_NAME } from '@app/access';
 import { PageOf, PageQuery } from '@app/pagination';
@@ -14,13 +14,9 @@ export const DEFAULT_GRACE_SECONDS = 3600;
 export const MAX_GRACE_SECONDS = 86_400;
 
 export class ScopeGrantDto {
-  @ApiProperty({
-    description: '`<resource>:<action>`, `<resource>:<id>:<action>` or `platform:admin`',
-    example: 'agents:run',
-    maxLength: 255,
-  })
+  // No length limit here: a string too long to be a scope is an invalid scope (400), as every other is.
+  @ApiProperty({ description: '`<resource>:<action>`, `<resource>:<id>:<action>` or `platform:admin`', example: 'agents:run' })
   @IsString()
-  @MaxLength(255)
   scope!: string;
 
   @ApiPropertyOptional({ enum: ['allow'], default: 'allow', description: 'Token scopes are grants: only `allow` is accepted' })

@@ -53,6 +53,11 @@ function expiryFor(caller: Principal, request: CreateServiceAccountDto, now: Dat
   return expiresAtMs === null ? null : new Date(expiresAtMs);
 }
 
+/** A scope as an error names it: long ones cut, so a request cannot make its error kilobytes long. */
+function quotedScope(scope: string): string {
+  return scope.length > 80 ? `${scope.slice(0, 80)}…` : scope;
+}
+
 @Injectable()
 export class ServiceAccountsService {
   constructor(
@@ -159,7 +164,7 @@ export class ServiceAccountsService {
   private assertMayMint(caller: Principal, scopes: string[], allowPrivileged: boolean): void {
     const invalid = scopes.filter((scope) => !isValidScope(scope));
     if (invalid.length > 0) {
-      throw new ServiceAccountException(Code.InvalidScopes, `Invalid scope(s): ${invalid.join(', ')}`);
+      throw new ServiceAccountException(Code.InvalidScopes, `Invalid scope(s): ${invalid.map(quotedScope).join(', ')}`);
     }
     const privileged = scopes.filter(isPrivilegedScope);
     if (privileged.length > 0 && !allowPrivileged) {
