@@ -47,7 +47,7 @@ function startWorker(url, name) {
 
 async function drainUntilEmpty(system, db) {
   while (await system.pending(db)) {
-    await sleep(50);
+    await sleep(system.pendingEveryMs);
   }
   return Date.now();
 }

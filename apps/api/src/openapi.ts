@@ -7,7 +7,7 @@ import { ADMIN_SCOPE, isValidScope, missingScopeDetail } from '@app/access';
 import { API_VERSION, Env } from '@app/config';
 import { WEBSOCKET_PATH, WEBSOCKET_PATH_ITEM } from '@app/websocket';
 
-import { DATABASE_UNAVAILABLE_DETAIL } from './errors/render-error';
+import { DATABASE_UNAVAILABLE_DETAIL, INTERNAL_ERROR_BODY } from './errors/render-error';
 
 export function buildOpenApiDocument(app: NestFastifyApplication, env: Env): OpenAPIObject {
   const config = new DocumentBuilder()
@@ -65,11 +65,13 @@ const errorBody = (): Response => ({ content: { 'application/json': { schema: { 
  * The answers that come from the rules every route shares rather than from the route itself, stated where
  * they apply: a route taking a credential can answer 429 (too many failed token lookups) and 503 (the
  * database unreachable); one taking a JSON body, 400 for a body that is not JSON. And 422 only where there is
- * something to validate, a body or a query: a malformed path id is a 404 (see the validation pipe).
+ * something to validate, a body or a query: a malformed path id is a 404 (see the validation pipe). Any
+ * route can fail unexpectedly: 500, with the error_id its log line carries.
  */
 function withAnswersEveryRouteGives(document: OpenAPIObject): OpenAPIObject {
   for (const operation of operationsOf(document)) {
     const responses = operation.responses!;
+    responses['500'] ??= errorBody();
     // A WebSocket (101) judges its credential after the upgrade, in frames.
     if (operation['x-required-scope'] !== undefined && !responses['101']) {
       responses['429'] ??= errorBody();
@@ -90,7 +92,7 @@ function operationsOf(document: OpenAPIObject): Operation[] {
 }
 
 /** Each error status in general: a route's own description says what it means there. */
-const ERRORS: Record<string, { description: string; detail: (operation: Operation) => string | null }> = {
+const ERRORS: Record<string, { description: string; detail: (operation: Operation) => string | null; example?: object }> = {
   '400': { description: 'Bad request', detail: () => 'Request body is not valid JSON' },
   '401': { description: 'Missing or invalid credential', detail: () => 'Authorization header required' },
   '403': {
@@ -105,6 +107,11 @@ const ERRORS: Record<string, { description: string; detail: (operation: Operatio
   '404': { description: 'Not found, or not visible to the caller', detail: () => 'Not found' },
   '409': { description: 'Conflicts with the current state', detail: () => 'Conflicts with the current state' },
   '429': { description: 'Too many failed token lookups from this client address', detail: () => 'Too many failed authentication attempts' },
+  '500': {
+    description: "Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id",
+    detail: () => INTERNAL_ERROR_BODY.detail,
+    example: { ...INTERNAL_ERROR_BODY, error_id: '0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1' },
+  },
   '503': { description: 'The database is unavailable', detail: () => DATABASE_UNAVAILABLE_DETAIL },
 };
 
@@ -124,7 +131,7 @@ function withErrorExamples(document: OpenAPIObject): OpenAPIObject {
         const aboutTheCredential = ABOUT_THE_CREDENTIAL.has(status) ? general.detail(operation) : null;
         const detail = aboutTheCredential ?? (response.description || general.detail(operation) || general.description);
         response.description ||= general.description;
-        json.example ??= { detail };
+        json.example ??= general.example ?? { detail };
       }
       response.description ||= STATUS_CODES[status] ?? '';
     }

@@ -37,6 +37,9 @@ const logger = new Logger('Errors');
 
 export const DATABASE_UNAVAILABLE_DETAIL = 'Database unavailable; try again shortly';
 
+/** A 500's body, less the error_id each one gets (logged with the stack). */
+export const INTERNAL_ERROR_BODY = { detail: 'Internal server error', error_type: 'internal_error' };
+
 /**
  * The one place an error becomes a status and the standard `{detail, error_id?, error_type?}` body or the
  * 422 array, for REST responses and MCP tool errors alike. Unknown errors become a 500 whose
@@ -68,10 +71,7 @@ export function renderError(exception: unknown, context: ErrorContext): Rendered
   }
   const errorId = randomUUID();
   logger.error({ err: exception, error_id: errorId, method: context.method, url: context.url }, 'Unhandled error');
-  return {
-    status: HttpStatus.INTERNAL_SERVER_ERROR,
-    body: { detail: 'Internal server error', error_id: errorId, error_type: 'internal_error' },
-  };
+  return { status: HttpStatus.INTERNAL_SERVER_ERROR, body: { ...INTERNAL_ERROR_BODY, error_id: errorId } };
 }
 
 function renderHttpException(exception: HttpException, context: ErrorContext): RenderedError {
