@@ -92,6 +92,10 @@ describe('security: rotating the security key stops the schedules the old key wr
     const fires = async () => (await call(api.url, 'GET', `/schedules/${oldKeys.id}/runs`, { token: NEW_KEY })).body.data;
     const earlier = (await fires()).length;
     expect((await call(api.url, 'POST', `/schedules/${oldKeys.id}/trigger`, { token: NEW_KEY })).status).toBe(202);
-    await waitFor(async () => (await fires()).length > earlier && (await fires())[0].status === 'success', 20_000, 'the fire after the takeover');
+    await waitFor(
+      async () => (await fires()).length > earlier && (await fires())[0].status === 'success',
+      20_000,
+      'the fire after the takeover',
+    );
   });
 });

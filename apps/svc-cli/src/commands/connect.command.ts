@@ -163,7 +163,11 @@ class Connection {
         replacedUrl = existing.url;
       } else if (existing && this.options.skipExisting) {
         // This service's entry without a token (written while it had no auth, or by hand): minting would rewrite it.
-        return { ...base, status: 'skipped', error: 'Existing entry has no token; left untouched. Re-run without --skip-existing to mint one.' };
+        return {
+          ...base,
+          status: 'skipped',
+          error: 'Existing entry has no token; left untouched. Re-run without --skip-existing to mint one.',
+        };
       }
 
       let account: MintedServiceAccount | null = null;

@@ -1857,6 +1857,22 @@ export interface operations {
                     "application/json": components["schemas"]["HealthDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     DiscoveryController_info: {
@@ -1875,6 +1891,22 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["InfoDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
         };
@@ -1939,6 +1971,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -1971,6 +2019,22 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ReadinessDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description The database is unreachable or migrations are pending */
@@ -2063,6 +2127,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -2185,6 +2265,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -2272,6 +2368,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -2411,6 +2523,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -2482,6 +2610,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -2575,6 +2719,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -2746,6 +2906,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description background=true on a replica without the queue */
             503: {
                 headers: {
@@ -2835,6 +3011,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -2934,6 +3126,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -3005,6 +3213,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -3098,6 +3322,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -3269,6 +3509,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description background=true on a replica without the queue */
             503: {
                 headers: {
@@ -3358,6 +3614,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -3457,6 +3729,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -3528,6 +3816,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -3621,6 +3925,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -3792,6 +4112,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description background=true on a replica without the queue */
             503: {
                 headers: {
@@ -3881,6 +4217,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -3980,6 +4332,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -4073,6 +4441,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -4160,6 +4544,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -4264,6 +4664,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -4378,6 +4794,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -4473,6 +4905,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -4581,6 +5029,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -4673,6 +5137,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -4758,6 +5238,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -4882,6 +5378,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -4965,6 +5477,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -5071,6 +5599,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -5159,6 +5703,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -5259,6 +5819,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description Durable job queue is not enabled on this replica */
             503: {
                 headers: {
@@ -5330,6 +5906,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -5438,6 +6030,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description Durable job queue is not enabled on this replica */
             503: {
                 headers: {
@@ -5541,6 +6149,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description Durable job queue is not enabled on this replica */
             503: {
                 headers: {
@@ -5628,6 +6252,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -5767,6 +6407,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description Durable job queue is not enabled on this replica */
             503: {
                 headers: {
@@ -5826,6 +6482,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -5924,6 +6596,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6050,6 +6738,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -6137,6 +6841,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6231,6 +6951,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6373,6 +7109,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -6478,6 +7230,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6592,6 +7360,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -6680,6 +7464,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6807,6 +7607,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -6927,6 +7743,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -7015,6 +7847,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -7127,6 +7975,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -7254,6 +8118,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -7371,6 +8251,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -7498,6 +8394,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -7618,6 +8530,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -7706,6 +8634,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -7818,6 +8762,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -7945,6 +8905,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -8067,6 +9043,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -8155,6 +9147,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -8267,6 +9275,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -8394,6 +9418,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -8511,6 +9551,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -8656,6 +9712,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The database is unavailable */
             503: {
                 headers: {
@@ -8702,6 +9774,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
         };
     };
     "ProtectedResourceController_metadata[1]": {
@@ -8729,6 +9817,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "/mcp is not an OAuth-protected resource on this service (MCP_OAUTH_ISSUER is unset)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -8785,6 +9889,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
