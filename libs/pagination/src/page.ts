@@ -55,8 +55,11 @@ export interface PageQueryShape {
   sort_order: SortOrder;
 }
 
-/** Pages past this are refused (422): deeper pages are past any list an operator reads, and their offset would overflow PostgreSQL's. */
-export const MAX_PAGE = 1_000_000;
+/**
+ * Any page is valid (an empty one past the end), up to where its offset stops being an exact integer here:
+ * beyond, a 422 naming the field. Lists are at most 1,000 a page.
+ */
+export const MAX_PAGE = Math.floor(Number.MAX_SAFE_INTEGER / 1000);
 
 /**
  * Builds the list-query DTO every paginated route shares: `limit`, `page`,
@@ -78,7 +81,7 @@ export function PageQuery<SortField extends string>(options: PageQueryOptions<So
     })
     limit: number = defaultLimit;
 
-    @IntField({ optional: true, fromString: true, min: 1, max: MAX_PAGE, default: 1, description: `Page number, 1 to ${MAX_PAGE}` })
+    @IntField({ optional: true, fromString: true, min: 1, max: MAX_PAGE, default: 1, description: 'Page number, 1 or more' })
     page: number = 1;
 
     @ApiProperty({

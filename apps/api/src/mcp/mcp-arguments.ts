@@ -37,7 +37,7 @@ export function pageArguments(query: { pageOptions: Required<PageQueryOptions<st
       .meta({ type: 'integer', minimum: 1, maximum: maxLimit, default: defaultLimit })
       .optional()
       .describe(`Page size, 1 to ${maxLimit} (default ${defaultLimit})`),
-    page: z.number().meta({ type: 'integer', minimum: 1, maximum: MAX_PAGE }).optional().describe(`Page number, 1 to ${MAX_PAGE}`),
+    page: z.number().meta({ type: 'integer', minimum: 1, maximum: MAX_PAGE }).optional().describe('Page number, 1 or more'),
     sort_by: z
       .string()
       .optional()

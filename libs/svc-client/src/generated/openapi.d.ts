@@ -2058,7 +2058,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100 */
                 limit?: number;
-                /** @description Page number, 1 to 1000000 */
+                /** @description Page number, 1 or more */
                 page?: number;
                 /** @description Sort field: created_at, name, last_used_at, expires_at; unknown fields are ignored */
                 sort_by?: string;
@@ -4369,7 +4369,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100 */
                 limit?: number;
-                /** @description Page number, 1 to 1000000 */
+                /** @description Page number, 1 or more */
                 page?: number;
                 /** @description Sort field: created_at, updated_at; unknown fields are ignored */
                 sort_by?: string;
@@ -4706,7 +4706,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100 */
                 limit?: number;
-                /** @description Page number, 1 to 1000000 */
+                /** @description Page number, 1 or more */
                 page?: number;
                 /** @description Sort field: created_at; unknown fields are ignored */
                 sort_by?: string;
@@ -4831,7 +4831,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100 */
                 limit?: number;
-                /** @description Page number, 1 to 1000000 */
+                /** @description Page number, 1 or more */
                 page?: number;
                 /** @description Sort field: created_at, updated_at; unknown fields are ignored */
                 sort_by?: string;
@@ -5519,7 +5519,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100 */
                 limit?: number;
-                /** @description Page number, 1 to 1000000 */
+                /** @description Page number, 1 or more */
                 page?: number;
                 /** @description Sort field: started_at; unknown fields are ignored */
                 sort_by?: string;
@@ -5745,7 +5745,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 1000 */
                 limit?: number;
-                /** @description Page number, 1 to 1000000 */
+                /** @description Page number, 1 or more */
                 page?: number;
                 /** @description Sort field: created_at, updated_at, completed_at, status, attempt, component_type, component_id, user_id; unknown fields are ignored */
                 sort_by?: string;
@@ -6524,7 +6524,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 1000 */
                 limit?: number;
-                /** @description Page number, 1 to 1000000 */
+                /** @description Page number, 1 or more */
                 page?: number;
                 /** @description Sort field: created_at, updated_at, name, next_run_at; unknown fields are ignored */
                 sort_by?: string;
@@ -7272,7 +7272,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 1000 */
                 limit?: number;
-                /** @description Page number, 1 to 1000000 */
+                /** @description Page number, 1 or more */
                 page?: number;
                 /** @description Sort field: created_at, due_at, completed_at; unknown fields are ignored */
                 sort_by?: string;
