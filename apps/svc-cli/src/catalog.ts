@@ -31,4 +31,8 @@ Options:
   --version               Print the CLI version
   --help                  Help for a command (svc <command> --help)
 
-Every command accepts --json for one machine-readable JSON document on stdout.`;
+Every command accepts --json for one machine-readable JSON document on stdout.
+
+The service: --url, else SERVICE_URL (environment, or ./.env as npm start writes it), else localhost:7777-7779, 8000.
+Credential (tokens, jobs, schedules, connect): SVC_ADMIN_TOKEN, else OS_SECURITY_KEY, else a prompt on a
+terminal. In a checkout started with npm start: OS_SECURITY_KEY=$(cat .data/os-security-key) npx svc ...`;

@@ -323,7 +323,7 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     writeFileSync(join(checkout.cwd, '.data', 'os-security-key'), 'the-checkout-key\n');
     const hint = await hintOf(['tokens', 'list'], checkout.cwd);
     expect(hint).toContain(
-      "This checkout's security key is in .data/os-security-key: OS_SECURITY_KEY=$(cat .data/os-security-key) svc ...",
+      "This checkout's security key is in .data/os-security-key: OS_SECURITY_KEY=$(cat .data/os-security-key) npx svc ...",
     );
     expect(hint).not.toContain('the-checkout-key');
   });

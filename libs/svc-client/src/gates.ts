@@ -66,7 +66,7 @@ export async function resolveAdminCredential(
   }
   // In a checkout started with `npm start`, the key is at hand: say where, never what it is.
   const hint = existsSync(CHECKOUT_KEY_FILE)
-    ? `${needs}\nThis checkout's security key is in ${CHECKOUT_KEY_FILE}: OS_SECURITY_KEY=$(cat ${CHECKOUT_KEY_FILE}) svc ...`
+    ? `${needs}\nThis checkout's security key is in ${CHECKOUT_KEY_FILE}: OS_SECURITY_KEY=$(cat ${CHECKOUT_KEY_FILE}) npx svc ...`
     : needs;
   if (!terminal.interactive) {
     throw new CliError(`This service requires an admin credential (auth mode: ${descriptor.auth_mode}).`, hint);

@@ -224,7 +224,8 @@ export class SchedulesResumeCommand extends CredentialedCommand<ServiceOptions> 
 
 @Command({
   name: 'schedules',
-  description: 'Inspect, trigger, pause and resume schedules',
+  description:
+    'Inspect, trigger, pause and resume schedules (create and change them through the api: POST /schedules, PATCH /schedules/{id}, or MCP)',
   subCommands: [
     SchedulesListCommand,
     SchedulesGetCommand,
