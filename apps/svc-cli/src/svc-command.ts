@@ -92,7 +92,10 @@ export abstract class MintingCommand<Options extends MintOptions> extends Creden
     return value;
   }
 
-  @Option({ flags: '--privileged', description: 'Allow write, delete, admin and service_accounts scopes (allow_privileged_scopes in the api)' })
+  @Option({
+    flags: '--privileged',
+    description: 'Allow write, delete, admin and service_accounts scopes (allow_privileged_scopes in the api)',
+  })
   parsePrivileged(): boolean {
     return true;
   }
