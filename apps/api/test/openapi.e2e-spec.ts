@@ -47,12 +47,23 @@ describe('OpenAPI document and Swagger UI', () => {
       if (key === PER_ACTION_SCOPE) {
         expect(operation['x-required-scope'], key).toContain('per action');
         // The credential is judged after the upgrade, in frames: no 401, 403 about scopes, 429 or 503.
-        expect(Object.keys(operation.responses).sort(), key).toEqual(['101', '400', '403', '426']);
+        expect(Object.keys(operation.responses).sort(), key).toEqual(['101', '400', '403', '426', '500']);
         continue;
       }
       if (key === PER_TOOL_SCOPE) {
         expect(operation['x-required-scope'], key).toContain('per tool');
-        expect(Object.keys(operation.responses).sort(), key).toEqual(['200', '202', '400', '401', '403', '406', '415', '429', '503']);
+        expect(Object.keys(operation.responses).sort(), key).toEqual([
+          '200',
+          '202',
+          '400',
+          '401',
+          '403',
+          '406',
+          '415',
+          '429',
+          '500',
+          '503',
+        ]);
       } else if (PER_METHOD_SCOPE.test(key)) {
         expect(operation['x-required-scope'], key).toMatch(
           /^([a-z]+:read \(GetTask and the other reads\) or )?[a-z]+:run \(SendMessage, SendStreamingMessage(, CancelTask, any other method)?\)$/,
@@ -61,8 +72,9 @@ describe('OpenAPI document and Swagger UI', () => {
         expect(operation['x-required-scope'], key).toMatch(/^([a-z_]+:)+[a-z_]+$/);
       }
       expect(operation.security, key).toContainEqual({ bearer: [] });
-      // What a credential can meet anywhere: missing or refused, too many failed lookups, the database down.
-      for (const status of ['401', '403', '429', '503']) {
+      // What a credential can meet anywhere: missing or refused, too many failed lookups, the database down;
+      // and what any route can answer: an unexpected failure, with its error_id.
+      for (const status of ['401', '403', '429', '500', '503']) {
         expect(operation.responses[status], `${key} ${status}`).toBeDefined();
       }
       // 422 where there is something to validate (a body or a query); a malformed path id is a 404.
