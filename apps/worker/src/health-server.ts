@@ -1,6 +1,6 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 
-import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationShutdown, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 
 import { Env } from '@app/config';
 import { DatabaseHealth, Liveness, MetricsRegistry, NOT_READY_DETAIL } from '@app/health';
@@ -13,7 +13,7 @@ type Probe = () => Promise<{ status: number; body: object | string; contentType?
  * WORKER_HEALTH_PORT, for orchestrators and scrapers.
  */
 @Injectable()
-export class WorkerHealthServer implements OnApplicationBootstrap, OnModuleDestroy, OnApplicationShutdown {
+export class WorkerHealthServer implements OnModuleInit, OnModuleDestroy, OnApplicationShutdown {
   private readonly logger = new Logger('WorkerHealth');
   private server: Server | null = null;
   private shuttingDown = false;
@@ -30,7 +30,12 @@ export class WorkerHealthServer implements OnApplicationBootstrap, OnModuleDestr
     private readonly live: Liveness,
   ) {}
 
-  async onApplicationBootstrap(): Promise<void> {
+  /**
+   * Bound at module init, before any engine starts claiming (at application bootstrap): a port already taken
+   * ends the boot while every job is still in the queue, where binding after the claims left the jobs claimed
+   * by a process that then exited, their attempts spent, until the lock grace ran out.
+   */
+  async onModuleInit(): Promise<void> {
     const port = this.env.WORKER_HEALTH_PORT;
     if (port === undefined) {
       return;

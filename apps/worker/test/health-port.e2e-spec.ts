@@ -1,3 +1,5 @@
+import { createServer, type AddressInfo } from 'node:net';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestDatabase, query } from '../../../test/support/database';
@@ -96,6 +98,38 @@ describe('worker health port (WORKER_HEALTH_PORT)', () => {
 });
 
 describe('worker health port configuration', () => {
+  it('a taken port ends the boot before anything is claimed: queued runs stay queued, no attempt spent', async () => {
+    const databaseUrl = await createTestDatabase();
+    const api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
+    const taken = createServer();
+    try {
+      for (let i = 0; i < 3; i += 1) {
+        const posted = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+          token: ROOT_KEY,
+          json: { message: 'hi', background: true },
+        });
+        expect(posted.status, posted.text).toBe(202);
+      }
+      await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+      const worker = spawnNode('dist/apps/worker/src/main.js', {
+        DATABASE_URL: databaseUrl,
+        DEMO_COMPONENTS: 'true',
+        HOST: '127.0.0.1',
+        WORKER_HEALTH_PORT: String((taken.address() as AddressInfo).port),
+      });
+      expect(await worker.exited).toBe(1);
+      expect(worker.output()).toContain('is already in use by another process');
+      const jobs = await query<{ status: string; attempt: number; locked_by: string | null }>(
+        databaseUrl,
+        'SELECT status, attempt, locked_by FROM queue_jobs',
+      );
+      expect(jobs).toEqual(Array(3).fill({ status: 'queued', attempt: 0, locked_by: null }));
+    } finally {
+      taken.close();
+      await api.stop();
+    }
+  }, 90_000);
+
   it('refuses to boot with a port that is not a number, naming the variable', async () => {
     const worker = spawnNode('dist/apps/worker/src/main.js', {
       DATABASE_URL: 'postgresql://127.0.0.1:1/none',
