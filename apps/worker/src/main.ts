@@ -1,3 +1,5 @@
+import { Worker } from 'node:worker_threads';
+
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 
@@ -11,6 +13,16 @@ import 'reflect-metadata';
 
 /** How long past WORKER_SHUTDOWN_TIMEOUT_SECONDS a stop may take to hand back what it holds. */
 const STOP_MARGIN_SECONDS = 5;
+/** How long past that the process may take to exit at all. */
+const EXIT_MARGIN_SECONDS = 2;
+
+/**
+ * Ends the process after `ms` even when its main thread is blocked, where no timer fires: its last log lines
+ * written to an output nobody reads (a stalled log pipe) block the exit in the kernel or in pino's flush at exit.
+ */
+function killAfter(ms: number): void {
+  new Worker(`setTimeout(() => process.kill(process.pid, 'SIGKILL'), ${ms});`, { eval: true }).unref();
+}
 
 async function main(): Promise<void> {
   const env = loadEnv();
@@ -35,6 +47,7 @@ async function main(): Promise<void> {
       return;
     }
     stopping = true;
+    killAfter((env.WORKER_SHUTDOWN_TIMEOUT_SECONDS + STOP_MARGIN_SECONDS + EXIT_MARGIN_SECONDS) * 1000);
     clearInterval(keepAlive);
     logger.log({ signal }, 'worker stopping');
     // The drain has its deadline, but handing jobs back needs the database: one that stalls (no error, no
@@ -56,6 +69,8 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  // A closed terminal or a supervisor's hang-up drains as a stop does, rather than killing the jobs it holds.
+  process.on('SIGHUP', stop);
   // The version says which release a worker runs during a rolling update.
   logger.log({ version: SERVICE_VERSION }, 'worker ready');
 }

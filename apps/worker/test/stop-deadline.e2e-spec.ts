@@ -1,4 +1,8 @@
+import { spawn } from 'node:child_process';
+
 import { afterAll, describe, expect, it } from 'vitest';
+
+import { freePort } from '../../../scripts/embedded-postgres.mjs';
 
 import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
@@ -43,4 +47,52 @@ describe('a worker stopping while its database stalls', () => {
     expect(Date.now() - stopping).toBeLessThan(12_000);
     expect(worker.output()).toContain('after its deadline: exiting');
   });
+});
+
+describe('a worker whose output nobody reads', () => {
+  it('still ends by its deadline when told to stop, though its last log lines cannot be written', async () => {
+    const databaseUrl = await createTestDatabase();
+    const api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
+    const healthPort = await freePort();
+    // Its stdout is a pipe this test never reads: once the pipe's buffer is full, no line gets out.
+    const worker = spawn(process.execPath, ['dist/apps/worker/src/main.js'], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        DATABASE_URL: databaseUrl,
+        DEMO_COMPONENTS: 'true',
+        LOG_LEVEL: 'debug',
+        HOST: '127.0.0.1',
+        WORKER_HEALTH_PORT: String(healthPort),
+        WORKER_SHUTDOWN_TIMEOUT_SECONDS: '1',
+      },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    const ended = new Promise<string>((resolve) => worker.once('exit', (code, signal) => resolve(`${code ?? signal}`)));
+    try {
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`)).ok, 60_000, 'the worker to be ready');
+      // Two lines a job at debug: far more than a pipe holds.
+      const runs = await Promise.all(
+        Array.from({ length: 400 }, () =>
+          call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, json: { message: 'x', background: true } }),
+        ),
+      );
+      expect(runs.every((run) => run.status === 202)).toBe(true);
+      await waitFor(
+        async () =>
+          (await query<{ n: number }>(databaseUrl, `SELECT count(*)::int AS n FROM queue_jobs WHERE status = 'completed'`))[0].n === 400,
+        60_000,
+        'the runs to complete',
+      );
+      const stopping = Date.now();
+      worker.kill('SIGTERM');
+      // 1 s of drain, 5 s to hand back, 2 s to exit, and slack for a busy machine.
+      await expect(Promise.race([ended, new Promise((resolve) => setTimeout(() => resolve('still running'), 20_000))])).resolves.not.toBe(
+        'still running',
+      );
+      expect(Date.now() - stopping).toBeLessThan(16_000);
+    } finally {
+      worker.kill('SIGKILL');
+      await api.stop();
+    }
+  }, 150_000);
 });

@@ -247,8 +247,9 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
         }
       }
       this.startBuffered();
-      // A short batch means the queue looked empty: wait for NOTIFY, a free slot or the poll.
-      if (claimed.length < room && !this.notified) {
+      // A short batch means the queue looked empty: wait for NOTIFY, a free slot or the poll (not when a stop
+      // came during the claim: its wake-up found no wait to end).
+      if (claimed.length < room && !this.notified && !this.stopping) {
         await this.idle(this.options.pollIntervalMs);
       }
     }
