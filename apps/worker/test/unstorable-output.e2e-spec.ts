@@ -9,13 +9,20 @@ import { call } from '../../../test/support/http';
 import { ROOT_KEY } from '../../../test/support/principals';
 import { RunningApi, RunningProcess, startApi, startWorker } from '../../../test/support/processes';
 
-// Components answering what PostgreSQL cannot store as is: a NUL, and half of a surrogate pair.
+// Components answering what PostgreSQL cannot store as is: a NUL, half of a surrogate pair, usage no column
+// holds, an answer that is not text.
 const MODULE = join(mkdtempSync(join(tmpdir(), 'unstorable-')), 'agents.mjs');
 writeFileSync(
   MODULE,
   `export default [
     { kind: 'agent', id: 'nul-agent', name: 'NUL', run: async () => 'before\\u0000after\\ud800' },
     { kind: 'agent', id: 'nul-fail-agent', name: 'NUL failure', run: async () => { throw new Error('bad\\u0000news\\udc00'); } },
+    { kind: 'agent', id: 'odd-usage-agent', name: 'Odd usage', run: async (ctx) => {
+      ctx.recordUsage({ model: 'm'.repeat(300), inputTokens: 12.7, outputTokens: -3 });
+      return 'counted';
+    } },
+    { kind: 'agent', id: 'object-agent', name: 'Object', run: async () => ({ answer: 42 }) },
+    { kind: 'agent', id: 'bigint-agent', name: 'BigInt', run: async () => ({ n: 10n }) },
   ];\n`,
 );
 
@@ -46,7 +53,14 @@ describe('a component answering a NUL or half a surrogate pair', () => {
 
     // Queued together, so a worker writes their outcomes in few batches.
     const posted = await Promise.all(
-      ['nul-agent', 'nul-fail-agent', ...Array.from({ length: 20 }, () => 'echo-agent')].map(async (agent) => ({
+      [
+        'nul-agent',
+        'nul-fail-agent',
+        'odd-usage-agent',
+        'object-agent',
+        'bigint-agent',
+        ...Array.from({ length: 20 }, () => 'echo-agent'),
+      ].map(async (agent) => ({
         agent,
         runId: (await post(agent, true)).body.run_id as string,
       })),
@@ -59,6 +73,20 @@ describe('a component answering a NUL or half a surrogate pair', () => {
     const runs = await Promise.all(posted.map(final));
     expect(runs.find((run) => run.agent === 'nul-agent')).toMatchObject({ status: 'completed', content: 'before\ufffdafter\ufffd' });
     expect(runs.find((run) => run.agent === 'nul-fail-agent')).toMatchObject({ status: 'failed', error: 'bad\ufffdnews\ufffd' });
+    // Usage no column can hold as reported (a fraction, a negative count, a 300-character model) is stored as it can be.
+    expect(runs.find((run) => run.agent === 'odd-usage-agent')).toMatchObject({
+      status: 'completed',
+      content: 'counted',
+      model: 'm'.repeat(255),
+      input_tokens: 13,
+      output_tokens: null,
+    });
+    // An answer that is not text is stored as its JSON; one that has none fails its own run only.
+    expect(runs.find((run) => run.agent === 'object-agent')).toMatchObject({ status: 'completed', content: '{"answer":42}' });
+    expect(runs.find((run) => run.agent === 'bigint-agent')).toMatchObject({
+      status: 'failed',
+      error: expect.stringContaining("The component's answer cannot be stored as text"),
+    });
     // The worker names the failing component in its log, as the api does for a run it executes.
     const failed = runs.find((run) => run.agent === 'nul-fail-agent')!;
     await expect.poll(() => worker.output(), { timeout: 5_000 }).toContain(`"run_id":"${failed.run_id}"`);

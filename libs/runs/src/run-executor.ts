@@ -32,6 +32,43 @@ export interface ExecutionOptions {
 /** How often a run whose component holds `ctx.signal` checks whether it was cancelled meanwhile. */
 const CANCEL_POLL_MS = 500;
 
+/** The largest token count an integer column holds. */
+const MAX_TOKENS = 2_147_483_647;
+/** The model column's length. */
+const MAX_MODEL_LENGTH = 255;
+
+/**
+ * A component's answer as the run's content: text as it came (less what PostgreSQL cannot store), anything else
+ * as its JSON. One that has none (a BigInt, a cycle) fails its own run here: in a worker's batched write it
+ * would have failed every outcome written with it.
+ */
+function storableContent(returned: unknown): string | null {
+  if (typeof returned === 'string') {
+    return storableText(returned);
+  }
+  let json: string | undefined;
+  try {
+    json = returned === undefined || returned === null ? undefined : JSON.stringify(returned);
+  } catch (error) {
+    throw new Error(`The component's answer cannot be stored as text: ${(error as Error).message}`, { cause: error });
+  }
+  return json === undefined ? null : storableText(json);
+}
+
+/** What a component reported of its model calls, as the run's columns can hold it: counts are whole and not negative, or unknown. */
+function storableUsage(reported: ModelUsage | null | undefined): ModelUsage | null {
+  if (!reported || typeof reported !== 'object') {
+    return null;
+  }
+  const count = (value: unknown): number | null =>
+    typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.min(Math.round(value), MAX_TOKENS) : null;
+  return {
+    model: storableText(String(reported.model ?? '').slice(0, MAX_MODEL_LENGTH)),
+    inputTokens: count(reported.inputTokens),
+    outputTokens: count(reported.outputTokens),
+  };
+}
+
 /** Runs one component for one run and turns whatever happens into an outcome; never throws for a component's failure. */
 @Injectable()
 export class RunExecutor {
@@ -99,14 +136,13 @@ export class RunExecutor {
       span: (name, attributes) => this.childSpan(trace, span, run.id, name, attributes),
       emit: (delta) => options.onDelta?.(delta),
       recordUsage: (reported) => {
-        usage = reported;
+        usage = storableUsage(reported);
       },
     };
     try {
-      // A component's text is stored as it came, but for what PostgreSQL cannot hold (one NUL would fail the
-      // write, and in a worker the whole batch of outcomes it went in).
-      const returned = await component.run(context);
-      const content = typeof returned === 'string' ? storableText(returned) : returned;
+      // Stored as it came, but for what PostgreSQL cannot hold (one NUL would fail the write, and in a worker the
+      // whole batch of outcomes it went in).
+      const content = storableContent(await component.run(context));
       return { status: 'completed', content, error: null, usage };
     } catch (error) {
       if (error instanceof RunCancelled || error instanceof JobStopped || stop.stopped) {
