@@ -1,4 +1,4 @@
-import { createServer, type AddressInfo } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 

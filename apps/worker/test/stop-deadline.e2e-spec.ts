@@ -3,7 +3,6 @@ import { spawn } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { freePort } from '../../../scripts/embedded-postgres.mjs';
-
 import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { ROOT_KEY } from '../../../test/support/principals';
