@@ -1,3 +1,5 @@
+import { type AddressInfo, createServer, type Socket } from 'node:net';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestDatabase } from '../../../test/support/database';
@@ -62,4 +64,41 @@ describe('OpenTelemetry export over OTLP/HTTP', () => {
       [request.spanId, wait.spanId, component.spanId].sort(),
     );
   });
+});
+
+describe('OpenTelemetry export to a collector that never answers', () => {
+  it('does not hold a worker’s stop: the spans still batched are given up after 3 s, and the stop ends cleanly', async () => {
+    // Accepts connections and never answers, as a collector behind a dead load balancer can.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const endpoint = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const env = {
+      DATABASE_URL: await createTestDatabase(),
+      OS_SECURITY_KEY: ROOT_KEY,
+      DEMO_COMPONENTS: 'true',
+      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+    };
+    const api = await startApi(env);
+    const worker = await startWorker({ ...env, WORKER_SHUTDOWN_TIMEOUT_SECONDS: '1' });
+    try {
+      const run = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, json: { message: 'hi', background: true } });
+      await waitFor(
+        async () =>
+          (await call(api.url, 'GET', `/agents/echo-agent/runs/${run.body.run_id}`, { token: ROOT_KEY })).body.status === 'completed',
+        20_000,
+        'the run to complete',
+      );
+      const stopping = Date.now();
+      // Before the collector's own timeout (10 s), and the stop's hard deadline (1 + 5 s): a clean exit.
+      expect(await worker.stop()).toBe(0);
+      expect(Date.now() - stopping).toBeLessThan(6_000);
+      expect(worker.output()).toContain('spans not exported at stop');
+    } finally {
+      await worker.stop('SIGKILL');
+      await api.stop('SIGKILL');
+      sockets.forEach((socket) => socket.destroy());
+      silent.close();
+    }
+  }, 90_000);
 });

@@ -12,6 +12,9 @@ import { RunTrace, SpanPlace, SpanSource } from './run-trace';
 
 export const TRACING_SERVICE = 'traces:service-name';
 
+/** How long a stopping process waits for the OTLP collector to take the spans still batched. */
+const EXPORT_AT_STOP_MS = 3000;
+
 /** Random bytes drawn 4 KiB at a time, as crypto.randomUUID draws them: one call per 512 span ids, not one each. */
 const entropy = { pool: Buffer.alloc(0), offset: 0 };
 
@@ -142,8 +145,22 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
     return parsed ? { ...parsed, isRemote: true } : undefined;
   }
 
-  /** Exports what is still batched before the process ends. */
+  /**
+   * Exports what is still batched before the process ends, for at most EXPORT_AT_STOP_MS: a collector that does
+   * not answer must not hold the stop (a worker's drain has a deadline; the api's pod a grace period).
+   */
   async beforeApplicationShutdown(): Promise<void> {
-    await this.shutdown?.().catch((error: unknown) => this.log.warn(`flushing spans failed: ${String(error)}`));
+    if (!this.shutdown) {
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        this.log.warn(`spans not exported at stop: the collector did not answer within ${EXPORT_AT_STOP_MS} ms`);
+        resolve();
+      }, EXPORT_AT_STOP_MS);
+    });
+    await Promise.race([this.shutdown().catch((error: unknown) => this.log.warn(`flushing spans failed: ${String(error)}`)), gaveUp]);
+    clearTimeout(timer);
   }
 }
