@@ -6,7 +6,7 @@ import { freePort } from '../../../scripts/embedded-postgres.mjs';
 import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { ROOT_KEY } from '../../../test/support/principals';
-import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../../../test/support/processes';
+import { RunningApi, RunningProcess, startApi, startProxiedWorker, startWorker, waitFor } from '../../../test/support/processes';
 import { TcpProxy } from '../../../test/support/tcp-proxy';
 
 describe('a worker stopping while its database stalls', () => {
@@ -94,4 +94,35 @@ describe('a worker whose output nobody reads', () => {
       await api.stop();
     }
   }, 150_000);
+});
+
+describe('a worker told to stop while its database is briefly away', () => {
+  it('keeps the outcome of a run that finished meanwhile, and writes it once the database is back, within its drain', async () => {
+    const databaseUrl = await createTestDatabase();
+    const api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
+    const { worker, proxy, proxyPort } = await startProxiedWorker(databaseUrl, {
+      DEMO_COMPONENTS: 'true',
+      WORKER_SHUTDOWN_TIMEOUT_SECONDS: '6',
+      QUEUE_POLL_INTERVAL_MS: '300',
+    });
+    try {
+      const run = await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: ROOT_KEY, json: { message: '2', background: true } });
+      const read = () => call(api.url, 'GET', `/agents/sleep-agent/runs/${run.body.run_id}`, { token: ROOT_KEY });
+      await expect.poll(async () => (await read()).body.status, { timeout: 15_000 }).toBe('running');
+
+      // The database goes away, the worker is told to stop, the run finishes its 2 s, and the database comes back.
+      await proxy.cut();
+      worker.child.kill('SIGTERM');
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      await proxy.listen(proxyPort);
+
+      expect(await worker.exited).toBe(0);
+      expect((await read()).body).toMatchObject({ status: 'completed', content: 'Slept 2 s' });
+      expect(worker.output()).not.toContain('recording outcomes failed');
+    } finally {
+      await worker.stop('SIGKILL');
+      await proxy.cut();
+      await api.stop();
+    }
+  }, 90_000);
 });

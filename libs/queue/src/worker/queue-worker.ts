@@ -158,6 +158,8 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   private listener: Client | null = null;
   private loop: Promise<void> | null = null;
   private stopping = false;
+  /** While stopping: when the drain's deadline passes (epoch ms). */
+  private stopDeadline = Infinity;
   private notified = false;
   private wake: (() => void) | null = null;
   private listenFailures = 0;
@@ -199,6 +201,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   /** Stops claiming, lets running jobs finish until the deadline, then releases the rest (attempt given back). */
   async stop(timeoutMs: number): Promise<void> {
     this.stopping = true;
+    this.stopDeadline = Date.now() + timeoutMs;
     this.wakeUp();
     await this.loop;
     while (this.startWrite) {
@@ -446,10 +449,11 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   /**
    * A write that failed because the database is unreachable is kept and tried again after the
    * poll interval (every write is fenced, so a late one cannot overwrite a sweep or requeue);
-   * true when the caller should retry. At shutdown nothing waits: the sweeper settles what is left.
+   * true when the caller should retry. A stopping worker keeps trying until its drain's deadline (a blip
+   * must not cost jobs that finished their outcomes); past it nothing waits: the sweeper settles what is left.
    */
   private async waitForDatabase(error: unknown, jobs: number, what: string): Promise<boolean> {
-    if (this.stopping || !isDatabaseUnavailable(error)) {
+    if (!isDatabaseUnavailable(error) || Date.now() >= this.stopDeadline) {
       return false;
     }
     this.noteIfUnavailable(error);
