@@ -37,6 +37,11 @@ export class ServiceAccountVerifier {
   private readonly logger = new Logger(ServiceAccountVerifier.name);
   /** Successful verifications by token hash; null when the TTL is 0 (every request reads the database). */
   private readonly cache: LRUCache<string, VerifiedAccount> | null;
+  /**
+   * Moves at every forget(): a lookup that began before it may have read the row the revoke or rotation then
+   * changed, and is not cached (its answer stands for that one request, as if it had come a moment earlier).
+   */
+  private forgets = 0;
   /** Accounts whose last use was written within the interval, so it is not written again. */
   private readonly lastUsedWrites = new LRUCache<string, true>({ max: CACHE_CAPACITY, ttl: LAST_USED_WRITE_INTERVAL_MS });
 
@@ -57,6 +62,7 @@ export class ServiceAccountVerifier {
       return this.accept(cached, hash, now, clientKey, false);
     }
     let account: VerifiedAccount | null;
+    const forgetsBefore = this.forgets;
     try {
       account = looksLikeToken(token) ? await this.lookUp(hash, now) : null;
     } catch (error) {
@@ -65,7 +71,7 @@ export class ServiceAccountVerifier {
       }
       throw error;
     }
-    return account ? this.accept(account, hash, now, clientKey, true) : this.reject(hash, clientKey);
+    return account ? this.accept(account, hash, now, clientKey, this.forgets === forgetsBefore) : this.reject(hash, clientKey);
   }
 
   /**
@@ -73,6 +79,7 @@ export class ServiceAccountVerifier {
    * so the next request with a rotated-out token reads that token's grace from the database.
    */
   forget(accountId: string): void {
+    this.forgets += 1;
     for (const [hash, account] of this.cache?.entries() ?? []) {
       if (account.id === accountId) {
         this.cache?.delete(hash);
@@ -92,12 +99,13 @@ export class ServiceAccountVerifier {
     return { id: row.id, name: row.name, scopes: row.scopes, expiresAtMs };
   }
 
-  private accept(account: VerifiedAccount, hash: string, now: number, clientKey: string, fresh: boolean): Verification {
+  /** `cacheable`: a lookup no forget() overtook (false for a cache hit, already cached). */
+  private accept(account: VerifiedAccount, hash: string, now: number, clientKey: string, cacheable: boolean): Verification {
     if (account.expiresAtMs !== null && account.expiresAtMs <= now) {
       this.cache?.delete(hash);
       return { outcome: 'invalid' };
     }
-    if (fresh) {
+    if (cacheable) {
       this.cache?.set(hash, account);
     }
     this.touch(account.id, clientKey);
