@@ -450,16 +450,14 @@ async function main() {
     checkClusterFree();
   }
 
+  // Output with nowhere to go (the terminal closed; `npm start | tee log` and Ctrl-C ended tee first) must not
+  // end the quickstart before its children: it keeps reading their output, and stops them in order.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', () => undefined);
+  }
   process.on('SIGINT', () => void shutdown(0));
   process.on('SIGTERM', () => void shutdown(0));
-  // The terminal closed: the same ordered stop. What is printed meanwhile may have nowhere to go, which must
-  // not end the quickstart before its children (it keeps reading their output until they exit).
-  process.on('SIGHUP', () => {
-    for (const stream of [process.stdout, process.stderr]) {
-      stream.on('error', () => undefined);
-    }
-    void shutdown(0);
-  });
+  process.on('SIGHUP', () => void shutdown(0));
   // Whatever ends this process, no child outlives it.
   process.on('exit', () =>
     state.children.forEach(({ child }) => child.exitCode === null && child.signalCode === null && child.kill('SIGTERM')),

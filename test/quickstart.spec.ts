@@ -240,6 +240,20 @@ describe('npm start (scripts/quickstart.mjs)', () => {
     await waitFor(async () => [...started, postmaster].every((pid) => !alive(pid)), 15_000, 'every child and PostgreSQL to exit');
   }, 150_000);
 
+  it('Ctrl-C with its output piped to a reader that is already gone (npm start | tee, tee ended first) still stops everything in order', async () => {
+    const dataDir = tempDir('quickstart-');
+    const quickstart = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(await freePort()), PLATFORM_DATA_DIR: dataDir });
+    await untilReady(quickstart);
+    const started = descendants(quickstart.child.pid!);
+    const postmaster = Number(readFileSync(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+
+    // The reader goes: every line the quickstart writes from now on meets a closed pipe.
+    quickstart.child.stdout!.destroy();
+    quickstart.child.stderr!.destroy();
+    expect(await ctrlC(quickstart)).toBe(0);
+    await waitFor(async () => [...started, postmaster].every((pid) => !alive(pid)), 15_000, 'every child and PostgreSQL to exit');
+  }, 150_000);
+
   it('when the worker dies mid-run, one line names it and how it ended, and everything stops', async () => {
     const cwd = tempDir('quickstart-cwd-');
     // A SERVICE_URL the user set is left alone, and the quickstart says so.
