@@ -105,6 +105,12 @@ describe('docker/compose.yaml', () => {
     expect(Number.parseInt(services.worker.stop_grace_period, 10)).toBeGreaterThanOrEqual(drainSeconds + 5);
   });
 
+  it("gives the api time to let its own runs finish and answer before docker's SIGKILL (10 s by default)", () => {
+    const graceSeconds = services.api.stop_grace_period ? Number.parseInt(services.api.stop_grace_period, 10) : 10;
+    // API_SHUTDOWN_TIMEOUT_SECONDS, then up to 3 s for the cancelled runs to answer, with room to spare.
+    expect(graceSeconds).toBeGreaterThanOrEqual(loadEnv({}).API_SHUTDOWN_TIMEOUT_SECONDS + 3 + 1);
+  });
+
   it('will not start with the blank secrets of example.env', () => {
     const shipped = readEnvFile('docker/example.env');
     expect(() => containerEnv(services.worker, shipped)).toThrow('POSTGRES_PASSWORD: set POSTGRES_PASSWORD in docker/.env');

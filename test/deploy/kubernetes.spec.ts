@@ -141,6 +141,12 @@ describe('deploy/kubernetes', () => {
     expect(worker.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(drainSeconds + 5);
   });
 
+  it("lets the api's own runs finish or answer before SIGKILL: preStop, API_SHUTDOWN_TIMEOUT_SECONDS and the cancel fit the grace", () => {
+    const preStopSeconds = Number(containerOf(api).lifecycle.preStop.exec.command[1]);
+    const stopSeconds = Number(envOf(api).API_SHUTDOWN_TIMEOUT_SECONDS ?? loadEnv({}).API_SHUTDOWN_TIMEOUT_SECONDS);
+    expect(api.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(preStopSeconds + stopSeconds + 3 + 5);
+  });
+
   it('requests CPU and memory for every container and caps memory', () => {
     for (const workload of [api, worker, migrate]) {
       const { resources } = containerOf(workload);

@@ -196,6 +196,12 @@ export class Env {
 
   @IsEnvInt(0, 3600)
   WORKER_SHUTDOWN_TIMEOUT_SECONDS = 8;
+  /**
+   * On SIGTERM, how long the runs an api executes itself (sync, streamed, WebSocket) may finish before they are
+   * cancelled: short of docker's 10 s stop and a pod's grace, so each caller gets its run's last answer.
+   */
+  @IsEnvInt(0, 3600)
+  API_SHUTDOWN_TIMEOUT_SECONDS = 5;
   /** Unset: the worker opens no port. Orchestrators set it to probe /livez and /readyz. */
   @IsOptional()
   @IsEnvInt(1, 65535)

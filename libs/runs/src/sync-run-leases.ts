@@ -1,11 +1,20 @@
-import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import {
+  BeforeApplicationShutdown,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+  OnModuleDestroy,
+} from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 
 import { Env } from '@app/config';
 import { queryPrepared } from '@app/database';
 import { DatabaseHealth } from '@app/health';
-import { heartbeatPeriodMs } from '@app/queue';
+import { CancellationIntents, heartbeatPeriodMs } from '@app/queue';
 
 const RENEW = {
   name: 'runs_renew_leases',
@@ -23,6 +32,9 @@ const SWEEP = {
 
 const LOST = 'Lost: the api running it stopped before the run ended (it had not renewed the run for QUEUE_LOCK_GRACE_SECONDS)';
 
+/** How long runs cancelled at a stop get to reach their next checkpoint and answer. */
+const CANCELLED_AT_STOP_MS = 3000;
+
 /**
  * A run the api executes itself (not background) has no queue job to be swept when that api crashes or
  * stops mid-run. So it has a lease (run_leases, written with the run and removed with its outcome, in
@@ -30,7 +42,7 @@ const LOST = 'Lost: the api running it stopped before the run ended (it had not 
  * older than QUEUE_LOCK_GRACE_SECONDS, as the queue does a lost worker's job.
  */
 @Injectable()
-export class SyncRunLeases implements OnApplicationBootstrap, OnApplicationShutdown {
+export class SyncRunLeases implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger(SyncRunLeases.name);
   private readonly held = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
@@ -38,6 +50,7 @@ export class SyncRunLeases implements OnApplicationBootstrap, OnApplicationShutd
   constructor(
     private readonly env: Env,
     @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly intents: CancellationIntents,
   ) {}
 
   /**
@@ -57,6 +70,37 @@ export class SyncRunLeases implements OnApplicationBootstrap, OnApplicationShutd
     } finally {
       this.held.delete(runId);
     }
+  }
+
+  /**
+   * Before the server closes: the runs this process executes may finish for API_SHUTDOWN_TIMEOUT_SECONDS, then
+   * those still running are cancelled, so each caller gets its run's last answer (cancelled) rather than a
+   * connection reset at the orchestrator's kill and, a lock grace later, the run failed as lost.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    if (await this.settled(this.env.API_SHUTDOWN_TIMEOUT_SECONDS * 1000)) {
+      return;
+    }
+    const runs = [...this.held];
+    this.logger.warn({ runs: runs.length }, `stopping: cancelling ${runs.length} run(s) still running after API_SHUTDOWN_TIMEOUT_SECONDS`);
+    try {
+      for (const runId of runs) {
+        await this.intents.record(this.dataSource.manager, runId, null);
+      }
+    } catch (error) {
+      this.logger.warn({ err: error }, 'Cancelling the running runs failed: they end with the process');
+      return;
+    }
+    await this.settled(CANCELLED_AT_STOP_MS);
+  }
+
+  /** True once no run is held, false when `ms` passed first. */
+  private async settled(ms: number): Promise<boolean> {
+    const deadline = Date.now() + ms;
+    while (this.held.size > 0 && Date.now() < deadline) {
+      await sleep(50);
+    }
+    return this.held.size === 0;
   }
 
   onApplicationShutdown(): void {

@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+
+import { createTestDatabase, query } from '../../../test/support/database';
+import { call } from '../../../test/support/http';
+import { ROOT_KEY } from '../../../test/support/principals';
+import { startApi, waitFor } from '../../../test/support/processes';
+
+/**
+ * An api told to stop (a rolling update) while it executes runs itself: they may finish for
+ * API_SHUTDOWN_TIMEOUT_SECONDS, then they are cancelled, and every caller gets its run's last answer before
+ * the process ends, where the orchestrator's kill reset their connections and the runs were failed as lost.
+ */
+describe('an api stopping while it runs runs itself', () => {
+  it('cancels the runs still running after API_SHUTDOWN_TIMEOUT_SECONDS, answers each caller, then exits', async () => {
+    const databaseUrl = await createTestDatabase();
+    const api = await startApi({
+      DATABASE_URL: databaseUrl,
+      OS_SECURITY_KEY: ROOT_KEY,
+      DEMO_COMPONENTS: 'true',
+      API_SHUTDOWN_TIMEOUT_SECONDS: '1',
+    });
+    const running = () => query<{ id: string }>(databaseUrl, `SELECT id FROM runs WHERE status = 'running'`);
+
+    const sync = call(api.url, 'POST', '/agents/sleep-agent/runs', { token: ROOT_KEY, json: { message: '30' } });
+    const streamed = await fetch(`${api.url}/agents/sleep-agent/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ROOT_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: '30', stream: true }),
+    });
+    const events = streamed.text();
+    await waitFor(async () => (await running()).length === 2, 15_000, 'both runs to be running');
+
+    const stopping = Date.now();
+    api.child.kill('SIGTERM');
+    const answered = await sync;
+    expect(answered.status, answered.text).toBe(200);
+    expect(answered.body).toMatchObject({ status: 'cancelled', error: 'Run was cancelled' });
+    expect(await events).toMatch(/event: RunCancelled/);
+    await api.exited;
+    // 1 s to finish, then the checkpoint's answer: well inside docker's 10 s stop and a pod's grace.
+    expect(Date.now() - stopping).toBeLessThan(8_000);
+    expect(await running()).toEqual([]);
+    expect(await query(databaseUrl, 'SELECT run_id FROM run_leases')).toEqual([]);
+    expect(api.output()).toContain('cancelling 2 run(s) still running after API_SHUTDOWN_TIMEOUT_SECONDS');
+  }, 60_000);
+});
