@@ -114,6 +114,9 @@ describe('traces', () => {
       'gen_ai.request.model': 'standin-1',
       'gen_ai.usage.input_tokens': 12,
       'gen_ai.usage.output_tokens': 3,
+      model: 'standin-1',
+      input_tokens: 12,
+      output_tokens: 3,
     });
     expect(component.attributes).toMatchObject({ 'run.id': accepted.body.run_id, 'run.status': 'completed' });
 

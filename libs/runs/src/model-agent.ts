@@ -41,13 +41,18 @@ export function modelAgent(options: ModelAgentOptions): Component {
  * AI SDK's own retries are off: the job's attempts decide whether a failed run is tried again.
  */
 export async function runModelAgent(model: LanguageModel, options: ModelAgentOptions, context: RunContext): Promise<string> {
-  // OpenTelemetry's GenAI attribute names, so collectors show the call as a model call.
-  const span = context.span(SPAN.modelCall, { 'gen_ai.system': 'openai_compatible', 'gen_ai.request.model': options.model });
+  // OpenTelemetry's GenAI attribute names, so collectors show the call as a model call; and the names the run's
+  // body gives the same figures (model, input_tokens, output_tokens), for a reader of GET /traces.
+  const span = context.span(SPAN.modelCall, {
+    'gen_ai.system': 'openai_compatible',
+    'gen_ai.request.model': options.model,
+    model: options.model,
+  });
   try {
     const { content, usage } = await callModel(model, options, context);
     span.set({
-      ...(usage.inputTokens === null ? {} : { 'gen_ai.usage.input_tokens': usage.inputTokens }),
-      ...(usage.outputTokens === null ? {} : { 'gen_ai.usage.output_tokens': usage.outputTokens }),
+      ...(usage.inputTokens === null ? {} : { 'gen_ai.usage.input_tokens': usage.inputTokens, input_tokens: usage.inputTokens }),
+      ...(usage.outputTokens === null ? {} : { 'gen_ai.usage.output_tokens': usage.outputTokens, output_tokens: usage.outputTokens }),
     });
     span.end();
     context.recordUsage(usage);
