@@ -19,6 +19,9 @@ interface DueRow {
   db_now: Date;
 }
 
+/** The disabled_reason of a schedule whose cron expression or time zone this version cannot read. */
+export const UNREADABLE = 'unreadable_schedule';
+
 /** A slot queued later than this after its time was missed (no worker ran): the catch-up policy decides. */
 export const MISSED_AFTER_MS = 60_000;
 /** Slots walked through per schedule and recovery (70 days of a per-minute schedule), and skipped ones recorded: bounded work after a long outage. */
@@ -55,6 +58,16 @@ export function catchUp(
   return { fire, missed: slots.slice(0, slots.length - fire.length).slice(-MISSED_SLOTS_RECORDED) };
 }
 
+/** Why a stored schedule cannot be read now (a cron expression or time zone this version refuses), or null. */
+function unreadable(row: DueRow): string | null {
+  try {
+    nextRunAt(row.cron_expr, row.timezone, row.db_now);
+    return null;
+  } catch (error) {
+    return `${UNREADABLE}: ${error instanceof Error ? error.message : String(error)}`.slice(0, 255);
+  }
+}
+
 /**
  * The slot after now for each due row, by the database's clock, which every worker shares: a worker clock
  * behind it would re-queue the slot just queued, one ahead of it would skip slots nobody fired or recorded.
@@ -82,13 +95,24 @@ export class ScheduleDispatchRepository {
    */
   async queueDue(limit: number): Promise<number> {
     return this.db.transaction(async (manager) => {
-      const due: DueRow[] = await manager.query(
+      const taken: DueRow[] = await manager.query(
         `SELECT id, cron_expr, timezone, next_run_at, catchup_policy, catchup_limit, overlap_policy, now() AS db_now FROM schedules
          WHERE enabled AND next_run_at <= now() ORDER BY next_run_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
         [limit],
       );
+      // One schedule stored under rules this version no longer accepts (a time zone gone from the ICU data, a
+      // cron form croner now refuses) must not fail every tick: as the oldest due row it would stop them all.
+      const broken = taken.map((row) => [row.id, unreadable(row)] as const).filter(([, reason]) => reason !== null);
+      if (broken.length > 0) {
+        await manager.query(
+          `UPDATE schedules s SET enabled = false, next_run_at = NULL, disabled_reason = v.reason, updated_at = now()
+           FROM unnest($1::uuid[], $2::varchar[]) AS v(id, reason) WHERE s.id = v.id`,
+          [broken.map(([id]) => id), broken.map(([, reason]) => reason)],
+        );
+      }
+      const due = taken.filter((row) => !broken.some(([id]) => id === row.id));
       if (due.length === 0) {
-        return 0;
+        return taken.length;
       }
       const ids = due.map((row) => row.id);
       await manager.query(
@@ -127,7 +151,7 @@ export class ScheduleDispatchRepository {
           ],
         );
       }
-      return due.length;
+      return taken.length;
     });
   }
 

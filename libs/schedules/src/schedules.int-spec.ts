@@ -345,6 +345,31 @@ describe('SchedulesService', () => {
       expect((await storedNextRun(created.id))!.getTime()).toBe(fire.due_at.getTime() + 60_000);
     });
 
+    it('a schedule this version cannot read (a time zone gone, a cron form refused) is disabled, saying why, and the others fire', async () => {
+      const readable = await schedules.create(alice, createRequest({ name: freshName(), cron_expr: '0 0 1 1 *' }));
+      const zoneGone = await schedules.create(alice, createRequest({ name: freshName(), cron_expr: '0 0 1 1 *' }));
+      const cronRefused = await schedules.create(alice, createRequest({ name: freshName(), cron_expr: '0 0 1 1 *' }));
+      // As an older version stored them; the oldest due first, so a failing tick would stop every schedule.
+      await app.sql(`UPDATE schedules SET timezone = 'Mars/Olympus_Mons', next_run_at = now() - interval '2 minutes' WHERE id = $1`, [
+        zoneGone.id,
+      ]);
+      await app.sql(`UPDATE schedules SET cron_expr = 'every full moon', next_run_at = now() - interval '2 minutes' WHERE id = $1`, [
+        cronRefused.id,
+      ]);
+      await app.sql(`UPDATE schedules SET next_run_at = now() - interval '1 second' WHERE id = $1`, [readable.id]);
+
+      await app.get(ScheduleDispatchRepository).queueDue(500);
+      for (const id of [zoneGone.id, cronRefused.id]) {
+        const [row] = await app.sql<{ enabled: boolean; next_run_at: Date | null; disabled_reason: string }>(
+          'SELECT enabled, next_run_at, disabled_reason FROM schedules WHERE id = $1',
+          [id],
+        );
+        expect(row).toMatchObject({ enabled: false, next_run_at: null, disabled_reason: expect.stringMatching(/^unreadable_schedule: /) });
+      }
+      const fires = await app.sql<{ status: string }>('SELECT status FROM schedule_runs WHERE schedule_id = $1', [readable.id]);
+      expect(fires).toEqual([{ status: 'queued' }]);
+    });
+
     it('a slot is queued once: a second pass finds nothing due', async () => {
       const result = await dueSince({ catchup_policy: 'once' });
       await app.get(ScheduleDispatchRepository).queueDue(500);
