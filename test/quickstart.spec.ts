@@ -89,6 +89,15 @@ function warningsIn(output: string): string[] {
   return output.split('\n').filter((line) => /"level":(4|5|6)\d/.test(line) || /\b(WARN|WARNING|ERROR|FATAL)\b/.test(line));
 }
 
+/** A quickstart on its own port and data directory, ready, with every process it started (PostgreSQL's postmaster too). */
+async function readyQuickstart(): Promise<{ quickstart: RunningProcess; processes: number[] }> {
+  const dataDir = tempDir('quickstart-');
+  const quickstart = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(await freePort()), PLATFORM_DATA_DIR: dataDir });
+  await untilReady(quickstart);
+  const postmaster = Number(readFileSync(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  return { quickstart, processes: [...descendants(quickstart.child.pid!), postmaster] };
+}
+
 afterEach(async () => {
   for (const quickstart of running.splice(0)) {
     if (quickstart.child.exitCode === null && quickstart.child.signalCode === null) {
@@ -226,32 +235,24 @@ describe('npm start (scripts/quickstart.mjs)', () => {
   }, 150_000);
 
   it('closing the terminal (SIGHUP) stops the api and the worker first, then PostgreSQL, leaving no process behind', async () => {
-    const dataDir = tempDir('quickstart-');
-    const quickstart = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(await freePort()), PLATFORM_DATA_DIR: dataDir });
-    await untilReady(quickstart);
-    const started = descendants(quickstart.child.pid!);
-    const postmaster = Number(readFileSync(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const { quickstart, processes } = await readyQuickstart();
 
     process.kill(-quickstart.child.pid!, 'SIGHUP');
     expect(await quickstart.exited).toBe(0);
     const output = quickstart.output();
     expect(output.indexOf('Stopping api and worker')).toBeGreaterThan(-1);
     expect(output.indexOf('Stopping PostgreSQL')).toBeGreaterThan(output.indexOf('Stopping api and worker'));
-    await waitFor(async () => [...started, postmaster].every((pid) => !alive(pid)), 15_000, 'every child and PostgreSQL to exit');
+    await waitFor(async () => processes.every((pid) => !alive(pid)), 15_000, 'every child and PostgreSQL to exit');
   }, 150_000);
 
   it('Ctrl-C with its output piped to a reader that is already gone (npm start | tee, tee ended first) still stops everything in order', async () => {
-    const dataDir = tempDir('quickstart-');
-    const quickstart = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(await freePort()), PLATFORM_DATA_DIR: dataDir });
-    await untilReady(quickstart);
-    const started = descendants(quickstart.child.pid!);
-    const postmaster = Number(readFileSync(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const { quickstart, processes } = await readyQuickstart();
 
     // The reader goes: every line the quickstart writes from now on meets a closed pipe.
     quickstart.child.stdout!.destroy();
     quickstart.child.stderr!.destroy();
     expect(await ctrlC(quickstart)).toBe(0);
-    await waitFor(async () => [...started, postmaster].every((pid) => !alive(pid)), 15_000, 'every child and PostgreSQL to exit');
+    await waitFor(async () => processes.every((pid) => !alive(pid)), 15_000, 'every child and PostgreSQL to exit');
   }, 150_000);
 
   it('when the worker dies mid-run, one line names it and how it ended, and everything stops', async () => {
