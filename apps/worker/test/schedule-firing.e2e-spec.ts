@@ -356,6 +356,26 @@ describe('schedule firing (real worker, real HTTP)', () => {
     }
   });
 
+  it('a retry after an attempt that got no answer asks for the run that attempt may have started, never starting a second', async () => {
+    // A sync run of 2.7 s against a 1 s timeout: the first call times out, its run goes on; the retry, under the
+    // same Idempotency-Key, is answered with that run and follows it.
+    const created = await createSchedule({
+      method: 'POST',
+      endpoint: '/agents/sleep-agent/runs',
+      payload: { message: '2.7' },
+      timeout_seconds: 1,
+      max_retries: 1,
+      retry_delay_seconds: 1,
+    });
+    await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
+    const fire = await finishedFire(created.id, 1, 20_000);
+    expect(fire.attempts[0]).toMatchObject({ error: 'Timed out after 1s', status_code: null });
+    expect(fire.attempts).toHaveLength(2);
+    const runs = await query<{ id: string }>(databaseUrl, `SELECT id FROM runs WHERE component_id = 'sleep-agent' AND message = '2.7'`);
+    expect(runs).toHaveLength(1);
+    expect(fire.attempts[1].run_id).toBe(runs[0].id);
+  });
+
   it('fails a fire whose worker was lost (kill -9 mid-fire) once its heartbeat is stale, and never fires it again', async () => {
     const created = await createSchedule({ endpoint: '/health', timeout_seconds: 60, max_retries: 2 });
     const row = async () =>

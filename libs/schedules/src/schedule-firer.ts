@@ -34,6 +34,9 @@ interface AttemptOutcome {
   run: StartedRun | null;
 }
 
+/** The Idempotency-Key of a fire's calls: one per attempt that may have started a run (see run()). */
+const idempotencyKey = (fire: ClaimedFire, attempt: number): string => `schedule-run-${fire.id}-${attempt}`;
+
 const FOLLOW_FIRST_POLL_MS = 250;
 const FOLLOW_MAX_POLL_MS = 2000;
 
@@ -98,8 +101,9 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
     if (refusal) {
       return { fired: result('failed', refusal), statusCode: null, attempts: 0 };
     }
+    let key = idempotencyKey(fire, 1);
     for (let attempt = 1; ; attempt += 1) {
-      const { outcome, record } = await this.attempt(fire, attempt, shutdown);
+      const { outcome, record } = await this.attempt(fire, attempt, key, shutdown);
       const final = outcome.ok || !outcome.retryable || attempt > fire.maxRetries || shutdown.aborted;
       if (final) {
         return {
@@ -109,6 +113,11 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
         };
       }
       await this.dispatch.recordAttempt(fire.id, fire.lockedBy, record);
+      // An attempt that got no answer (a timeout, a reset) may have started a run: the next one asks under the same
+      // key, and a run endpoint answers with that run rather than starting another. An answered one makes way.
+      if (outcome.statusCode !== null) {
+        key = idempotencyKey(fire, attempt + 1);
+      }
       await sleep(fire.retryDelaySeconds * 1000, shutdown);
     }
   }
@@ -131,11 +140,12 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
   private async attempt(
     fire: ClaimedFire,
     attempt: number,
+    key: string,
     shutdown: AbortSignal,
   ): Promise<{ outcome: AttemptOutcome; record: ScheduleAttempt }> {
     const startedAt = Date.now();
     const signal = AbortSignal.any([shutdown, AbortSignal.timeout(fire.timeoutSeconds * 1000)]);
-    const outcome = await this.call(fire, signal).catch((error: unknown) => this.failure(error, fire, shutdown));
+    const outcome = await this.call(fire, key, signal).catch((error: unknown) => this.failure(error, fire, shutdown));
     const record: ScheduleAttempt = {
       attempt,
       started_at: Math.floor(startedAt / 1000),
@@ -162,7 +172,7 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
     return { url, authorization: `Bearer ${credential}` };
   }
 
-  private async call(fire: ClaimedFire, signal: AbortSignal): Promise<AttemptOutcome> {
+  private async call(fire: ClaimedFire, key: string, signal: AbortSignal): Promise<AttemptOutcome> {
     const { url, authorization } = await this.signed(fire, fire.method, fire.endpoint);
     const { body, headers } = requestBody(fire.method, fire.payload);
     // undici's request rather than fetch: the same client without fetch's streams and Request objects, about a
@@ -170,7 +180,7 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
     // schedule calls this service's own endpoints. An abort rejects with the signal's reason (see failure()).
     const response = await request(url, {
       method: fire.method as Dispatcher.HttpMethod,
-      headers: { ...headers, authorization, 'x-request-id': `schedule-run-${fire.id}` },
+      headers: { ...headers, authorization, 'x-request-id': `schedule-run-${fire.id}`, 'idempotency-key': key },
       body,
       signal,
     });
