@@ -33,6 +33,8 @@ Options:
 
 Every command accepts --json for one machine-readable JSON document on stdout.
 
-The service: --url, else SERVICE_URL (environment, or ./.env as npm start writes it), else localhost:7777-7779, 8000.
-Credential (tokens, jobs, schedules, connect): SVC_ADMIN_TOKEN, else OS_SECURITY_KEY, else a prompt on a
-terminal. In a checkout started with npm start: OS_SECURITY_KEY=$(cat .data/os-security-key) npx svc ...`;
+Service URL: --url, else SERVICE_URL (the environment, or ./.env as npm start
+writes it), else the first to answer of localhost ports 7777, 7778, 7779, 8000.
+Credential (tokens, jobs, schedules, connect): SVC_ADMIN_TOKEN, else
+OS_SECURITY_KEY, else a prompt on a terminal. In a checkout started with
+npm start: OS_SECURITY_KEY=$(cat .data/os-security-key) npx svc ...`;
