@@ -58,24 +58,19 @@ export function catchUp(
   return { fire, missed: slots.slice(0, slots.length - fire.length).slice(-MISSED_SLOTS_RECORDED) };
 }
 
-/** Why a stored schedule cannot be read now (a cron expression or time zone this version refuses), or null. */
-function unreadable(row: DueRow): string | null {
-  try {
-    nextRunAt(row.cron_expr, row.timezone, row.db_now);
-    return null;
-  } catch (error) {
-    return `${UNREADABLE}: ${error instanceof Error ? error.message : String(error)}`.slice(0, 255);
-  }
-}
-
 /**
- * The slot after now for each due row, by the database's clock, which every worker shares: a worker clock
+ * The slot after now for a due row, by the database's clock, which every worker shares: a worker clock
  * behind it would re-queue the slot just queued, one ahead of it would skip slots nobody fired or recorded.
- * Rows sharing an expression and zone share the computation (nextRunAt).
+ * Rows sharing an expression and zone share the computation (nextRunAt). Or, for a schedule stored under
+ * rules this version refuses (a time zone gone from the ICU data, a cron form croner no longer takes), why.
  */
-function nextSlots(due: DueRow[]): (Date | null)[] {
-  // Due rows have next_run_at <= db_now: the next slot is the first one after db_now.
-  return due.map((row) => nextRunAt(row.cron_expr, row.timezone, row.db_now));
+function nextSlot(row: DueRow): { next: Date | null } | { unreadable: string } {
+  try {
+    // Due rows have next_run_at <= db_now: the next slot is the first one after db_now.
+    return { next: nextRunAt(row.cron_expr, row.timezone, row.db_now) };
+  } catch (error) {
+    return { unreadable: `${UNREADABLE}: ${error instanceof Error ? error.message : String(error)}`.slice(0, 255) };
+  }
 }
 
 /**
@@ -100,24 +95,25 @@ export class ScheduleDispatchRepository {
          WHERE enabled AND next_run_at <= now() ORDER BY next_run_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
         [limit],
       );
-      // One schedule stored under rules this version no longer accepts (a time zone gone from the ICU data, a
-      // cron form croner now refuses) must not fail every tick: as the oldest due row it would stop them all.
-      const broken = taken.map((row) => [row.id, unreadable(row)] as const).filter(([, reason]) => reason !== null);
+      const planned = taken.map((row) => ({ row, ...nextSlot(row) }));
+      // A schedule this version cannot read must not fail every tick: as the oldest due row it would stop them all.
+      const broken = planned.flatMap((plan) => ('unreadable' in plan ? [plan] : []));
       if (broken.length > 0) {
         await manager.query(
           `UPDATE schedules s SET enabled = false, next_run_at = NULL, disabled_reason = v.reason, updated_at = now()
            FROM unnest($1::uuid[], $2::varchar[]) AS v(id, reason) WHERE s.id = v.id`,
-          [broken.map(([id]) => id), broken.map(([, reason]) => reason)],
+          [broken.map(({ row }) => row.id), broken.map(({ unreadable }) => unreadable)],
         );
       }
-      const due = taken.filter((row) => !broken.some(([id]) => id === row.id));
-      if (due.length === 0) {
+      const readable = planned.flatMap((plan) => ('next' in plan ? [plan] : []));
+      if (readable.length === 0) {
         return taken.length;
       }
+      const due = readable.map(({ row }) => row);
       const ids = due.map((row) => row.id);
       await manager.query(
         `UPDATE schedules s SET next_run_at = v.next_run_at FROM unnest($1::uuid[], $2::timestamptz[]) AS v(id, next_run_at) WHERE s.id = v.id`,
-        [ids, nextSlots(due)],
+        [ids, readable.map(({ next }) => next)],
       );
       const states = await fireStates((text, values) => manager.query(text, values), ids);
       const queued: [string, Date][] = [];
