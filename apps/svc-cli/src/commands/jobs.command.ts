@@ -29,7 +29,6 @@ import { UsageError } from '../usage-errors';
 const LIMIT_MAX = 10_000;
 /** Jobs named by id go to the bulk cancel this many at a time: the api lists at most 100 of the jobs it leaves. */
 const CANCEL_CHUNK = 100;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Why a job named by id was not cancelled, as svc says it. */
 function cancelRefusal(id: string, reason: string): string {
@@ -436,17 +435,14 @@ export class JobsCancelCommand extends BulkJobsCommand<BulkOptions> {
    */
   private async cancelByIds(ids: string[], options: BulkOptions, terminal: Terminal): Promise<number> {
     const api = await queueApi(options, terminal);
-    const outcomes = new Map<string, { job: Job; reason: string | null } | null>();
-    const byJob = new Map<string, Job>();
+    // Each id as named, to the job it names (null: the api has none; it answers 404 to anything not a job id).
+    const named = new Map<string, Job | null>();
     for (const id of ids) {
-      const job = UUID.test(id) ? await api.find(id) : null;
-      outcomes.set(id, job && { job, reason: null });
-      if (job) {
-        byJob.set(job.id, job);
-      }
+      named.set(id, await api.find(id));
     }
+    const known = [...new Set([...named.values()].flatMap((job) => (job ? [job.id] : [])))];
+    // Why each known job was left, or null when it was cancelled.
     const reasons = new Map<string, string | null>();
-    const known = [...byJob.keys()];
     for (let start = 0; start < known.length; start += CANCEL_CHUNK) {
       const chunk = known.slice(start, start + CANCEL_CHUNK);
       const result = await api.bulk('cancel', { filter: { ids: chunk }, limit: chunk.length, dry_run: false });
@@ -459,15 +455,13 @@ export class JobsCancelCommand extends BulkJobsCommand<BulkOptions> {
     }
     const cancelled: string[] = [];
     const failed: { id: string; error: string }[] = [];
-    for (const [id, outcome] of outcomes) {
-      const reason = outcome ? reasons.get(outcome.job.id)! : 'gone';
-      if (reason === null) {
-        if (!cancelled.includes(outcome!.job.id)) {
-          cancelled.push(outcome!.job.id);
-          terminal.line(`Cancelled ${outcome!.job.id} (${sanitize(component(outcome!.job))}).`);
-        }
-      } else {
+    for (const [id, job] of named) {
+      const reason = job ? reasons.get(job.id)! : 'gone';
+      if (reason !== null) {
         failed.push({ id, error: cancelRefusal(id, reason) });
+      } else if (!cancelled.includes(job!.id)) {
+        cancelled.push(job!.id);
+        terminal.line(`Cancelled ${job!.id} (${sanitize(component(job!))}).`);
       }
     }
     terminal.document({ cancelled, failed });
