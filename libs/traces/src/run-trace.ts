@@ -43,6 +43,7 @@ const bounded = (value: AttributeValue): AttributeValue =>
  */
 export class RecordedSpan {
   private readonly attributes: Attributes = {};
+  private attributeCount = 0;
   private failure: { message: string } | null = null;
   private ended = false;
   /** Times are taken as RequestSpan takes them: the wall clock at the start, the monotonic clock for the duration. */
@@ -98,7 +99,9 @@ export class RecordedSpan {
 
   private keep(attributes: Attributes): void {
     for (const [key, value] of Object.entries(sanitizeAttributes(attributes))) {
-      if (key in this.attributes || Object.keys(this.attributes).length < LIMITS.attributes) {
+      const known = key in this.attributes;
+      if (known || this.attributeCount < LIMITS.attributes) {
+        this.attributeCount += known ? 0 : 1;
         this.attributes[key] = bounded(value!);
       }
     }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { Attributes, ROOT_CONTEXT, Span, SpanContext, SpanKind, trace, TraceFlags, Tracer } from '@opentelemetry/api';
@@ -153,14 +154,13 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
     if (!this.shutdown) {
       return;
     }
-    let timer: NodeJS.Timeout | undefined;
-    const gaveUp = new Promise<void>((resolve) => {
-      timer = setTimeout(() => {
-        this.log.warn(`spans not exported at stop: the collector did not answer within ${EXPORT_AT_STOP_MS} ms`);
-        resolve();
-      }, EXPORT_AT_STOP_MS);
-    });
-    await Promise.race([this.shutdown().catch((error: unknown) => this.log.warn(`flushing spans failed: ${String(error)}`)), gaveUp]);
-    clearTimeout(timer);
+    const exported = this.shutdown().then(
+      () => true,
+      (error: unknown) => (this.log.warn(`flushing spans failed: ${String(error)}`), true),
+    );
+    // An unref'd timer: it holds no stop that ended sooner.
+    if (!(await Promise.race([exported, sleep(EXPORT_AT_STOP_MS, false, { ref: false })]))) {
+      this.log.warn(`spans not exported at stop: the collector did not answer within ${EXPORT_AT_STOP_MS} ms`);
+    }
   }
 }
