@@ -22,13 +22,13 @@ export class CancellationIntents {
     @InjectRepository(CancellationIntentEntity) private readonly intents: Repository<CancellationIntentEntity>,
   ) {}
 
-  /** A repeated cancel renews the intent: it is live for a full TTL from the latest request. */
-  async record(manager: EntityManager, runId: string, requestedBy: string | null): Promise<void> {
+  /** A repeated cancel renews the intent: it is live for a full TTL from the latest request. One statement for many runs. */
+  async record(manager: EntityManager, runIds: string | string[], requestedBy: string | null): Promise<void> {
     await manager
       .createQueryBuilder()
       .insert()
       .into(CancellationIntentEntity)
-      .values({ runId, requestedBy, requestedAt: () => 'now()' })
+      .values([runIds].flat().map((runId) => ({ runId, requestedBy, requestedAt: () => 'now()' })))
       .orUpdate(['requested_at', 'requested_by'], ['run_id'])
       .execute();
   }

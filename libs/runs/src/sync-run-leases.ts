@@ -84,9 +84,7 @@ export class SyncRunLeases implements OnApplicationBootstrap, BeforeApplicationS
     const runs = [...this.held];
     this.logger.warn({ runs: runs.length }, `stopping: cancelling ${runs.length} run(s) still running after API_SHUTDOWN_TIMEOUT_SECONDS`);
     try {
-      for (const runId of runs) {
-        await this.intents.record(this.dataSource.manager, runId, null);
-      }
+      await this.intents.record(this.dataSource.manager, runs, null);
     } catch (error) {
       this.logger.warn({ err: error }, 'Cancelling the running runs failed: they end with the process');
       return;
