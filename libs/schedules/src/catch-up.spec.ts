@@ -28,32 +28,22 @@ describe('catchUp after an outage', () => {
     { cron_expr: '* * * * *', timezone: 'UTC' },
   ];
 
-  it.each(cases)('$cron_expr in $timezone, catchup once: the latest slot fires, the 100 before it are recorded as missed', (schedule) => {
-    const slots = walkedSlots(schedule.cron_expr, schedule.timezone, from, now);
-    const plan = catchUp({ ...schedule, next_run_at: from, catchup_policy: 'once', catchup_limit: 10 }, now);
-    expect(iso(plan.fire)).toEqual(slots.slice(-1));
-    expect(iso(plan.missed)).toEqual(slots.slice(0, -1).slice(-100));
-  });
+  // How many of the latest slots each policy fires: once, the latest; all, catchup_limit; skip, the latest only
+  // when it is not yet a minute late. The 100 slots before those are recorded as missed.
+  const policies = [
+    { catchup_policy: 'once', catchup_limit: 10, fired: () => 1 },
+    { catchup_policy: 'all', catchup_limit: 7, fired: () => 7 },
+    { catchup_policy: 'skip', catchup_limit: 10, fired: (latest: string) => (now.getTime() - Date.parse(latest) <= 60_000 ? 1 : 0) },
+  ] as const;
 
-  it.each(cases)(
-    '$cron_expr in $timezone, catchup all: the latest catchup_limit fire, oldest first, the 100 before are missed',
-    (schedule) => {
-      const slots = walkedSlots(schedule.cron_expr, schedule.timezone, from, now);
-      const plan = catchUp({ ...schedule, next_run_at: from, catchup_policy: 'all', catchup_limit: 7 }, now);
-      expect(iso(plan.fire)).toEqual(slots.slice(-7));
-      expect(iso(plan.missed)).toEqual(slots.slice(0, -7).slice(-100));
-    },
-  );
-
-  it.each(cases)(
-    '$cron_expr in $timezone, catchup skip: only a latest slot not yet a minute late fires; the 100 before are missed',
-    (schedule) => {
-      const slots = walkedSlots(schedule.cron_expr, schedule.timezone, from, now);
-      const latestOnTime = now.getTime() - new Date(slots[slots.length - 1]).getTime() <= 60_000;
-      const fired = latestOnTime ? slots.slice(-1) : [];
-      const plan = catchUp({ ...schedule, next_run_at: from, catchup_policy: 'skip', catchup_limit: 10 }, now);
-      expect(iso(plan.fire)).toEqual(fired);
-      expect(iso(plan.missed)).toEqual(slots.slice(0, slots.length - fired.length).slice(-100));
+  it.each(cases.flatMap((schedule) => policies.map((policy) => ({ ...schedule, ...policy }))))(
+    '$cron_expr in $timezone, catchup $catchup_policy: the latest slots fire as the policy says, the 100 before are missed',
+    ({ fired, ...row }) => {
+      const slots = walkedSlots(row.cron_expr, row.timezone, from, now);
+      const firing = fired(slots[slots.length - 1]);
+      const plan = catchUp({ ...row, next_run_at: from }, now);
+      expect(iso(plan.fire)).toEqual(slots.slice(slots.length - firing));
+      expect(iso(plan.missed)).toEqual(slots.slice(0, slots.length - firing).slice(-100));
     },
   );
 
