@@ -99,6 +99,12 @@ describe('schedule firing (real worker, real HTTP)', () => {
     return last[count - 1];
   }
 
+  /** Fires a schedule now (as the security key) and waits for that, its first, fire to finish. */
+  async function firedNow(scheduleId: string, timeoutMs?: number): Promise<Fire> {
+    await call(api.url, 'POST', `/schedules/${scheduleId}/trigger`, { token: ROOT_KEY });
+    return finishedFire(scheduleId, 1, timeoutMs);
+  }
+
   /**
    * An observable event instead of a fixed sleep before asserting an absence: a fresh schedule made due
    * now has been fired, so the worker has ticked (and would have fired anything else due) since.
@@ -184,8 +190,7 @@ describe('schedule firing (real worker, real HTTP)', () => {
       runner.token,
     );
     expect(created).toMatchObject({ target_type: 'agent', target_id: 'echo-agent' });
-    await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
-    const fire = await finishedFire(created.id);
+    const fire = await firedNow(created.id);
     expect(fire).toMatchObject({ status: 'success', status_code: 200, run_id: expect.any(String), run_status: 'completed' });
     expect(fire.attempts[0]).toMatchObject({ run_id: fire.run_id, run_status: 'completed' });
     const run = await call(api.url, 'GET', `/agents/echo-agent/runs/${fire.run_id}`, { token: runner.token });
@@ -217,8 +222,7 @@ describe('schedule firing (real worker, real HTTP)', () => {
       max_retries: 1,
       retry_delay_seconds: 1,
     });
-    await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
-    const fire = await finishedFire(created.id);
+    const fire = await firedNow(created.id);
     expect(fire).toMatchObject({ status: 'failed', run_status: 'failed' });
     expect(fire.error).toMatch(/^Run failed: /);
     expect(fire.attempts).toHaveLength(2);
@@ -367,8 +371,7 @@ describe('schedule firing (real worker, real HTTP)', () => {
       max_retries: 1,
       retry_delay_seconds: 1,
     });
-    await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
-    const fire = await finishedFire(created.id, 1, 20_000);
+    const fire = await firedNow(created.id, 20_000);
     expect(fire.attempts[0]).toMatchObject({ error: 'Timed out after 1s', status_code: null });
     expect(fire.attempts).toHaveLength(2);
     const runs = await query<{ id: string }>(databaseUrl, `SELECT id FROM runs WHERE component_id = 'sleep-agent' AND message = '2.7'`);
