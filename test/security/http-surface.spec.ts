@@ -198,7 +198,7 @@ describe('the HTTP surface', () => {
     expect((await rawRequest(keyed.url, 'GET', '/info', { host: 'evil.example' })).status).toBe(200);
   });
 
-  it('responses forbid framing and MIME sniffing', async () => {
+  it('responses forbid framing, MIME sniffing and caching', async () => {
     const port = new URL(open.url).port;
     const responses = [
       await rawRequest(open.url, 'GET', '/health', { host: `127.0.0.1:${port}` }),
@@ -219,6 +219,24 @@ describe('the HTTP surface', () => {
       expect(csp).toContain("default-src 'self'");
       expect(csp).toContain("script-src 'self'");
       expect(csp).not.toMatch(/script-src[^;]*unsafe/);
+      expect(headers.get('cache-control')).toBe('no-store');
     }
+  });
+
+  it('no cache keeps a response that carries a plaintext token', async () => {
+    const minted = await call(keyed.url, 'POST', '/service-accounts', { token: ROOT_KEY, json: { name: 'cache-probe', scopes: [{ scope: 'agents:read' }] } });
+    expect(minted.status, minted.text).toBe(201);
+    expect(minted.headers.get('cache-control')).toBe('no-store');
+    const rotated = await call(keyed.url, 'POST', `/service-accounts/${minted.body.id}/rotate`, { token: ROOT_KEY });
+    expect(rotated.status, rotated.text).toBe(200);
+    expect(rotated.body.token).toMatch(/^svc_pat_/);
+    expect(rotated.headers.get('cache-control')).toBe('no-store');
+  });
+
+  it("the docs' static files stay cacheable: a browser revalidates them rather than fetching them again", async () => {
+    const bundle = await call(keyed.url, 'GET', '/docs/swagger-ui-bundle.js');
+    expect(bundle.status).toBe(200);
+    expect(bundle.headers.get('cache-control')).not.toContain('no-store');
+    expect(bundle.headers.get('etag')).toBeTruthy();
   });
 });

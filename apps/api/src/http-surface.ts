@@ -1,3 +1,5 @@
+import { IncomingMessage, ServerResponse } from 'node:http';
+
 import { Logger } from '@nestjs/common';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { FastifyReply, FastifyRequest } from 'fastify';
@@ -40,7 +42,16 @@ const SECURITY_HEADERS: HelmetOptions = {
 };
 
 /** Built once: helmet turns the options into header values when called, not per response. */
-const setSecurityHeaders = helmetHeaders(SECURITY_HEADERS);
+const setHelmetHeaders = helmetHeaders(SECURITY_HEADERS);
+
+/**
+ * Plus `Cache-Control: no-store`: a response may carry a plaintext token (mint, rotate) or a user's data, and no
+ * proxy or browser cache should keep it. A route that sets its own Cache-Control (the docs' static files) wins.
+ */
+function setSecurityHeaders(request: IncomingMessage, response: ServerResponse, done: () => void): void {
+  response.setHeader('cache-control', 'no-store');
+  setHelmetHeaders(request, response, done);
+}
 
 /**
  * On every response. helmet's own Fastify plugin rebuilds the middleware (and re-parses the CSP) for
