@@ -6,7 +6,7 @@ import { createTestDatabase } from '../support/database';
 import { expectErrorBody } from '../support/error-bodies';
 import { ApiResponse, call } from '../support/http';
 import { mintAccount, ROOT_KEY } from '../support/principals';
-import { RunningApi, startApi } from '../support/processes';
+import { RunningApi, startApi, waitFor } from '../support/processes';
 
 /**
  * The HTTP surface every route shares: how an empty body is read, which Host names an instance without
@@ -52,7 +52,8 @@ describe('the HTTP surface', () => {
     const [openDatabase, keyedDatabase] = await Promise.all([createTestDatabase(), createTestDatabase()]);
     [open, keyed] = await Promise.all([
       startApi({ DATABASE_URL: openDatabase, PUBLIC_URL: `https://${PUBLIC_HOST}`, MCP_ENABLED: 'true', DEMO_COMPONENTS: 'true' }),
-      startApi({ DATABASE_URL: keyedDatabase, OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true', DEMO_COMPONENTS: 'true' }),
+      // At info: the access log is read below.
+      startApi({ DATABASE_URL: keyedDatabase, OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'true', DEMO_COMPONENTS: 'true', LOG_LEVEL: 'info' }),
     ]);
   });
   afterAll(async () => {
@@ -231,6 +232,15 @@ describe('the HTTP surface', () => {
     expect(rotated.status, rotated.text).toBe(200);
     expect(rotated.body.token).toMatch(/^svc_pat_/);
     expect(rotated.headers.get('cache-control')).toBe('no-store');
+  });
+
+  it('a credential a client puts in the query string stays out of the access log; the rest of the query is kept', async () => {
+    const secret = 'svc_pat_QueryStringSecret0123456789';
+    const response = await call(keyed.url, 'GET', `/service-accounts?limit=5&access_token=${secret}&token=${secret}`, { token: ROOT_KEY });
+    expect(response.status, response.text).toBe(200);
+    await waitFor(async () => keyed.output().includes('/service-accounts?limit=5'), 5_000, 'the access line');
+    expect(keyed.output()).toContain('/service-accounts?limit=5&access_token=[redacted]&token=[redacted] 200');
+    expect(keyed.output()).not.toContain('QueryStringSecret');
   });
 
   it("the docs' static files stay cacheable: a browser revalidates them rather than fetching them again", async () => {

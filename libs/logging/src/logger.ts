@@ -66,6 +66,17 @@ function loggerOptions(settings: LogSettings, service: string): LoggerOptions {
 /** What an orchestrator or Prometheus polls every few seconds: their access lines only at debug. */
 const PROBES = new Set(['/health', '/readyz', '/metrics']);
 
+/** Query parameters that carry a credential in common client conventions (RFC 6750's access_token, signed URLs). */
+const CREDENTIAL_PARAMETER = /([?&](?:access_token|refresh_token|id_token|token|api_key|apikey|key|password|secret|client_secret|code|signature|sig)=)[^&#]*/gi;
+
+/**
+ * A request URL as logs may keep it. The api takes no credential in a query string, but a client that appends
+ * one (`?access_token=`) must not find it in the access log: such values are replaced, the rest is kept.
+ */
+export function loggableUrl(url: string): string {
+  return url.includes('?') ? url.replace(CREDENTIAL_PARAMETER, '$1[redacted]') : url;
+}
+
 /** The key every line of a request carries its id under. */
 const REQUEST_ID = 'request_id';
 
@@ -86,7 +97,8 @@ export function logRequests(fastify: FastifyInstance, logging: PinoLogger): void
     // 'close', not Fastify's onResponse: a response ends in a close whatever becomes of it, also when the
     // client leaves a stream early or the socket is upgraded to a WebSocket, where onResponse never runs.
     reply.raw.once('close', () => {
-      const { method, url } = request;
+      const { method } = request;
+      const url = loggableUrl(request.url);
       const status = reply.raw.statusCode;
       const ms = Math.round(reply.elapsedTime);
       const level = status >= 500 ? 'error' : PROBES.has(url) ? 'debug' : 'info';

@@ -4,6 +4,7 @@ import { HttpException, HttpStatus, Logger } from '@nestjs/common';
 
 import { AuthErrorCode, AuthException } from '@app/auth';
 import { isDatabaseUnavailable } from '@app/database';
+import { loggableUrl } from '@app/logging';
 import { ErrorBodyDto, ValidationErrorBodyDto, ValidationFailedException } from '@app/errors';
 
 import { isKnownDomainException, statusOf } from './error-status';
@@ -70,7 +71,7 @@ export function renderError(exception: unknown, context: ErrorContext): Rendered
     return { status: HttpStatus.SERVICE_UNAVAILABLE, body: { detail: DATABASE_UNAVAILABLE_DETAIL } };
   }
   const errorId = randomUUID();
-  logger.error({ err: exception, error_id: errorId, method: context.method, url: context.url }, 'Unhandled error');
+  logger.error({ err: exception, error_id: errorId, method: context.method, url: loggableUrl(context.url) }, 'Unhandled error');
   return { status: HttpStatus.INTERNAL_SERVER_ERROR, body: { ...INTERNAL_ERROR_BODY, error_id: errorId } };
 }
 
