@@ -54,6 +54,23 @@ describe('loadEnv', () => {
     }
   });
 
+  it('never prints a pasted private key, nor the user, password or query values of a refused URL', () => {
+    let message = '';
+    try {
+      loadEnv({
+        JWT_PUBLIC_KEY: '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'ftp://collector-user:collector-pass@collector.internal:4318/?api_key=otlp-secret&tenant=a',
+      });
+    } catch (error) {
+      message = (error as EnvError).message;
+    }
+    expect(message).toContain('JWT_PUBLIC_KEY=(value hidden: a private key): must be a PEM public key');
+    expect(message).toContain('OTEL_EXPORTER_OTLP_ENDPOINT="ftp://***:***@collector.internal:4318/?api_key=***&tenant=***": must be an http(s) URL');
+    for (const secret of ['MIIEvQ', 'collector-user', 'collector-pass', 'otlp-secret']) {
+      expect(message).not.toContain(secret);
+    }
+  });
+
   it('accepts secrets of any length (the api warns about short ones at boot) and a lock grace down to 1 s', () => {
     expect(loadEnv({ OS_SECURITY_KEY: 'test-key', JWT_SECRET: 'short-secret', QUEUE_LOCK_GRACE_SECONDS: '1' })).toMatchObject({
       OS_SECURITY_KEY: 'test-key',

@@ -316,14 +316,41 @@ export class EnvError extends BootError {
   }
 }
 
-/** Never echoed back in an error message: a typo in a secret must not print the secret. */
-const SECRET_VARIABLES = new Set(['OS_SECURITY_KEY', 'JWT_SECRET', 'INTERNAL_SERVICE_TOKEN', 'DATABASE_URL']);
+/**
+ * Never echoed back in an error message: a typo in a secret must not print the secret. JWT_PUBLIC_KEY is
+ * public when right, but the likely mistake is pasting the private key of the pair.
+ */
+const SECRET_VARIABLES = new Set(['OS_SECURITY_KEY', 'JWT_SECRET', 'INTERNAL_SERVICE_TOKEN', 'DATABASE_URL', 'JWT_PUBLIC_KEY']);
+
+/** A URL's user, password and query values may be credentials (`?access_token=`): the rest says what was set. */
+function withoutCredentials(value: string): string {
+  try {
+    const url = new URL(value);
+    if (!url.username && !url.password && !url.search) {
+      return value;
+    }
+    url.username = url.username ? '***' : '';
+    url.password = url.password ? '***' : '';
+    for (const name of [...url.searchParams.keys()]) {
+      url.searchParams.set(name, '***');
+    }
+    return url.toString();
+  } catch {
+    return value;
+  }
+}
+
+function shown(property: string, value: unknown): string {
+  if (SECRET_VARIABLES.has(property)) {
+    return typeof value === 'string' && value.includes('PRIVATE KEY') ? '(value hidden: a private key)' : '(value hidden)';
+  }
+  return JSON.stringify(typeof value === 'string' ? withoutCredentials(value) : value);
+}
 
 function describe(errors: ValidationError[]): string[] {
   return errors.map((error) => {
     const messages = Object.values(error.constraints ?? {});
-    const shown = SECRET_VARIABLES.has(error.property) ? '(value hidden)' : JSON.stringify(error.value);
-    return `${error.property}=${shown}: ${[...new Set(messages)].join('; ')}`;
+    return `${error.property}=${shown(error.property, error.value)}: ${[...new Set(messages)].join('; ')}`;
   });
 }
 
