@@ -262,6 +262,32 @@ describe('svc create', () => {
     }
   });
 
+  it('-u with a token as the user name of an http URL: git uses it as that URL\'s user name, never in argv or output', async () => {
+    const served = join(sandbox.home, 'served');
+    execFileSync('git', ['clone', '-q', '--bare', join(repos, 'docker-starter'), join(served, 'starter.git')]);
+    // A git host that takes a token as the user name with any password (GitHub's `https://<token>@github.com/...`).
+    const token = 'ghp_TokenAsUserName0123456789';
+    const server = await gitHttpServer(served, token, 'x-oauth-basic');
+    const askPass = join(sandbox.home, 'askpass.sh');
+    writeFileSync(askPass, '#!/bin/sh\necho x-oauth-basic\n');
+    chmodSync(askPass, 0o755);
+    try {
+      const git = recordingGit(sandbox);
+      const plainUrl = `${server.url}/starter.git`;
+      const run = await runCli(['create', 'by-token', '-u', plainUrl.replace('http://', `http://${token}@`)], sandbox, {
+        env: { ...git.env, GIT_ASKPASS: askPass },
+      });
+      expect(run.code, run.stderr).toBe(0);
+      expect(existsSync(join(sandbox.cwd, 'by-token', 'compose.yaml'))).toBe(true);
+      expect(server.authorizations).toContain(`Basic ${Buffer.from(`${token}:x-oauth-basic`).toString('base64')}`);
+      expect(run.stderr).toContain(`Cloning ${plainUrl.replace('http://', 'http://***@')}...`);
+      expect(run.stdout + run.stderr).not.toContain(token);
+      expect(git.argv()).not.toContain(token);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('-u wins over -t (even an unbundled one); JSON template is the repository URL; no example.env, no .env', async () => {
     const custom = `file://${repos}/fly-starter`;
     const byUrl = await runCli(['create', 'custom', '-t', 'platform-fly', '-u', custom, '--json'], sandbox);

@@ -11,8 +11,19 @@ describe('repository URLs handed to git', () => {
     expect(Buffer.from(split.env.GIT_CONFIG_VALUE_0.replace('Authorization: Basic ', ''), 'base64').toString()).toBe('deploy:s3cr@t');
   });
 
-  it('leaves a URL without a password to git as it is: a user name alone is no secret, and git asks its helpers', () => {
-    for (const url of ['https://alice@git.example/x.git', 'git@git.example:x.git', './local/repo', 'ssh://git@git.example/x.git']) {
+  it('moves a user name alone (often a token) out of an http(s) URL into git\'s user name for that URL', () => {
+    const split = splitRepositoryUrl('https://ghp_T0kenAsUserName@git.example/x.git');
+    expect(split.url).toBe('https://git.example/x.git');
+    expect(split.shown).toBe('https://***@git.example/x.git');
+    expect(split.env).toEqual({
+      GIT_CONFIG_COUNT: '1',
+      GIT_CONFIG_KEY_0: 'credential.https://git.example/x.git.username',
+      GIT_CONFIG_VALUE_0: 'ghp_T0kenAsUserName',
+    });
+  });
+
+  it('leaves a URL without credentials, an ssh user and a path to git as they are', () => {
+    for (const url of ['https://git.example/x.git', 'git@git.example:x.git', './local/repo', 'ssh://git@git.example/x.git']) {
       expect(splitRepositoryUrl(url)).toEqual({ url, env: {}, shown: url });
     }
   });

@@ -1,8 +1,9 @@
 import { CliError } from '@app/cli-terminal';
 
 /**
- * A repository URL as git gets it: credentials in an http(s) URL (`https://user:token@host/x.git`) never go
- * in git's argv, where any user of the machine can read them (`ps`), nor in anything svc prints.
+ * A repository URL as git gets it: credentials in an http(s) URL (`https://user:token@host/x.git`, or a token as
+ * the user name, `https://<token>@host/x.git`) never go in git's argv, where any user of the machine can read
+ * them (`ps`), nor in anything svc prints.
  */
 export interface RepositoryUrl {
   /** The URL without its credentials: git's argument. */
@@ -30,19 +31,22 @@ export function splitRepositoryUrl(repository: string): RepositoryUrl {
     }
     return { url: repository, env: {}, shown: repository }; // a path or scp-like `git@host:x.git`: nothing secret
   }
-  // A user name alone is no secret: git asks its credential helpers for the password, as it would without svc.
-  if (!parsed.password) {
+  const secured = ['http:', 'https:'].includes(parsed.protocol);
+  // An ssh user (`ssh://git@host`) is no secret; over http(s) a user name alone is often a token (`https://<token>@host`).
+  if (!parsed.password && !(secured && parsed.username)) {
     return { url: repository, env: {}, shown: repository };
   }
-  if (!['http:', 'https:'].includes(parsed.protocol)) {
+  if (!secured) {
     throw new CliError(
       `svc passes a password to git only for http(s) URLs, not ${parsed.protocol}`,
       'Use an SSH key or a git credential helper',
     );
   }
-  let credentials: string;
+  let username: string;
+  let password: string;
   try {
-    credentials = `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`;
+    username = decodeURIComponent(parsed.username);
+    password = decodeURIComponent(parsed.password);
   } catch {
     throw new CliError("The repository URL's credentials hold a malformed percent-escape");
   }
@@ -51,10 +55,16 @@ export function splitRepositoryUrl(repository: string): RepositoryUrl {
   const url = parsed.href;
   return {
     url,
+    // With a password: an Authorization header for that URL. A user name alone: git's default user name for that
+    // URL, so git asks its helpers (or the terminal) for the password exactly as it would with the name in the URL.
     env: {
       GIT_CONFIG_COUNT: '1',
-      GIT_CONFIG_KEY_0: `http.${url}.extraHeader`,
-      GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(credentials).toString('base64')}`,
+      ...(password
+        ? {
+            GIT_CONFIG_KEY_0: `http.${url}.extraHeader`,
+            GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`,
+          }
+        : { GIT_CONFIG_KEY_0: `credential.${url}.username`, GIT_CONFIG_VALUE_0: username }),
     },
     shown: url.replace(/^(https?:\/\/)/, '$1***@'),
   };
