@@ -125,10 +125,33 @@ describe('deploy/kubernetes', () => {
     expect(envOf(worker).HOST).toBe('0.0.0.0');
   });
 
+  it('gives a booting pod minutes to reach its database before liveness may restart it', () => {
+    for (const workload of [api, worker]) {
+      const container = containerOf(workload);
+      expect(container.startupProbe.httpGet).toEqual(container.livenessProbe.httpGet);
+      expect(container.startupProbe.periodSeconds * container.startupProbe.failureThreshold).toBeGreaterThanOrEqual(300);
+      expect(container.livenessProbe.initialDelaySeconds ?? 0).toBe(0);
+    }
+  });
+
+  it('does not start an api without OS_SECURITY_KEY: a key missing from platform-secrets would leave it without authentication', () => {
+    const { OS_SECURITY_KEY: _key, ...withoutKey } = secrets;
+    expect(() =>
+      kubernetesContainerEnv(containerOf(api), { configMaps: { 'platform-config': config.data }, secrets: { 'platform-secrets': withoutKey } }),
+    ).toThrow('OS_SECURITY_KEY: key OS_SECURITY_KEY missing from platform-secrets');
+  });
+
+  it('spreads the replicas of api and worker over nodes', () => {
+    for (const workload of [api, worker]) {
+      const [spread] = workload.spec.template.spec.topologySpreadConstraints;
+      expect(spread).toMatchObject({ topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: workload.spec.selector.matchLabels } });
+    }
+  });
+
   it('allows each probe longer than the database check takes to give up', () => {
     for (const workload of [api, worker]) {
       const container = containerOf(workload);
-      for (const probe of [container.readinessProbe, container.livenessProbe]) {
+      for (const probe of [container.readinessProbe, container.livenessProbe, container.startupProbe]) {
         expect(probe.timeoutSeconds * 1000).toBeGreaterThan(DATABASE_PING_TIMEOUT_MS);
       }
     }
@@ -164,6 +187,8 @@ describe('deploy/kubernetes', () => {
       const { securityContext } = workload.spec.template.spec;
       expect(`${securityContext.runAsUser}:${securityContext.runAsGroup}`).toBe(imageUser);
       expect(securityContext.runAsNonRoot).toBe(true);
+      // What the "restricted" Pod Security Standard requires of every pod.
+      expect(securityContext.seccompProfile).toEqual({ type: 'RuntimeDefault' });
       expect(containerOf(workload).securityContext).toMatchObject({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
     }
   });
