@@ -132,6 +132,13 @@ describe('docker/compose.yaml', () => {
     expect([worker.WORKER_HEALTH_PORT, worker.publicUrl]).toEqual([8081, 'http://api:7777']);
     expect(services.worker.healthcheck.test.join(' ')).toContain(`127.0.0.1:${worker.WORKER_HEALTH_PORT}/readyz`);
     expect(loadEnv(containerEnv(services.api, variables)).OS_SECURITY_KEY).toBe(variables.OS_SECURITY_KEY);
+    // Settings of .env that the worker needs as much as the api: its spans must reach the same collector.
+    const exporting = { ...variables, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', LOG_FORMAT: 'json', TRACES_ENABLED: 'false' };
+    expect(loadEnv(containerEnv(services.worker, exporting))).toMatchObject({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+      LOG_FORMAT: 'json',
+      TRACES_ENABLED: false,
+    });
     // The worker and the migration never get it: test/security/deploy-secrets.spec.ts.
     expect(services.api.env_file).toBe('.env');
   });
