@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 
-import { API_VERSION, describeBootFailure, loadEnv, SERVICE_VERSION } from '@app/config';
+import { API_VERSION, describeBootFailure, exitOnStopSignalsWhileBooting, loadEnv, SERVICE_VERSION } from '@app/config';
 import { deploymentComponents } from '@app/runs';
 
 import { createApiApp } from './bootstrap';
@@ -8,11 +8,14 @@ import { createApiApp } from './bootstrap';
 import 'reflect-metadata';
 
 async function main(): Promise<void> {
+  const booted = exitOnStopSignalsWhileBooting('api');
   const env = loadEnv();
   // Fail at boot, naming the variable, rather than at the first query.
   void env.databaseUrl;
   const app = await createApiApp(env, await deploymentComponents(env));
   await app.listen({ port: env.PORT, host: env.HOST });
+  // From here a signal takes the app's ordered stop (Nest's shutdown hooks): requests drain, runs answer.
+  booted();
   new Logger('Api').log(
     { version: SERVICE_VERSION, interface_version: API_VERSION },
     `api listening on http://${env.HOST}:${env.PORT} (version ${SERVICE_VERSION}, interface ${API_VERSION}), serving ${env.publicUrl}`,

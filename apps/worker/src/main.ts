@@ -3,7 +3,7 @@ import { Worker } from 'node:worker_threads';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 
-import { describeBootFailure, loadEnv, SERVICE_VERSION } from '@app/config';
+import { describeBootFailure, exitOnStopSignalsWhileBooting, loadEnv, SERVICE_VERSION } from '@app/config';
 import { AppLogger, bootLogger } from '@app/logging';
 import { deploymentComponents } from '@app/runs';
 
@@ -25,6 +25,7 @@ function killAfter(ms: number): void {
 }
 
 async function main(): Promise<void> {
+  const booted = exitOnStopSignalsWhileBooting('worker');
   const env = loadEnv();
   // Fail at boot, naming the variable, rather than at the first query.
   void env.databaseUrl;
@@ -71,6 +72,7 @@ async function main(): Promise<void> {
   process.on('SIGINT', stop);
   // A closed terminal or a supervisor's hang-up drains as a stop does, rather than killing the jobs it holds.
   process.on('SIGHUP', stop);
+  booted();
   // The version says which release a worker runs during a rolling update.
   logger.log({ version: SERVICE_VERSION }, 'worker ready');
 }

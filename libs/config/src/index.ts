@@ -1,4 +1,5 @@
 export * from './boot-error';
+export * from './boot-signals';
 export * from './config.module';
 export * from './env';
 export * from './loopback';
