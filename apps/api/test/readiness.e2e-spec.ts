@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 
+import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createEmptyDatabase, createTestDatabase, query } from '../../../test/support/database';
@@ -33,6 +34,42 @@ describe('GET /readyz', () => {
       expect(readiness.status).toBe(503);
       expect(readiness.body).toEqual({ detail: 'Not ready: the database is unreachable' });
       expect((await call(api.url, 'GET', '/health')).status).toBe(200);
+    });
+  });
+
+  describe("while every connection of the app's pool waits on a lock (load, not an outage)", () => {
+    let api: RunningApi;
+    let databaseUrl: string;
+
+    beforeAll(async () => {
+      databaseUrl = await createTestDatabase();
+      api = await startApi({ DATABASE_URL: databaseUrl, DEMO_COMPONENTS: 'true' });
+    });
+    afterAll(() => api?.stop());
+
+    it('stays 200: readiness asks over a connection of its own, so a busy pool does not take every replica out at once', async () => {
+      const locker = new Client({ connectionString: databaseUrl });
+      await locker.connect();
+      try {
+        await locker.query('BEGIN');
+        await locker.query('LOCK TABLE runs IN ACCESS EXCLUSIVE MODE');
+        // More waiting requests than the pool has connections.
+        const posts = Array.from({ length: 30 }, () =>
+          call(api.url, 'POST', '/agents/echo-agent/runs', { json: { message: 'blocked', background: true } }),
+        );
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        const waiting = await query<{ n: number }>(
+          databaseUrl,
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        );
+        expect(waiting[0].n).toBeGreaterThanOrEqual(20);
+        expect(await call(api.url, 'GET', '/readyz')).toMatchObject({ status: 200, body: { checks: { database: 'ok' } } });
+        await locker.query('ROLLBACK');
+        const answered = await Promise.all(posts);
+        expect(answered.every((response) => [202, 503].includes(response.status))).toBe(true);
+      } finally {
+        await locker.end();
+      }
     });
   });
 

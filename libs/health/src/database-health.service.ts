@@ -1,7 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Pool } from 'pg';
 import { DataSource } from 'typeorm';
+
+import { ConnectionClient } from '@app/database';
 
 /** Below the probes' 3 s timeoutSeconds, so a hung database reads as "not ready", not as a failed probe. */
 export const DATABASE_PING_TIMEOUT_MS = 2000;
@@ -23,14 +26,36 @@ const MIGRATED_POLL_MS = 2000;
  * What api and worker readiness both mean: PostgreSQL answers, and every migration this build
  * knows is applied. Deployments run with DB_MIGRATE=false and a separate migrate job, so a new
  * pod must not take traffic or claim jobs before that job has finished.
+ *
+ * Asked over a connection of its own, not the app's pool: a pool busy with requests waiting on the
+ * database (a spike, a table lock) is load, not an unreachable database, and failing readiness for it
+ * would take every replica out of the Service at once, at the peak.
  */
 @Injectable()
-export class DatabaseHealth {
+export class DatabaseHealth implements OnApplicationShutdown {
   private readonly logger = new Logger('Database');
   private stateAtStart: Promise<DatabaseState> | null = null;
   private migrated: Promise<void> | null = null;
+  private readonly probes: Pool;
 
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(private readonly dataSource: DataSource) {
+    this.probes = new Pool({
+      connectionString: (dataSource.options as { url?: string }).url,
+      max: 1,
+      // Kept open between probes: opening one per probe would cost the database a backend each time.
+      idleTimeoutMillis: 0,
+      connectionTimeoutMillis: DATABASE_PING_TIMEOUT_MS,
+      // A probe stuck on a stalled database gives its connection back rather than holding it for the next probe.
+      query_timeout: DATABASE_PING_TIMEOUT_MS,
+      Client: ConnectionClient,
+    });
+    // A probe connection the database drops is replaced by the next probe.
+    this.probes.on('error', () => undefined);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.probes.end();
+  }
 
   /**
    * Resolves once every migration this build knows is applied: the worker's loops (jobs, schedule fires,
@@ -81,9 +106,9 @@ export class DatabaseHealth {
     const table = this.dataSource.options.migrationsTableName ?? 'migrations';
     let rows: { name: string }[];
     try {
-      rows = await this.dataSource.query(`SELECT name FROM "${table}"`);
+      ({ rows } = await this.probes.query<{ name: string }>(`SELECT name FROM "${table}"`));
     } catch (error) {
-      return (error as { driverError?: { code?: string } }).driverError?.code === UNDEFINED_TABLE ? 'migrations_pending' : 'unreachable';
+      return (error as { code?: string }).code === UNDEFINED_TABLE ? 'migrations_pending' : 'unreachable';
     }
     const applied = new Set(rows.map((row) => row.name));
     const known = this.dataSource.migrations.map((migration) => migration.name ?? migration.constructor.name);
