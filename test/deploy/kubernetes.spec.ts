@@ -137,14 +137,20 @@ describe('deploy/kubernetes', () => {
   it('does not start an api without OS_SECURITY_KEY: a key missing from platform-secrets would leave it without authentication', () => {
     const { OS_SECURITY_KEY: _key, ...withoutKey } = secrets;
     expect(() =>
-      kubernetesContainerEnv(containerOf(api), { configMaps: { 'platform-config': config.data }, secrets: { 'platform-secrets': withoutKey } }),
+      kubernetesContainerEnv(containerOf(api), {
+        configMaps: { 'platform-config': config.data },
+        secrets: { 'platform-secrets': withoutKey },
+      }),
     ).toThrow('OS_SECURITY_KEY: key OS_SECURITY_KEY missing from platform-secrets');
   });
 
   it('spreads the replicas of api and worker over nodes', () => {
     for (const workload of [api, worker]) {
       const [spread] = workload.spec.template.spec.topologySpreadConstraints;
-      expect(spread).toMatchObject({ topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: workload.spec.selector.matchLabels } });
+      expect(spread).toMatchObject({
+        topologyKey: 'kubernetes.io/hostname',
+        labelSelector: { matchLabels: workload.spec.selector.matchLabels },
+      });
     }
   });
 

@@ -225,7 +225,10 @@ describe('the HTTP surface', () => {
   });
 
   it('no cache keeps a response that carries a plaintext token', async () => {
-    const minted = await call(keyed.url, 'POST', '/service-accounts', { token: ROOT_KEY, json: { name: 'cache-probe', scopes: [{ scope: 'agents:read' }] } });
+    const minted = await call(keyed.url, 'POST', '/service-accounts', {
+      token: ROOT_KEY,
+      json: { name: 'cache-probe', scopes: [{ scope: 'agents:read' }] },
+    });
     expect(minted.status, minted.text).toBe(201);
     expect(minted.headers.get('cache-control')).toBe('no-store');
     const rotated = await call(keyed.url, 'POST', `/service-accounts/${minted.body.id}/rotate`, { token: ROOT_KEY });

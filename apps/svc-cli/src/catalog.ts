@@ -14,12 +14,12 @@ Commands:
   tokens create <name>    Mint a service-account token
   tokens list             List service accounts
   tokens revoke <name>    Revoke a service account
-  tokens rotate <name>    Give a service account a new token (old one works for --grace)
+  tokens rotate <name>    A new token; the old one works for --grace
   jobs list               List queue jobs (--status, --component, --limit)
   jobs get <id>           Show one queue job
   jobs stats              Job counts by status
-  jobs requeue <id>...    Requeue failed jobs by id, or by filter (--status failed)
-  jobs cancel <id>...     Cancel queued jobs by id, or by filter (--status queued)
+  jobs requeue <id>...    Requeue failed jobs: by id, or by --status failed
+  jobs cancel <id>...     Cancel queued jobs: by id, or by --status queued
   schedules list          List schedules
   schedules get <id>      Show one schedule
   schedules runs <id>     A schedule's fire history

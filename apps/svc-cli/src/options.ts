@@ -1,5 +1,6 @@
 /** Option parsers shared by the commands (commander hands each value to its @Option method). */
 
+import { SERVICE_ACCOUNT_NAME } from '@app/access';
 import { CliError } from '@app/cli-terminal';
 import { parseClientList } from '@app/client-adapters';
 
@@ -59,4 +60,11 @@ export function parseClientsOption(value: string): string {
     throw error;
   }
   return value;
+}
+
+/** A service account's name as the api takes it; anything else is a usage error (exit 2) before any request. */
+export function serviceAccountNameProblem(name: string): string | null {
+  return SERVICE_ACCOUNT_NAME.test(name)
+    ? null
+    : `Invalid service account name '${name}': use a lowercase slug of a-z, 0-9, '-' and '_', starting with a letter or digit, at most 63 characters.`;
 }

@@ -2,9 +2,10 @@ import { Inject } from '@nestjs/common';
 import { CommandRunner, Option } from 'nest-commander';
 
 import { DEFAULT_SCOPES } from '@app/access';
-import { Output, Terminal } from '@app/cli-terminal';
+import { CliError, Output, Terminal } from '@app/cli-terminal';
+import { normalizeBaseUrl } from '@app/svc-client';
 
-import { collect, JsonOptions, MintOptions, ServiceOptions } from './options';
+import { collect, InvalidOptionValue, JsonOptions, MintOptions, ServiceOptions } from './options';
 import { parseExpires as parseExpiresValue } from './scopes';
 import { UsageError } from './usage-errors';
 
@@ -62,6 +63,13 @@ export abstract class CommandGroup extends CommandRunner {
 export abstract class ServiceCommand<Options extends ServiceOptions> extends SvcCommand<Options> {
   @Option({ flags: '--url <url>', description: 'Base URL of the service (default: discovered)' })
   parseUrl(value: string): string {
+    // A malformed --url is a usage error (exit 2), checked as the flag is read; SERVICE_URL from the
+    // environment or a .env is checked later, with the file it came from named.
+    try {
+      normalizeBaseUrl(value, '--url');
+    } catch (error) {
+      throw new InvalidOptionValue(`${(error as CliError).message}. ${(error as CliError).hint ?? ''}`.trim());
+    }
     return value;
   }
 }

@@ -39,6 +39,10 @@ describe('svc entry points', () => {
       expect(run.stdout).toContain(`  ${command}`);
     }
     expect(run.stderr).toBe('');
+    // Read in an 80-column terminal without a line wrapping.
+    for (const line of run.stdout.split('\n')) {
+      expect(line.length, line).toBeLessThanOrEqual(80);
+    }
   });
 
   it('svc --help and svc -h print the same catalog as bare svc', async () => {
@@ -128,13 +132,16 @@ describe('svc entry points', () => {
     }
   });
 
-  it('unknown commands, unknown options and missing values exit 2 on stderr without JSON', async () => {
+  it('unknown commands, unknown options, missing and malformed values exit 2 on stderr without JSON', async () => {
     for (const args of [
       ['launch'],
       ['status', '--verbose', '--json'],
       ['connect', '--clients'],
       ['disconnect', '--url'],
       ['create', 'a', 'b', '--json'],
+      ['tokens', 'list', '--url', 'notaurl', '--json'],
+      ['jobs', 'stats', '--url', 'ftp://127.0.0.1:7777', '--json'],
+      ['connect', '--clients', 'code-agent-a', '--name', 'Shared_Bad', '--json'],
     ]) {
       const run = await runCli(args, sandbox);
       expect(run.code, `${args.join(' ')}\n${run.stderr}`).toBe(2);

@@ -262,7 +262,7 @@ describe('svc create', () => {
     }
   });
 
-  it('-u with a token as the user name of an http URL: git uses it as that URL\'s user name, never in argv or output', async () => {
+  it("-u with a token as the user name of an http URL: git uses it as that URL's user name, never in argv or output", async () => {
     const served = join(sandbox.home, 'served');
     execFileSync('git', ['clone', '-q', '--bare', join(repos, 'docker-starter'), join(served, 'starter.git')]);
     // A git host that takes a token as the user name with any password (GitHub's `https://<token>@github.com/...`).
@@ -319,11 +319,12 @@ describe('svc create', () => {
     expect(readdirSync(join(sandbox.cwd, 'taken'))).toEqual(['keep.txt']);
   });
 
-  it('requires a one-segment name of letters, digits, - and _', async () => {
+  it('requires a one-segment name of letters, digits, - and _ (a usage error: exit 2, stderr, no JSON)', async () => {
     for (const name of ['../escape', 'a/b', 'dot.name', 'sp ace']) {
       const run = await runCli(['create', name, '--json'], sandbox);
-      expect(run.code).toBe(1);
-      expect(run.json().error).toMatch(/^Invalid project name/);
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(/^error: Invalid project name/);
     }
     expect(existsSync(join(sandbox.cwd, '..', 'escape'))).toBe(false);
   });

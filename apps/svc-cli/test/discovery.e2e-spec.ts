@@ -134,10 +134,15 @@ describe('svc URL discovery and the credential gates', () => {
     }
   });
 
-  it('rejects a URL that is not http(s) with exit 1', async () => {
-    const run = await status(['--url', 'ftp://example.com']);
-    expect(run.code).toBe(1);
-    expect(run.json().error).toBe('Invalid service URL: ftp://example.com (from --url)');
+  it('rejects a URL that is not http(s): from --url a usage error (exit 2, stderr), from SERVICE_URL exit 1 naming it', async () => {
+    // Spawned: a usage error exits the process.
+    const flag = await runCli(['status', '--json', '--url', 'ftp://example.com'], sandbox);
+    expect(flag.code).toBe(2);
+    expect(flag.stdout).toBe('');
+    expect(flag.stderr).toContain('Invalid service URL: ftp://example.com (from --url)');
+    const env = await status([], { SERVICE_URL: 'ftp://example.com' });
+    expect(env.code).toBe(1);
+    expect(env.json().error).toBe('Invalid service URL: ftp://example.com (from SERVICE_URL)');
   });
 
   // Spawned: each run a fresh process, as an operator's, so no connection outlives a run through the proxy.

@@ -72,14 +72,12 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     });
   });
 
-  it('validates the name with exit 1; a bad --expires, over 3650 days too, is a usage error (exit 2, stderr, no JSON)', async () => {
-    for (const [args, error] of [
-      [['tokens', 'create', 'Bad_Name'], "Invalid service account name 'Bad_Name'."],
-      [['tokens', 'create', `a${'b'.repeat(63)}`], `Invalid service account name 'a${'b'.repeat(63)}'.`],
-    ] as const) {
-      const run = await runCli([...args, '--json'], sandbox, { env: asAdmin });
-      expect(run.code).toBe(1);
-      expect(run.json().error).toBe(error);
+  it('a malformed name, and a bad --expires (over 3650 days too), are usage errors (exit 2, stderr, no JSON)', async () => {
+    for (const name of ['Bad_Name', `a${'b'.repeat(63)}`]) {
+      const run = await runCli(['tokens', 'create', name, '--json'], sandbox, { env: asAdmin });
+      expect(run.code, name).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toContain(`Invalid service account name '${name}': use a lowercase slug`);
     }
     for (const expires of ['0', 'soon', '-3', '1.5d', '2w', '', '3651', '4000d']) {
       const run = await runCli(['tokens', 'create', 'ok-name', '--expires', expires, '--json'], sandbox, { env: asAdmin });

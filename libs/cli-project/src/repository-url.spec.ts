@@ -11,7 +11,7 @@ describe('repository URLs handed to git', () => {
     expect(Buffer.from(split.env.GIT_CONFIG_VALUE_0.replace('Authorization: Basic ', ''), 'base64').toString()).toBe('deploy:s3cr@t');
   });
 
-  it('moves a user name alone (often a token) out of an http(s) URL into git\'s user name for that URL', () => {
+  it("moves a user name alone (often a token) out of an http(s) URL into git's user name for that URL", () => {
     const split = splitRepositoryUrl('https://ghp_T0kenAsUserName@git.example/x.git');
     expect(split.url).toBe('https://git.example/x.git');
     expect(split.shown).toBe('https://***@git.example/x.git');

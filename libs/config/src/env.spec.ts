@@ -65,7 +65,9 @@ describe('loadEnv', () => {
       message = (error as EnvError).message;
     }
     expect(message).toContain('JWT_PUBLIC_KEY=(value hidden: a private key): must be a PEM public key');
-    expect(message).toContain('OTEL_EXPORTER_OTLP_ENDPOINT="ftp://***:***@collector.internal:4318/?api_key=***&tenant=***": must be an http(s) URL');
+    expect(message).toContain(
+      'OTEL_EXPORTER_OTLP_ENDPOINT="ftp://***:***@collector.internal:4318/?api_key=***&tenant=***": must be an http(s) URL',
+    );
     for (const secret of ['MIIEvQ', 'collector-user', 'collector-pass', 'otlp-secret']) {
       expect(message).not.toContain(secret);
     }

@@ -25,7 +25,10 @@ describe('a migration behind a long transaction', () => {
 
   beforeAll(async () => {
     url = await createTestDatabase();
-    dataSource = await new DataSource({ ...dataSourceOptions(url), migrations: [...MIGRATIONS, AddColumnToRuns1799999999999] }).initialize();
+    dataSource = await new DataSource({
+      ...dataSourceOptions(url),
+      migrations: [...MIGRATIONS, AddColumnToRuns1799999999999],
+    }).initialize();
   });
   afterAll(() => dataSource?.destroy());
 
@@ -35,9 +38,7 @@ describe('a migration behind a long transaction', () => {
     await holder.query('BEGIN');
     await holder.query('SELECT 1 FROM runs LIMIT 1'); // a long read: ACCESS SHARE on runs until it ends
     const holdMs = MIGRATION_LOCK_TIMEOUT_MS + 3_000;
-    const released = new Promise<number>((resolve) =>
-      setTimeout(() => holder.query('COMMIT').then(() => resolve(Date.now())), holdMs),
-    );
+    const released = new Promise<number>((resolve) => setTimeout(() => holder.query('COMMIT').then(() => resolve(Date.now())), holdMs));
     try {
       const migrated = migrate(dataSource);
       await new Promise((resolve) => setTimeout(resolve, 1_000));
@@ -53,7 +54,10 @@ describe('a migration behind a long transaction', () => {
       await released;
       await holder.end();
     }
-    const columns = await query<{ column_name: string }>(url, "SELECT column_name FROM information_schema.columns WHERE table_name = 'runs' AND column_name = 'lock_probe'");
+    const columns = await query<{ column_name: string }>(
+      url,
+      "SELECT column_name FROM information_schema.columns WHERE table_name = 'runs' AND column_name = 'lock_probe'",
+    );
     expect(columns).toHaveLength(1);
     // The connection went back to the pool with the server's lock_timeout.
     expect((await dataSource.query('SHOW lock_timeout'))[0].lock_timeout).toBe('0');

@@ -67,7 +67,8 @@ function loggerOptions(settings: LogSettings, service: string): LoggerOptions {
 const PROBES = new Set(['/health', '/readyz', '/metrics']);
 
 /** Query parameters that carry a credential in common client conventions (RFC 6750's access_token, signed URLs). */
-const CREDENTIAL_PARAMETER = /([?&](?:access_token|refresh_token|id_token|token|api_key|apikey|key|password|secret|client_secret|code|signature|sig)=)[^&#]*/gi;
+const CREDENTIAL_PARAMETER =
+  /([?&](?:access_token|refresh_token|id_token|token|api_key|apikey|key|password|secret|client_secret|code|signature|sig)=)[^&#]*/gi;
 
 /**
  * A request URL as logs may keep it. The api takes no credential in a query string, but a client that appends

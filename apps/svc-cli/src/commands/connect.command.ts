@@ -43,7 +43,7 @@ import {
 import { connectExitCode, harvestClientUrls } from '../connections';
 import { DEFAULT_GRACE_SECONDS, formatDuration } from '../durations';
 import { gitExposure } from '../git-exposure';
-import { collect, MintOptions, parseClientsOption } from '../options';
+import { collect, InvalidOptionValue, MintOptions, parseClientsOption, serviceAccountNameProblem } from '../options';
 import { parseExpires, requirePrivilegedFlag } from '../scopes';
 import { parseServerNameOption, serverNameFor } from '../server-name';
 import { announce } from '../service-target';
@@ -496,6 +496,10 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
 
   @Option({ flags: '--name <name>', description: 'One shared service account with this name (default: one per client)' })
   parseName(value: string): string {
+    const problem = serviceAccountNameProblem(value);
+    if (problem) {
+      throw new InvalidOptionValue(problem);
+    }
     return value;
   }
 

@@ -8,6 +8,7 @@ import {
   DEFAULT_TEMPLATE,
   isBundled,
   platformRoot,
+  PROJECT_NAME,
   projectNameProblem,
   ProjectSource,
   scaffoldProject,
@@ -21,6 +22,7 @@ import { CliError, Terminal } from '@app/cli-terminal';
 
 import { JsonOptions, oneOf } from '../options';
 import { SvcCommand } from '../svc-command';
+import { UsageError } from '../usage-errors';
 
 interface CreateOptions extends JsonOptions {
   template?: TemplateName;
@@ -39,6 +41,10 @@ export class CreateCommand extends SvcCommand<CreateOptions> {
       throw unbundledTemplateError(template);
     }
     let name = givenName;
+    if (name !== undefined && !PROJECT_NAME.test(name)) {
+      // The name's form is a usage error; a directory already there is found when the project is made.
+      throw new UsageError(projectNameProblem(name, cwd)!);
+    }
     if (name === undefined) {
       if (!terminal.interactive) {
         throw new CliError('A project name is required in non-interactive mode.', 'Pass it: svc create <name>');

@@ -1,6 +1,5 @@
 import { Command, Option, SubCommand } from 'nest-commander';
 
-import { SERVICE_ACCOUNT_NAME } from '@app/access';
 import { CliError, sanitize, Terminal } from '@app/cli-terminal';
 import {
   NameConflictError,
@@ -14,10 +13,11 @@ import {
 } from '@app/svc-client';
 
 import { DEFAULT_GRACE_SECONDS, formatDuration, parseGrace } from '../durations';
-import { MintOptions, ServiceOptions } from '../options';
+import { MintOptions, serviceAccountNameProblem, ServiceOptions } from '../options';
 import { parseExpires, requirePrivilegedFlag } from '../scopes';
 import { targetService } from '../service-target';
 import { CommandGroup, CredentialedCommand, MintingCommand } from '../svc-command';
+import { UsageError } from '../usage-errors';
 import { formatTime, printTable as printColumns } from '../table';
 
 interface RotateOptions extends ServiceOptions {
@@ -38,11 +38,9 @@ async function accountsApi(descriptor: ServiceDescriptor, options: ServiceOption
 @SubCommand({ name: 'create', arguments: '<name>', description: 'Mint a service-account token (shown once)' })
 export class TokensCreateCommand extends MintingCommand<MintOptions> {
   protected async execute([name]: string[], options: MintOptions, terminal: Terminal): Promise<number> {
-    if (!SERVICE_ACCOUNT_NAME.test(name)) {
-      throw new CliError(
-        `Invalid service account name '${name}'.`,
-        "Use a lowercase slug of a-z, 0-9, '-' and '_', starting with a letter or digit, at most 63 characters.",
-      );
+    const problem = serviceAccountNameProblem(name);
+    if (problem) {
+      throw new UsageError(problem);
     }
     const expiresInDays = parseExpires(options.expires ?? '90d');
     requirePrivilegedFlag(options.scopes ?? [], options.privileged);
