@@ -171,8 +171,28 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
       'already-connected',
     ]);
     expect(run.json().results[0].account.name).toBe('code-agent-a');
+    expect(run.json().results[0].note).toBeUndefined();
     expect(storedTokens(sandbox)).toEqual(before);
     expect(await activeAccounts(service.databaseUrl)).toEqual(accounts);
+    // Flags that shape a minted token are said to be unused, not silently dropped.
+    const scoped = await runCommand(['connect', '--clients', 'editor-c', '-s', 'agents:run', '--json'], sandbox, { env: env() });
+    expect(scoped.json().results[0]).toMatchObject({
+      status: 'already-connected',
+      note: expect.stringContaining('--scopes and --expires apply to a new account'),
+    });
+    expect(storedTokens(sandbox)).toEqual(before);
+  });
+
+  it('--project skips the clients without a project-scoped config rather than writing a token to the user file', async () => {
+    const files = configPaths(sandbox);
+    mkdirSync(join(sandbox.home, '.codex'), { recursive: true });
+    const run = await runCommand(['connect', '--clients', 'code-agent-b,desktop-app-a', '--project', '--json'], sandbox, { env: env() });
+    for (const result of run.json().results) {
+      expect(result).toMatchObject({ status: 'skipped', error: expect.stringContaining('has no project-scoped config') });
+    }
+    expect(existsSync(files.codex) && readFileSync(files.codex, 'utf8').includes('mcp_servers')).toBe(false);
+    expect(existsSync(files.desktop)).toBe(false);
+    expect(await activeAccounts(service.databaseUrl)).toEqual([]);
   });
 
   it('--rotate rotates the account behind each entry and rewrites the entry in place: the old token works through its grace', async () => {

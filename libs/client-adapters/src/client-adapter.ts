@@ -48,6 +48,8 @@ export interface WriteOutcome {
 
 export interface ClientAdapter {
   readonly id: InPlaceClientId;
+  /** Whether the client reads a project-scoped config (`--project`); code-agent-b and desktop-app-a do not. */
+  readonly projectScope: boolean;
   /** Whether the client is installed on this machine. */
   detect(): boolean;
   /** The file a write goes to (the user file for clients without a project scope). */

@@ -78,6 +78,7 @@ function tomlString(value: string): string {
  */
 export class CodeAgentB implements ClientAdapter {
   readonly id = 'code-agent-b' as const;
+  readonly projectScope = false;
   private readonly dir: string;
   private readonly path: string;
 

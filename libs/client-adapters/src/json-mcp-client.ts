@@ -58,9 +58,11 @@ function serverMap(document: Record<string, unknown> | null, keyPath: string[]):
  */
 export class JsonMcpClient implements ClientAdapter {
   readonly id: InPlaceClientId;
+  readonly projectScope: boolean;
 
   constructor(private readonly spec: JsonClientSpec) {
     this.id = spec.id;
+    this.projectScope = spec.projectSource !== undefined;
   }
 
   detect(): boolean {

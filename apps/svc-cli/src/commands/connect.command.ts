@@ -138,6 +138,14 @@ class Connection {
   async connect(adapter: ClientAdapter, sharedCandidates: ClientAdapter[]): Promise<ConnectResult> {
     const location = adapter.location(Boolean(this.options.project));
     const base = { client: adapter.id, location, account: null, verify: null } as const;
+    if (this.options.project && !adapter.projectScope) {
+      // Its only config is the user's: writing a token there was not what --project asked for.
+      return {
+        ...base,
+        status: 'skipped',
+        error: `${adapter.id} has no project-scoped config; run svc connect --clients ${adapter.id} without --project to connect it for this user.`,
+      };
+    }
     try {
       // A --project run looks at the project scope only (a user entry must not make it already connected);
       // otherwise the entry the client itself resolves, whichever scope holds it.
@@ -151,7 +159,17 @@ class Connection {
         if (verify.ok || (this.oauthMode && !existing.token && verify.oauth_challenge)) {
           const named = this.minting && this.api ? await this.api.findActive(this.accountName(adapter)) : null;
           const account = named && existing.token && isTokenOf(named, existing.token) ? named : null;
-          return { ...base, status: 'already-connected', error: null, location: existing.location, account, verify };
+          const unused = this.minting && (this.options.scopes || this.options.expires);
+          return {
+            ...base,
+            status: 'already-connected',
+            error: null,
+            location: existing.location,
+            account,
+            verify,
+            // Said, not silently dropped: the flags shape a token that is minted, and none was.
+            ...(unused ? { note: 'Kept its token: --scopes and --expires apply to a new account (revoke it, or --name another).' } : {}),
+          };
         }
         if (this.options.skipExisting) {
           return { ...base, status: 'skipped', error: 'Existing entry no longer verifies; re-run without --skip-existing to rotate.' };
