@@ -105,3 +105,43 @@ describe('svc and a host name that only looks like loopback', () => {
     expect(await query(databaseUrl, 'SELECT 1 FROM service_accounts WHERE name = $1', [name])).toHaveLength(1);
   });
 });
+
+/**
+ * A server on this machine that says it checks no credential (auth_mode none): another local user's
+ * process on a default port, or an unrelated app a .env names. svc has nothing to gain by sending it the
+ * admin credential an operator exported, so it sends none.
+ */
+describe('svc and a service that checks no credential', () => {
+  let api: RunningApi;
+  let proxy: TcpProxy;
+  let port: number;
+
+  beforeAll(async () => {
+    api = await startApi({ DATABASE_URL: await createTestDatabase(), MCP_ENABLED: 'false' });
+    const target = new URL(api.url);
+    proxy = new TcpProxy(target.hostname, Number(target.port));
+    port = await proxy.listen();
+  });
+  afterAll(async () => {
+    await proxy?.cut();
+    await api?.stop();
+  });
+
+  it('is not sent the exported admin credential', async () => {
+    for (const args of [
+      ['jobs', 'stats'],
+      ['schedules', 'list'],
+      ['tokens', 'list'],
+    ]) {
+      const run = await runCli([...args, '--url', `http://127.0.0.1:${port}`, '--json'], cliSandbox(), {
+        env: { OS_SECURITY_KEY: ROOT_KEY, SVC_ADMIN_TOKEN: 'svc_pat_ExportedAdminToken0123456789' },
+      });
+      expect(run.code, `${args.join(' ')}: ${run.stdout}${run.stderr}`).toBe(0);
+    }
+    const wire = proxy.received();
+    expect(wire).toContain('GET /service-accounts');
+    expect(wire.toLowerCase()).not.toContain('authorization');
+    expect(wire).not.toContain(ROOT_KEY);
+    expect(wire).not.toContain('ExportedAdminToken');
+  });
+});

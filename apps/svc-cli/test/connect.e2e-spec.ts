@@ -472,7 +472,10 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     symlinkSync(target, files.cursor);
     const run = await runCommand(['connect', '--clients', 'editor-c', '--json'], sandbox, { env: env() });
     expect(run.code).toBe(1);
-    expect(run.json().results[0]).toMatchObject({ status: 'failed', error: `Refusing to write ${files.cursor}: it is a symbolic link.` });
+    expect(run.json().results[0]).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(new RegExp(`^Refusing to write ${files.cursor}: it is a symbolic link\\.`)),
+    });
     expect(readFileSync(target, 'utf8')).toBe('{}');
     // Refused before minting: no account holds a token nobody has.
     expect(await query(service.databaseUrl, "SELECT id FROM service_accounts WHERE name = 'editor-c' AND revoked_at IS NULL")).toEqual([]);

@@ -298,7 +298,10 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
       env: { ...asAdmin, SVC_ADMIN_TOKEN: 'not-a-valid-credential' },
     });
     expect(rejected.code).toBe(1);
-    expect(rejected.json().error).toMatch(/^The service rejected the admin credential/);
+    expect(rejected.json()).toEqual({
+      error: expect.stringMatching(/^The service did not accept the admin credential/),
+      hint: expect.stringContaining('svc sends SVC_ADMIN_TOKEN when it is set, else OS_SECURITY_KEY'),
+    });
     const admin = await mintAccount(service.api.url, ROOT_KEY, { scopes: ['platform:admin'], privileged: true });
     const accepted = await runCommand(['tokens', 'create', uniqueName('cli'), '--json'], sandbox, {
       env: { SERVICE_URL: service.api.url, SVC_ADMIN_TOKEN: admin.token, OS_SECURITY_KEY: 'wrong' },

@@ -2,6 +2,10 @@ import { CliError } from '@app/cli-terminal';
 
 import { Answer, errorDetail, ServiceClient, serviceClient } from './http';
 
+/** Which credential went is the first thing to check: SVC_ADMIN_TOKEN wins over a good OS_SECURITY_KEY. */
+export const UNACCEPTED_CREDENTIAL_HINT =
+  'It is wrong, expired or revoked. svc sends SVC_ADMIN_TOKEN when it is set, else OS_SECURITY_KEY: check or replace the one in use.';
+
 /**
  * An API of one service called with the operator's credential. A 401 or 403 ends the command:
  * every later call would get the same answer, so the API's own detail is what the operator sees.
@@ -21,10 +25,16 @@ export abstract class AdminApi {
     return `The service refused the credential (${answer.response.status}: ${errorDetail(answer)}).`;
   }
 
-  /** One call's answer, unless the service refused the credential. */
+  /**
+   * One call's answer, unless the service refused the credential: a 401 says the credential itself is not
+   * accepted (wrong, expired, revoked: replace it), a 403 that it lacks what this call needs.
+   */
   protected async send<T extends Answer>(call: Promise<T>): Promise<T> {
     const answer = await call;
-    if (answer.response.status === 401 || answer.response.status === 403) {
+    if (answer.response.status === 401) {
+      throw new CliError(`The service did not accept the admin credential (${errorDetail(answer)}).`, UNACCEPTED_CREDENTIAL_HINT);
+    }
+    if (answer.response.status === 403) {
       throw new CliError(this.refusal(answer), this.credentialHint);
     }
     return answer;

@@ -44,8 +44,8 @@ export async function confirmDiscoveredUrl(descriptor: ServiceDescriptor, yes: b
 const CHECKOUT_KEY_FILE = '.data/os-security-key';
 
 /**
- * The admin credential: SVC_ADMIN_TOKEN, else OS_SECURITY_KEY, else (when the service enforces
- * authorization) a hidden prompt on a terminal or an error in --json and non-TTY runs. Whenever
+ * The admin credential: none for a service that checks none (auth_mode none); else SVC_ADMIN_TOKEN, else
+ * OS_SECURITY_KEY, else a hidden prompt on a terminal or an error in --json and non-TTY runs. Whenever
  * there is one to send, the plaintext-HTTP gate applies first (before anyone types a secret).
  * `needs`: what the command's credential needs, said when there is none.
  */
@@ -56,10 +56,12 @@ export async function resolveAdminCredential(
   allowHttp: boolean,
   needs: string,
 ): Promise<string | null> {
-  const exported = env.adminToken ?? env.securityKey;
-  if (!exported && descriptor.auth_mode === 'none') {
+  // A service that checks no credential gains nothing from one, and the server answering may not be the
+  // operator's service at all (another user's process on a default port): the exported credential stays here.
+  if (descriptor.auth_mode === 'none') {
     return null;
   }
+  const exported = env.adminToken ?? env.securityKey;
   refusePlaintextCredential(descriptor.url, allowHttp, 'the admin credential');
   if (exported) {
     return exported;

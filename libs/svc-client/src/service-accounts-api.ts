@@ -91,7 +91,7 @@ export class ServiceAccountsApi extends AdminApi {
   }
 
   protected override refusal(answer: Answer): string {
-    return `The service rejected the admin credential (${errorDetail(answer)}).`;
+    return `The admin credential may not do this (${errorDetail(answer)}).`;
   }
 
   async mint(request: MintRequest): Promise<MintedServiceAccount> {

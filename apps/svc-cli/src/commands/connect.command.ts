@@ -244,7 +244,9 @@ class Connection {
       if (error instanceof Interrupted) {
         throw error;
       }
-      return { ...base, status: 'failed', error: error instanceof Error ? error.message : String(error) };
+      // A result has one error string: what to do next goes with it.
+      const hint = error instanceof CliError && error.hint ? ` ${error.hint}` : '';
+      return { ...base, status: 'failed', error: `${error instanceof Error ? error.message : String(error)}${hint}` };
     }
   }
 
@@ -367,7 +369,7 @@ class Connection {
         false,
       );
       if (!rotate) {
-        return { status: 'skipped', error: 'Service account exists; kept untouched.' };
+        return { status: 'skipped', error: 'Service account exists; kept untouched. Re-run with --rotate, or --name another account.' };
       }
     }
     if (!rotate) {
