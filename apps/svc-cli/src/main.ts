@@ -2,8 +2,9 @@ import { SERVICE_VERSION } from '@app/version';
 
 import { CATALOG } from './catalog';
 
-/** The documented two-letter short flag for --dry-run; commander only knows one-letter short flags. */
+/** The documented two-letter short flag for --dry-run of up, down and restart; commander only knows one-letter short flags. */
 const DRY_RUN_SHORT = '-dr';
+const COMPOSE_COMMANDS = new Set(['up', 'down', 'restart']);
 
 async function main(argv: string[]): Promise<void> {
   // The answers that need no command module are given before anything else loads; --help is the catalog
@@ -16,7 +17,9 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${SERVICE_VERSION}\n`);
     return;
   }
-  process.argv = [process.argv[0], process.argv[1], ...argv.map((arg) => (arg === DRY_RUN_SHORT ? '--dry-run' : arg))];
+  // Only where it is documented: elsewhere `-dr` stays what was typed, and commander names it if it is unknown.
+  const args = COMPOSE_COMMANDS.has(argv[0]) ? argv.map((arg) => (arg === DRY_RUN_SHORT ? '--dry-run' : arg)) : argv;
+  process.argv = [process.argv[0], process.argv[1], ...args];
   await import('reflect-metadata');
   const { CommandFactory } = await import('nest-commander');
   const { CliModule } = await import('./cli.module.js');

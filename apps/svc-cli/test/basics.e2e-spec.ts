@@ -148,5 +148,9 @@ describe('svc entry points', () => {
       expect(run.stdout).toBe('');
       expect(run.stderr).toMatch(/error/i);
     }
+    // -dr is --dry-run of up, down and restart only; elsewhere the error names what was typed.
+    const elsewhere = await runCli(['tokens', 'list', '-dr'], sandbox);
+    expect(elsewhere.code).toBe(2);
+    expect(elsewhere.stderr).toContain("unknown option '-dr'");
   });
 });
