@@ -67,7 +67,25 @@ describe('svc URL discovery and the credential gates', () => {
   it('an explicit --url that does not answer is an error, never a fallback', async () => {
     const run = await status(['--url', deadUrl], { SERVICE_URL: service.api.url });
     expect(run.code).toBe(1);
-    expect(run.json()).toEqual({ error: `No running service found (tried: ${deadUrl} (from --url)).`, hint: expect.any(String) });
+    expect(run.json()).toEqual({
+      error: `No running service found (tried: ${deadUrl} (from --url): connect ECONNREFUSED ${deadUrl.replace('http://', '')}).`,
+      hint: 'Check the URL and that the service runs there (npm start).',
+    });
+  });
+
+  it('says why a URL is not the service: something else answers there', async () => {
+    const other = createServer((_request, response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<html>hi</html>'));
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(other.address() as { port: number }).port}`;
+      const run = await status(['--url', url]);
+      expect(run.code).toBe(1);
+      expect(run.json().error).toBe(
+        `No running service found (tried: ${url} (from --url): GET /health answered 200, not JSON: not this service).`,
+      );
+    } finally {
+      await new Promise((done) => other.close(done));
+    }
   });
 
   it('a --url pasted with /mcp (the MCP endpoint npm start prints) is answered with the base URL to use', async () => {
@@ -100,7 +118,10 @@ describe('svc URL discovery and the credential gates', () => {
     writeFileSync(join(sandbox.cwd, '.env'), `SERVICE_URL=${deadUrl}\n`);
     const run = await status();
     expect(run.code).toBe(1);
-    expect(run.json().error).toBe(`No running service found (tried: ${deadUrl} (from SERVICE_URL in .env)).`);
+    expect(run.json()).toEqual({
+      error: `No running service found (tried: ${deadUrl} (from SERVICE_URL in .env): connect ECONNREFUSED ${deadUrl.replace('http://', '')}).`,
+      hint: 'Check SERVICE_URL in .env, or pass --url.',
+    });
   });
 
   it('without any URL it probes localhost 7777, 7778, 7779 and 8000 in order', async (context) => {
@@ -109,8 +130,8 @@ describe('svc URL discovery and the credential gates', () => {
     context.skip(listening.some(Boolean), `a default port is in use (${DEFAULT_PORTS.filter((_, i) => listening[i]).join(', ')})`);
     const run = await runCommand(['tokens', 'list', '--json'], sandbox, { env: { OS_SECURITY_KEY: ROOT_KEY } });
     expect(run.code).toBe(1);
-    expect(run.json().error).toBe(
-      'No running service found (tried: http://localhost:7777 (from default), http://localhost:7778 (from default), http://localhost:7779 (from default), http://localhost:8000 (from default)).',
+    expect(run.json().error).toMatch(
+      /^No running service found \(tried: http:\/\/localhost:7777 \(from default\): connect ECONNREFUSED \S+:7777; http:\/\/localhost:7778 \(from default\): .*; http:\/\/localhost:7779 \(from default\): .*; http:\/\/localhost:8000 \(from default\): .*\)\.$/,
     );
   });
 

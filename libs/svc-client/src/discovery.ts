@@ -91,11 +91,23 @@ function text(value: unknown): string | null {
   return typeof value === 'string' ? value : null;
 }
 
+/** A candidate nothing was found at, and why: what the operator reads when no service is found. */
+export interface Miss {
+  candidate: Candidate;
+  reason: string;
+}
+
 /** GET /health then GET /info; servers without structured discovery are probed via POST /mcp and GET /config. */
-export async function probe(candidate: Candidate): Promise<ServiceDescriptor | null> {
-  const health = await probeRequest('GET', `${candidate.url}/health`).catch(() => null);
-  if (!health || health.status !== 200 || health.body === null) {
-    return null;
+async function probe(candidate: Candidate): Promise<ServiceDescriptor | Miss> {
+  let health: Awaited<ReturnType<typeof probeRequest>>;
+  try {
+    health = await probeRequest('GET', `${candidate.url}/health`);
+  } catch (error) {
+    // "Could not reach <url>: <why>": the why (refused, a TLS failure, no answer within the timeout).
+    return { candidate, reason: (error as Error).message.replace(/^Could not reach \S+: /, '') };
+  }
+  if (health.status !== 200 || health.body === null) {
+    return { candidate, reason: `GET /health answered ${health.status}${health.body === null ? ', not JSON' : ''}: not this service` };
   }
   const info = await probeRequest('GET', `${candidate.url}/info`).catch(() => null);
   const body: Record<string, unknown> = info?.status === 200 && info.body ? info.body : {};
@@ -131,13 +143,29 @@ export async function probe(candidate: Candidate): Promise<ServiceDescriptor | n
 
 const MCP_ENDPOINT = /\/mcp\/?$/;
 
-function nothingFound(tried: Candidate[]): CliError {
-  const list = tried.map((candidate) => `${candidate.url} (from ${describeSource(candidate)})`).join(', ');
+const isMiss = (found: ServiceDescriptor | Miss): found is Miss => 'reason' in found;
+
+/** What to check next, by where the URL that failed came from. */
+function nextStep({ candidate }: Miss): string {
+  switch (candidate.source) {
+    case 'flag':
+      return 'Check the URL and that the service runs there (npm start).';
+    case 'env':
+      return 'Check SERVICE_URL in the environment, or pass --url.';
+    case 'env-file':
+      return `Check SERVICE_URL in ${candidate.sourceFile}, or pass --url.`;
+    default:
+      return 'Start it (npm start), or pass --url or set SERVICE_URL.';
+  }
+}
+
+function nothingFound(misses: Miss[]): CliError {
+  const list = misses.map(({ candidate, reason }) => `${candidate.url} (from ${describeSource(candidate)}): ${reason}`).join('; ');
   // The URL `npm start` prints beside "MCP:" is the likeliest paste: the service lives one level up.
-  const endpoint = tried.find((candidate) => MCP_ENDPOINT.test(candidate.url));
+  const endpoint = misses.find(({ candidate }) => MCP_ENDPOINT.test(candidate.url));
   const hint = endpoint
-    ? `${endpoint.url} is the MCP endpoint; svc wants the service's base URL: ${endpoint.url.replace(MCP_ENDPOINT, '')}`
-    : 'Start it (npm start), or pass --url or set SERVICE_URL.';
+    ? `${endpoint.candidate.url} is the MCP endpoint; svc wants the service's base URL: ${endpoint.candidate.url.replace(MCP_ENDPOINT, '')}`
+    : nextStep(misses[0]);
   return new CliError(`No running service found (tried: ${list}).`, hint);
 }
 
@@ -147,13 +175,15 @@ function nothingFound(tried: Candidate[]): CliError {
  */
 export async function discoverOne(request: DiscoveryRequest): Promise<ServiceDescriptor> {
   const [group] = candidateGroups(request);
+  const misses: Miss[] = [];
   for (const candidate of group) {
     const found = await probe(candidate);
-    if (found) {
+    if (!isMiss(found)) {
       return found;
     }
+    misses.push(found);
   }
-  throw nothingFound(group);
+  throw nothingFound(misses);
 }
 
 /** Two loopback URLs (by isLoopbackUrl, e.g. localhost, 127.0.0.1, [::1]) on the same port and path are one service. */
@@ -187,15 +217,14 @@ export async function discoverInteractively(
       candidates.push(candidate);
     }
   }
-  const found = (await Promise.all(candidates.map((candidate) => probe(candidate)))).filter(
-    (item): item is ServiceDescriptor => item !== null,
-  );
+  const probed = await Promise.all(candidates.map((candidate) => probe(candidate)));
+  const found = probed.filter((item): item is ServiceDescriptor => !isMiss(item));
   const envFileCandidate = candidates.find((candidate) => candidate.source === 'env-file');
   if (envFileCandidate && !found.some((descriptor) => descriptor.url_source === 'env-file')) {
     terminal.note(`Nothing answered at ${envFileCandidate.url} (${describeSource(envFileCandidate)}).`);
   }
   if (found.length === 0) {
-    throw nothingFound(candidates);
+    throw nothingFound(probed.filter(isMiss));
   }
   if (found.length === 1) {
     return found[0];
