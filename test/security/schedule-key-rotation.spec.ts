@@ -71,10 +71,30 @@ describe('security: rotating the security key stops the schedules the old key wr
     expect(dump).not.toContain(OLD_KEY);
   });
 
-  it('a schedule of the old key fires no more, and is disabled saying why', async () => {
+  it('a schedule of the old key fires no more, and is disabled saying why once refusals outlast a rollout', async () => {
+    const schedule = async () => (await call(api.url, 'GET', `/schedules/${oldKeys.id}`, { token: NEW_KEY })).body;
+    // A replica still holding the old key (a rolling update) may accept it: the first refusals fail the fire only.
+    expect(await fireOf(oldKeys.id)).toMatchObject({
+      status: 'failed',
+      error: expect.stringContaining('disabled if that lasts 15 minutes'),
+    });
+    expect(await schedule()).toMatchObject({ enabled: true, disabled_reason: null });
+    // Refused for longer than a rollout takes.
+    await query(databaseUrl, "UPDATE schedules SET owner_refused_since = now() - interval '16 minutes' WHERE id = $1", [oldKeys.id]);
     expect(await fireOf(oldKeys.id)).toMatchObject({ status: 'failed' });
-    const schedule = (await call(api.url, 'GET', `/schedules/${oldKeys.id}`, { token: NEW_KEY })).body;
-    expect(schedule).toMatchObject({ enabled: false, disabled_reason: 'owner_credential_unaccepted:security_key' });
+    expect(await schedule()).toMatchObject({ enabled: false, disabled_reason: 'owner_credential_unaccepted:security_key' });
+  });
+
+  it('an accepted fire forgets earlier refusals: the replica that refused was on the old settings', async () => {
+    const current = await create(api.url, NEW_KEY);
+    await query(databaseUrl, "UPDATE schedules SET owner_refused_since = now() - interval '10 minutes' WHERE id = $1", [current.id]);
+    expect(await fireOf(current.id)).toMatchObject({ status: 'success' });
+    const [row] = await query<{ owner_refused_since: Date | null }>(
+      databaseUrl,
+      'SELECT owner_refused_since FROM schedules WHERE id = $1',
+      [current.id],
+    );
+    expect(row.owner_refused_since).toBeNull();
   });
 
   it('a schedule the new key writes fires, and so does one stored before keys were told apart', async () => {

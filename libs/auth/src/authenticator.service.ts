@@ -6,7 +6,7 @@ import type { FastifyRequest } from 'fastify';
 import { intersectScopes, mayUse, mayUseSome, Principal, SERVICE_ACCOUNT_PREFIX, serviceAccountPrincipal } from '@app/access';
 import { Env, warnIfShort } from '@app/config';
 import { assertUnreachable } from '@app/errors';
-import { SCHEDULE_CREDENTIAL_PREFIX, ScheduleCall, ScheduleCredentials, ScheduleOwner } from '@app/schedules';
+import { OWNER_REFUSAL_GRACE_SECONDS, SCHEDULE_CREDENTIAL_PREFIX, ScheduleCall, ScheduleCredentials, ScheduleOwner } from '@app/schedules';
 import { ServiceAccountsService, ServiceAccountVerifier, TOKEN_PREFIX, Verification } from '@app/service-accounts';
 
 import { AuthErrorCode, AuthException } from './auth.exception';
@@ -237,6 +237,28 @@ export class Authenticator {
         'Invalid or expired schedule credential, not issued for this call, or the schedule is disabled',
       );
     }
+    const principal = await this.scheduleOwnerPrincipal(owner);
+    if (principal) {
+      await this.scheduleCredentials.ownerAccepted(owner);
+      return principal;
+    }
+    // The owner could not make this call on this instance today: the fire fails, and the schedule stops, with the
+    // reason, once that has lasted longer than a rolling update between settings takes.
+    const reason = `owner_credential_unaccepted:${owner.kind}`;
+    if (await this.scheduleCredentials.refuseOwner(owner.scheduleId, reason)) {
+      throw new AuthException(
+        AuthErrorCode.Unauthenticated,
+        `The schedule's owner used a credential this instance no longer accepts; the schedule is disabled (${reason})`,
+      );
+    }
+    throw new AuthException(
+      AuthErrorCode.Unauthenticated,
+      `The schedule's owner used a credential this instance does not accept; the schedule is disabled if that lasts ${OWNER_REFUSAL_GRACE_SECONDS / 60} minutes`,
+    );
+  }
+
+  /** The principal a schedule's fire acts as, or null when this instance does not accept the owner's kind of credential. */
+  private async scheduleOwnerPrincipal(owner: ScheduleOwner): Promise<Principal | null> {
     switch (owner.kind) {
       case 'service_account': {
         const standing = await this.accounts.standing(owner.serviceAccountId ?? '');
@@ -273,9 +295,7 @@ export class Authenticator {
       default:
         assertUnreachable(owner.kind);
     }
-    // The owner could not make this call today: the schedule stops here, with the reason, rather than failing every tick.
-    await this.scheduleCredentials.disable(owner.scheduleId, `owner_credential_unaccepted:${owner.kind}`);
-    throw new AuthException(AuthErrorCode.Unauthenticated, "The schedule's owner used a credential this instance no longer accepts");
+    return null;
   }
 
   private async fromJwt(token: string): Promise<Principal> {

@@ -34,7 +34,17 @@ export interface ScheduleOwner {
   serviceAccountId: string | null;
   /** Owned by a security key other than the one this instance accepts now: the key was rotated since. */
   keyRotated: boolean;
+  /** Since when fires have been refused for the owner's kind of credential; null when the last one was accepted. */
+  refusedSince: Date | null;
 }
+
+/**
+ * How long fires may be refused because this instance does not accept the owner's kind of credential before
+ * the schedule is disabled. A rolling update runs replicas of two settings at once (a rotated security key, JWT
+ * or OAuth being configured), and one still on the old settings refuses what the new ones accept: such a fire
+ * fails, and the schedule stays. Refusals that outlast any rollout mean the credential is gone for good.
+ */
+export const OWNER_REFUSAL_GRACE_SECONDS = 15 * 60;
 
 /** What verifying a fire's call needs of its schedule. */
 interface CalledSchedule {
@@ -48,6 +58,7 @@ interface CalledSchedule {
   owner_scopes: string[];
   owner_service_account_id: string | null;
   owner_key_fingerprint: string | null;
+  owner_refused_since: Date | null;
 }
 
 /**
@@ -58,7 +69,7 @@ interface CalledSchedule {
 const CALLED_SCHEDULE = {
   name: 'schedules_called',
   text: `SELECT enabled, method, endpoint, target_type, target_id, owner_kind, owner_id, owner_scopes, owner_service_account_id,
-                owner_key_fingerprint
+                owner_key_fingerprint, owner_refused_since
            FROM schedules WHERE id = $1`,
 };
 
@@ -115,6 +126,7 @@ export class ScheduleCredentials {
       scopes: schedule.owner_scopes,
       serviceAccountId: schedule.owner_service_account_id,
       keyRotated: await this.keyRotated(schedule.owner_key_fingerprint),
+      refusedSince: schedule.owner_refused_since,
     };
   }
 
@@ -122,6 +134,34 @@ export class ScheduleCredentials {
   private async keyRotated(fingerprint: string | null): Promise<boolean> {
     const key = this.env.OS_SECURITY_KEY;
     return fingerprint !== null && (!key || fingerprint !== (await securityKeyFingerprint(key)));
+  }
+
+  /**
+   * A fire refused because this instance does not accept the owner's kind of credential: the first refusal is
+   * remembered, and the schedule is disabled (with `reason`) once refusals have lasted OWNER_REFUSAL_GRACE_SECONDS.
+   * True when it is disabled now.
+   */
+  async refuseOwner(scheduleId: string, reason: string): Promise<boolean> {
+    const [rows] = (await this.dataSource.query(
+      // The right-hand sides read the row as it was: refused since long enough, and it is disabled now.
+      `UPDATE schedules SET
+         owner_refused_since = COALESCE(owner_refused_since, now()),
+         enabled = COALESCE(owner_refused_since > now() - make_interval(secs => $2), true),
+         next_run_at = CASE WHEN owner_refused_since <= now() - make_interval(secs => $2) THEN NULL ELSE next_run_at END,
+         disabled_reason = CASE WHEN owner_refused_since <= now() - make_interval(secs => $2) THEN $3 ELSE disabled_reason END,
+         updated_at = now()
+       WHERE id = $1 AND enabled
+       RETURNING enabled`,
+      [scheduleId, OWNER_REFUSAL_GRACE_SECONDS, reason],
+    )) as [{ enabled: boolean }[], number];
+    return rows.length > 0 && !rows[0].enabled;
+  }
+
+  /** A fire accepted after refusals: the replica that refused is gone (a rollout finished), nothing to disable. */
+  async ownerAccepted(owner: ScheduleOwner): Promise<void> {
+    if (owner.refusedSince) {
+      await this.schedules.update({ id: owner.scheduleId }, { ownerRefusedSince: null });
+    }
   }
 
   /** Stops a schedule whose owner can no longer make its call; re-enabling it is an owner's or an admin's decision. */

@@ -111,6 +111,13 @@ export class ScheduleEntity {
   @Column({ name: 'owner_key_fingerprint', type: 'varchar', length: 64, nullable: true })
   ownerKeyFingerprint!: string | null;
 
+  /**
+   * Since when fires have been refused because this instance does not accept the owner's kind of credential
+   * (see OWNER_REFUSAL_GRACE_SECONDS); null once a fire is accepted.
+   */
+  @Column({ name: 'owner_refused_since', type: 'timestamptz', nullable: true })
+  ownerRefusedSince!: Date | null;
+
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt!: Date;
 

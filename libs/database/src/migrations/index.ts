@@ -25,6 +25,7 @@ import { RunLeases1765900000001 } from './1765900000001-RunLeases';
 import { TraceSummaryOnRuns1766000000001 } from './1766000000001-TraceSummaryOnRuns';
 import { RunSpansOnRuns1766100000001 } from './1766100000001-RunSpansOnRuns';
 import { ScheduleOwnerKeyFingerprint1766200000001 } from './1766200000001-ScheduleOwnerKeyFingerprint';
+import { ScheduleOwnerRefusedSince1766300000001 } from './1766300000001-ScheduleOwnerRefusedSince';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -55,4 +56,5 @@ export const MIGRATIONS = [
   TraceSummaryOnRuns1766000000001,
   RunSpansOnRuns1766100000001,
   ScheduleOwnerKeyFingerprint1766200000001,
+  ScheduleOwnerRefusedSince1766300000001,
 ];
