@@ -38,7 +38,10 @@ describe('a migration behind a long transaction', () => {
     await holder.query('BEGIN');
     await holder.query('SELECT 1 FROM runs LIMIT 1'); // a long read: ACCESS SHARE on runs until it ends
     const holdMs = MIGRATION_LOCK_TIMEOUT_MS + 3_000;
-    const released = new Promise<number>((resolve) => setTimeout(() => holder.query('COMMIT').then(() => resolve(Date.now())), holdMs));
+    const released = new Promise((resolve) => setTimeout(resolve, holdMs)).then(async () => {
+      await holder.query('COMMIT');
+      return Date.now();
+    });
     try {
       const migrated = migrate(dataSource);
       await new Promise((resolve) => setTimeout(resolve, 1_000));

@@ -4,8 +4,8 @@ import { HttpException, HttpStatus, Logger } from '@nestjs/common';
 
 import { AuthErrorCode, AuthException } from '@app/auth';
 import { isDatabaseUnavailable } from '@app/database';
-import { loggableUrl } from '@app/logging';
 import { ErrorBodyDto, ValidationErrorBodyDto, ValidationFailedException } from '@app/errors';
+import { loggableUrl } from '@app/logging';
 
 import { isKnownDomainException, statusOf } from './error-status';
 

@@ -17,8 +17,8 @@ import { MintOptions, serviceAccountNameProblem, ServiceOptions } from '../optio
 import { parseExpires, requirePrivilegedFlag } from '../scopes';
 import { targetService } from '../service-target';
 import { CommandGroup, CredentialedCommand, MintingCommand } from '../svc-command';
-import { UsageError } from '../usage-errors';
 import { formatTime, printTable as printColumns } from '../table';
+import { UsageError } from '../usage-errors';
 
 interface RotateOptions extends ServiceOptions {
   grace?: number;
