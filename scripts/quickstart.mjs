@@ -22,6 +22,9 @@ const dataDir = resolve(process.env.PLATFORM_DATA_DIR ?? join(root, '.data'));
 // .data/ is traversable (0711) so the unprivileged postgres user can reach its cluster;
 // the key file and the database password file are owner-only.
 const keyFile = join(dataDir, 'os-security-key');
+// The key as an HTTP header line, for `curl -H @file`: a command that expands the key puts it in curl's argv,
+// which any user of the machine can read while it runs.
+const headerFile = join(dataDir, 'admin-header');
 const databaseDir = join(dataDir, 'postgres');
 const databasePasswordFile = join(dataDir, 'postgres-password');
 const host = process.env.HOST ?? '127.0.0.1';
@@ -215,7 +218,10 @@ function securityKey() {
     say(`Generated an OS security key in ${keyFile} (mode 0600)`);
   }
   chmodSync(keyFile, 0o600);
-  return { key: readFileSync(keyFile, 'utf8').trim(), source: keyFile, file: keyFile };
+  const key = readFileSync(keyFile, 'utf8').trim();
+  writeFileSync(headerFile, `Authorization: Bearer ${key}\n`, { mode: 0o600 });
+  chmodSync(headerFile, 0o600);
+  return { key, source: keyFile, file: keyFile };
 }
 
 /** Builds only when a source file is newer than the last build, so restarts are quick. */
@@ -582,9 +588,9 @@ async function main() {
   say(`Docs:     ${url}/docs`);
   say(`MCP:      ${url}/mcp`);
   say(`Admin credential (OS security key): ${file ? shown(file) : source}. Use it as a bearer token, e.g.:`);
-  const bearer = file ? `$(cat ${shellWord(shown(file))})` : '$OS_SECURITY_KEY';
+  const header = file ? `@${shellWord(shown(headerFile))}` : '"Authorization: Bearer $OS_SECURITY_KEY"';
   // No prefix and no trailing comment: the whole line pastes into a shell as it is.
-  process.stdout.write(`  curl -s ${url}/config -H "Authorization: Bearer ${bearer}"\n`);
+  process.stdout.write(`  curl -s ${url}/config -H ${header}\n`);
   say('Press Ctrl-C to stop.');
 }
 

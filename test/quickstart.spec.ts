@@ -128,6 +128,7 @@ describe('npm start (scripts/quickstart.mjs)', () => {
     const info = (await fetch(`${url}/info`).then((r) => r.json())) as { mcp: { enabled: boolean } };
     expect(info.mcp.enabled).toBe(true);
     expect(statSync(join(dataDir, 'os-security-key')).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dataDir, 'admin-header')).mode & 0o777).toBe(0o600);
     expect(quickstart.output()).toContain(`Docs:     ${url}/docs`);
     // The quickstart names the api for the worker's fires: no warning a newcomer could take for a fault.
     expect(quickstart.output()).not.toMatch(/WARN|PUBLIC_URL is unset/);
@@ -150,6 +151,9 @@ describe('npm start (scripts/quickstart.mjs)', () => {
       .find((line) => line.trim().startsWith('curl '));
     expect(curl).toBeDefined();
     expect(curl).not.toContain('#');
+    // The key stays out of curl's argv, which any user of the machine can read while it runs.
+    expect(curl).toMatch(/ -H @.*admin-header'?$/);
+    expect(curl).not.toContain('Bearer');
     const answer = execFileSync('sh', ['-c', `${curl!.trim()} -o /dev/null -w '%{http_code}'`], { cwd, encoding: 'utf8' });
     expect(answer).toBe('200');
 
