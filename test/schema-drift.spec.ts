@@ -15,7 +15,7 @@ const entities = readdirSync('dist/libs').flatMap((lib) => {
   return readdirSync(dir).filter((file) => file.endsWith('.entity.js')).flatMap((file) => Object.values(require('./' + join(dir, file))));
 });
 (async () => {
-  const ds = await new DataSource(dataSourceOptions(process.env.DATABASE_URL, entities)).initialize();
+  const ds = await new DataSource({ ...dataSourceOptions(process.env.DATABASE_URL), entities }).initialize();
   const sql = await ds.driver.createSchemaBuilder().log();
   console.log(JSON.stringify({ entities: entities.map((e) => e.name), pending: sql.upQueries.map((q) => q.query) }));
   await ds.destroy();

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createEmptyDatabase, createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
-import { RunningApi, spawnNode, startApi } from '../../../test/support/processes';
+import { RunningApi, spawnNode, startApi, waitFor } from '../../../test/support/processes';
 import { TcpProxy } from '../../../test/support/tcp-proxy';
 
 describe('GET /readyz', () => {
@@ -43,11 +43,18 @@ describe('GET /readyz', () => {
 
     beforeAll(async () => {
       databaseUrl = await createTestDatabase();
-      api = await startApi({ DATABASE_URL: databaseUrl, DEMO_COMPONENTS: 'true' });
+      api = await startApi({ DATABASE_URL: databaseUrl, DEMO_COMPONENTS: 'true', DATABASE_POOL_SIZE: '5' });
     });
     afterAll(() => api?.stop());
 
     it('stays 200: readiness asks over a connection of its own, so a busy pool does not take every replica out at once', async () => {
+      const waitingOnLock = async () =>
+        (
+          await query<{ n: number }>(
+            databaseUrl,
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+          )
+        )[0].n;
       const locker = new Client({ connectionString: databaseUrl });
       await locker.connect();
       try {
@@ -57,12 +64,10 @@ describe('GET /readyz', () => {
         const posts = Array.from({ length: 30 }, () =>
           call(api.url, 'POST', '/agents/echo-agent/runs', { json: { message: 'blocked', background: true } }),
         );
-        await new Promise((resolve) => setTimeout(resolve, 1_000));
-        const waiting = await query<{ n: number }>(
-          databaseUrl,
-          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
-        );
-        expect(waiting[0].n).toBeGreaterThanOrEqual(20);
+        // Every connection of the pool, and no more: DATABASE_POOL_SIZE bounds it.
+        await waitFor(async () => (await waitingOnLock()) === 5, 5_000, 'the pool to fill');
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        expect(await waitingOnLock()).toBe(5);
         expect(await call(api.url, 'GET', '/readyz')).toMatchObject({ status: 200, body: { checks: { database: 'ok' } } });
         await locker.query('ROLLBACK');
         const answered = await Promise.all(posts);

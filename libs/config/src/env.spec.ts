@@ -12,6 +12,7 @@ describe('loadEnv', () => {
       QUEUE_LOCK_GRACE_SECONDS: 60,
       SERVICE_ACCOUNT_CACHE_TTL_SECONDS: 30,
       MCP_ENABLED: false,
+      DATABASE_POOL_SIZE: 20,
     });
     expect(env.publicUrl).toBe('http://127.0.0.1:7777');
     expect(env.jwtScopesEnforced).toBe(false);

@@ -126,6 +126,13 @@ export class Env {
   @IsEnvBoolean()
   DB_MIGRATE = true;
 
+  /**
+   * Connections of the process's pool for requests (api) and run handlers (worker); the worker's queue engines
+   * and each process's readiness probe have their own beside it (README: sizing max_connections).
+   */
+  @IsEnvInt(1, 1000)
+  DATABASE_POOL_SIZE = 20;
+
   @IsString()
   @MinLength(1)
   HOST = '127.0.0.1';

@@ -6,17 +6,19 @@ import { DataSource, DataSourceOptions, MigrationExecutor } from 'typeorm';
 import { ConnectionClient } from './connection-client';
 import { MIGRATIONS } from './migrations';
 
-export function dataSourceOptions(url: string, entities: DataSourceOptions['entities'] = []): DataSourceOptions {
+/** What the pool holds when no DATABASE_POOL_SIZE is given (the migrate role, tests). */
+const DEFAULT_POOL_SIZE = 20;
+
+export function dataSourceOptions(url: string, poolSize = DEFAULT_POOL_SIZE): DataSourceOptions {
   return {
     type: 'postgres',
     url,
-    entities,
     migrations: MIGRATIONS,
     migrationsTableName: 'migrations',
     synchronize: false,
     migrationsRun: false,
     // Fail fast when the database is gone instead of queueing requests forever.
-    extra: { max: 20, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30000, Client: ConnectionClient },
+    extra: { max: poolSize, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30000, Client: ConnectionClient },
   };
 }
 

@@ -11,7 +11,11 @@ import { dataSourceOptions, migrate } from './data-source';
   imports: [
     TypeOrmModule.forRootAsync({
       inject: [Env],
-      useFactory: (env: Env) => ({ ...dataSourceOptions(env.databaseUrl), autoLoadEntities: true, migrationsRun: env.DB_MIGRATE }),
+      useFactory: (env: Env) => ({
+        ...dataSourceOptions(env.databaseUrl, env.DATABASE_POOL_SIZE),
+        autoLoadEntities: true,
+        migrationsRun: env.DB_MIGRATE,
+      }),
       // TypeORM's own `migrationsRun` would migrate without a lock: we honour the flag ourselves,
       // under the advisory lock, before any provider can touch a table.
       dataSourceFactory: async (options?: DataSourceOptions) => {
