@@ -16,12 +16,12 @@ export class TmuxSession {
 
   private constructor() {}
 
-  /** Starts `argv` with exactly `env`, in `cwd`; the pane stays open after exit showing `EXIT:<code>`. */
-  static start(argv: string[], env: Record<string, string>, cwd: string): TmuxSession {
+  /** Starts `argv` with exactly `env`, in `cwd`, `columns` wide; the pane stays open after exit showing `EXIT:<code>`. */
+  static start(argv: string[], env: Record<string, string>, cwd: string, columns = 160): TmuxSession {
     const session = new TmuxSession();
     const assignments = Object.entries(env).map(([key, value]) => `${key}=${shellQuote(value)}`);
     const command = `env -i ${assignments.join(' ')} ${argv.map(shellQuote).join(' ')}; echo "EXIT:$?"; sleep 600`;
-    session.tmux('new-session', '-d', '-x', '160', '-y', '40', '-c', cwd, command);
+    session.tmux('new-session', '-d', '-x', String(columns), '-y', '40', '-c', cwd, command);
     return session;
   }
 

@@ -22,16 +22,47 @@ export function cell(text: string | null | undefined, max = 60): string {
 /** Colours a cell (already padded, so escapes never shift the columns); only called where colour is on. */
 export type Paint = (text: string, column: number, row: string[]) => string;
 
+/** The narrowest a column is cut to: its header, and at least enough to tell values apart. */
+const MIN_COLUMN = 8;
+
 /**
- * Aligned columns, a bold header, `paint` for cells (colour only where the Terminal allows it).
+ * Column widths that fit `width` with their two-space gaps: the widest column loses a character at a time
+ * (scopes, an error) while it is wider than its minimum, so narrow ones (a status, a time) stay whole.
+ */
+function fitWidths(widths: number[], minimums: number[], width: number): number[] {
+  const fit = [...widths];
+  let excess = fit.reduce((sum, each) => sum + each, 2 * (fit.length - 1)) - width;
+  while (excess > 0) {
+    const shrinkable = fit.map((each, column) => (each > minimums[column] ? column : -1)).filter((column) => column >= 0);
+    if (shrinkable.length === 0) {
+      break;
+    }
+    const widest = shrinkable.reduce((best, column) => (fit[column] > fit[best] ? column : best));
+    fit[widest] -= 1;
+    excess -= 1;
+  }
+  return fit;
+}
+
+/**
+ * Aligned columns, a bold header, `paint` for cells (colour only where the Terminal allows it). On a terminal
+ * narrower than the table, the widest cells are cut with `…` so that no row wraps; piped output keeps them whole.
  * Cells are printed as given: sanitize service text first.
  */
 export function printTable(header: string[], rows: string[][], terminal: Terminal, paint?: Paint): void {
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
+  const natural = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
+  const widths = terminal.width
+    ? fitWidths(
+        natural,
+        header.map((title, column) => Math.min(natural[column], Math.max(title.length, MIN_COLUMN))),
+        terminal.width,
+      )
+    : natural;
   const format = (cells: string[], painter?: Paint): string => {
     const last = cells.length - 1;
     return cells
-      .map((text, column) => {
+      .map((full, column) => {
+        const text = full.length > widths[column] ? `${full.slice(0, widths[column] - 1)}…` : full;
         const padded = column === last ? text : text.padEnd(widths[column]);
         return painter ? painter(padded, column, cells) : padded;
       })

@@ -29,6 +29,24 @@ describe('svc at a real terminal (tmux)', () => {
     ...extra,
   });
 
+  it('tokens list fits an 80-column terminal: the widest cells are cut with …, no row wraps, the columns stay aligned', async () => {
+    const sandbox = cliSandbox();
+    const wide = await mintAccount(service.api.url, ROOT_KEY, {
+      scopes: ['agents:read', 'agents:run', 'teams:read', 'teams:run', 'workflows:read', 'workflows:run', 'sessions:read', 'config:read'],
+    });
+    const env = terminalEnv(sandbox.home, { SERVICE_URL: service.api.url, OS_SECURITY_KEY: ROOT_KEY });
+    session = TmuxSession.start([process.execPath, SVC_BIN, 'tokens', 'list'], env, sandbox.cwd, 80);
+    expect(await session.exitCode()).toBe(0);
+    // capture-pane -J joins a wrapped row back into one line: a line over 80 is a row that wrapped.
+    const lines = session.screen().split('\n');
+    expect(lines.filter((line) => line.length > 80)).toEqual([]);
+    const header = lines.find((line) => line.startsWith('Name'))!;
+    const row = lines.find((line) => line.startsWith(wide.name))!;
+    expect(row).toMatch(/  agents:read,\S*…  /);
+    expect(row).toContain('…');
+    expect(row.indexOf('active')).toBe(header.indexOf('Status'));
+  });
+
   it('tokens revoke asks first: No keeps the account, Yes revokes it', async () => {
     const sandbox = cliSandbox();
     const account = await mintAccount(service.api.url, ROOT_KEY);

@@ -2,6 +2,8 @@
 export interface OutputStream {
   write(text: string): unknown;
   readonly isTTY?: boolean;
+  /** A terminal's width in characters. */
+  readonly columns?: number;
 }
 
 /**

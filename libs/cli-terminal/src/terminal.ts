@@ -31,6 +31,8 @@ export class Terminal {
   readonly color: Colors;
   /** Prompts are allowed: not --json and stdin is a terminal. */
   readonly interactive: boolean;
+  /** The width human output has to fit: a terminal's; null when stdout is not one (a pipe keeps every character). */
+  readonly width: number | null;
   private readonly spinners: boolean;
 
   constructor(
@@ -40,6 +42,7 @@ export class Terminal {
     const noColor = process.env.NO_COLOR !== undefined;
     this.color = createColors(!json && !noColor && Boolean(output.stdout.isTTY));
     this.interactive = !json && Boolean(output.stdin.isTTY);
+    this.width = !json && output.stdout.isTTY ? output.stdout.columns || 80 : null;
     this.spinners = !json && Boolean(output.stderr.isTTY) && process.env.TERM !== 'dumb';
   }
 
