@@ -464,6 +464,38 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     expect(readJson(join(sandbox.cwd, '.mcp.json')).mcpServers['platform-service']).toEqual(planted);
   });
 
+  it('an entry written but not verified is reported failed, saying it stays and how to remove it', async () => {
+    // A service that describes itself (open, MCP on) and whose /mcp fails.
+    const broken = createServer((request, response) => {
+      if (request.url === '/health') {
+        response.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+      } else if (request.url === '/info') {
+        response
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ name: 'broken', auth_mode: 'none', mcp: { enabled: true, path: '/mcp' } }));
+      } else {
+        response.writeHead(500, { 'content-type': 'application/json' }).end('{"detail":"boom"}');
+      }
+    });
+    await new Promise<void>((resolve) => broken.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(broken.address() as { port: number }).port}`;
+      const files = configPaths(sandbox);
+      mkdirSync(join(sandbox.home, '.cursor'));
+      const run = await runCommand(['connect', '--url', url, '--clients', 'editor-c', '--server-name', 'broken', '--json'], sandbox);
+      expect(run.code).toBe(1);
+      expect(run.json().results[0]).toMatchObject({
+        status: 'failed',
+        error: expect.stringContaining(
+          `The entry 'broken' stays in ${files.cursor}; re-run once the service answers, or remove it with svc disconnect --clients editor-c.`,
+        ),
+      });
+      expect(readJson(files.cursor).mcpServers.broken.url).toBe(`${url}/mcp`);
+    } finally {
+      await new Promise((done) => broken.close(done));
+    }
+  });
+
   it('a symlinked config is refused and nothing is written through it', async () => {
     const files = configPaths(sandbox);
     mkdirSync(join(sandbox.home, '.cursor'));

@@ -239,7 +239,14 @@ class Connection {
       if (this.oauthMode && verify.oauth_challenge) {
         return { ...result, status: 'needs-login', error: null, instructions: adapter.loginInstructions(this.serverName) };
       }
-      return { ...result, status: 'failed', error: `MCP verification failed: ${verify.error ?? `HTTP ${verify.status_code}`}` };
+      // The entry is written and stays (a passing outage should not cost the token): say so, and how it goes.
+      return {
+        ...result,
+        status: 'failed',
+        error:
+          `MCP verification failed: ${verify.error ?? `HTTP ${verify.status_code}`}. The entry '${this.serverName}' stays in ` +
+          `${written.location}; re-run once the service answers, or remove it with svc disconnect --clients ${adapter.id}.`,
+      };
     } catch (error) {
       if (error instanceof Interrupted) {
         throw error;
