@@ -101,6 +101,18 @@ describe('modelAgent (with the AI SDK test model)', () => {
     );
   });
 
+  it('never shows a key the base URL carries in its query, as some providers take it', async () => {
+    const model = new MockLanguageModelV3({
+      doStream: async () => {
+        throw new APICallError({ message: 'Unauthorized', url: 'http://x', requestBodyValues: {}, statusCode: 401, responseBody: 'bad key' });
+      },
+    });
+    const keyed = { ...OPTIONS, baseURL: 'http://127.0.0.1:1/v1?api-version=2024-10-21&api-key=query-key-0123456789' };
+    await expect(runModelAgent(model, keyed, context())).rejects.toThrow(
+      'Model provider answered HTTP 401 (http://127.0.0.1:1/v1?api-version=[redacted]&api-key=[redacted]): bad key',
+    );
+  });
+
   it('ends as a cancellation, not a failure, when the run’s signal aborts', async () => {
     const controller = new AbortController();
     const model = new MockLanguageModelV3({

@@ -186,7 +186,7 @@ function providerFailure(error: unknown, options: ModelAgentOptions, timeout: Ab
   return error instanceof Error ? error.message : String(error);
 }
 
-/** The text without the API key or the base URL's user and password. */
+/** The text without the API key or what in the base URL may be one (see urlCredentials). */
 function redacted(text: string, options: ModelAgentOptions): string {
   const secrets = [apiKeyOf(options), ...urlCredentials(options.baseURL)].filter(
     (secret): secret is string => secret !== undefined && secret.length >= MIN_SECRET_CHARS,
@@ -194,10 +194,11 @@ function redacted(text: string, options: ModelAgentOptions): string {
   return secrets.reduce((shown, secret) => shown.split(secret).join('[redacted]'), text);
 }
 
+/** What in a base URL may be a credential: its user and password, and its query's values (`?api-key=`, as some providers take). */
 function urlCredentials(url: string): string[] {
   try {
-    const { username, password } = new URL(url);
-    return [password, decodeURIComponent(password), username, decodeURIComponent(username)];
+    const { username, password, searchParams } = new URL(url);
+    return [password, decodeURIComponent(password), username, decodeURIComponent(username), ...searchParams.values()];
   } catch {
     return [];
   }
