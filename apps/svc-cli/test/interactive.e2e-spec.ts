@@ -42,7 +42,7 @@ describe('svc at a real terminal (tmux)', () => {
     expect(lines.filter((line) => line.length > 80)).toEqual([]);
     const header = lines.find((line) => line.startsWith('Name'))!;
     const row = lines.find((line) => line.startsWith(wide.name))!;
-    expect(row).toMatch(/  agents:read,\S*…  /);
+    expect(row).toMatch(/ {2}agents:read,\S*… {2}/);
     expect(row).toContain('…');
     expect(row.indexOf('active')).toBe(header.indexOf('Status'));
   });

@@ -104,7 +104,13 @@ describe('modelAgent (with the AI SDK test model)', () => {
   it('never shows a key the base URL carries in its query, as some providers take it', async () => {
     const model = new MockLanguageModelV3({
       doStream: async () => {
-        throw new APICallError({ message: 'Unauthorized', url: 'http://x', requestBodyValues: {}, statusCode: 401, responseBody: 'bad key' });
+        throw new APICallError({
+          message: 'Unauthorized',
+          url: 'http://x',
+          requestBodyValues: {},
+          statusCode: 401,
+          responseBody: 'bad key',
+        });
       },
     });
     const keyed = { ...OPTIONS, baseURL: 'http://127.0.0.1:1/v1?api-version=2024-10-21&api-key=query-key-0123456789' };
