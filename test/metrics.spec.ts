@@ -33,11 +33,18 @@ describe.skipIf(!havePromtool)('/metrics of the api and the worker', () => {
   let api: RunningApi;
   let worker: RunningProcess;
   let workerMetrics: string;
+  let apiMetricsPort: string;
   let runId: string;
 
   beforeAll(async () => {
     const databaseUrl = await createTestDatabase();
-    api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
+    apiMetricsPort = String(await freePort());
+    api = await startApi({
+      DATABASE_URL: databaseUrl,
+      OS_SECURITY_KEY: ROOT_KEY,
+      DEMO_COMPONENTS: 'true',
+      API_METRICS_PORT: apiMetricsPort,
+    });
     workerMetrics = `http://127.0.0.1:${await freePort()}/metrics`;
     worker = await startWorker({
       DATABASE_URL: databaseUrl,
@@ -111,5 +118,19 @@ describe.skipIf(!havePromtool)('/metrics of the api and the worker', () => {
     const anonymous = await call(api.url, 'GET', '/metrics');
     expect(anonymous.status).toBe(401);
     expect(anonymous.text).not.toContain('http_request_duration_seconds');
+  });
+
+  it('serves the same figures without a credential on API_METRICS_PORT, and nothing else there', async () => {
+    const metricsUrl = `http://127.0.0.1:${apiMetricsPort}`;
+    const scraped = await fetch(`${metricsUrl}/metrics`);
+    expect(scraped.status).toBe(200);
+    expect(scraped.headers.get('content-type')).toContain('text/plain');
+    const text = await scraped.text();
+    for (const name of ['queue_jobs{', 'http_request_duration_seconds_bucket{', 'platform_build_info{', 'schedule_fires_skipped_total']) {
+      expect(text).toContain(name);
+    }
+    expect((await fetch(`${metricsUrl}/config`)).status).toBe(404);
+    expect((await fetch(`${metricsUrl}/service-accounts`, { headers: { authorization: `Bearer ${ROOT_KEY}` } })).status).toBe(404);
+    expect((await fetch(`${metricsUrl}/metrics`, { method: 'POST' })).status).toBe(405);
   });
 });

@@ -111,7 +111,10 @@ describe('deploy/kubernetes', () => {
 
   it('probes the api: ready on /readyz (database), alive on /health, on its named port', () => {
     const container = containerOf(api);
-    expect(container.ports).toEqual([{ name: 'http', containerPort: Number(envOf(api).PORT) }]);
+    expect(container.ports).toEqual([
+      { name: 'http', containerPort: Number(envOf(api).PORT) },
+      { name: 'metrics', containerPort: Number(envOf(api).API_METRICS_PORT) },
+    ]);
     expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
     expect(container.livenessProbe.httpGet).toEqual({ path: '/health', port: 'http' });
   });

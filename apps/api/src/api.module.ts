@@ -25,6 +25,8 @@ import { ReadinessController } from './health/readiness.controller';
 import { mcpWiring } from './mcp/mcp.wiring';
 import { MemoriesController } from './memories/memories.controller';
 import { MetricsController } from './queue/metrics.controller';
+import { MetricsScrape } from './queue/metrics-scrape';
+import { ApiMetricsServer } from './queue/metrics-server';
 import { QueueController } from './queue/queue.controller';
 import { AgentRunsController, TeamRunsController, WorkflowRunsController } from './runs/component-runs.controller';
 import { SessionsController } from './runs/sessions.controller';
@@ -76,6 +78,8 @@ export class ApiModule {
         ...a2aProviders(OneLineErrors),
         ...websocketProviders(OneLineErrors),
         ServiceInfoService,
+        MetricsScrape,
+        ApiMetricsServer,
         { provide: APP_GUARD, useClass: ScopeGuard },
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
         { provide: APP_PIPE, useClass: RequestValidationPipe },

@@ -1,11 +1,9 @@
-import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import { Server } from 'node:http';
 
 import { Injectable, Logger, OnApplicationShutdown, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 
 import { Env } from '@app/config';
-import { DatabaseHealth, Liveness, MetricsRegistry, NOT_READY_DETAIL } from '@app/health';
-
-type Probe = () => Promise<{ status: number; body: object | string; contentType?: string }>;
+import { closeProbes, DatabaseHealth, listenProbes, Liveness, MetricsRegistry, NOT_READY_DETAIL, Probe } from '@app/health';
 
 /**
  * The worker's only listener: `/livez` (the process answers, and no queue engine is stuck on the database), `/readyz` (the database answers, is
@@ -40,11 +38,7 @@ export class WorkerHealthServer implements OnModuleInit, OnModuleDestroy, OnAppl
     if (port === undefined) {
       return;
     }
-    const server = createServer((request, response) => void this.handle(request, response));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, this.env.HOST, resolve);
-    });
+    const server = await listenProbes(this.probes, port, this.env.HOST);
     this.server = server;
     this.logger.log(`Health probes on http://${this.env.HOST}:${port}/livez and /readyz, metrics on /metrics`);
   }
@@ -58,8 +52,7 @@ export class WorkerHealthServer implements OnModuleInit, OnModuleDestroy, OnAppl
     const server = this.server;
     this.server = null;
     if (server) {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeProbes(server);
     }
   }
 
@@ -80,21 +73,5 @@ export class WorkerHealthServer implements OnModuleInit, OnModuleDestroy, OnAppl
       return { status: 503, body: { detail: NOT_READY_DETAIL[state] } };
     }
     return { status: 200, body: { status: 'ok', checks: { database: 'ok' } } };
-  }
-
-  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const path = (request.url ?? '/').split('?')[0];
-    const probe = this.probes[path];
-    let result: Awaited<ReturnType<Probe>>;
-    if (!probe) {
-      result = { status: 404, body: { detail: `No route for ${request.method} ${path}` } };
-    } else if (request.method !== 'GET' && request.method !== 'HEAD') {
-      result = { status: 405, body: { detail: `Method ${request.method} not allowed on ${path}` } };
-    } else {
-      result = await probe();
-    }
-    const body = typeof result.body === 'string' ? result.body : JSON.stringify(result.body);
-    response.writeHead(result.status, { 'content-type': result.contentType ?? 'application/json; charset=utf-8' });
-    response.end(request.method === 'HEAD' ? undefined : body);
   }
 }

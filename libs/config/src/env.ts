@@ -209,6 +209,10 @@ export class Env {
    */
   @IsEnvInt(0, 3600)
   API_SHUTDOWN_TIMEOUT_SECONDS = 5;
+  /** Unset: the api serves /metrics only on its own port, to platform:admin. Set: also on this port, without a credential. */
+  @IsOptional()
+  @IsEnvInt(1, 65535)
+  API_METRICS_PORT?: number;
   /** Unset: the worker opens no port. Orchestrators set it to probe /livez and /readyz. */
   @IsOptional()
   @IsEnvInt(1, 65535)

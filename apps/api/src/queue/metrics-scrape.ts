@@ -1,0 +1,36 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { Registry } from 'prom-client';
+
+import { isDatabaseUnavailable } from '@app/database';
+import { MetricsRegistry } from '@app/health';
+import { QueueMetricsService } from '@app/queue';
+import { ScheduleMetricsService } from '@app/schedules';
+
+/** What a scrape of the api answers, wherever it is asked: GET /metrics, or API_METRICS_PORT. */
+@Injectable()
+export class MetricsScrape {
+  private readonly log = new Logger('Metrics');
+
+  constructor(
+    private readonly queue: QueueMetricsService,
+    private readonly schedules: ScheduleMetricsService,
+    private readonly process: MetricsRegistry,
+  ) {}
+
+  async text(): Promise<{ contentType: string; body: string }> {
+    // The queue and schedule figures come from the database; this process's own do not, and an outage is when
+    // they matter: without the database the scrape answers them alone (the others absent, not stale).
+    const fromDatabase = await Promise.all([this.queue.refresh(), this.schedules.refresh()]).then(
+      () => [this.queue.registry, this.schedules.registry],
+      (error: unknown) => {
+        if (!isDatabaseUnavailable(error)) {
+          throw error;
+        }
+        this.log.warn({ err: error }, 'metrics scraped without the queue and schedule figures: the database is unavailable');
+        return [];
+      },
+    );
+    const registry = Registry.merge([...fromDatabase, this.process]);
+    return { contentType: registry.contentType, body: await registry.metrics() };
+  }
+}
