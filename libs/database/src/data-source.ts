@@ -32,6 +32,8 @@ const MIGRATION_LOCK_RETRY_MS = 250;
  * How long one statement of a migration waits for a table lock. A schema change queued behind a long
  * transaction would otherwise hold up every later query on that table (theirs queue behind it) for as long
  * as that transaction lasts; it gives up instead, its migration rolls back, and it is tried again.
+ * A migration that builds an index CONCURRENTLY (outside a transaction) must `SET lock_timeout = 0` first: its
+ * waits for older transactions are lock waits too, and one cut short leaves an invalid index behind.
  */
 export const MIGRATION_LOCK_TIMEOUT_MS = 5000;
 /** How many times a migration that could not get its locks is tried before the process gives up. */
