@@ -309,7 +309,7 @@ describe('security: schedule authority (real api, real worker, JWT and security 
     });
   });
 
-  it('a schedule cannot call what a fire cannot use: /mcp, A2A’s HTTP+JSON binding, a malformed escape (422)', async () => {
+  it('a schedule cannot call what a fire cannot use: /mcp, A2A’s HTTP+JSON binding, minting or rotating a token, a malformed escape (422)', async () => {
     const call_ = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_config', arguments: {} } };
     for (const endpoint of ['/mcp', '/./mcp', '/mcp?x=1']) {
       const refused = await createAs(ROOT_KEY, { method: 'POST', endpoint, payload: call_ });
@@ -324,6 +324,12 @@ describe('security: schedule authority (real api, real worker, JWT and security 
       const refused = await createAs(ROOT_KEY, { method, endpoint, payload: {} });
       expect(expectValidationBody(refused), endpoint).toEqual([['body', 'endpoint']]);
       expect(refused.text).toContain("A schedule cannot call A2A's HTTP+JSON binding");
+    }
+    // A route that answers a new token: the fire would lose it, and a rotation would end the token in use.
+    for (const endpoint of ['/service-accounts', '/service-accounts/00000000-0000-4000-8000-000000000000/rotate']) {
+      const refused = await createAs(ROOT_KEY, { method: 'POST', endpoint, payload: { name: 'lost-token' } });
+      expect(expectValidationBody(refused), endpoint).toEqual([['body', 'endpoint']]);
+      expect(refused.text).toContain('A schedule cannot call a route that hands out a credential');
     }
     // A malformed escape is a 400 before any route: every fire would fail.
     for (const endpoint of ['/agents/%zz/runs', '/agents/%FF/runs', '/%']) {
@@ -354,6 +360,7 @@ describe('security: schedule authority (real api, real worker, JWT and security 
         refusal: 'A schedule cannot call /mcp',
       },
       { method: 'POST', endpoint: '/a2a/agents/echo-agent', payload: send, refusal: 'speaks A2A v0.3' },
+      { method: 'POST', endpoint: '/service-accounts', payload: { name: 'minted-by-a-fire' }, refusal: 'hands out a credential' },
     ];
     for (const { method, endpoint, payload, refusal } of stored) {
       const old = await createOk(ROOT_KEY, { endpoint: '/health' });
@@ -369,6 +376,7 @@ describe('security: schedule authority (real api, real worker, JWT and security 
       expect(await schedule(old.id), endpoint).toMatchObject({ enabled: false, disabled_reason: 'unschedulable_route' });
     }
     expect(await schedule(victim.id)).toMatchObject({ enabled: true, endpoint: '/health' });
+    expect(await query(databaseUrl, "SELECT id FROM service_accounts WHERE name = 'minted-by-a-fire'")).toEqual([]);
 
     // Only a credential that verifies stops a schedule: a forged one for /mcp is a 401, and the schedule stays on.
     const bystander = await createOk(ROOT_KEY, { endpoint: '/health' });

@@ -66,14 +66,24 @@ export interface RouteDeclaration {
   unschedulable?: UnschedulableReason;
 }
 
+/**
+ * A route that hands out a credential is no route for a fire: the token it answers would go nowhere (a fire keeps
+ * no answer), and a rotation would end the token in use after its grace with no one holding the new one.
+ */
+const HANDS_OUT_CREDENTIAL: UnschedulableReason = () =>
+  'A schedule cannot call a route that hands out a credential: a fire keeps no answer, so the token would be lost';
+
 /** One reading of a route's declaration, for the guard that enforces it and the route table schedules and MCP consult. */
 export function routeDeclaration(reflector: Reflector, handler: object, controller: object): RouteDeclaration {
   const targets = [handler, controller] as Parameters<Reflector['getAllAndOverride']>[1];
+  const rule = reflector.getAllAndOverride<RouteScope | undefined>(ROUTE_SCOPE, targets);
   return {
     isPublic: reflector.getAllAndOverride<boolean | undefined>(PUBLIC_ROUTE, targets) ?? false,
-    rule: reflector.getAllAndOverride<RouteScope | undefined>(ROUTE_SCOPE, targets),
+    rule,
     bodyScope: reflector.getAllAndOverride<BodyScope | undefined>(BODY_SCOPE, targets),
-    unschedulable: reflector.getAllAndOverride<UnschedulableReason | undefined>(UNSCHEDULABLE, targets),
+    unschedulable:
+      reflector.getAllAndOverride<UnschedulableReason | undefined>(UNSCHEDULABLE, targets) ??
+      (rule?.handsOutCredential ? HANDS_OUT_CREDENTIAL : undefined),
   };
 }
 
