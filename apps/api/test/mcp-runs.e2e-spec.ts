@@ -1,21 +1,23 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createTestDatabase } from '../../../test/support/database';
+import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { callTool, connectMcp } from '../../../test/support/mcp';
 import { mintAccount, MintedAccount, ROOT_KEY, uniqueName } from '../../../test/support/principals';
-import { RunningApi, startApi } from '../../../test/support/processes';
+import { RunningApi, startApi, waitFor } from '../../../test/support/processes';
 
 describe('MCP run, session, component and schedule tools', () => {
   let api: RunningApi;
+  let databaseUrl: string;
   let alice: MintedAccount;
   let bob: MintedAccount;
   let asAlice: Client;
   let asBob: Client;
   beforeAll(async () => {
+    databaseUrl = await createTestDatabase();
     api = await startApi({
-      DATABASE_URL: await createTestDatabase(),
+      DATABASE_URL: databaseUrl,
       OS_SECURITY_KEY: ROOT_KEY,
       MCP_ENABLED: 'true',
       DEMO_COMPONENTS: 'true',
@@ -125,6 +127,28 @@ describe('MCP run, session, component and schedule tools', () => {
       asAlice.callTool({ name: 'run_agent', arguments: { agent_id: 'sleep-agent', message: '3' } }, undefined, { timeout: 1500 }),
     ).rejects.toThrow(/Request timed out/);
   }, 30_000);
+
+  it('cancels the run when the client cancels the call: a run nobody waits for does not go on', async () => {
+    const seconds = '17'; // no other test sleeps this long: its run is found by its message
+    const abandoned = new AbortController();
+    setTimeout(() => abandoned.abort('user pressed Esc'), 1_500);
+    await expect(
+      asAlice.callTool({ name: 'run_agent', arguments: { agent_id: 'sleep-agent', message: seconds } }, undefined, {
+        signal: abandoned.signal,
+      }),
+    ).rejects.toThrow(/user pressed Esc/);
+    const runOf = async () => (await query<{ status: string }>(databaseUrl, 'SELECT status FROM runs WHERE message = $1', [seconds]))[0];
+    await waitFor(async () => (await runOf())?.status === 'cancelled', 8_000, 'the abandoned run to be cancelled');
+  }, 20_000);
+
+  it("another caller's cancellations, whatever request ids they name, cancel nothing of alice's", async () => {
+    const running = asAlice.callTool({ name: 'run_agent', arguments: { agent_id: 'sleep-agent', message: '2' } });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    for (let requestId = 0; requestId < 100; requestId += 1) {
+      await asBob.notification({ method: 'notifications/cancelled', params: { requestId, reason: 'not yours' } });
+    }
+    expect((await running).structuredContent).toMatchObject({ status: 'completed', content: 'Slept 2 s' });
+  }, 20_000);
 
   it('queues a background run and cancels it while queued', async () => {
     const queued = await callTool(asAlice, 'run_agent', { agent_id: 'sleep-agent', message: '1', background: true });

@@ -6,6 +6,7 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import {
   CallToolRequestSchema,
   type CallToolResult,
+  CancelledNotificationSchema,
   ErrorCode,
   ListToolsRequestSchema,
   ListToolsResult,
@@ -41,6 +42,13 @@ const INSTRUCTIONS =
  */
 @Injectable()
 export class McpEndpoint {
+  /**
+   * Tool calls in flight on this replica, by caller and request id: a stateless endpoint receives a call's
+   * `notifications/cancelled` in a request of its own, with a server of its own. Keyed by the caller too, so
+   * that nobody cancels another caller's call by guessing its id.
+   */
+  private readonly inFlight = new Map<string, AbortController>();
+
   constructor(
     private readonly env: Env,
     private readonly registry: McpToolRegistry,
@@ -74,12 +82,26 @@ export class McpEndpoint {
       tools: this.registry.tools.filter((tool) => this.authenticator.mayCall(principal, tool.rule)).map(toolDefinition),
     }));
     // Every tool answers a call, also one the caller may not use: it gets the route's scope error.
-    server.setRequestHandler(CallToolRequestSchema, ({ params }, extra) => {
+    server.setRequestHandler(CallToolRequestSchema, async ({ params }, extra) => {
       const tool = this.registry.tools.find((candidate) => candidate.name === params.name);
       if (!tool) {
         throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
       }
-      return this.call(tool, principal, params.arguments ?? {}, progressOf(extra));
+      const key = callKey(principal, extra.requestId);
+      const cancelled = new AbortController();
+      this.inFlight.set(key, cancelled);
+      try {
+        return await this.call(tool, principal, params.arguments ?? {}, callOf(extra, AbortSignal.any([extra.signal, cancelled.signal])));
+      } finally {
+        if (this.inFlight.get(key) === cancelled) {
+          this.inFlight.delete(key);
+        }
+      }
+    });
+    server.setNotificationHandler(CancelledNotificationSchema, ({ params }) => {
+      if (params.requestId !== undefined) {
+        this.inFlight.get(callKey(principal, params.requestId))?.abort();
+      }
     });
     return server;
   }
@@ -122,11 +144,20 @@ function toIssue(issue: z.core.$ZodIssue): ValidationIssue {
 
 type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
-/** Progress notifications on the request's own stream, numbered, when the client sent a progressToken. */
-function progressOf(extra: ToolExtra): McpToolCall {
+/** One caller's request id. */
+function callKey(principal: Principal, requestId: string | number): string {
+  return JSON.stringify([principal.kind, principal.userId, principal.serviceAccountId ?? null, principal.scheduleId ?? null, requestId]);
+}
+
+/**
+ * The call as a tool sees it: progress notifications on the request's own stream, numbered, when the client sent a
+ * progressToken; and `signal`, aborted when the client cancels the call or closes its request.
+ */
+function callOf(extra: ToolExtra, signal: AbortSignal): McpToolCall {
   const progressToken = extra._meta?.progressToken;
   let progress = 0;
   return {
+    signal,
     wantsProgress: progressToken !== undefined,
     progress: (message) => {
       if (progressToken !== undefined) {

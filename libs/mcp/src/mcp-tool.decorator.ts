@@ -29,6 +29,8 @@ export interface McpToolCall {
   readonly wantsProgress: boolean;
   /** A progress notification, when the client asked for them (a no-op otherwise); each one also restarts a client's request timeout that honours them. */
   progress(message: string): void;
+  /** Aborted when the client cancels the call (`notifications/cancelled`, or it closes the request) before the answer. */
+  readonly signal: AbortSignal;
 }
 
 /** What a tool method receives and returns: the caller, its arguments, the call (progress), and a JSON-serialisable result. */

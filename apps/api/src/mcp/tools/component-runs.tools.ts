@@ -50,7 +50,8 @@ function componentTools({ kind, resource, param }: ComponentTools): Type<unknown
       description:
         `Run the ${kind} with a message. Waits for the finished run (status, content, error) by default; ` +
         `with background=true it queues a durable job and returns {run_id, session_id, status: "queued"} at once (poll get_${kind}_run). ` +
-        'A client that asks for progress gets the run id at the start, the content as it comes, and a notification every 5 s while the run is quiet.',
+        'A client that asks for progress gets the run id at the start, the content as it comes, and a notification every 5 s while the run is quiet. ' +
+        'Cancelling the call (or closing its request) cancels the run; for a run longer than your client waits, use background=true.',
       // A tool answers once, so the route's `stream` has no meaning here.
       input: z.object({ [param]: componentId, ...dtoArguments(StartRunDto, ['stream']) }),
     })
@@ -60,24 +61,33 @@ function componentTools({ kind, resource, param }: ComponentTools): Type<unknown
       if (request.background) {
         return this.runs.enqueue(principal, kind, String(id), request);
       }
-      return call.wantsProgress
-        ? this.runReporting(principal, String(id), request, call)
-        : this.runs.run(principal, kind, String(id), request);
+      return this.runFollowing(principal, String(id), request, call);
     }
 
     /**
-     * The run as the route's stream=true makes it, told as progress: a long run outlives many clients' request
-     * timeout, and without a word from it the client gives up holding no run id.
+     * The run as the route's stream=true makes it, told as progress (a no-op unless the client asked): a long run
+     * outlives many clients' request timeout, and without a word from it the client gives up holding no run id.
+     * Followed through its events whether or not anyone listens, so that a call the client cancels (or gives up
+     * on, closing the request) cancels its run, which would otherwise run on for nobody.
      */
-    private async runReporting(principal: Principal, id: string, request: RunRequest, call: McpToolCall): Promise<RunDto> {
+    private async runFollowing(principal: Principal, id: string, request: RunRequest, call: McpToolCall): Promise<RunDto> {
       let runId: string | null = null;
       let finished: RunDto | null = null;
+      const cancelRun = (): void => {
+        if (runId && !finished) {
+          this.runs.cancel(principal, kind, id, runId).catch(() => undefined);
+        }
+      };
+      call.signal.addEventListener('abort', cancelRun, { once: true });
       const heartbeat = setInterval(() => call.progress(runId ? `Run ${runId} is running` : 'Starting the run'), PROGRESS_HEARTBEAT_MS);
       try {
         await this.runs.stream(principal, kind, id, request, ({ event, data }) => {
           if (event === 'RunStarted') {
             runId = String(data.run_id);
             call.progress(`Run ${runId} started (session ${String(data.session_id)})`);
+            if (call.signal.aborted) {
+              cancelRun();
+            }
           } else if (event === 'RunContent') {
             call.progress(String(data.content));
           } else {
@@ -86,6 +96,7 @@ function componentTools({ kind, resource, param }: ComponentTools): Type<unknown
         });
       } finally {
         clearInterval(heartbeat);
+        call.signal.removeEventListener('abort', cancelRun);
       }
       return finished!;
     }
