@@ -146,6 +146,18 @@ describe.skipIf(!haveChromium)('Swagger UI in a browser', () => {
     expect(problems).toEqual([]);
     await page.close();
   });
+  it('"Try it out" works on any address that reaches the service, not only the one it announces', async () => {
+    const page = await browser.newPage();
+    const problems = await watch(page);
+    // The service announces http://127.0.0.1:<port>; an admin opens it by another name.
+    await page.goto(`${api.url.replace('127.0.0.1', 'localhost')}/docs`, { waitUntil: 'networkidle0' });
+    await authorize(page);
+    const { status } = await executeAsFilled(page, 'get', '/service-accounts');
+    expect(status).toBe('200');
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
   it('what "Try it out" fills in works as it is: a run, a schedule, a PATCH, a bulk requeue, A2A', async () => {
     const page = await browser.newPage();
     const problems = await watch(page);

@@ -15,10 +15,14 @@ export function buildOpenApiDocument(app: NestFastifyApplication, env: Env): Ope
     .setTitle(env.OS_NAME)
     .setDescription(
       'Durable job queue, schedules, service accounts and MCP. Authenticate with `Authorization: Bearer <credential>`: ' +
-        'a JWT, a `svc_pat_` service-account token, or the OS security key. Each operation lists the scope it requires (`x-required-scope`).',
+        'a JWT, a `svc_pat_` service-account token, or the OS security key. Each operation names the scope it requires in its 403 ' +
+        'answer and under Extensions (`x-required-scope`).',
     )
     .setVersion(API_VERSION)
-    .addServer(env.publicUrl, 'This service (PUBLIC_URL)')
+    // First the address this page was loaded from: "Try it out" calls it whatever name reached the service (the
+    // page's own policy lets it call no other). Then the address the service announces.
+    .addServer('/', 'The address of this page')
+    .addServer(env.publicUrl, "The service's public address")
     // In this order on the page: what a caller meets first, then the admin routes, then the other protocols.
     .addTag('discovery', 'Health, readiness, the instance descriptor, who you are, metrics')
     .addTag('agents', 'Run the agents; read and cancel their runs')
@@ -39,7 +43,7 @@ export function buildOpenApiDocument(app: NestFastifyApplication, env: Env): Ope
         scheme: 'bearer',
         bearerFormat: 'svc_pat_ token, JWT or OS security key',
         description:
-          'Paste the credential alone, without "Bearer": a `svc_pat_` service-account token, a JWT, or the OS security key (`npm start` writes it to `.data/os-security-key`). It stays in this page only.',
+          'Paste the credential alone, without "Bearer": a `svc_pat_` service-account token, a JWT, or the OS security key. It stays in this page only, and is gone when the page is closed or reloaded.',
       },
       'bearer',
     )
