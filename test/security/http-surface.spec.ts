@@ -100,7 +100,7 @@ describe('the HTTP surface', () => {
       raw: { body: '{"name":', contentType: 'application/json' },
     });
     expectErrorBody(malformed, 400);
-    expect(malformed.body.detail).toMatch(/not valid JSON/);
+    expect(malformed.body.detail).toBe('Request body is not valid JSON');
   });
 
   it('a rebound DNS name cannot reach an open instance', async () => {

@@ -77,6 +77,12 @@ export function renderError(exception: unknown, context: ErrorContext): Rendered
 
 function renderHttpException(exception: HttpException, context: ErrorContext): RenderedError {
   const status = exception.getStatus();
+  // Nest's Fastify adapter hands Fastify's own request errors (a body that is not JSON) on as HttpExceptions
+  // carrying Fastify's wording; the error it wraps says which one it was.
+  const frameworkDetail = FRAMEWORK_DETAILS[(exception.cause as { code?: string } | undefined)?.code ?? ''];
+  if (frameworkDetail) {
+    return { status, body: { detail: frameworkDetail } };
+  }
   if (status === HttpStatus.NOT_FOUND && exception.message.startsWith('Cannot ')) {
     return { status, body: { detail: `No route for ${context.method} ${context.url.split('?')[0]}` } };
   }
