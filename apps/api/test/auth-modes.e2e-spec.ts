@@ -113,6 +113,13 @@ describe('auth mode jwt', () => {
     expect(response.body).toEqual({ detail: 'Invalid token subject' });
   });
 
+  it('says so when a credential is sent with "Bearer" twice (pasted with its scheme where the credential alone goes)', async () => {
+    const response = await call(api.url, 'GET', '/config', { headers: { authorization: `Bearer Bearer ${ROOT_KEY}` } });
+    expect(response.status).toBe(401);
+    expect(response.body).toEqual({ detail: 'Invalid authentication token: "Bearer" appears twice; give the credential alone after it' });
+    expect(response.text).not.toContain(ROOT_KEY);
+  });
+
   it('keeps the OS security key as a root credential', async () => {
     const config = await call(api.url, 'GET', '/config', { token: ROOT_KEY });
     expect(config.status).toBe(200);

@@ -137,6 +137,10 @@ export class Authenticator {
     if (token === null) {
       return this.anonymousOr(this.missingCredentialDetail());
     }
+    if (/^bearer\s/i.test(token)) {
+      // `Bearer Bearer <credential>`: a credential pasted with its scheme where the credential alone goes (Swagger's Authorize).
+      return this.anonymousOr('Invalid authentication token: "Bearer" appears twice; give the credential alone after it');
+    }
     if (token.startsWith(SCHEDULE_CREDENTIAL_PREFIX)) {
       return this.fromSchedule(await this.scheduleCredentials.resolve(token, credentials.call));
     }

@@ -50,7 +50,8 @@ export class RequeueQuery {
     optional: true,
     fromString: true,
     default: false,
-    description: 'Required as true to requeue a job that failed within the last lock_grace seconds',
+    description:
+      "Required as true to requeue a job that failed within the lock grace (the worker's heartbeat deadline, 60 s by default): its worker may still be running it",
   })
   force: boolean = false;
 }

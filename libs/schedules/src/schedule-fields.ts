@@ -41,7 +41,8 @@ export function ScheduleEndpoint({ optional }: Presence = {}): PropertyDecorator
     maxLength: 512,
     pattern: ENDPOINT,
     patternMessage: 'endpoint must be a path on this service starting with "/", without spaces',
-    description: 'Path called on PUBLIC_URL, max 512 characters; not under /schedules, not /mcp or A2A HTTP+JSON (a fire cannot use them)',
+    description:
+      "Path of this service's own route to call, max 512 characters; not under /schedules, not /mcp, A2A HTTP+JSON, minting or rotating a token (a fire cannot use them)",
     example: '/agents/echo-agent/runs',
   });
 }

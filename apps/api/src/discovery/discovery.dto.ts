@@ -43,7 +43,7 @@ export class InfoDto {
   @ApiProperty({ type: McpInfoDto }) mcp!: McpInfoDto;
   @ApiProperty({ type: A2AInfoDto, description: 'Agent2Agent (A2A v1.0) for every agent, team and workflow' }) a2a!: A2AInfoDto;
   @ApiProperty({ type: WebSocketInfoDto, description: 'The WebSocket that runs, watches and cancels runs' }) websocket!: WebSocketInfoDto;
-  @ApiProperty({ description: 'Base URL the service announces (PUBLIC_URL)' }) url!: string;
+  @ApiProperty({ description: 'Base URL the service announces: its public address' }) url!: string;
 }
 
 export class ConfigDto {

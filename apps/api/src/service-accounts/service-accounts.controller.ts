@@ -4,6 +4,7 @@ import {
   ApiBody,
   ApiConflictResponse,
   ApiCreatedResponse,
+  ApiForbiddenResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
@@ -32,6 +33,11 @@ export class ServiceAccountsController {
   constructor(private readonly serviceAccounts: ServiceAccountsService) {}
 
   @Post()
+  // Applied after @RequireScope's (decorators apply bottom up): Swagger shows it after the scope's 403.
+  @ApiForbiddenResponse({
+    type: ErrorBodyDto,
+    description: 'Or the request grants scopes the caller does not hold itself ("Cannot grant scope(s) you do not hold: ...")',
+  })
   @RequireScope('service_accounts:write', { handsOutCredential: 'Minting a service account' })
   @ApiOperation({ summary: 'Mint a service account; the plaintext token is in this response only' })
   @ApiCreatedResponse({ type: CreatedServiceAccountDto })
@@ -46,7 +52,7 @@ export class ServiceAccountsController {
   @ApiOperation({
     summary: 'List service accounts (metadata and token_prefix only)',
     description:
-      'Self-scoped: a service-account token sees only the accounts it minted, a JWT user under USER_ISOLATION only theirs; the security key and `platform:admin` see every account.',
+      'Self-scoped: a service-account token sees only the accounts it minted, and a JWT user only theirs when users are isolated from each other; the security key and `platform:admin` see every account.',
   })
   @ApiOkResponse({ type: ServiceAccountPageDto })
   list(@CurrentPrincipal() caller: Principal, @Query() query: ListServiceAccountsQuery): Promise<ServiceAccountPageDto> {

@@ -81,7 +81,7 @@ export interface paths {
         };
         /**
          * List service accounts (metadata and token_prefix only)
-         * @description Self-scoped: a service-account token sees only the accounts it minted, a JWT user under USER_ISOLATION only theirs; the security key and `platform:admin` see every account.
+         * @description Self-scoped: a service-account token sees only the accounts it minted, and a JWT user only theirs when users are isolated from each other; the security key and `platform:admin` see every account.
          */
         get: operations["ServiceAccountsController_list"];
         put?: never;
@@ -1124,7 +1124,7 @@ export interface components {
             a2a: components["schemas"]["A2AInfoDto"];
             /** @description The WebSocket that runs, watches and cancels runs */
             websocket: components["schemas"]["WebSocketInfoDto"];
-            /** @description Base URL the service announces (PUBLIC_URL) */
+            /** @description Base URL the service announces: its public address */
             url: string;
         };
         ComponentDto: {
@@ -1639,7 +1639,7 @@ export interface components {
              */
             cron_expr: string;
             /**
-             * @description Path called on PUBLIC_URL, max 512 characters; not under /schedules, not /mcp or A2A HTTP+JSON (a fire cannot use them)
+             * @description Path of this service's own route to call, max 512 characters; not under /schedules, not /mcp, A2A HTTP+JSON, minting or rotating a token (a fire cannot use them)
              * @example /agents/echo-agent/runs
              */
             endpoint: string;
@@ -1759,7 +1759,7 @@ export interface components {
              */
             cron_expr?: string;
             /**
-             * @description Path called on PUBLIC_URL, max 512 characters; not under /schedules, not /mcp or A2A HTTP+JSON (a fire cannot use them)
+             * @description Path of this service's own route to call, max 512 characters; not under /schedules, not /mcp, A2A HTTP+JSON, minting or rotating a token (a fire cannot use them)
              * @example /agents/echo-agent/runs
              */
             endpoint?: string;
@@ -2214,7 +2214,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Requires scope `service_accounts:write` */
+            /**
+             * @description Requires scope `service_accounts:write`
+             *
+             *     Or the request grants scopes the caller does not hold itself ("Cannot grant scope(s) you do not hold: ...")
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6294,7 +6298,7 @@ export interface operations {
             query?: {
                 /** @description true: clear the cancellation (its intent and the recorded cancel) of a cancelled job. Without it, a cancelled job whose cancellation intent is still live is requeued and cancelled again at its first checkpoint */
                 clear_cancellation?: boolean;
-                /** @description Required as true to requeue a job that failed within the last lock_grace seconds */
+                /** @description Required as true to requeue a job that failed within the lock grace (the worker's heartbeat deadline, 60 s by default): its worker may still be running it */
                 force?: boolean;
             };
             header?: never;
