@@ -167,6 +167,15 @@ describe('MCP run, session, component and schedule tools', () => {
         text: '403: Insufficient permissions. Required scope(s): agents:run or agents:sleep-agent:run',
       });
       expect((await callTool(client, 'list_agents')).text).toBe('403: Insufficient permissions. Required scope(s): agents:read');
+      // A tool it may call in some form says what is wrong with the arguments, a missing component id included...
+      expect(await callTool(client, 'run_agent', { message: 'no id' })).toMatchObject({
+        isError: true,
+        text: expect.stringMatching(/^422: Invalid arguments: agent_id: /),
+      });
+      // ...and one it may not call at all answers the scope error first, whatever the arguments.
+      expect((await callTool(client, 'run_team', { message: 'no id' })).text).toBe(
+        '403: Insufficient permissions. Required scope(s): teams:run',
+      );
     } finally {
       await client.close();
     }

@@ -119,10 +119,15 @@ export class McpEndpoint {
   ): Promise<CallToolResult> {
     try {
       const parsed = await tool.input.safeParseAsync(args);
-      this.authenticator.authorize(principal, requiredScope(tool.rule, parsed.success ? parsed.data : args));
       if (!parsed.success) {
+        // A caller who may call the tool in some form (as tools/list shows it) learns what is wrong with the
+        // arguments, a component id missing included; anyone else gets the route's scope error first.
+        if (!this.authenticator.mayCall(principal, tool.rule)) {
+          this.authenticator.authorize(principal, requiredScope(tool.rule, args));
+        }
         throw new ValidationFailedException(parsed.error.issues.map(toIssue));
       }
+      this.authenticator.authorize(principal, requiredScope(tool.rule, parsed.data));
       return toolResult(await tool.handler(principal, parsed.data, call));
     } catch (error) {
       const { status, detail } = this.errors.render(error, `MCP tool ${tool.name}`);

@@ -23,7 +23,9 @@ interface ComponentTools {
  * one definition instantiated per kind): list_agents, run_agent, get_agent_run, cancel_agent_run, ...
  */
 function componentTools({ kind, resource, param }: ComponentTools): Type<unknown> {
-  const componentId = z.string().describe(`Id of the ${kind}: get_config lists the ${resource} this token may run`);
+  const componentId = z
+    .string()
+    .describe(`Id of the ${kind}: list_${resource} lists them all, get_config (with config:read) those this token may run`);
   const runRef = z.object({ [param]: componentId, run_id: z.string().describe('Run id (UUID)') });
 
   @McpToolset()
@@ -37,7 +39,7 @@ function componentTools({ kind, resource, param }: ComponentTools): Type<unknown
     @McpTool({
       name: `list_${resource}`,
       mirrors: `GET /${resource}`,
-      description: `List every ${kind} this service runs (needs ${resource}:read; get_config lists those this token may run).`,
+      description: `List every ${kind} this service runs (needs ${resource}:read; get_config, with config:read, lists those this token may run).`,
       annotations: { readOnlyHint: true },
     })
     list(): { data: ComponentDto[] } {
