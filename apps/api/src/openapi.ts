@@ -48,10 +48,19 @@ export function buildOpenApiDocument(app: NestFastifyApplication, env: Env): Ope
       'bearer',
     )
     .build();
-  const document = SwaggerModule.createDocument(app, config);
+  const document = SwaggerModule.createDocument(app, config, { operationIdFactory: operationId });
   // Fastify's own route (see RunSocketGateway): Nest's scanner does not see it.
   document.paths[WEBSOCKET_PATH] = WEBSOCKET_PATH_ITEM as OpenAPIObject['paths'][string];
   return withErrorExamples(withPublicOperationsMarked(withAnswersEveryRouteGives(document)));
+}
+
+/**
+ * `queueList`, `serviceAccountsMint`: one camelCase word per operation. Nest's default (`QueueController_list`) puts
+ * an underscore in every deep link (/docs#/queue/...), which Swagger UI reads as escaped whitespace and warns about.
+ */
+function operationId(controllerKey: string, methodKey: string): string {
+  const controller = controllerKey.replace(/Controller$/, '');
+  return `${controller[0].toLowerCase()}${controller.slice(1)}${methodKey[0].toUpperCase()}${methodKey.slice(1)}`;
 }
 
 type Response = { description?: string; content?: Record<string, { schema?: { $ref?: string }; example?: unknown }> };

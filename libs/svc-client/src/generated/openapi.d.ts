@@ -12,7 +12,7 @@ export interface paths {
             cookie?: never;
         };
         /** Liveness check; the first call of client discovery */
-        get: operations["DiscoveryController_health"];
+        get: operations["discoveryHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -29,7 +29,7 @@ export interface paths {
             cookie?: never;
         };
         /** Structured discovery: auth mode and whether MCP is mounted */
-        get: operations["DiscoveryController_info"];
+        get: operations["discoveryInfo"];
         put?: never;
         post?: never;
         delete?: never;
@@ -46,7 +46,7 @@ export interface paths {
             cookie?: never;
         };
         /** What the caller may use. Unauthenticated, its 401 tells older clients the auth mode. */
-        get: operations["DiscoveryController_config"];
+        get: operations["discoveryConfig"];
         put?: never;
         post?: never;
         delete?: never;
@@ -63,7 +63,7 @@ export interface paths {
             cookie?: never;
         };
         /** Readiness probe: 200 while the database answers and is fully migrated, 503 otherwise */
-        get: operations["ReadinessController_readiness"];
+        get: operations["readinessReadiness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -83,10 +83,10 @@ export interface paths {
          * List service accounts (metadata and token_prefix only)
          * @description Self-scoped: a service-account token sees only the accounts it minted, and a JWT user only theirs when users are isolated from each other; the security key and `platform:admin` see every account.
          */
-        get: operations["ServiceAccountsController_list"];
+        get: operations["serviceAccountsList"];
         put?: never;
         /** Mint a service account; the plaintext token is in this response only */
-        post: operations["ServiceAccountsController_mint"];
+        post: operations["serviceAccountsMint"];
         delete?: never;
         options?: never;
         head?: never;
@@ -107,7 +107,7 @@ export interface paths {
          * Revoke a service account (idempotent, one-way); only its minter or an admin may
          * @description The accounts minted with its token are revoked with it, and theirs, on down: they acted on its authority.
          */
-        delete: operations["ServiceAccountsController_revoke"];
+        delete: operations["serviceAccountsRevoke"];
         options?: never;
         head?: never;
         patch?: never;
@@ -123,7 +123,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Rotate the token: a new plaintext token in this response only; the old one keeps working for grace_seconds, then 401. Only its minter or an admin may */
-        post: operations["ServiceAccountsController_rotate"];
+        post: operations["serviceAccountsRotate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -138,7 +138,7 @@ export interface paths {
             cookie?: never;
         };
         /** List the agents */
-        get: operations["AgentRunsController_list"];
+        get: operations["agentRunsList"];
         put?: never;
         post?: never;
         delete?: never;
@@ -155,7 +155,7 @@ export interface paths {
             cookie?: never;
         };
         /** One agent */
-        get: operations["AgentRunsController_get"];
+        get: operations["agentRunsGet"];
         put?: never;
         post?: never;
         delete?: never;
@@ -174,7 +174,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Run the agent: finished run (200), text/event-stream (stream=true), or queued (202, background=true) */
-        post: operations["AgentRunsController_start"];
+        post: operations["agentRunsStart"];
         delete?: never;
         options?: never;
         head?: never;
@@ -189,7 +189,7 @@ export interface paths {
             cookie?: never;
         };
         /** The run: status, content, error, timestamps */
-        get: operations["AgentRunsController_getRun"];
+        get: operations["agentRunsGetRun"];
         put?: never;
         post?: never;
         delete?: never;
@@ -208,7 +208,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Record a cancellation intent: a queued run is cancelled at once, a running one at its next checkpoint */
-        post: operations["AgentRunsController_cancel"];
+        post: operations["agentRunsCancel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -223,7 +223,7 @@ export interface paths {
             cookie?: never;
         };
         /** List the teams */
-        get: operations["TeamRunsController_list"];
+        get: operations["teamRunsList"];
         put?: never;
         post?: never;
         delete?: never;
@@ -240,7 +240,7 @@ export interface paths {
             cookie?: never;
         };
         /** One team */
-        get: operations["TeamRunsController_get"];
+        get: operations["teamRunsGet"];
         put?: never;
         post?: never;
         delete?: never;
@@ -259,7 +259,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Run the team: finished run (200), text/event-stream (stream=true), or queued (202, background=true) */
-        post: operations["TeamRunsController_start"];
+        post: operations["teamRunsStart"];
         delete?: never;
         options?: never;
         head?: never;
@@ -274,7 +274,7 @@ export interface paths {
             cookie?: never;
         };
         /** The run: status, content, error, timestamps */
-        get: operations["TeamRunsController_getRun"];
+        get: operations["teamRunsGetRun"];
         put?: never;
         post?: never;
         delete?: never;
@@ -293,7 +293,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Record a cancellation intent: a queued run is cancelled at once, a running one at its next checkpoint */
-        post: operations["TeamRunsController_cancel"];
+        post: operations["teamRunsCancel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -308,7 +308,7 @@ export interface paths {
             cookie?: never;
         };
         /** List the workflows */
-        get: operations["WorkflowRunsController_list"];
+        get: operations["workflowRunsList"];
         put?: never;
         post?: never;
         delete?: never;
@@ -325,7 +325,7 @@ export interface paths {
             cookie?: never;
         };
         /** One workflow */
-        get: operations["WorkflowRunsController_get"];
+        get: operations["workflowRunsGet"];
         put?: never;
         post?: never;
         delete?: never;
@@ -344,7 +344,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Run the workflow: finished run (200), text/event-stream (stream=true), or queued (202, background=true) */
-        post: operations["WorkflowRunsController_start"];
+        post: operations["workflowRunsStart"];
         delete?: never;
         options?: never;
         head?: never;
@@ -359,7 +359,7 @@ export interface paths {
             cookie?: never;
         };
         /** The run: status, content, error, timestamps */
-        get: operations["WorkflowRunsController_getRun"];
+        get: operations["workflowRunsGetRun"];
         put?: never;
         post?: never;
         delete?: never;
@@ -378,7 +378,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Record a cancellation intent: a queued run is cancelled at once, a running one at its next checkpoint */
-        post: operations["WorkflowRunsController_cancel"];
+        post: operations["workflowRunsCancel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -393,7 +393,7 @@ export interface paths {
             cookie?: never;
         };
         /** The caller's sessions (self-scoped) */
-        get: operations["SessionsController_list"];
+        get: operations["sessionsList"];
         put?: never;
         post?: never;
         delete?: never;
@@ -410,14 +410,14 @@ export interface paths {
             cookie?: never;
         };
         /** One session */
-        get: operations["SessionsController_get"];
+        get: operations["sessionsGet"];
         put?: never;
         post?: never;
         /**
          * Delete a session with its runs
          * @description Deletes the session, its runs (with their trace summaries) and their queue jobs. A session with a run not ended yet (queued, running or paused) answers 409: cancel the run or wait for it. A later run naming this session_id starts a new session.
          */
-        delete: operations["SessionsController_remove"];
+        delete: operations["sessionsRemove"];
         options?: never;
         head?: never;
         patch?: never;
@@ -431,7 +431,7 @@ export interface paths {
             cookie?: never;
         };
         /** The session's runs */
-        get: operations["SessionsController_runs"];
+        get: operations["sessionsRuns"];
         put?: never;
         post?: never;
         delete?: never;
@@ -448,10 +448,10 @@ export interface paths {
             cookie?: never;
         };
         /** The caller's memories (self-scoped), filtered by user, component, topic or text */
-        get: operations["MemoriesController_list"];
+        get: operations["memoriesList"];
         put?: never;
         /** Keep a memory; a token’s memories belong to sa:<name> */
-        post: operations["MemoriesController_create"];
+        post: operations["memoriesCreate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -466,15 +466,15 @@ export interface paths {
             cookie?: never;
         };
         /** One memory */
-        get: operations["MemoriesController_get"];
+        get: operations["memoriesGet"];
         put?: never;
         post?: never;
         /** Delete a memory */
-        delete: operations["MemoriesController_remove"];
+        delete: operations["memoriesRemove"];
         options?: never;
         head?: never;
         /** Change a memory’s text or topics; absent fields are untouched */
-        patch: operations["MemoriesController_update"];
+        patch: operations["memoriesUpdate"];
         trace?: never;
     };
     "/memory_topics": {
@@ -485,7 +485,7 @@ export interface paths {
             cookie?: never;
         };
         /** The distinct topics of the memories the caller sees, alphabetically */
-        get: operations["MemoriesController_topics"];
+        get: operations["memoriesTopics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -502,7 +502,7 @@ export interface paths {
             cookie?: never;
         };
         /** Traces of the caller's runs (self-scoped), newest first, each with its run's spans */
-        get: operations["TracesController_list"];
+        get: operations["tracesList"];
         put?: never;
         post?: never;
         delete?: never;
@@ -522,7 +522,7 @@ export interface paths {
          * One trace with its spans
          * @description Several runs can share a trace id (sent with one caller's traceparent): the answer is the caller's first run under it, with the spans of every run of that run's user under it, never another user's.
          */
-        get: operations["TracesController_get"];
+        get: operations["tracesGet"];
         put?: never;
         post?: never;
         delete?: never;
@@ -539,7 +539,7 @@ export interface paths {
             cookie?: never;
         };
         /** List queue jobs; status=failed is the dead-letter list */
-        get: operations["QueueController_list"];
+        get: operations["queueList"];
         put?: never;
         post?: never;
         delete?: never;
@@ -556,7 +556,7 @@ export interface paths {
             cookie?: never;
         };
         /** Job counts by status and the age of the oldest queued job */
-        get: operations["QueueController_stats"];
+        get: operations["queueStats"];
         put?: never;
         post?: never;
         delete?: never;
@@ -575,7 +575,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Requeue failed or cancelled jobs by filter, each under the single-job rules; a dry run unless dry_run=false */
-        post: operations["QueueController_requeueMany"];
+        post: operations["queueRequeueMany"];
         delete?: never;
         options?: never;
         head?: never;
@@ -592,7 +592,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Cancel queued and paused jobs by filter; a dry run unless dry_run=false */
-        post: operations["QueueController_cancelMany"];
+        post: operations["queueCancelMany"];
         delete?: never;
         options?: never;
         head?: never;
@@ -607,7 +607,7 @@ export interface paths {
             cookie?: never;
         };
         /** One queue job */
-        get: operations["QueueController_get"];
+        get: operations["queueGet"];
         put?: never;
         post?: never;
         delete?: never;
@@ -626,7 +626,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Requeue a failed or cancelled job for one more execution (max_attempts + 1) */
-        post: operations["QueueController_requeue"];
+        post: operations["queueRequeue"];
         delete?: never;
         options?: never;
         head?: never;
@@ -641,7 +641,7 @@ export interface paths {
             cookie?: never;
         };
         /** Prometheus text: queue depth by status, oldest queued age, processed and failed attempts of all workers, skipped schedule fires; this api process’s HTTP request durations by route and status, process and event-loop figures */
-        get: operations["MetricsController_scrape"];
+        get: operations["metricsScrape"];
         put?: never;
         post?: never;
         delete?: never;
@@ -658,10 +658,10 @@ export interface paths {
             cookie?: never;
         };
         /** List schedules */
-        get: operations["SchedulesController_list"];
+        get: operations["schedulesList"];
         put?: never;
         /** Create a schedule; its fires carry the rights of the caller creating it */
-        post: operations["SchedulesController_create"];
+        post: operations["schedulesCreate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -676,15 +676,15 @@ export interface paths {
             cookie?: never;
         };
         /** Get a schedule */
-        get: operations["SchedulesController_get"];
+        get: operations["schedulesGet"];
         put?: never;
         post?: never;
         /** Delete a schedule and its history */
-        delete: operations["SchedulesController_remove"];
+        delete: operations["schedulesRemove"];
         options?: never;
         head?: never;
         /** Update a schedule; absent fields are untouched */
-        patch: operations["SchedulesController_update"];
+        patch: operations["schedulesUpdate"];
         trace?: never;
     };
     "/schedules/{schedule_id}/trigger": {
@@ -697,7 +697,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Fire now: queues a fire a worker runs like a cron tick; next_run_at is untouched */
-        post: operations["SchedulesController_trigger"];
+        post: operations["schedulesTrigger"];
         delete?: never;
         options?: never;
         head?: never;
@@ -712,7 +712,7 @@ export interface paths {
             cookie?: never;
         };
         /** History of fires, each with every attempt it made */
-        get: operations["SchedulesController_runs"];
+        get: operations["schedulesRuns"];
         put?: never;
         post?: never;
         delete?: never;
@@ -729,7 +729,7 @@ export interface paths {
             cookie?: never;
         };
         /** One fire of a schedule */
-        get: operations["SchedulesController_run"];
+        get: operations["schedulesRun"];
         put?: never;
         post?: never;
         delete?: never;
@@ -746,10 +746,10 @@ export interface paths {
             cookie?: never;
         };
         /** A2A HTTP+JSON GetTask: the run as a task (task id = run id, context id = session id) */
-        get: operations["AgentA2AController_getTask"];
+        get: operations["agentA2AGetTask"];
         put?: never;
         /** A2A HTTP+JSON CancelTask: POST .../tasks/{task_id}:cancel */
-        post: operations["AgentA2AController_cancelTask"];
+        post: operations["agentA2ACancelTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -764,7 +764,7 @@ export interface paths {
             cookie?: never;
         };
         /** The agent's A2A agent card: JSON-RPC and HTTP+JSON interfaces at /a2a/agents/{id}, bearer scheme */
-        get: operations["AgentA2AController_card"];
+        get: operations["agentA2ACard"];
         put?: never;
         post?: never;
         delete?: never;
@@ -786,7 +786,7 @@ export interface paths {
          * A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask
          * @description With `A2A-Version: 1.0` the methods go by their v1.0 names (SendMessage); without it, as A2A v0.3 (message/send, message/stream, tasks/get, tasks/cancel).
          */
-        post: operations["AgentA2AController_jsonRpc"];
+        post: operations["agentA2AJsonRpc"];
         delete?: never;
         options?: never;
         head?: never;
@@ -803,7 +803,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** A2A HTTP+JSON SendMessage */
-        post: operations["AgentA2AController_send"];
+        post: operations["agentA2ASend"];
         delete?: never;
         options?: never;
         head?: never;
@@ -820,7 +820,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** A2A HTTP+JSON SendStreamingMessage (text/event-stream) */
-        post: operations["AgentA2AController_stream"];
+        post: operations["agentA2AStream"];
         delete?: never;
         options?: never;
         head?: never;
@@ -835,10 +835,10 @@ export interface paths {
             cookie?: never;
         };
         /** A2A HTTP+JSON GetTask: the run as a task (task id = run id, context id = session id) */
-        get: operations["TeamA2AController_getTask"];
+        get: operations["teamA2AGetTask"];
         put?: never;
         /** A2A HTTP+JSON CancelTask: POST .../tasks/{task_id}:cancel */
-        post: operations["TeamA2AController_cancelTask"];
+        post: operations["teamA2ACancelTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -853,7 +853,7 @@ export interface paths {
             cookie?: never;
         };
         /** The team's A2A agent card: JSON-RPC and HTTP+JSON interfaces at /a2a/teams/{id}, bearer scheme */
-        get: operations["TeamA2AController_card"];
+        get: operations["teamA2ACard"];
         put?: never;
         post?: never;
         delete?: never;
@@ -875,7 +875,7 @@ export interface paths {
          * A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask
          * @description With `A2A-Version: 1.0` the methods go by their v1.0 names (SendMessage); without it, as A2A v0.3 (message/send, message/stream, tasks/get, tasks/cancel).
          */
-        post: operations["TeamA2AController_jsonRpc"];
+        post: operations["teamA2AJsonRpc"];
         delete?: never;
         options?: never;
         head?: never;
@@ -892,7 +892,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** A2A HTTP+JSON SendMessage */
-        post: operations["TeamA2AController_send"];
+        post: operations["teamA2ASend"];
         delete?: never;
         options?: never;
         head?: never;
@@ -909,7 +909,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** A2A HTTP+JSON SendStreamingMessage (text/event-stream) */
-        post: operations["TeamA2AController_stream"];
+        post: operations["teamA2AStream"];
         delete?: never;
         options?: never;
         head?: never;
@@ -924,7 +924,7 @@ export interface paths {
             cookie?: never;
         };
         /** The workflow's A2A agent card: JSON-RPC and HTTP+JSON interfaces at /a2a/workflows/{id}, bearer scheme */
-        get: operations["WorkflowA2AController_card"];
+        get: operations["workflowA2ACard"];
         put?: never;
         post?: never;
         delete?: never;
@@ -946,7 +946,7 @@ export interface paths {
          * A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage
          * @description With `A2A-Version: 1.0` the methods go by their v1.0 names (SendMessage); without it, as A2A v0.3 (message/send, message/stream, tasks/get, tasks/cancel).
          */
-        post: operations["WorkflowA2AController_jsonRpc"];
+        post: operations["workflowA2AJsonRpc"];
         delete?: never;
         options?: never;
         head?: never;
@@ -963,7 +963,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** A2A HTTP+JSON SendMessage */
-        post: operations["WorkflowA2AController_send"];
+        post: operations["workflowA2ASend"];
         delete?: never;
         options?: never;
         head?: never;
@@ -980,7 +980,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** A2A HTTP+JSON SendStreamingMessage (text/event-stream) */
-        post: operations["WorkflowA2AController_stream"];
+        post: operations["workflowA2AStream"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1000,7 +1000,7 @@ export interface paths {
          * MCP JSON-RPC (initialize, tools/list, tools/call); tool calls need the scope of the REST route they mirror
          * @description MCP Streamable HTTP, stateless. A request must accept both `application/json` and `text/event-stream` (406 otherwise) and send JSON (415 otherwise), which "Try it out" cannot do: use an MCP client (`svc connect` sets them up), or curl with `-H "Accept: application/json, text/event-stream"`.
          */
-        post: operations["McpController_post"];
+        post: operations["mcpPost"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1015,7 +1015,7 @@ export interface paths {
             cookie?: never;
         };
         /** OAuth protected-resource metadata of /mcp: {resource, authorization_servers} */
-        get: operations["ProtectedResourceController_metadata[0]"];
+        get: operations["protectedResourceMetadata[0]"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1032,7 +1032,7 @@ export interface paths {
             cookie?: never;
         };
         /** OAuth protected-resource metadata of /mcp: {resource, authorization_servers} */
-        get: operations["ProtectedResourceController_metadata[1]"];
+        get: operations["protectedResourceMetadata[1]"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1839,7 +1839,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    DiscoveryController_health: {
+    discoveryHealth: {
         parameters: {
             query?: never;
             header?: never;
@@ -1875,7 +1875,7 @@ export interface operations {
             };
         };
     };
-    DiscoveryController_info: {
+    discoveryInfo: {
         parameters: {
             query?: never;
             header?: never;
@@ -1911,7 +1911,7 @@ export interface operations {
             };
         };
     };
-    DiscoveryController_config: {
+    discoveryConfig: {
         parameters: {
             query?: never;
             header?: never;
@@ -2003,7 +2003,7 @@ export interface operations {
             };
         };
     };
-    ReadinessController_readiness: {
+    readinessReadiness: {
         parameters: {
             query?: never;
             header?: never;
@@ -2053,7 +2053,7 @@ export interface operations {
             };
         };
     };
-    ServiceAccountsController_list: {
+    serviceAccountsList: {
         parameters: {
             query?: {
                 /** @description Page size, 1 to 100 */
@@ -2164,7 +2164,7 @@ export interface operations {
             };
         };
     };
-    ServiceAccountsController_mint: {
+    serviceAccountsMint: {
         parameters: {
             query?: never;
             header?: never;
@@ -2301,7 +2301,7 @@ export interface operations {
             };
         };
     };
-    ServiceAccountsController_revoke: {
+    serviceAccountsRevoke: {
         parameters: {
             query?: never;
             header?: never;
@@ -2409,7 +2409,7 @@ export interface operations {
             };
         };
     };
-    ServiceAccountsController_rotate: {
+    serviceAccountsRotate: {
         parameters: {
             query?: never;
             header?: never;
@@ -2559,7 +2559,7 @@ export interface operations {
             };
         };
     };
-    AgentRunsController_list: {
+    agentRunsList: {
         parameters: {
             query?: never;
             header?: never;
@@ -2651,7 +2651,7 @@ export interface operations {
             };
         };
     };
-    AgentRunsController_get: {
+    agentRunsGet: {
         parameters: {
             query?: never;
             header?: never;
@@ -2760,7 +2760,7 @@ export interface operations {
             };
         };
     };
-    AgentRunsController_start: {
+    agentRunsStart: {
         parameters: {
             query?: never;
             header?: {
@@ -2942,7 +2942,7 @@ export interface operations {
             };
         };
     };
-    AgentRunsController_getRun: {
+    agentRunsGetRun: {
         parameters: {
             query?: never;
             header?: never;
@@ -3052,7 +3052,7 @@ export interface operations {
             };
         };
     };
-    AgentRunsController_cancel: {
+    agentRunsCancel: {
         parameters: {
             query?: never;
             header?: never;
@@ -3162,7 +3162,7 @@ export interface operations {
             };
         };
     };
-    TeamRunsController_list: {
+    teamRunsList: {
         parameters: {
             query?: never;
             header?: never;
@@ -3254,7 +3254,7 @@ export interface operations {
             };
         };
     };
-    TeamRunsController_get: {
+    teamRunsGet: {
         parameters: {
             query?: never;
             header?: never;
@@ -3363,7 +3363,7 @@ export interface operations {
             };
         };
     };
-    TeamRunsController_start: {
+    teamRunsStart: {
         parameters: {
             query?: never;
             header?: {
@@ -3545,7 +3545,7 @@ export interface operations {
             };
         };
     };
-    TeamRunsController_getRun: {
+    teamRunsGetRun: {
         parameters: {
             query?: never;
             header?: never;
@@ -3655,7 +3655,7 @@ export interface operations {
             };
         };
     };
-    TeamRunsController_cancel: {
+    teamRunsCancel: {
         parameters: {
             query?: never;
             header?: never;
@@ -3765,7 +3765,7 @@ export interface operations {
             };
         };
     };
-    WorkflowRunsController_list: {
+    workflowRunsList: {
         parameters: {
             query?: never;
             header?: never;
@@ -3857,7 +3857,7 @@ export interface operations {
             };
         };
     };
-    WorkflowRunsController_get: {
+    workflowRunsGet: {
         parameters: {
             query?: never;
             header?: never;
@@ -3966,7 +3966,7 @@ export interface operations {
             };
         };
     };
-    WorkflowRunsController_start: {
+    workflowRunsStart: {
         parameters: {
             query?: never;
             header?: {
@@ -4148,7 +4148,7 @@ export interface operations {
             };
         };
     };
-    WorkflowRunsController_getRun: {
+    workflowRunsGetRun: {
         parameters: {
             query?: never;
             header?: never;
@@ -4258,7 +4258,7 @@ export interface operations {
             };
         };
     };
-    WorkflowRunsController_cancel: {
+    workflowRunsCancel: {
         parameters: {
             query?: never;
             header?: never;
@@ -4368,7 +4368,7 @@ export interface operations {
             };
         };
     };
-    SessionsController_list: {
+    sessionsList: {
         parameters: {
             query?: {
                 /** @description Page size, 1 to 100 */
@@ -4477,7 +4477,7 @@ export interface operations {
             };
         };
     };
-    SessionsController_get: {
+    sessionsGet: {
         parameters: {
             query?: never;
             header?: never;
@@ -4585,7 +4585,7 @@ export interface operations {
             };
         };
     };
-    SessionsController_remove: {
+    sessionsRemove: {
         parameters: {
             query?: never;
             header?: never;
@@ -4705,7 +4705,7 @@ export interface operations {
             };
         };
     };
-    SessionsController_runs: {
+    sessionsRuns: {
         parameters: {
             query?: {
                 /** @description Page size, 1 to 100 */
@@ -4830,7 +4830,7 @@ export interface operations {
             };
         };
     };
-    MemoriesController_list: {
+    memoriesList: {
         parameters: {
             query?: {
                 /** @description Page size, 1 to 100 */
@@ -4946,7 +4946,7 @@ export interface operations {
             };
         };
     };
-    MemoriesController_create: {
+    memoriesCreate: {
         parameters: {
             query?: never;
             header?: never;
@@ -5065,7 +5065,7 @@ export interface operations {
             };
         };
     };
-    MemoriesController_get: {
+    memoriesGet: {
         parameters: {
             query?: never;
             header?: never;
@@ -5173,7 +5173,7 @@ export interface operations {
             };
         };
     };
-    MemoriesController_remove: {
+    memoriesRemove: {
         parameters: {
             query?: never;
             header?: never;
@@ -5279,7 +5279,7 @@ export interface operations {
             };
         };
     };
-    MemoriesController_update: {
+    memoriesUpdate: {
         parameters: {
             query?: never;
             header?: never;
@@ -5414,7 +5414,7 @@ export interface operations {
             };
         };
     };
-    MemoriesController_topics: {
+    memoriesTopics: {
         parameters: {
             query?: {
                 /** @description Only this user's topics (within what the caller may see) */
@@ -5518,7 +5518,7 @@ export interface operations {
             };
         };
     };
-    TracesController_list: {
+    tracesList: {
         parameters: {
             query?: {
                 /** @description Page size, 1 to 100 */
@@ -5635,7 +5635,7 @@ export interface operations {
             };
         };
     };
-    TracesController_get: {
+    tracesGet: {
         parameters: {
             query?: never;
             header?: never;
@@ -5744,7 +5744,7 @@ export interface operations {
             };
         };
     };
-    QueueController_list: {
+    queueList: {
         parameters: {
             query?: {
                 /** @description Page size, 1 to 1000 */
@@ -5855,7 +5855,7 @@ export interface operations {
             };
         };
     };
-    QueueController_stats: {
+    queueStats: {
         parameters: {
             query?: never;
             header?: never;
@@ -5947,7 +5947,7 @@ export interface operations {
             };
         };
     };
-    QueueController_requeueMany: {
+    queueRequeueMany: {
         parameters: {
             query?: never;
             header?: never;
@@ -6066,7 +6066,7 @@ export interface operations {
             };
         };
     };
-    QueueController_cancelMany: {
+    queueCancelMany: {
         parameters: {
             query?: never;
             header?: never;
@@ -6185,7 +6185,7 @@ export interface operations {
             };
         };
     };
-    QueueController_get: {
+    queueGet: {
         parameters: {
             query?: never;
             header?: never;
@@ -6293,7 +6293,7 @@ export interface operations {
             };
         };
     };
-    QueueController_requeue: {
+    queueRequeue: {
         parameters: {
             query?: {
                 /** @description true: clear the cancellation (its intent and the recorded cancel) of a cancelled job. Without it, a cancelled job whose cancellation intent is still live is requeued and cancelled again at its first checkpoint */
@@ -6443,7 +6443,7 @@ export interface operations {
             };
         };
     };
-    MetricsController_scrape: {
+    metricsScrape: {
         parameters: {
             query?: never;
             header?: never;
@@ -6523,7 +6523,7 @@ export interface operations {
             };
         };
     };
-    SchedulesController_list: {
+    schedulesList: {
         parameters: {
             query?: {
                 /** @description Page size, 1 to 1000 */
@@ -6637,7 +6637,7 @@ export interface operations {
             };
         };
     };
-    SchedulesController_create: {
+    schedulesCreate: {
         parameters: {
             query?: never;
             header?: never;
@@ -6774,7 +6774,7 @@ export interface operations {
             };
         };
     };
-    SchedulesController_get: {
+    schedulesGet: {
         parameters: {
             query?: never;
             header?: never;
@@ -6882,7 +6882,7 @@ export interface operations {
             };
         };
     };
-    SchedulesController_remove: {
+    schedulesRemove: {
         parameters: {
             query?: never;
             header?: never;
@@ -6992,7 +6992,7 @@ export interface operations {
             };
         };
     };
-    SchedulesController_update: {
+    schedulesUpdate: {
         parameters: {
             query?: never;
             header?: never;
@@ -7145,7 +7145,7 @@ export interface operations {
             };
         };
     };
-    SchedulesController_trigger: {
+    schedulesTrigger: {
         parameters: {
             query?: never;
             header?: never;
@@ -7271,7 +7271,7 @@ export interface operations {
             };
         };
     };
-    SchedulesController_runs: {
+    schedulesRuns: {
         parameters: {
             query?: {
                 /** @description Page size, 1 to 1000 */
@@ -7396,7 +7396,7 @@ export interface operations {
             };
         };
     };
-    SchedulesController_run: {
+    schedulesRun: {
         parameters: {
             query?: never;
             header?: never;
@@ -7505,7 +7505,7 @@ export interface operations {
             };
         };
     };
-    AgentA2AController_getTask: {
+    agentA2AGetTask: {
         parameters: {
             query?: {
                 /** @description At most this many messages of the history (0: none); a value that is not an integer is a 400 */
@@ -7643,7 +7643,7 @@ export interface operations {
             };
         };
     };
-    AgentA2AController_cancelTask: {
+    agentA2ACancelTask: {
         parameters: {
             query?: never;
             header: {
@@ -7779,7 +7779,7 @@ export interface operations {
             };
         };
     };
-    AgentA2AController_card: {
+    agentA2ACard: {
         parameters: {
             query?: never;
             header?: never;
@@ -7888,7 +7888,7 @@ export interface operations {
             };
         };
     };
-    AgentA2AController_jsonRpc: {
+    agentA2AJsonRpc: {
         parameters: {
             query?: never;
             header?: never;
@@ -8016,7 +8016,7 @@ export interface operations {
             };
         };
     };
-    AgentA2AController_send: {
+    agentA2ASend: {
         parameters: {
             query?: never;
             header: {
@@ -8154,7 +8154,7 @@ export interface operations {
             };
         };
     };
-    AgentA2AController_stream: {
+    agentA2AStream: {
         parameters: {
             query?: never;
             header: {
@@ -8292,7 +8292,7 @@ export interface operations {
             };
         };
     };
-    TeamA2AController_getTask: {
+    teamA2AGetTask: {
         parameters: {
             query?: {
                 /** @description At most this many messages of the history (0: none); a value that is not an integer is a 400 */
@@ -8430,7 +8430,7 @@ export interface operations {
             };
         };
     };
-    TeamA2AController_cancelTask: {
+    teamA2ACancelTask: {
         parameters: {
             query?: never;
             header: {
@@ -8566,7 +8566,7 @@ export interface operations {
             };
         };
     };
-    TeamA2AController_card: {
+    teamA2ACard: {
         parameters: {
             query?: never;
             header?: never;
@@ -8675,7 +8675,7 @@ export interface operations {
             };
         };
     };
-    TeamA2AController_jsonRpc: {
+    teamA2AJsonRpc: {
         parameters: {
             query?: never;
             header?: never;
@@ -8803,7 +8803,7 @@ export interface operations {
             };
         };
     };
-    TeamA2AController_send: {
+    teamA2ASend: {
         parameters: {
             query?: never;
             header: {
@@ -8941,7 +8941,7 @@ export interface operations {
             };
         };
     };
-    TeamA2AController_stream: {
+    teamA2AStream: {
         parameters: {
             query?: never;
             header: {
@@ -9079,7 +9079,7 @@ export interface operations {
             };
         };
     };
-    WorkflowA2AController_card: {
+    workflowA2ACard: {
         parameters: {
             query?: never;
             header?: never;
@@ -9188,7 +9188,7 @@ export interface operations {
             };
         };
     };
-    WorkflowA2AController_jsonRpc: {
+    workflowA2AJsonRpc: {
         parameters: {
             query?: never;
             header?: never;
@@ -9316,7 +9316,7 @@ export interface operations {
             };
         };
     };
-    WorkflowA2AController_send: {
+    workflowA2ASend: {
         parameters: {
             query?: never;
             header: {
@@ -9454,7 +9454,7 @@ export interface operations {
             };
         };
     };
-    WorkflowA2AController_stream: {
+    workflowA2AStream: {
         parameters: {
             query?: never;
             header: {
@@ -9592,7 +9592,7 @@ export interface operations {
             };
         };
     };
-    McpController_post: {
+    mcpPost: {
         parameters: {
             query?: never;
             header?: never;
@@ -9748,7 +9748,7 @@ export interface operations {
             };
         };
     };
-    "ProtectedResourceController_metadata[0]": {
+    "protectedResourceMetadata[0]": {
         parameters: {
             query?: never;
             header?: never;
@@ -9796,7 +9796,7 @@ export interface operations {
             };
         };
     };
-    "ProtectedResourceController_metadata[1]": {
+    "protectedResourceMetadata[1]": {
         parameters: {
             query?: never;
             header?: never;
