@@ -51,7 +51,7 @@ export function buildOpenApiDocument(app: NestFastifyApplication, env: Env): Ope
   const document = SwaggerModule.createDocument(app, config, { operationIdFactory: operationId });
   // Fastify's own route (see RunSocketGateway): Nest's scanner does not see it.
   document.paths[WEBSOCKET_PATH] = WEBSOCKET_PATH_ITEM as OpenAPIObject['paths'][string];
-  return withErrorExamples(withPublicOperationsMarked(withAnswersEveryRouteGives(document)));
+  return withValidationExamples(withErrorExamples(withPublicOperationsMarked(withAnswersEveryRouteGives(document))), document);
 }
 
 /**
@@ -66,8 +66,8 @@ function operationId(controllerKey: string, methodKey: string): string {
 type Response = { description?: string; content?: Record<string, { schema?: { $ref?: string }; example?: unknown }> };
 type Operation = {
   responses?: Record<string, Response>;
-  parameters?: { in: string }[];
-  requestBody?: { content?: Record<string, unknown> };
+  parameters?: { in: string; name: string }[];
+  requestBody?: { content?: Record<string, { schema?: { $ref?: string } }> };
   security?: unknown[];
   'x-required-scope'?: string;
 };
@@ -147,6 +147,38 @@ function withErrorExamples(document: OpenAPIObject): OpenAPIObject {
         json.example ??= general.example ?? { detail };
       }
       response.description ||= STATUS_CODES[status] ?? '';
+    }
+  }
+  return document;
+}
+
+/**
+ * A 422 example naming a field the operation really has: its body's first field, else its first query parameter
+ * (the shared schema's own example names a body field `name` that most operations do not take).
+ */
+function withValidationExamples(document: OpenAPIObject, { components }: OpenAPIObject): OpenAPIObject {
+  for (const operation of operationsOf(document)) {
+    const response = operation.responses?.['422'];
+    const json = response?.content?.['application/json'];
+    if (!json?.schema?.$ref?.endsWith('/ValidationErrorBodyDto')) {
+      continue;
+    }
+    const bodyRef = Object.values(operation.requestBody?.content ?? {})[0]?.schema?.$ref;
+    const bodyField = bodyRef
+      ? Object.keys((components?.schemas?.[bodyRef.split('/').pop()!] as { properties?: object })?.properties ?? {})[0]
+      : undefined;
+    const queryField = operation.parameters?.find((parameter) => parameter.in === 'query')?.name;
+    const loc = bodyField ? ['body', bodyField] : queryField ? ['query', queryField] : null;
+    if (loc) {
+      const issue = {
+        loc,
+        msg: `${loc[1]} is not valid (what is wrong with it, in words)`,
+        type: 'the rule it broke',
+        input: null,
+        ctx: {},
+      };
+      // Its own copy: a controller-wide response is one object shared by all the controller's operations.
+      operation.responses!['422'] = { ...response, content: { 'application/json': { ...json, example: { detail: [issue] } } } };
     }
   }
   return document;

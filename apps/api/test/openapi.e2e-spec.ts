@@ -137,6 +137,27 @@ describe('OpenAPI document and Swagger UI', () => {
     );
   });
 
+  it("gives each 422 an example naming one of the operation's own fields", () => {
+    let checked = 0;
+    for (const item of Object.values<any>(document.paths)) {
+      for (const operation of Object.values<any>(item)) {
+        const example = operation.responses?.['422']?.content?.['application/json']?.example;
+        if (!example) {
+          continue;
+        }
+        const [where, field] = example.detail[0].loc;
+        if (where === 'query') {
+          expect(operation.parameters.some((parameter: any) => parameter.in === 'query' && parameter.name === field)).toBe(true);
+        } else {
+          const ref = Object.values<any>(operation.requestBody.content)[0].schema.$ref.split('/').pop();
+          expect(Object.keys(document.components.schemas[ref].properties)).toContain(field);
+        }
+        checked += 1;
+      }
+    }
+    expect(checked).toBeGreaterThan(20);
+  });
+
   it('serves Swagger UI at /docs', async () => {
     const page = await call(api.url, 'GET', '/docs');
     expect(page.status).toBe(200);

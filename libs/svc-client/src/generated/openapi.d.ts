@@ -2115,6 +2115,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "query",
+                     *             "limit"
+                     *           ],
+                     *           "msg": "limit is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -2252,6 +2268,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "body",
+                     *             "name"
+                     *           ],
+                     *           "msg": "name is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -2510,6 +2542,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "body",
+                     *             "grace_seconds"
+                     *           ],
+                     *           "msg": "grace_seconds is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -2893,6 +2941,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "body",
+                     *             "message"
+                     *           ],
+                     *           "msg": "message is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -3496,6 +3560,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "body",
+                     *             "message"
+                     *           ],
+                     *           "msg": "message is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -4099,6 +4179,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "body",
+                     *             "message"
+                     *           ],
+                     *           "msg": "message is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -4428,6 +4524,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "query",
+                     *             "limit"
+                     *           ],
+                     *           "msg": "limit is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -4781,6 +4893,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "query",
+                     *             "limit"
+                     *           ],
+                     *           "msg": "limit is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -4897,6 +5025,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "query",
+                     *             "limit"
+                     *           ],
+                     *           "msg": "limit is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -5016,6 +5160,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "body",
+                     *             "memory"
+                     *           ],
+                     *           "msg": "memory is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -5365,6 +5525,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "body",
+                     *             "memory"
+                     *           ],
+                     *           "msg": "memory is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -5469,6 +5645,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "query",
+                     *             "user_id"
+                     *           ],
+                     *           "msg": "user_id is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -5586,6 +5778,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "query",
+                     *             "limit"
+                     *           ],
+                     *           "msg": "limit is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -5806,6 +6014,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "query",
+                     *             "limit"
+                     *           ],
+                     *           "msg": "limit is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -6017,6 +6241,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "body",
+                     *             "filter"
+                     *           ],
+                     *           "msg": "filter is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -6136,6 +6376,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "body",
+                     *             "filter"
+                     *           ],
+                     *           "msg": "filter is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -6394,6 +6650,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "query",
+                     *             "clear_cancellation"
+                     *           ],
+                     *           "msg": "clear_cancellation is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -6588,6 +6860,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "query",
+                     *             "limit"
+                     *           ],
+                     *           "msg": "limit is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -6725,6 +7013,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "body",
+                     *             "overlap_policy"
+                     *           ],
+                     *           "msg": "overlap_policy is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -7096,6 +7400,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "body",
+                     *             "overlap_policy"
+                     *           ],
+                     *           "msg": "overlap_policy is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
@@ -7347,6 +7667,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "query",
+                     *             "limit"
+                     *           ],
+                     *           "msg": "limit is not valid (what is wrong with it, in words)",
+                     *           "type": "the rule it broke",
+                     *           "input": null,
+                     *           "ctx": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationErrorBodyDto"];
                 };
             };
