@@ -13,12 +13,16 @@ type Schema = Record<string, any>;
 const RULES = ['type', 'enum', 'default', 'minimum', 'maximum', 'minLength', 'maxLength', 'pattern', 'format', 'minItems', 'maxItems'];
 
 /**
- * A schema reduced to its rules, the same way for both documents: OpenAPI's `$ref` resolved and its
+ * A schema reduced to its rules, the same way for both documents: OpenAPI's `$ref` (alone or described) resolved and its
  * `type: [T, "null"]` read as nullable, the tool schema's `anyOf: [T, null]` read the same way.
  */
 function rulesOf(schema: Schema, components: Record<string, Schema>): Schema {
   if (schema.$ref) {
     return rulesOf(components[String(schema.$ref).split('/').pop()!], components);
+  }
+  // A described reference: `{description, allOf: [{$ref}]}`.
+  if (schema.allOf?.length === 1) {
+    return rulesOf(schema.allOf[0], components);
   }
   const nullBranch = schema.anyOf?.find((branch: Schema) => branch.type === 'null');
   if (nullBranch) {
@@ -85,6 +89,15 @@ describe('MCP tool schemas state the rules of their route’s DTO', () => {
     }
     stated.required = stated.required.filter((name: string) => !path.includes(name));
     expect(stated).toEqual(expected);
+  });
+
+  it('describes every argument of every tool: a model calls them from the schema alone', () => {
+    const undescribed = [...tools].flatMap(([name, schema]) =>
+      Object.entries((schema.properties ?? {}) as Record<string, Schema>)
+        .filter(([, property]) => !property.description && !property.$ref)
+        .map(([argument]) => `${name}.${argument}`),
+    );
+    expect(undescribed).toEqual([]);
   });
 
   it('a schedule field at its stated bound is taken, one past it is refused by the tool as by REST, with the same issue', async () => {

@@ -44,22 +44,24 @@ export class CreateMemoryDto {
       'Whose memory: honoured only for the security key, anonymous callers on an open instance and a platform:admin JWT; a service account’s memories are its own (sa:<name>), whatever this says',
   })
   user_id?: string | null;
-  @ApiProperty({ enum: MEMORY_COMPONENT_KINDS, required: false })
+  @ApiProperty({ enum: MEMORY_COMPONENT_KINDS, required: false, description: 'Kind of the component the memory came from' })
   @Optional()
   @IsIn(MEMORY_COMPONENT_KINDS)
   component_type?: string;
-  @StringField({ optional: true, minLength: 1, maxLength: 128 }) component_id?: string;
+  @StringField({ optional: true, minLength: 1, maxLength: 128, description: 'Id of the component the memory came from' })
+  component_id?: string;
 }
 
 export class UpdateMemoryDto {
-  @StringField({ optional: true, minLength: 1, maxLength: MEMORY_MAX_LENGTH }) memory?: string;
+  @StringField({ optional: true, minLength: 1, maxLength: MEMORY_MAX_LENGTH, description: 'The fact, replacing the one kept' })
+  memory?: string;
   @Topics() topics?: string[];
 }
 
 export class ListMemoriesQuery extends PageQuery({ maxLimit: 100, sortFields: MEMORY_SORT_FIELDS, defaultSort: 'updated_at' }) {
   @StringField({ optional: true, maxLength: 255, description: "Only this user's memories (within what the caller may see)" })
   user_id?: string;
-  @StringField({ optional: true, maxLength: 128 }) component_id?: string;
+  @StringField({ optional: true, maxLength: 128, description: 'Only memories this component kept' }) component_id?: string;
   @StringField({ optional: true, maxLength: TOPIC_MAX_LENGTH, description: 'Only memories with this topic' }) topic?: string;
   @StringField({ optional: true, maxLength: 200, description: 'Case-insensitive substring of the memory' }) search?: string;
 }

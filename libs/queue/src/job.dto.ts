@@ -134,7 +134,7 @@ export class JobFilterDto {
 }
 
 export class BulkJobsDto {
-  @ApiProperty({ type: JobFilterDto })
+  @ApiProperty({ type: JobFilterDto, description: 'Which jobs (at least one criterion): statuses, component, creation window' })
   @IsObject()
   @ValidateNested()
   @Type(() => JobFilterDto)

@@ -91,7 +91,12 @@ export function TimeZone({ optional }: Presence = {}): PropertyDecorator {
         defaultMessage: () => 'timezone must be an IANA time zone name such as Europe/Berlin or UTC',
       },
     }),
-    ApiPropertyOptional({ maxLength: 64, default: 'UTC', example: 'Europe/Berlin' }),
+    ApiPropertyOptional({
+      maxLength: 64,
+      default: 'UTC',
+      example: 'Europe/Berlin',
+      description: 'IANA time zone the cron expression is read in (its DST changes included)',
+    }),
   );
 }
 

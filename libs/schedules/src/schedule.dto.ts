@@ -60,7 +60,7 @@ export class CreateScheduleDto extends SchedulePolicyFields {
   @TimeoutSeconds() timeout_seconds?: number;
   @MaxRetries() max_retries?: number;
   @RetryDelaySeconds() retry_delay_seconds?: number;
-  @BoolField({ optional: true, default: true }) enabled?: boolean;
+  @BoolField({ optional: true, default: true, description: 'false creates it paused' }) enabled?: boolean;
   @ManagedBy() managed_by?: string | null;
 
   @StringField({

@@ -96,7 +96,8 @@ function argumentOf(property: DocumentedProperty): z.ZodType {
       ? z.array(valueOf(property.type, property).meta(value)).meta(described)
       : valueOf(property.type, property).meta({ ...value, ...described });
   if (property.nullable) {
-    schema = schema.nullable();
+    // Said on the whole argument too: a nullable one is an anyOf, whose branches a client may not read.
+    schema = described.description ? schema.nullable().describe(String(described.description)) : schema.nullable();
   }
   return property.required === false ? schema.optional() : schema;
 }

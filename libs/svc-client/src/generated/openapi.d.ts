@@ -1455,11 +1455,16 @@ export interface components {
             topics?: string[];
             /** @description Whose memory: honoured only for the security key, anonymous callers on an open instance and a platform:admin JWT; a service account’s memories are its own (sa:<name>), whatever this says */
             user_id?: string | null;
-            /** @enum {string} */
+            /**
+             * @description Kind of the component the memory came from
+             * @enum {string}
+             */
             component_type?: "agent" | "team" | "workflow";
+            /** @description Id of the component the memory came from */
             component_id?: string;
         };
         UpdateMemoryDto: {
+            /** @description The fact, replacing the one kept */
             memory?: string;
             /** @description At most 20 topics of 1 to 100 characters */
             topics?: string[];
@@ -1570,6 +1575,7 @@ export interface components {
             ids?: string[];
         };
         BulkJobsDto: {
+            /** @description Which jobs (at least one criterion): statuses, component, creation window */
             filter: components["schemas"]["JobFilterDto"];
             /**
              * @description Only count and report what would change (the default): pass false to change jobs
@@ -1656,6 +1662,7 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             /**
+             * @description IANA time zone the cron expression is read in (its DST changes included)
              * @default UTC
              * @example Europe/Berlin
              */
@@ -1675,7 +1682,10 @@ export interface components {
              * @default 60
              */
             retry_delay_seconds?: number;
-            /** @default true */
+            /**
+             * @description false creates it paused
+             * @default true
+             */
             enabled?: boolean;
             /** @description The tool that owns this definition (e.g. `terraform`); null when managed through this API. Set on create only. */
             managed_by?: string | null;
@@ -1774,7 +1784,10 @@ export interface components {
             payload?: {
                 [key: string]: unknown;
             } | null;
-            /** @example Europe/Berlin */
+            /**
+             * @description IANA time zone the cron expression is read in (its DST changes included)
+             * @example Europe/Berlin
+             */
             timezone?: string;
             /** @description Per attempt, including following a background run */
             timeout_seconds?: number;
@@ -4970,6 +4983,7 @@ export interface operations {
                 sort_order?: "asc" | "desc";
                 /** @description Only this user's memories (within what the caller may see) */
                 user_id?: string;
+                /** @description Only memories this component kept */
                 component_id?: string;
                 /** @description Only memories with this topic */
                 topic?: string;

@@ -68,7 +68,17 @@ export class QueueTools {
     description:
       'Requeue a failed or cancelled job for one more execution (admins; max_attempts + 1). force=true for a job that failed within the lock grace ' +
       'period (its worker may still run); clear_cancellation=true for a cancelled job whose cancellation is still live.',
-    input: z.object({ job_id: jobId, force: z.boolean().optional(), clear_cancellation: z.boolean().optional() }),
+    input: z.object({
+      job_id: jobId,
+      force: z
+        .boolean()
+        .optional()
+        .describe('Requeue even though the job failed within the lock grace: its worker may still be running it'),
+      clear_cancellation: z
+        .boolean()
+        .optional()
+        .describe('Drop a still-live cancellation of the job, which would otherwise cancel it again'),
+    }),
   })
   async requeue(_principal: unknown, args: Record<string, unknown>): Promise<JobDto> {
     this.queueEnabled.canActivate();

@@ -32,7 +32,10 @@ export class ScheduleTools {
     name: 'list_schedules',
     mirrors: 'GET /schedules',
     description: 'List schedules, optionally only enabled or disabled ones.',
-    input: z.object({ ...pageArguments(ListSchedulesQuery), enabled: z.boolean().optional() }),
+    input: z.object({
+      ...pageArguments(ListSchedulesQuery),
+      enabled: z.boolean().optional().describe('true: only enabled schedules; false: only paused or disabled ones; absent: all'),
+    }),
     annotations: { readOnlyHint: true },
   })
   async list(principal: Principal, args: Record<string, unknown>): Promise<Page<ScheduleDto>> {
