@@ -168,19 +168,21 @@ describe('schedule firing (real worker, real HTTP)', () => {
     expect((await schedule(created.id)).next_run_at).toBeGreaterThan(Date.now() / 1000);
   });
 
-  it('sends the payload as the JSON body with the creator rights: a root schedule mints an account', async () => {
-    const name = uniqueName('minted-by-schedule');
-    const created = await createSchedule({
-      endpoint: '/service-accounts',
-      method: 'POST',
-      payload: { name, scopes: [{ scope: 'config:read' }] },
-    });
+  it("sends the payload as the JSON body with its owner's rights: a root schedule reaches an admin route", async () => {
+    // platform:admin only, and a 422 without its body's filter: a 200 says both the rights and the body arrived.
+    const created = await createSchedule({ endpoint: '/queue/jobs/requeue', method: 'POST', payload: { filter: { status: ['failed'] } } });
     const triggered = await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
     expect(triggered.status).toBe(202);
     const fire = await finishedFire(created.id);
-    expect(fire).toMatchObject({ id: triggered.body.id, trigger: 'manual', status: 'success', status_code: 201 });
-    const accounts = await query<{ name: string }>(databaseUrl, 'SELECT name FROM service_accounts WHERE name = $1', [name]);
-    expect(accounts).toEqual([{ name }]);
+    expect(fire).toMatchObject({ id: triggered.body.id, trigger: 'manual', status: 'success', status_code: 200 });
+  });
+
+  it('acts for its owner alone: a user_id in the payload names nobody else, even for a root schedule', async () => {
+    const memory = uniqueName('kept-by-schedule');
+    const created = await createSchedule({ endpoint: '/memories', method: 'POST', payload: { memory, user_id: 'alice' } });
+    expect(await firedNow(created.id)).toMatchObject({ status: 'success', status_code: 201 });
+    const stored = await query<{ user_id: string | null }>(databaseUrl, 'SELECT user_id FROM memories WHERE memory = $1', [memory]);
+    expect(stored).toEqual([{ user_id: null }]);
   });
 
   it('makes a real HTTP call that starts an echo-agent run, as the creating service account', async () => {
