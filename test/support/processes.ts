@@ -71,6 +71,22 @@ export function spawnProcess(command: string, args: string[], env: Record<string
   };
 }
 
+/** The message of the line a failed boot ends with: a fatal JSON line's `msg` (off a terminal), else the output itself. */
+export function bootFailureOf(output: string): string {
+  const fatal = output
+    .trim()
+    .split('\n')
+    .flatMap((line) => {
+      try {
+        const entry = JSON.parse(line) as { level?: number; msg?: string };
+        return entry.level === 60 && typeof entry.msg === 'string' ? [entry.msg] : [];
+      } catch {
+        return [];
+      }
+    });
+  return fatal.at(-1) ?? output;
+}
+
 export interface RunningApi extends RunningProcess {
   url: string;
 }

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 
-import { API_VERSION, describeBootFailure, exitOnStopSignalsWhileBooting, loadEnv, SERVICE_VERSION } from '@app/config';
+import { API_VERSION, bootLine, describeBootFailure, exitOnStopSignalsWhileBooting, loadEnv, SERVICE_VERSION } from '@app/config';
 import { deploymentComponents } from '@app/runs';
 
 import { createApiApp } from './bootstrap';
@@ -24,6 +24,6 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   // One line (what, why, what to do); the stack only at LOG_LEVEL=debug.
-  console.error(describeBootFailure('api', error, 'PORT'));
+  console.error(bootLine('api', describeBootFailure('api', error, 'PORT')));
   process.exit(1);
 });

@@ -3,7 +3,7 @@ import { Worker } from 'node:worker_threads';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 
-import { describeBootFailure, exitOnStopSignalsWhileBooting, loadEnv, SERVICE_VERSION } from '@app/config';
+import { bootLine, describeBootFailure, exitOnStopSignalsWhileBooting, loadEnv, SERVICE_VERSION } from '@app/config';
 import { AppLogger, bootLogger } from '@app/logging';
 import { deploymentComponents } from '@app/runs';
 
@@ -79,6 +79,6 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   // One line (what, why, what to do); the stack only at LOG_LEVEL=debug.
-  console.error(describeBootFailure('worker', error, 'WORKER_HEALTH_PORT'));
+  console.error(bootLine('worker', describeBootFailure('worker', error, 'WORKER_HEALTH_PORT')));
   process.exit(1);
 });

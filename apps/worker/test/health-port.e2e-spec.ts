@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { ROOT_KEY } from '../../../test/support/principals';
-import { RunningApi, RunningProcess, spawnNode, startApi, startProxiedWorker } from '../../../test/support/processes';
+import { bootFailureOf, RunningApi, RunningProcess, spawnNode, startApi, startProxiedWorker } from '../../../test/support/processes';
 import { TcpProxy } from '../../../test/support/tcp-proxy';
 
 describe('worker health port (WORKER_HEALTH_PORT)', () => {
@@ -136,6 +136,6 @@ describe('worker health port configuration', () => {
       WORKER_HEALTH_PORT: 'eighty',
     });
     expect(await worker.exited).toBe(1);
-    expect(worker.output()).toContain('WORKER_HEALTH_PORT="eighty": must be a whole number from 1 to 65535');
+    expect(bootFailureOf(worker.output())).toContain('WORKER_HEALTH_PORT="eighty": must be a whole number from 1 to 65535');
   });
 });

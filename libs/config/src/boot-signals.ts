@@ -1,5 +1,7 @@
 import { constants } from 'node:os';
 
+import { bootLine } from './boot-error';
+
 const STOP_SIGNALS: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
 
 /**
@@ -12,7 +14,7 @@ const STOP_SIGNALS: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
  */
 export function exitOnStopSignalsWhileBooting(app: string): () => void {
   const exit = (signal: NodeJS.Signals): void => {
-    console.error(`The ${app} stopped on ${signal} while starting.`);
+    console.error(bootLine(app, `The ${app} stopped on ${signal} while starting.`));
     process.exit(128 + constants.signals[signal]);
   };
   for (const signal of STOP_SIGNALS) {
