@@ -247,6 +247,11 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       expect(refused.stderr).toContain(`Could not requeue ${id}: Job ${id} failed within the last 3600s`);
       expect(refused.stderr).toContain('pass --force');
       expect((await job(id)).status).toBe('failed');
+      // In JSON the refusal carries the CLI's flag too, beside the api's own words.
+      const refusedJson = await runCommand(['jobs', 'requeue', id, '--json'], sandbox, { env: asAdmin });
+      expect(refusedJson.json().failed).toEqual([
+        { id, error: expect.stringContaining('force=true'), hint: expect.stringContaining('pass --force') },
+      ]);
 
       const before = await job(id);
       const run = await runCommand(['jobs', 'requeue', id, '--force', '--json'], sandbox, { env: asAdmin });

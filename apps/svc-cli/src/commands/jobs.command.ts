@@ -25,6 +25,9 @@ import { CommandGroup, CredentialedCommand } from '../svc-command';
 import { cell, formatSeconds, formatTime, printFields, printTable, statusColour } from '../table';
 import { UsageError } from '../usage-errors';
 
+/** A requeue refused because the job failed within the lock grace, as the CLI says it. */
+const LOCK_GRACE_HINT = 'A job that failed within the lock grace may still be running on its worker: retry later, or pass --force.';
+
 /** The most jobs one command reads or changes: the bulk endpoint's own bound. */
 const LIMIT_MAX = 10_000;
 /** Jobs named by id go to the bulk cancel this many at a time: the api lists at most 100 of the jobs it leaves. */
@@ -373,7 +376,7 @@ export class JobsRequeueCommand extends BulkJobsCommand<RequeueOptions> {
   private async requeueByIds(ids: string[], options: RequeueOptions, terminal: Terminal): Promise<number> {
     const api = await queueApi(options, terminal);
     const requeued: Job[] = [];
-    const failed: { id: string; error: string }[] = [];
+    const failed: { id: string; error: string; hint?: string }[] = [];
     for (const id of ids) {
       const outcome = await api.requeue(id, { force: options.force, clearCancellation: options.clearCancellation });
       if ('job' in outcome) {
@@ -382,16 +385,17 @@ export class JobsRequeueCommand extends BulkJobsCommand<RequeueOptions> {
           `Requeued ${outcome.job.id} (${sanitize(component(outcome.job))}; ${outcome.job.attempt} of ${outcome.job.max_attempts} attempts used).`,
         );
       } else {
-        failed.push({ id, error: outcome.error });
+        // The api's detail names its query flag; the hint says the CLI's, in the JSON document too.
+        const withinGrace = !options.force && outcome.error.includes('force=true');
+        failed.push({ id, error: outcome.error, ...(withinGrace ? { hint: LOCK_GRACE_HINT } : {}) });
         if (!terminal.json) {
           terminal.failure(new CliError(`Could not requeue ${id}: ${outcome.error}`));
         }
       }
     }
     terminal.document({ requeued, failed });
-    // The api's detail names its query flag; say the CLI's.
-    if (!options.force && failed.some((failure) => failure.error.includes('force=true'))) {
-      terminal.note('A job that failed within the lock grace may still be running on its worker: retry later, or pass --force.');
+    if (failed.some((failure) => failure.hint)) {
+      terminal.note(LOCK_GRACE_HINT);
     }
     return failed.length === 0 ? 0 : requeued.length === 0 ? 1 : 3;
   }
