@@ -9,7 +9,7 @@ import { streamRun } from '../../../test/support/event-stream';
 import { call } from '../../../test/support/http';
 import { callTool, connectMcp } from '../../../test/support/mcp';
 import { ROOT_KEY } from '../../../test/support/principals';
-import { RunningApi, RunningProcess, spawnNode, startApi, startWorker, waitFor } from '../../../test/support/processes';
+import { bootFailureOf, RunningApi, RunningProcess, spawnNode, startApi, startWorker, waitFor } from '../../../test/support/processes';
 
 const dir = mkdtempSync(join(tmpdir(), 'components-'));
 function moduleFile(name: string, source: string): string {
@@ -251,10 +251,11 @@ describe('the other module forms', () => {
     for (const entry of ['dist/apps/api/src/main.js', 'dist/apps/worker/src/main.js']) {
       const process = spawnNode(entry, { DATABASE_URL: databaseUrl, PORT: '0', DEMO_COMPONENTS: 'true', COMPONENTS_MODULE: path });
       expect(await process.exited, process.output()).toBe(1);
-      const output = process.output().trim();
+      // One line (a fatal JSON line off a terminal), saying what and where.
+      expect(process.output().trim().split('\n')).toHaveLength(1);
+      const output = bootFailureOf(process.output());
       expect(output).toMatch(message);
       expect(output.startsWith(`COMPONENTS_MODULE ${path}: `), output).toBe(true);
-      expect(output.split('\n')).toHaveLength(1);
     }
   });
 });
