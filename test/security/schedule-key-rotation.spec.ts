@@ -109,6 +109,13 @@ describe('security: rotating the security key stops the schedules the old key wr
       json: { endpoint: '/config', enabled: true },
     });
     expect(taken.status, taken.text).toBe(200);
+    // A new owner starts with no refusals behind it.
+    const [row] = await query<{ owner_refused_since: Date | null }>(
+      databaseUrl,
+      'SELECT owner_refused_since FROM schedules WHERE id = $1',
+      [oldKeys.id],
+    );
+    expect(row.owner_refused_since).toBeNull();
     const fires = async () => (await call(api.url, 'GET', `/schedules/${oldKeys.id}/runs`, { token: NEW_KEY })).body.data;
     const earlier = (await fires()).length;
     expect((await call(api.url, 'POST', `/schedules/${oldKeys.id}/trigger`, { token: NEW_KEY })).status).toBe(202);

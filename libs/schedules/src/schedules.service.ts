@@ -293,10 +293,15 @@ export class SchedulesService {
     }
   }
 
-  /** The owner columns for `caller`: its credential kind, identity and scopes as they are now, and which security key it holds. */
+  /**
+   * The owner columns for `caller`: its credential kind, identity and scopes as they are now, and which security key
+   * it holds. A new owner starts with no refusals of its credential behind it.
+   */
   private async ownedBy(
     caller: Principal,
-  ): Promise<Pick<ScheduleEntity, 'ownerKind' | 'ownerId' | 'ownerScopes' | 'ownerServiceAccountId' | 'ownerKeyFingerprint'>> {
+  ): Promise<
+    Pick<ScheduleEntity, 'ownerKind' | 'ownerId' | 'ownerScopes' | 'ownerServiceAccountId' | 'ownerKeyFingerprint' | 'ownerRefusedSince'>
+  > {
     const key = caller.kind === 'security_key' ? this.env.OS_SECURITY_KEY : undefined;
     return {
       ownerKind: caller.kind,
@@ -304,6 +309,7 @@ export class SchedulesService {
       ownerScopes: [...caller.scopes],
       ownerServiceAccountId: caller.serviceAccountId ?? null,
       ownerKeyFingerprint: key ? await securityKeyFingerprint(key) : null,
+      ownerRefusedSince: null,
     };
   }
 
