@@ -52,6 +52,21 @@ function context(overrides: Partial<RunContext> = {}): RunContext & { emitted: s
   };
 }
 
+/** A model whose provider answers with an HTTP error, as the AI SDK reports one. */
+function answering(statusCode: number, responseBody: string): MockLanguageModelV3 {
+  return new MockLanguageModelV3({
+    doStream: async () => {
+      throw new APICallError({
+        message: 'Provider error',
+        url: 'http://x/v1/chat/completions',
+        requestBodyValues: {},
+        statusCode,
+        responseBody,
+      });
+    },
+  });
+}
+
 describe('modelAgent (with the AI SDK test model)', () => {
   it('emits each delta, returns the whole text and records usage', async () => {
     const model = new MockLanguageModelV3({ doStream: async () => ({ stream: streamOf(['Hi', ' there']) }) });
@@ -84,35 +99,14 @@ describe('modelAgent (with the AI SDK test model)', () => {
   });
 
   it('names the provider status when the call fails', async () => {
-    const model = new MockLanguageModelV3({
-      doStream: async () => {
-        throw new APICallError({
-          message: 'Too Many Requests',
-          url: 'http://x/v1/chat/completions',
-          requestBodyValues: {},
-          statusCode: 429,
-          responseBody: '{"error":"slow down"}',
-          isRetryable: true,
-        });
-      },
-    });
+    const model = answering(429, '{"error":"slow down"}');
     await expect(runModelAgent(model, OPTIONS, context())).rejects.toThrow(
       'Model provider answered HTTP 429 (http://127.0.0.1:1/v1): {"error":"slow down"}',
     );
   });
 
   it('never shows a key the base URL carries in its query, as some providers take it', async () => {
-    const model = new MockLanguageModelV3({
-      doStream: async () => {
-        throw new APICallError({
-          message: 'Unauthorized',
-          url: 'http://x',
-          requestBodyValues: {},
-          statusCode: 401,
-          responseBody: 'bad key',
-        });
-      },
-    });
+    const model = answering(401, 'bad key');
     const keyed = { ...OPTIONS, baseURL: 'http://127.0.0.1:1/v1?api-version=2024-10-21&api-key=query-key-0123456789' };
     await expect(runModelAgent(model, keyed, context())).rejects.toThrow(
       'Model provider answered HTTP 401 (http://127.0.0.1:1/v1?api-version=[redacted]&api-key=[redacted]): bad key',
