@@ -26,15 +26,17 @@ function isPretty(format: LogSettings['LOG_FORMAT']): boolean {
 }
 
 /**
- * An error as pino writes it (type, message, stack, code and its other fields), less the client pg-pool hangs
- * on the error of a connection lost while idle: that object holds the connection's settings and the text of
- * every statement it prepared, kilobytes of a line no operator reads.
+ * An error as pino writes it (type, message, stack, code and its other fields), less two things:
+ * - the client pg-pool hangs on the error of a connection lost while idle: that object holds the connection's
+ *   settings and the text of every statement it prepared, kilobytes of a line no operator reads;
+ * - a failed statement's parameters (TypeORM's QueryFailedError carries them): they are callers' data, and can
+ *   be a secret being stored. The statement's text stays: it says what failed.
  */
-function errorFields(error: unknown): unknown {
+export function errorFields(error: unknown): unknown {
   if (!(error instanceof Error)) {
     return error;
   }
-  const { client: _client, ...fields } = pino.stdSerializers.err(error) as unknown as Record<string, unknown>;
+  const { client: _client, parameters: _parameters, ...fields } = pino.stdSerializers.err(error) as unknown as Record<string, unknown>;
   return fields;
 }
 
