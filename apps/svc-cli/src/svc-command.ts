@@ -51,6 +51,11 @@ export abstract class SvcCommand<Options extends JsonOptions> extends CommandRun
  */
 export abstract class CommandGroup extends CommandRunner {
   async run([unknown]: string[]): Promise<void> {
+    if (unknown?.startsWith('-')) {
+      this.command.error(
+        `error: unknown option '${unknown}' (svc ${this.command.name()} takes a command first)\n\n${this.command.helpInformation().trimEnd()}`,
+      );
+    }
     if (unknown !== undefined) {
       this.command.error(`error: unknown command '${this.command.name()} ${unknown}'\n\n${this.command.helpInformation().trimEnd()}`);
     }

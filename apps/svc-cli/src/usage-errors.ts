@@ -7,6 +7,7 @@ interface CommanderCommand {
   commands: readonly CommanderCommand[];
   exitOverride(handler: (error: { exitCode: number }) => never): unknown;
   allowExcessArguments(allow: boolean): unknown;
+  allowUnknownOption(allow: boolean): unknown;
   configureOutput(output: { writeOut(text: string): void; writeErr(text: string): void }): unknown;
 }
 
@@ -30,8 +31,11 @@ export class UsageErrors implements OnApplicationBootstrap {
     };
     const override = (command: CommanderCommand): void => {
       command.exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2));
-      // A group's extra argument is an unknown subcommand, which CommandGroup reports.
+      // A group's extra argument is an unknown subcommand, which CommandGroup reports; so are the options
+      // after it (`svc jobs lst --status failed`): the mistake is the subcommand's name, not the option.
+      const group = command !== this.root && command.commands.length > 0;
       command.allowExcessArguments(command.commands.length > 0);
+      command.allowUnknownOption(group);
       command.configureOutput(streams);
       command.commands.forEach(override);
     };

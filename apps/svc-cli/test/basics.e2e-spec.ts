@@ -129,7 +129,16 @@ describe('svc entry points', () => {
       for (const command of commands) {
         expect(run.stderr).toMatch(new RegExp(`^  ${command} `, 'm'));
       }
+      // A mistyped command followed by its options is still named as the mistake, not the option.
+      const typo = await runCli([group, 'lst', '--status', 'failed', '--json'], sandbox);
+      expect(typo.code).toBe(2);
+      expect(typo.stdout).toBe('');
+      expect(typo.stderr).toContain(`error: unknown command '${group} lst'`);
     }
+    // An option before any command says the command comes first.
+    const option = await runCli(['jobs', '--status', 'failed'], sandbox);
+    expect(option.code).toBe(2);
+    expect(option.stderr).toContain("error: unknown option '--status' (svc jobs takes a command first)");
   });
 
   it('unknown commands, unknown options, missing and malformed values exit 2 on stderr without JSON', async () => {
