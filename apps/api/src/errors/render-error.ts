@@ -58,13 +58,12 @@ export function renderError(exception: unknown, context: ErrorContext): Rendered
         : undefined;
     return { status, body: { detail: exception.detail }, headers };
   }
+  const framework = fastifyClientError(exception);
+  if (framework) {
+    return { status: framework.statusCode, body: { detail: FRAMEWORK_DETAILS[framework.code ?? ''] ?? framework.message } };
+  }
   if (exception instanceof HttpException) {
     return renderHttpException(exception, context);
-  }
-  const frameworkStatus = (exception as { statusCode?: number }).statusCode;
-  if (typeof frameworkStatus === 'number' && frameworkStatus >= 400 && frameworkStatus < 500) {
-    const code = (exception as { code?: string }).code ?? '';
-    return { status: frameworkStatus, body: { detail: FRAMEWORK_DETAILS[code] ?? (exception as Error).message } };
   }
   if (isDatabaseUnavailable(exception)) {
     logger.error({ err: exception }, 'Database unavailable');
@@ -75,14 +74,20 @@ export function renderError(exception: unknown, context: ErrorContext): Rendered
   return { status: HttpStatus.INTERNAL_SERVER_ERROR, body: { ...INTERNAL_ERROR_BODY, error_id: errorId } };
 }
 
+/**
+ * One of Fastify's own request errors (a body that is not JSON, a wrong content type), as it comes or as Nest's
+ * Fastify adapter hands it on: wrapped in an HttpException carrying Fastify's wording.
+ */
+function fastifyClientError(exception: unknown): { statusCode: number; code?: string; message: string } | null {
+  const error = (exception instanceof HttpException ? exception.cause : exception) as { statusCode?: unknown } | undefined;
+  const status = error?.statusCode;
+  return typeof status === 'number' && status >= 400 && status < 500
+    ? (error as { statusCode: number; code?: string; message: string })
+    : null;
+}
+
 function renderHttpException(exception: HttpException, context: ErrorContext): RenderedError {
   const status = exception.getStatus();
-  // Nest's Fastify adapter hands Fastify's own request errors (a body that is not JSON) on as HttpExceptions
-  // carrying Fastify's wording; the error it wraps says which one it was.
-  const frameworkDetail = FRAMEWORK_DETAILS[(exception.cause as { code?: string } | undefined)?.code ?? ''];
-  if (frameworkDetail) {
-    return { status, body: { detail: frameworkDetail } };
-  }
   if (status === HttpStatus.NOT_FOUND && exception.message.startsWith('Cannot ')) {
     return { status, body: { detail: `No route for ${context.method} ${context.url.split('?')[0]}` } };
   }
