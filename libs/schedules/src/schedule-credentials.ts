@@ -143,15 +143,17 @@ export class ScheduleCredentials {
    */
   async refuseOwner(scheduleId: string, reason: string): Promise<boolean> {
     const [rows] = (await this.dataSource.query(
-      // The right-hand sides read the row as it was: refused since long enough, and it is disabled now.
-      `UPDATE schedules SET
-         owner_refused_since = COALESCE(owner_refused_since, now()),
-         enabled = COALESCE(owner_refused_since > now() - make_interval(secs => $2), true),
-         next_run_at = CASE WHEN owner_refused_since <= now() - make_interval(secs => $2) THEN NULL ELSE next_run_at END,
-         disabled_reason = CASE WHEN owner_refused_since <= now() - make_interval(secs => $2) THEN $3 ELSE disabled_reason END,
+      // Whether refusals have outlasted the grace, read once from the row as it was.
+      `UPDATE schedules s SET
+         owner_refused_since = COALESCE(s.owner_refused_since, now()),
+         enabled = NOT refusal.outlasted,
+         next_run_at = CASE WHEN refusal.outlasted THEN NULL ELSE s.next_run_at END,
+         disabled_reason = CASE WHEN refusal.outlasted THEN $3 ELSE s.disabled_reason END,
          updated_at = now()
-       WHERE id = $1 AND enabled
-       RETURNING enabled`,
+       FROM (SELECT id, COALESCE(owner_refused_since <= now() - make_interval(secs => $2), false) AS outlasted
+               FROM schedules WHERE id = $1) refusal
+       WHERE s.id = refusal.id AND s.enabled
+       RETURNING s.enabled`,
       [scheduleId, OWNER_REFUSAL_GRACE_SECONDS, reason],
     )) as [{ enabled: boolean }[], number];
     return rows.length > 0 && !rows[0].enabled;
