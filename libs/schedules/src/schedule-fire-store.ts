@@ -103,7 +103,10 @@ const HEARTBEAT = `
 const SWEEP = `
   UPDATE schedule_runs SET status = 'failed', completed_at = now(), heartbeat_at = NULL,
     error = 'The worker running this fire was lost; it was not retried'
-  WHERE id IN (SELECT id FROM schedule_runs WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => $1) FOR UPDATE SKIP LOCKED)
+  WHERE id IN (
+    SELECT id FROM schedule_runs WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => $1)
+      AND NOT (locked_by = $2 AND id = ANY ($3::uuid[]))
+    FOR UPDATE SKIP LOCKED)
   RETURNING id, status, error, true AS started`;
 
 /** The skipped-fire deltas schedule_runs' triggers append (/metrics), folded into one row per reason. */
@@ -214,8 +217,9 @@ export class ScheduleFireStore implements WorkStore<ClaimedFire> {
     return new Set(rows.map((row) => row.id));
   }
 
-  async sweep(lockGraceSeconds: number): Promise<SweptWork[]> {
-    return (await this.pool.query<SweptWork>({ name: 'schedule_fire_sweep', text: SWEEP, values: [lockGraceSeconds] })).rows;
+  async sweep(lockGraceSeconds: number, held: readonly string[]): Promise<SweptWork[]> {
+    const values = [lockGraceSeconds, this.workerId, held];
+    return (await this.pool.query<SweptWork>({ name: 'schedule_fire_sweep', text: SWEEP, values })).rows;
   }
 
   /**

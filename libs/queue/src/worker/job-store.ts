@@ -125,6 +125,7 @@ const HEARTBEAT = `
 const SWEEP = `
   WITH stale AS (
     SELECT id FROM queue_jobs WHERE locked_by IS NOT NULL AND heartbeat_at < now() - make_interval(secs => $1)
+      AND NOT (locked_by = $2 AND id = ANY ($3::uuid[]))
     FOR UPDATE SKIP LOCKED
   ), swept AS (
     UPDATE queue_jobs j SET
@@ -261,8 +262,8 @@ export class JobStore implements WorkStore<ClaimedJob> {
     return new Set(rows.map((row) => row.id));
   }
 
-  async sweep(lockGraceSeconds: number): Promise<SweptWork[]> {
-    return (await this.pool.query({ name: 'queue_sweep', text: SWEEP, values: [lockGraceSeconds] })).rows;
+  async sweep(lockGraceSeconds: number, held: readonly string[]): Promise<SweptWork[]> {
+    return (await this.pool.query({ name: 'queue_sweep', text: SWEEP, values: [lockGraceSeconds, this.workerId, held] })).rows;
   }
 
   async release(jobs: readonly HeldJob[]): Promise<string[]> {

@@ -436,4 +436,52 @@ describe('QueueWorker handler contract', () => {
     ]);
     await worker.stop(1000);
   });
+
+  it('never sweeps a job it holds, however stale its lock looks; a job locked in its name that it does not hold is swept', async () => {
+    // Renewals that do not land, as across an outage: every locked row's last heartbeat reads an hour old.
+    await query(
+      url,
+      `CREATE FUNCTION stale_heartbeats() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+         IF NEW.locked_by IS NOT NULL THEN NEW.heartbeat_at := now() - interval '1 hour'; END IF;
+         RETURN NEW;
+       END $$`,
+    );
+    await query(url, 'CREATE TRIGGER stale_heartbeats BEFORE UPDATE ON queue_jobs FOR EACH ROW EXECUTE FUNCTION stale_heartbeats()');
+    const [held, orphan] = ['d9e5c7a8-0000-4000-8000-000000000001', 'd9e5c7a8-0000-4000-8000-000000000002'];
+    // A claim in this worker's name whose answer never reached it: the worker knows nothing of the job.
+    await enqueueJobs(pool, [job(orphan)]);
+    await query(
+      url,
+      `UPDATE queue_jobs SET status = 'running', attempt = 1, locked_by = 'contract-test-worker', locked_at = now() WHERE id = $1`,
+      [orphan],
+    );
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const worker = startWorker(
+      {
+        async handle() {
+          await gate;
+          return { outcome: 'completed' };
+        },
+      },
+      // A 1 s grace: sweeps every 333 ms.
+      { concurrency: 1, prefetch: 0, lockGraceSeconds: 1 },
+    );
+    await worker.start();
+    await enqueueJobs(pool, [job(held)]);
+    await expect.poll(async () => (await rows()).find((row) => row.id === held)?.status).toBe('running');
+    await expect
+      .poll(async () => (await rows()).find((row) => row.id === orphan), { timeout: 5000 })
+      .toMatchObject({ status: 'failed', locked_by: null });
+    // Several more sweeps pass over the held job's stale lock.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect((await rows()).find((row) => row.id === held)).toMatchObject({
+      status: 'running',
+      attempt: 1,
+      locked_by: 'contract-test-worker',
+    });
+    release();
+    await expect.poll(async () => (await rows()).find((row) => row.id === held)?.status).toBe('completed');
+    await worker.stop(1000);
+  });
 });

@@ -163,8 +163,10 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   private notified = false;
   private wake: (() => void) | null = null;
   private listenFailures = 0;
-  /** Since when this worker's database calls have failed for want of the database (null: the last one was answered). */
-  private awaySince: number | null = null;
+  /** Whether this worker's last database call failed for want of the database. */
+  private away = false;
+  /** When the database last answered a claim, sweep or heartbeat (ms since the epoch). */
+  private lastAnswerAt = Date.now();
   /** No sweep before this (ms since the epoch): see databaseAnswered. */
   private sweepsHeldUntil = 0;
   /** The claim and sweep statements still waiting for an answer, by when they were sent. */
@@ -591,24 +593,27 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
 
   private noteIfUnavailable(error: unknown): void {
     if (isDatabaseUnavailable(error)) {
-      this.awaySince ??= Date.now();
+      this.away = true;
     }
   }
 
   /**
    * Back from an outage long enough to miss a heartbeat, every live worker's locks may look stale: this one
    * renews its own at once, and sweeps only a heartbeat period later, by when the others have renewed theirs
-   * (they poll as often). Only an outage that lasted holds sweeps, so a database that keeps failing now and
-   * then never keeps a dead worker's jobs from being swept.
+   * (they poll as often). The outage is counted from the last answer before it, not from the first failure
+   * noticed (which can come late, or just before the database returns). Only a silence that lasted holds
+   * sweeps, and only for a period, so a database that fails now and then delays a dead worker's sweep, never
+   * prevents it.
    */
   private databaseAnswered(): void {
-    if (this.awaySince === null) {
+    const silentMs = Date.now() - this.lastAnswerAt;
+    this.lastAnswerAt = Date.now();
+    if (!this.away) {
       return;
     }
+    this.away = false;
     const periodMs = heartbeatPeriodMs(this.options.lockGraceSeconds);
-    const outageMs = Date.now() - this.awaySince;
-    this.awaySince = null;
-    if (outageMs >= periodMs) {
+    if (silentMs >= periodMs) {
       this.sweepsHeldUntil = Date.now() + periodMs;
       void this.heartbeat();
     }
@@ -661,12 +666,13 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
 
   /** Takes the jobs of workers that stopped heartbeating; held while the database is away and just after (databaseAnswered). */
   private async sweep(): Promise<void> {
-    if (this.awaySince !== null || Date.now() < this.sweepsHeldUntil) {
+    if (this.away || Date.now() < this.sweepsHeldUntil) {
       return;
     }
     const { metrics } = this.options;
+    const held = [...this.executions.keys(), ...this.buffer.map((job) => job.id)];
     try {
-      const swept = await this.answered(this.store.sweep(this.options.lockGraceSeconds));
+      const swept = await this.answered(this.store.sweep(this.options.lockGraceSeconds, held));
       metrics?.sweeps.inc({ result: 'ok' });
       for (const job of swept) {
         metrics?.swept.inc({ status: job.status });

@@ -66,8 +66,11 @@ export interface WorkStore<Work extends HeldWork> {
   finish(attempts: readonly FinishedAttempt[], client?: ClientBase | Pool): Promise<RecordedState[]>;
   /** Renews the locks of the items still held; returns their ids. */
   heartbeat(held: readonly HeldJob[]): Promise<Set<string>>;
-  /** Settles items whose worker stopped heartbeating for longer than the grace. */
-  sweep(lockGraceSeconds: number): Promise<SweptWork[]>;
+  /**
+   * Settles items whose worker stopped heartbeating for longer than the grace, except the `held` ones this
+   * worker holds (alive, it renews them itself; a lock it holds looks stale only after the database was away).
+   */
+  sweep(lockGraceSeconds: number, held: readonly string[]): Promise<SweptWork[]>;
   /** Hands items back at shutdown; returns the ids handed back (their late outcomes are then fenced out). */
   release(held: readonly HeldJob[]): Promise<string[]>;
   /** A live cancellation request for the item (checked at each checkpoint). */
