@@ -1,4 +1,5 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -60,10 +61,16 @@ function tempDir(prefix: string): string {
 }
 afterEach(() => temporary.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
+/** Runs the script; its own lines go to stderr and the command's to stdout, read apart (two pipes keep no order between them). */
 async function run(node: string, args: string[], env: Record<string, string> = {}) {
   // The caller's whole environment, as npm's own (its registry, proxy and CA settings) reaches the fetch.
-  const child = spawnProcess(node, [SCRIPT, ...args], { ...(process.env as Record<string, string>), ...env });
-  return { code: await child.exited, signal: child.child.signalCode, output: child.output() };
+  const child = spawn(node, [SCRIPT, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
+  return { code, signal, stdout, stderr };
 }
 
 describe('scripts/supported-node.mjs', () => {
@@ -71,7 +78,8 @@ describe('scripts/supported-node.mjs', () => {
     expect(await run(process.execPath, ['node', '-p', 'process.execPath'])).toEqual({
       code: 0,
       signal: null,
-      output: `${process.execPath}\n`,
+      stdout: `${process.execPath}\n`,
+      stderr: '',
     });
     expect((await run(process.execPath, ['node', '-e', 'process.exit(3)'])).code).toBe(3);
   });
@@ -119,16 +127,17 @@ describe('scripts/supported-node.mjs', () => {
       const running = `[supported-node] Running on Node.js ${FALLBACK} from ${target}: this is Node.js ${oldVersion} (${oldNode}), older than the ${minimum} this service needs.\n`;
 
       const first = await run(oldNode!, ['node', '-p', 'process.version'], { XDG_CACHE_HOME: cache });
-      expect(first.code, first.output).toBe(0);
-      expect(first.output).toBe(
-        `[supported-node] Fetching Node.js ${FALLBACK} from the npm registry (package node-${process.platform}-${process.arch}, about 30 MB) into ${target}; later runs reuse it.\n${running}v${FALLBACK}\n`,
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.stderr).toBe(
+        `[supported-node] Fetching Node.js ${FALLBACK} from the npm registry (package node-${process.platform}-${process.arch}, about 30 MB) into ${target}; later runs reuse it.\n${running}`,
       );
+      expect(first.stdout).toBe(`v${FALLBACK}\n`);
       // `node` on the command's PATH is the fetched one, so a command starting more Node.js processes (npm, vitest) keeps it.
       const second = await run(oldNode!, ['sh', '-c', 'command -v node'], { XDG_CACHE_HOME: cache });
-      expect(second).toEqual({ code: 0, signal: null, output: `${running}${join(target, 'bin', 'node')}\n` });
+      expect(second).toEqual({ code: 0, signal: null, stderr: running, stdout: `${join(target, 'bin', 'node')}\n` });
 
       const binDir = await run(oldNode!, ['--bin-dir'], { XDG_CACHE_HOME: cache });
-      expect(binDir.output).toBe(`${running}${join(target, 'bin')}\n`);
+      expect(binDir).toMatchObject({ stderr: running, stdout: `${join(target, 'bin')}\n` });
     }, 120_000);
 
     it('leaves svc to the older Node.js: the CLI runs on it as it is', async () => {
@@ -152,7 +161,7 @@ describe('scripts/supported-node.mjs', () => {
         npm_config_fetch_retries: '0',
       });
       expect(failed.code).toBe(1);
-      expect(failed.output.split('\n').at(-2)).toMatch(
+      expect(failed.stderr.split('\n').at(-2)).toMatch(
         new RegExp(
           `^\\[supported-node\\] This service needs Node\\.js ${minimum.replaceAll('.', '\\.')} or later; this is Node\\.js [\\d.]+ \\(.+\\), and npm could not fetch node-${process.platform}-${process.arch}@${FALLBACK} \\(npm error .+\\)\\. Install Node\\.js ${minimum.replaceAll('.', '\\.')} or later \\(22 LTS or 24\\), then run the command again\\.$`,
         ),
