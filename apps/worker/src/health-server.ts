@@ -38,7 +38,9 @@ export class WorkerHealthServer implements OnModuleInit, OnModuleDestroy, OnAppl
     if (port === undefined) {
       return;
     }
-    const server = await listenProbes(this.probes, port, this.env.HOST);
+    const server = await listenProbes(this.probes, port, this.env.HOST, (error, path) =>
+      this.logger.error({ err: error, path }, 'health probe failed'),
+    );
     this.server = server;
     this.logger.log(`Health probes on http://${this.env.HOST}:${port}/livez and /readyz, metrics on /metrics`);
   }

@@ -3,13 +3,16 @@ import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http
 /** One route of a probe server: its status, its body (JSON unless a string), and a content type for a string. */
 export type Probe = () => Promise<{ status: number; body: object | string; contentType?: string }>;
 
+/** Told of a probe that threw: its 500 says nothing to the caller, so the reason goes to the log. */
+export type ProbeFailed = (error: unknown, path: string) => void;
+
 /**
  * A plain HTTP listener for orchestrators and scrapers, beside (or instead of) an app's own: GET or HEAD of
  * a fixed set of paths, without a credential (keep its port inside the cluster), and the error body of the
  * api for anything else. Resolves once listening; a taken port rejects.
  */
-export async function listenProbes(routes: Record<string, Probe>, port: number, host: string): Promise<Server> {
-  const server = createServer((request, response) => void answer(routes, request, response));
+export async function listenProbes(routes: Record<string, Probe>, port: number, host: string, failed: ProbeFailed): Promise<Server> {
+  const server = createServer((request, response) => void answer(routes, failed, request, response));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, resolve);
@@ -23,7 +26,12 @@ export async function closeProbes(server: Server): Promise<void> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 }
 
-async function answer(routes: Record<string, Probe>, request: IncomingMessage, response: ServerResponse): Promise<void> {
+async function answer(
+  routes: Record<string, Probe>,
+  failed: ProbeFailed,
+  request: IncomingMessage,
+  response: ServerResponse,
+): Promise<void> {
   const path = (request.url ?? '/').split('?')[0];
   const probe = routes[path];
   let result: Awaited<ReturnType<Probe>>;
@@ -32,7 +40,10 @@ async function answer(routes: Record<string, Probe>, request: IncomingMessage, r
   } else if (request.method !== 'GET' && request.method !== 'HEAD') {
     result = { status: 405, body: { detail: `Method ${request.method} not allowed on ${path}` } };
   } else {
-    result = await probe().catch(() => ({ status: 500, body: { detail: 'Internal server error', error_type: 'internal_error' } }));
+    result = await probe().catch((error: unknown) => {
+      failed(error, path);
+      return { status: 500, body: { detail: 'Internal server error', error_type: 'internal_error' } };
+    });
   }
   const body = typeof result.body === 'string' ? result.body : JSON.stringify(result.body);
   response.writeHead(result.status, {

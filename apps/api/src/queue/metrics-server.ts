@@ -14,6 +14,7 @@ import { MetricsScrape } from './metrics-scrape';
  */
 @Injectable()
 export class ApiMetricsServer implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('Metrics');
   private server: Server | null = null;
 
   constructor(
@@ -35,8 +36,9 @@ export class ApiMetricsServer implements OnApplicationBootstrap, OnApplicationSh
       },
       port,
       this.env.HOST,
+      (error) => this.logger.error({ err: error }, 'metrics scrape failed'),
     );
-    new Logger('Metrics').log(`Metrics without a credential on http://${this.env.HOST}:${port}/metrics`);
+    this.logger.log(`Metrics without a credential on http://${this.env.HOST}:${port}/metrics`);
   }
 
   async onApplicationShutdown(): Promise<void> {
