@@ -96,6 +96,59 @@ describe('security: attribution (real api, JWT and security key)', () => {
     }
   });
 
+  it('with user isolation off a JWT user sees others’ runs, sessions and memories but cannot cancel, edit or delete them', async () => {
+    const scopes = ['agents:run', 'sessions:read', 'sessions:delete', 'memories:read', 'memories:write', 'memories:delete'];
+    const [alice, bob] = await Promise.all([signJwt({ sub: 'alice-shared', scopes }), signJwt({ sub: 'bob-shared', scopes })]);
+    const run = await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: alice, json: { message: '30', background: true } });
+    expect(run.status, run.text).toBe(202);
+    const memory = await call(api.url, 'POST', '/memories', { token: alice, json: { memory: 'likes tea' } });
+    expect(memory.status, memory.text).toBe(201);
+    const runPath = `/agents/sleep-agent/runs/${run.body.run_id}`;
+    const memoryPath = `/memories/${memory.body.memory_id}`;
+    const sessionPath = `/sessions/${run.body.session_id}`;
+
+    // Bob sees them (isolation is off)...
+    for (const path of [runPath, memoryPath, sessionPath]) {
+      expect((await call(api.url, 'GET', path, { token: bob })).status, path).toBe(200);
+    }
+    // ...and changes none of them, over REST or MCP.
+    for (const [method, path, json] of [
+      ['POST', `${runPath}/cancel`, undefined],
+      ['PATCH', memoryPath, { memory: 'likes coffee' }],
+      ['DELETE', memoryPath, undefined],
+      ['DELETE', sessionPath, undefined],
+    ] as const) {
+      const refused = await call(api.url, method, path, { token: bob, json });
+      expectErrorBody(refused, 403);
+      expect(refused.body.detail, `${method} ${path}`).toMatch(
+        /belongs to another principal: only its owner or an admin \(platform:admin\)/,
+      );
+    }
+    const client = await connectMcp(api.url, bob);
+    try {
+      for (const [tool, args] of [
+        ['update_memory', { memory_id: memory.body.memory_id, memory: 'likes coffee' }],
+        ['delete_memory', { memory_id: memory.body.memory_id }],
+        ['cancel_agent_run', { agent_id: 'sleep-agent', run_id: run.body.run_id }],
+      ] as const) {
+        const refused = await callTool(client, tool, args);
+        expect(refused.isError, tool).toBe(true);
+        expect(refused.text, tool).toMatch(/belongs to another principal/);
+      }
+    } finally {
+      await client.close();
+    }
+    expect((await call(api.url, 'GET', memoryPath, { token: alice })).body.memory).toBe('likes tea');
+    expect((await call(api.url, 'GET', runPath, { token: alice })).body.status).toMatch(/^(queued|running)$/);
+
+    // Positive controls: the owner cancels its run and edits its memory; an admin deletes the session.
+    expect((await call(api.url, 'POST', `${runPath}/cancel`, { token: alice })).status).toBe(200);
+    expect((await call(api.url, 'PATCH', memoryPath, { token: alice, json: { memory: 'likes coffee' } })).body.memory).toBe('likes coffee');
+    const admin = await signJwt({ sub: 'ops', scopes: ['platform:admin'] });
+    await expect.poll(async () => (await call(api.url, 'GET', runPath, { token: alice })).body.status).toBe('cancelled');
+    expect((await call(api.url, 'DELETE', sessionPath, { token: admin })).status).toBe(204);
+  });
+
   describe('on an open instance (no auth configured)', () => {
     let open: RunningApi;
     beforeAll(async () => {

@@ -51,6 +51,26 @@ export class DataScope {
 }
 
 /**
+ * Changing (cancelling, editing, deleting) a row the caller may see is narrower than seeing it: a JWT user sees
+ * everyone's rows while user isolation is off, yet changes only its own. Admins, and callers without an identity
+ * of their own (the security key; anonymous on an open instance), change any.
+ */
+export function mayChange(principal: Principal, ownerId: string | null): boolean {
+  return isAdmin(principal) || principal.userId === null || principal.userId === ownerId;
+}
+
+/** Refuses (403) a change `mayChange` does not allow; `what` names the row, `action` the change ("Run '…'", "cancel"). */
+export function assertMayChange(principal: Principal, ownerId: string | null, what: string, action: string): void {
+  if (mayChange(principal, ownerId)) {
+    return;
+  }
+  throw new RequestException(
+    RequestErrorCode.Forbidden,
+    `${what} belongs to another principal: only its owner or an admin (platform:admin) may ${action} it`,
+  );
+}
+
+/**
  * The user a new row (run, session, schedule) is attributed to. A `user_id` parameter is honoured
  * only for callers without an identity of their own (the security key; anonymous on an open
  * instance) and for JWT admins, never for a schedule's fire; everyone else's rows are their own,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { Injectable } from '@nestjs/common';
 
-import { attributedUser, DataScope, Principal } from '@app/access';
+import { assertMayChange, attributedUser, DataScope, Principal } from '@app/access';
 import { Page, toPage } from '@app/pagination';
 
 import { MemoryErrorCode, MemoryException } from './memories.exception';
@@ -57,13 +57,13 @@ export class MemoriesService {
   }
 
   async update(caller: Principal, id: string, changes: UpdateMemoryDto): Promise<MemoryDto> {
-    await this.find(caller, id);
+    await this.findToChange(caller, id, 'update');
     await this.memories.update(id, { memory: changes.memory, topics: changes.topics });
     return this.get(caller, id);
   }
 
   async remove(caller: Principal, id: string): Promise<void> {
-    await this.find(caller, id);
+    await this.findToChange(caller, id, 'delete');
     await this.memories.delete(id);
   }
 
@@ -86,6 +86,12 @@ export class MemoriesService {
     const memory = Object.assign(new MemoryEntity(), { id: randomUUID(), ...fields, createdAt: now, updatedAt: now });
     await this.memories.insert(memory);
     return toMemoryDto(memory);
+  }
+
+  private async findToChange(caller: Principal, id: string, action: string): Promise<MemoryEntity> {
+    const memory = await this.find(caller, id);
+    assertMayChange(caller, memory.userId, `Memory '${id}'`, action);
+    return memory;
   }
 
   private async find(caller: Principal, id: string): Promise<MemoryEntity> {

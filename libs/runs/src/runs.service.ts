@@ -5,7 +5,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { isUUID } from 'class-validator';
 import { DataSource } from 'typeorm';
 
-import { attributedUser, DataScope, Principal } from '@app/access';
+import { assertMayChange, attributedUser, DataScope, Principal } from '@app/access';
 import { Env } from '@app/config';
 import { isUniqueViolation, toEpoch } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
@@ -176,6 +176,7 @@ export class RunsService {
    */
   async cancel(caller: Principal, kind: ComponentKind, componentId: string, runId: string): Promise<RunDto> {
     const current = await this.get(caller, kind, componentId, runId);
+    assertMayChange(caller, current.user_id, `Run '${runId}'`, 'cancel');
     if (TERMINAL_STATUSES.includes(current.status as never)) {
       return current;
     }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 
-import { DataScope, Principal } from '@app/access';
+import { assertMayChange, DataScope, Principal } from '@app/access';
 import { Page, toPage } from '@app/pagination';
 
 import { RunDto } from './run.dto';
@@ -43,6 +43,7 @@ export class SessionsService {
 
   /** Deletes the session, its runs and their jobs; 409 while one of its runs has not ended (cancel it, or wait). */
   async remove(caller: Principal, sessionId: string): Promise<void> {
+    assertMayChange(caller, (await this.find(caller, sessionId)).userId, `Session '${sessionId}'`, 'delete');
     const removal = await this.sessions.remove(DataScope.of(caller), sessionId);
     if (removal.outcome === 'missing') {
       throw sessionNotFound(sessionId);

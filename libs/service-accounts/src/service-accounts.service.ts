@@ -9,6 +9,7 @@ import {
   isAdmin,
   isPrivilegedScope,
   isValidScope,
+  mayChange,
   Principal,
   serviceAccountPrincipal,
 } from '@app/access';
@@ -200,7 +201,7 @@ export class ServiceAccountsService {
    * the caller may list it (a JWT user while user isolation is off sees every account).
    */
   private assertMayManage(caller: Principal, account: ServiceAccountEntity, action: 'revoke' | 'rotate'): void {
-    if (isAdmin(caller) || caller.userId === null || caller.userId === account.ownerId) {
+    if (mayChange(caller, account.ownerId)) {
       return;
     }
     throw new ServiceAccountException(
