@@ -132,6 +132,20 @@ describe('bulk requeue and cancel (real api and worker)', () => {
     expect(expectValidationBody(await bulk('requeue', { filter: { status: ['lost'] } }))).toEqual([['body', 'filter', 'status']]);
   });
 
+  it('refuses a field it does not take (a misspelt criterion would select more jobs), changing nothing', async () => {
+    const states = async () => (await Promise.all(everything().map(job))).map(({ status, max_attempts }) => ({ status, max_attempts }));
+    const before = await states();
+    // `component` for component_id: ignored, the filter would be "every failed job".
+    const misspelt = await bulk('requeue', { filter: { status: ['failed'], component: 'fail-agent' }, dry_run: false, force: true });
+    expect(expectValidationBody(misspelt)).toEqual([['body', 'filter', 'component']]);
+    expect(misspelt.body.detail[0]).toMatchObject({
+      type: 'extra_forbidden',
+      msg: "Unknown field 'component': it is not one this request takes",
+    });
+    expect(expectValidationBody(await bulk('cancel', { filter: { ids: ids.queued }, dryrun: false }))).toEqual([['body', 'dryrun']]);
+    expect(await states()).toEqual(before);
+  });
+
   it('is for admins only: a token without platform:admin gets 403, no credential 401', async () => {
     const operator = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'schedules:write'], privileged: true });
     expectErrorBody(await bulk('requeue', { filter: { status: ['failed'] } }, operator.token), 403);

@@ -79,6 +79,19 @@ describe('malformed input on every service-account route', () => {
       expect(response.body.detail).toBe(`Invalid scope(s): agents:${'a'.repeat(73)}…`);
     });
 
+    it('refuses a field it does not take, minting nothing (a misspelt `scopes` would mint the default ones)', async () => {
+      const name = uniqueName('typo');
+      const response = await postJson({ name, scope: ['config:read'] });
+      expect(expectValidationBody(response)).toEqual([['body', 'scope']]);
+      expect(response.body.detail[0]).toMatchObject({ type: 'extra_forbidden', input: ['config:read'] });
+      const listed = await call(api.url, 'GET', '/service-accounts?limit=100', { token: ROOT_KEY });
+      expect(listed.body.data.map((account: { name: string }) => account.name)).not.toContain(name);
+      // Nested objects too: a grant takes `scope` and `effect` only.
+      expect(expectValidationBody(await postJson({ name, scopes: [{ scope: 'config:read', efect: 'allow' }] }))).toEqual([
+        ['body', 'scopes', 0, 'efect'],
+      ]);
+    });
+
     it('names a missing required field with type "missing"', async () => {
       const response = await postJson({});
       expect(expectValidationBody(response)).toEqual([['body', 'name']]);

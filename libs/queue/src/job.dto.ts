@@ -3,7 +3,7 @@ import { Transform, Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsIn, IsObject, IsUUID, ValidateNested } from 'class-validator';
 
 import { PageOf, PageQuery } from '@app/pagination';
-import { BoolField, EPOCH_SECONDS_MAX, IntField, Optional, StringField } from '@app/validation';
+import { BoolField, EPOCH_SECONDS_MAX, IntField, Optional, StringField, UnknownFieldsRejected } from '@app/validation';
 
 import { JOB_STATUSES, JobStatus } from './job-status';
 
@@ -133,6 +133,7 @@ export class JobFilterDto {
   ids?: string[];
 }
 
+@UnknownFieldsRejected()
 export class BulkJobsDto {
   @ApiProperty({ type: JobFilterDto, description: 'Which jobs (at least one criterion): statuses, component, creation window' })
   @IsObject()

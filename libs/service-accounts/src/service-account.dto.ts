@@ -4,7 +4,7 @@ import { ArrayMaxSize, IsArray, IsIn, IsString, IsUUID, ValidateNested } from 'c
 
 import { DEFAULT_SCOPES, SERVICE_ACCOUNT_NAME } from '@app/access';
 import { PageOf, PageQuery } from '@app/pagination';
-import { BoolField, EmptyBodyAllowed, IntField, Optional, StringField } from '@app/validation';
+import { BoolField, EmptyBodyAllowed, IntField, Optional, StringField, UnknownFieldsRejected } from '@app/validation';
 
 import { SERVICE_ACCOUNT_SORT_FIELDS } from './service-account.repository';
 
@@ -44,6 +44,7 @@ function isObject(value: unknown): value is object {
 }
 
 @ApiExtraModels(ScopeGrantDto)
+@UnknownFieldsRejected()
 export class CreateServiceAccountDto {
   @StringField({
     maxLength: 63,

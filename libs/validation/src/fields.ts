@@ -130,3 +130,18 @@ export function EmptyBodyAllowed(): ClassDecorator {
 export function allowsEmptyBody(type: unknown): boolean {
   return typeof type === 'function' && Reflect.getMetadata(EMPTY_BODY_ALLOWED, type) === true;
 }
+
+const UNKNOWN_FIELDS_REJECTED = 'validation:unknown-fields-rejected';
+
+/**
+ * On a body DTO where an ignored field would widen what the request does (a misspelt filter criterion selects
+ * more jobs, a misspelt `scopes` mints the default ones): a field it does not declare, here or in the objects
+ * nested in it, is a 422 instead of being dropped.
+ */
+export function UnknownFieldsRejected(): ClassDecorator {
+  return (target) => Reflect.defineMetadata(UNKNOWN_FIELDS_REJECTED, true, target);
+}
+
+export function rejectsUnknownFields(type: unknown): boolean {
+  return typeof type === 'function' && Reflect.getMetadata(UNKNOWN_FIELDS_REJECTED, type) === true;
+}

@@ -1,7 +1,8 @@
 import { ArgumentMetadata, Injectable, ValidationError, ValidationPipe } from '@nestjs/common';
+import { ValidatorOptions } from 'class-validator';
 
 import { RequestErrorCode, RequestException, ValidationFailedException, ValidationIssue } from '@app/errors';
-import { allowsEmptyBody, UNSTORABLE, Unstorable, unstorable } from '@app/validation';
+import { allowsEmptyBody, rejectsUnknownFields, UNSTORABLE, Unstorable, unstorable } from '@app/validation';
 
 const LOCATIONS: Record<string, string> = { body: 'body', query: 'query', param: 'path' };
 
@@ -19,7 +20,12 @@ function segment(property: string): string | number {
 export function toIssues(errors: ValidationError[], loc: (string | number)[]): ValidationIssue[] {
   return errors.flatMap((error) => {
     const here = [...loc, segment(error.property)];
-    const constraints = Object.entries(error.constraints ?? {});
+    const constraints = Object.entries(error.constraints ?? {}).map(([type, msg]): [string, string] =>
+      // class-validator's wording for a field a DTO that rejects unknown fields does not declare.
+      type === 'whitelistValidation'
+        ? ['extra_forbidden', `Unknown field '${error.property}': it is not one this request takes`]
+        : [type, msg],
+    );
     const own: ValidationIssue[] =
       error.value === undefined && constraints.length > 0
         ? [{ loc: here, msg: 'Field required', type: 'missing', input: null, ctx: {} }]
@@ -139,6 +145,10 @@ export class RequestValidationPipe extends ValidationPipe {
       }
       throw error;
     }
+  }
+
+  protected override validate(object: object, options?: ValidatorOptions): ReturnType<ValidationPipe['validate']> {
+    return super.validate(object, rejectsUnknownFields(object.constructor) ? { ...options, forbidNonWhitelisted: true } : options);
   }
 
   private expectsObject(metadata: ArgumentMetadata): boolean {
