@@ -326,8 +326,25 @@ describe('schedule firing (real worker, real HTTP)', () => {
     expect(await fires(created.id)).toEqual([]);
   });
 
-  it('retries after retry_delay_seconds and records both attempts when the api was unreachable', async () => {
-    const created = await createSchedule({ endpoint: '/health', max_retries: 2, retry_delay_seconds: 2 });
+  it('a call that finds nothing listening (the api not up yet) waits within its attempt, so the fire is not spent', async () => {
+    const created = await createSchedule({ endpoint: '/health', timeout_seconds: 20 });
+    const port = Number(new URL(proxyUrl).port);
+    await proxy.cut();
+    try {
+      await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
+      await waitFor(async () => (await fires(created.id))[0]?.status === 'running', 10_000, 'the fire to start');
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+    } finally {
+      await proxy.listen(port);
+    }
+    const fire = await finishedFire(created.id);
+    expect(fire).toMatchObject({ status: 'success', status_code: 200 });
+    expect(fire.attempts.map((attempt) => [attempt.attempt, attempt.status_code, attempt.error])).toEqual([[1, 200, null]]);
+    expect(fire.attempts[0].duration_ms).toBeGreaterThanOrEqual(1000);
+  });
+
+  it('retries after retry_delay_seconds and records both attempts when the api stayed unreachable for an attempt', async () => {
+    const created = await createSchedule({ endpoint: '/health', timeout_seconds: 2, max_retries: 2, retry_delay_seconds: 2 });
     const port = Number(new URL(proxyUrl).port);
     await proxy.cut();
     try {

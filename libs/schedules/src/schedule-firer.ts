@@ -45,6 +45,31 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return delay(ms, undefined, { signal }).catch(() => undefined);
 }
 
+/** How often a call that found nothing listening is sent again (see whenListening). */
+const API_WAIT_MS = 500;
+
+/**
+ * Sends; while the connection is refused, sends again until `signal` (the attempt's timeout) ends. Nothing
+ * listens yet when the worker came up before the api (a restart, a rollout): such a call never left, so it
+ * does not spend the attempt, nor with it a catch-up fire. Any other failure is thrown on (see failure()).
+ */
+async function whenListening<T>(send: () => Promise<T>, signal: AbortSignal): Promise<T> {
+  for (;;) {
+    try {
+      return await send();
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ECONNREFUSED' || signal.aborted) {
+        throw error;
+      }
+      await sleep(API_WAIT_MS, signal);
+      if (signal.aborted) {
+        // Refused to the end: said as such rather than as a timeout.
+        throw error;
+      }
+    }
+  }
+}
+
 /** How a fire ended, as the queue engine records it (see ScheduleFireStore). */
 function result(outcome: JobResult['outcome'], error: string | null, last?: ScheduleAttempt): JobResult {
   return { outcome, error, details: { last } satisfies FireDetails };
@@ -178,12 +203,14 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
     // undici's request rather than fetch: the same client without fetch's streams and Request objects, about a
     // third of its CPU per call, and a busy minute makes a call per schedule. It follows no redirects: a
     // schedule calls this service's own endpoints. An abort rejects with the signal's reason (see failure()).
-    const response = await request(url, {
-      method: fire.method as Dispatcher.HttpMethod,
-      headers: { ...headers, authorization, 'x-request-id': `schedule-run-${fire.id}`, 'idempotency-key': key },
-      body,
-      signal,
-    });
+    const send = () =>
+      request(url, {
+        method: fire.method as Dispatcher.HttpMethod,
+        headers: { ...headers, authorization, 'x-request-id': `schedule-run-${fire.id}`, 'idempotency-key': key },
+        body,
+        signal,
+      });
+    const response = await whenListening(send, signal);
     const text = await response.body.text();
     if (response.statusCode < 200 || response.statusCode > 299) {
       return {
