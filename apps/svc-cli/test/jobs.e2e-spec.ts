@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 import { CliSandbox, cliSandbox, runCli, SVC_BIN } from '../../../test/support/cli';
 import { runCommand } from '../../../test/support/cli-in-process';
-import { createTestDatabase } from '../../../test/support/database';
+import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
 import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../../../test/support/processes';
@@ -29,6 +29,7 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
   let worker: RunningProcess | undefined;
   let sandbox: CliSandbox;
   let asAdmin: Record<string, string>;
+  let databaseUrl: string;
   const ids: Record<'failed' | 'completed' | 'running' | 'cancelled' | 'queued', string[]> = {
     failed: [],
     completed: [],
@@ -42,7 +43,7 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
   const job = async (id: string): Promise<Job> => (await call(api.url, 'GET', `/queue/jobs/${id}`, { token: ROOT_KEY })).body;
 
   beforeAll(async () => {
-    const databaseUrl = await createTestDatabase();
+    databaseUrl = await createTestDatabase();
     const env = { DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true', QUEUE_LOCK_GRACE_SECONDS: '3600' };
     api = await startApi(env);
     worker = await startWorker({ ...env, PUBLIC_URL: api.url });
@@ -168,6 +169,17 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       expect(text.stdout).toMatch(/^Status\s+Jobs$/m);
       expect(text.stdout).toMatch(/^running\s+1$/m);
       expect(text.stdout).toMatch(/^Oldest queued job: \d+[smhd] old$/m);
+
+      // The queued job handed back for a few seconds (as a run of a component no worker has is): queued, but none due.
+      await query(databaseUrl, `UPDATE queue_jobs SET available_at = now() + interval '1 hour' WHERE status = 'queued'`);
+      try {
+        const notDue = await runCommand(['jobs', 'stats'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+        expect(notDue.stdout).toMatch(
+          /^Oldest queued job: none due now \(1 queued: retries in their backoff, or runs waiting for a worker/m,
+        );
+      } finally {
+        await query(databaseUrl, `UPDATE queue_jobs SET available_at = now() WHERE status = 'queued'`);
+      }
     });
   });
 

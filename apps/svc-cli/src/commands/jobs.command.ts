@@ -13,6 +13,7 @@ import {
   JobStatus,
   QUEUE_CREDENTIAL_HINT,
   QueueApi,
+  QueueStats,
   readCliEnv,
   REQUEUEABLE_STATUSES,
   resolveAdminCredential,
@@ -63,6 +64,17 @@ function age(seconds: number): string {
     return `${Math.floor(seconds / 3_600)}h`;
   }
   return `${Math.floor(seconds / 86_400)}d`;
+}
+
+/** The stats' oldest-queued line: queued jobs none of which is due (retries in their backoff, deferred runs) are not "none queued". */
+function oldestQueued(stats: QueueStats): string {
+  if (stats.oldest_queued_age_seconds !== null) {
+    return `${age(stats.oldest_queued_age_seconds)} old`;
+  }
+  const queued = stats.counts.queued ?? 0;
+  return queued === 0
+    ? 'none queued'
+    : `none due now (${queued} queued: retries in their backoff, or runs waiting for a worker with their component; see svc jobs list --status queued)`;
 }
 
 function plural(count: number, noun: string, nouns = `${noun}s`): string {
@@ -180,9 +192,7 @@ export class JobsStatsCommand extends CredentialedCommand<ServiceOptions> {
       const rows = statuses.map((status) => [sanitize(status), String(stats.counts[status as keyof typeof stats.counts] ?? 0)]);
       printTable(['Status', 'Jobs'], rows, terminal, (text, column) => (column === 0 ? statusColour(terminal, text)(text) : text));
       terminal.line('');
-      terminal.line(
-        `Oldest queued job: ${stats.oldest_queued_age_seconds === null ? 'none queued' : `${age(stats.oldest_queued_age_seconds)} old`}`,
-      );
+      terminal.line(`Oldest queued job: ${oldestQueued(stats)}`);
     }
     return 0;
   }
