@@ -112,6 +112,17 @@ describe('PostgreSQL postmaster killed with SIGKILL under load', () => {
     // Its LISTEN connection came back on its own: new jobs wake it again instead of waiting for the poll.
     expect(worker.output()).toContain('LISTEN connection lost');
     await waitFor(async () => worker.output().includes('LISTEN connection restored'), 30_000, 'the LISTEN connection to be restored');
+    // The outage is said once per queue engine (jobs, schedule fires), and its end: not once per retry of each
+    // periodic call, which wrote hundreds of error lines with their stacks in a minute.
+    const lines = worker.output().split('\n');
+    const said = (text: string) => lines.filter((line) => line.includes(text)).length;
+    expect(said('database unreachable: claims, heartbeats and sweeps are retried'), lines.slice(-40).join('\n')).toBeGreaterThanOrEqual(1);
+    expect(said('database unreachable: claims, heartbeats and sweeps are retried')).toBeLessThanOrEqual(4);
+    expect(said('database answered again after')).toBeGreaterThanOrEqual(1);
+    const retriesAsErrors = lines.filter(
+      (line) => line.includes('"level":50') && /(claim|heartbeat|sweep|retention cleanup) failed/.test(line),
+    );
+    expect(retriesAsErrors, retriesAsErrors.slice(0, 2).join('\n')).toEqual([]);
 
     // Every run the api accepted (answered 202) survived the crash and reaches a final state.
     await expect

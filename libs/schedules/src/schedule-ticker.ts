@@ -21,6 +21,8 @@ export class ScheduleTicker implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(ScheduleTicker.name);
   private timer: NodeJS.Timeout | null = null;
   private ticking = false;
+  /** Since when ticks have failed (null: the last one succeeded). */
+  private failingSince: number | null = null;
   private stopping = false;
 
   constructor(
@@ -56,8 +58,18 @@ export class ScheduleTicker implements OnApplicationBootstrap, OnModuleDestroy {
       if (queued > 0) {
         this.fires.workQueued();
       }
+      if (this.failingSince !== null) {
+        this.logger.warn(`Schedule ticks resumed after ${((Date.now() - this.failingSince) / 1000).toFixed(1)} s of failures`);
+        this.failingSince = null;
+      }
     } catch (error) {
-      this.logger.warn({ err: error }, 'Schedule tick failed');
+      // A tick a second: an outage is said once, its repeats at debug.
+      if (this.failingSince === null) {
+        this.failingSince = Date.now();
+        this.logger.warn({ err: error }, 'Schedule tick failed; retrying every tick (repeats at debug until one succeeds)');
+      } else {
+        this.logger.debug({ err: error }, 'Schedule tick failed');
+      }
     } finally {
       this.ticking = false;
       this.scheduleNext();

@@ -242,7 +242,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
         this.options.metrics?.claimed.inc(claimed.length);
       } catch (error) {
         this.options.metrics?.claims.inc({ result: 'error' });
-        this.log.error({ err: error }, 'claim failed; retrying after the poll interval');
+        this.failed(error, 'claim failed; retrying after the poll interval');
       }
       for (const job of claimed) {
         if (job.started) {
@@ -593,7 +593,26 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
 
   private noteIfUnavailable(error: unknown): void {
     if (isDatabaseUnavailable(error)) {
+      if (!this.away) {
+        this.log.error(
+          { err: error },
+          'database unreachable: claims, heartbeats and sweeps are retried until it answers (each failure at debug)',
+        );
+      }
       this.away = true;
+    }
+  }
+
+  /**
+   * A periodic call failed. For want of the database it is said once per outage (noteIfUnavailable) and each
+   * retry only at debug: an outage of a minute otherwise wrote hundreds of error lines with their stacks.
+   */
+  private failed(error: unknown, message: string): void {
+    if (isDatabaseUnavailable(error)) {
+      this.noteIfUnavailable(error);
+      this.log.debug({ err: error }, message);
+    } else {
+      this.log.error({ err: error }, message);
     }
   }
 
@@ -612,6 +631,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
       return;
     }
     this.away = false;
+    this.log.warn(`database answered again after ${(silentMs / 1000).toFixed(1)} s without an answer`);
     const periodMs = heartbeatPeriodMs(this.options.lockGraceSeconds);
     if (silentMs >= periodMs) {
       this.sweepsHeldUntil = Date.now() + periodMs;
@@ -645,9 +665,8 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
       const lostAhead = this.buffer.filter((job) => !still.has(job.id) && held.includes(job));
       lostAhead.forEach((job) => this.buffer.splice(this.buffer.indexOf(job), 1));
     } catch (error) {
-      this.noteIfUnavailable(error);
       this.options.metrics?.heartbeats.inc({ result: 'error' });
-      this.log.error({ err: error }, 'heartbeat failed');
+      this.failed(error, 'heartbeat failed');
     }
   }
 
@@ -687,7 +706,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
       }
     } catch (error) {
       metrics?.sweeps.inc({ result: 'error' });
-      this.log.error({ err: error }, 'sweep failed');
+      this.failed(error, 'sweep failed');
     }
   }
 
@@ -695,7 +714,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     try {
       await this.store.maintain?.();
     } catch (error) {
-      this.log.warn({ err: error }, 'queue bookkeeping (folding kept counts) failed; retrying in a second');
+      this.failed(error, 'queue bookkeeping (folding kept counts) failed; retrying in a second');
     }
   }
 
@@ -706,7 +725,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
         this.log.info({ deleted }, 'deleted terminal jobs past retention');
       }
     } catch (error) {
-      this.log.error({ err: error }, 'retention cleanup failed');
+      this.failed(error, 'retention cleanup failed');
     }
   }
 
