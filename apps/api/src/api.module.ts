@@ -32,6 +32,7 @@ import { AgentRunsController, TeamRunsController, WorkflowRunsController } from 
 import { SessionsController } from './runs/sessions.controller';
 import { SchedulesController } from './schedules/schedules.controller';
 import { ServiceAccountsController } from './service-accounts/service-accounts.controller';
+import { StopLog } from './stop-log';
 import { TracesController } from './traces/traces.controller';
 
 /** Wires the libs into the HTTP api; holds no rules of its own. */
@@ -80,6 +81,7 @@ export class ApiModule {
         ServiceInfoService,
         MetricsScrape,
         ApiMetricsServer,
+        StopLog,
         { provide: APP_GUARD, useClass: ScopeGuard },
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
         { provide: APP_PIPE, useClass: RequestValidationPipe },

@@ -18,6 +18,7 @@ describe('an api stopping while it runs runs itself', () => {
       OS_SECURITY_KEY: ROOT_KEY,
       DEMO_COMPONENTS: 'true',
       API_SHUTDOWN_TIMEOUT_SECONDS: '1',
+      LOG_LEVEL: 'info',
     });
     const running = () => query<{ id: string }>(databaseUrl, `SELECT id FROM runs WHERE status = 'running'`);
 
@@ -42,5 +43,10 @@ describe('an api stopping while it runs runs itself', () => {
     expect(await running()).toEqual([]);
     expect(await query(databaseUrl, 'SELECT run_id FROM run_leases')).toEqual([]);
     expect(api.output()).toContain('cancelling 2 run(s) still running after API_SHUTDOWN_TIMEOUT_SECONDS');
+    // The log says the stop was asked for, and that it ended.
+    const said = (text: string) => api.output().indexOf(text);
+    expect(said('api stopping (SIGTERM)')).toBeGreaterThan(-1);
+    expect(said('api stopping (SIGTERM)')).toBeLessThan(said('cancelling 2 run(s)'));
+    expect(said('"msg":"api stopped"')).toBeGreaterThan(said('cancelling 2 run(s)'));
   }, 60_000);
 });

@@ -1,0 +1,18 @@
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+
+/**
+ * Says when the api begins to stop and when it has stopped, as the worker does: an operator reading a pod's
+ * log after a rollout or a kill sees whether the stop was asked for, and whether the drain ended.
+ */
+@Injectable()
+export class StopLog implements BeforeApplicationShutdown, OnApplicationShutdown {
+  private readonly logger = new Logger('Api');
+
+  beforeApplicationShutdown(signal?: string): void {
+    this.logger.log({ signal }, `api stopping${signal ? ` (${signal})` : ''}: no new connections; requests in flight finish`);
+  }
+
+  onApplicationShutdown(): void {
+    this.logger.log('api stopped');
+  }
+}
