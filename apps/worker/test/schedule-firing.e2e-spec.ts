@@ -238,6 +238,24 @@ describe('schedule firing (real worker, real HTTP)', () => {
     expect(JSON.parse(logged[0])).toMatchObject({ level: 40, status: 'failed', error: expect.stringMatching(/^Run failed: /) });
   });
 
+  it('a pause during a fire drops its remaining retries', async () => {
+    const created = await createSchedule({
+      endpoint: '/agents/fail-agent/runs',
+      method: 'POST',
+      payload: { message: 'x' },
+      max_retries: 3,
+      retry_delay_seconds: 3,
+    });
+    await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
+    await waitFor(async () => (await fires(created.id))[0]?.attempts.length === 1, 15_000, 'the first attempt');
+    const paused = await call(api.url, 'PATCH', `/schedules/${created.id}`, { token: ROOT_KEY, json: { enabled: false } });
+    expect(paused.status, paused.text).toBe(200);
+    const fire = await finishedFire(created.id);
+    expect(fire).toMatchObject({ status: 'failed', run_status: 'failed' });
+    expect(fire.error).toMatch(/^Run failed: .*; the schedule was paused or deleted meanwhile, so its remaining retries were dropped$/);
+    expect(fire.attempts).toHaveLength(1);
+  });
+
   it('fires with the rights of the owning service account as they are now, never more', async () => {
     const runner = await mintAccount(api.url, ROOT_KEY, {
       scopes: ['agents:run', 'config:read', 'schedules:write', 'schedules:read'],

@@ -161,6 +161,16 @@ export class ScheduleDispatchRepository {
     );
   }
 
+  /** Whether a fire's next retry should go out: its schedule still exists and is enabled (a pause stops retries too), and this worker still holds it. */
+  async mayRetry(runId: string, workerId: string): Promise<boolean> {
+    const rows: { enabled: boolean }[] = await this.db.query(
+      `SELECT s.enabled FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
+       WHERE r.id = $1 AND r.locked_by = $2 AND r.status = 'running'`,
+      [runId, workerId],
+    );
+    return rows[0]?.enabled === true;
+  }
+
   /** The system disabling a schedule: it never fires again until someone re-enables it. */
   async disable(scheduleId: string, reason: string): Promise<void> {
     await this.db.query(

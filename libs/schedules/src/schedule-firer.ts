@@ -144,6 +144,11 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
         key = idempotencyKey(fire, attempt + 1);
       }
       await sleep(fire.retryDelaySeconds * 1000, shutdown);
+      if (!shutdown.aborted && !(await this.dispatch.mayRetry(fire.id, fire.lockedBy))) {
+        const why = `${outcome.error}; the schedule was paused or deleted meanwhile, so its remaining retries were dropped`;
+        // Its last attempt is recorded already.
+        return { fired: result('failed', why), statusCode: outcome.statusCode, attempts: attempt };
+      }
     }
   }
 
