@@ -203,15 +203,23 @@ describe('schedule firing (real worker, real HTTP)', () => {
   it('follows a background run to its end', async () => {
     const runner = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'schedules:write'], privileged: true });
     const created = await createSchedule(
-      { endpoint: '/agents/sleep-agent/runs', method: 'POST', payload: { message: '1', background: true } },
+      { endpoint: '/agents/sleep-agent/runs', method: 'POST', payload: { message: '2', background: true } },
       runner.token,
     );
     await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
-    await waitFor(async () => (await fires(created.id))[0]?.status === 'running', 10_000, 'the fire to start');
+    // While followed, the fire already names the run it started (an operator can look at it).
+    await waitFor(
+      async () => {
+        const [inFlight] = await fires(created.id);
+        return inFlight?.status === 'running' && inFlight.run_id !== null && inFlight.status_code === 202;
+      },
+      10_000,
+      'the running fire to name its run',
+    );
     const fire = await finishedFire(created.id);
     expect(fire).toMatchObject({ status: 'success', status_code: 202, run_status: 'completed', run_id: expect.any(String) });
-    // The attempt lasted as long as the run: it waited for the one-second sleep, not just for the 202.
-    expect(fire.attempts[0].duration_ms).toBeGreaterThanOrEqual(1000);
+    // The attempt lasted as long as the run: it waited for the two-second sleep, not just for the 202.
+    expect(fire.attempts[0].duration_ms).toBeGreaterThanOrEqual(2000);
     const run = await call(api.url, 'GET', `/agents/sleep-agent/runs/${fire.run_id}`, { token: runner.token });
     expect(run.body).toMatchObject({ status: 'completed', background: true, user_id: `sa:${runner.name}` });
   });

@@ -161,6 +161,15 @@ export class ScheduleDispatchRepository {
     );
   }
 
+  /** The run a fire's call started, and the call's status, on the fire while the run is followed. */
+  async noteRun(runId: string, workerId: string, statusCode: number, run: { runId: string; status: string }): Promise<void> {
+    await this.db.query(
+      `UPDATE schedule_runs SET status_code = $3, run_id = $4, run_status = $5
+       WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
+      [runId, workerId, statusCode, run.runId, run.status],
+    );
+  }
+
   /** Whether a fire's next retry should go out: its schedule still exists and is enabled (a pause stops retries too), and this worker still holds it. */
   async mayRetry(runId: string, workerId: string): Promise<boolean> {
     const rows: { enabled: boolean }[] = await this.db.query(

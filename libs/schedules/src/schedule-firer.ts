@@ -246,6 +246,10 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
     );
     let current = run;
     let delay = FOLLOW_FIRST_POLL_MS;
+    if (!isTerminalRunStatus(current.status)) {
+      // The fire's history names the run while it is followed, not only once it ends.
+      await this.dispatch.noteRun(fire.id, fire.lockedBy, statusCode, run);
+    }
     try {
       while (!isTerminalRunStatus(current.status)) {
         await sleep(delay, signal);
