@@ -9,7 +9,8 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PinoLogger } from 'nestjs-pino';
 
-import { authMode } from '@app/auth';
+import { describePrincipal } from '@app/access';
+import { AuthenticatedRequest, authMode } from '@app/auth';
 import { Env } from '@app/config';
 import { RequestErrorCode, RequestException } from '@app/errors';
 import { MetricsRegistry } from '@app/health';
@@ -161,7 +162,9 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
   app.useLogger(app.get(AppLogger));
   const fastify = app.getHttpAdapter().getInstance();
   // First, so that every later hook, the route and the exception filter log under the request's id.
-  logRequests(fastify, await app.resolve(PinoLogger));
+  logRequests(fastify, await app.resolve(PinoLogger), (request: AuthenticatedRequest) =>
+    request.principal ? describePrincipal(request.principal) : undefined,
+  );
   // Security headers, the Host rule of an open instance and empty bodies: first, so every route has them.
   await registerHttpSurface(app, env, authMode(env), BODY_LIMIT_BYTES);
   // Bodies are JSON (runs also take forms); plain text would only reach validation as a string.

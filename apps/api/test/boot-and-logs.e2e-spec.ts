@@ -134,7 +134,7 @@ describe('structured logs', () => {
         .filter((entry) => entry.request_id === 'during-outage-1');
       expect(entries).toMatchObject([
         { level: 50, msg: 'Database unavailable', err: { message: expect.any(String) } },
-        { level: 50, url: '/sessions', status: 503, msg: expect.stringMatching(/^GET \/sessions 503 \d+ ms$/) },
+        { level: 50, url: '/sessions', status: 503, msg: expect.stringMatching(/^GET \/sessions 503 \d+ ms security_key$/) },
       ]);
     } finally {
       await api.stop();
@@ -221,8 +221,11 @@ describe('structured logs', () => {
         await call(api.url, 'GET', '/config', { token: ROOT_KEY, headers: { 'x-request-id': 'one-line-please' } });
         await call(api.url, 'GET', '/info', { headers: { 'x-request-id': 'second-request' } });
         await call(api.url, 'GET', '/health', { headers: { 'x-request-id': 'a-probe' } });
+        const account = await mintAccount(api.url, ROOT_KEY);
+        await call(api.url, 'GET', '/config', { token: account.token, headers: { 'x-request-id': 'as-a-token' } });
         await new Promise((resolve) => setTimeout(resolve, 200));
         expect(api.output()).not.toContain(ROOT_KEY);
+        expect(api.output()).not.toContain(account.token);
         const entries = api
           .output()
           .trim()
@@ -236,8 +239,14 @@ describe('structured logs', () => {
           url: '/config',
           status: 200,
           ms: expect.any(Number),
-          msg: expect.stringMatching(/^GET \/config 200 \d+ ms$/),
+          caller: 'security_key',
+          ip: '127.0.0.1',
+          msg: expect.stringMatching(/^GET \/config 200 \d+ ms security_key$/),
         });
+        // Who called: the authenticated principal (never its credential).
+        expect(entries.filter((entry) => entry.request_id === 'as-a-token')).toMatchObject([
+          { url: '/config', status: 200, caller: `sa:${account.name}`, msg: expect.stringMatching(new RegExp(` sa:${account.name}$`)) },
+        ]);
         expect(entries.filter((entry) => entry.request_id === 'second-request')).toMatchObject([{ url: '/info', status: 200 }]);
         // Probes poll every few seconds: their access lines are debug, below this LOG_LEVEL.
         expect(entries.filter((entry) => entry.request_id === 'a-probe')).toEqual([]);
@@ -287,7 +296,7 @@ describe('structured logs', () => {
           method: 'POST',
           url: '/agents/sleep-agent/runs',
           status: 200,
-          msg: expect.stringMatching(/^POST \/agents\/sleep-agent\/runs 200 \d+ ms$/),
+          msg: expect.stringMatching(/^POST \/agents\/sleep-agent\/runs 200 \d+ ms security_key$/),
         },
       ]);
       expect(entries[0].ms).toBeLessThan(5_000);

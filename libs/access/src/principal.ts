@@ -24,6 +24,18 @@ export interface Principal {
   readonly scheduleId?: string;
 }
 
+/**
+ * Who called, for a log line: `sa:<name>`, `jwt:<sub>`, `oauth:<sub>`, `security_key` or `anonymous`, and for a
+ * schedule's fire `schedule:<id>` with the owner it acts for. Never a credential.
+ */
+export function describePrincipal(principal: Principal): string {
+  const who =
+    principal.kind === 'service_account' || principal.userId === null
+      ? (principal.userId ?? principal.kind)
+      : `${principal.kind}:${principal.userId}`;
+  return principal.scheduleId ? `schedule:${principal.scheduleId} for ${who}` : who;
+}
+
 export const SERVICE_ACCOUNT_PREFIX = 'sa:';
 
 /** A service account's name: a lowercase slug of a-z, 0-9, '-' and '_', starting with a letter or digit, at most 63. */

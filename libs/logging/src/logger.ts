@@ -1,5 +1,5 @@
 import { DynamicModule, Injectable, LoggerService, Module } from '@nestjs/common';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Logger as PinoNestLogger, LoggerModule, PinoLogger } from 'nestjs-pino';
 import pino, { Logger, LoggerOptions } from 'pino';
 
@@ -85,9 +85,9 @@ const REQUEST_ID = 'request_id';
 
 /**
  * One access line per request, when its response ends (sent, left by the client, upgraded):
- * `GET /config 200 3 ms`, with the request id every other line of the request carries; error level for a
- * 5xx only, debug for the probes and /metrics.
- * Nothing of the request's headers is written, so no credential.
+ * `GET /config 200 3 ms sa:ci`, with the request id every other line of the request carries, who called
+ * (`callerOf`: the authenticated principal, absent when none was) and the peer address; error level for a
+ * 5xx only, debug for the probes and /metrics. Nothing of the request's headers is written, so no credential.
  *
  * Fastify's own hooks do it, not pino-http as a Nest middleware: Nest runs middleware through
  * @fastify/middie, and in a CPU profile of background POSTs that layer with pino-http's was about a
@@ -95,7 +95,11 @@ const REQUEST_ID = 'request_id';
  * nestjs-pino's Logger and PinoLogger read) holds one child of the root, bound to the request id, for
  * everything after onRequest: the route, its guards and pipes, and the exception filter.
  */
-export function logRequests(fastify: FastifyInstance, logging: PinoLogger): void {
+export function logRequests(
+  fastify: FastifyInstance,
+  logging: PinoLogger,
+  callerOf: (request: FastifyRequest) => string | undefined,
+): void {
   fastify.addHook('onRequest', (request, reply, done) => {
     // 'close', not Fastify's onResponse: a response ends in a close whatever becomes of it, also when the
     // client leaves a stream early or the socket is upgraded to a WebSocket, where onResponse never runs.
@@ -106,7 +110,11 @@ export function logRequests(fastify: FastifyInstance, logging: PinoLogger): void
       const ms = Math.round(reply.elapsedTime);
       const level = status >= 500 ? 'error' : PROBES.has(url) ? 'debug' : 'info';
       // The root writes it: the line names the request id itself.
-      PinoLogger.root[level]({ [REQUEST_ID]: request.id, method, url, status, ms }, `${method} ${url} ${status} ${ms} ms`);
+      const caller = callerOf(request);
+      PinoLogger.root[level](
+        { [REQUEST_ID]: request.id, method, url, status, ms, ...(caller ? { caller } : {}), ip: request.ip },
+        `${method} ${url} ${status} ${ms} ms${caller ? ` ${caller}` : ''}`,
+      );
     });
     logging.runInContext(done, { bindings: { [REQUEST_ID]: request.id } });
   });
