@@ -109,6 +109,9 @@ export function logRequests(
       const status = reply.raw.statusCode;
       const ms = Math.round(reply.elapsedTime);
       const level = status >= 500 ? 'error' : PROBES.has(url) ? 'debug' : 'info';
+      if (!PinoLogger.root.isLevelEnabled(level)) {
+        return;
+      }
       // The root writes it: the line names the request id itself.
       const caller = callerOf(request);
       PinoLogger.root[level](
