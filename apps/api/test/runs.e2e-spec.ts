@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, query } from '../../../test/support/database';
 import { expectErrorBody, expectValidationBody } from '../../../test/support/error-bodies';
 import { call } from '../../../test/support/http';
+import { callTool, connectMcp } from '../../../test/support/mcp';
 import { mintAccount, MintedAccount, ROOT_KEY } from '../../../test/support/principals';
 import { RunningApi, startApi } from '../../../test/support/processes';
 
@@ -29,7 +30,7 @@ describe('runs and sessions (security_key mode, demo components)', () => {
 
   beforeAll(async () => {
     databaseUrl = await createTestDatabase();
-    api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
+    api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true', MCP_ENABLED: 'true' });
     alice = await mintAccount(api.url, ROOT_KEY);
     bob = await mintAccount(api.url, ROOT_KEY);
   });
@@ -70,7 +71,32 @@ describe('runs and sessions (security_key mode, demo components)', () => {
     });
 
     it('needs agents:read to list (default service-account scopes do not include it)', async () => {
-      expectErrorBody(await call(api.url, 'GET', '/agents', { token: alice.token }), 403);
+      const refused = await call(api.url, 'GET', '/agents', { token: alice.token });
+      expectErrorBody(refused, 403);
+      expect(refused.body.detail).toBe('Insufficient permissions. Required scope(s): agents:read');
+    });
+
+    it('lists to a token with grants for some components those components only (over REST and MCP)', async () => {
+      const some = await mintAccount(api.url, ROOT_KEY, {
+        scopes: ['agents:echo-agent:read', 'agents:fail-agent:read', 'teams:echo-team:run'],
+      });
+      const listed = await call(api.url, 'GET', '/agents', { token: some.token });
+      expect(listed.status, listed.text).toBe(200);
+      expect(listed.body.map((agent: { id: string }) => agent.id)).toEqual(['echo-agent', 'fail-agent']);
+      // A grant of another action, or of another resource, lists nothing: still the scope's 403.
+      expectErrorBody(await call(api.url, 'GET', '/teams', { token: some.token }), 403);
+      expectErrorBody(await call(api.url, 'GET', '/workflows', { token: some.token }), 403);
+      const client = await connectMcp(api.url, some.token);
+      try {
+        const tools = (await client.listTools()).tools.map((tool) => tool.name);
+        expect(tools).toContain('list_agents');
+        expect(tools).not.toContain('list_teams');
+        const result = await callTool(client, 'list_agents', {});
+        expect(result.isError, result.text).toBe(false);
+        expect(JSON.parse(result.text).data.map((agent: { id: string }) => agent.id)).toEqual(['echo-agent', 'fail-agent']);
+      } finally {
+        await client.close();
+      }
     });
   });
 

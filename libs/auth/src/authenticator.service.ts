@@ -3,7 +3,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 
-import { intersectScopes, mayUse, mayUseSome, Principal, SERVICE_ACCOUNT_PREFIX, serviceAccountPrincipal } from '@app/access';
+import { intersectScopes, mayUseSome, Principal, SERVICE_ACCOUNT_PREFIX, serviceAccountPrincipal } from '@app/access';
 import { Env, warnIfShort } from '@app/config';
 import { assertUnreachable } from '@app/errors';
 import { OWNER_REFUSAL_GRACE_SECONDS, SCHEDULE_CREDENTIAL_PREFIX, ScheduleCall, ScheduleCredentials, ScheduleOwner } from '@app/schedules';
@@ -90,11 +90,14 @@ export class Authenticator {
     warnIfShort('OS_SECURITY_KEY', env.OS_SECURITY_KEY, 16, 'it is a root credential, and a short one is easy to guess');
   }
 
-  /** Identifies the caller, then checks `requiredScope` (already narrowed to a component id where the route has one). */
-  async authenticate(credentials: Credentials, requiredScope: string): Promise<Principal> {
+  /**
+   * Identifies the caller, then checks `requiredScope` (already narrowed to a component id where the route has
+   * one; with `anyComponent`, a grant for one component of its resource passes too: a list the route narrows).
+   */
+  async authenticate(credentials: Credentials, requiredScope: string, anyComponent = false): Promise<Principal> {
     const principal = await this.identify(credentials);
     try {
-      this.authorize(principal, requiredScope);
+      this.authorize(principal, requiredScope, anyComponent);
     } catch (error) {
       if (principal.scheduleId) {
         // The owner held this scope when the schedule was last written, and no longer does.
@@ -105,15 +108,15 @@ export class Authenticator {
     return principal;
   }
 
-  authorize(principal: Principal, requiredScope: string): void {
-    if (!mayUse(principal, requiredScope)) {
+  authorize(principal: Principal, requiredScope: string, anyComponent = false): void {
+    if (!mayUseSome(principal, requiredScope, anyComponent)) {
       throw AuthException.insufficientScope(requiredScope);
     }
   }
 
   /** Could some call of a route with this rule pass `authorize`? What MCP's tools/list shows a caller. */
   mayCall(principal: Principal, rule: RouteScope): boolean {
-    return mayUseSome(principal, rule.scope, rule.componentParam !== undefined);
+    return mayUseSome(principal, rule.scope, rule.componentParam !== undefined || rule.listedPerComponent === true);
   }
 
   /**

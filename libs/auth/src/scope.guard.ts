@@ -37,7 +37,7 @@ export class ScopeGuard implements CanActivate {
     const params = request.params as Record<string, unknown>;
     // A route serving several methods at one URL (A2A's JSON-RPC) takes its scope from the method in the body.
     const scope = bodyScope ? bodyScope(params, request.body) : requiredScope(rule!, params);
-    request.principal = await this.authenticator.authenticate(credentials, scope);
+    request.principal = await this.authenticator.authenticate(credentials, scope, rule?.listedPerComponent);
     if (rule?.handsOutCredential && request.principal.kind === 'anonymous') {
       throw new AuthException(
         AuthErrorCode.Unauthenticated,

@@ -13,6 +13,11 @@ export interface RouteScope {
   /** Path parameter holding a component id: the scope then also accepts `<resource>:<id>:<action>`. */
   componentParam?: string;
   /**
+   * A list of components: a grant for any one of them (`agents:echo-agent:read`) passes too, and the route lists
+   * only the components the caller holds a grant for.
+   */
+  listedPerComponent?: boolean;
+  /**
    * What the route does, when it hands out a credential (minting, rotating a token): it then needs a real
    * credential even on an open instance, and an anonymous caller is refused (401) before its body is validated.
    */

@@ -127,7 +127,7 @@ export class McpEndpoint {
         }
         throw new ValidationFailedException(parsed.error.issues.map(toIssue));
       }
-      this.authenticator.authorize(principal, requiredScope(tool.rule, parsed.data));
+      this.authenticator.authorize(principal, requiredScope(tool.rule, parsed.data), tool.rule.listedPerComponent);
       return toolResult(await tool.handler(principal, parsed.data, call));
     } catch (error) {
       const { status, detail } = this.errors.render(error, `MCP tool ${tool.name}`);

@@ -5,7 +5,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { isUUID } from 'class-validator';
 import { DataSource } from 'typeorm';
 
-import { assertMayChange, attributedUser, DataScope, Principal } from '@app/access';
+import { assertMayChange, attributedUser, DataScope, forComponent, mayUse, Principal } from '@app/access';
 import { Env } from '@app/config';
 import { isUniqueViolation, toEpoch } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
@@ -54,8 +54,12 @@ export class RunsService {
     @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
 
-  listComponents(kind: ComponentKind): ComponentDto[] {
-    return this.registry.list(kind).map(toComponentDto);
+  /** The components of a kind `caller` may use under `scope` (`agents:read`, `agents:run`), narrowed to each component as the guard narrows it. */
+  componentsFor(caller: Principal, kind: ComponentKind, scope: string): ComponentDto[] {
+    return this.registry
+      .list(kind)
+      .filter((component) => mayUse(caller, forComponent(scope, component.id)))
+      .map(toComponentDto);
   }
 
   getComponent(kind: ComponentKind, id: string): ComponentDto {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 
 import { A2A_BINDINGS, A2A_PATH } from '@app/a2a';
-import { forComponent, mayUse, Principal } from '@app/access';
+import { Principal } from '@app/access';
 import { Authenticator } from '@app/auth';
 import { API_VERSION, Env, MCP_PATH, SERVICE_VERSION } from '@app/config';
 import { mcpOAuthInfo } from '@app/mcp';
@@ -60,7 +60,7 @@ export class ServiceInfoService {
 
   /** What the caller can run: the run routes' scope, narrowed to each component as the guard narrows it. */
   private runnable(principal: Principal, kind: ComponentKind, runScope: string): ComponentDto[] {
-    return this.runs.listComponents(kind).filter((component) => mayUse(principal, forComponent(runScope, component.id)));
+    return this.runs.componentsFor(principal, kind, runScope);
   }
 
   private mcp(): McpInfoDto {

@@ -60,11 +60,14 @@ function componentRunsController({ kind, resource, param }: ComponentRoute): Typ
     constructor(readonly runs: RunsService) {}
 
     @Get()
-    @RequireScope(read)
-    @ApiOperation({ summary: `List the ${resource}` })
+    @RequireScope(read, { listedPerComponent: true })
+    @ApiOperation({
+      summary: `List the ${resource}`,
+      description: `With ${read}, every ${kind}; with grants for some (\`${resource}:<id>:read\`), those.`,
+    })
     @ApiOkResponse({ type: [ComponentDto] })
-    list(): ComponentDto[] {
-      return this.runs.listComponents(kind);
+    list(@CurrentPrincipal() caller: Principal): ComponentDto[] {
+      return this.runs.componentsFor(caller, kind, read);
     }
 
     @Get(`:${param}`)

@@ -137,7 +137,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the agents */
+        /**
+         * List the agents
+         * @description With agents:read, every agent; with grants for some (`agents:<id>:read`), those.
+         */
         get: operations["agentRunsList"];
         put?: never;
         post?: never;
@@ -222,7 +225,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the teams */
+        /**
+         * List the teams
+         * @description With teams:read, every team; with grants for some (`teams:<id>:read`), those.
+         */
         get: operations["teamRunsList"];
         put?: never;
         post?: never;
@@ -307,7 +313,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the workflows */
+        /**
+         * List the workflows
+         * @description With workflows:read, every workflow; with grants for some (`workflows:<id>:read`), those.
+         */
         get: operations["workflowRunsList"];
         put?: never;
         post?: never;

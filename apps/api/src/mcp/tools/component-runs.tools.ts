@@ -39,11 +39,11 @@ function componentTools({ kind, resource, param }: ComponentTools): Type<unknown
     @McpTool({
       name: `list_${resource}`,
       mirrors: `GET /${resource}`,
-      description: `List every ${kind} this service runs (needs ${resource}:read; get_config, with config:read, lists those this token may run).`,
+      description: `List the ${resource} this service runs: every one with ${resource}:read, those granted with ${resource}:<id>:read (get_config, with config:read, lists those this token may run).`,
       annotations: { readOnlyHint: true },
     })
-    list(): { data: ComponentDto[] } {
-      return { data: this.runs.listComponents(kind) };
+    list(principal: Principal): { data: ComponentDto[] } {
+      return { data: this.runs.componentsFor(principal, kind, `${resource}:read`) };
     }
 
     @McpTool({
