@@ -273,6 +273,10 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       expect(run.json().requeued).toHaveLength(1);
       expect(run.json().requeued[0]).toMatchObject({ id, status: 'queued', max_attempts: before.max_attempts + 1 });
       expect(await job(id)).toMatchObject({ status: 'queued', max_attempts: before.max_attempts + 1 });
+      // Queued again, it keeps the error of its last attempt: shown as that, not as the error of a job that failed.
+      const shown = await runCommand(['jobs', 'get', id], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+      expect(shown.stdout).toMatch(/^Last error:\s+.*fail-agent always fails/m);
+      expect(shown.stdout).not.toMatch(/^Error:/m);
     });
 
     it('some requeued and some refused: exit 3 with each failure named; all refused: exit 1', async () => {

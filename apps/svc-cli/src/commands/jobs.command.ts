@@ -168,7 +168,8 @@ export class JobsGetCommand extends CredentialedCommand<ServiceOptions> {
           ['Available', formatSeconds(job.available_at)],
           ['Locked by', cell(job.locked_by, 200)],
           ['Idempotency key', cell(job.idempotency_key, 200)],
-          ['Error', job.error === null ? '-' : sanitize(job.error)],
+          // A job requeued or retried keeps the error of its last attempt while it waits or runs again.
+          [job.status === 'failed' || job.status === 'cancelled' ? 'Error' : 'Last error', job.error === null ? '-' : sanitize(job.error)],
           ['Payload', sanitize(JSON.stringify(job.payload))],
         ],
         terminal,
