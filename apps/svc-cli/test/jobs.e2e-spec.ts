@@ -335,6 +335,27 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       }
     });
 
+    it('--error-contains selects by the text of the error, in any case', async () => {
+      const dry = (text: string) =>
+        runCommand(['jobs', 'requeue', '--status', 'failed', '--error-contains', text, '--force', '--dry-run', '--json'], sandbox, {
+          env: asAdmin,
+        });
+      expect((await dry('ALWAYS FAILS')).json()).toMatchObject({ dry_run: true, matched: 6, changed: 6 });
+      expect((await dry('a dependency that never failed')).json()).toEqual({ dry_run: true, matched: 0, changed: 0, skipped: [] });
+      const text = await runCommand(
+        ['jobs', 'requeue', '--status', 'failed', '--error-contains', 'always fails', '--force', '--dry-run'],
+        sandbox,
+        {
+          env: { ...asAdmin, NO_COLOR: '1' },
+        },
+      );
+      expect(text.stdout).toContain(
+        'Would requeue 6 jobs of 6 matched (status failed, error containing "always fails"); dry run, nothing changed.',
+      );
+      // Not with ids: a filter flag and named jobs do not mix.
+      expect((await runCli(['jobs', 'requeue', ids.failed[2], '--error-contains', 'x'], sandbox, { env: asAdmin })).code).toBe(2);
+    });
+
     it('--since leaves out older jobs', async () => {
       await new Promise((resolve) => setTimeout(resolve, 2_100));
       const run = await runCommand(['jobs', 'requeue', '--status', 'failed', '--since', '2', '--force', '--dry-run', '--json'], sandbox, {

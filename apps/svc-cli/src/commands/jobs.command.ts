@@ -202,6 +202,7 @@ export class JobsStatsCommand extends CredentialedCommand<ServiceOptions> {
 interface BulkOptions extends ServiceOptions {
   status?: JobStatus[];
   component?: string;
+  errorContains?: string;
   since?: number;
   limit?: number;
   dryRun?: boolean;
@@ -228,11 +229,13 @@ const SKIP_REASONS: Record<string, string> = {
  * mix, and a bulk change without a terminal to confirm on unless --yes or --dry-run says what to do.
  */
 function byIds(action: BulkAction, ids: string[], options: BulkOptions, terminal: Terminal): boolean {
-  const filtering = (['status', 'component', 'since', 'limit', 'dryRun'] as const).filter((key) => options[key] !== undefined);
+  const filtering = (['status', 'component', 'errorContains', 'since', 'limit', 'dryRun'] as const).filter(
+    (key) => options[key] !== undefined,
+  );
   if (ids.length > 0) {
     if (filtering.length > 0) {
       throw new UsageError(
-        'job ids and --status, --component, --since, --limit or --dry-run do not mix: name jobs, or select them by filter',
+        'job ids and --status, --component, --error-contains, --since, --limit or --dry-run do not mix: name jobs, or select them by filter',
       );
     }
     return true;
@@ -265,6 +268,9 @@ async function bulkByFilter(
   const filter: JobFilter = { status: options.status, created_before: now + 1 };
   if (options.component !== undefined) {
     filter.component_id = options.component;
+  }
+  if (options.errorContains !== undefined) {
+    filter.error_contains = options.errorContains;
   }
   if (options.since !== undefined) {
     filter.created_after = Math.max(0, now - options.since);
@@ -305,6 +311,9 @@ function describeFilter(filter: JobFilter, limit: number | undefined): string {
   if (filter.component_id !== undefined) {
     parts.push(`component ${sanitize(filter.component_id)}`);
   }
+  if (filter.error_contains !== undefined) {
+    parts.push(`error containing "${sanitize(filter.error_contains)}"`);
+  }
   if (filter.created_after !== undefined) {
     parts.push(`created since ${formatTime(filter.created_after)}`);
   }
@@ -339,6 +348,14 @@ abstract class BulkJobsCommand<Options extends BulkOptions> extends Credentialed
     return value;
   }
 
+  @Option({
+    flags: '--error-contains <text>',
+    description: "Bulk: only jobs whose error holds this text (any case), such as a dependency's name",
+  })
+  parseErrorContains(value: string): string {
+    return value;
+  }
+
   @Option({ flags: '--since <duration>', description: "Bulk: only jobs created in the last '30s', '15m', '1h', '2d' or N seconds" })
   parseSince(value: string): number {
     return sinceSeconds(value);
@@ -368,7 +385,7 @@ abstract class BulkJobsCommand<Options extends BulkOptions> extends Credentialed
   arguments: '[ids...]',
   description:
     'Requeue failed or cancelled jobs (one more attempt each): the jobs named by id, or with no ids every job ' +
-    '--status (with --component, --since) selects, through the bulk endpoint: a dry run counts them first, then a ' +
+    '--status (and the Bulk flags) selects, through the bulk endpoint: a dry run counts them first, then a ' +
     'terminal asks (default no); without one, --yes or --dry-run is required. Exit 3 when only some named jobs were requeued',
 })
 export class JobsRequeueCommand extends BulkJobsCommand<RequeueOptions> {
@@ -432,7 +449,7 @@ export class JobsRequeueCommand extends BulkJobsCommand<RequeueOptions> {
   arguments: '[ids...]',
   description:
     'Cancel queued or paused jobs, so no worker runs them (their runs end cancelled): the jobs named by id, or with ' +
-    'no ids every job --status (with --component, --since) selects, through the bulk endpoint, confirmed as requeue ' +
+    'no ids every job --status (and the Bulk flags) selects, through the bulk endpoint, confirmed as requeue ' +
     'is. A running job is not touched. Exit 3 when only some named jobs were cancelled',
 })
 export class JobsCancelCommand extends BulkJobsCommand<BulkOptions> {
