@@ -385,6 +385,25 @@ describe('schedules api (security_key mode)', () => {
     });
   });
 
+  describe('a revoked owner', () => {
+    it('disables the schedules of a revoked account, and of the accounts it minted, at once', async () => {
+      const scopes = ['schedules:write', 'schedules:read', 'service_accounts:write'];
+      const owner = await mintAccount(api.url, ROOT_KEY, { scopes, privileged: true });
+      const child = await mintAccount(api.url, owner.token, { scopes: ['schedules:write', 'schedules:read'], privileged: true });
+      const other = await mintAccount(api.url, ROOT_KEY, { scopes: ['schedules:write'], privileged: true });
+      const [mine, childs, others] = [await createOk({}, owner.token), await createOk({}, child.token), await createOk({}, other.token)];
+      const paused = await createOk({ enabled: false }, owner.token);
+
+      expect((await call(api.url, 'DELETE', `/service-accounts/${owner.id}`, { token: ROOT_KEY })).status).toBe(200);
+      const state = async (id: string) => (await call(api.url, 'GET', `/schedules/${id}`, { token: ROOT_KEY })).body;
+      expect(await state(mine.id)).toMatchObject({ enabled: false, next_run_at: null, disabled_reason: `owner_revoked:sa:${owner.name}` });
+      expect(await state(childs.id)).toMatchObject({ enabled: false, disabled_reason: `owner_revoked:sa:${child.name}` });
+      // Another account's schedule runs on; one paused already keeps its own reason (none).
+      expect(await state(others.id)).toMatchObject({ enabled: true, disabled_reason: null });
+      expect(await state(paused.id)).toMatchObject({ enabled: false, disabled_reason: null });
+    });
+  });
+
   describe('scopes and self-scoping', () => {
     it('requires schedules:read, schedules:write and schedules:delete', async () => {
       const reader = await mintAccount(api.url, ROOT_KEY, { scopes: ['schedules:read'] });

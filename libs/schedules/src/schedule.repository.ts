@@ -29,6 +29,15 @@ export const NAME_CONSTRAINTS = ['UQ_schedules_owner_name', 'UQ_schedules_unowne
 export class ScheduleRepository {
   constructor(@InjectRepository(ScheduleEntity) private readonly rows: Repository<ScheduleEntity>) {}
 
+  /** Disables the enabled schedules these service accounts own, saying why (`owner_revoked:sa:<name>`). */
+  async disableOwnedByRevoked(accountIds: string[]): Promise<void> {
+    await this.rows.query(
+      `UPDATE schedules SET enabled = false, next_run_at = NULL, disabled_reason = 'owner_revoked:' || owner_id, updated_at = now()
+       WHERE owner_service_account_id = ANY ($1::uuid[]) AND enabled`,
+      [accountIds],
+    );
+  }
+
   async insert(schedule: ScheduleEntity): Promise<void> {
     await this.rows.insert(schedule);
   }

@@ -7,6 +7,7 @@ import { Env } from '@app/config';
 import { isUniqueViolation } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
 import { Page, toPage } from '@app/pagination';
+import { ServiceAccountsService } from '@app/service-accounts';
 
 import { nextRunAt } from './cron';
 import { securityKeyFingerprint } from './owner-key';
@@ -54,7 +55,12 @@ export class SchedulesService {
     private readonly runs: ScheduleRunRepository,
     private readonly endpoints: EndpointScopes,
     private readonly env: Env,
-  ) {}
+    accounts: ServiceAccountsService,
+  ) {
+    // A revoked account's schedules stop at once: an operator answering a leaked token sees them disabled now,
+    // not at their next slot (a monthly one would look healthy for a month).
+    accounts.onRevoked((accountIds) => this.schedules.disableOwnedByRevoked(accountIds));
+  }
 
   async create(caller: Principal, request: CreateScheduleDto): Promise<ScheduleDto> {
     refuseScheduleFires(caller);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 
 import {
   covers,
@@ -59,12 +59,23 @@ function quotedScope(scope: string): string {
   return scope.length > 80 ? `${scope.slice(0, 80)}…` : scope;
 }
 
+/** Told of the accounts a revoke ended (the accounts they minted included), once it has committed. */
+export type RevocationListener = (accountIds: string[]) => Promise<void>;
+
 @Injectable()
 export class ServiceAccountsService {
+  private readonly logger = new Logger('ServiceAccounts');
+  private readonly revocationListeners: RevocationListener[] = [];
+
   constructor(
     private readonly accounts: ServiceAccountRepository,
     private readonly verifier: ServiceAccountVerifier,
   ) {}
+
+  /** What else ends with an account (its schedules stop at once, not at their next slot). A listener's failure fails no revoke. */
+  onRevoked(listener: RevocationListener): void {
+    this.revocationListeners.push(listener);
+  }
 
   async mint(caller: Principal, request: CreateServiceAccountDto): Promise<CreatedServiceAccountDto> {
     const scopes = [...new Set(request.scopes?.map((grant) => grant.scope) ?? DEFAULT_SCOPES)];
@@ -112,8 +123,17 @@ export class ServiceAccountsService {
     const scope = DataScope.of(caller);
     const account = await this.visible(scope, id);
     this.assertMayManage(caller, account, 'revoke');
-    for (const revoked of await this.accounts.revokeWithMinted(id)) {
-      this.verifier.forget(revoked);
+    const revoked = await this.accounts.revokeWithMinted(id);
+    revoked.forEach((accountId) => this.verifier.forget(accountId));
+    if (revoked.length > 0) {
+      this.logger.log(
+        { revoked: revoked.length, account: account.name },
+        `service account ${account.name} revoked (${revoked.length} with those it minted)`,
+      );
+      for (const listener of this.revocationListeners) {
+        // What a listener leaves undone is caught up elsewhere (a schedule's fire checks its owner first).
+        await listener(revoked).catch((error: unknown) => this.logger.error({ err: error }, 'a revocation listener failed'));
+      }
     }
     return this.map((await this.accounts.findById(scope, id)) ?? account);
   }
