@@ -5,7 +5,7 @@ import { createServer, Server, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { freePort } from '../../scripts/embedded-postgres.mjs';
-import { spawnProcess } from '../support/processes';
+import { spawnProcess, waitFor } from '../support/processes';
 
 /**
  * In a container node is PID 1, which ignores every signal it has no handler for. These tests make it PID 1
@@ -56,10 +56,12 @@ describe.skipIf(!canUnshare)('a stop signal while the app boots, as PID 1', () =
         PORT: String(await freePort()),
         WORKER_HEALTH_PORT: String(await freePort()),
       });
+      const connectionsBefore = sockets.length;
       try {
         const pid = await childOf(booting.child.pid!);
-        // Well into the boot: connecting to the database that never answers.
-        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        // Well into the boot: connected to the database that never answers (a fixed wait could end, on a busy
+        // machine, while node was still loading its modules, before main ran).
+        await waitFor(async () => sockets.length > connectionsBefore, 30_000, `the ${app} to connect to the database`);
         expect(booting.child.exitCode, booting.output()).toBeNull();
         process.kill(pid, 'SIGTERM');
         const exited = await Promise.race([booting.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 5_000))]);

@@ -152,9 +152,10 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
     },
   });
   const app = await NestFactory.create<NestFastifyApplication>(ApiModule.forRoot(env, components), adapter, {
-    // Nest's own lines wait for AppLogger, so they come out in the same format; a boot that fails prints them
-    // (and TypeORM's retries) through the same settings.
-    bufferLogs: true,
+    // Until AppLogger takes over, Nest's lines (TypeORM's connection retries among them) go out as they happen,
+    // in the same format: buffered, a pod retrying its database said nothing for half a minute, then everything
+    // at once with one timestamp.
+    bufferLogs: false,
     logger: bootLogger(env, 'api'),
     // A failed boot reaches main's one-line report instead of process.abort() (SIGABRT, a core dump).
     abortOnError: false,

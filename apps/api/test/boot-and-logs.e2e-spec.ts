@@ -40,11 +40,14 @@ describe('configuration at boot', () => {
     expect(output).not.toMatch(/\bat .+\.js:\d+/);
   });
 
-  it('a DATABASE_URL whose login is refused: each of the driver’s retries is one JSON line, then the one-line reason', async () => {
+  it('a DATABASE_URL whose login is refused ends the boot at once (no retry can fix it), with the one-line reason in JSON', async () => {
     const url = new URL(await createTestDatabase());
     url.password = 'not-the-password';
+    const started = Date.now();
     const api = spawnNode('dist/apps/api/src/main.js', { DATABASE_URL: url.toString(), LOG_FORMAT: 'json' });
     expect(await api.exited).toBe(1);
+    // Ten retries three seconds apart took half a minute.
+    expect(Date.now() - started).toBeLessThan(15_000);
     const lines = api.output().trim().split('\n');
     // The last line too is JSON, as every other: a collector reads the reason like any fatal line.
     expect(JSON.parse(lines.pop()!)).toMatchObject({
@@ -52,14 +55,33 @@ describe('configuration at boot', () => {
       service: 'api',
       msg: 'The api failed to start: password authentication failed for user "postgres" (LOG_LEVEL=debug shows the stack)',
     });
-    const retries = lines.map((line) => JSON.parse(line) as { context?: string; msg: string; error?: string });
-    expect(retries.filter((line) => line.context === 'TypeOrmModule').length).toBeGreaterThan(1);
-    expect(retries[0]).toMatchObject({
-      msg: 'Unable to connect to the database. Retrying (1)...',
-      error: expect.stringContaining('password authentication failed'),
-    });
+    const before = lines.map((line) => JSON.parse(line) as { msg: string });
+    expect(before.filter((line) => /Retrying/.test(line.msg))).toEqual([]);
     expect(api.output()).not.toContain('not-the-password');
     expect(api.output()).not.toMatch(/\bat .+\.js:\d+/);
+  }, 60_000);
+
+  it('a database that does not answer yet is retried, each retry one JSON line written as it happens', async () => {
+    const api = spawnNode('dist/apps/api/src/main.js', {
+      DATABASE_URL: `postgresql://postgres:secret@127.0.0.1:${await freePort()}/platform`,
+      LOG_FORMAT: 'json',
+    });
+    try {
+      // Written while the boot is still retrying, not held back until it ends.
+      await waitFor(async () => api.output().includes('Retrying (1)'), 15_000, 'the first retry line');
+      expect(api.child.exitCode).toBeNull();
+      const retry = api
+        .output()
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { context?: string; msg: string; error?: string })
+        .find((line) => line.msg.includes('Retrying (1)'));
+      expect(retry).toMatchObject({ context: 'TypeOrmModule', error: expect.stringContaining('ECONNREFUSED') });
+      expect(api.output()).not.toContain('secret');
+    } finally {
+      api.child.kill('SIGKILL');
+      await api.exited;
+    }
   }, 60_000);
 
   it('refuses to start without DATABASE_URL', async () => {

@@ -30,9 +30,10 @@ async function main(): Promise<void> {
   // Fail at boot, naming the variable, rather than at the first query.
   void env.databaseUrl;
   const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(env, await deploymentComponents(env)), {
-    // Nest's own lines wait for AppLogger, so they come out in the same format; a boot that fails prints them
-    // (and TypeORM's retries) through the same settings.
-    bufferLogs: true,
+    // Until AppLogger takes over, Nest's lines (TypeORM's connection retries among them) go out as they happen,
+    // in the same format: buffered, a pod retrying its database said nothing for half a minute, then everything
+    // at once with one timestamp.
+    bufferLogs: false,
     logger: bootLogger(env, 'worker'),
     // A failed boot reaches the one-line report below instead of process.abort() (SIGABRT, a core dump).
     abortOnError: false,

@@ -6,6 +6,13 @@ import { Env } from '@app/config';
 
 import { dataSourceOptions, migrate } from './data-source';
 
+/** PostgreSQL's answers that retrying the same settings cannot change: a refused login (28P01, 28000), an unknown database (3D000). */
+const REFUSED_FOR_GOOD = new Set(['28P01', '28000', '3D000']);
+
+function refusedForGood(error: unknown): boolean {
+  return REFUSED_FOR_GOOD.has((error as { code?: string }).code ?? '');
+}
+
 @Global()
 @Module({
   imports: [
@@ -15,6 +22,9 @@ import { dataSourceOptions, migrate } from './data-source';
         ...dataSourceOptions(env.databaseUrl, env.DATABASE_POOL_SIZE),
         autoLoadEntities: true,
         migrationsRun: env.DB_MIGRATE,
+        // A refused login or a database that does not exist will not fix itself: the boot ends at once, saying
+        // so, where ten retries held the pod silent for half a minute. Unreachable databases are retried.
+        toRetry: (error: unknown) => !refusedForGood(error),
       }),
       // TypeORM's own `migrationsRun` would migrate without a lock: we honour the flag ourselves,
       // under the advisory lock, before any provider can touch a table.
