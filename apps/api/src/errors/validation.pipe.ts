@@ -106,6 +106,8 @@ export class RequestValidationPipe extends ValidationPipe {
       transform: true,
       whitelist: true,
       forbidUnknownValues: false,
+      // One entry per field: `limit=abc` is "must be an integer", not also "must not be less than 1" and "greater than 100".
+      stopAtFirstError: true,
       exceptionFactory: (errors) => new RawValidationErrors(errors),
     });
   }
