@@ -20,8 +20,8 @@ import { RunSocketGateway } from '@app/websocket';
 
 import { ApiModule } from './api.module';
 import { FRAMEWORK_DETAILS } from './errors/render-error';
-import { recordRequestDurations } from './http-metrics';
 import { addSecurityHeaders, registerHttpSurface } from './http-surface';
+import { recordRequestDurations } from './metrics/http-metrics';
 import { mountDocs } from './openapi';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
