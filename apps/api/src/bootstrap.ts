@@ -25,7 +25,7 @@ import { recordRequestDurations } from './metrics/http-metrics';
 import { mountDocs } from './openapi';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
-export const BODY_LIMIT_BYTES = 1024 * 1024;
+const BODY_LIMIT_BYTES = 1024 * 1024;
 
 /** The routes that start runs: the only ones that take form fields as multipart too. */
 const RUN_ROUTE = /^\/(agents|teams|workflows)\/:[a-z_]+\/runs$/;
@@ -146,9 +146,7 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
     clientErrorHandler: answerClientError,
     frameworkErrors: (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
       addSecurityHeaders(reply);
-      void reply
-        .status(error.statusCode ?? 400)
-        .send({ detail: error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'Path parameter is too long' : 'Malformed URL' });
+      void reply.status(error.statusCode ?? 400).send({ detail: FRAMEWORK_DETAILS[error.code] ?? FRAMEWORK_DETAILS.FST_ERR_BAD_URL });
     },
   });
   const app = await NestFactory.create<NestFastifyApplication>(ApiModule.forRoot(env, components), adapter, {

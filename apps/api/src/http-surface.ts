@@ -15,7 +15,7 @@ import { Env, isAllowedOrigin, isLoopbackHost, listensOnLoopbackOnly } from '@ap
  * styles only), and its CSS draws icons from data: URLs. "Try it out" fetches this origin. Nothing may
  * frame any response (clickjacking), and forms and <base> cannot point elsewhere.
  */
-export const CONTENT_SECURITY_POLICY = {
+const CONTENT_SECURITY_POLICY = {
   defaultSrc: ["'self'"],
   scriptSrc: ["'self'"],
   styleSrc: ["'self'", "'unsafe-inline'"],

@@ -5,11 +5,12 @@ import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 
 import { ADMIN_SCOPE, isValidScope, missingScopeDetail } from '@app/access';
 import { API_VERSION, Env } from '@app/config';
+import { INTERNAL_ERROR_BODY } from '@app/errors';
 import { WEBSOCKET_PATH, WEBSOCKET_PATH_ITEM } from '@app/websocket';
 
-import { DATABASE_UNAVAILABLE_DETAIL, INTERNAL_ERROR_BODY } from './errors/render-error';
+import { DATABASE_UNAVAILABLE_DETAIL } from './errors/render-error';
 
-export function buildOpenApiDocument(app: NestFastifyApplication, env: Env): OpenAPIObject {
+function buildOpenApiDocument(app: NestFastifyApplication, env: Env): OpenAPIObject {
   const config = new DocumentBuilder()
     .setOpenAPIVersion('3.1.0')
     .setTitle(env.OS_NAME)

@@ -1,5 +1,13 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
+/** A 500's body, less the error_id each one gets (logged with the stack): every surface words it so. */
+export const INTERNAL_ERROR_BODY = { detail: 'Internal server error', error_type: 'internal_error' } as const;
+
+/** The body of a request no route answers. */
+export function noRouteDetail(method: string | undefined, path: string): string {
+  return `No route for ${method} ${path}`;
+}
+
 /** The standard error body (400, 401, 403, 404, 409, 429, 500, 503). */
 export class ErrorBodyDto {
   @ApiProperty({ description: 'What went wrong, and what to do about it' })

@@ -3,7 +3,6 @@ import { DomainException } from './domain.exception';
 export enum RequestErrorCode {
   BadRequest = 'request.bad_request',
   NotFound = 'request.not_found',
-  Unauthenticated = 'request.unauthenticated',
   Forbidden = 'request.forbidden',
   DatabaseUnavailable = 'request.database_unavailable',
 }

@@ -1,5 +1,7 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 
+import { INTERNAL_ERROR_BODY, noRouteDetail } from '@app/errors';
+
 /** One route of a probe server: its status, its body (JSON unless a string), and a content type for a string. */
 export type Probe = () => Promise<{ status: number; body: object | string; contentType?: string }>;
 
@@ -36,13 +38,13 @@ async function answer(
   const probe = routes[path];
   let result: Awaited<ReturnType<Probe>>;
   if (!probe) {
-    result = { status: 404, body: { detail: `No route for ${request.method} ${path}` } };
+    result = { status: 404, body: { detail: noRouteDetail(request.method, path) } };
   } else if (request.method !== 'GET' && request.method !== 'HEAD') {
     result = { status: 405, body: { detail: `Method ${request.method} not allowed on ${path}` } };
   } else {
     result = await probe().catch((error: unknown) => {
       failed(error, path);
-      return { status: 500, body: { detail: 'Internal server error', error_type: 'internal_error' } };
+      return { status: 500, body: INTERNAL_ERROR_BODY };
     });
   }
   const body = typeof result.body === 'string' ? result.body : JSON.stringify(result.body);

@@ -20,15 +20,10 @@ import type { z } from 'zod';
 import { Principal } from '@app/access';
 import { Authenticator, requiredScope } from '@app/auth';
 import { Env, SERVICE_VERSION } from '@app/config';
-import { ValidationFailedException, ValidationIssue } from '@app/errors';
+import { ErrorRenderer, ValidationFailedException, ValidationIssue } from '@app/errors';
 
 import { McpToolCall } from './mcp-tool.decorator';
 import { McpToolRegistry, RegisteredMcpTool } from './mcp-tool.registry';
-
-/** Turns an error into what a client reads: an HTTP-like status and a one-line explanation. */
-export interface McpErrorRenderer {
-  render(error: unknown, context: string): { status: number; detail: string };
-}
 
 export const MCP_ERROR_RENDERER = Symbol('McpErrorRenderer');
 
@@ -53,7 +48,7 @@ export class McpEndpoint {
     private readonly env: Env,
     private readonly registry: McpToolRegistry,
     private readonly authenticator: Authenticator,
-    @Inject(MCP_ERROR_RENDERER) private readonly errors: McpErrorRenderer,
+    @Inject(MCP_ERROR_RENDERER) private readonly errors: ErrorRenderer,
   ) {}
 
   async handle(principal: Principal, request: IncomingMessage, response: ServerResponse, body: unknown): Promise<void> {

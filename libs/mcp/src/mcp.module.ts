@@ -1,12 +1,14 @@
 import { DynamicModule, Module, Type } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 
-import { MCP_ERROR_RENDERER, McpEndpoint, McpErrorRenderer } from './mcp-endpoint';
+import { ErrorRenderer } from '@app/errors';
+
+import { MCP_ERROR_RENDERER, McpEndpoint } from './mcp-endpoint';
 import { McpToolRegistry } from './mcp-tool.registry';
 
 export interface McpModuleOptions {
   /** How the app words errors (the same renderer as its HTTP error filter). */
-  errorRenderer: Type<McpErrorRenderer>;
+  errorRenderer: Type<ErrorRenderer>;
 }
 
 /** The MCP endpoint and its tool registry; the app supplies @McpToolset providers and the HTTP route. */

@@ -28,7 +28,6 @@ export function statusOf(code: DomainErrorCode): HttpStatus {
     case RunErrorCode.InvalidRequest:
     case QueueErrorCode.NotRequeueable:
       return HttpStatus.BAD_REQUEST;
-    case RequestErrorCode.Unauthenticated:
     case AuthErrorCode.Unauthenticated:
     case ServiceAccountErrorCode.MinterInactive:
       return HttpStatus.UNAUTHORIZED;

@@ -18,7 +18,7 @@ import { RequestValidationPipe } from './validation.pipe';
 
 /** The spec's status of every domain error code (its Errors section and the operator decisions). */
 const SPEC_STATUS: [new (code: never, detail: string) => DomainException, Record<string, string>, Record<string, number>][] = [
-  [RequestException, RequestErrorCode, { BadRequest: 400, NotFound: 404, Unauthenticated: 401, Forbidden: 403, DatabaseUnavailable: 503 }],
+  [RequestException, RequestErrorCode, { BadRequest: 400, NotFound: 404, Forbidden: 403, DatabaseUnavailable: 503 }],
   [AuthException, AuthErrorCode, { Unauthenticated: 401, Forbidden: 403, Throttled: 429, Unavailable: 503 }],
   [
     ServiceAccountException,

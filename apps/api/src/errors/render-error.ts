@@ -4,7 +4,7 @@ import { HttpException, HttpStatus, Logger } from '@nestjs/common';
 
 import { AuthErrorCode, AuthException } from '@app/auth';
 import { isDatabaseUnavailable } from '@app/database';
-import { ErrorBodyDto, ValidationErrorBodyDto, ValidationFailedException } from '@app/errors';
+import { ErrorBodyDto, INTERNAL_ERROR_BODY, noRouteDetail, ValidationErrorBodyDto, ValidationFailedException } from '@app/errors';
 import { loggableUrl } from '@app/logging';
 
 import { isKnownDomainException, statusOf } from './error-status';
@@ -29,6 +29,7 @@ export const FRAMEWORK_DETAILS: Record<string, string> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'Request body is too large',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body',
   FST_ERR_BAD_URL: 'Malformed URL',
+  FST_ERR_MAX_PARAM_LENGTH: 'Path parameter is too long',
   FST_FILES_LIMIT: 'Files are not accepted: send the form fields only',
   FST_FIELDS_LIMIT: 'Too many form fields',
   FST_PARTS_LIMIT: 'Too many form parts',
@@ -37,9 +38,6 @@ export const FRAMEWORK_DETAILS: Record<string, string> = {
 const logger = new Logger('Errors');
 
 export const DATABASE_UNAVAILABLE_DETAIL = 'Database unavailable; try again shortly';
-
-/** A 500's body, less the error_id each one gets (logged with the stack). */
-export const INTERNAL_ERROR_BODY = { detail: 'Internal server error', error_type: 'internal_error' };
 
 /**
  * The one place an error becomes a status and the standard `{detail, error_id?, error_type?}` body or the
@@ -89,7 +87,7 @@ function fastifyClientError(exception: unknown): { statusCode: number; code?: st
 function renderHttpException(exception: HttpException, context: ErrorContext): RenderedError {
   const status = exception.getStatus();
   if (status === HttpStatus.NOT_FOUND && exception.message.startsWith('Cannot ')) {
-    return { status, body: { detail: `No route for ${context.method} ${context.url.split('?')[0]}` } };
+    return { status, body: { detail: noRouteDetail(context.method, context.url.split('?')[0]) } };
   }
   const response = exception.getResponse();
   const message = typeof response === 'string' ? response : (response as { message?: unknown }).message;

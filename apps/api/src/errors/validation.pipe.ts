@@ -17,7 +17,7 @@ function segment(property: string): string | number {
 }
 
 /** Flattens class-validator's tree into the 422 body's `{loc, msg, type, input, ctx}` entries. */
-export function toIssues(errors: ValidationError[], loc: (string | number)[]): ValidationIssue[] {
+function toIssues(errors: ValidationError[], loc: (string | number)[]): ValidationIssue[] {
   return errors.flatMap((error) => {
     const here = [...loc, segment(error.property)];
     const constraints = Object.entries(error.constraints ?? {}).map(([type, msg]): [string, string] =>
@@ -38,9 +38,9 @@ export function toIssues(errors: ValidationError[], loc: (string | number)[]): V
  * Deepest nesting a body or query value may have. Transforming a value recurses through it, so a
  * 3,000-level payload overflowed the stack (a 500); no DTO or payload the service takes comes near.
  */
-export const MAX_NESTING = 32;
+const MAX_NESTING = 32;
 
-export interface InputProblem {
+interface InputProblem {
   loc: (string | number)[];
   input: unknown;
   kind: Unstorable | 'depth';
@@ -50,7 +50,7 @@ export interface InputProblem {
  * The first place in a body, query or path value where a string (or an object key) holds what PostgreSQL
  * cannot store, or nesting goes deeper than MAX_NESTING, as `loc` segments below the value; null if none.
  */
-export function findInputProblem(value: unknown, loc: (string | number)[] = [], depth = 0): InputProblem | null {
+function findInputProblem(value: unknown, loc: (string | number)[] = [], depth = 0): InputProblem | null {
   if (typeof value === 'string') {
     const kind = unstorable(value);
     return kind ? { loc, input: value, kind } : null;
