@@ -100,13 +100,16 @@ export class ListSchedulesQuery extends PageQuery({ maxLimit: 1000, sortFields: 
   @BoolField({ optional: true, fromString: true, description: 'Only enabled (true) or disabled (false) schedules' })
   enabled?: boolean;
 
-  @ApiProperty({ required: false, enum: TARGET_TYPES })
+  @ApiProperty({ required: false, enum: TARGET_TYPES, description: 'Only schedules whose endpoint runs this kind of component' })
   @Optional()
   @IsIn(TARGET_TYPES)
   target_type?: string;
 
-  @StringField({ optional: true, maxLength: 128 }) target_id?: string;
-  @StringField({ optional: true, maxLength: 64 }) managed_by?: string;
+  @StringField({ optional: true, maxLength: 128, description: 'Only schedules whose endpoint runs this component id' })
+  target_id?: string;
+
+  @StringField({ optional: true, maxLength: 64, description: 'Only schedules with this managed_by (the tool that keeps them)' })
+  managed_by?: string;
 }
 
 export class ListScheduleRunsQuery extends PageQuery({ maxLimit: 1000, sortFields: SCHEDULE_RUN_SORT_FIELDS, defaultSort: 'created_at' }) {}

@@ -6830,8 +6830,11 @@ export interface operations {
                 sort_order?: "asc" | "desc";
                 /** @description Only enabled (true) or disabled (false) schedules */
                 enabled?: boolean;
+                /** @description Only schedules whose endpoint runs this kind of component */
                 target_type?: "agent" | "team" | "workflow";
+                /** @description Only schedules whose endpoint runs this component id */
                 target_id?: string;
+                /** @description Only schedules with this managed_by (the tool that keeps them) */
                 managed_by?: string;
             };
             header?: never;

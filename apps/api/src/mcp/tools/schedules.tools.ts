@@ -31,11 +31,8 @@ export class ScheduleTools {
   @McpTool({
     name: 'list_schedules',
     mirrors: 'GET /schedules',
-    description: 'List schedules, optionally only enabled or disabled ones.',
-    input: z.object({
-      ...pageArguments(ListSchedulesQuery),
-      enabled: z.boolean().optional().describe('true: only enabled schedules; false: only paused or disabled ones; absent: all'),
-    }),
+    description: 'List schedules, optionally only enabled or disabled ones, those of one target, or those one tool manages.',
+    input: z.object({ ...dtoArguments(ListSchedulesQuery), ...pageArguments(ListSchedulesQuery) }),
     annotations: { readOnlyHint: true },
   })
   async list(principal: Principal, args: Record<string, unknown>): Promise<Page<ScheduleDto>> {
