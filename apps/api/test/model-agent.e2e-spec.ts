@@ -25,7 +25,7 @@ describe('modelAgent against an OpenAI-compatible server on loopback', () => {
     writeFileSync(
       file,
       `export default ({ modelAgent }) => [
-        modelAgent({ id: 'assistant', instructions: 'You are terse.', model: 'standin-1', baseURL: '${baseURL}', apiKeyEnv: 'STANDIN_API_KEY', historyTurns: 2, timeoutSeconds: 5 }),
+        modelAgent({ id: 'assistant', instructions: 'You are terse.', model: 'standin-1', baseURL: '${baseURL}', apiKeyEnv: 'STANDIN_API_KEY', historyTurns: 1, timeoutSeconds: 5 }),
         modelAgent({ id: 'keyless', instructions: 'x', model: 'standin-1', baseURL: '${baseURL}', apiKeyEnv: 'STANDIN_UNSET_KEY' }),
       ];`,
     );
@@ -82,7 +82,7 @@ describe('modelAgent against an OpenAI-compatible server on loopback', () => {
     expect(content[1].at - content[0].at).toBeGreaterThan(200);
   });
 
-  it('sends the session’s latest turns (historyTurns) before the message', async () => {
+  it('sends the session’s latest turns (historyTurns: 1, one exchange) before the message', async () => {
     provider
       .next({ chunks: ['first answer'] })
       .next({ chunks: ['second answer'] })

@@ -21,7 +21,7 @@ export interface ModelAgentOptions {
   apiKeyEnv?: string;
   maxOutputTokens?: number;
   temperature?: number;
-  /** How many of the session's latest turns go before the message (default 10). */
+  /** How many of the session's latest turns (a message and its answer each) go before the message (default 10). */
   historyTurns?: number;
   /** One model call may take this long before the run fails (default 300). */
   timeoutSeconds?: number;

@@ -76,11 +76,13 @@ describe('modelAgent (with the AI SDK test model)', () => {
     expect(ctx.usage).toEqual([{ model: 'mock-1', inputTokens: 7, outputTokens: 3 }]);
   });
 
-  it('sends the instructions, the latest historyTurns turns and the message', async () => {
+  it('sends the instructions, the latest historyTurns turns (a message and its answer each) and the message', async () => {
     const model = new MockLanguageModelV3({ doStream: async () => ({ stream: streamOf(['ok']) }) });
     const history: Turn[] = [
       { role: 'user', content: 'old' },
       { role: 'assistant', content: 'old answer' },
+      { role: 'user', content: 'earlier' },
+      { role: 'assistant', content: 'earlier answer' },
       { role: 'user', content: 'recent' },
       { role: 'assistant', content: 'recent answer' },
     ];
@@ -92,6 +94,8 @@ describe('modelAgent (with the AI SDK test model)', () => {
     }));
     expect(prompt).toEqual([
       { role: 'system', text: 'Be brief.' },
+      { role: 'user', text: 'earlier' },
+      { role: 'assistant', text: 'earlier answer' },
       { role: 'user', text: 'recent' },
       { role: 'assistant', text: 'recent answer' },
       { role: 'user', text: 'now' },
@@ -111,6 +115,34 @@ describe('modelAgent (with the AI SDK test model)', () => {
     await expect(runModelAgent(model, keyed, context())).rejects.toThrow(
       'Model provider answered HTTP 401 (http://127.0.0.1:1/v1?api-version=[redacted]&api-key=[redacted]): bad key',
     );
+  });
+
+  it('words an error the provider streams as its JSON (an object, not an Error) by its message, clipped', async () => {
+    const erring = (error: unknown) =>
+      new MockLanguageModelV3({
+        doStream: async () => ({ stream: simulateReadableStream({ chunks: [{ type: 'error' as const, error }] }) }),
+      });
+    await expect(runModelAgent(erring({ error: { message: 'upstream overloaded' } }), OPTIONS, context())).rejects.toThrow(
+      'Model provider reported an error (http://127.0.0.1:1/v1): upstream overloaded',
+    );
+    const huge = await runModelAgent(erring(new Error(`JSON parsing failed: ${'z'.repeat(3_000_000)}`)), OPTIONS, context()).catch(
+      (error: Error) => error.message,
+    );
+    expect(huge.startsWith('JSON parsing failed: zzz')).toBe(true);
+    expect(huge.length).toBeLessThan(400);
+  });
+
+  it('never names a key pasted where the variable’s name goes when that variable is unset', async () => {
+    const model = new MockLanguageModelV3({ doStream: async () => ({ stream: streamOf(['never']) }) });
+    const pasted = { ...OPTIONS, apiKeyEnv: 'gsk_PastedGroqKeyAbcdef0123456789XYZ' };
+    const failed = await runModelAgent(model, pasted, context()).catch((error: Error) => error.message);
+    expect(failed).toBe("The model's API key is missing: the variable apiKeyEnv names is not set in the environment of this process");
+    expect(model.doStreamCalls).toHaveLength(0);
+    // A name as variables are written is named: the operator sees which to set.
+    const named = await runModelAgent(model, { ...OPTIONS, apiKeyEnv: 'UNSET_PROVIDER_KEY' }, context()).catch(
+      (error: Error) => error.message,
+    );
+    expect(named).toBe("The model's API key is missing: UNSET_PROVIDER_KEY is not set in the environment of this process");
   });
 
   it('ends as a cancellation, not a failure, when the run’s signal aborts', async () => {
@@ -136,6 +168,10 @@ describe('modelAgent (with the AI SDK test model)', () => {
 
   it('refuses at load options that would fail every run: a base URL without http(s), bad numbers', () => {
     expect(() => modelAgent({ ...OPTIONS, baseURL: 'localhost:11434' })).toThrow(/baseURL must be an http\(s\) URL/);
+    // fetch refuses a URL with credentials: every run would fail. Not repeated in the refusal.
+    const withPassword = () => modelAgent({ ...OPTIONS, baseURL: 'http://user:hunter2-secret@127.0.0.1:1/v1' });
+    expect(withPassword).toThrow('baseURL must not hold a user or password');
+    expect(withPassword).not.toThrow(/hunter2/);
     expect(() => modelAgent({ ...OPTIONS, temperature: 'hot' as never })).toThrow('temperature must be a number from 0');
     expect(() => modelAgent({ ...OPTIONS, timeoutSeconds: 0 })).toThrow('timeoutSeconds must be a number of seconds above 0');
     expect(() => modelAgent({ ...OPTIONS, timeoutSeconds: -5 })).toThrow('timeoutSeconds must be');

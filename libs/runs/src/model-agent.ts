@@ -15,6 +15,8 @@ const MAX_ANSWER_CHARS = 1_000_000;
 /** Shorter values are not taken for secrets: replacing them would garble the text around them. */
 const MIN_SECRET_CHARS = 8;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** A variable's name as they are written (OPENAI_API_KEY): safe to show in an error, unlike a key pasted in its place. */
+const CONVENTIONAL_ENV_NAME = /^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/;
 
 export function modelAgent(options: ModelAgentOptions): Component {
   assertOptions(options);
@@ -70,13 +72,16 @@ async function callModel(
 ): Promise<{ content: string; usage: ModelUsage }> {
   if (options.apiKeyEnv && !apiKeyOf(options)) {
     // Sent without it, the call fails as the provider words it (or succeeds on a server that wants none) and names nothing.
-    throw new Error(`The model's API key is missing: ${options.apiKeyEnv} is not set in the environment of this process`);
+    // Named only when it reads as a variable's name: a key pasted into apiKeyEnv can look like one (gsk_..., hf_...).
+    const variable = CONVENTIONAL_ENV_NAME.test(options.apiKeyEnv) ? options.apiKeyEnv : 'the variable apiKeyEnv names';
+    throw new Error(`The model's API key is missing: ${variable} is not set in the environment of this process`);
   }
   const timeoutSeconds = options.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
   const timeout = AbortSignal.timeout(timeoutSeconds * 1000);
   const tooLong = new AbortController();
   const turns = options.historyTurns ?? DEFAULT_HISTORY_TURNS;
-  const messages: ModelMessage[] = [...(turns > 0 ? context.history.slice(-turns) : []), { role: 'user', content: context.message }];
+  // A turn is an exchange: the user's message and the answer (history holds them in pairs).
+  const messages: ModelMessage[] = [...(turns > 0 ? context.history.slice(-turns * 2) : []), { role: 'user', content: context.message }];
   const result = streamText({
     model,
     system: options.instructions,
@@ -132,6 +137,10 @@ function assertOptions(options: ModelAgentOptions): void {
   if (!url || !['http:', 'https:'].includes(url.protocol)) {
     refuse('baseURL must be an http(s) URL, such as http://127.0.0.1:11434/v1');
   }
+  if (url!.username || url!.password) {
+    // fetch refuses such a URL, so every run would fail; never echoed, as it holds a credential.
+    refuse('baseURL must not hold a user or password: put the key in the variable apiKeyEnv names');
+  }
   if (options.apiKeyEnv !== undefined && !ENV_NAME.test(options.apiKeyEnv)) {
     // Never echoed: what was given may be the key itself.
     refuse('apiKeyEnv names the environment variable that holds the key (OPENAI_API_KEY, say), not the key');
@@ -183,7 +192,14 @@ function providerFailure(error: unknown, options: ModelAgentOptions, timeout: Ab
     const cause = error.cause as { code?: string; cause?: { code?: string } } | undefined;
     return `Model provider unreachable at ${options.baseURL}: ${cause?.code ?? cause?.cause?.code ?? error.message}`;
   }
-  return error instanceof Error ? error.message : String(error);
+  // Clipped: a broken stream part can quote megabytes.
+  if (error instanceof Error) {
+    return clip(error.message);
+  }
+  // An error part of the stream is the provider's JSON: {message} or {error: {message}}.
+  const reported = error as { message?: unknown; error?: { message?: unknown } } | null;
+  const message = [reported?.message, reported?.error?.message].find((text) => typeof text === 'string') ?? JSON.stringify(error);
+  return `Model provider reported an error (${options.baseURL}): ${clip(String(message))}`;
 }
 
 /** The text without the API key or what in the base URL may be one (see urlCredentials). */
