@@ -153,6 +153,10 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
           event.payload?.$case === 'artifactUpdate' ? event.payload.value.artifact!.parts.map((part) => part.content?.value) : [],
         );
         expect(content.join('')).toBe('streamed');
+        // The artifact is closed: its last piece says so.
+        const pieces = events.flatMap((event) => (event.payload?.$case === 'artifactUpdate' ? [event.payload.value] : []));
+        expect(pieces.at(-1)?.lastChunk).toBe(true);
+        expect(pieces.slice(0, -1).every((piece) => !piece.lastChunk)).toBe(true);
       });
 
       it('queues a background task on returnImmediately and completes it in the worker, polled with tasks/get', async () => {
@@ -188,6 +192,8 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
           30_000,
           'the task to be canceled',
         );
+        // Canceled is an end: cancelling it again is TaskNotCancelable, as for a completed or failed task.
+        await expect(sleeper.cancelTask({ id: submitted.id, tenant: '', metadata: {} })).rejects.toThrow(/already cancelled/);
       });
 
       it("keeps a default token's task invisible to another token", async () => {
@@ -265,6 +271,16 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     });
     expect(unknown.status).toBe(200);
     expect(unknown.body).toMatchObject({ jsonrpc: '2.0', id: 2, error: { code: -32001 } });
+    // Bad params are invalid params (as the HTTP+JSON binding's 400), not a task not found; a full version number is its
+    // Major.Minor. (A numeric string such as "2" is a valid int32 in protobuf's JSON, so it is taken.)
+    for (const params of [{}, { id: randomUUID(), historyLength: -1 }, { id: randomUUID(), historyLength: 1.5 }]) {
+      const bad = await call(api.url, 'POST', '/a2a/agents/echo-agent', {
+        json: { ...getTask, params },
+        token: owner.token,
+        headers: { 'a2a-version': '1.0.0' },
+      });
+      expect(bad.body, JSON.stringify(params)).toMatchObject({ jsonrpc: '2.0', id: 2, error: { code: -32602 } });
+    }
   });
 
   it('accepts requests sent as application/a2a+json, and still refuses them without agents:run', async () => {

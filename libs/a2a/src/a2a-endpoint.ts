@@ -235,8 +235,13 @@ function callContext(call: A2ACall): ServerCallContext {
     extensions: Extensions.parseServiceParameter(header(HTTP_EXTENSION_HEADER)),
     user: new PrincipalUser(call.principal),
     headers: call.headers,
-    requestedVersion: header(A2A_VERSION_HEADER) || undefined,
+    requestedVersion: majorMinor(header(A2A_VERSION_HEADER)) || undefined,
   });
+}
+
+/** A version as the protocol negotiates it, Major.Minor: `1.0.0` is 1.0, as `0.3.0` is 0.3. */
+function majorMinor(version: string | undefined): string | undefined {
+  return version?.trim().replace(/^(\d+\.\d+)\.\d+$/, '$1');
 }
 
 /** `historyLength` of the query string, as the SDK's own HTTP+JSON transport reads it. */

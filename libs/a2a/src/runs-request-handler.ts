@@ -109,6 +109,14 @@ export class RunsRequestHandler implements A2ARequestHandler {
 
   async getTask(params: GetTaskRequest, context: ServerCallContext): Promise<Task> {
     this.requireTasks();
+    // As the HTTP+JSON binding refuses them (its query string is checked before this): invalid params, not "not found".
+    if (typeof params.id !== 'string' || params.id === '') {
+      throw new RequestMalformedError('id (the task id) is required');
+    }
+    const { historyLength } = params;
+    if (historyLength !== undefined && (typeof historyLength !== 'number' || !Number.isInteger(historyLength) || historyLength < 0)) {
+      throw new RequestMalformedError('historyLength must be a non-negative integer');
+    }
     const task = await this.translated('GetTask', async () =>
       toTask(await this.runs.get(principalOf(context), this.component.kind, this.component.id, params.id)),
     );
@@ -121,13 +129,13 @@ export class RunsRequestHandler implements A2ARequestHandler {
   /** Records the cancellation: a queued task is canceled at once, a working one at its run's next checkpoint. */
   async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
     this.requireTasks();
-    const run = await this.translated('CancelTask', () =>
-      this.runs.cancel(principalOf(context), this.component.kind, this.component.id, params.id),
-    );
-    if (run.status === 'completed' || run.status === 'failed') {
-      throw new TaskNotCancelableError(`Task ${run.run_id} already ${run.status}`);
+    const { kind, id } = this.component;
+    // Read first: a queued task this call cancels answers as canceled, one that had ended (canceled included) cannot be.
+    const before = await this.translated('CancelTask', () => this.runs.get(principalOf(context), kind, id, params.id));
+    if (before.status === 'completed' || before.status === 'failed' || before.status === 'cancelled') {
+      throw new TaskNotCancelableError(`Task ${before.run_id} already ${before.status}`);
     }
-    return toTask(run);
+    return toTask(await this.translated('CancelTask', () => this.runs.cancel(principalOf(context), kind, id, params.id)));
   }
 
   listTasks(): Promise<never> {
@@ -241,9 +249,10 @@ function* streamResponses(event: RunEvent, task: StreamedTask): Generator<Stream
     }
     default: {
       const run = event.data as unknown as RunDto;
-      if (typeof run.content === 'string' && !task.streamed) {
-        const artifact = contentArtifact(task.taskId, run.content);
-        yield { payload: { $case: 'artifactUpdate', value: { ...ids(), artifact, append: false, lastChunk: true, metadata: {} } } };
+      if (typeof run.content === 'string') {
+        // The whole content, or after streamed pieces an empty last one that closes the artifact.
+        const artifact = contentArtifact(task.taskId, task.streamed ? '' : run.content);
+        yield { payload: { $case: 'artifactUpdate', value: { ...ids(), artifact, append: task.streamed, lastChunk: true, metadata: {} } } };
       }
       yield { payload: { $case: 'statusUpdate', value: { ...ids(), status: taskStatus(run), metadata: {} } } };
     }
