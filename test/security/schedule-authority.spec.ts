@@ -212,8 +212,9 @@ describe('security: schedule authority (real api, real worker, JWT and security 
     ).toBe(200);
 
     expect((await call(api.url, 'DELETE', `/service-accounts/${owner.id}`, { token: ROOT_KEY })).status).toBe(200);
-    expect(await triggeredFire(created.id)).toMatchObject({ status: 'failed', status_code: null });
+    // Disabled by the revoke itself: a trigger is refused, it fires nothing.
     expect(await schedule(created.id)).toMatchObject({ enabled: false, disabled_reason: expect.stringMatching(/^owner_revoked:sa:/) });
+    expectErrorBody(await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY }), 409);
 
     // Resuming it as it is would only see it disabled again at its next slot: refused, saying how to take it over.
     const resumed = await call(api.url, 'PATCH', `/schedules/${created.id}`, { token: ROOT_KEY, json: { enabled: true } });

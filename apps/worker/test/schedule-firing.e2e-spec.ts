@@ -319,10 +319,26 @@ describe('schedule firing (real worker, real HTTP)', () => {
     expect(fire.error).toMatch(/^HTTP 422: .*…$/s);
   });
 
-  it('disables the schedule of a revoked service account with disabled_reason, without calling', async () => {
+  it('disables the schedule of a revoked service account at the revoke, and never fires it', async () => {
     const creator = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read', 'schedules:write'], privileged: true });
     const created = await createSchedule({ endpoint: '/config' }, creator.token);
     expect((await call(api.url, 'DELETE', `/service-accounts/${creator.id}`, { token: ROOT_KEY })).status).toBe(200);
+    expect(await schedule(created.id)).toMatchObject({
+      enabled: false,
+      next_run_at: null,
+      disabled_reason: `owner_revoked:sa:${creator.name}`,
+    });
+    await makeDue([created.id]);
+    await afterATick();
+    expect(await fires(created.id)).toEqual([]);
+    expect((await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY })).status).toBe(409);
+  });
+
+  it('disables at its next fire, without calling, the schedule of an account revoked where the api did not see it', async () => {
+    const creator = await mintAccount(api.url, ROOT_KEY, { scopes: ['config:read', 'schedules:write'], privileged: true });
+    const created = await createSchedule({ endpoint: '/config' }, creator.token);
+    // Revoked in the database alone (another api whose revoke listener failed, say): the worker checks before firing.
+    await query(databaseUrl, `UPDATE service_accounts SET revoked_at = now() WHERE id = $1`, [creator.id]);
     await makeDue([created.id]);
     const fire = await finishedFire(created.id);
     expect(fire).toMatchObject({ status: 'failed', attempts: [], status_code: null });
