@@ -11,12 +11,6 @@ const STATES: Record<string, TaskState> = {
   cancelled: TaskState.TASK_STATE_CANCELED,
 };
 
-export const FINAL_STATES: readonly TaskState[] = [
-  TaskState.TASK_STATE_COMPLETED,
-  TaskState.TASK_STATE_FAILED,
-  TaskState.TASK_STATE_CANCELED,
-];
-
 export function taskState(status: string): TaskState {
   return STATES[status] ?? TaskState.TASK_STATE_UNSPECIFIED;
 }

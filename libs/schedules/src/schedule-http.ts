@@ -2,8 +2,8 @@ import { clipped } from '@app/validation';
 
 import { JsonObject } from './schedule.entity';
 
-/** Run statuses after which a background run does not change any more. */
-const TERMINAL_RUN_STATUSES = new Set(['completed', 'failed', 'error', 'cancelled', 'paused']);
+/** Run statuses at which a fire stops following its run: the run's end, or a pause (a paused run may wait indefinitely). */
+const TERMINAL_RUN_STATUSES = new Set(['completed', 'failed', 'cancelled', 'paused']);
 const MAX_ERROR_TEXT = 500;
 
 export interface StartedRun {

@@ -6,6 +6,7 @@ import type { RawData, WebSocket } from 'ws';
 import { forComponent, Principal } from '@app/access';
 import { Authenticator, AuthErrorCode, AuthException, Credentials } from '@app/auth';
 import { ErrorRenderer } from '@app/errors';
+import { TERMINAL_STATUSES } from '@app/queue';
 import { ComponentKind, finalEvent, RunDto, RunEvent, RunsService } from '@app/runs';
 
 import { ClientFrame, FrameRejected, parseFrame } from './frames';
@@ -28,7 +29,7 @@ const LIMITS = {
   run: { most: MAX_RUNS, refusal: `This socket already has ${MAX_RUNS} runs going: wait for one to end` },
   watch: { most: MAX_WATCHES, refusal: `This socket already watches ${MAX_WATCHES} runs: wait for one to end` },
 };
-const FINAL = new Set(['completed', 'failed', 'cancelled']);
+const FINAL = new Set<string>(TERMINAL_STATUSES);
 
 export interface SocketServices {
   authenticator: Authenticator;
