@@ -95,25 +95,6 @@ export class QueueJobRepository {
     return manager.findOne(QueueJobEntity, { where: { id }, ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}) });
   }
 
-  /** One more attempt for a failed or cancelled job, back in the queue now. */
-  async requeue(manager: EntityManager, id: string): Promise<void> {
-    await manager.update(
-      QueueJobEntity,
-      { id },
-      {
-        status: 'queued',
-        maxAttempts: () => 'max_attempts + 1',
-        availableAt: () => 'now()',
-        lockedBy: null,
-        lockedAt: null,
-        heartbeatAt: null,
-        completedAt: null,
-        updatedAt: () => 'now()',
-      },
-    );
-    await this.notifyReady(manager);
-  }
-
   /** The jobs a filter selects, oldest first, at most `limit`; null when the filter names no condition (it would select every job). */
   async select(filter: JobFilterDto, limit: number, lockGraceSeconds: number): Promise<SelectedJob[] | null> {
     const clauses: [unknown, (placeholder: string) => string][] = [
