@@ -277,10 +277,21 @@ describe('MCP run, session, component and schedule tools', () => {
         (await call(api.url, 'GET', `/schedules/${id}`, { token: scheduler.token })).body,
       );
       expect((await callTool(mine, 'list_schedules', {})).structured.data.map((row: { id: string }) => row.id)).toContain(id);
-      // The list tools take the REST route's sort_by and bounds, and their schemas say so.
+      // The list tools take the REST route's filters, sort_by and bounds, and their schemas say so.
       const listSchedules = (await mine.listTools()).tools.find((tool) => tool.name === 'list_schedules')!;
       const properties = listSchedules.inputSchema.properties as Record<string, { description?: string }>;
-      expect(Object.keys(properties).sort()).toEqual(['enabled', 'limit', 'page', 'sort_by', 'sort_order']);
+      expect(Object.keys(properties).sort()).toEqual([
+        'enabled',
+        'limit',
+        'managed_by',
+        'page',
+        'sort_by',
+        'sort_order',
+        'target_id',
+        'target_type',
+      ]);
+      const byTarget = await callTool(mine, 'list_schedules', { target_type: 'agent', target_id: 'no-such-agent' });
+      expect(byTarget.structured.data).toEqual([]);
       expect(properties.sort_by.description).toBe(
         'created_at, updated_at, name, next_run_at (default created_at); unknown fields are ignored',
       );
