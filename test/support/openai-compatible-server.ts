@@ -13,6 +13,8 @@ export interface CompletionScript {
   status?: number;
   /** The error body's message (default `stand-in error <status>`): some providers quote the key they refused. */
   errorMessage?: string;
+  /** With `status`: an error body of about this many bytes, written slowly (see handle). */
+  slowErrorBytes?: number;
   usage?: { prompt_tokens: number; completion_tokens: number };
 }
 
@@ -68,6 +70,17 @@ export class OpenAiCompatibleServer {
     const body = JSON.parse(raw) as RecordedRequest['body'];
     this.requests.push({ authorization: request.headers.authorization, body });
     const script = this.scripts.shift() ?? { chunks: ['Hello!'] };
+    if (script.status && script.slowErrorBytes) {
+      // A long error body, written 64 KiB every 20 ms: a client reading it whole waits for all of it.
+      response.writeHead(script.status, { 'content-type': 'application/json' });
+      response.write(`{"error":{"message":"`);
+      for (let written = 0; written < script.slowErrorBytes && !response.destroyed; written += 65_536) {
+        response.write('x'.repeat(65_536));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      response.end(`"}}`);
+      return;
+    }
     if (script.status) {
       response.writeHead(script.status, { 'content-type': 'application/json' }).end(
         JSON.stringify({

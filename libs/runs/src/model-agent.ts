@@ -26,6 +26,7 @@ export function modelAgent(options: ModelAgentOptions): Component {
     // The variable is named by the deployment's own module, not a platform setting, so it is read here.
     apiKey: apiKeyOf(options),
     includeUsage: true,
+    fetch: fetchWithBoundedErrors,
   });
   const model = provider.chatModel(options.model);
   return {
@@ -35,6 +36,40 @@ export function modelAgent(options: ModelAgentOptions): Component {
     description: options.description ?? `Model agent (${options.model})`,
     run: (context) => runModelAgent(model, options, context),
   };
+}
+
+/** How much of a provider's error body is read: a run shows a few hundred characters of it. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+/**
+ * fetch, with an error response's body cut at MAX_ERROR_BODY_BYTES and the rest not read: the AI SDK reads an
+ * error body whole, and a provider (or a proxy in front of it) answering 400 MB grew the api past 1.7 GB.
+ */
+async function fetchWithBoundedErrors(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  const response = await fetch(input, init);
+  if (response.ok || response.body === null) {
+    return response;
+  }
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  while (size < MAX_ERROR_BODY_BYTES) {
+    const { done, value } = await reader.read();
+    if (done) {
+      break;
+    }
+    chunks.push(value);
+    size += value.byteLength;
+  }
+  await reader.cancel().catch(() => undefined);
+  const headers = new Headers(response.headers);
+  // The body is fetch's decoded text, cut: its length and encoding headers no longer describe it.
+  ['content-length', 'content-encoding'].forEach((name) => headers.delete(name));
+  return new Response(Buffer.concat(chunks).subarray(0, MAX_ERROR_BODY_BYTES), {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+  });
 }
 
 /**
