@@ -258,7 +258,8 @@ describe('queue operations (jwt mode with the security key as root)', () => {
       expect(response.status, response.text).toBe(200);
       expect(response.body).toMatchObject({ status: 'queued', max_attempts: 2 });
       await expect.poll(async () => job(id)).toMatchObject({ status: 'cancelled', attempt: 2, error: 'Run was cancelled' });
-      expect(worker.output()).toMatch(new RegExp(`"job_id":"${id}","attempt":2,"status":"cancelled"`));
+      // Logged just after the outcome is written: polled, not read at once.
+      await expect.poll(() => worker.output()).toMatch(new RegExp(`"job_id":"${id}","attempt":2,"status":"cancelled"`));
     });
 
     it('cancelled with clear_cancellation=true: requeued, the recorded cancel cleared, and it runs to completion', async () => {

@@ -2,8 +2,11 @@ import { clipped } from '@app/validation';
 
 import { JsonObject } from './schedule.entity';
 
-/** Run statuses at which a fire stops following its run: the run's end, or a pause (a paused run may wait indefinitely). */
-const TERMINAL_RUN_STATUSES = new Set(['completed', 'failed', 'cancelled', 'paused']);
+/**
+ * Run statuses at which a fire stops following its run: the run's end, a pause (a paused run may wait
+ * indefinitely), and `error`, which agno's runs end in (the statuses its scheduler stops at), read in any case.
+ */
+const TERMINAL_RUN_STATUSES = new Set(['completed', 'failed', 'cancelled', 'paused', 'error']);
 const MAX_ERROR_TEXT = 500;
 
 export interface StartedRun {
