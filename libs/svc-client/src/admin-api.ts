@@ -52,4 +52,16 @@ export abstract class AdminApi {
   protected failure(what: string, answer: Answer, hint?: string): CliError {
     return new CliError(`${what}: ${errorDetail(answer)}`, hint);
   }
+
+  /** Every row of a paged list: pages read in turn until the last one (or an empty one, should rows go meanwhile). */
+  protected async allPages<T>(read: (page: number) => Promise<{ data: T[]; meta?: { total_pages?: number } }>): Promise<T[]> {
+    const rows: T[] = [];
+    for (let page = 1; ; page += 1) {
+      const body = await read(page);
+      rows.push(...body.data);
+      if (page >= (body.meta?.total_pages ?? 1) || body.data.length === 0) {
+        return rows;
+      }
+    }
+  }
 }

@@ -21,15 +21,10 @@ export class SchedulesApi extends AdminApi {
 
   /** Every schedule the credential may see, oldest first, page by page. */
   async list(): Promise<Schedule[]> {
-    const schedules: Schedule[] = [];
-    for (let page = 1; ; page += 1) {
+    return this.allPages(async (page) => {
       const query = { limit: PAGE_SIZE, page, sort_by: 'created_at', sort_order: 'asc' } as const;
-      const body = this.expect(await this.send(this.client.GET('/schedules', { params: { query } })), 200, 'Could not list schedules');
-      schedules.push(...body.data);
-      if (page >= (body.meta?.total_pages ?? 1) || body.data.length === 0) {
-        return schedules;
-      }
-    }
+      return this.expect(await this.send(this.client.GET('/schedules', { params: { query } })), 200, 'Could not list schedules');
+    });
   }
 
   async get(id: string): Promise<Schedule> {

@@ -116,8 +116,7 @@ export class ServiceAccountsApi extends AdminApi {
 
   /** Every account, page by page (including revoked ones unless activeOnly). */
   async list(activeOnly = false): Promise<ServiceAccount[]> {
-    const accounts: ServiceAccount[] = [];
-    for (let page = 1; ; page += 1) {
+    const rows = await this.allPages(async (page) => {
       const query = {
         limit: 100,
         page,
@@ -125,16 +124,13 @@ export class ServiceAccountsApi extends AdminApi {
         sort_order: 'asc',
         include_revoked: activeOnly ? false : undefined,
       } as const;
-      const body = this.expect(
+      return this.expect(
         await this.send(this.client.GET('/service-accounts', { params: { query } })),
         200,
         'Could not list service accounts',
       );
-      accounts.push(...body.data.map(toServiceAccount));
-      if (page >= (body.meta?.total_pages ?? 1)) {
-        return accounts;
-      }
-    }
+    });
+    return rows.map(toServiceAccount);
   }
 
   /** The accounts that are neither revoked nor expired. */
