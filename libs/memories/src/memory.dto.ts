@@ -2,6 +2,7 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsIn, IsString, IsUUID, MaxLength, MinLength } from 'class-validator';
 
+import { COMPONENT_KINDS } from '@app/access';
 import { PageOf, PageQuery } from '@app/pagination';
 import { Optional, StringField } from '@app/validation';
 
@@ -9,7 +10,6 @@ export const MEMORY_SORT_FIELDS = ['created_at', 'updated_at'] as const;
 export type MemorySortField = (typeof MEMORY_SORT_FIELDS)[number];
 
 /** The kinds of component a memory may name (the run module's agents, teams and workflows). */
-export const MEMORY_COMPONENT_KINDS = ['agent', 'team', 'workflow'] as const;
 
 export const MEMORY_MAX_LENGTH = 10_000;
 export const MAX_TOPICS = 20;
@@ -44,9 +44,9 @@ export class CreateMemoryDto {
       'Whose memory: honoured only for the security key, anonymous callers on an open instance and a platform:admin JWT; a service account’s memories are its own (sa:<name>), whatever this says',
   })
   user_id?: string | null;
-  @ApiProperty({ enum: MEMORY_COMPONENT_KINDS, required: false, description: 'Kind of the component the memory came from' })
+  @ApiProperty({ enum: COMPONENT_KINDS, required: false, description: 'Kind of the component the memory came from' })
   @Optional()
-  @IsIn(MEMORY_COMPONENT_KINDS)
+  @IsIn(COMPONENT_KINDS)
   component_type?: string;
   @StringField({ optional: true, minLength: 1, maxLength: 128, description: 'Id of the component the memory came from' })
   component_id?: string;
@@ -76,7 +76,7 @@ export class MemoryDto {
   @ApiProperty() memory!: string;
   @ApiProperty({ type: [String] }) topics!: string[];
   @ApiProperty({ type: 'string', nullable: true }) user_id!: string | null;
-  @ApiProperty({ type: 'string', nullable: true, enum: MEMORY_COMPONENT_KINDS }) component_type!: string | null;
+  @ApiProperty({ type: 'string', nullable: true, enum: COMPONENT_KINDS }) component_type!: string | null;
   @ApiProperty({ type: 'string', nullable: true }) component_id!: string | null;
   @ApiProperty({ type: 'integer' }) created_at!: number;
   @ApiProperty({ type: 'integer' }) updated_at!: number;

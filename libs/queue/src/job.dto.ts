@@ -2,13 +2,13 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsIn, IsObject, IsUUID, ValidateNested } from 'class-validator';
 
+import { COMPONENT_KINDS } from '@app/access';
 import { PageOf, PageQuery } from '@app/pagination';
 import { BoolField, EPOCH_SECONDS_MAX, IntField, Optional, StringField, UnknownFieldsRejected } from '@app/validation';
 
 import { JOB_STATUSES, JobStatus } from './job-status';
 
 /** The kinds of component a run job belongs to. */
-export const JOB_COMPONENT_TYPES = ['agent', 'team', 'workflow'] as const;
 
 export const JOB_SORT_FIELDS = [
   'created_at',
@@ -58,7 +58,7 @@ export class RequeueQuery {
 
 export class JobDto {
   @ApiProperty({ format: 'uuid', description: "Identical to the run's run_id" }) id!: string;
-  @ApiProperty({ enum: JOB_COMPONENT_TYPES }) component_type!: string;
+  @ApiProperty({ enum: COMPONENT_KINDS }) component_type!: string;
   @ApiProperty() component_id!: string;
   @ApiProperty() session_id!: string;
   @ApiProperty({ default: 'run' }) job_type!: string;
@@ -108,9 +108,9 @@ export class JobFilterDto {
   @IsIn(JOB_STATUSES, { each: true, message: `status must be one of ${JOB_STATUSES.join(', ')}` })
   status?: JobStatus[];
 
-  @ApiPropertyOptional({ enum: JOB_COMPONENT_TYPES })
+  @ApiPropertyOptional({ enum: COMPONENT_KINDS })
   @Optional()
-  @IsIn(JOB_COMPONENT_TYPES, { message: `component_type must be one of ${JOB_COMPONENT_TYPES.join(', ')}` })
+  @IsIn(COMPONENT_KINDS, { message: `component_type must be one of ${COMPONENT_KINDS.join(', ')}` })
   component_type?: string;
 
   @StringField({ optional: true, maxLength: 128 })

@@ -1,5 +1,6 @@
-export const COMPONENT_KINDS = ['agent', 'team', 'workflow'] as const;
-export type ComponentKind = (typeof COMPONENT_KINDS)[number];
+import { ComponentKind } from '@app/access';
+
+export { COMPONENT_KINDS, type ComponentKind } from '@app/access';
 
 /** One earlier turn of the session: the user's message or the component's answer. */
 export interface Turn {

@@ -1,7 +1,9 @@
+import { COMPONENT_KINDS } from '@app/access';
+
 import { routedPath } from './schedule-endpoint';
 
 /** `target_type` values: the component kinds a run endpoint can start. */
-export const TARGET_TYPES = ['agent', 'team', 'workflow'] as const;
+export const TARGET_TYPES = COMPONENT_KINDS;
 export type TargetType = (typeof TARGET_TYPES)[number];
 
 export interface ScheduleTarget {

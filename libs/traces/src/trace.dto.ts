@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsString, IsUUID, Matches } from 'class-validator';
 
+import { COMPONENT_KINDS } from '@app/access';
 import { PageOf, PageQuery } from '@app/pagination';
 import { EPOCH_SECONDS_MAX, IntField, Optional, StringField } from '@app/validation';
 
@@ -47,7 +48,7 @@ export class TraceDto {
   @ApiProperty({ format: 'uuid' }) run_id!: string;
   @ApiProperty() session_id!: string;
   @ApiProperty({ type: 'string', nullable: true }) user_id!: string | null;
-  @ApiProperty({ enum: ['agent', 'team', 'workflow'] }) component_type!: string;
+  @ApiProperty({ enum: COMPONENT_KINDS }) component_type!: string;
   @ApiProperty() component_id!: string;
   @ApiProperty({ enum: TRACE_STATUSES }) status!: string;
   @ApiProperty({ type: 'integer' }) started_at!: number;
