@@ -41,4 +41,22 @@ export class JobProducer {
       .execute();
     return (result.affected ?? 0) > 0;
   }
+
+  /** The status of each of these jobs that exists, its row locked until the caller's transaction ends (a claim or requeue waits). */
+  async lockStatuses(manager: EntityManager, ids: readonly string[]): Promise<Map<string, JobStatus>> {
+    const rows: { id: string; status: JobStatus }[] = await manager.query(
+      `SELECT id, status FROM queue_jobs WHERE id = ANY ($1::uuid[]) FOR UPDATE`,
+      [ids],
+    );
+    return new Map(rows.map((row) => [row.id, row.status]));
+  }
+
+  /** Deletes these jobs and their cancellation intents, with what the caller deletes in its transaction (their runs). */
+  async remove(manager: EntityManager, ids: string[]): Promise<void> {
+    if (ids.length === 0) {
+      return;
+    }
+    await manager.query(`DELETE FROM queue_jobs WHERE id = ANY ($1::uuid[])`, [ids]);
+    await this.intents.clear(manager, ids);
+  }
 }

@@ -4,7 +4,7 @@ import { Repository } from 'typeorm';
 
 import { DataScope } from '@app/access';
 import { fetchPage, PageRequest } from '@app/pagination';
-import { TERMINAL_STATUSES } from '@app/queue';
+import { JobProducer, TERMINAL_STATUSES } from '@app/queue';
 
 import { SessionSortField } from './session.dto';
 import { SessionEntity } from './session.entity';
@@ -18,7 +18,10 @@ export type SessionRemoval = { outcome: 'missing' } | { outcome: 'busy'; runs: n
 
 @Injectable()
 export class SessionRepository {
-  constructor(@InjectRepository(SessionEntity) private readonly rows: Repository<SessionEntity>) {}
+  constructor(
+    @InjectRepository(SessionEntity) private readonly rows: Repository<SessionEntity>,
+    private readonly jobs: JobProducer,
+  ) {}
 
   async findById(scope: DataScope, id: string): Promise<SessionEntity | null> {
     const session = await this.rows.findOneBy({ id });
@@ -46,17 +49,12 @@ export class SessionRepository {
         id,
       ]);
       const ids = runs.map((run) => run.id);
-      const jobs: { id: string; status: string }[] = await manager.query(
-        `SELECT id, status FROM queue_jobs WHERE id = ANY ($1::uuid[]) FOR UPDATE`,
-        [ids],
-      );
-      const jobStatus = new Map(jobs.map((job) => [job.id, job.status]));
+      const jobStatus = await this.jobs.lockStatuses(manager, ids);
       const busy = runs.filter((run) => !ENDED.includes(jobStatus.get(run.id) ?? run.status)).length;
       if (busy > 0) {
         return { outcome: 'busy', runs: busy };
       }
-      await manager.query(`DELETE FROM queue_jobs WHERE id = ANY ($1::uuid[])`, [ids]);
-      await manager.query(`DELETE FROM queue_cancellation_intents WHERE run_id = ANY ($1::uuid[])`, [ids]);
+      await this.jobs.remove(manager, ids);
       await manager.query(`DELETE FROM runs WHERE session_id = $1`, [id]);
       await manager.query(`DELETE FROM sessions WHERE id = $1`, [id]);
       return { outcome: 'removed' };
