@@ -1,3 +1,5 @@
+import { jobInFlight } from '@app/queue';
+
 import { OverlapPolicy } from './schedule.entity';
 import { SkipReason } from './schedule-run.entity';
 
@@ -21,11 +23,10 @@ const UUID = `'^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'`;
  * the schedule. run_id comes from an endpoint's answer, so it is compared as a uuid only when it is one.
  */
 export function fireInFlight(schedule: string): string {
+  const latestFollowedRun = `(SELECT CASE WHEN f.run_id ~ ${UUID} THEN f.run_id::uuid END FROM schedule_runs f
+    WHERE f.schedule_id = ${schedule} AND f.status IN ('success', 'failed') ORDER BY f.completed_at DESC LIMIT 1)`;
   return `(EXISTS (SELECT 1 FROM schedule_runs f WHERE f.schedule_id = ${schedule} AND f.status = 'running')
-    OR EXISTS (SELECT 1 FROM queue_jobs j
-               WHERE j.id = (SELECT CASE WHEN f.run_id ~ ${UUID} THEN f.run_id::uuid END FROM schedule_runs f
-                             WHERE f.schedule_id = ${schedule} AND f.status IN ('success', 'failed') ORDER BY f.completed_at DESC LIMIT 1)
-                 AND j.status IN ('queued', 'running')))`;
+    OR ${jobInFlight(latestFollowedRun)})`;
 }
 
 /**
