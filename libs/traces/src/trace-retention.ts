@@ -46,7 +46,7 @@ export class TraceRetention implements OnApplicationBootstrap, OnApplicationShut
         [this.env.QUEUE_RETENTION_SECONDS],
       );
     } catch (error) {
-      this.log.error(`trace retention cleanup failed: ${String(error)}`);
+      this.log.error({ err: error }, 'trace retention cleanup failed');
     }
   }
 }
