@@ -135,7 +135,9 @@ describe('worker', () => {
         });
       }
       expect(posted.status, posted.text).toBe(202);
-      await expect.poll(async () => (await job(posted.body.run_id)).status).toBe('completed');
+      // A write that meets a dropped connection waits a poll interval and is tried again: on a busy machine, past
+      // the poll's default second.
+      await expect.poll(async () => (await job(posted.body.run_id)).status, { timeout: 15_000 }).toBe('completed');
     } finally {
       expect(await watched.stop()).toBe(0);
     }
