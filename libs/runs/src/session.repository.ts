@@ -29,21 +29,24 @@ export class SessionRepository {
   }
 
   /**
-   * Deletes a session with its runs and their jobs (a run's job has its id), unless one of them has not ended.
+   * Deletes a session with its runs and their jobs (a run's job has its id), unless one of them has not ended or
+   * `assertMayRemove` refuses its owner.
    * The session's row is locked first, so a run joining it meanwhile either lands before the check (and is
    * seen) or after the delete (in a new session of that id). A background run's state is its job's, as every
    * read has it: a run whose job was swept to failed has ended, whatever its own row still says. The runs' spans
    * go with their rows.
    */
-  remove(scope: DataScope, id: string): Promise<SessionRemoval> {
+  remove(scope: DataScope, id: string, assertMayRemove: (ownerId: string | null) => void): Promise<SessionRemoval> {
     return this.rows.manager.transaction(async (manager) => {
-      const found: unknown[] = await manager.query(
-        `SELECT id FROM sessions WHERE id = $1 AND ${DataScope.preparedWhere('user_id', 2)} FOR UPDATE`,
+      const found: { user_id: string | null }[] = await manager.query(
+        `SELECT user_id FROM sessions WHERE id = $1 AND ${DataScope.preparedWhere('user_id', 2)} FOR UPDATE`,
         [id, scope.ownerId],
       );
       if (found.length === 0) {
         return { outcome: 'missing' };
       }
+      // On the row as locked: a refusal ends the transaction, nothing deleted.
+      assertMayRemove(found[0].user_id);
       // Its runs and their jobs locked as they are read: a requeue or a claim waits, then finds them gone.
       const runs: { id: string; status: string }[] = await manager.query(`SELECT id, status FROM runs WHERE session_id = $1 FOR UPDATE`, [
         id,

@@ -43,8 +43,9 @@ export class SessionsService {
 
   /** Deletes the session, its runs and their jobs; 409 while one of its runs has not ended (cancel it, or wait). */
   async remove(caller: Principal, sessionId: string): Promise<void> {
-    assertMayChange(caller, (await this.find(caller, sessionId)).userId, `Session '${sessionId}'`, 'delete');
-    const removal = await this.sessions.remove(DataScope.of(caller), sessionId);
+    const removal = await this.sessions.remove(DataScope.of(caller), sessionId, (ownerId) =>
+      assertMayChange(caller, ownerId, `Session '${sessionId}'`, 'delete'),
+    );
     if (removal.outcome === 'missing') {
       throw sessionNotFound(sessionId);
     }
