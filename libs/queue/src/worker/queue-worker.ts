@@ -458,8 +458,9 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     if (!isDatabaseUnavailable(error) || Date.now() >= this.stopDeadline) {
       return false;
     }
+    // Said at warn once per outage (with noteIfUnavailable's line), each retry after it at debug.
+    this.log[this.away ? 'debug' : 'warn']({ err: error, jobs }, `database unavailable: keeping ${what} to write when it is back`);
     this.noteIfUnavailable(error);
-    this.log.warn({ err: error, jobs }, `database unavailable: keeping ${what} to write when it is back`);
     await sleep(this.options.pollIntervalMs);
     return true;
   }
