@@ -58,7 +58,7 @@ async function whenListening<T>(send: () => Promise<T>, signal: AbortSignal): Pr
     try {
       return await send();
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ECONNREFUSED' || signal.aborted) {
+      if ((error as NodeJS.ErrnoException).code !== 'ECONNREFUSED') {
         throw error;
       }
       await sleep(API_WAIT_MS, signal);
