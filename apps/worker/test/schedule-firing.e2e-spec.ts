@@ -224,14 +224,12 @@ describe('schedule firing (real worker, real HTTP)', () => {
     expect(run.body).toMatchObject({ status: 'completed', background: true, user_id: `sa:${runner.name}` });
   });
 
+  /** A schedule whose every run fails (fail-agent), retried as asked. */
+  const failingSchedule = (retries: { max_retries: number; retry_delay_seconds: number }) =>
+    createSchedule({ endpoint: '/agents/fail-agent/runs', method: 'POST', payload: { message: 'x' }, ...retries });
+
   it('fails the fire when the run it started fails, retrying it', async () => {
-    const created = await createSchedule({
-      endpoint: '/agents/fail-agent/runs',
-      method: 'POST',
-      payload: { message: 'x' },
-      max_retries: 1,
-      retry_delay_seconds: 1,
-    });
+    const created = await failingSchedule({ max_retries: 1, retry_delay_seconds: 1 });
     const fire = await firedNow(created.id);
     expect(fire).toMatchObject({ status: 'failed', run_status: 'failed' });
     expect(fire.error).toMatch(/^Run failed: /);
@@ -247,13 +245,7 @@ describe('schedule firing (real worker, real HTTP)', () => {
   });
 
   it('a pause during a fire drops its remaining retries', async () => {
-    const created = await createSchedule({
-      endpoint: '/agents/fail-agent/runs',
-      method: 'POST',
-      payload: { message: 'x' },
-      max_retries: 3,
-      retry_delay_seconds: 3,
-    });
+    const created = await failingSchedule({ max_retries: 3, retry_delay_seconds: 3 });
     await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
     await waitFor(async () => (await fires(created.id))[0]?.attempts.length === 1, 15_000, 'the first attempt');
     const paused = await call(api.url, 'PATCH', `/schedules/${created.id}`, { token: ROOT_KEY, json: { enabled: false } });
