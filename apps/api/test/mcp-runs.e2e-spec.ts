@@ -62,10 +62,11 @@ describe('MCP run, session, component and schedule tools', () => {
     });
   });
 
-  it('reports a failing component as a finished failed run, and an unknown one as a tool error', async () => {
+  it('reports a failing component as a tool error carrying the failed run, and an unknown one as a tool error', async () => {
     const failed = await callTool(asAlice, 'run_agent', { agent_id: 'fail-agent', message: 'x' });
-    expect(failed.isError).toBe(false);
+    expect(failed.isError).toBe(true);
     expect(failed.structured).toMatchObject({ status: 'failed', error: expect.any(String) });
+    expect(JSON.parse(failed.text)).toMatchObject({ run_id: failed.structured.run_id, status: 'failed' });
     expect(await callTool(asAlice, 'run_agent', { agent_id: 'nobody', message: 'x' })).toMatchObject({
       isError: true,
       text: "404: Agent 'nobody' not found",

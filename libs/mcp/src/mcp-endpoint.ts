@@ -22,7 +22,7 @@ import { Authenticator, requiredScope } from '@app/auth';
 import { Env, SERVICE_VERSION } from '@app/config';
 import { ErrorRenderer, ValidationFailedException, ValidationIssue } from '@app/errors';
 
-import { McpToolCall } from './mcp-tool.decorator';
+import { McpToolCall, McpToolFailure } from './mcp-tool.decorator';
 import { McpToolRegistry, RegisteredMcpTool } from './mcp-tool.registry';
 
 export const MCP_ERROR_RENDERER = Symbol('McpErrorRenderer');
@@ -185,6 +185,9 @@ function toolDefinition(tool: RegisteredMcpTool): ListToolsResult['tools'][numbe
 }
 
 function toolResult(value: unknown): CallToolResult {
+  if (value instanceof McpToolFailure) {
+    return { ...toolResult(value.body), isError: true };
+  }
   const structured = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
   return {
     content: [{ type: 'text', text: JSON.stringify(value ?? null, null, 2) }],

@@ -33,7 +33,15 @@ export interface McpToolCall {
   readonly signal: AbortSignal;
 }
 
-/** What a tool method receives and returns: the caller, its arguments, the call (progress), and a JSON-serialisable result. */
+/**
+ * A tool's answer that reports a failure the model should read as one (a run that ended failed): the same body,
+ * marked `isError`, so a client shows it as a failed call and not as a result to build on.
+ */
+export class McpToolFailure {
+  constructor(readonly body: object) {}
+}
+
+/** What a tool method receives and returns: the caller, its arguments, the call (progress), and a JSON-serialisable result (or an McpToolFailure). */
 export type McpToolHandler = (principal: Principal, args: Record<string, unknown>, call: McpToolCall) => unknown;
 
 export const MCP_TOOL = 'mcp:tool';

@@ -2,7 +2,7 @@ import { Injectable, Type } from '@nestjs/common';
 import { z } from 'zod';
 
 import { Principal } from '@app/access';
-import { McpTool, McpToolCall, McpToolset } from '@app/mcp';
+import { McpTool, McpToolCall, McpToolFailure, McpToolset } from '@app/mcp';
 import { AcceptedRunDto, ComponentDto, ComponentKind, RunDto, RunRequest, RunsService, StartRunDto } from '@app/runs';
 
 import { dtoArguments, McpArguments } from '../mcp-arguments';
@@ -53,17 +53,19 @@ function componentTools({ kind, resource, param }: ComponentTools): Type<unknown
         `Run the ${kind} with a message. Waits for the finished run (status, content, error) by default; ` +
         `with background=true it queues a durable job and returns {run_id, session_id, status: "queued"} at once (poll get_${kind}_run). ` +
         'A client that asks for progress gets the run id at the start, the content as it comes, and a notification every 5 s while the run is quiet. ' +
+        'A run that ends failed or cancelled is answered as a tool error carrying the run (its error says why). ' +
         'Cancelling the call (or closing its request) cancels the run; for a run longer than your client waits, use background=true.',
       // A tool answers once, so the route's `stream` has no meaning here.
       input: z.object({ [param]: componentId, ...dtoArguments(StartRunDto, ['stream']) }),
     })
-    async run(principal: Principal, args: Record<string, unknown>, call: McpToolCall): Promise<RunDto | AcceptedRunDto> {
+    async run(principal: Principal, args: Record<string, unknown>, call: McpToolCall): Promise<RunDto | AcceptedRunDto | McpToolFailure> {
       const { [param]: id, ...body } = args;
       const request = await this.args.as(StartRunDto, body, 'body');
       if (request.background) {
         return this.runs.enqueue(principal, kind, String(id), request);
       }
-      return this.runFollowing(principal, String(id), request, call);
+      const finished = await this.runFollowing(principal, String(id), request, call);
+      return finished.status === 'completed' ? finished : new McpToolFailure(finished);
     }
 
     /**
