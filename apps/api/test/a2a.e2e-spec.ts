@@ -242,6 +242,18 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     const malformed = await call(api.url, 'POST', '/a2a/agents/echo-agent', { raw: wrapped, token: owner.token, headers });
     expect(malformed.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32602 } });
     expect(malformed.body.result).toBeUndefined();
+    // A body that is not JSON is JSON-RPC's Parse error, in both protocol versions; over HTTP+JSON the standard 400.
+    for (const version of [{ 'a2a-version': '1.0' }, {}] as Record<string, string>[]) {
+      const unparsable = await call(api.url, 'POST', '/a2a/agents/echo-agent', {
+        raw: { contentType: 'application/json', body: '{"jsonrpc": "2.0", "id": 1,' },
+        token: owner.token,
+        headers: version,
+      });
+      expect(unparsable.status, unparsable.text).toBe(200);
+      expect(unparsable.body).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Invalid JSON payload.' } });
+    }
+    const unparsableRest = { raw: { contentType: 'application/json', body: '{"message":' }, token: owner.token, headers };
+    expectErrorBody(await call(api.url, 'POST', '/a2a/agents/echo-agent/message:send', unparsableRest), 400);
     // A NUL in the text is refused by name, as REST refuses it, not a database error.
     const nul = { ...rpc, params: { message: { messageId: 'm2', role: 'ROLE_USER', parts: [{ text: 'a\u0000b' }] } } };
     const refusedNul = await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: nul, token: owner.token, headers });

@@ -71,6 +71,9 @@ function isRequestObject(body: unknown): body is Record<string, unknown> {
   return typeof body === 'object' && body !== null && !Array.isArray(body);
 }
 
+/** JSON-RPC's answer to a body that is not JSON, as the SDK's own server gives it (with 200). */
+export const JSON_RPC_PARSE_ERROR = { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Invalid JSON payload.' } };
+
 /**
  * Serves A2A for every component with the SDK's JSON-RPC transport and its HTTP+JSON wire format, over
  * the runs request handler. The routes authenticate first; this writes the protocol's answers.

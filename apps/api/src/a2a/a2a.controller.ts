@@ -12,11 +12,13 @@ import {
 } from '@nestjs/swagger';
 import { FastifyReply, FastifyRequest } from 'fastify';
 
-import { A2ACall, A2AEndpoint } from '@app/a2a';
+import { A2ACall, A2AEndpoint, JSON_RPC_PARSE_ERROR } from '@app/a2a';
 import { Principal } from '@app/access';
 import { BodyScope, CurrentPrincipal, requiredScope, RequireScope, ScopeFromBody, Unschedulable } from '@app/auth';
 import { ErrorBodyDto } from '@app/errors';
 import { ComponentKind } from '@app/runs';
+
+import { AnswersUnparsableJson } from '../errors/http-exception.filter';
 
 /** The HTTP+JSON binding is A2A v1.0, which a request without an A2A-Version header is not. */
 const HTTP_JSON_UNSCHEDULABLE =
@@ -119,6 +121,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
         : `${read} (GetTask and the other reads) or ${run} (SendMessage, SendStreamingMessage, CancelTask, any other method)`,
     )
     @Unschedulable(A2AEndpoint.unfitForFires)
+    @AnswersUnparsableJson(JSON_RPC_PARSE_ERROR)
     @HttpCode(200)
     @ComponentParam()
     @ApiOperation({
@@ -127,7 +130,8 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
           ? 'A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage'
           : 'A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask',
       description:
-        'With `A2A-Version: 1.0` the methods go by their v1.0 names (SendMessage); without it, as A2A v0.3 (message/send, message/stream, tasks/get, tasks/cancel).',
+        'With `A2A-Version: 1.0` the methods go by their v1.0 names (SendMessage); without it, as A2A v0.3 (message/send, message/stream, tasks/get, tasks/cancel). ' +
+        "A body that is not JSON is answered with JSON-RPC's Parse error (-32700).",
     })
     @ApiBody({ schema: { type: 'object' }, examples: { send: { summary: 'message/send (v0.3)', value: JSON_RPC_EXAMPLE } } })
     @ApiOkResponse({

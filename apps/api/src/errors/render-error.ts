@@ -72,6 +72,12 @@ export function renderError(exception: unknown, context: ErrorContext): Rendered
   return { status: HttpStatus.INTERNAL_SERVER_ERROR, body: { ...INTERNAL_ERROR_BODY, error_id: errorId } };
 }
 
+/** A request whose body was declared JSON and is not (or is empty). */
+export function isUnparsableJson(exception: unknown): boolean {
+  const code = fastifyClientError(exception)?.code;
+  return code === 'FST_ERR_CTP_INVALID_JSON_BODY' || code === 'FST_ERR_CTP_EMPTY_JSON_BODY';
+}
+
 /**
  * One of Fastify's own request errors (a body that is not JSON, a wrong content type), as it comes or as Nest's
  * Fastify adapter hands it on: wrapped in an HttpException carrying Fastify's wording.

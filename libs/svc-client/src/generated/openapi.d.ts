@@ -793,7 +793,7 @@ export interface paths {
         put?: never;
         /**
          * A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask
-         * @description With `A2A-Version: 1.0` the methods go by their v1.0 names (SendMessage); without it, as A2A v0.3 (message/send, message/stream, tasks/get, tasks/cancel).
+         * @description With `A2A-Version: 1.0` the methods go by their v1.0 names (SendMessage); without it, as A2A v0.3 (message/send, message/stream, tasks/get, tasks/cancel). A body that is not JSON is answered with JSON-RPC's Parse error (-32700).
          */
         post: operations["agentA2AJsonRpc"];
         delete?: never;
@@ -882,7 +882,7 @@ export interface paths {
         put?: never;
         /**
          * A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask
-         * @description With `A2A-Version: 1.0` the methods go by their v1.0 names (SendMessage); without it, as A2A v0.3 (message/send, message/stream, tasks/get, tasks/cancel).
+         * @description With `A2A-Version: 1.0` the methods go by their v1.0 names (SendMessage); without it, as A2A v0.3 (message/send, message/stream, tasks/get, tasks/cancel). A body that is not JSON is answered with JSON-RPC's Parse error (-32700).
          */
         post: operations["teamA2AJsonRpc"];
         delete?: never;
@@ -953,7 +953,7 @@ export interface paths {
         put?: never;
         /**
          * A2A JSON-RPC 2.0: SendMessage, SendStreamingMessage
-         * @description With `A2A-Version: 1.0` the methods go by their v1.0 names (SendMessage); without it, as A2A v0.3 (message/send, message/stream, tasks/get, tasks/cancel).
+         * @description With `A2A-Version: 1.0` the methods go by their v1.0 names (SendMessage); without it, as A2A v0.3 (message/send, message/stream, tasks/get, tasks/cancel). A body that is not JSON is answered with JSON-RPC's Parse error (-32700).
          */
         post: operations["workflowA2AJsonRpc"];
         delete?: never;
