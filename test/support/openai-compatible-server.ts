@@ -16,6 +16,8 @@ export interface CompletionScript {
   /** With `status`: an error body of about this many bytes, written slowly (see handle). */
   slowErrorBytes?: number;
   usage?: { prompt_tokens: number; completion_tokens: number };
+  /** The last chunk's finish_reason (default `stop`; `length` is an answer cut at max_tokens). */
+  finishReason?: string;
 }
 
 export interface RecordedRequest {
@@ -116,7 +118,7 @@ export class OpenAiCompatibleServer {
     if (script.hang) {
       return;
     }
-    send({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+    send({ ...base, choices: [{ index: 0, delta: {}, finish_reason: script.finishReason ?? 'stop' }] });
     const usage = script.usage ?? { prompt_tokens: 10, completion_tokens: chunks.length };
     send({ ...base, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } });
     response.end('data: [DONE]\n\n');

@@ -47,6 +47,20 @@ describe('modelAgent against an OpenAI-compatible server on loopback', () => {
 
   const run = (json: Record<string, unknown>) => call(api.url, 'POST', '/agents/assistant/runs', { token: ROOT_KEY, json });
   const runBody = async (runId: string) => (await call(api.url, 'GET', `/agents/assistant/runs/${runId}`, { token: ROOT_KEY })).body;
+  /** The attributes of a run's model.call span, once its trace is stored (spans are written in batches). */
+  const modelCallOf = async (runId: string): Promise<Record<string, unknown>> => {
+    let modelCall: { attributes: Record<string, unknown> } | undefined;
+    await waitFor(
+      async () => {
+        const traces = (await call(api.url, 'GET', `/traces?run_id=${runId}`, { token: ROOT_KEY })).body.data;
+        modelCall = traces[0]?.spans.find((span: { name: string }) => span.name === 'model.call');
+        return modelCall !== undefined;
+      },
+      10_000,
+      `the trace of run ${runId}`,
+    );
+    return modelCall!.attributes;
+  };
 
   it('assembles the content from several chunks and stores the model and token usage on the run', async () => {
     provider.next({ chunks: ['Hel', 'lo, ', 'wor', 'ld'], usage: { prompt_tokens: 21, completion_tokens: 4 } });
@@ -163,23 +177,23 @@ describe('modelAgent against an OpenAI-compatible server on loopback', () => {
     expect(refused.body).toMatchObject({ status: 'failed', error: expect.stringContaining('HTTP 401') });
     expect(refused.body.error).toContain('Incorrect API key provided: [redacted]');
     // The trace's model call is marked failed, with the same redacted reason.
-    let modelCall: { attributes: Record<string, unknown> } | undefined;
-    await waitFor(
-      async () => {
-        const traces = (await call(api.url, 'GET', `/traces?run_id=${refused.body.run_id}`, { token: ROOT_KEY })).body.data;
-        modelCall = traces[0]?.spans.find((span: { name: string }) => span.name === 'model.call');
-        return modelCall !== undefined;
-      },
-      10_000,
-      'the trace of the refused call',
-    );
-    expect(modelCall!.attributes).toMatchObject({ 'otel.status_code': 'ERROR', 'otel.status_description': refused.body.error });
+    expect(await modelCallOf(refused.body.run_id)).toMatchObject({
+      'otel.status_code': 'ERROR',
+      'otel.status_description': refused.body.error,
+    });
     provider.next({ status: 401, errorMessage: `Incorrect API key provided: ${API_KEY}` });
     const background = await run({ message: 'who am I', background: true });
     await waitFor(async () => (await runBody(background.body.run_id)).status === 'failed', 10_000, 'the run to fail');
     const job = (await call(api.url, 'GET', `/queue/jobs/${background.body.run_id}`, { token: ROOT_KEY })).body;
     expect(JSON.stringify([await runBody(background.body.run_id), job])).not.toContain(API_KEY);
     expect(api.output() + worker.output()).not.toContain(API_KEY);
+  });
+
+  it('completes a run whose answer was cut at maxOutputTokens, and its model call says so', async () => {
+    provider.next({ chunks: ['Once upon a'], finishReason: 'length' });
+    const cut = await run({ message: 'a long story' });
+    expect(cut.body).toMatchObject({ status: 'completed', content: 'Once upon a' });
+    expect(await modelCallOf(cut.body.run_id)).toMatchObject({ finish_reason: 'length', 'gen_ai.response.finish_reasons': 'length' });
   });
 
   it('fails a run whose key variable is unset, naming the variable, without calling the provider', async () => {

@@ -117,6 +117,8 @@ describe('traces', () => {
       model: 'standin-1',
       input_tokens: 12,
       output_tokens: 3,
+      'gen_ai.response.finish_reasons': 'stop',
+      finish_reason: 'stop',
     });
     expect(component.attributes).toMatchObject({ 'run.id': accepted.body.run_id, 'run.status': 'completed' });
 

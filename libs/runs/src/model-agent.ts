@@ -1,5 +1,5 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { APICallError, LanguageModel, LanguageModelUsage, ModelMessage, streamText } from 'ai';
+import { APICallError, FinishReason, LanguageModel, LanguageModelUsage, ModelMessage, streamText } from 'ai';
 
 import { SPAN } from '@app/traces';
 import { clipped } from '@app/validation';
@@ -86,8 +86,11 @@ export async function runModelAgent(model: LanguageModel, options: ModelAgentOpt
     model: options.model,
   });
   try {
-    const { content, usage } = await callModel(model, options, context);
+    const { content, usage, finishReason } = await callModel(model, options, context);
     span.set({
+      // `length`: the answer was cut at maxOutputTokens (the run still completes, with what the model wrote).
+      'gen_ai.response.finish_reasons': finishReason,
+      finish_reason: finishReason,
       ...(usage.inputTokens === null ? {} : { 'gen_ai.usage.input_tokens': usage.inputTokens, input_tokens: usage.inputTokens }),
       ...(usage.outputTokens === null ? {} : { 'gen_ai.usage.output_tokens': usage.outputTokens, output_tokens: usage.outputTokens }),
     });
@@ -104,7 +107,7 @@ async function callModel(
   model: LanguageModel,
   options: ModelAgentOptions,
   context: RunContext,
-): Promise<{ content: string; usage: ModelUsage }> {
+): Promise<{ content: string; usage: ModelUsage; finishReason: FinishReason }> {
   if (options.apiKeyEnv && !apiKeyOf(options)) {
     // Sent without it, the call fails as the provider words it (or succeeds on a server that wants none) and names nothing.
     // Named only when it reads as a variable's name: a key pasted into apiKeyEnv can look like one (gsk_..., hf_...).
@@ -130,6 +133,7 @@ async function callModel(
   });
   let content = '';
   let usage: LanguageModelUsage | undefined;
+  let finishReason: FinishReason = 'other';
   try {
     for await (const part of result.fullStream) {
       if (part.type === 'text-delta') {
@@ -141,6 +145,7 @@ async function callModel(
         context.emit(part.text);
       } else if (part.type === 'finish') {
         usage = part.totalUsage;
+        finishReason = part.finishReason;
       } else if (part.type === 'error') {
         throw part.error;
       } else if (part.type === 'abort') {
@@ -150,7 +155,11 @@ async function callModel(
   } catch (error) {
     throw describeFailure(error, options, context.signal, timeout, timeoutSeconds);
   }
-  return { content, usage: { model: options.model, inputTokens: usage?.inputTokens ?? null, outputTokens: usage?.outputTokens ?? null } };
+  return {
+    content,
+    usage: { model: options.model, inputTokens: usage?.inputTokens ?? null, outputTokens: usage?.outputTokens ?? null },
+    finishReason,
+  };
 }
 
 /** Every option, checked at load: wrong, they would fail every run with a message about something else. */
