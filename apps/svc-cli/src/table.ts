@@ -44,17 +44,30 @@ function fitWidths(widths: number[], minimums: number[], width: number): number[
   return fit;
 }
 
+export interface TableOptions {
+  /** Colours a cell; applied only where the Terminal allows colour. */
+  paint?: Paint;
+  /**
+   * Columns never cut: what the reader copies into the next command (an id, a name). The first column is always
+   * one; a row wraps rather than show an id that no command takes.
+   */
+  whole?: number[];
+}
+
 /**
- * Aligned columns, a bold header, `paint` for cells (colour only where the Terminal allows it). On a terminal
- * narrower than the table, the widest cells are cut with `…` so that no row wraps; piped output keeps them whole.
+ * Aligned columns and a bold header. On a terminal narrower than the table, the widest cells are cut with `…`
+ * (never the first column, nor the `whole` ones) so that no row wraps; piped output keeps them whole.
  * Cells are printed as given: sanitize service text first.
  */
-export function printTable(header: string[], rows: string[][], terminal: Terminal, paint?: Paint): void {
+export function printTable(header: string[], rows: string[][], terminal: Terminal, { paint, whole = [] }: TableOptions = {}): void {
   const natural = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
+  const uncut = new Set([0, ...whole]);
   const widths = terminal.width
     ? fitWidths(
         natural,
-        header.map((title, column) => Math.min(natural[column], Math.max(title.length, MIN_COLUMN))),
+        header.map((title, column) =>
+          uncut.has(column) ? natural[column] : Math.min(natural[column], Math.max(title.length, MIN_COLUMN)),
+        ),
         terminal.width,
       )
     : natural;

@@ -301,10 +301,28 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       expect((await job(ids.running[0])).status).toBe('running');
     });
 
-    it('--clear-cancellation requeues a cancelled job (text form)', async () => {
+    it('--clear-cancellation requeues a cancelled job (text form); without it the CLI says the cancel comes along', async () => {
       const id = ids.cancelled[0];
-      const run = await runCommand(['jobs', 'requeue', id, '--clear-cancellation'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+      const env = { ...asAdmin, NO_COLOR: '1' };
+      const dry = await runCommand(['jobs', 'requeue', '--status', 'cancelled', '--dry-run'], sandbox, { env });
+      expect(dry.code, dry.stderr).toBe(0);
+      expect(dry.stdout).toContain('Would requeue 1 job of 1 matched (status cancelled');
+      expect(dry.stderr).toContain(
+        'the new attempt is cancelled again at its first checkpoint. Requeue with --clear-cancellation to run it.',
+      );
+      const clearing = await runCommand(['jobs', 'requeue', '--status', 'cancelled', '--clear-cancellation', '--dry-run'], sandbox, {
+        env,
+      });
+      expect(clearing.stderr).not.toContain('--clear-cancellation');
+      const run = await runCommand(['jobs', 'requeue', id, '--clear-cancellation'], sandbox, { env });
       expect(run.code, run.stderr).toBe(0);
+      expect(run.stderr).not.toContain('--clear-cancellation');
+      // By id, the same note (the job is read first: the requeue's answer no longer says it was cancelled).
+      const another = await background('echo-agent', 'cancelled too');
+      await call(api.url, 'POST', `/agents/echo-agent/runs/${another}/cancel`, { token: ROOT_KEY });
+      const byId = await runCommand(['jobs', 'requeue', another], sandbox, { env });
+      expect(byId.code, byId.stderr).toBe(0);
+      expect(byId.stderr).toContain('Requeue with --clear-cancellation to run it.');
       expect(run.stdout).toMatch(new RegExp(`^Requeued ${id} \\(agent:echo-agent; 0 of 2 attempts used\\)\\.$`, 'm'));
       expect((await job(id)).status).toBe('queued');
     });
@@ -423,9 +441,11 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       expect(running.indexOf('agent:sleep-agent')).toBe(header.indexOf('Component'));
       session.kill();
 
-      session = TmuxSession.start(argv, { ...env, NO_COLOR: '1' }, terminalSandbox.cwd);
+      // On 80 columns too, where the error, component and time columns are cut: the id stays whole, as `svc jobs get` takes it.
+      session = TmuxSession.start(argv, { ...env, NO_COLOR: '1' }, terminalSandbox.cwd, 80);
       expect(await session.exitCode()).toBe(0);
       expect(session.screen(true)).toContain(ids.running[0]);
+      expect(session.screen()).toContain('…');
       expect(session.screen(true)).not.toContain('\u001b[');
     });
 

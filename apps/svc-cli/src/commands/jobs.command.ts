@@ -28,6 +28,9 @@ import { UsageError } from '../usage-errors';
 
 /** A requeue refused because the job failed within the lock grace, as the CLI says it. */
 const LOCK_GRACE_HINT = 'A job that failed within the lock grace may still be running on its worker: retry later, or pass --force.';
+/** Requeued without --clear-cancellation, a cancelled job whose cancel still stands is cancelled again when it starts. */
+const STILL_CANCELLED_NOTE =
+  'A cancelled job is requeued with its cancellation: unless that has lapsed, the new attempt is cancelled again at its first checkpoint. Requeue with --clear-cancellation to run it.';
 
 /** The most jobs one command reads or changes: the bulk endpoint's own bound. */
 const LIMIT_MAX = 10_000;
@@ -112,9 +115,9 @@ export class JobsListCommand extends CredentialedCommand<ListOptions> {
         formatTime(job.created_at),
         cell(job.error, 50),
       ]);
-      printTable(['ID', 'Status', 'Component', 'Attempt', 'Created', 'Error'], rows, terminal, (text, column) =>
-        column === 1 ? statusColour(terminal, text)(text) : text,
-      );
+      printTable(['ID', 'Status', 'Component', 'Attempt', 'Created', 'Error'], rows, terminal, {
+        paint: (text, column) => (column === 1 ? statusColour(terminal, text)(text) : text),
+      });
     }
     if (options.component) {
       terminal.note(
@@ -191,7 +194,9 @@ export class JobsStatsCommand extends CredentialedCommand<ServiceOptions> {
         ...Object.keys(stats.counts).filter((status) => !(JOB_STATUSES as readonly string[]).includes(status)),
       ];
       const rows = statuses.map((status) => [sanitize(status), String(stats.counts[status as keyof typeof stats.counts] ?? 0)]);
-      printTable(['Status', 'Jobs'], rows, terminal, (text, column) => (column === 0 ? statusColour(terminal, text)(text) : text));
+      printTable(['Status', 'Jobs'], rows, terminal, {
+        paint: (text, column) => (column === 0 ? statusColour(terminal, text)(text) : text),
+      });
       terminal.line('');
       terminal.line(`Oldest queued job: ${oldestQueued(stats)}`);
     }
@@ -280,10 +285,17 @@ async function bulkByFilter(
   const api = await queueApi(options, terminal);
   const described = describeFilter(filter, options.limit);
   const dry = await api.bulk(action, { ...request, dry_run: true });
+  const requeuesCancelled = action === 'requeue' && filter.status!.includes('cancelled') && !extra.clear_cancellation;
+  const explainAll = (result: BulkResult): void => {
+    explain(result, options.limit, terminal);
+    if (requeuesCancelled && result.changed > 0) {
+      terminal.note(STILL_CANCELLED_NOTE);
+    }
+  };
   if (options.dryRun) {
     terminal.document(dry);
     terminal.line(`Would ${verb} ${plural(dry.changed, 'job')} of ${dry.matched} matched (${described}); dry run, nothing changed.`);
-    explain(dry, options.limit, terminal);
+    explainAll(dry);
     return 0;
   }
   if (dry.changed === 0 && !terminal.json) {
@@ -293,7 +305,7 @@ async function bulkByFilter(
   }
   if (terminal.interactive && !options.yes) {
     terminal.line(`${plural(dry.changed, 'job')} would be ${doneWord.toLowerCase()} of ${dry.matched} matched (${described}).`);
-    explain(dry, options.limit, terminal);
+    explainAll(dry);
     if (!(await terminal.confirm(`${verb[0].toUpperCase()}${verb.slice(1)} ${plural(dry.changed, 'job')}?`, false))) {
       terminal.line('Aborted; no changes made.');
       return 0;
@@ -302,7 +314,7 @@ async function bulkByFilter(
   const done = await api.bulk(action, { ...request, dry_run: false });
   terminal.document(done);
   terminal.line(`${doneWord} ${plural(done.changed, 'job')} of ${done.matched} matched (${described}).`);
-  explain(done, options.limit, terminal);
+  explainAll(done);
   return 0;
 }
 
@@ -405,10 +417,13 @@ export class JobsRequeueCommand extends BulkJobsCommand<RequeueOptions> {
     const api = await queueApi(options, terminal);
     const requeued: Job[] = [];
     const failed: { id: string; error: string; hint?: string }[] = [];
+    let requeuedCancelled = false;
     for (const id of ids) {
+      const wasCancelled = !options.clearCancellation && (await api.find(id))?.status === 'cancelled';
       const outcome = await api.requeue(id, { force: options.force, clearCancellation: options.clearCancellation });
       if ('job' in outcome) {
         requeued.push(outcome.job);
+        requeuedCancelled ||= wasCancelled;
         terminal.line(
           `Requeued ${outcome.job.id} (${sanitize(component(outcome.job))}; ${outcome.job.attempt} of ${outcome.job.max_attempts} attempts used).`,
         );
@@ -424,6 +439,9 @@ export class JobsRequeueCommand extends BulkJobsCommand<RequeueOptions> {
     terminal.document({ requeued, failed });
     if (failed.some((failure) => failure.hint)) {
       terminal.note(LOCK_GRACE_HINT);
+    }
+    if (requeuedCancelled) {
+      terminal.note(STILL_CANCELLED_NOTE);
     }
     return failed.length === 0 ? 0 : requeued.length === 0 ? 1 : 3;
   }

@@ -96,7 +96,7 @@ export class SchedulesListCommand extends CredentialedCommand<ServiceOptions> {
         ]);
         const paint = (text: string, column: number): string =>
           column !== 4 ? text : text.trim() === 'yes' ? terminal.color.green(text) : terminal.color.yellow(text);
-        printTable(['ID', 'Name', 'Cron', 'Timezone', 'Enabled', 'Next run', 'Target'], rows, terminal, paint);
+        printTable(['ID', 'Name', 'Cron', 'Timezone', 'Enabled', 'Next run', 'Target'], rows, terminal, { paint });
       }
     }
     return 0;
@@ -143,9 +143,11 @@ export class SchedulesRunsCommand extends CredentialedCommand<RunsOptions> {
       fire.run_id === null ? '-' : `${fire.run_id}${fire.run_status ? ` (${cell(fire.run_status, 12)})` : ''}`,
       cell(fire.error, 50),
     ]);
-    printTable(['ID', 'Trigger', 'Status', 'Due', 'Code', 'Attempts', 'Run', 'Error'], rows, terminal, (text, column) =>
-      column === 2 ? statusColour(terminal, text.split(' ')[0])(text) : text,
-    );
+    printTable(['ID', 'Trigger', 'Status', 'Due', 'Code', 'Attempts', 'Run', 'Error'], rows, terminal, {
+      paint: (text, column) => (column === 2 ? statusColour(terminal, text.split(' ')[0])(text) : text),
+      // The run's id is what `svc jobs get` takes.
+      whole: [6],
+    });
     if (meta.total_count > runs.length) {
       terminal.note(`Showing ${runs.length} of ${meta.total_count}; raise --limit to see more.`);
     }
