@@ -141,8 +141,23 @@ describe('runs and sessions (security_key mode, demo components)', () => {
       expect(
         expectValidationBody(await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, ...form({ message: '' }) })),
       ).toEqual([['body', 'message']]);
-      const json = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, json: { message: 'x', session_id: '' } });
-      expect(expectValidationBody(json)).toEqual([['body', 'session_id']]);
+      // In JSON an empty string is a value, and none of these takes one: not a user named '', nor one key for every run.
+      const json = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+        token: ROOT_KEY,
+        json: { message: 'x', session_id: '', user_id: '', idempotency_key: '' },
+      });
+      expect(expectValidationBody(json)).toEqual([
+        ['body', 'session_id'],
+        ['body', 'user_id'],
+        ['body', 'idempotency_key'],
+      ]);
+      // An empty Idempotency-Key header is no key: two runs, not the first one twice.
+      const headers = { 'idempotency-key': '' };
+      const keyless = [
+        await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, json: { message: 'one' }, headers }),
+        await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, json: { message: 'two' }, headers }),
+      ];
+      expect(keyless.map((answer) => answer.body.content)).toEqual(['one', 'two']);
     });
 
     it('takes the form fields as multipart/form-data too; refuses files (413) and a malformed body (400); other routes answer it with 415', async () => {

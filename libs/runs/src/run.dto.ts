@@ -35,6 +35,7 @@ export class StartRunDto {
 
   @StringField({
     optional: true,
+    minLength: 1,
     maxLength: 255,
     description: 'User the run is for; ignored for callers with an identity of their own (service accounts, isolated JWT users)',
     example: '',
@@ -43,6 +44,7 @@ export class StartRunDto {
 
   @StringField({
     optional: true,
+    minLength: 1,
     maxLength: IDEMPOTENCY_KEY_MAX,
     description: 'Dedupe key (the Idempotency-Key header wins when both are sent)',
     example: '',

@@ -297,9 +297,9 @@ function runNotFound(runId: string): RunException {
   return new RunException(RunErrorCode.RunNotFound, isUUID(runId) ? `Run '${runId}' not found` : 'Run not found: run ids are UUIDs');
 }
 
-/** The header wins over the body field; over-long keys are a 422 naming where they came from. */
+/** The header wins over the body field (an empty header is none); over-long keys are a 422 naming where they came from. */
 function idempotencyKey(request: RunRequest): string | null {
-  const key = request.idempotencyKeyHeader ?? request.idempotency_key ?? null;
+  const key = request.idempotencyKeyHeader || (request.idempotency_key ?? null);
   if (request.idempotencyKeyHeader !== undefined && request.idempotencyKeyHeader.length > IDEMPOTENCY_KEY_MAX) {
     throw new ValidationFailedException([
       {
@@ -368,7 +368,8 @@ function jobPayload(run: RunEntity, newSession: boolean, traceparent: string | u
     message: run.message,
     ...(newSession ? {} : { continues_session: true }),
     ...(traceparent === undefined ? {} : { traceparent }),
-    ...(enqueuedAt === undefined ? {} : { enqueued_at: enqueuedAt }),
+    // Epoch milliseconds, whole: the payload is shown to operators beside epoch seconds, so the name says the unit.
+    ...(enqueuedAt === undefined ? {} : { enqueued_at_ms: Math.round(enqueuedAt) }),
   };
 }
 
