@@ -20,10 +20,9 @@ function buildOpenApiDocument(app: NestFastifyApplication, env: Env): OpenAPIObj
         'answer and under Extensions (`x-required-scope`).',
     )
     .setVersion(API_VERSION)
-    // First the address this page was loaded from: "Try it out" calls it whatever name reached the service (the
-    // page's own policy lets it call no other). Then the address the service announces.
+    // Only the address this page was loaded from: "Try it out" calls it whatever name reached the service. The page's
+    // own policy (connect-src 'self') lets it call no other, so PUBLIC_URL listed here failed wherever it differed.
     .addServer('/', 'The address of this page')
-    .addServer(env.publicUrl, "The service's public address")
     // In this order on the page: what a caller meets first, then the admin routes, then the other protocols.
     .addTag('discovery', 'Health, readiness, the instance descriptor, who you are, metrics')
     .addTag('agents', 'Run the agents; read and cancel their runs')

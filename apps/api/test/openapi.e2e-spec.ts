@@ -31,6 +31,8 @@ describe('OpenAPI document and Swagger UI', () => {
     expect(document.openapi).toBe('3.1.0');
     expect(document.info.version).toBe('3.0.4');
     expect(document.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    // One server, this page's own address: the page's policy (connect-src 'self') would refuse "Try it out" any other.
+    expect(document.servers.map((server: { url: string }) => server.url)).toEqual(['/']);
   });
 
   it('states the scope of every operation that is not public, with the error bodies', () => {
@@ -156,6 +158,21 @@ describe('OpenAPI document and Swagger UI', () => {
       }
     }
     expect(checked).toBeGreaterThan(20);
+  });
+
+  it("executes the memory routes' examples as they stand: a real fact, and a PATCH that keeps it", async () => {
+    const example = (path: string, method: string) =>
+      Object.values<any>(document.paths[path][method].requestBody.content['application/json'].examples)[0].value;
+    const token = 'x'.repeat(24);
+    const created = await call(api.url, 'POST', '/memories', { token, json: example('/memories', 'post') });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.memory).not.toBe('string');
+    const patched = await call(api.url, 'PATCH', `/memories/${created.body.memory_id}`, {
+      token,
+      json: example('/memories/{memory_id}', 'patch'),
+    });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.body.memory).toBe(created.body.memory);
   });
 
   it('serves Swagger UI at /docs', async () => {

@@ -109,7 +109,7 @@ describe('service accounts (security_key mode)', () => {
       const conflict = await call(api.url, 'POST', '/service-accounts', { token: ROOT_KEY, json: { name: first.name } });
       expect(conflict.status).toBe(409);
       expect(conflict.body).toEqual({
-        detail: `An active service account named '${first.name}' already exists. Revoke it first to rotate.`,
+        detail: `An active service account named '${first.name}' already exists. Rotate its token (POST /service-accounts/{id}/rotate: the old one keeps working for a grace period), or revoke it first.`,
       });
 
       expect((await call(api.url, 'DELETE', `/service-accounts/${first.id}`, { token: ROOT_KEY })).status).toBe(200);

@@ -121,6 +121,10 @@ describe('traces', () => {
       finish_reason: 'stop',
     });
     expect(component.attributes).toMatchObject({ 'run.id': accepted.body.run_id, 'run.status': 'completed' });
+    // The job carries when it was enqueued (where the wait starts), in whole epoch milliseconds, named so.
+    const job = await call(api.url, 'GET', `/queue/jobs/${accepted.body.run_id}`, { token: ROOT_KEY });
+    expect(Number.isInteger(job.body.payload.enqueued_at_ms), JSON.stringify(job.body.payload)).toBe(true);
+    expect(Math.abs(job.body.payload.enqueued_at_ms - job.body.created_at * 1000)).toBeLessThan(5_000);
 
     const one = await call(api.url, 'GET', `/traces/${trace.trace_id}`, { token: alice.token });
     expect(one.status).toBe(200);

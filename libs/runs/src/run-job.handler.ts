@@ -40,10 +40,10 @@ export class RunJobHandler implements JobHandler {
     };
     // The api's request span, carried on the job: this worker's spans join its trace.
     const trace = this.tracing.runTrace(typeof job.payload.traceparent === 'string' ? job.payload.traceparent : undefined);
-    if (typeof job.payload.enqueued_at === 'number') {
+    if (typeof job.payload.enqueued_at_ms === 'number') {
       trace
         .start(SPAN.queueWait, {
-          startTime: job.payload.enqueued_at,
+          startTime: job.payload.enqueued_at_ms,
           attributes: { [RUN_ATTRIBUTES.runId]: input.id, 'job.attempt': job.attempt },
         })
         .end();

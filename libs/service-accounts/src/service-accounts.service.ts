@@ -264,7 +264,7 @@ export class ServiceAccountsService {
       if (isUniqueViolation(error, ACTIVE_NAME_CONSTRAINT)) {
         throw new ServiceAccountException(
           Code.NameTaken,
-          `An active service account named '${account.name}' already exists. Revoke it first to rotate.`,
+          `An active service account named '${account.name}' already exists. Rotate its token (POST /service-accounts/{id}/rotate: the old one keeps working for a grace period), or revoke it first.`,
         );
       }
       throw error;

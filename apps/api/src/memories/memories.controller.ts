@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Param, Patch, Post, Query } from '@nestjs/common';
 import {
+  ApiBody,
   ApiCreatedResponse,
   ApiNoContentResponse,
   ApiNotFoundResponse,
@@ -41,6 +42,10 @@ export class MemoriesController {
   @RequireScope('memories:write')
   @ApiOperation({ summary: 'Keep a memory; a token’s memories belong to sa:<name>' })
   @ApiCreatedResponse({ type: MemoryDto })
+  @ApiBody({
+    type: CreateMemoryDto,
+    examples: { fact: { summary: 'A fact with a topic', value: { memory: 'Prefers answers in French', topics: ['language'] } } },
+  })
   create(@CurrentPrincipal() caller: Principal, @Body() request: CreateMemoryDto): Promise<MemoryDto> {
     return this.memories.create(caller, request);
   }
@@ -59,6 +64,11 @@ export class MemoriesController {
   @ApiOperation({ summary: 'Change a memory’s text or topics; absent fields are untouched' })
   @ApiOkResponse({ type: MemoryDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiBody({
+    type: UpdateMemoryDto,
+    // Topics only: sent as it is, the example leaves the fact itself untouched.
+    examples: { topics: { summary: 'New topics, the fact kept', value: { topics: ['language', 'preferences'] } } },
+  })
   update(@CurrentPrincipal() caller: Principal, @Param() params: MemoryIdParams, @Body() request: UpdateMemoryDto): Promise<MemoryDto> {
     return this.memories.update(caller, params.memory_id, request);
   }

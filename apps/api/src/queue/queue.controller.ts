@@ -60,8 +60,8 @@ export class QueueController {
   @ApiBody({
     type: BulkJobsDto,
     examples: {
-      failed: { summary: "echo-agent's failed jobs (a dry run)", value: { filter: { status: ['failed'], component_id: 'echo-agent' } } },
-      requeue: { summary: 'Requeue them', value: { filter: { status: ['failed'], component_id: 'echo-agent' }, dry_run: false } },
+      failed: { summary: "fail-agent's failed jobs (a dry run)", value: { filter: { status: ['failed'], component_id: 'fail-agent' } } },
+      requeue: { summary: 'Requeue them', value: { filter: { status: ['failed'], component_id: 'fail-agent' }, dry_run: false } },
     },
   })
   requeueMany(@Body() body: BulkJobsDto): Promise<BulkJobsResultDto> {

@@ -97,7 +97,10 @@ function componentRunsController({ kind, resource, param }: ComponentRoute): Typ
     })
     @ApiAcceptedResponse({ type: AcceptedRunDto, description: 'background=true: the run is queued' })
     @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'stream=true with background=true' })
-    @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'Unknown component or session' })
+    @ApiNotFoundResponse({
+      type: ErrorBodyDto,
+      description: 'Unknown component, or a session_id of another user (an unused id starts a new session)',
+    })
     @ApiConflictResponse({ type: ErrorBodyDto, description: 'Idempotency key already used for another component' })
     @ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'background=true on a replica without the queue' })
     async start(

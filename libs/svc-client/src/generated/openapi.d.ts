@@ -2929,7 +2929,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Unknown component or session */
+            /** @description Unknown component, or a session_id of another user (an unused id starts a new session) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2937,7 +2937,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Unknown component or session"
+                     *       "detail": "Unknown component, or a session_id of another user (an unused id starts a new session)"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -3548,7 +3548,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Unknown component or session */
+            /** @description Unknown component, or a session_id of another user (an unused id starts a new session) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3556,7 +3556,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Unknown component or session"
+                     *       "detail": "Unknown component, or a session_id of another user (an unused id starts a new session)"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -4167,7 +4167,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Unknown component or session */
+            /** @description Unknown component, or a session_id of another user (an unused id starts a new session) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4175,7 +4175,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Unknown component or session"
+                     *       "detail": "Unknown component, or a session_id of another user (an unused id starts a new session)"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
