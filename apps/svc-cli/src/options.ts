@@ -9,6 +9,17 @@ export function collect<T extends string>(value: T, previous: T[] | undefined): 
   return [...(previous ?? []), value];
 }
 
+/** `-s a -s b` and `-s a,b` alike: a scope never holds a comma, and a list is how people write several. */
+export function collectScopes(value: string, previous: string[] | undefined): string[] {
+  return [
+    ...(previous ?? []),
+    ...value
+      .split(',')
+      .map((scope) => scope.trim())
+      .filter((scope) => scope !== ''),
+  ];
+}
+
 export interface JsonOptions {
   json?: boolean;
 }

@@ -14,8 +14,9 @@ import { ServiceOptions } from './options';
 /** Finds the one service a command works on, says where it came from, and applies the trust gate. */
 export async function targetService(options: ServiceOptions, env: CliEnv, terminal: Terminal): Promise<ServiceDescriptor> {
   const descriptor = await discoverOne({ flagUrl: options.url, env, cwd: process.cwd() });
-  announce(descriptor, terminal);
+  // Trusted first: a URL the gate refuses is not announced as the one in use.
   await confirmDiscoveredUrl(descriptor, Boolean(options.yes), terminal);
+  announce(descriptor, terminal);
   return descriptor;
 }
 

@@ -5,7 +5,7 @@ import { DEFAULT_SCOPES } from '@app/access';
 import { CliError, Output, Terminal } from '@app/cli-terminal';
 import { normalizeBaseUrl } from '@app/svc-client';
 
-import { collect, InvalidOptionValue, JsonOptions, MintOptions, ServiceOptions } from './options';
+import { collectScopes, InvalidOptionValue, JsonOptions, MintOptions, ServiceOptions } from './options';
 import { parseExpires as parseExpiresValue } from './scopes';
 import { UsageError } from './usage-errors';
 
@@ -94,9 +94,12 @@ export abstract class CredentialedCommand<Options extends ServiceOptions> extend
 
 /** A command that mints service-account tokens: what they may do, and for how long. */
 export abstract class MintingCommand<Options extends MintOptions> extends CredentialedCommand<Options> {
-  @Option({ flags: '-s, --scopes <scope>', description: `Scope to grant (repeatable; default: ${DEFAULT_SCOPES.join(', ')})` })
+  @Option({
+    flags: '-s, --scopes <scope>',
+    description: `Scope to grant (repeatable, or comma-separated; default: ${DEFAULT_SCOPES.join(', ')})`,
+  })
   parseScopes(value: string, previous?: string[]): string[] {
-    return collect(value, previous);
+    return collectScopes(value, previous);
   }
 
   @Option({ flags: '--expires <days>', description: "Expiry: days ('90d', '30') or 'never' (default 90d)" })

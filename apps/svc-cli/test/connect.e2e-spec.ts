@@ -189,6 +189,8 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     const run = await runCommand(['connect', '--clients', 'code-agent-b,desktop-app-a', '--project', '--json'], sandbox, { env: env() });
     for (const result of run.json().results) {
       expect(result).toMatchObject({ status: 'skipped', error: expect.stringContaining('has no project-scoped config') });
+      // The verification object is there, unverified, for a script that reads verify.ok on every result.
+      expect(result.verify).toEqual({ ok: false, tools: 0, status_code: 0, error: 'Not verified', oauth_challenge: false });
     }
     expect(existsSync(files.codex) && readFileSync(files.codex, 'utf8').includes('mcp_servers')).toBe(false);
     expect(existsSync(files.desktop)).toBe(false);

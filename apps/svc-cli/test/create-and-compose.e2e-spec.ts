@@ -329,11 +329,12 @@ describe('svc create', () => {
     expect(existsSync(join(sandbox.cwd, '..', 'escape'))).toBe(false);
   });
 
-  it('requires the name in --json and non-TTY runs', async () => {
+  it('requires the name in --json and non-TTY runs: a usage error (exit 2, stderr, no JSON)', async () => {
     for (const args of [['create', '--json'], ['create']]) {
       const run = await runCli(args, sandbox);
-      expect(run.code).toBe(1);
-      expect(args.includes('--json') ? run.json().error : run.stderr).toContain('A project name is required in non-interactive mode.');
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toContain('error: A project name is required in non-interactive mode: svc create <name>');
     }
   });
 

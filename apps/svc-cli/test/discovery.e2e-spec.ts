@@ -246,6 +246,11 @@ describe('svc URL discovery and the credential gates', () => {
         error: `The URL in .env points to a remote host (${remoteUrl}).`,
         hint: 'Pass --url to target it explicitly, or --yes to trust it.',
       });
+      // Refused, it is not announced as the service in use.
+      const untrustedText = await runCli(['tokens', 'list'], sandbox, { env });
+      expect(untrustedText.code).toBe(1);
+      expect(untrustedText.stderr).toContain(`The URL in .env points to a remote host (${remoteUrl}).`);
+      expect(untrustedText.stderr).not.toContain('Using the service at');
       const trusted = await runCli(['tokens', 'list', '--yes', '--json'], sandbox, { env });
       expect(trusted.json().error).toMatch(/^Refusing to send the admin credential/);
       const allowed = await runCli(['tokens', 'list', '--yes', '--allow-http', '--json'], sandbox, { env });

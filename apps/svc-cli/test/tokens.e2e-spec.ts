@@ -51,6 +51,14 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
       await runCommand(['tokens', 'create', uniqueName('cli'), '--expires', 'never', '--json'], sandbox, { env: asAdmin })
     ).json();
     expect(never.expires_at).toBeNull();
+    const listed = await runCommand(
+      ['tokens', 'create', uniqueName('cli'), '-s', 'agents:run, teams:run', '-s', 'config:read', '--json'],
+      sandbox,
+      {
+        env: asAdmin,
+      },
+    );
+    expect(listed.json().scopes).toEqual(['agents:run', 'teams:run', 'config:read']);
   });
 
   it('refuses privileged scopes without --privileged before any request (exit 1)', async () => {
@@ -68,7 +76,7 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     expect(run.code).toBe(1);
     expect(run.json()).toEqual({
       error: `A service account named '${name}' already exists.`,
-      hint: `Revoke it first (svc tokens revoke ${name}) or pick a different name.`,
+      hint: `Rotate its token (svc tokens rotate ${name}), revoke it first (svc tokens revoke ${name}), or pick a different name.`,
     });
   });
 

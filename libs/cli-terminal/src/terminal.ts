@@ -9,6 +9,8 @@ type Colors = ReturnType<typeof createColors>;
 export interface Progress {
   succeed(text?: string): void;
   fail(text?: string): void;
+  /** Ends the step neither done nor failed: something to know before what comes next (an account that exists). */
+  inform(text: string): void;
 }
 
 export interface Choice<T> {
@@ -97,16 +99,19 @@ export class Terminal {
   /** A spinner on a terminal, one plain line elsewhere, nothing in --json mode. */
   progress(text: string): Progress {
     if (this.json) {
-      return { succeed: () => undefined, fail: () => undefined };
+      return { succeed: () => undefined, fail: () => undefined, inform: () => undefined };
     }
     if (!this.spinners) {
+      // Without a spinner to turn into the outcome, the outcome is a line of its own when it says more than the step.
       this.output.stderr.write(`${text}...\n`);
-      return { succeed: () => undefined, fail: () => undefined };
+      const outcome = (said?: string): void => void (said === undefined ? undefined : this.output.stderr.write(`${said}\n`));
+      return { succeed: outcome, fail: outcome, inform: outcome };
     }
     const spinner = createSpinner(text, { stream: this.output.stderr as NodeJS.WriteStream }).start();
     return {
       succeed: (done) => void spinner.success({ text: done ?? text }),
       fail: (failed) => void spinner.error({ text: failed ?? text }),
+      inform: (said) => void spinner.info({ text: said }),
     };
   }
 

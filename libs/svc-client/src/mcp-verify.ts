@@ -15,6 +15,9 @@ export interface McpVerification {
   oauth_challenge: boolean;
 }
 
+/** A result whose entry was never checked (skipped, or refused before it was written): nothing answered. */
+export const NOT_VERIFIED: McpVerification = { ok: false, tools: 0, status_code: 0, error: 'Not verified', oauth_challenge: false };
+
 export const MCP_VERIFY_TIMEOUT_MS = 15_000;
 
 /**

@@ -29,6 +29,7 @@ import {
   MintedServiceAccount,
   MintRequest,
   NameConflictError,
+  NOT_VERIFIED,
   oauthEnabled,
   readCliEnv,
   refusePlaintextCredential,
@@ -43,7 +44,7 @@ import {
 import { connectExitCode, harvestClientUrls } from '../connections';
 import { DEFAULT_GRACE_SECONDS, formatDuration } from '../durations';
 import { gitExposure } from '../git-exposure';
-import { collect, InvalidOptionValue, MintOptions, parseClientsOption, serviceAccountNameProblem } from '../options';
+import { collectScopes, InvalidOptionValue, MintOptions, parseClientsOption, serviceAccountNameProblem } from '../options';
 import { parseExpires, requirePrivilegedFlag } from '../scopes';
 import { parseServerNameOption, serverNameFor } from '../server-name';
 import { announce } from '../service-target';
@@ -66,7 +67,7 @@ export interface ConnectResult {
   error: string | null;
   location?: string;
   account?: ServiceAccount | null;
-  verify?: McpVerification | null;
+  verify?: McpVerification;
   url?: string;
   instructions?: string[];
   note?: string;
@@ -137,7 +138,8 @@ class Connection {
 
   async connect(adapter: ClientAdapter, sharedCandidates: ClientAdapter[]): Promise<ConnectResult> {
     const location = adapter.location(Boolean(this.options.project));
-    const base = { client: adapter.id, location, account: null, verify: null } as const;
+    // Every result but a manual one carries the verification object, checked or not (a script reads verify.ok).
+    const base = { client: adapter.id, location, account: null, verify: NOT_VERIFIED } as const;
     if (this.options.project && !adapter.projectScope) {
       // Its only config is the user's: writing a token there was not what --project asked for.
       return {
@@ -363,7 +365,7 @@ class Connection {
         progress.fail();
         throw error;
       }
-      progress.fail(`Service account '${name}' already exists`);
+      progress.inform(`Service account '${name}' already exists`);
     }
     if (this.options.skipExisting) {
       return { status: 'skipped', error: 'Service account exists; kept untouched.' };
@@ -424,8 +426,8 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
     const env = readCliEnv();
     const fromConfigs: Candidate[] = harvestClientUrls(Object.values(adapters));
     const descriptor = await discoverInteractively({ flagUrl: options.url, env, cwd: context.cwd }, fromConfigs, terminal);
-    announce(descriptor, terminal);
     await confirmDiscoveredUrl(descriptor, Boolean(options.yes), terminal);
+    announce(descriptor, terminal);
     if (!descriptor.mcp.enabled) {
       throw new CliError(
         `MCP is not enabled on the service at ${descriptor.url}.`,
@@ -530,9 +532,12 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
     return value;
   }
 
-  @Option({ flags: '-s, --scopes <scope>', description: "Scope to grant (repeatable; default: the server's run and read scopes)" })
+  @Option({
+    flags: '-s, --scopes <scope>',
+    description: "Scope to grant (repeatable, or comma-separated; default: the server's run and read scopes)",
+  })
   override parseScopes(value: string, previous?: string[]): string[] {
-    return collect(value, previous);
+    return collectScopes(value, previous);
   }
 
   @Option({ flags: '--pat', description: 'Mint tokens even when /mcp is OAuth-protected' })

@@ -18,7 +18,7 @@ import {
   TEMPLATES,
   unbundledTemplateError,
 } from '@app/cli-project';
-import { CliError, Terminal } from '@app/cli-terminal';
+import { Terminal } from '@app/cli-terminal';
 
 import { JsonOptions, oneOf } from '../options';
 import { SvcCommand } from '../svc-command';
@@ -47,7 +47,8 @@ export class CreateCommand extends SvcCommand<CreateOptions> {
     }
     if (name === undefined) {
       if (!terminal.interactive) {
-        throw new CliError('A project name is required in non-interactive mode.', 'Pass it: svc create <name>');
+        // Required in this mode as a missing argument is: a usage error (exit 2, no JSON), before anything is made.
+        throw new UsageError('A project name is required in non-interactive mode: svc create <name>');
       }
       if (!template && !options.url) {
         template = await terminal.select(

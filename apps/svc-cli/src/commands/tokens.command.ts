@@ -55,7 +55,10 @@ export class TokensCreateCommand extends MintingCommand<MintOptions> {
     } catch (error) {
       progress.fail();
       if (error instanceof NameConflictError) {
-        throw new CliError(error.message, `Revoke it first (svc tokens revoke ${name}) or pick a different name.`);
+        throw new CliError(
+          error.message,
+          `Rotate its token (svc tokens rotate ${name}), revoke it first (svc tokens revoke ${name}), or pick a different name.`,
+        );
       }
       throw error;
     }
