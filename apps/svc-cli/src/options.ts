@@ -66,7 +66,7 @@ export function parseClientsOption(value: string): string {
     parseClientList(value);
   } catch (error) {
     if (error instanceof CliError) {
-      throw new InvalidOptionValue(`${error.message} ${error.hint ?? ''}`.trim());
+      throw new InvalidOptionValue(error.hint ? `${error.message.replace(/\.$/, '')}. ${error.hint}` : error.message);
     }
     throw error;
   }

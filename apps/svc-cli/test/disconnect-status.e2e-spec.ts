@@ -313,7 +313,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     const unknown = await runCli(['disconnect', '--clients', 'notepad', '--json'], sandbox);
     expect(unknown.code).toBe(2);
     expect(unknown.stdout).toBe('');
-    expect(unknown.stderr).toContain('Unknown client: notepad');
+    expect(unknown.stderr).toContain('Unknown client: notepad. Supported: ');
   });
 
   it('--revoke revokes the per-client accounts (or the --name one) with the admin credential', async () => {

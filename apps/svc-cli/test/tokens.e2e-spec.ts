@@ -290,7 +290,11 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     );
     const again = await runCommand(['tokens', 'revoke', account.name], sandbox, { env: asAdmin });
     expect(again.code).toBe(0);
-    expect(again.stdout).toMatch(new RegExp(`Service account '${account.name}' was already revoked \\(at \\d{4}-.*\\); nothing to do\\.`));
+    expect(again.stdout).toMatch(
+      new RegExp(
+        `Service account '${account.name}' was already revoked \\(at \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC\\); nothing to do\\.`,
+      ),
+    );
     const json = await runCommand(['tokens', 'revoke', account.name, '--json'], sandbox, { env: asAdmin });
     expect(json.json().revoked).toMatchObject({ id: account.id, revoked_at: first.revoked_at });
   });

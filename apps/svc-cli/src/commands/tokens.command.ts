@@ -17,7 +17,7 @@ import { MintOptions, serviceAccountNameProblem, ServiceOptions } from '../optio
 import { parseExpires, requirePrivilegedFlag } from '../scopes';
 import { targetService } from '../service-target';
 import { CommandGroup, CredentialedCommand, MintingCommand } from '../svc-command';
-import { formatTime, printTable as printColumns } from '../table';
+import { formatSeconds, formatTime, printTable as printColumns } from '../table';
 import { UsageError } from '../usage-errors';
 
 interface RotateOptions extends ServiceOptions {
@@ -139,9 +139,7 @@ export class TokensRevokeCommand extends CredentialedCommand<ServiceOptions> {
         throw await api.missing(name, accounts);
       }
       terminal.document({ revoked: earlier });
-      terminal.line(
-        `Service account '${name}' was already revoked (at ${new Date(earlier.revoked_at! * 1000).toISOString()}); nothing to do.`,
-      );
+      terminal.line(`Service account '${name}' was already revoked (at ${formatSeconds(earlier.revoked_at)}); nothing to do.`);
       return 0;
     }
     if (terminal.interactive && !options.yes) {
