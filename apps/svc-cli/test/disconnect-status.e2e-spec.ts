@@ -115,6 +115,10 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       { client: 'code-agent-b', detected: true, configured: true, location: files.codex },
       { client: 'editor-c', detected: true, configured: true, location: files.cursor },
     ]);
+    // The text says the entries were read, not tried (a revoked token still reads as configured).
+    const text = await runCommand(['status', '--url', service.api.url], sandbox, { env: { NO_COLOR: '1' } });
+    expect(text.stdout).toContain(`configured in ${files.cursor}`);
+    expect(text.stderr).toContain('Entries are read from the config files, not tried: svc connect verifies each over MCP');
     const other = await runCommand(['status', '--url', service.api.url, '--server-name', 'other', '--json'], sandbox);
     // "other" exists but points at another server: not configured for this one.
     expect(other.json().clients.every((client: { configured: boolean }) => !client.configured)).toBe(true);

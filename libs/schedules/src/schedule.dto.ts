@@ -143,7 +143,7 @@ export class ScheduleDto {
     type: 'string',
     nullable: true,
     description:
-      'Why the service disabled the schedule, e.g. `owner_revoked:sa:ci`, `owner_lacks_scope:config:read` or `owner_credential_unaccepted:jwt`',
+      "Why the schedule is disabled: the reason given with a PATCH that paused it, or the service's own when it disabled it because of its owner (`owner_revoked:sa:ci`, `owner_lacks_scope:config:read`, `owner_credential_unaccepted:jwt`); null while enabled",
   })
   disabled_reason!: string | null;
   @ApiProperty({ enum: OVERLAP_POLICIES, description: OVERLAP_DESCRIPTION }) overlap_policy!: OverlapPolicy;

@@ -40,6 +40,12 @@ export class StatusCommand extends ServiceCommand<StatusOptions> {
           : color.dim('not detected');
       terminal.line(`  ${clientLabel(client.client).padEnd(31)} ${state}`);
     }
+    if (clients.some((client) => client.configured)) {
+      // Read from the clients' files, not tried: a revoked or expired token still reads as configured here.
+      terminal.note(
+        'Entries are read from the config files, not tried: svc connect verifies each over MCP and replaces a token that stopped working.',
+      );
+    }
     return 0;
   }
 

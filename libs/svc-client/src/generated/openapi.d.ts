@@ -1734,7 +1734,7 @@ export interface components {
             target_type: "agent" | "team" | "workflow" | null;
             /** @description Id of the component a run endpoint targets */
             target_id: string | null;
-            /** @description Why the service disabled the schedule, e.g. `owner_revoked:sa:ci`, `owner_lacks_scope:config:read` or `owner_credential_unaccepted:jwt` */
+            /** @description Why the schedule is disabled: the reason given with a PATCH that paused it, or the service's own when it disabled it because of its owner (`owner_revoked:sa:ci`, `owner_lacks_scope:config:read`, `owner_credential_unaccepted:jwt`); null while enabled */
             disabled_reason: string | null;
             /**
              * @description While the previous fire (its call, or the background run it started) is in flight: `skip` the new one (recorded as skipped), `allow` it, or `buffer_one` (keep at most one waiting)
