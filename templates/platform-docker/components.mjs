@@ -2,7 +2,7 @@
 // start, if the environment variable COMPONENTS_MODULE names it (see README.md).
 //
 // The default export is an array of components, or a function that receives the platform's helpers
-// ({ modelAgent }) and returns one (it may be async). A component is
+// ({ modelAgent, defineComponent }) and returns one (it may be async). A component is
 //   { kind: 'agent' | 'team' | 'workflow', id, name, description?, run(ctx) }
 // It is run with POST /<kind>s/<id>/runs (POST /agents/hello-agent/runs). run(ctx) resolves to the
 // run's content (a string), or throws to fail the run. ctx has:

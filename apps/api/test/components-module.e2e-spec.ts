@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -201,6 +202,47 @@ describe('the other module forms', () => {
     try {
       const response = await call(api.url, 'POST', '/agents/form-agent/runs', { token: ROOT_KEY, json: { message: 'm' } });
       expect(response.body.content, response.text).toBe(expected);
+    } finally {
+      await api.stop();
+    }
+  });
+
+  it("loads a TypeScript module typed against authoring.ts, which the README's tsc command checks from outside the checkout", async () => {
+    const authoring = join(process.cwd(), 'libs/runs/src/authoring.ts');
+    const typed = (body: string) =>
+      moduleFile(
+        `typed-${Math.random().toString(36).slice(2)}.ts`,
+        `import type { ComponentsModule } from '${authoring}';\nconst components: ComponentsModule = ({ defineComponent }) => [\n${body}\n];\nexport default components;\n`,
+      );
+    const good = typed(`  defineComponent({ kind: 'agent', id: 'typed-agent', name: 'T', run: async (ctx) => 'typed:' + ctx.message }),`);
+    const wrong = typed(`  defineComponent({ kind: 'agent', id: 'typed-agent', name: 'T', run: async (ctx) => ctx.history.length }),`);
+    // The command as the README gives it: no tsconfig, so no path aliases; what authoring.ts reaches must resolve without them.
+    const check = (file: string) =>
+      spawnSync(
+        join(process.cwd(), 'node_modules/.bin/tsc'),
+        [
+          '--noEmit',
+          '--ignoreConfig',
+          '--allowImportingTsExtensions',
+          '--module',
+          'nodenext',
+          '--moduleResolution',
+          'nodenext',
+          '--strict',
+          file,
+        ],
+        { encoding: 'utf8', cwd: dir },
+      );
+    const passed = check(good);
+    expect(passed.status, passed.stdout + passed.stderr).toBe(0);
+    const refused = check(wrong);
+    expect(refused.status).not.toBe(0);
+    expect(refused.stdout).toMatch(/error TS2322: Type 'Promise<number>' is not assignable to type 'Promise<string>'/);
+
+    const api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, COMPONENTS_MODULE: good });
+    try {
+      const response = await call(api.url, 'POST', '/agents/typed-agent/runs', { token: ROOT_KEY, json: { message: 'm' } });
+      expect(response.body.content, response.text).toBe('typed:m');
     } finally {
       await api.stop();
     }

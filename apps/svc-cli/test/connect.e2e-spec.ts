@@ -70,6 +70,14 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     await query(service.databaseUrl, 'UPDATE service_accounts SET revoked_at = now() WHERE revoked_at IS NULL');
   });
 
+  it('says in text how to revoke each account it minted, one command per account', async () => {
+    const run = await runCommand(['connect', '--clients', 'code-agent-b,editor-c'], sandbox, { env: { ...env(), NO_COLOR: '1' } });
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(run.stdout).toContain(
+      `Revoke a token any time with:\n  svc tokens revoke code-agent-b --url ${service.api.url}\n  svc tokens revoke editor-c --url ${service.api.url}\n`,
+    );
+  });
+
   it('mints one account per client, writes each real config, reads it back and verifies over MCP', async () => {
     const files = configPaths(sandbox);
     // Existing settings and other servers in every file must survive.
@@ -558,7 +566,11 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     expect(run.json().results.map((result: { client: string }) => result.client)).toEqual(['code-agent-b', 'editor-c']);
     const none = await runCommand(['connect', '--json'], cliSandbox(), { env: env() });
     expect(none.code).toBe(1);
-    expect(none.json()).toEqual({ error: 'No supported clients detected on this machine.', hint: expect.stringContaining('--clients') });
+    expect(none.json()).toEqual({
+      error: 'No supported clients detected on this machine.',
+      // Each id with the product it stands for and the names --clients also takes.
+      hint: expect.stringContaining('Pass --clients with any of: code-agent-a (Claude Code; also claude, claude-code), '),
+    });
   });
 
   it('chat apps get manual steps and the MCP URL, with a note when the service is not public', async () => {

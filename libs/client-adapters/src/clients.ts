@@ -5,6 +5,7 @@ import { CliError } from '@app/cli-terminal';
 import {
   CHAT_APP_CLIENTS,
   ChatAppClientId,
+  CLIENT_PRODUCTS,
   ClientAdapter,
   ClientContext,
   ClientId,
@@ -37,6 +38,14 @@ export function isChatApp(client: ClientId): client is ChatAppClientId {
 }
 
 /** `--clients a,b`: identifiers or aliases, case-insensitive; duplicates collapse, order is kept. */
+/** Every client for a person choosing one: its id, the product, and the other names --clients takes for it. */
+export function describeClients(): string {
+  return ALL_CLIENTS.map((client) => {
+    const aliases = Object.keys(CLIENT_ALIASES).filter((alias) => CLIENT_ALIASES[alias] === client);
+    return `${client} (${CLIENT_PRODUCTS[client]}${aliases.length ? `; also ${aliases.join(', ')}` : ''})`;
+  }).join(', ');
+}
+
 export function parseClientList(value: string): ClientId[] {
   const selected: ClientId[] = [];
   for (const raw of value
@@ -45,10 +54,7 @@ export function parseClientList(value: string): ClientId[] {
     .filter(Boolean)) {
     const client = (ALL_CLIENTS as readonly string[]).includes(raw) ? (raw as ClientId) : CLIENT_ALIASES[raw];
     if (!client) {
-      throw new CliError(
-        `Unknown client: ${raw}`,
-        `Supported: ${ALL_CLIENTS.join(', ')} (aliases: ${Object.keys(CLIENT_ALIASES).join(', ')}).`,
-      );
+      throw new CliError(`Unknown client: ${raw}`, `Supported: ${describeClients()}.`);
     }
     if (!selected.includes(client)) {
       selected.push(client);

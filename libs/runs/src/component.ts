@@ -1,6 +1,8 @@
-import { ComponentKind } from '@app/access';
+// Relative, not '@app/access': a components module outside the checkout type-checks against this file (through
+// authoring.ts) without the checkout's tsconfig, so without its path aliases.
+import type { ComponentKind } from '../../access/src/component-kind';
 
-export { COMPONENT_KINDS, type ComponentKind } from '@app/access';
+export { COMPONENT_KINDS, type ComponentKind } from '../../access/src/component-kind';
 
 /** One earlier turn of the session: the user's message or the component's answer. */
 export interface Turn {

@@ -13,6 +13,7 @@ import {
   ClientId,
   clientLabel,
   createAdapters,
+  describeClients,
   IN_PLACE_CLIENTS,
   InPlaceClientId,
   isChatApp,
@@ -453,10 +454,7 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
         autoChatApps.push(...CHAT_APP_CLIENTS);
       }
       if (selected.length === 0 && autoChatApps.length === 0) {
-        throw new CliError(
-          'No supported clients detected on this machine.',
-          `Pass --clients with any of: ${[...IN_PLACE_CLIENTS, ...CHAT_APP_CLIENTS].join(', ')}.`,
-        );
+        throw new CliError('No supported clients detected on this machine.', `Pass --clients with any of: ${describeClients()}.`);
       }
     }
     const inPlace = selected.filter((id): id is InPlaceClientId => !isChatApp(id)).map((id) => adapters[id]);
@@ -511,7 +509,10 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
     }
     const accounts = [...new Set(results.map((result) => result.account?.name).filter(Boolean))];
     if (accounts.length) {
-      terminal.line(`Revoke any time with: svc tokens revoke <name> --url ${connection.descriptor.url}  (${accounts.join(', ')})`);
+      terminal.line('Revoke a token any time with:');
+      for (const account of accounts) {
+        terminal.line(`  svc tokens revoke ${account} --url ${connection.descriptor.url}`);
+      }
     }
     if (warning) {
       terminal.warn(warning);
