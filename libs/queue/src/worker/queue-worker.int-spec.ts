@@ -279,12 +279,14 @@ describe('QueueWorker handler contract', () => {
       pool,
       ids.map((id) => job(id)),
     );
-    const locked: number[] = [];
+    // Held ahead is queued with the worker in locked_by. (Counting every locked row flaked on a busy machine: a
+    // finished job's row stays locked until its batched outcome is written, while the freed slot has claimed the next.)
+    const heldAhead: number[] = [];
     for (let i = 0; i < 8; i += 1) {
-      locked.push((await rows()).filter((row) => row.locked_by !== null).length);
+      heldAhead.push((await rows()).filter((row) => row.status === 'queued' && row.locked_by !== null).length);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    expect(Math.max(...locked)).toBe(1);
+    expect(Math.max(...heldAhead)).toBe(0);
     await worker.stop(1000);
   });
 
