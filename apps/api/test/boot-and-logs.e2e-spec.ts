@@ -92,7 +92,8 @@ describe('configuration at boot', () => {
 });
 
 describe('a port already in use', () => {
-  it('is one line naming the port and the variable, without a stack trace', async () => {
+  // The api opens two ports: the one it serves on (PORT) and, when set, the metrics one (API_METRICS_PORT).
+  it.each(['PORT', 'API_METRICS_PORT'])('is one line naming the port and its variable (%s), without a stack trace', async (variable) => {
     const port = await freePort();
     const holder = createServer();
     await new Promise<void>((done) => holder.listen(port, '127.0.0.1', done));
@@ -100,12 +101,13 @@ describe('a port already in use', () => {
       const api = spawnNode('dist/apps/api/src/main.js', {
         DATABASE_URL: await createTestDatabase(),
         HOST: '127.0.0.1',
-        PORT: String(port),
+        PORT: String(variable === 'PORT' ? port : await freePort()),
+        ...(variable === 'API_METRICS_PORT' ? { API_METRICS_PORT: String(port) } : {}),
       });
       expect(await api.exited).toBe(1);
       const output = api.output();
       expect(bootFailureOf(output)).toBe(
-        `The api cannot start: port ${port} on 127.0.0.1 is already in use by another process. Stop that process, or set PORT to a free port.`,
+        `The api cannot start: port ${port} on 127.0.0.1 is already in use by another process. Stop that process, or set ${variable} to a free port.`,
       );
       expect(output).not.toMatch(/^\s+at /m);
       expect(output).not.toContain('\\n    at ');
