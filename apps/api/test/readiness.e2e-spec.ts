@@ -102,14 +102,24 @@ describe('GET /readyz', () => {
   });
 });
 
+/** The message of a process's one log line, checked to be JSON at that level (30 info, 60 fatal). */
+function said(output: string, level: number): string {
+  const lines = output.trim().split('\n');
+  expect(lines, output).toHaveLength(1);
+  const line = JSON.parse(lines[0]) as { level: number; service: string; msg: string };
+  expect(line).toMatchObject({ level, service: 'migrate' });
+  return line.msg;
+}
+
 describe('migrations under the advisory lock', () => {
   it('several processes migrating one empty database at once all succeed, and each migration is applied once', async () => {
     const databaseUrl = await createEmptyDatabase();
     const migrators = Array.from({ length: 4 }, () => spawnNode('dist/libs/database/src/migrate.main.js', { DATABASE_URL: databaseUrl }));
     const codes = await Promise.all(migrators.map((migrator) => migrator.exited));
     expect(codes, migrators.map((migrator) => migrator.output()).join('\n')).toEqual([0, 0, 0, 0]);
-    // One took the lock first and applied everything; the others waited for it and found nothing pending.
-    const outputs = migrators.map((migrator) => migrator.output().trim());
+    // One took the lock first and applied everything; the others waited for it and found nothing pending. Each
+    // says so in one JSON line at info level, as every role logs off a terminal.
+    const outputs = migrators.map((migrator) => said(migrator.output(), 30));
     const appliers = outputs.filter((output) => output.startsWith('Applied migrations: '));
     expect(appliers).toHaveLength(1);
     expect(outputs.filter((output) => output === 'No pending migrations')).toHaveLength(3);
@@ -123,6 +133,13 @@ describe('migrations under the advisory lock', () => {
     // The schema they built is whole: a later run finds nothing to do.
     const again = spawnNode('dist/libs/database/src/migrate.main.js', { DATABASE_URL: databaseUrl });
     expect(await again.exited).toBe(0);
-    expect(again.output().trim()).toBe('No pending migrations');
+    expect(said(again.output(), 30)).toBe('No pending migrations');
   }, 60_000);
+
+  it('a failure is one fatal JSON line saying nothing was applied, and why', async () => {
+    const missing = (await createEmptyDatabase()).replace(/\/[^/?]+(\?|$)/, '/no_such_database$1');
+    const migrator = spawnNode('dist/libs/database/src/migrate.main.js', { DATABASE_URL: missing });
+    expect(await migrator.exited).toBe(1);
+    expect(said(migrator.output(), 60)).toMatch(/^Migrations not applied: database "no_such_database" does not exist$/);
+  });
 });

@@ -1,24 +1,28 @@
 import { DataSource } from 'typeorm';
 
-import { loadEnv } from '@app/config';
+import { bootLine, loadEnv } from '@app/config';
 
 import { dataSourceOptions, migrate } from './data-source';
 
 import 'reflect-metadata';
 
-/** `npm run migrate`: applies pending migrations and exits. */
+/**
+ * `npm run migrate` (the image's migrate role): applies pending migrations and exits. It writes in the logs'
+ * format (LOG_FORMAT: a JSON line in a pod, the sentence at a terminal), so a log pipeline reads this role too.
+ */
 async function main(): Promise<void> {
   const env = loadEnv();
   const dataSource = await new DataSource(dataSourceOptions(env.databaseUrl)).initialize();
   try {
     const applied = await migrate(dataSource);
-    console.log(applied.length > 0 ? `Applied migrations: ${applied.join(', ')}` : 'No pending migrations');
+    console.log(bootLine('migrate', applied.length > 0 ? `Applied migrations: ${applied.join(', ')}` : 'No pending migrations', 'info'));
   } finally {
     await dataSource.destroy();
   }
 }
 
 main().catch((error: unknown) => {
-  console.error(error instanceof Error ? error.message : error);
+  // What failed and that nothing was applied: a rollout waits on this job, and its log is all an operator has.
+  console.error(bootLine('migrate', `Migrations not applied: ${error instanceof Error ? error.message : String(error)}`));
   process.exit(1);
 });
