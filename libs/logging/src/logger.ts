@@ -87,7 +87,7 @@ const REQUEST_ID = 'request_id';
  * One access line per request, when its response ends (sent, left by the client, upgraded):
  * `GET /config 200 3 ms sa:ci`, with the request id every other line of the request carries, who called
  * (`callerOf`: the authenticated principal, absent when none was) and the peer address; error level for a
- * 5xx only, debug for the probes and /metrics. Nothing of the request's headers is written, so no credential.
+ * 5xx only, debug for the probes and /metrics (a 500 of theirs excepted). Nothing of the request's headers is written, so no credential.
  *
  * Fastify's own hooks do it, not pino-http as a Nest middleware: Nest runs middleware through
  * @fastify/middie, and in a CPU profile of background POSTs that layer with pino-http's was about a
@@ -108,7 +108,8 @@ export function logRequests(
       const url = loggableUrl(request.url);
       const status = reply.raw.statusCode;
       const ms = Math.round(reply.elapsedTime);
-      const level = status >= 500 ? 'error' : PROBES.has(url) ? 'debug' : 'info';
+      // A probe's 503 is a state (not ready), said once by the route when it changes; a 500 is a fault.
+      const level = PROBES.has(url) && status !== 500 ? 'debug' : status >= 500 ? 'error' : 'info';
       if (!PinoLogger.root.isLevelEnabled(level)) {
         return;
       }

@@ -1,9 +1,9 @@
-import { Controller, Get } from '@nestjs/common';
+import { Controller, Get, Logger } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 
 import { Public } from '@app/auth';
 import { ErrorBodyDto, RequestErrorCode, RequestException } from '@app/errors';
-import { DatabaseHealth, NOT_READY_DETAIL } from '@app/health';
+import { DatabaseHealth, DatabaseState, NOT_READY_DETAIL } from '@app/health';
 
 import { ReadinessDto } from './readiness.dto';
 
@@ -11,6 +11,10 @@ import { ReadinessDto } from './readiness.dto';
 @ApiTags('discovery')
 @Controller()
 export class ReadinessController {
+  private readonly logger = new Logger('Readiness');
+  /** What the last probe found: a change is logged once, with its reason (kubelet's events show no body). */
+  private lastState: DatabaseState = 'ok';
+
   constructor(private readonly database: DatabaseHealth) {}
 
   @Get('readyz')
@@ -20,6 +24,14 @@ export class ReadinessController {
   @ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'The database is unreachable or migrations are pending' })
   async readiness(): Promise<ReadinessDto> {
     const state = await this.database.check();
+    if (state !== this.lastState) {
+      if (state === 'ok') {
+        this.logger.log('api ready again');
+      } else {
+        this.logger.warn(`api not ready: ${NOT_READY_DETAIL[state].replace(/^Not ready: /, '')}`);
+      }
+      this.lastState = state;
+    }
     if (state !== 'ok') {
       throw new RequestException(RequestErrorCode.DatabaseUnavailable, NOT_READY_DETAIL[state]);
     }
