@@ -179,6 +179,19 @@ describe('deploy/kubernetes', () => {
     expect(api.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(preStopSeconds + stopSeconds + 3 + 5);
   });
 
+  it("points Prometheus' pod discovery at each role's /metrics port", () => {
+    const ports = (workload: typeof api) =>
+      Object.fromEntries(containerOf(workload).ports.map((port: any) => [port.name, port.containerPort]));
+    expect(api.spec.template.metadata.annotations).toEqual({
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': String(ports(api).metrics),
+      'prometheus.io/path': '/metrics',
+    });
+    expect(String(ports(api).metrics)).toBe(envOf(api).API_METRICS_PORT);
+    expect(worker.spec.template.metadata.annotations).toMatchObject({ 'prometheus.io/port': String(ports(worker).health) });
+    expect(String(ports(worker).health)).toBe(envOf(worker).WORKER_HEALTH_PORT);
+  });
+
   it('requests CPU and memory for every container and caps memory', () => {
     for (const workload of [api, worker, migrate]) {
       const { resources } = containerOf(workload);

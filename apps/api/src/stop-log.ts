@@ -9,7 +9,12 @@ export class StopLog implements BeforeApplicationShutdown, OnApplicationShutdown
   private readonly logger = new Logger('Api');
 
   beforeApplicationShutdown(signal?: string): void {
-    this.logger.log({ signal }, `api stopping${signal ? ` (${signal})` : ''}: no new connections; requests in flight finish`);
+    // Said as it happens: the listener stays open while the api's own runs get their time (API_SHUTDOWN_TIMEOUT_SECONDS);
+    // in a pod, preStop has already taken it out of the Service's endpoints.
+    this.logger.log(
+      { signal },
+      `api stopping${signal ? ` (${signal})` : ''}: its own runs finish or are cancelled, then it stops listening and requests in flight finish`,
+    );
   }
 
   onApplicationShutdown(): void {

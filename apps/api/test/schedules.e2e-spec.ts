@@ -448,7 +448,9 @@ describe('schedules api (security_key mode)', () => {
       const refused = async (token: string, path = '/config') => {
         const response = await call(api.url, 'GET', path, { token });
         expectErrorBody(response, 401);
-        expect(response.body.detail).toBe('Invalid or expired schedule credential, not issued for this call, or the schedule is disabled');
+        expect(response.body.detail).toBe(
+          'Invalid or expired schedule credential, not issued for this call, or the schedule is disabled (or api and worker hold different INTERNAL_SERVICE_TOKEN values)',
+        );
       };
       // The first credential checked makes the api generate its signing key (none is configured here).
       await refused(forged);

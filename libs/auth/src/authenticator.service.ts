@@ -241,7 +241,7 @@ export class Authenticator {
     if (!owner) {
       throw new AuthException(
         AuthErrorCode.Unauthenticated,
-        'Invalid or expired schedule credential, not issued for this call, or the schedule is disabled',
+        'Invalid or expired schedule credential, not issued for this call, or the schedule is disabled (or api and worker hold different INTERNAL_SERVICE_TOKEN values)',
       );
     }
     const principal = await this.scheduleOwnerPrincipal(owner);
