@@ -296,6 +296,13 @@ describe('WebSocket /ws', () => {
     expect((await handshake({ 'sec-websocket-protocol': 'a, b' })).status).toBe(101);
   });
 
+  it('tells an open socket the api is going away (1001) when the api stops, not a close without a code', async () => {
+    const stopping = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY });
+    const socket = await SocketClient.open(stopping.url, ROOT_KEY);
+    await stopping.stop();
+    expect(await socket.closed).toEqual({ code: 1001, reason: 'Server shutting down' });
+  });
+
   it('answers a plain GET with 426', async () => {
     const response = await call(api.url, 'GET', '/ws');
     expectErrorBody(response, 426);
