@@ -1,6 +1,8 @@
+import { execFileSync } from 'node:child_process';
+
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { createTestDatabase, query } from '../../../test/support/database';
+import { createEmptyDatabase, createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { ROOT_KEY } from '../../../test/support/principals';
 import { RunningApi, RunningProcess, spawnNode, startApi, waitFor } from '../../../test/support/processes';
@@ -65,5 +67,28 @@ describe('a worker started before its migrations are applied (DB_MIGRATE=false)'
     );
     await waitFor(async () => (await fires())[0]?.status === 'success', 20_000, 'the fire to run once migrated');
     expect(running.output()).toContain('Database ready: claiming jobs and firing schedules');
+  });
+
+  it('on a first deploy (no table yet) logs that it waits, and no housekeeping error with a stack', async () => {
+    const databaseUrl = await createEmptyDatabase();
+    const fresh = spawnNode('dist/apps/worker/src/main.js', { LOG_LEVEL: 'info', DATABASE_URL: databaseUrl, DB_MIGRATE: 'false' });
+    try {
+      await waitFor(
+        async () => fresh.output().includes('worker ready') && fresh.output().includes('database migrations are pending'),
+        60_000,
+        'the worker to boot, waiting for the migrations',
+      );
+      execFileSync('npm', ['run', '--silent', 'migrate'], {
+        env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl },
+        stdio: 'pipe',
+      });
+      await waitFor(async () => fresh.output().includes('Database ready'), 20_000, 'the worker to see the migrations');
+      // Trace retention waits for the tables as the queue does (it ran at once and failed on "runs" before).
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(fresh.output()).not.toContain('"level":50');
+      expect(fresh.output()).not.toContain('does not exist');
+    } finally {
+      await fresh.stop();
+    }
   });
 });

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 
 import { Env } from '@app/config';
+import { DatabaseHealth } from '@app/health';
 
 const RETENTION_INTERVAL_MS = 10 * 60_000;
 
@@ -14,21 +15,30 @@ const RETENTION_INTERVAL_MS = 10 * 60_000;
 export class TraceRetention implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly log = new Logger('TraceRetention');
   private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
 
   constructor(
     private readonly env: Env,
     @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly database: DatabaseHealth,
   ) {}
 
   onApplicationBootstrap(): void {
     if (this.env.QUEUE_RETENTION_SECONDS > 0) {
-      this.timer = setInterval(() => void this.deleteExpired(), RETENTION_INTERVAL_MS);
-      this.timer.unref();
-      void this.deleteExpired();
+      // Once the migrate role has run: on a first deploy the tables do not exist yet (an error and a stack, before).
+      void this.database.whenMigrated().then(() => {
+        if (this.stopped) {
+          return;
+        }
+        this.timer = setInterval(() => void this.deleteExpired(), RETENTION_INTERVAL_MS);
+        this.timer.unref();
+        void this.deleteExpired();
+      });
     }
   }
 
   onApplicationShutdown(): void {
+    this.stopped = true;
     if (this.timer) {
       clearInterval(this.timer);
     }

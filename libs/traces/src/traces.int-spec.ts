@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Env } from '@app/config';
+import { DatabaseHealth } from '@app/health';
 
 import { bootModule, ModuleOnDatabase, principals } from '../../../test/support/nest-module';
 import { RUN_ATTRIBUTES, SPAN } from './run-span';
@@ -123,7 +124,9 @@ describe('TracesService and TraceRetention', () => {
     const young = await storedTrace(60, 'completed');
     await storeBatch(old.traceId, Date.now() - 7_200_000, [{ name: 'custom' }]);
     await storeBatch(young.traceId, Date.now() - 60_000, [{ name: 'custom' }]);
-    await new TraceRetention(app.get(Env), app.dataSource).deleteExpired();
+    const database = new DatabaseHealth(app.dataSource);
+    await new TraceRetention(app.get(Env), app.dataSource, database).deleteExpired();
+    await database.onApplicationShutdown();
     const left = await app.sql<{ trace_id: string }>(
       `SELECT trace_id FROM runs WHERE trace_id = ANY ($1) UNION ALL SELECT trace_id FROM trace_spans WHERE trace_id = ANY ($1)`,
       [[old.traceId, young.traceId]],
