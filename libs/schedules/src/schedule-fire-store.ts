@@ -99,14 +99,16 @@ const FINISH = `
 const HEARTBEAT = `
   UPDATE schedule_runs SET heartbeat_at = now() WHERE id = ANY ($2::uuid[]) AND locked_by = $1 AND status = 'running' RETURNING id`;
 
-/** A fire whose worker died is failed, never fired again: its call may already have happened. */
+/** Running fires whose heartbeat is older than the grace ($1), but those this worker ($2) holds ($3). */
+const STALE = `
+  SELECT id FROM schedule_runs WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => $1)
+    AND NOT (locked_by = $2 AND id = ANY ($3::uuid[]))`;
+
+/** The suspects ($4) still stale: a fire whose worker died is failed, never fired again (its call may have happened). */
 const SWEEP = `
   UPDATE schedule_runs SET status = 'failed', completed_at = now(), heartbeat_at = NULL,
     error = 'The worker running this fire was lost; it was not retried'
-  WHERE id IN (
-    SELECT id FROM schedule_runs WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => $1)
-      AND NOT (locked_by = $2 AND id = ANY ($3::uuid[]))
-    FOR UPDATE SKIP LOCKED)
+  WHERE id IN (${STALE} AND id = ANY ($4::uuid[]) FOR UPDATE SKIP LOCKED)
   RETURNING id, status, error, true AS started`;
 
 /** The skipped-fire deltas schedule_runs' triggers append (/metrics), folded into one row per reason. */
@@ -217,8 +219,13 @@ export class ScheduleFireStore implements WorkStore<ClaimedFire> {
     return new Set(rows.map((row) => row.id));
   }
 
-  async sweep(lockGraceSeconds: number, held: readonly string[]): Promise<SweptWork[]> {
+  async stale(lockGraceSeconds: number, held: readonly string[]): Promise<string[]> {
     const values = [lockGraceSeconds, this.workerId, held];
+    return (await this.pool.query<{ id: string }>({ name: 'schedule_fire_stale', text: STALE, values })).rows.map((row) => row.id);
+  }
+
+  async sweep(lockGraceSeconds: number, held: readonly string[], suspects: readonly string[]): Promise<SweptWork[]> {
+    const values = [lockGraceSeconds, this.workerId, held, suspects];
     return (await this.pool.query<SweptWork>({ name: 'schedule_fire_sweep', text: SWEEP, values })).rows;
   }
 

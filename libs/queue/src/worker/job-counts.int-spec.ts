@@ -79,7 +79,7 @@ describe('queue job counts', () => {
 
     // The rest of the running jobs, and the reservations, lose their worker: swept.
     await query(url, `UPDATE queue_jobs SET heartbeat_at = now() - interval '1 hour' WHERE locked_by IS NOT NULL`);
-    await store.sweep(60, []);
+    await store.sweep(60, [], await store.stale(60, []));
     await expectExactCounts();
 
     // An operator requeues the failed ones and cancels some queued ones.

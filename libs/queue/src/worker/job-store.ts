@@ -117,15 +117,18 @@ const HEARTBEAT = `
   WHERE j.id = ANY ($2::uuid[]) AND j.id = h.id AND j.attempt = h.attempt AND j.locked_by = $1 AND j.status IN ('running', 'queued')
   RETURNING j.id`;
 
+/** Locked jobs whose heartbeat is older than the grace ($1), but those this worker ($2) holds ($3). */
+const STALE = `
+  SELECT id FROM queue_jobs WHERE locked_by IS NOT NULL AND heartbeat_at < now() - make_interval(secs => $1)
+    AND NOT (locked_by = $2 AND id = ANY ($3::uuid[]))`;
+
 /**
- * Locked jobs whose heartbeat is older than the grace: their worker is gone (or frozen). A running
- * job spent an attempt: it is retried or failed. A reserved one never started: it goes back to the
- * queue as it was, its attempt untouched.
+ * The suspects ($4) still stale: their worker is gone (or frozen). A running job spent an attempt: it is
+ * retried or failed. A reserved one never started: it goes back to the queue as it was, its attempt untouched.
  */
 const SWEEP = `
   WITH stale AS (
-    SELECT id FROM queue_jobs WHERE locked_by IS NOT NULL AND heartbeat_at < now() - make_interval(secs => $1)
-      AND NOT (locked_by = $2 AND id = ANY ($3::uuid[]))
+    ${STALE} AND id = ANY ($4::uuid[])
     FOR UPDATE SKIP LOCKED
   ), swept AS (
     UPDATE queue_jobs j SET
@@ -262,8 +265,14 @@ export class JobStore implements WorkStore<ClaimedJob> {
     return new Set(rows.map((row) => row.id));
   }
 
-  async sweep(lockGraceSeconds: number, held: readonly string[]): Promise<SweptWork[]> {
-    return (await this.pool.query({ name: 'queue_sweep', text: SWEEP, values: [lockGraceSeconds, this.workerId, held] })).rows;
+  async stale(lockGraceSeconds: number, held: readonly string[]): Promise<string[]> {
+    const values = [lockGraceSeconds, this.workerId, held];
+    return (await this.pool.query<{ id: string }>({ name: 'queue_stale', text: STALE, values })).rows.map((row) => row.id);
+  }
+
+  async sweep(lockGraceSeconds: number, held: readonly string[], suspects: readonly string[]): Promise<SweptWork[]> {
+    const values = [lockGraceSeconds, this.workerId, held, suspects];
+    return (await this.pool.query({ name: 'queue_sweep', text: SWEEP, values })).rows;
   }
 
   async release(jobs: readonly HeldJob[]): Promise<string[]> {

@@ -439,6 +439,51 @@ describe('QueueWorker handler contract', () => {
     await worker.stop(1000);
   });
 
+  it("a database that hangs past the grace (no error, no answer) sweeps no live worker's job; a dead worker's still goes", async () => {
+    const live = 'c8d4b6a7-0000-4000-8000-000000000001';
+    await enqueueJobs(pool, [job(live)]);
+    // Another worker's running job, heartbeated every 100 ms by this test as that worker would.
+    await query(
+      url,
+      `UPDATE queue_jobs SET status = 'running', attempt = 1, locked_by = 'live-other-worker', locked_at = now(), heartbeat_at = now() WHERE id = $1`,
+      [live],
+    );
+    const other = new Client({ connectionString: url });
+    await other.connect();
+    let state = 'beating' as 'beating' | 'paused' | 'dead';
+    const beats = (async () => {
+      while (state !== 'dead') {
+        if (state === 'beating') {
+          await other.query('UPDATE queue_jobs SET heartbeat_at = now() WHERE id = $1', [live]);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+    const worker = startWorker({ handle: async () => ({ outcome: 'completed' }) }, { concurrency: 1, prefetch: 0, lockGraceSeconds: 1 });
+    await worker.start();
+    // The hang: every statement on queue_jobs waits 2 s (twice the grace) behind a lock, the worker's sweep included,
+    // and then runs at once. The other worker's next heartbeat comes 50 ms after, as a live one's does.
+    state = 'paused';
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const locker = new Client({ connectionString: url });
+    await locker.connect();
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE queue_jobs IN ACCESS EXCLUSIVE MODE');
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    await locker.query('COMMIT');
+    await locker.end();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    state = 'beating';
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect((await rows()).find((row) => row.id === live)).toMatchObject({ status: 'running', locked_by: 'live-other-worker' });
+    // That worker dies: its job is swept (failed: its one attempt is spent).
+    state = 'dead';
+    await beats;
+    await other.end();
+    await expect.poll(async () => (await rows()).find((row) => row.id === live)?.status, { timeout: 5000 }).toBe('failed');
+    await worker.stop(1000);
+  });
+
   it('never sweeps a job it holds, however stale its lock looks; a job locked in its name that it does not hold is swept', async () => {
     // Renewals that do not land, as across an outage: every locked row's last heartbeat reads an hour old.
     await query(

@@ -169,6 +169,9 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
   private lastAnswerAt = Date.now();
   /** No sweep before this (ms since the epoch): see databaseAnswered. */
   private sweepsHeldUntil = 0;
+  /** Jobs whose locks looked stale at the sweep's last look, and when that answer came (see sweep). */
+  private suspects: { ids: string[]; seenAt: number } | null = null;
+  private sweeping = false;
   /** The claim and sweep statements still waiting for an answer, by when they were sent. */
   private readonly waiting = new Set<{ since: number }>();
 
@@ -684,15 +687,27 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     }
   }
 
-  /** Takes the jobs of workers that stopped heartbeating; held while the database is away and just after (databaseAnswered). */
+  /**
+   * Takes the jobs of workers that stopped heartbeating, in two looks: a job stale at one look is swept at a later
+   * one, half a heartbeat period after the first answered, if it is stale still. A database that hangs without
+   * refusing (frozen, or a partition dropping packets) runs the look sent before the hang when it ends, against
+   * heartbeats nobody could write: every live worker's jobs look lost then. Their heartbeats, pending as well, land
+   * at once, so the second look finds only the dead. Held while the database is away and just after (databaseAnswered).
+   */
   private async sweep(): Promise<void> {
-    if (this.away || Date.now() < this.sweepsHeldUntil) {
+    const suspects = this.suspects;
+    const confirmAfterMs = heartbeatPeriodMs(this.options.lockGraceSeconds) / 2;
+    if (this.sweeping || this.away || Date.now() < this.sweepsHeldUntil || (suspects && Date.now() - suspects.seenAt < confirmAfterMs)) {
       return;
     }
     const { metrics } = this.options;
     const held = [...this.executions.keys(), ...this.buffer.map((job) => job.id)];
+    this.sweeping = true;
+    this.suspects = null;
     try {
-      const swept = await this.answered(this.store.sweep(this.options.lockGraceSeconds, held));
+      const swept = suspects ? await this.answered(this.store.sweep(this.options.lockGraceSeconds, held, suspects.ids)) : [];
+      const stale = await this.answered(this.store.stale(this.options.lockGraceSeconds, held));
+      this.suspects = stale.length > 0 ? { ids: stale, seenAt: Date.now() } : null;
       metrics?.sweeps.inc({ result: 'ok' });
       for (const job of swept) {
         metrics?.swept.inc({ status: job.status });
@@ -708,6 +723,8 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     } catch (error) {
       metrics?.sweeps.inc({ result: 'error' });
       this.failed(error, 'sweep failed');
+    } finally {
+      this.sweeping = false;
     }
   }
 

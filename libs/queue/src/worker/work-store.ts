@@ -67,10 +67,12 @@ export interface WorkStore<Work extends HeldWork> {
   /** Renews the locks of the items still held; returns their ids. */
   heartbeat(held: readonly HeldJob[]): Promise<Set<string>>;
   /**
-   * Settles items whose worker stopped heartbeating for longer than the grace, except the `held` ones this
-   * worker holds (alive, it renews them itself; a lock it holds looks stale only after the database was away).
+   * Items whose worker has not heartbeated for longer than the grace, except the `held` ones this worker holds
+   * (alive, it renews them itself; a lock it holds looks stale only after the database was away): suspects.
    */
-  sweep(lockGraceSeconds: number, held: readonly string[]): Promise<SweptWork[]>;
+  stale(lockGraceSeconds: number, held: readonly string[]): Promise<string[]>;
+  /** Settles those of the `suspects` (an earlier `stale`) that are stale still. */
+  sweep(lockGraceSeconds: number, held: readonly string[], suspects: readonly string[]): Promise<SweptWork[]>;
   /** Hands items back at shutdown; returns the ids handed back (their late outcomes are then fenced out). */
   release(held: readonly HeldJob[]): Promise<string[]>;
   /** A live cancellation request for the item (checked at each checkpoint). */
