@@ -24,6 +24,6 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   // One line (what, why, what to do); the stack only at LOG_LEVEL=debug.
-  console.error(bootLine('api', describeBootFailure('api', error, 'PORT')));
+  console.error(bootLine('api', describeBootFailure('api', error)));
   process.exit(1);
 });

@@ -38,7 +38,7 @@ export class WorkerHealthServer implements OnModuleInit, OnModuleDestroy, OnAppl
     if (port === undefined) {
       return;
     }
-    const server = await listenProbes(this.probes, port, this.env.HOST, (error, path) =>
+    const server = await listenProbes(this.probes, { port, portVariable: 'WORKER_HEALTH_PORT', host: this.env.HOST }, (error, path) =>
       this.logger.error({ err: error, path }, 'health probe failed'),
     );
     this.server = server;

@@ -80,6 +80,6 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   // One line (what, why, what to do); the stack only at LOG_LEVEL=debug.
-  console.error(bootLine('worker', describeBootFailure('worker', error, 'WORKER_HEALTH_PORT')));
+  console.error(bootLine('worker', describeBootFailure('worker', error)));
   process.exit(1);
 });

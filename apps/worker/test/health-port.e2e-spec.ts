@@ -118,7 +118,9 @@ describe('worker health port configuration', () => {
         WORKER_HEALTH_PORT: String((taken.address() as AddressInfo).port),
       });
       expect(await worker.exited).toBe(1);
-      expect(worker.output()).toContain('is already in use by another process');
+      expect(worker.output()).toContain(
+        'is already in use by another process. Stop that process, or set WORKER_HEALTH_PORT to a free port.',
+      );
       const jobs = await query<{ status: string; attempt: number; locked_by: string | null }>(
         databaseUrl,
         'SELECT status, attempt, locked_by FROM queue_jobs',

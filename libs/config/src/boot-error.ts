@@ -17,19 +17,21 @@ interface ListenError {
   code?: string;
   port?: number;
   address?: string;
+  /** The variable that sets this port, when the listener said (a probe server beside the app's own: see listenProbes). */
+  portVariable?: string;
 }
 
 /**
  * What a main prints when boot fails: one line saying what, why and what to do. A BootError is its
- * own message; a port that cannot be opened names the port and the variable that sets it (`portVariable`
- * when the error does not say which listener failed); anything else is one line, with the stack only
+ * own message; a port that cannot be opened names the port and the variable that sets it (the one the error
+ * carries, else `portVariable`, the app's own listener's); anything else is one line, with the stack only
  * when LOG_LEVEL is debug or trace.
  */
-export function describeBootFailure(app: string, error: unknown, portVariable = 'PORT'): string {
+export function describeBootFailure(app: string, error: unknown, defaultPortVariable = 'PORT'): string {
   if (error instanceof BootError) {
     return error.message;
   }
-  const { code, port, address } = (error ?? {}) as ListenError;
+  const { code, port, address, portVariable = defaultPortVariable } = (error ?? {}) as ListenError;
   const where = port === undefined ? '' : address ? ` ${port} on ${address}` : ` ${port}`;
   if (code === 'EADDRINUSE') {
     return `The ${app} cannot start: port${where} is already in use by another process. Stop that process, or set ${portVariable} to a free port.`;

@@ -12,8 +12,7 @@ describe('listenProbes', () => {
         '/metrics': () => Promise.reject(new Error('registry broke')),
         '/livez': async () => ({ status: 200, body: { status: 'ok' } }),
       },
-      0,
-      '127.0.0.1',
+      { port: 0, portVariable: 'TEST_PORT', host: '127.0.0.1' },
       (error, path) => failures.push([error, path]),
     );
     try {

@@ -11,12 +11,17 @@ export type ProbeFailed = (error: unknown, path: string) => void;
 /**
  * A plain HTTP listener for orchestrators and scrapers, beside (or instead of) an app's own: GET or HEAD of
  * a fixed set of paths, without a credential (keep its port inside the cluster), and the error body of the
- * api for anything else. Resolves once listening; a taken port rejects.
+ * api for anything else. Resolves once listening; a taken port rejects with the listen error, carrying
+ * `portVariable` (the variable that sets `port`) for the boot's one-line report.
  */
-export async function listenProbes(routes: Record<string, Probe>, port: number, host: string, failed: ProbeFailed): Promise<Server> {
+export async function listenProbes(
+  routes: Record<string, Probe>,
+  { port, portVariable, host }: { port: number; portVariable: string; host: string },
+  failed: ProbeFailed,
+): Promise<Server> {
   const server = createServer((request, response) => void answer(routes, failed, request, response));
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (error) => reject(Object.assign(error, { portVariable })));
     server.listen(port, host, resolve);
   });
   return server;

@@ -2,7 +2,7 @@ import { Server } from 'node:http';
 
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 
-import { BootError, describeBootFailure, Env } from '@app/config';
+import { Env } from '@app/config';
 import { closeProbes, listenProbes } from '@app/health';
 
 import { MetricsScrape } from './metrics-scrape';
@@ -27,22 +27,16 @@ export class ApiMetricsServer implements OnApplicationBootstrap, OnApplicationSh
     if (port === undefined) {
       return;
     }
-    try {
-      this.server = await listenProbes(
-        {
-          '/metrics': async () => {
-            const { contentType, body } = await this.scrape.text();
-            return { status: 200, body, contentType };
-          },
+    this.server = await listenProbes(
+      {
+        '/metrics': async () => {
+          const { contentType, body } = await this.scrape.text();
+          return { status: 200, body, contentType };
         },
-        port,
-        this.env.HOST,
-        (error) => this.logger.error({ err: error }, 'metrics scrape failed'),
-      );
-    } catch (error) {
-      // The boot's one line names the variable of the port that failed: this one, not PORT.
-      throw new BootError(describeBootFailure('api', error, 'API_METRICS_PORT'));
-    }
+      },
+      { port, portVariable: 'API_METRICS_PORT', host: this.env.HOST },
+      (error) => this.logger.error({ err: error }, 'metrics scrape failed'),
+    );
     this.logger.log(`Metrics without a credential on http://${this.env.HOST}:${port}/metrics`);
   }
 
