@@ -9,15 +9,19 @@ export function collect<T extends string>(value: T, previous: T[] | undefined): 
   return [...(previous ?? []), value];
 }
 
-/** `-s a -s b` and `-s a,b` alike: a scope never holds a comma, and a list is how people write several. */
+/**
+ * `-s a -s b` and `-s a,b` alike: a scope never holds a comma, and a list is how people write several. A value
+ * naming none (`-s ''`, `-s ,`) is a usage error: sent as an empty list it would mint a token that may do nothing.
+ */
 export function collectScopes(value: string, previous: string[] | undefined): string[] {
-  return [
-    ...(previous ?? []),
-    ...value
-      .split(',')
-      .map((scope) => scope.trim())
-      .filter((scope) => scope !== ''),
-  ];
+  const scopes = value
+    .split(',')
+    .map((scope) => scope.trim())
+    .filter((scope) => scope !== '');
+  if (scopes.length === 0) {
+    throw new InvalidOptionValue('Name a scope, e.g. agents:run (repeat -s, or separate them with commas).');
+  }
+  return [...(previous ?? []), ...scopes];
 }
 
 export interface JsonOptions {

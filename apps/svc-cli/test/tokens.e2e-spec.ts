@@ -106,6 +106,9 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
       ['tokens', 'frobnicate', '--json'],
       ['tokens'],
       ['tokens', 'create', 'x', '-s'],
+      // A value that names no scope: an empty list would mint a token that may do nothing.
+      ['tokens', 'create', 'x', '-s', ','],
+      ['tokens', 'create', 'x', '-s', ''],
     ]) {
       const run = await runCli(args, sandbox, { env: asAdmin });
       expect(run.code, args.join(' ')).toBe(2);
