@@ -308,6 +308,43 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     expect((await call(service.api.url, 'GET', '/config', { token: existing.token })).status).toBe(200);
   });
 
+  it("--rotate will not take over an account another principal minted under a client's name: that principal could rotate it back", async () => {
+    const minter = await mintAccount(service.api.url, ROOT_KEY, {
+      scopes: ['service_accounts:write', 'agents:echo-agent:run'],
+      privileged: true,
+    });
+    const squatted = await mintAccount(service.api.url, minter.token, { name: 'editor-c', scopes: ['agents:echo-agent:run'] });
+    const run = await runCommand(['connect', '--clients', 'editor-c,code-agent-b', '--rotate', '--json'], sandbox, { env: env() });
+    expect(run.code).toBe(3);
+    const [editor, codex] = run.json().results;
+    expect(editor).toMatchObject({
+      client: 'editor-c',
+      status: 'failed',
+      error: expect.stringContaining(`was minted by sa:${minter.name}, which can rotate or revoke it at any time`),
+    });
+    expect(codex.status).toBe('connected');
+    expect(existsSync(configPaths(sandbox).cursor)).toBe(false);
+    // Not rotated: the minter's token is the account's only one, as it was.
+    const [row] = await query<{ token_prefix: string }>(service.databaseUrl, `SELECT token_prefix FROM service_accounts WHERE id = $1`, [
+      squatted.id,
+    ]);
+    expect(row.token_prefix).toBe(squatted.token_prefix);
+
+    // An account the caller minted itself is rotated as before.
+    await query(service.databaseUrl, 'UPDATE service_accounts SET revoked_at = now() WHERE id = $1', [squatted.id]);
+    await mintAccount(service.api.url, ROOT_KEY, { name: 'editor-c' });
+    const own = await runCommand(['connect', '--clients', 'editor-c', '--rotate', '--json'], sandbox, { env: env() });
+    expect(own.json().results[0]).toMatchObject({ status: 'connected', rotated: true });
+
+    // svc tokens rotate is the operator's explicit choice: it rotates, and says who keeps control.
+    const other = await mintAccount(service.api.url, minter.token, { scopes: ['agents:echo-agent:run'] });
+    const rotated = await runCommand(['tokens', 'rotate', other.name], sandbox, { env: { ...env(), NO_COLOR: '1' } });
+    expect(rotated.code, rotated.stderr).toBe(0);
+    expect(rotated.stderr).toContain(
+      `Warning: '${other.name}' was minted by sa:${minter.name}, which can rotate or revoke it again at any time.`,
+    );
+  });
+
   it('an entry pointing at another server is replaced (replaced_url), or kept with --skip-existing', async () => {
     const files = configPaths(sandbox);
     mkdirSync(join(sandbox.home, '.cursor'));

@@ -116,7 +116,25 @@ export class ServiceAccountsApi extends AdminApi {
 
   /** Every account, page by page (including revoked ones unless activeOnly). */
   async list(activeOnly = false): Promise<ServiceAccount[]> {
-    const rows = await this.allPages(async (page) => {
+    return (await this.rows(activeOnly)).map(toServiceAccount);
+  }
+
+  /**
+   * The principal other than the caller that minted this account (`created_by`), and so may rotate or revoke
+   * it whenever it likes: a token of it is never the caller's alone. Null when the caller minted it, or the
+   * security key did (whoever holds the key holds every right already).
+   */
+  async otherOwner(account: ServiceAccount): Promise<string | null> {
+    const owner = (await this.rows(true)).find((row) => row.id === account.id)?.created_by ?? null;
+    if (owner === null) {
+      return null;
+    }
+    const caller = this.expect(await this.send(this.client.GET('/config')), 200, 'Could not read which principal this credential is');
+    return caller.principal === owner ? null : owner;
+  }
+
+  private async rows(activeOnly: boolean): Promise<Schemas['ServiceAccountDto'][]> {
+    return this.allPages(async (page) => {
       const query = {
         limit: 100,
         page,
@@ -130,7 +148,6 @@ export class ServiceAccountsApi extends AdminApi {
         'Could not list service accounts',
       );
     });
-    return rows.map(toServiceAccount);
   }
 
   /** The accounts that are neither revoked nor expired. */

@@ -402,6 +402,15 @@ class Connection {
       // Revoked meanwhile: the name is free again.
       return { account: await api.mint(request), rotated: true };
     }
+    const owner = await api.otherOwner(active);
+    if (owner !== null) {
+      // Anyone may mint an unused name, such as the client ids connect uses by default: the minter keeps the
+      // right to rotate the account, and so to take over the identity this client would run as.
+      return {
+        status: 'failed',
+        error: `Service account '${name}' was minted by ${owner}, which can rotate or revoke it at any time: connect will not give this client an identity another principal controls. Re-run with --name and a name of your own.`,
+      };
+    }
     if (this.options.scopes || this.options.expires !== undefined) {
       this.terminal.warn(`Rotation keeps the scopes and expiry of '${name}'; --scopes and --expires apply to new accounts only.`);
     }

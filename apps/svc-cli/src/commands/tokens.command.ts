@@ -177,6 +177,10 @@ export class TokensRotateCommand extends CredentialedCommand<RotateOptions> {
     if (!account) {
       throw await api.missing(name);
     }
+    const owner = await api.otherOwner(account);
+    if (owner !== null) {
+      terminal.warn(`'${name}' was minted by ${owner}, which can rotate or revoke it again at any time.`);
+    }
     const progress = terminal.progress(`Rotating service account '${name}'`);
     let rotated;
     try {
