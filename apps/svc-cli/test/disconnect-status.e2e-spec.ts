@@ -269,7 +269,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect(total.json().exit_code).toBe(1);
   });
 
-  it('an unparseable client config: status and disconnect read it as holding no entry, go on with the other clients, never rewrite it', async () => {
+  it('an unparseable client config: status reads it as holding no entry, disconnect reports it failed (it cannot tell), both go on with the other clients and never rewrite it', async () => {
     const files = writeConfigs(sandbox, targetMcp);
     writeFileSync(files.desktop, '{ not json');
     const status = await runCommand(['status', '--url', service.api.url, '--json'], sandbox);
@@ -282,10 +282,16 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       { client: 'editor-c', detected: true, configured: true, location: files.cursor },
     ]);
     const run = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'desktop-app-a,editor-c', '--json'], sandbox);
-    expect(run.code, run.stderr).toBe(0);
-    // Nothing to remove from the unreadable file; the next client is still handled.
+    // Whether the unreadable file holds the entry is unknown, so it is not "not-found": a partial result, exit 3.
+    expect(run.code, run.stderr).toBe(3);
     expect(run.json().results).toEqual([
-      { client: 'desktop-app-a', status: 'not-found', error: null, removed: [], location: null },
+      {
+        client: 'desktop-app-a',
+        status: 'failed',
+        error: expect.stringMatching(new RegExp(`^Refusing to modify ${files.desktop}: the existing file is not valid JSON`)),
+        removed: [],
+        location: null,
+      },
       { client: 'editor-c', status: 'removed', error: null, removed: ['platform-service'], location: files.cursor },
     ]);
     expect(readJson(files.cursor).mcpServers).toEqual({ other: { url: OTHER_MCP } });

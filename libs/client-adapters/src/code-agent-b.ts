@@ -104,15 +104,18 @@ export class CodeAgentB implements ClientAdapter {
     return this.resolve(name);
   }
 
-  entries(): McpEntry[] {
+  entries(strict = false): McpEntry[] {
     const text = readTextIfExists(this.path);
     if (text === null) {
       return [];
     }
     let document: TomlTable;
     try {
-      document = parse(text) as TomlTable;
-    } catch {
+      document = parseToml(this.path, text);
+    } catch (error) {
+      if (strict) {
+        throw error;
+      }
       return [];
     }
     return Object.entries(servers(document)).flatMap(([name, raw]) => {

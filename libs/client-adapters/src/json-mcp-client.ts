@@ -81,15 +81,18 @@ export class JsonMcpClient implements ClientAdapter {
     return this.entriesOf(this.target(project)).find((entry) => entry.name === name) ?? null;
   }
 
-  entries(): McpEntry[] {
-    return this.spec.sources.flatMap((source) => this.entriesOf(source));
+  entries(strict = false): McpEntry[] {
+    return this.spec.sources.flatMap((source) => this.entriesOf(source, strict));
   }
 
-  private entriesOf(source: JsonSource): McpEntry[] {
+  private entriesOf(source: JsonSource, strict = false): McpEntry[] {
     let document: Record<string, unknown> | null;
     try {
       document = readJsonObject(source.path);
-    } catch {
+    } catch (error) {
+      if (strict) {
+        throw error;
+      }
       return []; // an unreadable file holds no entry the client could use either
     }
     return Object.entries(serverMap(document, source.keyPath) ?? {}).flatMap(([name, raw]) => {

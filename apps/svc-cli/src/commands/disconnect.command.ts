@@ -131,7 +131,7 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
       const adapter = adapters[client];
       try {
         const matching = adapter
-          .entries()
+          .entries(true)
           .filter((entry) =>
             options.serverName !== undefined ? entry.name === options.serverName : targetUrls.some((url) => urlBelongsTo(entry.url, url)),
           );
