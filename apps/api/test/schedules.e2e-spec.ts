@@ -317,10 +317,27 @@ describe('schedules api (security_key mode)', () => {
       });
     });
 
-    it('returns the schedule unchanged for an empty body, ignores unknown fields, and 404s an unknown id', async () => {
+    it('returns the schedule unchanged for an empty body, refuses unknown fields (a misspelt one changed nothing, with a 200), and 404s an unknown id', async () => {
       const schedule = await createOk();
       expect((await patch(schedule.id, {})).body).toEqual(schedule);
-      expect((await patch(schedule.id, { managed_by: 'sneaky', target_id: 'x', id: 'y' })).body).toEqual(schedule);
+      const misspelt = await patch(schedule.id, { cron: '5 5 * * *', timeout: 30, name: 'renamed' });
+      expect(expectValidationBody(misspelt)).toEqual([
+        ['body', 'cron'],
+        ['body', 'timeout'],
+      ]);
+      expect(misspelt.body.detail[0]).toMatchObject({
+        type: 'extra_forbidden',
+        msg: "Unknown field 'cron': it is not one this request takes",
+      });
+      // Fields of the schedule the body may not set are not taken silently either.
+      expect(expectValidationBody(await patch(schedule.id, { managed_by: 'sneaky', id: 'y' }))).toEqual([
+        ['body', 'managed_by'],
+        ['body', 'id'],
+      ]);
+      expect((await call(api.url, 'GET', `/schedules/${schedule.id}`, { token: ROOT_KEY })).body).toEqual(schedule);
+      expect(expectValidationBody(await create({ name: 'typo', cron_expr: '0 * * * *', endpoint: '/health', timeout: 30 }))).toEqual([
+        ['body', 'timeout'],
+      ]);
       expectErrorBody(await patch('00000000-0000-4000-8000-000000000000', { name: 'x' }), 404);
     });
 

@@ -2,7 +2,7 @@ import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsString, IsUUID } from 'class-validator';
 
 import { PageOf, PageQuery } from '@app/pagination';
-import { BoolField, IntField, NoDefaults, Optional, StringField } from '@app/validation';
+import { BoolField, IntField, NoDefaults, Optional, StringField, UnknownFieldsRejected } from '@app/validation';
 
 import { CATCHUP_POLICIES, CatchupPolicy, JsonObject, OVERLAP_POLICIES, OverlapPolicy } from './schedule.entity';
 import {
@@ -49,6 +49,7 @@ class SchedulePolicyFields {
   catchup_limit?: number;
 }
 
+@UnknownFieldsRejected()
 export class CreateScheduleDto extends SchedulePolicyFields {
   @ScheduleName() name!: string;
   @CronExpression() cron_expr!: string;
@@ -74,6 +75,7 @@ export class CreateScheduleDto extends SchedulePolicyFields {
 
 /** The PATCH body: every field optional, absent fields untouched (so none states a default). */
 @NoDefaults()
+@UnknownFieldsRejected()
 export class UpdateScheduleDto extends SchedulePolicyFields {
   @ScheduleName({ optional: true }) name?: string;
   @CronExpression({ optional: true }) cron_expr?: string;

@@ -135,8 +135,9 @@ const UNKNOWN_FIELDS_REJECTED = 'validation:unknown-fields-rejected';
 
 /**
  * On a body DTO where an ignored field would widen what the request does (a misspelt filter criterion selects
- * more jobs, a misspelt `scopes` mints the default ones): a field it does not declare, here or in the objects
- * nested in it, is a 422 instead of being dropped.
+ * more jobs, a misspelt `scopes` mints the default ones), or would leave in force what the caller meant to change
+ * (a schedule's misspelt `cron` keeps firing at the old times): a field it does not declare, here or in the
+ * objects nested in it, is a 422 instead of being dropped.
  */
 export function UnknownFieldsRejected(): ClassDecorator {
   return (target) => Reflect.defineMetadata(UNKNOWN_FIELDS_REJECTED, true, target);
