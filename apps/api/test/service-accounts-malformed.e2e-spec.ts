@@ -52,7 +52,15 @@ describe('malformed input on every service-account route', () => {
     });
 
     it('answers 422 to scope grants that are neither strings nor objects, or not `allow`', async () => {
-      expect(expectValidationBody(await postJson({ name: uniqueName(), scopes: [42] }))).toEqual([['body', 'scopes', 0]]);
+      const notAList = await postJson({ name: uniqueName(), scopes: 'agents:run' });
+      expect(expectValidationBody(notAList)).toEqual([['body', 'scopes']]);
+      expect(notAList.body.detail[0]).toMatchObject({
+        type: 'isArray',
+        msg: 'scopes must be an array of scope strings or {scope, effect} objects',
+      });
+      const number = await postJson({ name: uniqueName(), scopes: [42] });
+      expect(expectValidationBody(number)).toEqual([['body', 'scopes', 0]]);
+      expect(number.body.detail[0].msg).toBe('each scope must be a scope string or a {scope, effect} object');
       expect(expectValidationBody(await postJson({ name: uniqueName(), scopes: [{ scope: 'agents:run', effect: 'deny' }] }))).toEqual([
         ['body', 'scopes', 0, 'effect'],
       ]);

@@ -62,10 +62,12 @@ export class CreateServiceAccountDto {
     description: `Scope strings, or \`{scope, effect}\` objects. Default (absent or null): ${DEFAULT_SCOPES.join(', ')}`,
     example: ['agents:run', 'sessions:read'],
   })
+  // class-validator checks a property's rules from the bottom up, and the 422 names the first broken: a string
+  // must read "must be an array", not "no more than 100 elements".
   @Optional({ nullable: true })
-  @IsArray()
+  @ValidateNested({ each: true, message: 'each scope must be a scope string or a {scope, effect} object' })
   @ArrayMaxSize(100)
-  @ValidateNested({ each: true })
+  @IsArray({ message: 'scopes must be an array of scope strings or {scope, effect} objects' })
   @Transform(toScopeGrants)
   scopes?: ScopeGrantDto[] | null;
 
