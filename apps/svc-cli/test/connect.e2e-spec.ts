@@ -345,6 +345,37 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     );
   });
 
+  it('--rotate with a non-admin token: its own account is rotated even without config:read; --name of a squatted account is refused', async () => {
+    const admin = await mintAccount(service.api.url, ROOT_KEY, {
+      scopes: ['service_accounts:read', 'service_accounts:write', 'agents:run'],
+      privileged: true,
+    });
+    const own = await mintAccount(service.api.url, admin.token, { scopes: ['agents:run'] });
+    const asToken = { SERVICE_URL: service.api.url, SVC_ADMIN_TOKEN: admin.token };
+    const rotated = await runCommand(
+      ['connect', '--clients', 'editor-c', '--name', own.name, '--scopes', 'agents:run', '--rotate', '--json'],
+      sandbox,
+      {
+        env: asToken,
+      },
+    );
+    expect(rotated.code, rotated.stdout).toBe(0);
+    expect(rotated.json().results[0]).toMatchObject({ status: 'connected', rotated: true });
+
+    const squatted = await mintAccount(service.api.url, admin.token, { scopes: ['agents:run'] });
+    const refused = await runCommand(
+      ['connect', '--clients', 'editor-c,code-agent-b', '--name', squatted.name, '--rotate', '--json'],
+      sandbox,
+      {
+        env: env(),
+      },
+    );
+    expect(refused.code).toBe(1);
+    for (const result of refused.json().results) {
+      expect(result).toMatchObject({ status: 'failed', error: expect.stringContaining(`was minted by sa:${admin.name}`) });
+    }
+  });
+
   it('an entry pointing at another server is replaced (replaced_url), or kept with --skip-existing', async () => {
     const files = configPaths(sandbox);
     mkdirSync(join(sandbox.home, '.cursor'));

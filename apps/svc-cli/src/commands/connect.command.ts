@@ -408,7 +408,7 @@ class Connection {
       // right to rotate the account, and so to take over the identity this client would run as.
       return {
         status: 'failed',
-        error: `Service account '${name}' was minted by ${owner}, which can rotate or revoke it at any time: connect will not give this client an identity another principal controls. Re-run with --name and a name of your own.`,
+        error: `Service account '${name}' was minted by ${owner}, which can rotate or revoke it at any time: connect will not give this client an identity another principal controls. Connect it under a name of your own (--name <name>).`,
       };
     }
     if (this.options.scopes || this.options.expires !== undefined) {
