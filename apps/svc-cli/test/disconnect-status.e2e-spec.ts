@@ -297,6 +297,21 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect(readJson(files.cursor).mcpServers).toEqual({ other: { url: OTHER_MCP } });
     // Neither command rewrote (or "repaired") the unparseable file.
     expect(readFileSync(files.desktop, 'utf8')).toBe('{ not json');
+
+    // One broken file of a client does not keep its entry in another file: removed there, the broken one named.
+    writeFileSync(files.project, '{ "mcpServers": { "x": 1, } }');
+    const partly = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'code-agent-a', '--json'], sandbox);
+    expect(partly.code, partly.stderr).toBe(0);
+    expect(partly.json().results).toEqual([
+      {
+        client: 'code-agent-a',
+        status: 'removed',
+        error: expect.stringMatching(new RegExp(`^Refusing to modify ${files.project}: the existing file is not valid JSON`)),
+        removed: ['local-copy', 'platform-service'],
+        location: files.claude,
+      },
+    ]);
+    expect(readFileSync(files.project, 'utf8')).toBe('{ "mcpServers": { "x": 1, } }');
   });
 
   it('chat apps get manual removal steps; unknown clients are a usage error (exit 2, stderr, no JSON)', async () => {

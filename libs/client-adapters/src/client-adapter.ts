@@ -58,11 +58,10 @@ export interface ClientAdapter {
   resolve(name: string): McpEntry | null;
   /** The entry of that name in the scope a write goes to (`location(project)`), whatever shadows it. */
   entryIn(name: string, project: boolean): McpEntry | null;
-  /**
-   * Every entry in every scope the client reads. A file that does not parse holds none the client could use;
-   * `strict` throws instead (a removal cannot tell whether such a file holds the entry it removes).
-   */
-  entries(strict?: boolean): McpEntry[];
+  /** Every entry in every scope the client reads (a file that does not parse holds none the client could use). */
+  entries(): McpEntry[];
+  /** Why each of the client's config files that exists does not parse: whether it holds an entry is unknown. */
+  unreadable(): string[];
   write(name: string, url: string, token: string | null, project: boolean): WriteOutcome;
   /** Writes `token` into one entry `entries()` found, in its own file and map, keeping its name and URL. */
   replaceToken(entry: McpEntry, token: string): void;

@@ -104,18 +104,15 @@ export class CodeAgentB implements ClientAdapter {
     return this.resolve(name);
   }
 
-  entries(strict = false): McpEntry[] {
+  entries(): McpEntry[] {
     const text = readTextIfExists(this.path);
     if (text === null) {
       return [];
     }
     let document: TomlTable;
     try {
-      document = parseToml(this.path, text);
-    } catch (error) {
-      if (strict) {
-        throw error;
-      }
+      document = parse(text) as TomlTable;
+    } catch {
       return [];
     }
     return Object.entries(servers(document)).flatMap(([name, raw]) => {
@@ -124,6 +121,18 @@ export class CodeAgentB implements ClientAdapter {
         ? [{ name, url: entry.url, token: bearerToken(authorizationHeader(entry.http_headers)), location: this.path }]
         : [];
     });
+  }
+
+  unreadable(): string[] {
+    const text = readTextIfExists(this.path);
+    try {
+      if (text !== null) {
+        parseToml(this.path, text);
+      }
+      return [];
+    } catch (error) {
+      return [error instanceof Error ? error.message : String(error)];
+    }
   }
 
   write(name: string, url: string, token: string | null): WriteOutcome {

@@ -81,18 +81,27 @@ export class JsonMcpClient implements ClientAdapter {
     return this.entriesOf(this.target(project)).find((entry) => entry.name === name) ?? null;
   }
 
-  entries(strict = false): McpEntry[] {
-    return this.spec.sources.flatMap((source) => this.entriesOf(source, strict));
+  entries(): McpEntry[] {
+    return this.spec.sources.flatMap((source) => this.entriesOf(source));
   }
 
-  private entriesOf(source: JsonSource, strict = false): McpEntry[] {
+  unreadable(): string[] {
+    const paths = [...new Set(this.spec.sources.map((source) => source.path))];
+    return paths.flatMap((path) => {
+      try {
+        readJsonObject(path);
+        return [];
+      } catch (error) {
+        return [error instanceof Error ? error.message : String(error)];
+      }
+    });
+  }
+
+  private entriesOf(source: JsonSource): McpEntry[] {
     let document: Record<string, unknown> | null;
     try {
       document = readJsonObject(source.path);
-    } catch (error) {
-      if (strict) {
-        throw error;
-      }
+    } catch {
       return []; // an unreadable file holds no entry the client could use either
     }
     return Object.entries(serverMap(document, source.keyPath) ?? {}).flatMap(([name, raw]) => {

@@ -131,7 +131,7 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
       const adapter = adapters[client];
       try {
         const matching = adapter
-          .entries(true)
+          .entries()
           .filter((entry) =>
             options.serverName !== undefined ? entry.name === options.serverName : targetUrls.some((url) => urlBelongsTo(entry.url, url)),
           );
@@ -144,9 +144,13 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
             locations.push(entry.location);
           }
         }
-        return removed.length
-          ? { client, status: 'removed', error: null, removed: [...new Set(removed)], location: [...new Set(locations)].join(', ') }
-          : { client, status: 'not-found', error: null, removed: [], location: null };
+        // A file that does not parse may hold an entry of this service: never "not-found", and said beside a removal.
+        const unreadable = adapter.unreadable();
+        const error = unreadable.length ? unreadable.join(' ') : null;
+        if (removed.length) {
+          return { client, status: 'removed', error, removed: [...new Set(removed)], location: [...new Set(locations)].join(', ') };
+        }
+        return { client, status: error ? 'failed' : 'not-found', error, removed: [], location: null };
       } catch (error) {
         return { client, status: 'failed', error: error instanceof Error ? error.message : String(error), removed: [], location: null };
       }
@@ -170,9 +174,9 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
 
   private report(results: DisconnectResult[], revocations: Revocation[], revoked: boolean, terminal: Terminal): void {
     for (const result of results) {
-      const detail =
-        result.status === 'removed' ? ` ${result.removed.join(', ')} from ${result.location}` : result.error ? ` ${result.error}` : '';
-      terminal.line(`${result.client}: ${result.status}${detail}`);
+      const removed = result.status === 'removed' ? ` ${result.removed.join(', ')} from ${result.location}` : '';
+      const error = result.error ? `${removed ? ';' : ''} ${result.error}` : '';
+      terminal.line(`${result.client}: ${result.status}${removed}${error}`);
       for (const line of result.instructions ?? []) {
         terminal.line(`    ${line}`);
       }
