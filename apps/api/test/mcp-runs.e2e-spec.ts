@@ -274,6 +274,9 @@ describe('MCP run, session, component and schedule tools', () => {
         isError: true,
         text: expect.stringMatching(/^422: Invalid arguments: timeout_seconds: /),
       });
+      // A misspelt field is refused, as REST refuses it, rather than leaving the schedule as it was.
+      const misspelt = await callTool(mine, 'update_schedule', { schedule_id: id, cron: '5 5 * * *' });
+      expect(misspelt).toMatchObject({ isError: true, text: expect.stringMatching(/^422: Invalid arguments: .*cron/) });
       expect((await callTool(mine, 'get_schedule', { schedule_id: id })).structured).toEqual(
         (await call(api.url, 'GET', `/schedules/${id}`, { token: scheduler.token })).body,
       );

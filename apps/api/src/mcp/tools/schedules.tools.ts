@@ -55,7 +55,8 @@ export class ScheduleTools {
     mirrors: 'POST /schedules',
     description:
       'Create a schedule that calls an endpoint of this service (e.g. /agents/echo-agent/runs) on a cron expression. You must hold the scope that endpoint requires; the schedule fires with your rights. /schedules endpoints are refused.',
-    input: z.object(dtoArguments(CreateScheduleDto)),
+    // Strict, as the REST body is: a misspelt field is refused, not dropped.
+    input: z.object(dtoArguments(CreateScheduleDto)).strict(),
   })
   async create(principal: Principal, args: Record<string, unknown>): Promise<ScheduleDto> {
     return this.schedules.create(principal, await this.args.as(CreateScheduleDto, args, 'body'));
@@ -66,7 +67,7 @@ export class ScheduleTools {
     mirrors: 'PATCH /schedules/:schedule_id',
     description:
       "Update a schedule; fields left out are untouched. enabled=false pauses it. You become its owner: it fires with your rights. Another principal's schedule needs platform:admin.",
-    input: z.object({ schedule_id: scheduleId, ...dtoArguments(UpdateScheduleDto) }),
+    input: z.object({ schedule_id: scheduleId, ...dtoArguments(UpdateScheduleDto) }).strict(),
   })
   async update(principal: Principal, args: Record<string, unknown>): Promise<ScheduleDto> {
     const { schedule_id, ...changes } = args;
