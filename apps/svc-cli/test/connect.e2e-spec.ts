@@ -324,6 +324,9 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     });
     expect(codex.status).toBe('connected');
     expect(existsSync(configPaths(sandbox).cursor)).toBe(false);
+    // Without --rotate the answer is the same, not an invitation to re-run with --rotate (nor, on a terminal, a prompt).
+    const asked = await runCommand(['connect', '--clients', 'editor-c', '--json'], sandbox, { env: env() });
+    expect(asked.json().results[0]).toMatchObject({ status: 'failed', error: expect.stringContaining('was minted by') });
     // Not rotated: the minter's token is the account's only one, as it was.
     const [row] = await query<{ token_prefix: string }>(service.databaseUrl, `SELECT token_prefix FROM service_accounts WHERE id = $1`, [
       squatted.id,

@@ -371,6 +371,10 @@ class Connection {
     if (this.options.skipExisting) {
       return { status: 'skipped', error: 'Service account exists; kept untouched.' };
     }
+    const foreign = await this.foreignAccount(name);
+    if (foreign) {
+      return foreign;
+    }
     const grace = formatDuration(DEFAULT_GRACE_SECONDS);
     let rotate = Boolean(this.options.rotate);
     if (!rotate && this.terminal.interactive) {
@@ -392,6 +396,22 @@ class Connection {
   }
 
   /**
+   * An existing account another principal minted, refused before anything is asked: anyone may mint an unused
+   * name, such as the client ids connect uses by default, and the minter keeps the right to rotate the account,
+   * and so to take over the identity this client would run as. Null when the account is the caller's to rotate.
+   */
+  private async foreignAccount(name: string): Promise<TokenOutcome | null> {
+    const active = await this.api!.findActive(name);
+    const owner = active ? await this.api!.otherOwner(active) : null;
+    return owner === null
+      ? null
+      : {
+          status: 'failed',
+          error: `Service account '${name}' was minted by ${owner}, which can rotate or revoke it at any time: connect will not give this client an identity another principal controls. Connect it under a name of your own (--name <name>).`,
+        };
+  }
+
+  /**
    * The account keeps its id, scopes and expiry and gets a new token; the old one keeps working for the
    * grace, so a client still holding it (or another client sharing the account) is not cut off mid-session.
    */
@@ -401,15 +421,6 @@ class Connection {
     if (!active) {
       // Revoked meanwhile: the name is free again.
       return { account: await api.mint(request), rotated: true };
-    }
-    const owner = await api.otherOwner(active);
-    if (owner !== null) {
-      // Anyone may mint an unused name, such as the client ids connect uses by default: the minter keeps the
-      // right to rotate the account, and so to take over the identity this client would run as.
-      return {
-        status: 'failed',
-        error: `Service account '${name}' was minted by ${owner}, which can rotate or revoke it at any time: connect will not give this client an identity another principal controls. Connect it under a name of your own (--name <name>).`,
-      };
     }
     if (this.options.scopes || this.options.expires !== undefined) {
       this.terminal.warn(`Rotation keeps the scopes and expiry of '${name}'; --scopes and --expires apply to new accounts only.`);
