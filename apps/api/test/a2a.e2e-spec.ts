@@ -140,6 +140,29 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
         expect(second.id).not.toBe(first.id);
       });
 
+      it('honours historyLength on a send, names an unknown task TaskNotFound, and refuses a message without text as a content type', async () => {
+        const full = await send(client, 'with history');
+        expect(full.history.length).toBe(2);
+        const trimmed = await client.sendMessage({
+          ...userMessage('without history'),
+          configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: false, historyLength: 0 },
+        });
+        expect((trimmed as Task).history).toEqual([]);
+        const continued = userMessage('again');
+        await expect(client.sendMessage({ ...continued, message: { ...continued.message, taskId: randomUUID() } })).rejects.toThrow(
+          /not found/i,
+        );
+        // A finished task of the caller's own is found, and cannot be continued: tasks finish in one turn.
+        await expect(client.sendMessage({ ...continued, message: { ...continued.message, taskId: full.id } })).rejects.toThrow(
+          /finish in one turn/,
+        );
+        const dataOnly = userMessage('');
+        dataOnly.message.parts = [
+          { content: { $case: 'data', value: { answer: 42 } }, mediaType: 'application/json', filename: '', metadata: {} } as never,
+        ];
+        await expect(client.sendMessage(dataOnly)).rejects.toThrow(/Only text parts are accepted/);
+      });
+
       it('streams the run as a task, its content and a final completed status', async () => {
         const events = [];
         for await (const event of client.sendMessageStream(userMessage('streamed'))) {

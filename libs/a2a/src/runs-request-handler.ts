@@ -12,6 +12,7 @@ import {
 } from '@a2a-js/sdk';
 import {
   A2AError,
+  ContentTypeNotSupportedError,
   PushNotificationNotSupportedError,
   RequestMalformedError,
   TaskNotCancelableError,
@@ -76,19 +77,23 @@ export class RunsRequestHandler implements A2ARequestHandler {
   async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Task> {
     const caller = principalOf(context);
     const request = runRequest(params);
+    const historyLength = validHistoryLength(params.configuration?.historyLength);
+    await this.refuseContinuation(params.message, caller);
     const { kind, id } = this.component;
-    return this.translated('SendMessage', async () => {
+    const task = await this.translated('SendMessage', async () => {
       if (params.configuration?.returnImmediately) {
         return submittedTask(await this.runs.enqueue(caller, kind, id, request), request.message, this.component);
       }
       return toTask(await this.runs.run(caller, kind, id, request));
     });
+    return withHistory(task, historyLength);
   }
 
   /** The run's events as A2A updates: the task (working), its content as one artifact in pieces, then the final status. */
   async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     const caller = principalOf(context);
     const request = runRequest(params);
+    await this.refuseContinuation(params.message, caller);
     const events = new EventEmitter();
     const finished = this.runs
       .stream(caller, this.component.kind, this.component.id, request, (event) => events.emit('event', event))
@@ -113,17 +118,11 @@ export class RunsRequestHandler implements A2ARequestHandler {
     if (typeof params.id !== 'string' || params.id === '') {
       throw new RequestMalformedError('id (the task id) is required');
     }
-    const { historyLength } = params;
-    if (historyLength !== undefined && (typeof historyLength !== 'number' || !Number.isInteger(historyLength) || historyLength < 0)) {
-      throw new RequestMalformedError('historyLength must be a non-negative integer');
-    }
+    const historyLength = validHistoryLength(params.historyLength);
     const task = await this.translated('GetTask', async () =>
       toTask(await this.runs.get(principalOf(context), this.component.kind, this.component.id, params.id)),
     );
-    if (params.historyLength !== undefined) {
-      task.history = params.historyLength > 0 ? task.history.slice(-params.historyLength) : [];
-    }
-    return task;
+    return withHistory(task, historyLength);
   }
 
   /** Records the cancellation: a queued task is canceled at once, a working one at its run's next checkpoint. */
@@ -163,6 +162,19 @@ export class RunsRequestHandler implements A2ARequestHandler {
 
   deleteTaskPushNotificationConfig(): Promise<void> {
     return Promise.reject(new PushNotificationNotSupportedError());
+  }
+
+  /**
+   * A message naming a task continues it, which a run cannot be: tasks here finish in one turn. A task this
+   * caller cannot see (unknown, another's, another component's) is TaskNotFound, as tasks/get answers it.
+   */
+  private async refuseContinuation(message: Message | undefined, caller: Principal): Promise<void> {
+    if (!message?.taskId) {
+      return;
+    }
+    const { kind, id } = this.component;
+    await this.translated('SendMessage', () => this.runs.get(caller, kind, id, message.taskId));
+    throw new UnsupportedOperationError('Tasks here finish in one turn: send a new message with the same contextId to continue');
   }
 
   private requireTasks(): void {
@@ -209,12 +221,12 @@ function runRequest(params: SendMessageRequest): RunRequest {
   if (!message?.messageId) {
     throw new RequestMalformedError('message.messageId is required');
   }
-  if (message.taskId) {
-    throw new UnsupportedOperationError('Tasks here finish in one turn: send a new message with the same contextId to continue');
-  }
   const text = messageText(message);
   if (text === '') {
-    throw new RequestMalformedError('message needs a text part');
+    // Files and data have no run to go to: a run's input is text.
+    throw message.parts?.length
+      ? new ContentTypeNotSupportedError('Only text parts are accepted: a run takes a text message')
+      : new RequestMalformedError('message needs a text part');
   }
   const refused = unstorable(text);
   if (refused) {
@@ -224,6 +236,22 @@ function runRequest(params: SendMessageRequest): RunRequest {
     throw new RequestMalformedError('contextId must be 1-128 letters, digits, ., _, : or -');
   }
   return { message: text, session_id: message.contextId || undefined };
+}
+
+/** A `historyLength` as given (absent: the whole history), or RequestMalformed. */
+function validHistoryLength(historyLength: unknown): number | undefined {
+  if (historyLength !== undefined && (typeof historyLength !== 'number' || !Number.isInteger(historyLength) || historyLength < 0)) {
+    throw new RequestMalformedError('historyLength must be a non-negative integer');
+  }
+  return historyLength;
+}
+
+/** The task with at most its last `historyLength` messages (all when absent). */
+function withHistory(task: Task, historyLength: number | undefined): Task {
+  if (historyLength !== undefined) {
+    task.history = historyLength > 0 ? task.history.slice(-historyLength) : [];
+  }
+  return task;
 }
 
 /** What a stream knows of its task: ids from RunStarted (content events carry the run id only), and whether content has streamed. */
