@@ -332,6 +332,35 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     expectErrorBody(await call(api.url, 'POST', '/a2a/agents/echo-agent', { raw, token: readOnly.token }), 403);
   });
 
+  // 16 s: a stream quiet for longer than the 15 s keepalive period, over REST and A2A at once.
+  it('keeps a quiet stream alive with an SSE comment every 15 s, over REST stream=true and A2A message:stream alike', async () => {
+    const bodyOf = async (path: string, body: unknown) => {
+      const response = await fetch(`${api.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify(body),
+      });
+      expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      return response.text();
+    };
+    const [rest, a2a] = await Promise.all([
+      bodyOf('/agents/sleep-agent/runs', { message: '16', stream: true }),
+      bodyOf('/a2a/agents/sleep-agent', {
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'message/stream',
+        params: { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: '16' }] } },
+      }),
+    ]);
+    for (const body of [rest, a2a]) {
+      expect(body).toContain('\n: keepalive\n\n');
+      // Between the run's first and last events, never after the end.
+      expect(body.indexOf(': keepalive')).toBeLessThan(body.lastIndexOf('data:'));
+    }
+    expect(rest).toContain('event: RunCompleted');
+    expect(a2a).toContain('"completed"');
+  }, 40_000);
+
   it('speaks v0.3 JSON-RPC too (message/send, tasks/get, message/stream without an A2A-Version header), under the same scopes', async () => {
     const rpc = (method: string, params: unknown, token?: string) =>
       call(api.url, 'POST', '/a2a/agents/echo-agent', { json: { jsonrpc: '2.0', id: 7, method, params }, token });

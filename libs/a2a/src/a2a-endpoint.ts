@@ -23,7 +23,7 @@ import { Principal } from '@app/access';
 import { Authenticator } from '@app/auth';
 import { Env, SERVICE_VERSION } from '@app/config';
 import { ErrorRenderer } from '@app/errors';
-import { ComponentKind, RunsService } from '@app/runs';
+import { ComponentKind, keepStreamAlive, RunsService } from '@app/runs';
 
 import { agentCard } from './agent-card';
 import { PrincipalUser, RunsRequestHandler } from './runs-request-handler';
@@ -297,6 +297,7 @@ async function writeStream(
     return;
   }
   response.writeHead(200, SSE_HEADERS);
+  const stopKeepalive = keepStreamAlive((chunk) => response.write(chunk));
   try {
     while (!next.done) {
       response.write(formatSSEEvent(next.value));
@@ -304,6 +305,8 @@ async function writeStream(
     }
   } catch (error) {
     response.write(errorEvent(error));
+  } finally {
+    stopKeepalive();
   }
   response.end();
 }

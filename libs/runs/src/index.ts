@@ -15,3 +15,4 @@ export * from './runs.service';
 export * from './session.dto';
 export * from './session.entity';
 export * from './sessions.service';
+export * from './stream-keepalive';

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
 
-import { RunEvent } from '@app/runs';
+import { keepStreamAlive, RunEvent } from '@app/runs';
 
 const logger = new Logger('EventStream');
 
@@ -16,6 +16,7 @@ function frame(event: RunEvent): string {
  */
 export async function sendEventStream(reply: FastifyReply, produce: (send: (event: RunEvent) => void) => Promise<void>): Promise<void> {
   let started = false;
+  let stopKeepalive = (): void => undefined;
   const send = (event: RunEvent): void => {
     if (!started) {
       started = true;
@@ -25,6 +26,7 @@ export async function sendEventStream(reply: FastifyReply, produce: (send: (even
         'cache-control': 'no-cache',
         'x-request-id': String(reply.request.id),
       });
+      stopKeepalive = keepStreamAlive((chunk) => reply.raw.write(chunk));
     }
     reply.raw.write(frame(event));
   };
@@ -36,6 +38,8 @@ export async function sendEventStream(reply: FastifyReply, produce: (send: (even
     }
     logger.error({ err: error }, 'run stream failed');
     reply.raw.write(frame({ event: 'RunError', data: { error: 'Internal server error' } }));
+  } finally {
+    stopKeepalive();
   }
   reply.raw.end();
 }
