@@ -378,6 +378,10 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
       status: 'completed',
     });
 
+    // A configuration without `blocking` still waits for the task, as no configuration does.
+    const configured = await rpc('message/send', { ...message('configured'), configuration: { historyLength: 0 } }, owner.token);
+    expect(configured.body).toMatchObject({ result: { kind: 'task', status: { state: 'completed' } } });
+
     const read = await rpc('tasks/get', { id: taskId }, readOnly.token);
     expect(read.body).toMatchObject({ id: 7, error: { code: -32001 } }); // agents:read may read, but not another principal's task
     expect((await rpc('tasks/get', { id: taskId }, owner.token)).body).toMatchObject({

@@ -145,7 +145,7 @@ export class A2AEndpoint {
       writeJson(response, 200, { jsonrpc: '2.0', id, error: mapError(error) });
       return;
     }
-    const result = await transport.handle(body, context);
+    const result = await transport.handle(v03 ? blockingByDefault(body) : body, context);
     if (!isAsyncIterable(result)) {
       writeJson(response, 200, result);
       return;
@@ -240,6 +240,20 @@ function callContext(call: A2ACall): ServerCallContext {
     headers: call.headers,
     requestedVersion: majorMinor(header(A2A_VERSION_HEADER)) || undefined,
   });
+}
+
+/**
+ * A v0.3 `message/send` waits for its task unless it says `blocking: false`. The SDK's compatibility layer reads an
+ * absent `blocking` as blocking without a `configuration` but as non-blocking inside one, so `{historyLength: 0}`
+ * alone turned a send into a background run.
+ */
+function blockingByDefault(body: Record<string, unknown>): Record<string, unknown> {
+  const params = body.params as { configuration?: unknown } | undefined;
+  const configuration = params?.configuration;
+  if (body.method !== 'message/send' || typeof configuration !== 'object' || configuration === null || 'blocking' in configuration) {
+    return body;
+  }
+  return { ...body, params: { ...params, configuration: { ...configuration, blocking: true } } };
 }
 
 /** A version as the protocol negotiates it, Major.Minor: `1.0.0` is 1.0, as `0.3.0` is 0.3. */
