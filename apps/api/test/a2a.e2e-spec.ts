@@ -163,6 +163,17 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
         await expect(client.sendMessage(dataOnly)).rejects.toThrow(/Only text parts are accepted/);
       });
 
+      it('answers SubscribeToTask with UnsupportedOperation saying how to follow a task instead (not a bare 404)', async () => {
+        const task = await send(client, 'followed');
+        const follow = async () => {
+          for await (const event of client.resubscribeTask({ id: task.id, tenant: '' })) {
+            return event;
+          }
+          return undefined;
+        };
+        await expect(follow()).rejects.toThrow(/Poll tasks\/get, or follow the run with the WebSocket watch action/);
+      });
+
       it('streams the run as a task, its content and a final completed status', async () => {
         const events = [];
         for await (const event of client.sendMessageStream(userMessage('streamed'))) {

@@ -184,6 +184,16 @@ export class A2AEndpoint {
     );
   }
 
+  /** HTTP+JSON `POST .../tasks/{id}:subscribe`: answered as JSON-RPC answers it (tasks here cannot be followed over A2A). */
+  async restSubscribe(call: A2ACall, response: ServerResponse): Promise<void> {
+    await this.rest(call, response, async (handler) => {
+      for await (const event of handler.resubscribe()) {
+        return event;
+      }
+      return undefined;
+    });
+  }
+
   /** HTTP+JSON `POST .../tasks/{id}:cancel`. */
   async restCancelTask(call: A2ACall, taskId: string, response: ServerResponse): Promise<void> {
     await this.rest(call, response, async (handler, context) =>

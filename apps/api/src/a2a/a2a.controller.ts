@@ -226,7 +226,8 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @ComponentParam()
     @ApiParam({
       name: 'task_id',
-      description: "The task id (the run id) followed by `:cancel`, the binding's custom method: `<run id>:cancel`",
+      description:
+        "The task id (the run id) followed by the binding's custom method: `<run id>:cancel`; `<run id>:subscribe` (SubscribeToTask) is answered UnsupportedOperation, as over JSON-RPC",
     })
     @HttpJsonBinding()
     @RequireScope(run, { componentParam: param })
@@ -238,11 +239,13 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
       @Req() request: FastifyRequest,
       @Res() reply: FastifyReply,
     ): Promise<void> {
-      const taskId = /^(.+):cancel$/.exec(taskAndMethod)?.[1];
+      const [, taskId, method] = /^(.+):(cancel|subscribe)$/.exec(taskAndMethod) ?? [];
       if (!taskId) {
         throw new NotFoundException(`Cannot POST ${request.url}`);
       }
-      await this.serve(reply, id, caller, request, (call) => this.a2a.restCancelTask(call, taskId, reply.raw));
+      await this.serve(reply, id, caller, request, (call) =>
+        method === 'subscribe' ? this.a2a.restSubscribe(call, reply.raw) : this.a2a.restCancelTask(call, taskId, reply.raw),
+      );
     }
   }
 

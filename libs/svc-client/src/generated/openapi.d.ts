@@ -8015,7 +8015,7 @@ export interface operations {
             path: {
                 /** @description Id of the agent */
                 agent_id: string;
-                /** @description The task id (the run id) followed by `:cancel`, the binding's custom method: `<run id>:cancel` */
+                /** @description The task id (the run id) followed by the binding's custom method: `<run id>:cancel`; `<run id>:subscribe` (SubscribeToTask) is answered UnsupportedOperation, as over JSON-RPC */
                 task_id: string;
             };
             cookie?: never;
@@ -8802,7 +8802,7 @@ export interface operations {
             path: {
                 /** @description Id of the team */
                 team_id: string;
-                /** @description The task id (the run id) followed by `:cancel`, the binding's custom method: `<run id>:cancel` */
+                /** @description The task id (the run id) followed by the binding's custom method: `<run id>:cancel`; `<run id>:subscribe` (SubscribeToTask) is answered UnsupportedOperation, as over JSON-RPC */
                 task_id: string;
             };
             cookie?: never;
