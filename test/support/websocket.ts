@@ -5,6 +5,8 @@ export interface Frame {
   data?: Record<string, any>;
   status?: number;
   detail?: string;
+  /** The action's request_id, on frames answering an action that carried one. */
+  request_id?: string;
 }
 
 /** A real WebSocket client on /ws that keeps every frame it receives, and waits for the ones a test expects. */

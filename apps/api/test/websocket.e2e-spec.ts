@@ -113,6 +113,37 @@ describe('WebSocket /ws', () => {
     expect(bad.frames).toEqual([{ event: 'auth_error', detail: expect.any(String) }]);
   });
 
+  it("tags every frame answering an action with the action's request_id, errors included, so answers on one socket can be told apart", async () => {
+    const socket = await connect(api.url, alice.token);
+    await socket.next((frame) => frame.event === 'authenticated');
+    socket.send({ action: 'run', component_type: 'agent', component_id: 'sleep-agent', message: '0.3', request_id: 'slow' });
+    socket.send({ action: 'run', component_type: 'agent', component_id: 'echo-agent', message: 'quick', request_id: 'quick' });
+    socket.send({ action: 'run', component_type: 'agent', component_id: 'nope', message: 'x', request_id: 'missing' });
+    socket.send({ action: 'watch', run_id: 'not-a-uuid', request_id: 'bad-watch' });
+    socket.send({ action: 'run', component_type: 'agent', component_id: 'echo-agent', message: 'x', request_id: 7 });
+    const slow = await socket.next((frame) => frame.request_id === 'slow' && frame.event === 'RunCompleted', 15_000);
+    const quick = await socket.next((frame) => frame.request_id === 'quick' && frame.event === 'RunCompleted');
+    expect(slow.data).toMatchObject({ content: 'Slept 0.3 s' });
+    expect(quick.data).toMatchObject({ content: 'quick' });
+    for (const tag of ['slow', 'quick']) {
+      expect(socket.frames.filter((frame) => frame.request_id === tag).map((frame) => frame.event)).toEqual([
+        'RunStarted',
+        'RunContent',
+        'RunCompleted',
+      ]);
+    }
+    expect(await socket.next((frame) => frame.request_id === 'missing')).toMatchObject({ event: 'error', status: 404 });
+    expect(await socket.next((frame) => frame.request_id === 'bad-watch')).toMatchObject({
+      event: 'error',
+      status: 422,
+      detail: 'run_id must be a UUID',
+    });
+    // A request_id that is not a string is refused (without one to echo).
+    expect(await socket.next((frame) => frame.event === 'error' && frame.status === 422 && frame.request_id === undefined)).toMatchObject({
+      detail: "'request_id' must be a non-empty string",
+    });
+  });
+
   it('follows a background run with watch until its final event', async () => {
     const queued = await call(api.url, 'POST', '/agents/sleep-agent/runs', {
       token: alice.token,

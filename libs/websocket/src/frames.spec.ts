@@ -33,6 +33,25 @@ describe('parseFrame', () => {
     expect(parseFrame(JSON.stringify({ action: 'cancel', run_id: RUN_ID }))).toEqual({ action: 'cancel', run_id: RUN_ID });
   });
 
+  it("keeps an action's request_id, and gives it back on the action's refusal; one too long or not a string is refused", () => {
+    expect(parseFrame(JSON.stringify({ action: 'watch', run_id: RUN_ID, request_id: 'w-1' }))).toEqual({
+      action: 'watch',
+      run_id: RUN_ID,
+      request_id: 'w-1',
+    });
+    try {
+      parseFrame(JSON.stringify({ action: 'cancel', run_id: 'x', request_id: 'c-1' }));
+      throw new Error('accepted');
+    } catch (error) {
+      expect(error).toMatchObject({ status: 422, detail: 'run_id must be a UUID', requestId: 'c-1' });
+    }
+    expect(rejection(JSON.stringify({ action: 'watch', run_id: RUN_ID, request_id: 'r'.repeat(129) }))).toEqual({
+      status: 422,
+      detail: "'request_id' must be at most 128 characters",
+    });
+    expect(rejection(JSON.stringify({ action: 'watch', run_id: RUN_ID, request_id: 7 })).status).toBe(422);
+  });
+
   it('answers what is not a frame with 400', () => {
     expect(rejection('{not json')).toEqual({ status: 400, detail: 'A frame is a JSON object with an "action"' });
     expect(rejection('[1]').status).toBe(400);

@@ -3,18 +3,29 @@ import { isUUID } from 'class-validator';
 import { COMPONENT_KINDS, ComponentKind, SESSION_ID } from '@app/runs';
 import { UNSTORABLE, unstorable } from '@app/validation';
 
-/** What a client may send on /ws: authenticate first unless the upgrade carried a credential, then run, watch or cancel. */
+/**
+ * What a client may send on /ws: authenticate first unless the upgrade carried a credential, then run, watch or
+ * cancel. An action may carry a `request_id` of the client's choosing: every frame answering it carries it back,
+ * so a client with several actions in flight on one socket can tell their answers apart.
+ */
 export type ClientFrame =
   | { action: 'authenticate'; token: string }
-  | { action: 'run'; component_type: ComponentKind; component_id: string; message: string; session_id?: string }
-  | { action: 'watch'; run_id: string }
-  | { action: 'cancel'; run_id: string };
+  | ({ action: 'run'; component_type: ComponentKind; component_id: string; message: string; session_id?: string } & Tagged)
+  | ({ action: 'watch'; run_id: string } & Tagged)
+  | ({ action: 'cancel'; run_id: string } & Tagged);
 
-/** A frame that is not one of the above: answered with an error frame of this status, the socket stays open. */
+interface Tagged {
+  request_id?: string;
+}
+
+export const REQUEST_ID_MAX_LENGTH = 128;
+
+/** A frame that is not one of the above: answered with an error frame of this status (and its request_id), the socket stays open. */
 export class FrameRejected extends Error {
   constructor(
     readonly status: number,
     readonly detail: string,
+    readonly requestId?: string,
   ) {
     super(detail);
   }
@@ -66,6 +77,19 @@ export function parseFrame(data: string): ClientFrame {
     throw new FrameRejected(400, 'A frame is a JSON object with an "action"');
   }
   const fields = frame as Record<string, unknown>;
+  const requestId = text(fields, 'request_id', true);
+  if (requestId !== undefined && requestId.length > REQUEST_ID_MAX_LENGTH) {
+    throw new FrameRejected(422, `'request_id' must be at most ${REQUEST_ID_MAX_LENGTH} characters`);
+  }
+  try {
+    const parsed = actionOf(fields);
+    return parsed.action === 'authenticate' || requestId === undefined ? parsed : { ...parsed, request_id: requestId };
+  } catch (error) {
+    throw error instanceof FrameRejected ? new FrameRejected(error.status, error.detail, requestId) : error;
+  }
+}
+
+function actionOf(fields: Record<string, unknown>): ClientFrame {
   switch (fields.action) {
     case 'authenticate':
       return { action: 'authenticate', token: text(fields, 'token')! };

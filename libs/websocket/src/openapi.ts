@@ -12,6 +12,7 @@ export const WEBSOCKET_PATH_ITEM = {
       'Actions: {"action": "run", "component_type", "component_id", "message", "session_id"?} streams the same events as stream=true',
       '({"event": "RunStarted" | "RunContent" | "RunCompleted" | "RunError" | "RunCancelled", "data"});',
       '{"action": "watch", "run_id"} follows a run until its final event; {"action": "cancel", "run_id"} answers {"event": "CancelRequested", "data": run}.',
+      'An action may carry a "request_id" (a string of up to 128 characters): every frame answering it, errors included, carries it back.',
       'Each action needs the scope of its REST route (<resource>:run); a refusal is {"event": "error", "status": 403, "detail"} and the socket stays open.',
       `The server pings every 30 s; a client that lets more than ${MAX_BUFFERED_BYTES / 1024 / 1024} MiB of frames pile up unread is disconnected (1013).`,
     ].join(' '),

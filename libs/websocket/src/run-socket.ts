@@ -93,7 +93,11 @@ export class RunSocket {
       this.principal = this.identify(undefined);
     }
     if (!this.principal) {
-      this.send({ event: 'error', status: 401, detail: 'Authenticate first: {"action": "authenticate", "token": "..."}' });
+      this.answering(frame.request_id)({
+        event: 'error',
+        status: 401,
+        detail: 'Authenticate first: {"action": "authenticate", "token": "..."}',
+      });
       return;
     }
     if (!(await this.principal.catch(() => null))) {
@@ -106,11 +110,11 @@ export class RunSocket {
       if (error instanceof AuthException) {
         this.authFailed(this.services.errors.render(error, 'WS authenticate').detail);
       } else {
-        this.fail(error, frame.action); // the database is away, say: this action fails, the socket stays
+        this.fail(error, frame.action, frame.request_id); // the database is away, say: this action fails, the socket stays
       }
       return;
     }
-    await this.act(principal, frame).catch((error: unknown) => this.fail(error, frame.action));
+    await this.act(principal, frame).catch((error: unknown) => this.fail(error, frame.action, frame.request_id));
   }
 
   private authenticateWith(token: string): void {
@@ -143,6 +147,7 @@ export class RunSocket {
   }
 
   private async act(principal: Principal, frame: Exclude<ClientFrame, { action: 'authenticate' }>): Promise<void> {
+    const answer = this.answering(frame.request_id);
     switch (frame.action) {
       case 'run':
         this.authorize(principal, frame.component_type, frame.component_id);
@@ -152,18 +157,23 @@ export class RunSocket {
             frame.component_type,
             frame.component_id,
             { message: frame.message, session_id: frame.session_id },
-            (event) => this.send(event),
+            answer,
           ),
         );
       case 'watch':
-        return this.limited('watch', async () => this.watch(principal, await this.located(principal, frame.run_id)));
+        return this.limited('watch', async () => this.watch(principal, await this.located(principal, frame.run_id), answer));
       case 'cancel': {
         const run = await this.located(principal, frame.run_id);
         const after = await this.services.runs.cancel(principal, run.component_type as ComponentKind, run.component_id, run.run_id);
-        this.send({ event: 'CancelRequested', data: { ...after } });
+        answer({ event: 'CancelRequested', data: { ...after } });
         return;
       }
     }
+  }
+
+  /** Sends the frames answering one action, each with the action's request_id when it came with one. */
+  private answering(requestId: string | undefined): (frame: RunEvent | Record<string, unknown>) => void {
+    return requestId === undefined ? (frame) => this.send(frame) : (frame) => this.send({ ...frame, request_id: requestId });
   }
 
   /** Does `work` unless the socket already has as many of `action` in progress as it may (a 429 frame). */
@@ -195,22 +205,22 @@ export class RunSocket {
    * then, once a worker (or another replica) has finished it, its content as one RunContent (a client that
    * assembles a stream's deltas gets the whole text) and the final event.
    */
-  private async watch(principal: Principal, run: RunDto): Promise<void> {
-    this.send({ event: 'RunStarted', data: { ...run } });
+  private async watch(principal: Principal, run: RunDto, answer: (frame: RunEvent | Record<string, unknown>) => void): Promise<void> {
+    answer({ event: 'RunStarted', data: { ...run } });
     let current = run;
     while (!FINAL.has(current.status) && !this.closed) {
       await sleep(WATCH_POLL_MS);
       current = await this.services.runs.get(principal, current.component_type as ComponentKind, current.component_id, current.run_id);
     }
     if (current.content) {
-      this.send({ event: 'RunContent', data: { run_id: current.run_id, content: current.content } });
+      answer({ event: 'RunContent', data: { run_id: current.run_id, content: current.content } });
     }
-    this.send(finalEvent(current));
+    answer(finalEvent(current));
   }
 
-  private fail(error: unknown, action: string): void {
+  private fail(error: unknown, action: string, requestId = error instanceof FrameRejected ? error.requestId : undefined): void {
     const { status, detail } = error instanceof FrameRejected ? error : this.services.errors.render(error, `WS ${action}`);
-    this.send({ event: 'error', status, detail });
+    this.answering(requestId)({ event: 'error', status, detail });
   }
 
   private authFailed(detail: string): void {
