@@ -120,13 +120,12 @@ export class ServiceAccountsApi extends AdminApi {
   }
 
   /**
-   * The principal other than the caller that minted this account (`created_by`), and so may rotate or revoke
-   * it whenever it likes: a token of it is never the caller's alone. Null when the caller minted it, or the
-   * security key did (whoever holds the key holds every right already).
+   * The principal other than the caller that minted an account (its `created_by`, from findActiveMinted), and so
+   * may rotate or revoke it whenever it likes: a token of it is never the caller's alone. Null when the caller
+   * minted it, or the security key did (whoever holds the key holds every right already).
    */
-  async otherOwner(account: ServiceAccount): Promise<string | null> {
-    const owner = (await this.rows(true)).find((row) => row.id === account.id)?.created_by ?? null;
-    if (owner === null) {
+  async otherOwner(mintedBy: string | null): Promise<string | null> {
+    if (mintedBy === null) {
       return null;
     }
     // Not through send(): its 403 is an answer here, not a refused credential.
@@ -137,7 +136,7 @@ export class ServiceAccountsApi extends AdminApi {
       return null;
     }
     const caller = this.expect(answer, 200, 'Could not read which principal this credential is');
-    return caller.principal === owner ? null : owner;
+    return caller.principal === mintedBy ? null : mintedBy;
   }
 
   private async rows(activeOnly: boolean): Promise<Schemas['ServiceAccountDto'][]> {
@@ -163,7 +162,18 @@ export class ServiceAccountsApi extends AdminApi {
   }
 
   async findActive(name: string): Promise<ServiceAccount | null> {
-    return (await this.listActive()).find((account) => account.name === name) ?? null;
+    return (await this.findActiveMinted(name))?.account ?? null;
+  }
+
+  /** The active account of that name with who minted it (`created_by`: null for the security key), from one listing. */
+  async findActiveMinted(name: string): Promise<{ account: ServiceAccount; mintedBy: string | null } | null> {
+    for (const row of await this.rows(true)) {
+      const account = toServiceAccount(row);
+      if (account.name === name && isActive(account)) {
+        return { account, mintedBy: row.created_by ?? null };
+      }
+    }
+    return null;
   }
 
   async revoke(account: ServiceAccount): Promise<ServiceAccount> {

@@ -401,8 +401,8 @@ class Connection {
    * and so to take over the identity this client would run as. Null when the account is the caller's to rotate.
    */
   private async foreignAccount(name: string): Promise<TokenOutcome | null> {
-    const active = await this.api!.findActive(name);
-    const owner = active ? await this.api!.otherOwner(active) : null;
+    const active = await this.api!.findActiveMinted(name);
+    const owner = active ? await this.api!.otherOwner(active.mintedBy) : null;
     return owner === null
       ? null
       : {

@@ -173,11 +173,12 @@ export class TokensRotateCommand extends CredentialedCommand<RotateOptions> {
     // The new token travels back over this connection even on an instance without auth.
     refusePlaintextCredential(descriptor.url, Boolean(options.allowHttp), 'the admin credential and the new token');
     const api = await accountsApi(descriptor, options, terminal);
-    const account = await api.findActive(name);
-    if (!account) {
+    const found = await api.findActiveMinted(name);
+    if (!found) {
       throw await api.missing(name);
     }
-    const owner = await api.otherOwner(account);
+    const { account } = found;
+    const owner = await api.otherOwner(found.mintedBy);
     if (owner !== null) {
       terminal.warn(`'${name}' was minted by ${owner}, which can rotate or revoke it again at any time.`);
     }
