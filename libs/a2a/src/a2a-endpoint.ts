@@ -186,12 +186,8 @@ export class A2AEndpoint {
 
   /** HTTP+JSON `POST .../tasks/{id}:subscribe`: answered as JSON-RPC answers it (tasks here cannot be followed over A2A). */
   async restSubscribe(call: A2ACall, response: ServerResponse): Promise<void> {
-    await this.rest(call, response, async (handler) => {
-      for await (const event of handler.resubscribe()) {
-        return event;
-      }
-      return undefined;
-    });
+    // The handler refuses with its first step; nothing is ever streamed.
+    await this.rest(call, response, async (handler) => void (await handler.resubscribe().next()));
   }
 
   /** HTTP+JSON `POST .../tasks/{id}:cancel`. */
