@@ -149,9 +149,9 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
         });
         expect((trimmed as Task).history).toEqual([]);
         const continued = userMessage('again');
-        await expect(client.sendMessage({ ...continued, message: { ...continued.message, taskId: randomUUID() } })).rejects.toThrow(
-          /not found/i,
-        );
+        for (const taskId of [randomUUID(), 'nope-123']) {
+          await expect(client.sendMessage({ ...continued, message: { ...continued.message, taskId } })).rejects.toThrow(/not found/i);
+        }
         // A finished task of the caller's own is found, and cannot be continued: tasks finish in one turn.
         await expect(client.sendMessage({ ...continued, message: { ...continued.message, taskId: full.id } })).rejects.toThrow(
           /finish in one turn/,

@@ -22,6 +22,10 @@ interface Configs {
 }
 
 /** Each client's real config file, holding an entry for the target, one for another server, and unrelated settings. */
+/** The error a client's result names for a config file that does not parse. */
+const notValidJson = (path: string) =>
+  expect.stringMatching(new RegExp(`^Refusing to modify ${path}: the existing file is not valid JSON`));
+
 function writeConfigs(sandbox: CliSandbox, targetMcp: string): Configs {
   const files: Configs = {
     claude: join(sandbox.home, '.claude.json'),
@@ -288,7 +292,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       {
         client: 'desktop-app-a',
         status: 'failed',
-        error: expect.stringMatching(new RegExp(`^Refusing to modify ${files.desktop}: the existing file is not valid JSON`)),
+        error: notValidJson(files.desktop),
         removed: [],
         location: null,
       },
@@ -306,7 +310,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       {
         client: 'code-agent-a',
         status: 'removed',
-        error: expect.stringMatching(new RegExp(`^Refusing to modify ${files.project}: the existing file is not valid JSON`)),
+        error: notValidJson(files.project),
         removed: ['local-copy', 'platform-service'],
         location: files.claude,
       },
