@@ -174,6 +174,12 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
         await expect(follow()).rejects.toThrow(/Poll tasks\/get, or follow the run with the WebSocket watch action/);
       });
 
+      it('answers ListTasks with UnsupportedOperation naming where runs are listed (not a bare 404)', async () => {
+        await expect(
+          client.listTasks({ tenant: '', contextId: '', pageSize: 10, pageToken: '', historyLength: 0 } as never),
+        ).rejects.toThrow(/List the runs of a session with GET \/sessions\/\{session_id\}\/runs/);
+      });
+
       it('streams the run as a task, its content and a final completed status', async () => {
         const events = [];
         for await (const event of client.sendMessageStream(userMessage('streamed'))) {
@@ -327,6 +333,39 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
       });
       expect(bad.body, JSON.stringify(params)).toMatchObject({ jsonrpc: '2.0', id: 2, error: { code: -32602 } });
     }
+  });
+
+  it("answers the HTTP+JSON methods it does not offer with the protocol's error, under their JSON-RPC twins' scopes", async () => {
+    const headers = { 'a2a-version': '1.0' };
+    const task = randomUUID();
+    const refusals = [
+      { method: 'GET', path: 'extendedAgentCard', message: /no extended card/ },
+      { method: 'GET', path: 'tasks', message: /GET \/sessions\/\{session_id\}\/runs/ },
+      { method: 'GET', path: `tasks/${task}/pushNotificationConfigs`, message: /[Pp]ush [Nn]otification/ },
+      { method: 'GET', path: `tasks/${task}/pushNotificationConfigs/c1`, message: /[Pp]ush [Nn]otification/ },
+      { method: 'POST', path: `tasks/${task}/pushNotificationConfigs`, message: /[Pp]ush [Nn]otification/, run: true },
+      { method: 'DELETE', path: `tasks/${task}/pushNotificationConfigs/c1`, message: /[Pp]ush [Nn]otification/, run: true },
+    ];
+    for (const { method, path, message, run } of refusals) {
+      const url = `/a2a/agents/echo-agent/${path}`;
+      const json = method === 'POST' ? { url: 'https://example.com/hook' } : undefined;
+      const refused = await call(api.url, method, url, { token: owner.token, headers, json });
+      // The binding answers these errors 400 (its status table), with A2A's error object.
+      expect(refused.status, `${method} ${path}: ${refused.text}`).toBe(400);
+      expect(refused.headers.get('content-type')).toContain('application/a2a+json');
+      expect(refused.body.error.message, `${method} ${path}`).toMatch(message);
+      expectErrorBody(await call(api.url, method, url, { headers, json }), 401);
+      // The methods that would change something need agents:run, as their JSON-RPC twins do.
+      const narrow = await call(api.url, method, url, { token: readOnly.token, headers, json });
+      if (run) {
+        expectErrorBody(narrow, 403);
+      } else {
+        expect(narrow.body.error.message, `${method} ${path} with agents:read`).toMatch(message);
+      }
+      expectErrorBody(await call(api.url, method, url.replace('echo-agent', 'no-such-agent'), { token: owner.token, headers, json }), 404);
+    }
+    // Workflows have no task methods at all.
+    expect((await call(api.url, 'GET', '/a2a/workflows/echo-workflow/tasks', { token: owner.token, headers })).status).toBe(404);
   });
 
   it('accepts requests sent as application/a2a+json, and still refuses them without agents:run', async () => {

@@ -61,6 +61,16 @@ const READ_METHODS = new Set([
 /** v0.3 methods answered with an event stream. */
 const STREAMING_METHODS = new Set(['message/stream', 'tasks/resubscribe']);
 
+/** The request handler's methods that only refuse: what the HTTP+JSON routes of methods not offered call. */
+export type RefusedMethod =
+  | 'resubscribe'
+  | 'listTasks'
+  | 'getAuthenticatedExtendedAgentCard'
+  | 'createTaskPushNotificationConfig'
+  | 'getTaskPushNotificationConfig'
+  | 'listTaskPushNotificationConfigs'
+  | 'deleteTaskPushNotificationConfig';
+
 /** A request without an A2A-Version header is a v0.3 client's (the protocol's rule), as is one naming 0.3. */
 function isVersion03(requestedVersion: string): boolean {
   return /^0\.3(\.\d+)?$/.test(requestedVersion);
@@ -184,10 +194,17 @@ export class A2AEndpoint {
     );
   }
 
-  /** HTTP+JSON `POST .../tasks/{id}:subscribe`: answered as JSON-RPC answers it (tasks here cannot be followed over A2A). */
-  async restSubscribe(call: A2ACall, response: ServerResponse): Promise<void> {
-    // The handler refuses with its first step; nothing is ever streamed.
-    await this.rest(call, response, async (handler) => void (await handler.resubscribe().next()));
+  /**
+   * An HTTP+JSON method this service does not offer (SubscribeToTask, ListTasks, the extended card, push
+   * notification configs): the handler's refusal, the protocol error JSON-RPC answers too, not a bare 404.
+   */
+  async restRefuse(call: A2ACall, method: RefusedMethod, response: ServerResponse): Promise<void> {
+    await this.rest(call, response, async (handler) => {
+      const answer = handler[method]();
+      // SubscribeToTask is a stream whose first step is the refusal; nothing is ever streamed.
+      await (Symbol.asyncIterator in answer ? answer.next() : answer);
+      return undefined;
+    });
   }
 
   /** HTTP+JSON `POST .../tasks/{id}:cancel`. */

@@ -13,6 +13,7 @@ import {
 import {
   A2AError,
   ContentTypeNotSupportedError,
+  ExtendedAgentCardNotConfiguredError,
   PushNotificationNotSupportedError,
   RequestMalformedError,
   TaskNotCancelableError,
@@ -70,7 +71,7 @@ export class RunsRequestHandler implements A2ARequestHandler {
   }
 
   getAuthenticatedExtendedAgentCard(): Promise<AgentCard> {
-    return Promise.reject(new UnsupportedOperationError('This agent has no extended card'));
+    return Promise.reject(new ExtendedAgentCardNotConfiguredError('This agent has no extended card: its public card is the whole card'));
   }
 
   /** Waits for the finished run, or with `returnImmediately` queues it as a background run and answers the submitted task. */

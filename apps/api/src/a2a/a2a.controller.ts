@@ -1,7 +1,8 @@
-import { applyDecorators, Controller, Get, HttpCode, NotFoundException, Param, Post, Req, Res, Type } from '@nestjs/common';
+import { applyDecorators, Controller, Delete, Get, HttpCode, NotFoundException, Param, Post, Req, Res, Type } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiBody,
+  ApiExcludeEndpoint,
   ApiHeader,
   ApiNotFoundResponse,
   ApiOkResponse,
@@ -12,7 +13,7 @@ import {
 } from '@nestjs/swagger';
 import { FastifyReply, FastifyRequest } from 'fastify';
 
-import { A2ACall, A2AEndpoint, JSON_RPC_PARSE_ERROR } from '@app/a2a';
+import { A2ACall, A2AEndpoint, JSON_RPC_PARSE_ERROR, RefusedMethod } from '@app/a2a';
 import { Principal } from '@app/access';
 import { BodyScope, CurrentPrincipal, requiredScope, RequireScope, ScopeFromBody, Unschedulable } from '@app/auth';
 import { ErrorBodyDto } from '@app/errors';
@@ -97,6 +98,12 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
   const jsonRpcScope: BodyScope = (params, body) =>
     requiredScope({ scope: `${resource}:${A2AEndpoint.actionOf(body)}`, componentParam: param }, params);
   const ComponentParam = () => ApiParam({ name: param, description: `Id of the ${kind}` });
+  /**
+   * A method of the HTTP+JSON binding this service does not offer: under its JSON-RPC twin's scope, answered with
+   * the protocol's error. Left out of the API docs, which list what the service does.
+   */
+  const NotOffered = (scope: string) =>
+    applyDecorators(ApiExcludeEndpoint(), Unschedulable(HTTP_JSON_UNSCHEDULABLE), RequireScope(scope, { componentParam: param }));
 
   @ApiTags('a2a')
   @Controller(`a2a/${resource}`)
@@ -180,6 +187,21 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
       await this.serve(reply, id, caller, request, (call) => this.a2a.restSend(call, request.body, true, reply.raw));
     }
 
+    @Get(`:${param}/extendedAgentCard`)
+    @NotOffered(read)
+    async extendedAgentCard(
+      @CurrentPrincipal() caller: Principal,
+      @Param(param) id: string,
+      @Req() request: FastifyRequest,
+      @Res() reply: FastifyReply,
+    ): Promise<void> {
+      await this.refuse('getAuthenticatedExtendedAgentCard', reply, id, caller, request);
+    }
+
+    async refuse(method: RefusedMethod, reply: FastifyReply, id: string, principal: Principal, request: FastifyRequest): Promise<void> {
+      await this.serve(reply, id, principal, request, (call) => this.a2a.restRefuse(call, method, reply.raw));
+    }
+
     /** Hijacks the reply once the component is known to exist: an unknown one is the REST 404. */
     async serve(
       reply: FastifyReply,
@@ -243,9 +265,55 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
       if (!taskId) {
         throw new NotFoundException(`Cannot POST ${request.url}`);
       }
-      await this.serve(reply, id, caller, request, (call) =>
-        method === 'subscribe' ? this.a2a.restSubscribe(call, reply.raw) : this.a2a.restCancelTask(call, taskId, reply.raw),
-      );
+      if (method === 'subscribe') {
+        await this.refuse('resubscribe', reply, id, caller, request);
+        return;
+      }
+      await this.serve(reply, id, caller, request, (call) => this.a2a.restCancelTask(call, taskId, reply.raw));
+    }
+
+    @Get(`:${param}/tasks`)
+    @NotOffered(read)
+    async listTasks(
+      @CurrentPrincipal() caller: Principal,
+      @Param(param) id: string,
+      @Req() request: FastifyRequest,
+      @Res() reply: FastifyReply,
+    ): Promise<void> {
+      await this.refuse('listTasks', reply, id, caller, request);
+    }
+
+    @Get([`:${param}/tasks/:task_id/pushNotificationConfigs`, `:${param}/tasks/:task_id/pushNotificationConfigs/:config_id`])
+    @NotOffered(read)
+    async readPushNotificationConfigs(
+      @CurrentPrincipal() caller: Principal,
+      @Param(param) id: string,
+      @Req() request: FastifyRequest,
+      @Res() reply: FastifyReply,
+    ): Promise<void> {
+      await this.refuse('listTaskPushNotificationConfigs', reply, id, caller, request);
+    }
+
+    @Post(`:${param}/tasks/:task_id/pushNotificationConfigs`)
+    @NotOffered(run)
+    async createPushNotificationConfig(
+      @CurrentPrincipal() caller: Principal,
+      @Param(param) id: string,
+      @Req() request: FastifyRequest,
+      @Res() reply: FastifyReply,
+    ): Promise<void> {
+      await this.refuse('createTaskPushNotificationConfig', reply, id, caller, request);
+    }
+
+    @Delete(`:${param}/tasks/:task_id/pushNotificationConfigs/:config_id`)
+    @NotOffered(run)
+    async deletePushNotificationConfig(
+      @CurrentPrincipal() caller: Principal,
+      @Param(param) id: string,
+      @Req() request: FastifyRequest,
+      @Res() reply: FastifyReply,
+    ): Promise<void> {
+      await this.refuse('deleteTaskPushNotificationConfig', reply, id, caller, request);
     }
   }
 
