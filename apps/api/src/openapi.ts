@@ -8,16 +8,19 @@ import { API_VERSION, Env } from '@app/config';
 import { INTERNAL_ERROR_BODY } from '@app/errors';
 import { WEBSOCKET_PATH, WEBSOCKET_PATH_ITEM } from '@app/websocket';
 
-import { DATABASE_UNAVAILABLE_DETAIL } from './errors/render-error';
+import { DATABASE_UNAVAILABLE_DETAIL, FRAMEWORK_DETAILS } from './errors/render-error';
 
 function buildOpenApiDocument(app: NestFastifyApplication, env: Env): OpenAPIObject {
   const config = new DocumentBuilder()
     .setOpenAPIVersion('3.1.0')
     .setTitle(env.OS_NAME)
     .setDescription(
-      'Durable job queue, schedules, service accounts and MCP. Authenticate with `Authorization: Bearer <credential>`: ' +
-        'a JWT, a `svc_pat_` service-account token, or the OS security key. Each operation names the scope it requires in its 403 ' +
-        'answer and under Extensions (`x-required-scope`).',
+      'Runs agents, teams and workflows over REST, MCP, A2A and a WebSocket, with a durable job queue, schedules and service ' +
+        'accounts. Authenticate with `Authorization: Bearer <credential>`: a JWT, a `svc_pat_` service-account token, or the OS ' +
+        'security key. Each operation names the scope it requires in its 403 answer and under Extensions (`x-required-scope`). ' +
+        'Times (`*_at`) are Unix times in seconds. The queue and schedule operations are declared "anonymous or bearer" (an ' +
+        'instance without authentication serves them without a credential, as it does every route); where authentication is ' +
+        'configured they need a credential like the rest.',
     )
     .setVersion(API_VERSION)
     // Only the address this page was loaded from: "Try it out" calls it whatever name reached the service. The page's
@@ -51,7 +54,9 @@ function buildOpenApiDocument(app: NestFastifyApplication, env: Env): OpenAPIObj
   const document = SwaggerModule.createDocument(app, config, { operationIdFactory: operationId });
   // Fastify's own route (see RunSocketGateway): Nest's scanner does not see it.
   document.paths[WEBSOCKET_PATH] = WEBSOCKET_PATH_ITEM as OpenAPIObject['paths'][string];
-  return withValidationExamples(withErrorExamples(withPublicOperationsMarked(withAnswersEveryRouteGives(document))), document);
+  return withTimesDescribed(
+    withValidationExamples(withErrorExamples(withPublicOperationsMarked(withAnswersEveryRouteGives(document))), document),
+  );
 }
 
 /**
@@ -77,7 +82,7 @@ const errorBody = (): Response => ({ content: { 'application/json': { schema: { 
 /**
  * The answers that come from the rules every route shares rather than from the route itself, stated where
  * they apply: a route taking a credential can answer 429 (too many failed token lookups) and 503 (the
- * database unreachable); one taking a JSON body, 400 for a body that is not JSON. And 422 only where there is
+ * database unreachable); one taking a JSON body, 400 for a body that is not JSON and 415 for another media type. And 422 only where there is
  * something to validate, a body or a query: a malformed path id is a 404 (see the validation pipe). Any
  * route can fail unexpectedly: 500, with the error_id its log line carries.
  */
@@ -92,6 +97,7 @@ function withAnswersEveryRouteGives(document: OpenAPIObject): OpenAPIObject {
     }
     if (operation.requestBody?.content?.['application/json']) {
       responses['400'] ??= errorBody();
+      responses['415'] ??= errorBody();
     }
     if (!operation.requestBody && !operation.parameters?.some((parameter) => parameter.in === 'query')) {
       delete responses['422'];
@@ -119,6 +125,7 @@ const ERRORS: Record<string, { description: string; detail: (operation: Operatio
   },
   '404': { description: 'Not found, or not visible to the caller', detail: () => 'Not found' },
   '409': { description: 'Conflicts with the current state', detail: () => 'Conflicts with the current state' },
+  '415': { description: 'The body is not of a media type the route takes', detail: () => FRAMEWORK_DETAILS.FST_ERR_CTP_INVALID_MEDIA_TYPE },
   '429': { description: 'Too many failed token lookups from this client address', detail: () => 'Too many failed authentication attempts' },
   '500': {
     description: "Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id",
@@ -128,8 +135,8 @@ const ERRORS: Record<string, { description: string; detail: (operation: Operatio
   '503': { description: 'The database is unavailable', detail: () => DATABASE_UNAVAILABLE_DETAIL },
 };
 
-/** Statuses whose detail names the credential or its scope, whatever the route's description says. */
-const ABOUT_THE_CREDENTIAL = new Set(['401', '403', '429']);
+/** Statuses whose detail is set whatever the route's description says: it names the credential or its scope, or the media type. */
+const SET_DETAIL = new Set(['401', '403', '415', '429']);
 
 /**
  * Every error response shows a body the api sends with that status (`{"detail": ...}`; `error_id` only on
@@ -141,8 +148,8 @@ function withErrorExamples(document: OpenAPIObject): OpenAPIObject {
       const general = ERRORS[status];
       const json = response.content?.['application/json'];
       if (general && json?.schema?.$ref?.endsWith('/ErrorBodyDto')) {
-        const aboutTheCredential = ABOUT_THE_CREDENTIAL.has(status) ? general.detail(operation) : null;
-        const detail = aboutTheCredential ?? (response.description || general.detail(operation) || general.description);
+        const setDetail = SET_DETAIL.has(status) ? general.detail(operation) : null;
+        const detail = setDetail ?? (response.description || general.detail(operation) || general.description);
         response.description ||= general.description;
         json.example ??= general.example ?? { detail };
       }
@@ -183,6 +190,21 @@ function withValidationExamples(document: OpenAPIObject, { components }: OpenAPI
   }
   return document;
 }
+
+/** Every time the api answers (`created_at`, `expires_at`, ...) is an integer of Unix seconds: each says so. */
+function withTimesDescribed(document: OpenAPIObject): OpenAPIObject {
+  for (const schema of Object.values(document.components?.schemas ?? {}) as { properties?: Record<string, PropertySchema> }[]) {
+    for (const [name, property] of Object.entries(schema.properties ?? {})) {
+      const integer = property.type === 'integer' || (Array.isArray(property.type) && property.type.includes('integer'));
+      if (name.endsWith('_at') && integer && !/seconds/i.test(property.description ?? '')) {
+        property.description = property.description ? `${property.description} (Unix time, seconds)` : 'Unix time, seconds';
+      }
+    }
+  }
+  return document;
+}
+
+type PropertySchema = { type?: string | string[]; description?: string };
 
 /** An operation without a required scope is public: say so with `security: []` rather than by omission. */
 function withPublicOperationsMarked(document: OpenAPIObject): OpenAPIObject {

@@ -68,7 +68,7 @@ describe('OpenAPI document and Swagger UI', () => {
         ]);
       } else if (PER_METHOD_SCOPE.test(key)) {
         expect(operation['x-required-scope'], key).toMatch(
-          /^([a-z]+:read \(GetTask and the other reads\) or )?[a-z]+:run \(SendMessage, SendStreamingMessage(, CancelTask, any other method)?\)$/,
+          /^[a-z]+:run \(SendMessage, SendStreamingMessage(, CancelTask, any other method)?\)( or [a-z]+:read \(GetTask and the other reads\))?$/,
         );
       } else {
         expect(operation['x-required-scope'], key).toMatch(/^([a-z_]+:)+[a-z_]+$/);
@@ -102,6 +102,35 @@ describe('OpenAPI document and Swagger UI', () => {
       expect(operation.security, key).toEqual([{}, { bearer: [] }]);
     }
     expect(document.paths['/service-accounts'].post.security).toEqual([{ bearer: [] }]);
+  });
+
+  it("documents a JSON body's 415, /metrics errors as JSON, every time as Unix seconds, and operation ids a deep link takes", () => {
+    for (const [path, methods] of Object.entries<any>(document.paths)) {
+      for (const [method, operation] of Object.entries<any>(methods)) {
+        const key = `${method.toUpperCase()} ${path}`;
+        // No underscore or whitespace: Swagger UI reads an underscore in a deep link as escaped whitespace.
+        expect(operation.operationId, key).toMatch(/^[A-Za-z0-9[\]]+$/);
+        if (operation.requestBody?.content?.['application/json']) {
+          expect(operation.responses['415']?.content?.['application/json']?.example, key).toEqual({
+            detail: 'Unsupported Content-Type: send application/json',
+          });
+        }
+      }
+    }
+    const metrics = document.paths['/metrics'].get.responses;
+    expect(Object.keys(metrics['200'].content)).toEqual(['text/plain']);
+    for (const status of ['401', '403']) {
+      expect(Object.keys(metrics[status].content), status).toEqual(['application/json']);
+    }
+    const times = Object.entries<any>(document.components.schemas).flatMap(([name, schema]) =>
+      Object.entries<any>(schema.properties ?? {})
+        .filter(([property]) => property.endsWith('_at'))
+        .map(([property, value]) => [`${name}.${property}`, value.description] as const),
+    );
+    expect(times.length).toBeGreaterThan(30);
+    for (const [property, description] of times) {
+      expect(description, property).toMatch(/seconds/i);
+    }
   });
 
   it('documents the service-account request and response schemas', () => {

@@ -58,7 +58,7 @@ export class RunDto {
   @ApiProperty({ enum: COMPONENT_KINDS }) component_type!: string;
   @ApiProperty() component_id!: string;
   @ApiProperty({ type: 'string', nullable: true }) user_id!: string | null;
-  @ApiProperty({ enum: RUN_STATUSES }) status!: string;
+  @ApiProperty({ enum: RUN_STATUSES, example: 'completed' }) status!: string;
   @ApiProperty({ description: 'The input message' }) message!: string;
   @ApiProperty({ type: 'string', nullable: true }) content!: string | null;
   @ApiProperty({ type: 'string', nullable: true }) error!: string | null;

@@ -10,13 +10,14 @@ export type TraceSortField = (typeof TRACE_SORT_FIELDS)[number];
 export const TRACE_STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled'] as const;
 
 export class ListTracesQuery extends PageQuery({ maxLimit: 100, sortFields: TRACE_SORT_FIELDS, defaultSort: 'started_at' }) {
-  @ApiProperty({ required: false, format: 'uuid' })
+  @ApiProperty({ required: false, format: 'uuid', description: 'Only the trace of this run' })
   @Optional()
   @IsUUID('all', { message: 'run_id must be a UUID' })
   run_id?: string;
-  @StringField({ optional: true, maxLength: 128 }) session_id?: string;
-  @StringField({ optional: true, maxLength: 128 }) component_id?: string;
-  @ApiProperty({ required: false, enum: TRACE_STATUSES })
+  @StringField({ optional: true, maxLength: 128, description: 'Only the traces of runs in this session' }) session_id?: string;
+  @StringField({ optional: true, maxLength: 128, description: 'Only the traces of runs of this agent, team or workflow' })
+  component_id?: string;
+  @ApiProperty({ required: false, enum: TRACE_STATUSES, description: 'Only traces whose run has this status' })
   @Optional()
   @IsIn(TRACE_STATUSES)
   status?: string;

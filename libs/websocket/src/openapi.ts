@@ -3,7 +3,7 @@ import { AUTH_TIMEOUT_MS, MAX_BUFFERED_BYTES } from './run-socket';
 /** /ws in the OpenAPI document: the upgrade and the frames, which OpenAPI itself cannot describe. */
 export const WEBSOCKET_PATH_ITEM = {
   get: {
-    operationId: 'WebSocket_upgrade',
+    operationId: 'websocketUpgrade',
     tags: ['websocket'],
     summary: 'Upgrade to a WebSocket that runs, watches and cancels runs',
     description: [

@@ -37,7 +37,8 @@ const A2A_ERROR = {
 };
 
 /** What the HTTP+JSON routes document: the version header they need, their answers (a stream for SendStreamingMessage). */
-function HttpJsonBinding({ streams = false } = {}): MethodDecorator {
+function HttpJsonBinding(kind: ComponentKind, { streams = false } = {}): MethodDecorator {
+  const runId = '3f2a1c9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b';
   return applyDecorators(
     ApiHeader({
       name: 'A2A-Version',
@@ -57,7 +58,16 @@ function HttpJsonBinding({ streams = false } = {}): MethodDecorator {
     }),
     ApiNotFoundResponse({
       description: 'No such component (the error body every route answers), or no such task (an A2A error)',
-      content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBodyDto' } }, [A2A_JSON]: { schema: A2A_ERROR } },
+      content: {
+        'application/json': {
+          schema: { $ref: '#/components/schemas/ErrorBodyDto' },
+          example: { detail: `${kind[0].toUpperCase()}${kind.slice(1)} 'no-such-${kind}' not found` },
+        },
+        [A2A_JSON]: {
+          schema: A2A_ERROR,
+          example: { error: { code: 404, status: 'NOT_FOUND', message: `Run '${runId}' not found` } },
+        },
+      },
     }),
   );
 }
@@ -125,7 +135,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
       jsonRpcScope,
       kind === 'workflow'
         ? `${run} (SendMessage, SendStreamingMessage)`
-        : `${read} (GetTask and the other reads) or ${run} (SendMessage, SendStreamingMessage, CancelTask, any other method)`,
+        : `${run} (SendMessage, SendStreamingMessage, CancelTask, any other method) or ${read} (GetTask and the other reads)`,
     )
     @Unschedulable(A2AEndpoint.unfitForFires)
     @AnswersUnparsableJson(JSON_RPC_PARSE_ERROR)
@@ -160,7 +170,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @ComponentParam()
     @RequireScope(run, { componentParam: param })
     @ApiOperation({ summary: 'A2A HTTP+JSON SendMessage' })
-    @HttpJsonBinding()
+    @HttpJsonBinding(kind)
     @SendMessageBody()
     async send(
       @CurrentPrincipal() caller: Principal,
@@ -176,7 +186,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @ComponentParam()
     @RequireScope(run, { componentParam: param })
     @ApiOperation({ summary: 'A2A HTTP+JSON SendStreamingMessage (text/event-stream)' })
-    @HttpJsonBinding({ streams: true })
+    @HttpJsonBinding(kind, { streams: true })
     @SendMessageBody()
     async stream(
       @CurrentPrincipal() caller: Principal,
@@ -230,7 +240,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
       schema: { type: 'integer', minimum: 0 },
       description: 'At most this many messages of the history (0: none); a value that is not an integer is a 400',
     })
-    @HttpJsonBinding()
+    @HttpJsonBinding(kind)
     async getTask(
       @CurrentPrincipal() caller: Principal,
       @Param(param) id: string,
@@ -251,7 +261,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
       description:
         "The task id (the run id) followed by the binding's custom method: `<run id>:cancel`; `<run id>:subscribe` (SubscribeToTask) is answered UnsupportedOperation, as over JSON-RPC",
     })
-    @HttpJsonBinding()
+    @HttpJsonBinding(kind)
     @RequireScope(run, { componentParam: param })
     @ApiOperation({ summary: 'A2A HTTP+JSON CancelTask: POST .../tasks/{task_id}:cancel' })
     async cancelTask(

@@ -30,7 +30,10 @@ export class DiscoveryController {
 
   @Get('config')
   @RequireScope('config:read')
-  @ApiOperation({ summary: 'What the caller may use. Unauthenticated, its 401 tells older clients the auth mode.' })
+  @ApiOperation({
+    summary: 'Who the caller is, its scopes and the components it may run',
+    description: 'Without a credential, a 401 means the instance has authentication; `GET /info` names its mode without one.',
+  })
   @ApiOkResponse({ type: ConfigDto })
   config(@CurrentPrincipal() principal: Principal): ConfigDto {
     return this.discovery.config(principal);

@@ -1,6 +1,7 @@
 import { Controller, Delete, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
 import {
   ApiAcceptedResponse,
+  ApiBadRequestResponse,
   ApiBearerAuth,
   ApiBody,
   ApiExcludeEndpoint,
@@ -90,7 +91,16 @@ export class McpController {
     description: 'The request does not accept both application/json and text/event-stream',
     schema: JSON_RPC_ERROR,
   })
-  @ApiUnsupportedMediaTypeResponse({ description: 'The body is not JSON', schema: JSON_RPC_ERROR })
+  @ApiBadRequestResponse({
+    description: 'A body that is not JSON (the error body every route answers), or JSON that is not a JSON-RPC message (a JSON-RPC error)',
+    content: {
+      'application/json': {
+        schema: { oneOf: [{ $ref: '#/components/schemas/ErrorBodyDto' }, JSON_RPC_ERROR] },
+        example: { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error: Invalid JSON-RPC message' }, id: null },
+      },
+    },
+  })
+  @ApiUnsupportedMediaTypeResponse({ description: 'The body is not sent as application/json', type: ErrorBodyDto })
   async post(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (!isAllowedOrigin(request.headers.origin, this.env.publicUrl)) {
       throw new RequestException(RequestErrorCode.Forbidden, 'Origin not allowed');

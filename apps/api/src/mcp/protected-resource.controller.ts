@@ -19,7 +19,17 @@ export class ProtectedResourceController {
   // Browser-based MCP clients read it cross-origin; it holds nothing secret.
   @Header('access-control-allow-origin', '*')
   @ApiOperation({ summary: 'OAuth protected-resource metadata of /mcp: {resource, authorization_servers}' })
-  @ApiOkResponse({ description: 'RFC 9728 metadata' })
+  @ApiOkResponse({
+    description: 'RFC 9728 metadata',
+    schema: {
+      type: 'object',
+      required: ['resource', 'authorization_servers'],
+      properties: {
+        resource: { type: 'string', format: 'uri', description: 'The URL of /mcp' },
+        authorization_servers: { type: 'array', items: { type: 'string', format: 'uri' }, description: 'Where an MCP client signs in' },
+      },
+    },
+  })
   // The description is the answer's detail: /docs shows it as the example.
   @ApiNotFoundResponse({ type: ErrorBodyDto, description: NOT_PROTECTED })
   metadata(): ProtectedResourceMetadata {

@@ -1,5 +1,5 @@
 import { Controller, Get, Res } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { FastifyReply } from 'fastify';
 
 import { ADMIN_SCOPE } from '@app/access';
@@ -17,8 +17,16 @@ export class MetricsController {
     summary:
       'Prometheus text: queue depth by status, oldest queued age, processed and failed attempts of all workers, skipped schedule fires; this api process’s HTTP request durations by route and status, process and event-loop figures',
   })
-  @ApiProduces('text/plain')
-  @ApiOkResponse({ description: 'Prometheus exposition format 0.0.4' })
+  // The scrape alone is text: its 401 and 403 are the JSON error body every route answers.
+  @ApiOkResponse({
+    description: 'Prometheus exposition format 0.0.4',
+    content: {
+      'text/plain': {
+        schema: { type: 'string' },
+        example: '# HELP queue_jobs Queue jobs by status\n# TYPE queue_jobs gauge\nqueue_jobs{status="queued"} 3\n',
+      },
+    },
+  })
   async scrape(@Res() reply: FastifyReply): Promise<void> {
     const { contentType, body } = await this.metrics.text();
     await reply.header('content-type', contentType).send(body);

@@ -45,7 +45,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** What the caller may use. Unauthenticated, its 401 tells older clients the auth mode. */
+        /**
+         * Who the caller is, its scopes and the components it may run
+         * @description Without a credential, a 401 means the instance has authentication; `GET /info` names its mode without one.
+         */
         get: operations["discoveryConfig"];
         put?: never;
         post?: never;
@@ -1061,7 +1064,7 @@ export interface paths {
          * Upgrade to a WebSocket that runs, watches and cancels runs
          * @description Authenticate with the upgrade's Authorization header, or send {"action": "authenticate", "token": "..."} within 10 s; a bad token answers {"event": "auth_error", "detail"} and closes the socket (1008). Actions: {"action": "run", "component_type", "component_id", "message", "session_id"?} streams the same events as stream=true ({"event": "RunStarted" | "RunContent" | "RunCompleted" | "RunError" | "RunCancelled", "data"}); {"action": "watch", "run_id"} follows a run until its final event; {"action": "cancel", "run_id"} answers {"event": "CancelRequested", "data": run}. An action may carry a "request_id" (a string of up to 128 characters): every frame answering it, errors included, carries it back. Each action needs the scope of its REST route (<resource>:run); a refusal is {"event": "error", "status": 403, "detail"} and the socket stays open. The server pings every 30 s; a client that lets more than 1 MiB of frames pile up unread is disconnected (1013).
          */
-        get: operations["WebSocket_upgrade"];
+        get: operations["websocketUpgrade"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1287,14 +1290,18 @@ export interface components {
             scopes: string[];
             /** @description Principal that minted the account; null for the OS security key */
             created_by: string | null;
+            /** @description Unix time, seconds */
             created_at: number;
+            /** @description Unix time, seconds */
             expires_at: number | null;
+            /** @description Unix time, seconds */
             last_used_at: number | null;
             /**
              * @description Client address of the last successful use; null until used
              * @example 203.0.113.7
              */
             last_used_ip: string | null;
+            /** @description Unix time, seconds */
             revoked_at: number | null;
             /** @description Plaintext `svc_pat_` token: shown in this response (mint or rotate) only, never again */
             token: string;
@@ -1322,14 +1329,18 @@ export interface components {
             scopes: string[];
             /** @description Principal that minted the account; null for the OS security key */
             created_by: string | null;
+            /** @description Unix time, seconds */
             created_at: number;
+            /** @description Unix time, seconds */
             expires_at: number | null;
+            /** @description Unix time, seconds */
             last_used_at: number | null;
             /**
              * @description Client address of the last successful use; null until used
              * @example 203.0.113.7
              */
             last_used_ip: string | null;
+            /** @description Unix time, seconds */
             revoked_at: number | null;
         };
         PageMeta: {
@@ -1403,7 +1414,10 @@ export interface components {
             component_type: "agent" | "team" | "workflow";
             component_id: string;
             user_id: string | null;
-            /** @enum {string} */
+            /**
+             * @example completed
+             * @enum {string}
+             */
             status: "queued" | "running" | "completed" | "failed" | "cancelled" | "paused";
             /** @description The input message */
             message: string;
@@ -1417,8 +1431,11 @@ export interface components {
             input_tokens: number | null;
             /** @description Completion tokens the model reported */
             output_tokens: number | null;
+            /** @description Unix time, seconds */
             created_at: number;
+            /** @description Unix time, seconds */
             updated_at: number;
+            /** @description Unix time, seconds */
             completed_at: number | null;
         };
         SessionDto: {
@@ -1430,7 +1447,9 @@ export interface components {
             component_type: "agent" | "team" | "workflow";
             component_id: string;
             user_id: string | null;
+            /** @description Unix time, seconds */
             created_at: number;
+            /** @description Unix time, seconds */
             updated_at: number;
         };
         SessionPageDto: {
@@ -1450,7 +1469,9 @@ export interface components {
             /** @enum {string|null} */
             component_type: "agent" | "team" | "workflow" | null;
             component_id: string | null;
+            /** @description Unix time, seconds */
             created_at: number;
+            /** @description Unix time, seconds */
             updated_at: number;
         };
         MemoryPageDto: {
@@ -1485,7 +1506,9 @@ export interface components {
             parent_id: string | null;
             /** @example run.component */
             name: string;
+            /** @description Unix time, seconds */
             started_at: number;
+            /** @description Unix time, seconds */
             ended_at: number;
             /** @description Milliseconds from the trace’s start to this span’s */
             offset_ms: number;
@@ -1506,7 +1529,9 @@ export interface components {
             component_id: string;
             /** @enum {string} */
             status: "queued" | "running" | "completed" | "failed" | "cancelled";
+            /** @description Unix time, seconds */
             started_at: number;
+            /** @description Unix time, seconds */
             ended_at: number | null;
             duration_ms: number | null;
             /** @description Oldest first */
@@ -1539,12 +1564,17 @@ export interface components {
             /** @description Execution budget under any failure mode */
             max_attempts: number;
             idempotency_key: string | null;
+            /** @description Unix time, seconds */
             available_at: number | null;
             locked_by: string | null;
+            /** @description Unix time, seconds */
             locked_at: number | null;
             error: string | null;
+            /** @description Unix time, seconds */
             created_at: number | null;
+            /** @description Unix time, seconds */
             updated_at: number | null;
+            /** @description Unix time, seconds */
             completed_at: number | null;
         };
         JobPageDto: {
@@ -1723,7 +1753,7 @@ export interface components {
             payload: {
                 [key: string]: unknown;
             } | null;
-            /** @description Next cron slot; null while disabled */
+            /** @description Next cron slot; null while disabled (Unix time, seconds) */
             next_run_at: number | null;
             /** @description Tool that owns the definition; null when managed through this API */
             managed_by: string | null;
@@ -1747,7 +1777,9 @@ export interface components {
              */
             catchup_policy: "once" | "skip" | "all";
             catchup_limit: number;
+            /** @description Unix time, seconds */
             created_at: number;
+            /** @description Unix time, seconds */
             updated_at: number;
         };
         SchedulePageDto: {
@@ -1812,7 +1844,9 @@ export interface components {
         ScheduleAttemptDto: {
             /** @description 1-based */
             attempt: number;
+            /** @description Unix time, seconds */
             started_at: number;
+            /** @description Unix time, seconds */
             completed_at: number;
             duration_ms: number;
             /** @description HTTP status; null when no response arrived */
@@ -1836,9 +1870,11 @@ export interface components {
              * @enum {string|null}
              */
             reason: "overlap" | "missed" | "buffer_full" | null;
-            /** @description The cron slot, or when the manual trigger was accepted */
+            /** @description The cron slot, or when the manual trigger was accepted (Unix time, seconds) */
             due_at: number;
+            /** @description Unix time, seconds */
             started_at: number | null;
+            /** @description Unix time, seconds */
             completed_at: number | null;
             /** @description HTTP status of the last attempt */
             status_code: number | null;
@@ -1846,6 +1882,7 @@ export interface components {
             run_id: string | null;
             run_status: string | null;
             attempts: components["schemas"]["ScheduleAttemptDto"][];
+            /** @description Unix time, seconds */
             created_at: number;
         };
         ScheduleRunPageDto: {
@@ -2284,6 +2321,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description Validation error */
             422: {
                 headers: {
@@ -2553,6 +2604,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "The account is revoked or expired"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -2952,6 +3017,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Idempotency key already used for another component"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -3576,6 +3655,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description Validation error */
             422: {
                 headers: {
@@ -4190,6 +4283,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Idempotency key already used for another component"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -5177,6 +5284,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description Validation error */
             422: {
                 headers: {
@@ -5542,6 +5663,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description Validation error */
             422: {
                 headers: {
@@ -5743,9 +5878,13 @@ export interface operations {
                 /** @description Sort field: started_at; unknown fields are ignored */
                 sort_by?: string;
                 sort_order?: "asc" | "desc";
+                /** @description Only the trace of this run */
                 run_id?: string;
+                /** @description Only the traces of runs in this session */
                 session_id?: string;
+                /** @description Only the traces of runs of this agent, team or workflow */
                 component_id?: string;
+                /** @description Only traces whose run has this status */
                 status?: "queued" | "running" | "completed" | "failed" | "cancelled";
                 /** @description Only traces started at or after (epoch seconds) */
                 started_after?: number;
@@ -6258,6 +6397,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description Validation error */
             422: {
                 headers: {
@@ -6388,6 +6541,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Insufficient permissions. Required scope(s): platform:admin"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6752,7 +6919,14 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /**
+                     * @example # HELP queue_jobs Queue jobs by status
+                     *     # TYPE queue_jobs gauge
+                     *     queue_jobs{status="queued"} 3
+                     */
+                    "text/plain": string;
+                };
             };
             /** @description Missing or invalid credential */
             401: {
@@ -6760,7 +6934,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/plain": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Requires scope `platform:admin` */
@@ -6769,7 +6948,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/plain": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): platform:admin"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Too many failed token lookups from this client address */
@@ -7028,6 +7212,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "The owner already has a schedule with this name"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -7415,6 +7613,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Renamed onto another schedule of the owner, or resuming a schedule the service disabled because of its owner without taking its call over"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -7946,10 +8158,19 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *       "detail": "Agent 'no-such-agent' not found"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 404,
+                     *         "status": "NOT_FOUND",
+                     *         "message": "Run '3f2a1c9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b' not found"
+                     *       }
+                     *     }
+                     */
                     "application/a2a+json": {
                         error?: {
                             code?: number;
@@ -8082,10 +8303,19 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *       "detail": "Agent 'no-such-agent' not found"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 404,
+                     *         "status": "NOT_FOUND",
+                     *         "message": "Run '3f2a1c9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b' not found"
+                     *       }
+                     *     }
+                     */
                     "application/a2a+json": {
                         error?: {
                             code?: number;
@@ -8312,7 +8542,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Insufficient permissions. Required scope(s): agents:read"
+                     *       "detail": "Insufficient permissions. Required scope(s): agents:run"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -8327,6 +8557,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "No such component"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -8457,10 +8701,19 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *       "detail": "Agent 'no-such-agent' not found"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 404,
+                     *         "status": "NOT_FOUND",
+                     *         "message": "Run '3f2a1c9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b' not found"
+                     *       }
+                     *     }
+                     */
                     "application/a2a+json": {
                         error?: {
                             code?: number;
@@ -8468,6 +8721,20 @@ export interface operations {
                             message?: string;
                         };
                     };
+                };
+            };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Too many failed token lookups from this client address */
@@ -8595,10 +8862,19 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *       "detail": "Agent 'no-such-agent' not found"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 404,
+                     *         "status": "NOT_FOUND",
+                     *         "message": "Run '3f2a1c9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b' not found"
+                     *       }
+                     *     }
+                     */
                     "application/a2a+json": {
                         error?: {
                             code?: number;
@@ -8606,6 +8882,20 @@ export interface operations {
                             message?: string;
                         };
                     };
+                };
+            };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Too many failed token lookups from this client address */
@@ -8733,10 +9023,19 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *       "detail": "Team 'no-such-team' not found"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 404,
+                     *         "status": "NOT_FOUND",
+                     *         "message": "Run '3f2a1c9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b' not found"
+                     *       }
+                     *     }
+                     */
                     "application/a2a+json": {
                         error?: {
                             code?: number;
@@ -8869,10 +9168,19 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *       "detail": "Team 'no-such-team' not found"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 404,
+                     *         "status": "NOT_FOUND",
+                     *         "message": "Run '3f2a1c9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b' not found"
+                     *       }
+                     *     }
+                     */
                     "application/a2a+json": {
                         error?: {
                             code?: number;
@@ -9099,7 +9407,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Insufficient permissions. Required scope(s): teams:read"
+                     *       "detail": "Insufficient permissions. Required scope(s): teams:run"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -9114,6 +9422,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "No such component"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -9244,10 +9566,19 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *       "detail": "Team 'no-such-team' not found"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 404,
+                     *         "status": "NOT_FOUND",
+                     *         "message": "Run '3f2a1c9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b' not found"
+                     *       }
+                     *     }
+                     */
                     "application/a2a+json": {
                         error?: {
                             code?: number;
@@ -9255,6 +9586,20 @@ export interface operations {
                             message?: string;
                         };
                     };
+                };
+            };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Too many failed token lookups from this client address */
@@ -9382,10 +9727,19 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *       "detail": "Team 'no-such-team' not found"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 404,
+                     *         "status": "NOT_FOUND",
+                     *         "message": "Run '3f2a1c9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b' not found"
+                     *       }
+                     *     }
+                     */
                     "application/a2a+json": {
                         error?: {
                             code?: number;
@@ -9393,6 +9747,20 @@ export interface operations {
                             message?: string;
                         };
                     };
+                };
+            };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Too many failed token lookups from this client address */
@@ -9632,6 +10000,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description Too many failed token lookups from this client address */
             429: {
                 headers: {
@@ -9757,10 +10139,19 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *       "detail": "Workflow 'no-such-workflow' not found"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 404,
+                     *         "status": "NOT_FOUND",
+                     *         "message": "Run '3f2a1c9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b' not found"
+                     *       }
+                     *     }
+                     */
                     "application/a2a+json": {
                         error?: {
                             code?: number;
@@ -9768,6 +10159,20 @@ export interface operations {
                             message?: string;
                         };
                     };
+                };
+            };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Too many failed token lookups from this client address */
@@ -9895,10 +10300,19 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "No such component (the error body every route answers), or no such task (an A2A error)"
+                     *       "detail": "Workflow 'no-such-workflow' not found"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 404,
+                     *         "status": "NOT_FOUND",
+                     *         "message": "Run '3f2a1c9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b' not found"
+                     *       }
+                     *     }
+                     */
                     "application/a2a+json": {
                         error?: {
                             code?: number;
@@ -9906,6 +10320,20 @@ export interface operations {
                             message?: string;
                         };
                     };
+                };
+            };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Too many failed token lookups from this client address */
@@ -9988,7 +10416,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request */
+            /** @description A body that is not JSON (the error body every route answers), or JSON that is not a JSON-RPC message (a JSON-RPC error) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9996,10 +10424,23 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Request body is not valid JSON"
+                     *       "jsonrpc": "2.0",
+                     *       "error": {
+                     *         "code": -32700,
+                     *         "message": "Parse error: Invalid JSON-RPC message"
+                     *       },
+                     *       "id": null
                      *     }
                      */
-                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    "application/json": components["schemas"]["ErrorBodyDto"] | {
+                        /** @enum {string} */
+                        jsonrpc?: "2.0";
+                        error?: {
+                            code?: number;
+                            message?: string;
+                        };
+                        id?: string | number | null;
+                    };
                 };
             };
             /** @description Missing or invalid credential (with a WWW-Authenticate challenge when /mcp is OAuth-protected) */
@@ -10047,21 +10488,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description The body is not JSON */
+            /** @description The body is not sent as application/json */
             415: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        jsonrpc?: "2.0";
-                        error?: {
-                            code?: number;
-                            message?: string;
-                        };
-                        id?: string | number | null;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Too many failed token lookups from this client address */
@@ -10124,7 +10562,17 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uri
+                         * @description The URL of /mcp
+                         */
+                        resource: string;
+                        /** @description Where an MCP client signs in */
+                        authorization_servers: string[];
+                    };
+                };
             };
             /** @description /mcp is not an OAuth-protected resource on this service (MCP_OAUTH_ISSUER is unset) */
             404: {
@@ -10172,7 +10620,17 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uri
+                         * @description The URL of /mcp
+                         */
+                        resource: string;
+                        /** @description Where an MCP client signs in */
+                        authorization_servers: string[];
+                    };
+                };
             };
             /** @description /mcp is not an OAuth-protected resource on this service (MCP_OAUTH_ISSUER is unset) */
             404: {
@@ -10206,7 +10664,7 @@ export interface operations {
             };
         };
     };
-    WebSocket_upgrade: {
+    websocketUpgrade: {
         parameters: {
             query?: never;
             header: {
