@@ -4,6 +4,7 @@ import { createTestDatabase } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { ROOT_KEY } from '../../../test/support/principals';
 import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../../../test/support/processes';
+import { TcpProxy } from '../../../test/support/tcp-proxy';
 
 const GRACE = { QUEUE_LOCK_GRACE_SECONDS: '3' };
 
@@ -65,5 +66,48 @@ describe('runs whose api stopped mid-run', () => {
       completed_at: expect.any(Number),
     });
     expect(worker.output()).toContain('run(s) failed as lost');
+  });
+});
+
+/**
+ * Back from a database outage longer than the grace, every lease looks stale: the worker must not fail the runs of
+ * an api that is alive and renews them as soon as it can (it did, at a single look, and the run flipped from
+ * failed back to completed when it ended).
+ */
+describe('runs of a live api across a database outage longer than the lock grace', () => {
+  let api: RunningApi;
+  let worker: RunningProcess;
+  let proxy: TcpProxy;
+  let proxyPort: number;
+
+  beforeAll(async () => {
+    const direct = new URL(await createTestDatabase());
+    proxy = new TcpProxy(direct.hostname, Number(direct.port));
+    proxyPort = await proxy.listen();
+    const viaProxy = new URL(direct);
+    viaProxy.port = String(proxyPort);
+    const env = { DATABASE_URL: viaProxy.toString(), DEMO_COMPONENTS: 'true', ...GRACE };
+    [api, worker] = await Promise.all([startApi({ ...env, OS_SECURITY_KEY: ROOT_KEY }), startWorker(env)]);
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await api?.stop();
+    await proxy?.cut();
+  });
+
+  it('keeps such a run running, and it completes: never failed as lost', async () => {
+    const answer = call(api.url, 'POST', '/agents/sleep-agent/runs', { token: ROOT_KEY, json: { message: '10' } });
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await proxy.cut();
+    // Five seconds without a database: more than the grace (3 s), so the lease is stale when it comes back.
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+    await proxy.listen(proxyPort);
+    const run = await answer;
+    expect(run.body).toMatchObject({ status: 'completed', content: 'Slept 10 s', error: null });
+    // The stored run was never failed on the way: nothing was swept, nothing rewritten.
+    expect(worker.output()).not.toContain('failed as lost');
+    expect((await call(api.url, 'GET', `/agents/sleep-agent/runs/${run.body.run_id}`, { token: ROOT_KEY })).body).toMatchObject({
+      status: 'completed',
+    });
   });
 });

@@ -21,10 +21,17 @@ const RENEW = {
   text: `UPDATE run_leases SET renewed_at = now() WHERE run_id = ANY ($1::uuid[])`,
 };
 
-/** The leases not renewed for the grace go, and their runs, if still running, fail. */
+/** The runs whose leases have not been renewed for the grace: suspects, at a sweep's first look. */
+const STALE = {
+  name: 'runs_stale_leases',
+  text: `SELECT run_id FROM run_leases WHERE renewed_at < now() - make_interval(secs => $1)`,
+};
+
+/** The suspects' leases still not renewed for the grace go, and their runs, if still running, fail. */
 const SWEEP = {
   name: 'runs_sweep_lost',
-  text: `WITH lost AS (DELETE FROM run_leases WHERE renewed_at < now() - make_interval(secs => $1) RETURNING run_id)
+  text: `WITH lost AS (DELETE FROM run_leases WHERE run_id = ANY ($3::uuid[]) AND renewed_at < now() - make_interval(secs => $1)
+                       RETURNING run_id)
          UPDATE runs SET status = 'failed', error = $2, completed_at = now(), updated_at = now()
            FROM lost WHERE runs.id = lost.run_id AND runs.status = 'running'
            RETURNING runs.id`,
@@ -123,6 +130,8 @@ export class LostSyncRunSweeper implements OnApplicationBootstrap, OnModuleDestr
   private readonly logger = new Logger('Runs');
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
+  /** Runs whose leases looked stale at the last look, and when that answer came (see sweep). */
+  private suspects: { ids: string[]; seenAt: number } | null = null;
 
   constructor(
     private readonly env: Env,
@@ -145,12 +154,28 @@ export class LostSyncRunSweeper implements OnApplicationBootstrap, OnModuleDestr
     }
   }
 
+  /**
+   * In two looks, a renewal period apart at least: a run whose lease is stale at one look fails at a later one if
+   * it is stale still. Back from an outage longer than the grace, every live api's leases look stale; each api
+   * renews within a period of the database answering again (its next renewal, or one pending through the outage
+   * landing at once), so the second look finds only the runs of an api that stopped. Queue jobs are swept so too.
+   */
   async sweep(): Promise<void> {
+    const grace = this.env.QUEUE_LOCK_GRACE_SECONDS;
+    const suspects = this.suspects;
+    if (suspects && Date.now() - suspects.seenAt < heartbeatPeriodMs(grace)) {
+      return;
+    }
+    this.suspects = null;
     try {
-      const { rows } = await queryPrepared<{ id: string }>(this.dataSource, SWEEP, [this.env.QUEUE_LOCK_GRACE_SECONDS, LOST]);
-      if (rows.length > 0) {
-        this.logger.warn({ run_ids: rows.map((row) => row.id) }, `${rows.length} run(s) failed as lost: their api stopped mid-run`);
+      if (suspects) {
+        const { rows } = await queryPrepared<{ id: string }>(this.dataSource, SWEEP, [grace, LOST, suspects.ids]);
+        if (rows.length > 0) {
+          this.logger.warn({ run_ids: rows.map((row) => row.id) }, `${rows.length} run(s) failed as lost: their api stopped mid-run`);
+        }
       }
+      const { rows: stale } = await queryPrepared<{ run_id: string }>(this.dataSource, STALE, [grace]);
+      this.suspects = stale.length > 0 ? { ids: stale.map((row) => row.run_id), seenAt: Date.now() } : null;
     } catch (error) {
       this.logger.warn({ err: error }, 'Sweeping lost runs failed');
     }
