@@ -367,6 +367,12 @@ describe('schedule firing (real worker, real HTTP)', () => {
     try {
       await call(api.url, 'POST', `/schedules/${created.id}/trigger`, { token: ROOT_KEY });
       await waitFor(async () => (await fires(created.id))[0]?.status === 'running', 10_000, 'the fire to start');
+      // Said at once, with what to check if the api never comes.
+      await waitFor(
+        async () => worker.output().includes(`schedule fire: nothing listens at ${new URL(proxyUrl).origin} (PUBLIC_URL)`),
+        5_000,
+        'the refusal in the log',
+      );
       await new Promise((resolve) => setTimeout(resolve, 1500));
     } finally {
       await proxy.listen(port);

@@ -47,22 +47,30 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 
 /** How often a call that found nothing listening is sent again (see whenListening). */
 const API_WAIT_MS = 500;
+/** How long a call waits for an api that refuses connections, at most: a restart's worth, not the attempt's timeout. */
+const API_WAIT_MAX_MS = 60_000;
 
 /**
- * Sends; while the connection is refused, sends again until `signal` (the attempt's timeout) ends. Nothing
- * listens yet when the worker came up before the api (a restart, a rollout): such a call never left, so it
- * does not spend the attempt, nor with it a catch-up fire. Any other failure is thrown on (see failure()).
+ * Sends; while the connection is refused, sends again for up to API_WAIT_MAX_MS, within `signal` (the attempt's
+ * timeout). Nothing listens yet when the worker came up before the api (a restart, a rollout): such a call never
+ * left, so the wait is not an attempt failed at once. `refused` is told at the first refusal: an api that never
+ * comes (a wrong PUBLIC_URL, no api deployed) is said at once in the log, and fails the attempt within a minute
+ * rather than holding the fire running until its timeout. Any other failure is thrown on (see failure()).
  */
-async function whenListening<T>(send: () => Promise<T>, signal: AbortSignal): Promise<T> {
-  for (;;) {
+async function whenListening<T>(send: () => Promise<T>, signal: AbortSignal, refused: () => void): Promise<T> {
+  const giveUpAt = Date.now() + API_WAIT_MAX_MS;
+  for (let first = true; ; first = false) {
     try {
       return await send();
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ECONNREFUSED') {
         throw error;
       }
+      if (first) {
+        refused();
+      }
       await sleep(API_WAIT_MS, signal);
-      if (signal.aborted) {
+      if (signal.aborted || Date.now() >= giveUpAt) {
         // Refused to the end: said as such rather than as a timeout.
         throw error;
       }
@@ -215,7 +223,13 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
         body,
         signal,
       });
-    const response = await whenListening(send, signal);
+    const response = await whenListening(send, signal, () =>
+      this.logger.warn(
+        { schedule_id: fire.scheduleId, fire_id: fire.id, url: url.origin },
+        `schedule fire: nothing listens at ${url.origin} (PUBLIC_URL): waiting up to ${API_WAIT_MAX_MS / 1000} s for the api; ` +
+          "if it does not come, set the worker's PUBLIC_URL to the api's address",
+      ),
+    );
     const text = await response.body.text();
     if (response.statusCode < 200 || response.statusCode > 299) {
       return {
