@@ -201,13 +201,18 @@ describe('modelAgent against an OpenAI-compatible server on loopback', () => {
     const response = await call(api.url, 'POST', '/agents/keyless/runs', { token: ROOT_KEY, json: { message: 'x' } });
     expect(response.body).toMatchObject({
       status: 'failed',
-      error: "The model's API key is missing: STANDIN_UNSET_KEY is not set in the environment of this process",
+      error:
+        "The model's API key is missing: STANDIN_UNSET_KEY is not set in the environment of this process (export it before starting; a .env file is not read: set -a; . ./.env; set +a loads one)",
     });
     expect(provider.requests.length).toBe(calls);
     // A run executed by the api fails in the api's log too, not only as its request's 200. The line comes
     // through the api's stdout, a pipe that may deliver it after the answer arrived.
     await expect.poll(() => api.output(), { timeout: 5_000 }).toContain(`"run_id":"${response.body.run_id}"`);
     expect(api.output()).toMatch(/"msg":"run failed: agent keyless"/);
+    // And it was said at boot, in both processes, before any run.
+    for (const process of [api, worker]) {
+      expect(process.output()).toContain("Agent 'keyless': STANDIN_UNSET_KEY is not set in the environment of this process");
+    }
   });
 
   it('stops a model whose answer passes a million characters, and fails the run', async () => {

@@ -136,13 +136,17 @@ describe('modelAgent (with the AI SDK test model)', () => {
     const model = new MockLanguageModelV3({ doStream: async () => ({ stream: streamOf(['never']) }) });
     const pasted = { ...OPTIONS, apiKeyEnv: 'gsk_PastedGroqKeyAbcdef0123456789XYZ' };
     const failed = await runModelAgent(model, pasted, context()).catch((error: Error) => error.message);
-    expect(failed).toBe("The model's API key is missing: the variable apiKeyEnv names is not set in the environment of this process");
+    expect(failed).toBe(
+      "The model's API key is missing: the variable apiKeyEnv names is not set in the environment of this process (export it before starting; a .env file is not read: set -a; . ./.env; set +a loads one)",
+    );
     expect(model.doStreamCalls).toHaveLength(0);
     // A name as variables are written is named: the operator sees which to set.
     const named = await runModelAgent(model, { ...OPTIONS, apiKeyEnv: 'UNSET_PROVIDER_KEY' }, context()).catch(
       (error: Error) => error.message,
     );
-    expect(named).toBe("The model's API key is missing: UNSET_PROVIDER_KEY is not set in the environment of this process");
+    expect(named).toBe(
+      "The model's API key is missing: UNSET_PROVIDER_KEY is not set in the environment of this process (export it before starting; a .env file is not read: set -a; . ./.env; set +a loads one)",
+    );
   });
 
   it('ends as a cancellation, not a failure, when the run’s signal aborts', async () => {

@@ -1,4 +1,5 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { Logger } from '@nestjs/common';
 import { APICallError, FinishReason, LanguageModel, LanguageModelUsage, ModelMessage, streamText } from 'ai';
 
 import { SPAN } from '@app/traces';
@@ -20,6 +21,10 @@ const CONVENTIONAL_ENV_NAME = /^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/;
 
 export function modelAgent(options: ModelAgentOptions): Component {
   assertOptions(options);
+  if (options.apiKeyEnv && !apiKeyOf(options)) {
+    // Said at boot too, where the operator who forgot to export it is looking, not only in the first run's error.
+    new Logger('Components').warn(`Agent '${options.id}': ${missingKey(options)}; its runs fail until it is set`);
+  }
   const provider = createOpenAICompatible({
     name: 'model-agent',
     baseURL: options.baseURL,
@@ -110,9 +115,7 @@ async function callModel(
 ): Promise<{ content: string; usage: ModelUsage; finishReason: FinishReason }> {
   if (options.apiKeyEnv && !apiKeyOf(options)) {
     // Sent without it, the call fails as the provider words it (or succeeds on a server that wants none) and names nothing.
-    // Named only when it reads as a variable's name: a key pasted into apiKeyEnv can look like one (gsk_..., hf_...).
-    const variable = CONVENTIONAL_ENV_NAME.test(options.apiKeyEnv) ? options.apiKeyEnv : 'the variable apiKeyEnv names';
-    throw new Error(`The model's API key is missing: ${variable} is not set in the environment of this process`);
+    throw new Error(`The model's API key is missing: ${missingKey(options)}`);
   }
   const timeoutSeconds = options.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
   const timeout = AbortSignal.timeout(timeoutSeconds * 1000);
@@ -201,6 +204,15 @@ function assertOptions(options: ModelAgentOptions): void {
       refuse(`${field} must be ${what}`);
     }
   }
+}
+
+/**
+ * The unset key variable, and how to set it: the service reads no .env file of its own. Named only when it reads as a
+ * variable's name: a key pasted into apiKeyEnv can look like one (gsk_..., hf_...).
+ */
+function missingKey(options: ModelAgentOptions): string {
+  const variable = CONVENTIONAL_ENV_NAME.test(options.apiKeyEnv ?? '') ? options.apiKeyEnv : 'the variable apiKeyEnv names';
+  return `${variable} is not set in the environment of this process (export it before starting; a .env file is not read: set -a; . ./.env; set +a loads one)`;
 }
 
 function apiKeyOf(options: ModelAgentOptions): string | undefined {
