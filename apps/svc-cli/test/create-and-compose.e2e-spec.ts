@@ -150,6 +150,9 @@ describe('svc create', () => {
     const docker = await runCli(['create', 'on-docker'], sandbox, { env: offlineEnv(sandbox).env });
     expect(docker.stdout).toContain(`cd ${process.cwd()} && docker build -t platform-service:local -f docker/Dockerfile .`);
     expect(docker.stdout).toContain('cd on-docker && svc up');
+    // Started as npx starts it, the next step says npx svc: in a checkout a bare svc is not on the PATH.
+    const throughNpx = await runCli(['create', 'by-npx'], sandbox, { env: { ...offlineEnv(sandbox).env, npm_lifecycle_event: 'npx' } });
+    expect(throughNpx.stdout).toContain('cd by-npx && npx svc up');
   });
 
   it.each(BUNDLED)(

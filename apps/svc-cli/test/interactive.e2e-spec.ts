@@ -76,7 +76,8 @@ describe('svc at a real terminal (tmux)', () => {
       const old = await mintAccount(mcpService.api.url, ROOT_KEY, { name: 'editor-c' });
       const env = terminalEnv(sandbox.home, { SERVICE_URL: mcpService.api.url, OS_SECURITY_KEY: ROOT_KEY });
       session = TmuxSession.start([process.execPath, SVC_BIN, 'connect', '--clients', 'cursor'], env, sandbox.cwd);
-      await session.waitForText("Service account 'editor-c' already exists. Rotate its token (the old one keeps working for 1h)?");
+      await session.waitForText("Service account 'editor-c' already exists");
+      await session.waitForText("Rotate the token of 'editor-c'? Its old token keeps working for 1h, then stops");
       session.type('y', 'Enter');
       expect(await session.exitCode(60_000)).toBe(0);
       expect(session.screen()).toMatch(/editor-c \(Cursor\): connected/);
@@ -98,7 +99,7 @@ describe('svc at a real terminal (tmux)', () => {
       await mintAccount(mcpService.api.url, ROOT_KEY, { name: 'editor-c' });
       const env = terminalEnv(sandbox.home, { SERVICE_URL: mcpService.api.url, OS_SECURITY_KEY: ROOT_KEY, NO_COLOR: '1' });
       session = TmuxSession.start([process.execPath, SVC_BIN, 'connect', '--clients', 'cursor,code-agent-a'], env, sandbox.cwd);
-      await session.waitForText("Service account 'editor-c' already exists.");
+      await session.waitForText("Rotate the token of 'editor-c'?");
       session.type('', 'C-c');
       expect(await session.exitCode()).toBe(130);
       expect(session.screen()).toContain('Aborted; no changes made.');
@@ -111,7 +112,7 @@ describe('svc at a real terminal (tmux)', () => {
 
       // Interrupted after a first client was connected: that one is reported, and nothing further changes.
       session = TmuxSession.start([process.execPath, SVC_BIN, 'connect', '--clients', 'code-agent-a,cursor'], env, sandbox.cwd);
-      await session.waitForText("Service account 'editor-c' already exists.");
+      await session.waitForText("Rotate the token of 'editor-c'?");
       session.type('', 'C-c');
       expect(await session.exitCode()).toBe(130);
       expect(session.screen()).toMatch(/code-agent-a \(Claude Code\): connected/);

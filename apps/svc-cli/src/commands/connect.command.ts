@@ -45,6 +45,7 @@ import {
 import { connectExitCode, harvestClientUrls } from '../connections';
 import { DEFAULT_GRACE_SECONDS, formatDuration } from '../durations';
 import { gitExposure } from '../git-exposure';
+import { svcInvocation } from '../invocation';
 import { collectScopes, InvalidOptionValue, MintOptions, parseClientsOption, serviceAccountNameProblem } from '../options';
 import { parseExpires, requirePrivilegedFlag } from '../scopes';
 import { parseServerNameOption, serverNameFor } from '../server-name';
@@ -379,7 +380,7 @@ class Connection {
     let rotate = Boolean(this.options.rotate);
     if (!rotate && this.terminal.interactive) {
       rotate = await this.terminal.confirm(
-        `Service account '${name}' already exists. Rotate its token (the old one keeps working for ${grace})?`,
+        `Rotate the token of '${name}'? Its old token keeps working for ${grace}, then stops: a client elsewhere using it (another machine, another config) must connect again.`,
         false,
       );
       if (!rotate) {
@@ -531,7 +532,7 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
     if (accounts.length) {
       terminal.line('Revoke a token any time with:');
       for (const account of accounts) {
-        terminal.line(`  svc tokens revoke ${account} --url ${connection.descriptor.url}`);
+        terminal.line(`  ${svcInvocation()} tokens revoke ${account} --url ${connection.descriptor.url}`);
       }
     }
     if (warning) {
@@ -555,7 +556,8 @@ export class ConnectCommand extends MintingCommand<ConnectOptions> {
 
   @Option({
     flags: '-s, --scopes <scope>',
-    description: "Scope to grant (repeatable, or comma-separated; default: the server's run and read scopes)",
+    description:
+      "Scope to grant (repeatable, or comma-separated; default: the server's run and read scopes, which run every component and read its own sessions and config; add agents:read to list agents)",
   })
   override parseScopes(value: string, previous?: string[]): string[] {
     return collectScopes(value, previous);

@@ -20,6 +20,7 @@ import {
 } from '@app/cli-project';
 import { Terminal } from '@app/cli-terminal';
 
+import { svcInvocation } from '../invocation';
 import { JsonOptions, oneOf } from '../options';
 import { SvcCommand } from '../svc-command';
 import { UsageError } from '../usage-errors';
@@ -113,10 +114,10 @@ function nextSteps(template: BundledTemplate | null, name: string, path: string)
       return [
         'Next: build the platform image once, in the platform checkout:',
         `  cd ${root ?? '<platform checkout>'} && docker build -t platform-service:local -f docker/Dockerfile .`,
-        `  fill in POSTGRES_PASSWORD and OS_SECURITY_KEY in ${join(name, '.env')}, then: cd ${name} && svc up`,
+        `  fill in POSTGRES_PASSWORD and OS_SECURITY_KEY in ${join(name, '.env')}, then: cd ${name} && ${svcInvocation()} up`,
         `See ${join(name, 'README.md')}.`,
       ];
     default:
-      return [`Next: cd ${name} && svc up`];
+      return [`Next: cd ${name} && ${svcInvocation()} up`];
   }
 }

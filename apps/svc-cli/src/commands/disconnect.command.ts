@@ -24,6 +24,7 @@ import {
 } from '@app/svc-client';
 
 import { connectExitCode, harvestClientUrls } from '../connections';
+import { svcInvocation } from '../invocation';
 import { parseClientsOption, ServiceOptions } from '../options';
 import { parseServerNameOption, serverNameFor } from '../server-name';
 import { announce } from '../service-target';
@@ -185,7 +186,9 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
       terminal.line(`account ${revocation.account}: ${revocation.status}${revocation.error ? ` (${revocation.error})` : ''}`);
     }
     if (!revoked && results.some((result) => result.status === 'removed')) {
-      terminal.note('Tokens of removed entries stay valid until revoked: svc tokens revoke <name>, or re-run with --revoke.');
+      terminal.note(
+        `Tokens of removed entries stay valid until revoked: ${svcInvocation()} tokens revoke <name>, or re-run with --revoke.`,
+      );
     }
   }
 

@@ -13,6 +13,7 @@ import {
 } from '@app/svc-client';
 
 import { DEFAULT_GRACE_SECONDS, formatDuration, parseGrace } from '../durations';
+import { svcInvocation } from '../invocation';
 import { MintOptions, serviceAccountNameProblem, ServiceOptions } from '../options';
 import { parseExpires, requirePrivilegedFlag } from '../scopes';
 import { targetService } from '../service-target';
@@ -57,7 +58,7 @@ export class TokensCreateCommand extends MintingCommand<MintOptions> {
       if (error instanceof NameConflictError) {
         throw new CliError(
           error.message,
-          `Rotate its token (svc tokens rotate ${name}), revoke it first (svc tokens revoke ${name}), or pick a different name.`,
+          `Rotate its token (${svcInvocation()} tokens rotate ${name}), revoke it first (${svcInvocation()} tokens revoke ${name}), or pick a different name.`,
         );
       }
       throw error;
