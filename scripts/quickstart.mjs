@@ -324,8 +324,9 @@ async function answers200(url) {
 
 /**
  * SERVICE_URL=<url> in ./.env, where `svc` looks: added, or replaced when this script wrote it
- * (the marker line above it); a SERVICE_URL the user set is left alone. Holds no secret: a new
- * file is 0644, an existing one keeps its mode and every other line.
+ * (the marker line above it) and the instance it names no longer answers; a SERVICE_URL the user set,
+ * or one naming another copy that still runs, is left alone. Holds no secret: a new file is 0644, an
+ * existing one keeps its mode and every other line.
  */
 const ENV_MARKER = '# Written by npm start (scripts/quickstart.mjs) at each start: where svc finds this instance.';
 
@@ -341,7 +342,7 @@ function envValue(line, key) {
     : value.replace(/\s+#.*$/, '');
 }
 
-function recordServiceUrl(url) {
+async function recordServiceUrl(url) {
   const envFile = join(process.cwd(), '.env');
   const production = join(process.cwd(), '.env.production');
   if (existsSync(production)) {
@@ -373,6 +374,11 @@ function recordServiceUrl(url) {
     }
     if (lines[index - 1] !== ENV_MARKER) {
       say(`.env sets SERVICE_URL=${current} (not written by npm start), left as is; svc reaches this instance with --url ${url}`);
+      return;
+    }
+    // A second copy does not take svc (and the first copy's key) away from the first while it runs.
+    if (await answers200(`${current}/health`)) {
+      say(`.env's SERVICE_URL=${current} is another copy, still running: left as is; svc reaches this one with --url ${url}`);
       return;
     }
     lines[index] = `SERVICE_URL=${url}`;
@@ -583,7 +589,7 @@ async function main() {
   }
   ready = true;
 
-  recordServiceUrl(url);
+  await recordServiceUrl(url);
   say(`API:      ${url}`);
   say(`Docs:     ${url}/docs`);
   say(`MCP:      ${url}/mcp`);

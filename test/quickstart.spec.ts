@@ -98,6 +98,9 @@ async function readyQuickstart(): Promise<{ quickstart: RunningProcess; processe
   return { quickstart, processes: [...descendants(quickstart.child.pid!), postmaster] };
 }
 
+/** The line npm start writes above the SERVICE_URL it owns. */
+const ENV_MARKER = '# Written by npm start (scripts/quickstart.mjs) at each start: where svc finds this instance.';
+
 afterEach(async () => {
   for (const quickstart of running.splice(0)) {
     if (quickstart.child.exitCode === null && quickstart.child.signalCode === null) {
@@ -170,6 +173,16 @@ describe('npm start (scripts/quickstart.mjs)', () => {
     expect(second.output().trim()).toMatch(
       /^\[quickstart\] This checkout's service is already running \(pid \d+ holds port \d+\): use it, or stop it with Ctrl-C in its npm start\. A second copy needs its own port and data: PORT=\d+ PLATFORM_DATA_DIR=\.data-2 npm start$/,
     );
+
+    // A second copy in the same directory leaves .env naming the first, which still runs (and whose key the shell has).
+    const secondPort = await freePort();
+    const copy = startQuickstart(cwd, { PORT: String(secondPort), PLATFORM_DATA_DIR: tempDir('quickstart-') });
+    await untilReady(copy);
+    expect(readFileSync(join(cwd, '.env'), 'utf8')).toBe(envText);
+    expect(copy.output()).toContain(
+      `.env's SERVICE_URL=${url} is another copy, still running: left as is; svc reaches this one with --url http://127.0.0.1:${secondPort}`,
+    );
+    expect(await ctrlC(copy)).toBe(0);
 
     const before = quickstart.output().length;
     expect(await ctrlC(quickstart)).toBe(0);
@@ -281,8 +294,13 @@ describe('npm start (scripts/quickstart.mjs)', () => {
 
   it('when PostgreSQL dies mid-run, one line says so and api and worker are stopped', async () => {
     const dataDir = tempDir('quickstart-');
-    const quickstart = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(await freePort()), PLATFORM_DATA_DIR: dataDir });
+    const cwd = tempDir('quickstart-cwd-');
+    // What an earlier start wrote, naming an instance that is gone: this start takes SERVICE_URL over.
+    writeFileSync(join(cwd, '.env'), `${ENV_MARKER}\nSERVICE_URL=http://127.0.0.1:1\n`);
+    const port = await freePort();
+    const quickstart = startQuickstart(cwd, { PORT: String(port), PLATFORM_DATA_DIR: dataDir });
     await untilReady(quickstart);
+    expect(readFileSync(join(cwd, '.env'), 'utf8')).toBe(`${ENV_MARKER}\nSERVICE_URL=http://127.0.0.1:${port}\n`);
     const api = childRunning(quickstart, 'api');
     const worker = childRunning(quickstart, 'worker');
     const postmaster = Number(readFileSync(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);

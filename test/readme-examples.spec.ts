@@ -56,6 +56,10 @@ describe.skipIf(missing.length > 0)('README examples run as written', () => {
     expect(output).toMatch(/"name": "nightly-echo",\s*"next_run_at": \d+/);
     expect(output).toContain('"get_config"');
     expect(output).toContain('"run_agent"');
+    // A2A: the card read with the key, a v1.0 SendMessage and a v0.3 message/send, each finished.
+    expect(output).toMatch(/"supportedInterfaces": \[/);
+    expect(output).toContain('"TASK_STATE_COMPLETED"');
+    expect(output).toMatch(/^"completed"$/m);
     // As the README says, the blocks run again as they are on the same instance (the names they mint are free).
     const again = spawnSync('timeout', ['90', 'bash', '-xc', script], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
     expect(again.status, again.stderr.split('\n').slice(-15).join('\n')).toBe(0);
