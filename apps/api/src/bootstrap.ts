@@ -175,7 +175,8 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
   recordRequestDurations(fastify, app.get(MetricsRegistry));
   closeConnectionsAsTheyIdle(fastify);
   await app.get(RunSocketGateway).register(fastify, BODY_LIMIT_BYTES);
-  app.enableShutdownHooks();
+  // Exit (0) once stopped, rather than re-raise the signal: the 'exit' event lets the logger flush the last lines.
+  app.enableShutdownHooks(undefined, { useProcessExit: true });
   mountDocs(app, env);
   return app;
 }

@@ -33,11 +33,15 @@ describe('an api stopping while it runs runs itself', () => {
 
     const stopping = Date.now();
     api.child.kill('SIGTERM');
+    // Not ready from the signal on, while its runs still get their time: a load balancer sends it nothing new.
+    await waitFor(async () => (await call(api.url, 'GET', '/readyz')).status === 503, 1_000, '/readyz to answer 503');
+    expect((await call(api.url, 'GET', '/readyz')).body).toEqual({ detail: 'Not ready: the api is stopping' });
     const answered = await sync;
     expect(answered.status, answered.text).toBe(200);
     expect(answered.body).toMatchObject({ status: 'cancelled', error: 'Run was cancelled' });
     expect(await events).toMatch(/event: RunCancelled/);
-    await api.exited;
+    // A stop asked for is a clean exit, its last log line written.
+    expect(await api.exited).toBe(0);
     // 1 s to finish, then the checkpoint's answer: well inside docker's 10 s stop and a pod's grace.
     expect(Date.now() - stopping).toBeLessThan(8_000);
     expect(await running()).toEqual([]);
@@ -48,5 +52,12 @@ describe('an api stopping while it runs runs itself', () => {
     expect(said('api stopping (SIGTERM)')).toBeGreaterThan(-1);
     expect(said('api stopping (SIGTERM)')).toBeLessThan(said('cancelling 2 run(s)'));
     expect(said('"msg":"api stopped"')).toBeGreaterThan(said('cancelling 2 run(s)'));
+  }, 60_000);
+
+  it('an idle api stopped with SIGTERM exits 0 with its last line written', async () => {
+    const api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, LOG_LEVEL: 'info' });
+    api.child.kill('SIGTERM');
+    expect(await api.exited).toBe(0);
+    expect(api.output()).toContain('"msg":"api stopped"');
   }, 60_000);
 });
