@@ -94,12 +94,18 @@ describe('GET /readyz', () => {
       expect(before.body).toEqual({ detail: 'Not ready: database migrations are pending (run the migrate role)' });
       await call(api.url, 'GET', '/readyz');
       await call(api.url, 'GET', '/readyz');
+      // A scrape meanwhile answers this process's own figures, without the database's (not a 500).
+      const early = await call(api.url, 'GET', '/metrics');
+      expect(early.status, early.text).toBe(200);
+      expect(early.text).toMatch(/^process_cpu_user_seconds_total /m);
+      expect(early.text).not.toMatch(/^queue_jobs\{/m);
 
       execFileSync('npm', ['run', '--silent', 'migrate'], {
         env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl },
         stdio: 'pipe',
       });
       expect((await call(api.url, 'GET', '/readyz')).status).toBe(200);
+      expect((await call(api.url, 'GET', '/metrics')).text).toMatch(/^queue_jobs\{/m);
       // The reason is in the log (a probe's body reaches no kubelet event), once for three probes, not as an error per probe.
       await expect.poll(() => api.output()).toContain('api ready again');
       const lines = api.output().split('\n');

@@ -38,6 +38,15 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return (code !== undefined && CONNECTION_ERROR_CODES.has(code)) || CONNECTION_MESSAGES.test(error.message);
 }
 
+/**
+ * An undefined table or column: the database's schema is behind this build (its migrations not yet applied, as
+ * readiness reports). Not counted as unavailable: a worker holding outcomes for it would hold them for good.
+ */
+export function isSchemaBehind(error: unknown): boolean {
+  const code = (error as { code?: string }).code ?? (error as { driverError?: { code?: string } }).driverError?.code;
+  return code === '42P01' || code === '42703';
+}
+
 /** Postgres unique_violation: a constraint named in `constraint` was hit. */
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {
   const driverError =

@@ -30,7 +30,9 @@ export class ReadinessController implements BeforeApplicationShutdown {
 
   @Get('readyz')
   @Public()
-  @ApiOperation({ summary: 'Readiness probe: 200 while the database answers and is fully migrated, 503 otherwise and once the api is stopping' })
+  @ApiOperation({
+    summary: 'Readiness probe: 200 while the database answers and is fully migrated, 503 otherwise and once the api is stopping',
+  })
   @ApiOkResponse({ type: ReadinessDto })
   @ApiServiceUnavailableResponse({
     type: ErrorBodyDto,

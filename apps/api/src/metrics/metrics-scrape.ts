@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Registry } from 'prom-client';
 
-import { isDatabaseUnavailable } from '@app/database';
+import { isDatabaseUnavailable, isSchemaBehind } from '@app/database';
 import { MetricsRegistry } from '@app/health';
 import { QueueMetricsService } from '@app/queue';
 import { ScheduleMetricsService } from '@app/schedules';
@@ -19,14 +19,16 @@ export class MetricsScrape {
 
   async text(): Promise<{ contentType: string; body: string }> {
     // The queue and schedule figures come from the database; this process's own do not, and an outage is when
-    // they matter: without the database the scrape answers them alone (the others absent, not stale).
+    // they matter: without the database (or before its migrations) the scrape answers them alone (the others
+    // absent, not stale).
     const fromDatabase = await Promise.all([this.queue.refresh(), this.schedules.refresh()]).then(
       () => [this.queue.registry, this.schedules.registry],
       (error: unknown) => {
-        if (!isDatabaseUnavailable(error)) {
+        const why = isDatabaseUnavailable(error) ? 'is unavailable' : isSchemaBehind(error) ? 'is not migrated yet' : null;
+        if (why === null) {
           throw error;
         }
-        this.log.warn({ err: error }, 'metrics scraped without the queue and schedule figures: the database is unavailable');
+        this.log.warn({ err: error }, `metrics scraped without the queue and schedule figures: the database ${why}`);
         return [];
       },
     );
