@@ -1,13 +1,13 @@
 /**
  * The line a boot ends with (a failure, a stop while starting), in the format of every other line: for a
  * collector (LOG_FORMAT=json, or auto off a terminal) one JSON object as the logger writes a fatal line (or an
- * info one: what the migrate role did); on a terminal the sentence itself. LOG_FORMAT is read as given: the
- * failure may be the configuration itself.
+ * info one: what the migrate role did); on a terminal the sentence itself. LOG_FORMAT is read as given, a value
+ * it does not take as auto: the failure may be that very value, and a collector must still read it.
  */
 export function bootLine(service: string, message: string, level: 'info' | 'fatal' = 'fatal'): string {
-  const format = process.env.LOG_FORMAT || 'auto';
-  const json = format === 'json' || (format === 'auto' && process.stdout.isTTY !== true);
-  return json ? JSON.stringify({ level: level === 'info' ? 30 : 60, time: new Date().toISOString(), service, msg: message }) : message;
+  const format = process.env.LOG_FORMAT;
+  const text = format === 'pretty' || (format !== 'json' && process.stdout.isTTY === true);
+  return text ? message : JSON.stringify({ level: level === 'info' ? 30 : 60, time: new Date().toISOString(), service, msg: message });
 }
 
 /** A problem with how the process was configured: boot stops with this one message, no stack. */

@@ -39,6 +39,14 @@ describe('loadEnv', () => {
     expect(error!.message).toContain('QUEUE_LOCK_GRACE_SECONDS=-1');
   });
 
+  it('refuses API_METRICS_PORT equal to PORT (the api listens there), among the other problems', () => {
+    expect(() => loadEnv({ PORT: '9000', API_METRICS_PORT: '9000' })).toThrow(
+      'API_METRICS_PORT=9000: must differ from PORT, where the api itself listens',
+    );
+    expect(() => loadEnv({ API_METRICS_PORT: '7777' })).toThrow(/must differ from PORT/);
+    expect(loadEnv({ PORT: '9000', API_METRICS_PORT: '9001' }).API_METRICS_PORT).toBe(9001);
+  });
+
   it('refuses a DATABASE_URL the PostgreSQL client cannot read, naming the variable but never its value', () => {
     for (const url of ['postgres://app:s3cret@db:notaport/app', 'postgres://app:s3cret%zz@db/app']) {
       let message = '';

@@ -370,8 +370,13 @@ export function loadEnv(source: NodeJS.ProcessEnv = process.env): Env {
   const present = Object.fromEntries(Object.entries(source).filter(([, value]) => value !== undefined && value !== ''));
   const env = plainToInstance(Env, present, { exposeDefaultValues: true });
   const errors = validateSync(env, { whitelist: false, skipMissingProperties: false });
-  if (errors.length > 0) {
-    throw new EnvError(describe(errors));
+  const problems = describe(errors);
+  // One listener per port: the same port for both was reported as "in use by another process", naming PORT.
+  if (env.API_METRICS_PORT !== undefined && env.API_METRICS_PORT === env.PORT && !errors.some((error) => error.property === 'PORT')) {
+    problems.push(`API_METRICS_PORT=${env.API_METRICS_PORT}: must differ from PORT, where the api itself listens`);
+  }
+  if (problems.length > 0) {
+    throw new EnvError(problems);
   }
   return env;
 }
