@@ -82,6 +82,23 @@ async function acceptRunForms(fastify: FastifyInstance): Promise<void> {
 
 const URLENCODED = 'application/x-www-form-urlencoded';
 
+const JSON_SENT_AS_FORM =
+  'The body is JSON sent as a form (Content-Type: application/x-www-form-urlencoded, what curl -d sends unless told ' +
+  "otherwise): send it with Content-Type: application/json (curl: -H 'Content-Type: application/json')";
+
+/**
+ * JSON sent without its Content-Type arrives as a form whose one field is named by the JSON text: every field
+ * the route wanted is then "missing". Said as what it is, on every route (each takes forms, as Nest registers them).
+ */
+function refuseJsonSentAsForm(fastify: FastifyInstance): void {
+  fastify.addHook('preValidation', async (request, reply) => {
+    const urlencoded = request.headers['content-type']?.toLowerCase().startsWith(URLENCODED);
+    if (urlencoded && isFields(request.body) && Object.keys(request.body).some((name) => /^\s*[{[]/.test(name))) {
+      await reply.code(415).send({ detail: JSON_SENT_AS_FORM });
+    }
+  });
+}
+
 function isFields(body: unknown): body is Record<string, unknown> {
   return typeof body === 'object' && body !== null && !Array.isArray(body);
 }
@@ -168,6 +185,7 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
   await registerHttpSurface(app, env, authMode(env), BODY_LIMIT_BYTES);
   // Bodies are JSON (runs also take forms); plain text would only reach validation as a string.
   fastify.removeContentTypeParser('text/plain');
+  refuseJsonSentAsForm(fastify);
   await acceptRunForms(fastify);
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);

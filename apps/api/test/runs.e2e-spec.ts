@@ -151,6 +151,15 @@ describe('runs and sessions (security_key mode, demo components)', () => {
         ['body', 'user_id'],
         ['body', 'idempotency_key'],
       ]);
+      // JSON sent without its Content-Type (curl -d's default is a form) is said to be that, not "Field required".
+      for (const path of ['/agents/echo-agent/runs', '/memories']) {
+        const asForm = await call(api.url, 'POST', path, {
+          token: ROOT_KEY,
+          raw: { contentType: 'application/x-www-form-urlencoded', body: '{"message": "hi", "memory": "likes tea"}' },
+        });
+        expect(asForm.status, path).toBe(415);
+        expect(asForm.body.detail).toMatch(/^The body is JSON sent as a form .*Content-Type: application\/json/);
+      }
       // An empty Idempotency-Key header is no key: two runs, not the first one twice.
       const headers = { 'idempotency-key': '' };
       const keyless = [
