@@ -11,6 +11,9 @@
 //   signal                             an AbortSignal, aborted when the run is cancelled: pass it to fetch()
 //   checkpoint()                       async; throws once the run is cancelled: await it between steps
 //   emit(delta)                        streams a piece of content to a caller that asked for stream=true
+//   memories                           facts kept about this run's user: await ctx.memories.list(), .add(text, topics?)
+//   span(name, attributes?)            a step of your own in the run's trace: const s = ctx.span('lookup'); ...; s.end()
+//   recordUsage({ model, inputTokens, outputTokens })   a model call's token counts, shown on the run
 // This file is plain JavaScript, mounted read-only into the platform's containers (compose.yaml): it
 // needs no build step, and it can import Node's built-in modules (node:...), nothing from npm.
 
