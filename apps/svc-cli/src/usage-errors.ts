@@ -9,6 +9,7 @@ interface CommanderCommand {
   allowExcessArguments(allow: boolean): unknown;
   allowUnknownOption(allow: boolean): unknown;
   configureOutput(output: { writeOut(text: string): void; writeErr(text: string): void }): unknown;
+  showHelpAfterError(message: string): unknown;
 }
 
 /**
@@ -40,6 +41,8 @@ export class UsageErrors implements OnApplicationBootstrap {
       command.commands.forEach(override);
     };
     override(this.root);
+    // A group's own errors print its commands (CommandGroup); the root's say where the list is.
+    this.root.showHelpAfterError('(svc --help lists the commands)');
   }
 }
 

@@ -157,6 +157,8 @@ describe('svc entry points', () => {
       expect(run.stdout).toBe('');
       expect(run.stderr).toMatch(/error/i);
     }
+    // An unknown command says where the commands are listed.
+    expect((await runCli(['launch'], sandbox)).stderr).toBe("error: unknown command 'launch'\n(svc --help lists the commands)\n");
     // -dr is --dry-run of up, down and restart only; elsewhere the error names what was typed.
     const elsewhere = await runCli(['tokens', 'list', '-dr'], sandbox);
     expect(elsewhere.code).toBe(2);

@@ -88,7 +88,10 @@ export class CreateCommand extends SvcCommand<CreateOptions> {
 
   @Option({
     flags: '-t, --template <starter>',
-    description: `Template: ${TEMPLATE_NAMES.join(', ')} (default ${DEFAULT_TEMPLATE}; bundled: ${BUNDLED_TEMPLATES.join(', ')})`,
+    description:
+      `Template: ${BUNDLED_TEMPLATES.join(' or ')} (default ${DEFAULT_TEMPLATE}), bundled and offline. ` +
+      `${TEMPLATE_NAMES.filter((name) => !(BUNDLED_TEMPLATES as readonly string[]).includes(name)).join(', ')} are not bundled: ` +
+      'give such a template as a repository with -u',
   })
   parseTemplate(value: string): TemplateName {
     return oneOf(value, TEMPLATE_NAMES);
