@@ -136,8 +136,12 @@ describe('traces', () => {
     const trace = await traceOf(run.body.run_id, 2);
     expect(trace.spans.map((span) => span.name)).toEqual(['run.request', 'run.component']);
     expect(trace.status).toBe('completed');
+    // The request ran the run to its end: its span says how it ended, not "running".
+    expect(byName(trace.spans, 'run.request').attributes['run.status']).toBe('completed');
     const failed = await call(api.url, 'POST', '/agents/fail-agent/runs', { token: ROOT_KEY, json: { message: 'x' } });
-    expect((await traceOf(failed.body.run_id, 2)).status).toBe('failed');
+    const failedTrace = await traceOf(failed.body.run_id, 2);
+    expect(failedTrace.status).toBe('failed');
+    expect(byName(failedTrace.spans, 'run.request').attributes['run.status']).toBe('failed');
     const listed = await call(api.url, 'GET', '/traces?status=failed&component_id=fail-agent', { token: ROOT_KEY });
     expect(listed.body.data.map((t: { run_id: string }) => t.run_id)).toEqual([failed.body.run_id]);
   });

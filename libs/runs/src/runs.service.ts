@@ -274,6 +274,7 @@ export class RunsService {
 
   /** Records the outcome of a run executed here, with its request span, and answers the run as stored, without reading it back. */
   private async finished(run: RunEntity, outcome: RunOutcome, span: RequestSpan | undefined): Promise<RunDto> {
+    span?.describe({ ...run, status: outcome.status });
     const stored = await this.runs.finish(run, outcome, span?.stored());
     if (!stored) {
       throw runNotFound(run.id);

@@ -23,11 +23,14 @@ export interface TracedRun {
   componentType: string;
   componentId: string;
   background: boolean;
+  /** Where known: the run's status as stored. */
+  status?: string;
 }
 
 /**
- * What a run's request span says of it: the run, and its status when created (queued, or running in
- * the api). The run's row says all of it, so the stored request span leaves it out (see RequestSpan).
+ * What a run's request span says of it: the run, and its status at the request's end. A background run's request
+ * ends once it is queued; a run the api executes ends with the request, so its span says how it ended (running
+ * while it runs). The run's row says all of it, so the stored request span leaves it out (see RequestSpan).
  */
 export function requestAttributes(run: TracedRun): Record<string, string> {
   return {
@@ -36,6 +39,6 @@ export function requestAttributes(run: TracedRun): Record<string, string> {
     ...(run.userId === null ? {} : { [RUN_ATTRIBUTES.userId]: run.userId }),
     [RUN_ATTRIBUTES.componentType]: run.componentType,
     [RUN_ATTRIBUTES.componentId]: run.componentId,
-    [RUN_ATTRIBUTES.status]: run.background ? 'queued' : 'running',
+    [RUN_ATTRIBUTES.status]: run.background ? 'queued' : (run.status ?? 'running'),
   };
 }

@@ -81,7 +81,7 @@ export class TraceRepository {
       const [runs, batches]: [TracedRunRow[], { trace_id: string; spans: string }[]] = await Promise.all([
         this.dataSource.query(
           `SELECT trace_id, request_span, spans, id, session_id AS "sessionId", user_id AS "userId",
-                  component_type AS "componentType", component_id AS "componentId", background
+                  component_type AS "componentType", component_id AS "componentId", background, status
              FROM runs WHERE trace_id = ANY ($1) AND (request_span IS NOT NULL OR spans IS NOT NULL)`,
           [traceIds],
         ),
