@@ -16,9 +16,11 @@ async function main(): Promise<void> {
   await app.listen({ port: env.PORT, host: env.HOST });
   // From here a signal takes the app's ordered stop (Nest's shutdown hooks): requests drain, runs answer.
   booted();
+  const listening = `http://${env.HOST}:${env.PORT}`;
   new Logger('Api').log(
     { version: SERVICE_VERSION, interface_version: API_VERSION },
-    `api listening on http://${env.HOST}:${env.PORT} (version ${SERVICE_VERSION}, interface ${API_VERSION}), serving ${env.publicUrl}`,
+    `api listening on ${listening} (version ${SERVICE_VERSION}, API interface version ${API_VERSION})` +
+      (env.publicUrl === listening ? '' : `; its public address (PUBLIC_URL): ${env.publicUrl}`),
   );
 }
 
