@@ -102,3 +102,38 @@ describe('OpenTelemetry export to a collector that never answers', () => {
     }
   }, 90_000);
 });
+
+describe('OpenTelemetry export to an endpoint that refuses connections', () => {
+  it('says so in the log, with the spans dropped, while GET /traces still has them', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const endpoint = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise((resolve) => closed.close(resolve));
+    const api = await startApi({
+      DATABASE_URL: await createTestDatabase(),
+      OS_SECURITY_KEY: ROOT_KEY,
+      DEMO_COMPONENTS: 'true',
+      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+    });
+    try {
+      const run = await call(api.url, 'POST', '/agents/echo-agent/runs', { token: ROOT_KEY, json: { message: 'hi' } });
+      expect(run.body.status).toBe('completed');
+      await waitFor(
+        async () => api.output().includes(`exporting spans to ${endpoint} (OTEL_EXPORTER_OTLP_ENDPOINT) failed`),
+        30_000,
+        'the warning',
+      );
+      const warning = api
+        .output()
+        .split('\n')
+        .find((line) => line.includes('exporting spans to'))!;
+      expect(JSON.parse(warning)).toMatchObject({
+        level: 40,
+        msg: expect.stringMatching(/failed: [1-9]\d* span\(s\) dropped; GET \/traces still has them/),
+      });
+      expect((await call(api.url, 'GET', `/traces?run_id=${run.body.run_id}`, { token: ROOT_KEY })).body.data).toHaveLength(1);
+    } finally {
+      await api.stop();
+    }
+  }, 60_000);
+});

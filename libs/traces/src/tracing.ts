@@ -3,7 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { Attributes, ROOT_CONTEXT, Span, SpanContext, SpanKind, trace, TraceFlags, Tracer } from '@opentelemetry/api';
-import { parseTraceParent } from '@opentelemetry/core';
+import { ExportResult, ExportResultCode, parseTraceParent } from '@opentelemetry/core';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
 
 import { Env } from '@app/config';
 
@@ -35,6 +36,53 @@ function randomId(size: number): string {
 
 /** Exported spans wait at most this long (or until this many are ready) before they go out in one request. */
 const BATCH = { scheduledDelayMillis: 500, maxExportBatchSize: 1000, maxQueueSize: 20_000 };
+
+/** The endpoint as a log line may show it: no user, password or query. */
+function withoutCredentials(endpoint: string): string {
+  const url = new URL(endpoint);
+  return `${url.origin}${url.pathname}`.replace(/\/$/, '');
+}
+
+/** While export keeps failing, it is said again at most this often. */
+const EXPORT_FAILURE_REPEAT_MS = 60_000;
+
+/**
+ * The exporter, with its failures said in the log: the SDK drops a batch the collector did not take without a word,
+ * and an operator found out only when traces were missing. Said when export starts failing, then once a minute with
+ * the spans dropped meanwhile, and once when it works again.
+ */
+function reportingFailures(exporter: SpanExporter, log: Logger, endpoint: string): SpanExporter {
+  let failing: { saidAt: number; dropped: number } | null = null;
+  const noteResult = (result: ExportResult, spans: number) => {
+    if (result.code === ExportResultCode.SUCCESS) {
+      if (failing) {
+        log.log(`exporting spans to ${endpoint} works again (${failing.dropped} span(s) dropped while it failed)`);
+        failing = null;
+      }
+      return;
+    }
+    if (failing === null || Date.now() - failing.saidAt >= EXPORT_FAILURE_REPEAT_MS) {
+      const dropped = (failing?.dropped ?? 0) + spans;
+      log.warn(
+        { err: result.error },
+        `exporting spans to ${endpoint} (OTEL_EXPORTER_OTLP_ENDPOINT) failed: ${dropped} span(s) dropped; GET /traces still has them ` +
+          `(said again once a minute while it fails)`,
+      );
+      failing = { saidAt: Date.now(), dropped: 0 };
+      return;
+    }
+    failing.dropped += spans;
+  };
+  return {
+    export: (spans: ReadableSpan[], done: (result: ExportResult) => void) =>
+      exporter.export(spans, (result) => {
+        noteResult(result, spans.length);
+        done(result);
+      }),
+    shutdown: () => exporter.shutdown(),
+    forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
+  };
+}
 
 /**
  * The platform's spans. A run's spans are plain records stored with the run (its request span on its row
@@ -71,7 +119,12 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
     ]);
     const sdk = new NodeSDK({
       serviceName: this.env.OTEL_SERVICE_NAME ?? this.serviceName,
-      spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), ...BATCH })],
+      spanProcessors: [
+        new BatchSpanProcessor({
+          exporter: reportingFailures(new OTLPTraceExporter(), this.log, withoutCredentials(this.env.OTEL_EXPORTER_OTLP_ENDPOINT)),
+          ...BATCH,
+        }),
+      ],
       // Spans only: no metrics or logs pipelines, no auto-instrumentation.
       metricReaders: [],
       logRecordProcessors: [],
