@@ -44,6 +44,16 @@ describe('configuration at boot', () => {
     expect(output).not.toMatch(/\bat .+\.js:\d+/);
   });
 
+  it('a DATABASE_URL asking for TLS of a server without it ends the boot at once, saying so', async () => {
+    const url = new URL(await createTestDatabase());
+    url.searchParams.set('sslmode', 'require');
+    const started = Date.now();
+    const api = spawnNode('dist/apps/api/src/main.js', { DATABASE_URL: url.toString(), LOG_FORMAT: 'json' });
+    expect(await api.exited).toBe(1);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(bootFailureOf(api.output())).toContain('The server does not support SSL connections');
+  }, 60_000);
+
   it('a DATABASE_URL whose login is refused ends the boot at once (no retry can fix it), with the one-line reason in JSON', async () => {
     const url = new URL(await createTestDatabase());
     url.password = 'not-the-password';

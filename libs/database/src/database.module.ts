@@ -6,11 +6,24 @@ import { Env } from '@app/config';
 
 import { dataSourceOptions, migrate } from './data-source';
 
-/** PostgreSQL's answers that retrying the same settings cannot change: a refused login (28P01, 28000), an unknown database (3D000). */
-const REFUSED_FOR_GOOD = new Set(['28P01', '28000', '3D000']);
+/**
+ * Answers that retrying the same settings cannot change: PostgreSQL's refused login (28P01, 28000) and unknown
+ * database (3D000), and TLS the settings ask for and the server cannot give (sslmode=require against a server
+ * without SSL; a certificate that does not verify).
+ */
+const REFUSED_FOR_GOOD = new Set([
+  '28P01',
+  '28000',
+  '3D000',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
 
 function refusedForGood(error: unknown): boolean {
-  return REFUSED_FOR_GOOD.has((error as { code?: string }).code ?? '');
+  const { code, message } = error as { code?: string; message?: string };
+  return REFUSED_FOR_GOOD.has(code ?? '') || /does not support SSL connections/.test(message ?? '');
 }
 
 @Global()
