@@ -65,7 +65,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness probe: 200 while the database answers and is fully migrated, 503 otherwise */
+        /** Readiness probe: 200 while the database answers and is fully migrated, 503 otherwise and once the api is stopping */
         get: operations["readinessReadiness"];
         put?: never;
         post?: never;
@@ -2096,7 +2096,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description The database is unreachable or migrations are pending */
+            /** @description The database is unreachable, migrations are pending, or the api is stopping */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2104,7 +2104,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "The database is unreachable or migrations are pending"
+                     *       "detail": "The database is unreachable, migrations are pending, or the api is stopping"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
