@@ -36,13 +36,22 @@ const RUN_ROUTE = /^\/(agents|teams|workflows)\/:[a-z_]+\/runs$/;
  * validates. Files are not taken (413); a body that is not valid multipart is a 400; every other route
  * answers multipart with 415. A field left blank in a form is not given, as FastAPI reads forms, so its
  * default applies (a form that sends every field, as Swagger UI's does, may leave `session_id` empty).
+ *
+ * And on every route (each takes urlencoded forms, as Nest registers them): JSON sent without its Content-Type
+ * arrives as a form whose one field is named by the JSON text, and every field the route wanted is "missing".
+ * It is answered as what it is (415, saying what to send), in the same hook: no extra one on every request.
  */
-async function acceptRunForms(fastify: FastifyInstance): Promise<void> {
+async function acceptForms(fastify: FastifyInstance): Promise<void> {
   await fastify.register(multipart, { limits: { files: 0, fields: 32, parts: 32, fieldSize: BODY_LIMIT_BYTES } });
   fastify.addHook('preValidation', async (request, reply) => {
     if (!request.isMultipart()) {
       const urlencoded = request.headers['content-type']?.toLowerCase().startsWith(URLENCODED);
-      if (urlencoded && RUN_ROUTE.test(request.routeOptions.url ?? '') && isFields(request.body)) {
+      if (!urlencoded || !isFields(request.body)) {
+        return;
+      }
+      if (Object.keys(request.body).some((name) => /^\s*[{[]/.test(name))) {
+        await reply.code(415).send({ detail: JSON_SENT_AS_FORM });
+      } else if (RUN_ROUTE.test(request.routeOptions.url ?? '')) {
         request.body = withoutBlanks(request.body);
       }
       return;
@@ -85,19 +94,6 @@ const URLENCODED = 'application/x-www-form-urlencoded';
 const JSON_SENT_AS_FORM =
   'The body is JSON sent as a form (Content-Type: application/x-www-form-urlencoded, what curl -d sends unless told ' +
   "otherwise): send it with Content-Type: application/json (curl: -H 'Content-Type: application/json')";
-
-/**
- * JSON sent without its Content-Type arrives as a form whose one field is named by the JSON text: every field
- * the route wanted is then "missing". Said as what it is, on every route (each takes forms, as Nest registers them).
- */
-function refuseJsonSentAsForm(fastify: FastifyInstance): void {
-  fastify.addHook('preValidation', async (request, reply) => {
-    const urlencoded = request.headers['content-type']?.toLowerCase().startsWith(URLENCODED);
-    if (urlencoded && isFields(request.body) && Object.keys(request.body).some((name) => /^\s*[{[]/.test(name))) {
-      await reply.code(415).send({ detail: JSON_SENT_AS_FORM });
-    }
-  });
-}
 
 function isFields(body: unknown): body is Record<string, unknown> {
   return typeof body === 'object' && body !== null && !Array.isArray(body);
@@ -185,8 +181,7 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
   await registerHttpSurface(app, env, authMode(env), BODY_LIMIT_BYTES);
   // Bodies are JSON (runs also take forms); plain text would only reach validation as a string.
   fastify.removeContentTypeParser('text/plain');
-  refuseJsonSentAsForm(fastify);
-  await acceptRunForms(fastify);
+  await acceptForms(fastify);
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
