@@ -21,18 +21,19 @@ const RENEW = {
   text: `UPDATE run_leases SET renewed_at = now() WHERE run_id = ANY ($1::uuid[])`,
 };
 
-/** The runs whose leases have not been renewed for the grace: suspects, at a sweep's first look. */
+/** The runs whose leases have not been renewed for the grace, with that renewal (as text: microseconds kept). */
 const STALE = {
   name: 'runs_stale_leases',
-  text: `SELECT run_id FROM run_leases WHERE renewed_at < now() - make_interval(secs => $1)`,
+  text: `SELECT run_id, renewed_at::text AS renewed_at FROM run_leases WHERE renewed_at < now() - make_interval(secs => $1)`,
 };
 
-/** The suspects' leases still not renewed for the grace go, and their runs, if still running, fail. */
+/** The suspects' leases not renewed since the first look go, and their runs, if still running, fail. */
 const SWEEP = {
   name: 'runs_sweep_lost',
-  text: `WITH lost AS (DELETE FROM run_leases WHERE run_id = ANY ($3::uuid[]) AND renewed_at < now() - make_interval(secs => $1)
-                       RETURNING run_id)
-         UPDATE runs SET status = 'failed', error = $2, completed_at = now(), updated_at = now()
+  text: `WITH lost AS (DELETE FROM run_leases l USING unnest($2::uuid[], $3::timestamptz[]) AS seen(run_id, renewed_at)
+                       WHERE l.run_id = seen.run_id AND l.renewed_at = seen.renewed_at
+                       RETURNING l.run_id)
+         UPDATE runs SET status = 'failed', error = $1, completed_at = now(), updated_at = now()
            FROM lost WHERE runs.id = lost.run_id AND runs.status = 'running'
            RETURNING runs.id`,
 };
@@ -130,8 +131,8 @@ export class LostSyncRunSweeper implements OnApplicationBootstrap, OnModuleDestr
   private readonly logger = new Logger('Runs');
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
-  /** Runs whose leases looked stale at the last look, and when that answer came (see sweep). */
-  private suspects: { ids: string[]; seenAt: number } | null = null;
+  /** Leases that looked stale at the last look (run id, renewal), and when that answer came (see sweep). */
+  private suspects: { leases: { run_id: string; renewed_at: string }[]; seenAt: number } | null = null;
 
   constructor(
     private readonly env: Env,
@@ -155,27 +156,33 @@ export class LostSyncRunSweeper implements OnApplicationBootstrap, OnModuleDestr
   }
 
   /**
-   * In two looks, a renewal period apart at least: a run whose lease is stale at one look fails at a later one if
-   * it is stale still. Back from an outage longer than the grace, every live api's leases look stale; each api
-   * renews within a period of the database answering again (its next renewal, or one pending through the outage
-   * landing at once), so the second look finds only the runs of an api that stopped. Queue jobs are swept so too.
+   * In two looks: a run whose lease is stale at one look fails at a later one, two renewal periods after the first
+   * answered, if its lease has not been renewed since. Back from an outage longer than the grace, every live api's
+   * leases look stale; each api renews within a period of the database answering again (its next renewal, or one
+   * pending through the outage landing at once), so the second look finds only the runs of an api that stopped,
+   * with a period to spare for a renewal that came late. Queue jobs are swept in two looks too.
    */
   async sweep(): Promise<void> {
     const grace = this.env.QUEUE_LOCK_GRACE_SECONDS;
     const suspects = this.suspects;
-    if (suspects && Date.now() - suspects.seenAt < heartbeatPeriodMs(grace)) {
+    if (suspects && Date.now() - suspects.seenAt < 2 * heartbeatPeriodMs(grace)) {
       return;
     }
     this.suspects = null;
     try {
       if (suspects) {
-        const { rows } = await queryPrepared<{ id: string }>(this.dataSource, SWEEP, [grace, LOST, suspects.ids]);
+        const { leases } = suspects;
+        const { rows } = await queryPrepared<{ id: string }>(this.dataSource, SWEEP, [
+          LOST,
+          leases.map((lease) => lease.run_id),
+          leases.map((lease) => lease.renewed_at),
+        ]);
         if (rows.length > 0) {
           this.logger.warn({ run_ids: rows.map((row) => row.id) }, `${rows.length} run(s) failed as lost: their api stopped mid-run`);
         }
       }
-      const { rows: stale } = await queryPrepared<{ run_id: string }>(this.dataSource, STALE, [grace]);
-      this.suspects = stale.length > 0 ? { ids: stale.map((row) => row.run_id), seenAt: Date.now() } : null;
+      const { rows: stale } = await queryPrepared<{ run_id: string; renewed_at: string }>(this.dataSource, STALE, [grace]);
+      this.suspects = stale.length > 0 ? { leases: stale, seenAt: Date.now() } : null;
     } catch (error) {
       this.logger.warn({ err: error }, 'Sweeping lost runs failed');
     }
