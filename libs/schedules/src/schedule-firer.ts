@@ -47,30 +47,38 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 
 /** How often a call that found nothing listening is sent again (see whenListening). */
 const API_WAIT_MS = 500;
-/** How long a call waits for an api that refuses connections, at most: a restart's worth, not the attempt's timeout. */
-const API_WAIT_MAX_MS = 60_000;
+/**
+ * How long a call waits for an api that refuses connections, at most: an api's start, slow migrations included (the
+ * Kubernetes manifests give it five minutes), not the attempt's timeout (an hour by default).
+ */
+const API_WAIT_MAX_MS = 5 * 60_000;
+/** While it waits, the refusal is said again this often. */
+const API_WAIT_SAID_EVERY_MS = 60_000;
 
 /**
  * Sends; while the connection is refused, sends again for up to API_WAIT_MAX_MS, within `signal` (the attempt's
  * timeout). Nothing listens yet when the worker came up before the api (a restart, a rollout): such a call never
- * left, so the wait is not an attempt failed at once. `refused` is told at the first refusal: an api that never
- * comes (a wrong PUBLIC_URL, no api deployed) is said at once in the log, and fails the attempt within a minute
- * rather than holding the fire running until its timeout. Any other failure is thrown on (see failure()).
+ * left, so the wait is not an attempt failed at once, and a catch-up fire is not lost to start-up order.
+ * `refused` is told at the first refusal and once a minute after: an api that never comes (a wrong PUBLIC_URL, no
+ * api deployed) is said at once in the log, and fails the attempt within minutes rather than holding the fire
+ * running until its timeout. Any other failure is thrown on (see failure()).
  */
 async function whenListening<T>(send: () => Promise<T>, signal: AbortSignal, refused: () => void): Promise<T> {
-  const giveUpAt = Date.now() + API_WAIT_MAX_MS;
-  for (let first = true; ; first = false) {
+  const since = Date.now();
+  let saidAt = -Infinity;
+  for (;;) {
     try {
       return await send();
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ECONNREFUSED') {
         throw error;
       }
-      if (first) {
+      if (Date.now() - saidAt >= API_WAIT_SAID_EVERY_MS) {
         refused();
+        saidAt = Date.now();
       }
       await sleep(API_WAIT_MS, signal);
-      if (signal.aborted || Date.now() >= giveUpAt) {
+      if (signal.aborted || Date.now() - since >= API_WAIT_MAX_MS) {
         // Refused to the end: said as such rather than as a timeout.
         throw error;
       }
