@@ -22,11 +22,14 @@ export class ComponentRegistry implements OnModuleInit {
 
   onModuleInit(): void {
     this.register(...(this.env.DEMO_COMPONENTS ? DEMO_COMPONENTS : []), ...this.deployment);
+    const logger = new Logger(ComponentRegistry.name);
     if (this.env.COMPONENTS_MODULE) {
       const ids = this.deployment.map((component) => `${component.kind}/${component.id}`);
-      new Logger(ComponentRegistry.name).log(
-        `Loaded ${ids.length} component(s) from ${this.env.COMPONENTS_MODULE}: ${ids.join(', ') || 'none'}`,
-      );
+      logger.log(`Loaded ${ids.length} component(s) from ${this.env.COMPONENTS_MODULE}: ${ids.join(', ') || 'none'}`);
+    }
+    // Said here, in the process's log format: a component module is loaded before the app's logger exists.
+    for (const component of this.deployment.filter((loaded) => loaded.bootWarning)) {
+      logger.warn(`${component.kind[0].toUpperCase()}${component.kind.slice(1)} '${component.id}': ${component.bootWarning}`);
     }
   }
 

@@ -82,6 +82,8 @@ export interface Component {
   readonly id: string;
   readonly name: string;
   readonly description?: string;
+  /** What the platform says at boot about this component, as a warning (a model agent whose key variable is unset). */
+  readonly bootWarning?: string;
   run(context: RunContext): Promise<string>;
 }
 

@@ -72,7 +72,7 @@ function check(file: string, components: unknown[], registered: readonly Compone
     if (!isObject(candidate)) {
       throw new ComponentsModuleError(file, `${where} is not an object`);
     }
-    const { kind, id, name, description, run } = candidate;
+    const { kind, id, name, description, bootWarning, run } = candidate;
     if (!COMPONENT_KINDS.includes(kind as never)) {
       throw new ComponentsModuleError(file, `${where}: kind must be one of ${COMPONENT_KINDS.join(', ')} (got ${JSON.stringify(kind)})`);
     }
@@ -93,7 +93,8 @@ function check(file: string, components: unknown[], registered: readonly Compone
       throw new ComponentsModuleError(file, `duplicate id: ${kind} '${id}' is defined twice (or is a demo component's id)`);
     }
     seen.add(key);
-    return { kind, id, name: name ?? id, description, run: run.bind(candidate) } as Component;
+    const warning = typeof bootWarning === 'string' ? { bootWarning } : {};
+    return { kind, id, name: name ?? id, description, ...warning, run: run.bind(candidate) } as Component;
   });
 }
 

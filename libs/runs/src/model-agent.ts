@@ -1,5 +1,4 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { Logger } from '@nestjs/common';
 import { APICallError, FinishReason, LanguageModel, LanguageModelUsage, ModelMessage, streamText } from 'ai';
 
 import { SPAN } from '@app/traces';
@@ -21,10 +20,6 @@ const CONVENTIONAL_ENV_NAME = /^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/;
 
 export function modelAgent(options: ModelAgentOptions): Component {
   assertOptions(options);
-  if (options.apiKeyEnv && !apiKeyOf(options)) {
-    // Said at boot too, where the operator who forgot to export it is looking, not only in the first run's error.
-    new Logger('Components').warn(`Agent '${options.id}': ${missingKey(options)}; its runs fail until it is set`);
-  }
   const provider = createOpenAICompatible({
     name: 'model-agent',
     baseURL: options.baseURL,
@@ -39,6 +34,8 @@ export function modelAgent(options: ModelAgentOptions): Component {
     id: options.id,
     name: options.name ?? options.id,
     description: options.description ?? `Model agent (${options.model})`,
+    // Said at boot too (by the registry), where the operator who forgot to export it is looking, not only in a run's error.
+    ...(options.apiKeyEnv && !apiKeyOf(options) ? { bootWarning: `${missingKey(options)}; its runs fail until it is set` } : {}),
     run: (context) => runModelAgent(model, options, context),
   };
 }
