@@ -311,6 +311,17 @@ function runChild(name, script, env, { detached }) {
   return running;
 }
 
+/** Whether `url` is a copy of this service, running: its /info says so (another server's /health may answer 200 too). */
+async function isThisService(url) {
+  try {
+    const response = await fetch(`${url}/info`, { signal: AbortSignal.timeout(2_000) });
+    const info = response.ok ? await response.json() : null;
+    return typeof info?.os_id === 'string' && typeof info?.auth_mode === 'string' && typeof info?.a2a === 'object';
+  } catch {
+    return false;
+  }
+}
+
 /** 200 from GET url within a short timeout. */
 async function answers200(url) {
   try {
@@ -376,8 +387,9 @@ async function recordServiceUrl(url) {
       say(`.env sets SERVICE_URL=${current} (not written by npm start), left as is; svc reaches this instance with --url ${url}`);
       return;
     }
-    // A second copy does not take svc (and the first copy's key) away from the first while it runs.
-    if (await answers200(`${current}/health`)) {
+    // A second copy does not take svc (and the first copy's key) away from the first while it runs; any other
+    // server now on that port does not keep it (svc would send it this checkout's key).
+    if (await isThisService(current)) {
       say(`.env's SERVICE_URL=${current} is another copy, still running: left as is; svc reaches this one with --url ${url}`);
       return;
     }

@@ -39,10 +39,10 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 }
 
 /**
- * An undefined table or column: the database's schema is behind this build (its migrations not yet applied, as
- * readiness reports). Not counted as unavailable: a worker holding outcomes for it would hold them for good.
+ * An undefined table or column: the database's schema does not match this build (usually its migrations not yet
+ * applied, as readiness reports). Not counted as unavailable: a worker holding outcomes for it would hold them for good.
  */
-export function isSchemaBehind(error: unknown): boolean {
+export function isSchemaMismatch(error: unknown): boolean {
   const code = (error as { code?: string }).code ?? (error as { driverError?: { code?: string } }).driverError?.code;
   return code === '42P01' || code === '42703';
 }

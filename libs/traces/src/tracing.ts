@@ -37,6 +37,11 @@ function randomId(size: number): string {
 /** Exported spans wait at most this long (or until this many are ready) before they go out in one request. */
 const BATCH = { scheduledDelayMillis: 500, maxExportBatchSize: 1000, maxQueueSize: 20_000 };
 
+/** Where the OTLP exporter sends spans: its own traces variable when set, else the base endpoint's /v1/traces. */
+function tracesEndpoint(base: string): string {
+  return process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || `${base.replace(/\/+$/, '')}/v1/traces`;
+}
+
 /** The endpoint as a log line may show it: no user, password or query. */
 function withoutCredentials(endpoint: string): string {
   const url = new URL(endpoint);
@@ -63,10 +68,10 @@ function reportingFailures(exporter: SpanExporter, log: Logger, endpoint: string
     }
     if (failing === null || Date.now() - failing.saidAt >= EXPORT_FAILURE_REPEAT_MS) {
       const dropped = (failing?.dropped ?? 0) + spans;
+      // The error's message only: an exporter error carries the collector's whole answer.
       log.warn(
-        { err: result.error },
-        `exporting spans to ${endpoint} (OTEL_EXPORTER_OTLP_ENDPOINT) failed: ${dropped} span(s) dropped; GET /traces still has them ` +
-          `(said again once a minute while it fails)`,
+        `exporting spans to ${endpoint} failed (${result.error?.message ?? 'no reason given'}): ${dropped} span(s) dropped; ` +
+          'GET /traces still has them (said again once a minute while it fails)',
       );
       failing = { saidAt: Date.now(), dropped: 0 };
       return;
@@ -121,7 +126,11 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
       serviceName: this.env.OTEL_SERVICE_NAME ?? this.serviceName,
       spanProcessors: [
         new BatchSpanProcessor({
-          exporter: reportingFailures(new OTLPTraceExporter(), this.log, withoutCredentials(this.env.OTEL_EXPORTER_OTLP_ENDPOINT)),
+          exporter: reportingFailures(
+            new OTLPTraceExporter(),
+            this.log,
+            withoutCredentials(tracesEndpoint(this.env.OTEL_EXPORTER_OTLP_ENDPOINT)),
+          ),
           ...BATCH,
         }),
       ],

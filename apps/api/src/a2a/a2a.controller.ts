@@ -293,15 +293,27 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
       await this.refuse('listTasks', reply, id, caller, request);
     }
 
-    @Get([`:${param}/tasks/:task_id/pushNotificationConfigs`, `:${param}/tasks/:task_id/pushNotificationConfigs/:config_id`])
+    // One path per route: the route table schedules consult reads a route's first path only.
+    @Get(`:${param}/tasks/:task_id/pushNotificationConfigs`)
     @NotOffered(read)
-    async readPushNotificationConfigs(
+    async listPushNotificationConfigs(
       @CurrentPrincipal() caller: Principal,
       @Param(param) id: string,
       @Req() request: FastifyRequest,
       @Res() reply: FastifyReply,
     ): Promise<void> {
       await this.refuse('listTaskPushNotificationConfigs', reply, id, caller, request);
+    }
+
+    @Get(`:${param}/tasks/:task_id/pushNotificationConfigs/:config_id`)
+    @NotOffered(read)
+    async getPushNotificationConfig(
+      @CurrentPrincipal() caller: Principal,
+      @Param(param) id: string,
+      @Req() request: FastifyRequest,
+      @Res() reply: FastifyReply,
+    ): Promise<void> {
+      await this.refuse('getTaskPushNotificationConfig', reply, id, caller, request);
     }
 
     @Post(`:${param}/tasks/:task_id/pushNotificationConfigs`)

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Registry } from 'prom-client';
 
-import { isDatabaseUnavailable, isSchemaBehind } from '@app/database';
+import { isDatabaseUnavailable, isSchemaMismatch } from '@app/database';
 import { MetricsRegistry } from '@app/health';
 import { QueueMetricsService } from '@app/queue';
 import { ScheduleMetricsService } from '@app/schedules';
@@ -24,7 +24,11 @@ export class MetricsScrape {
     const fromDatabase = await Promise.all([this.queue.refresh(), this.schedules.refresh()]).then(
       () => [this.queue.registry, this.schedules.registry],
       (error: unknown) => {
-        const why = isDatabaseUnavailable(error) ? 'is unavailable' : isSchemaBehind(error) ? 'is not migrated yet' : null;
+        const why = isDatabaseUnavailable(error)
+          ? 'is unavailable'
+          : isSchemaMismatch(error)
+            ? "schema does not match this build's (migrations pending?)"
+            : null;
         if (why === null) {
           throw error;
         }
