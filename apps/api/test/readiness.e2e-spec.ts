@@ -99,6 +99,12 @@ describe('GET /readyz', () => {
       expect(early.status, early.text).toBe(200);
       expect(early.text).toMatch(/^process_cpu_user_seconds_total /m);
       expect(early.text).not.toMatch(/^queue_jobs\{/m);
+      // A request that reaches it meanwhile is a 503 that passes, saying why, not a 500.
+      const sessions = await call(api.url, 'GET', '/sessions');
+      expect(sessions.status, sessions.text).toBe(503);
+      expect(sessions.body).toEqual({
+        detail: "Database not ready: its schema does not match this build's (migrations pending); try again shortly",
+      });
 
       execFileSync('npm', ['run', '--silent', 'migrate'], {
         env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl },

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { HttpException, HttpStatus, Logger } from '@nestjs/common';
 
 import { AuthErrorCode, AuthException } from '@app/auth';
-import { isDatabaseUnavailable } from '@app/database';
+import { isDatabaseUnavailable, isSchemaMismatch } from '@app/database';
 import { ErrorBodyDto, INTERNAL_ERROR_BODY, noRouteDetail, ValidationErrorBodyDto, ValidationFailedException } from '@app/errors';
 import { loggableUrl } from '@app/logging';
 
@@ -38,6 +38,7 @@ export const FRAMEWORK_DETAILS: Record<string, string> = {
 const logger = new Logger('Errors');
 
 export const DATABASE_UNAVAILABLE_DETAIL = 'Database unavailable; try again shortly';
+const SCHEMA_MISMATCH_DETAIL = "Database not ready: its schema does not match this build's (migrations pending); try again shortly";
 
 /**
  * The one place an error becomes a status and the standard `{detail, error_id?, error_type?}` body or the
@@ -66,6 +67,11 @@ export function renderError(exception: unknown, context: ErrorContext): Rendered
   if (isDatabaseUnavailable(exception)) {
     logger.error({ err: exception }, 'Database unavailable');
     return { status: HttpStatus.SERVICE_UNAVAILABLE, body: { detail: DATABASE_UNAVAILABLE_DETAIL } };
+  }
+  // A request that reached an api before the migrate role finished (readiness keeps most away): it passes, as an outage does.
+  if (isSchemaMismatch(exception)) {
+    logger.error({ err: exception, method: context.method, url: loggableUrl(context.url) }, 'Database schema does not match this build');
+    return { status: HttpStatus.SERVICE_UNAVAILABLE, body: { detail: SCHEMA_MISMATCH_DETAIL } };
   }
   const errorId = randomUUID();
   logger.error({ err: exception, error_id: errorId, method: context.method, url: loggableUrl(context.url) }, 'Unhandled error');
