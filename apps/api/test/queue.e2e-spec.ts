@@ -159,13 +159,14 @@ describe('queue operations (jwt mode with the security key as root)', () => {
     });
 
     it('500 with the standard body and an error_id when the store fails', async () => {
-      await query(databaseUrl, 'ALTER TABLE queue_jobs RENAME TO queue_jobs_away');
+      // A failure nothing foresaw (sum() of a text column): not an outage, not a schema this build does not know.
+      await query(databaseUrl, 'ALTER TABLE queue_job_counts ALTER COLUMN delta TYPE text USING delta::text');
       try {
         const response = await call(api.url, 'GET', '/queue/stats', { token: ROOT_KEY });
         expectErrorBody(response, 500);
         expect(response.body).toEqual({ detail: 'Internal server error', error_id: expect.any(String), error_type: 'internal_error' });
       } finally {
-        await query(databaseUrl, 'ALTER TABLE queue_jobs_away RENAME TO queue_jobs');
+        await query(databaseUrl, 'ALTER TABLE queue_job_counts ALTER COLUMN delta TYPE bigint USING delta::bigint');
       }
     });
 
