@@ -128,15 +128,26 @@ export class ServiceAccountsApi extends AdminApi {
     if (mintedBy === null) {
       return null;
     }
+    // Read once per credential: connect asks for each client's account.
+    this.caller ??= this.callerPrincipal();
+    const caller = await this.caller;
+    return caller === null || caller.principal === mintedBy ? null : mintedBy;
+  }
+
+  private caller: Promise<{ principal: string | null } | null> | undefined;
+
+  /**
+   * Who this credential is (GET /config's `principal`, null for the security key), or null for a credential without
+   * config:read: no admin (platform:admin grants it), and the api lets a non-admin rotate only an account it minted
+   * itself, so the rotation is its own or is refused there.
+   */
+  private async callerPrincipal(): Promise<{ principal: string | null } | null> {
     // Not through send(): its 403 is an answer here, not a refused credential.
     const answer = await this.client.GET('/config');
     if (answer.response.status === 403) {
-      // A credential without config:read is no admin (platform:admin grants it), and the api lets a non-admin
-      // rotate only an account it minted itself: the rotation is its own or is refused there.
       return null;
     }
-    const caller = this.expect(answer, 200, 'Could not read which principal this credential is');
-    return caller.principal === mintedBy ? null : mintedBy;
+    return { principal: this.expect(answer, 200, 'Could not read which principal this credential is').principal };
   }
 
   private async rows(activeOnly: boolean): Promise<Schemas['ServiceAccountDto'][]> {

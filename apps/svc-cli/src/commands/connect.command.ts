@@ -372,13 +372,15 @@ class Connection {
     if (this.options.skipExisting) {
       return { status: 'skipped', error: 'Service account exists; kept untouched.' };
     }
-    const foreign = await this.foreignAccount(name);
+    const found = await api.findActiveMinted(name);
+    const foreign = found && (await this.foreignAccount(name, found.mintedBy));
     if (foreign) {
       return foreign;
     }
     const grace = formatDuration(DEFAULT_GRACE_SECONDS);
     let rotate = Boolean(this.options.rotate);
-    if (!rotate && this.terminal.interactive) {
+    const asked = !rotate && this.terminal.interactive;
+    if (asked) {
       rotate = await this.terminal.confirm(
         `Rotate the token of '${name}'? Its old token keeps working for ${grace}, then stops: a client elsewhere using it (another machine, another config) must connect again.`,
         false,
@@ -393,7 +395,8 @@ class Connection {
         error: `A service account named '${name}' already exists. Re-run with --rotate to rotate its token, or --skip-existing to leave it untouched.`,
       };
     }
-    return this.rotateExisting(name, request);
+    // A prompt may have waited long enough for the account to be revoked meanwhile: it is read again then.
+    return this.rotateExisting(name, request, asked ? await api.findActive(name) : (found?.account ?? null));
   }
 
   /**
@@ -401,9 +404,8 @@ class Connection {
    * name, such as the client ids connect uses by default, and the minter keeps the right to rotate the account,
    * and so to take over the identity this client would run as. Null when the account is the caller's to rotate.
    */
-  private async foreignAccount(name: string): Promise<TokenOutcome | null> {
-    const active = await this.api!.findActiveMinted(name);
-    const owner = active ? await this.api!.otherOwner(active.mintedBy) : null;
+  private async foreignAccount(name: string, mintedBy: string | null): Promise<TokenOutcome | null> {
+    const owner = await this.api!.otherOwner(mintedBy);
     return owner === null
       ? null
       : {
@@ -416,11 +418,10 @@ class Connection {
    * The account keeps its id, scopes and expiry and gets a new token; the old one keeps working for the
    * grace, so a client still holding it (or another client sharing the account) is not cut off mid-session.
    */
-  private async rotateExisting(name: string, request: MintRequest): Promise<TokenOutcome> {
+  private async rotateExisting(name: string, request: MintRequest, active: ServiceAccount | null): Promise<TokenOutcome> {
     const api = this.api!;
-    const active = await api.findActive(name);
     if (!active) {
-      // Revoked meanwhile: the name is free again.
+      // Revoked since the name was refused: it is free again.
       return { account: await api.mint(request), rotated: true };
     }
     if (this.options.scopes || this.options.expires !== undefined) {
