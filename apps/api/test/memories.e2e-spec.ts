@@ -68,6 +68,12 @@ describe('memories', () => {
     const patched = await call(api.url, 'PATCH', `/memories/${id}`, { token: alice.token, json: { memory: 'Prefers green tea' } });
     expect(patched.status, patched.text).toBe(200);
     expect(patched.body).toMatchObject({ memory_id: id, memory: 'Prefers green tea', topics: ['drinks'] });
+    // A misspelt field is refused, not a 200 that changed nothing (or a memory kept without its topics).
+    const misspelt = await call(api.url, 'PATCH', `/memories/${id}`, { token: alice.token, json: { text: 'Prefers coffee' } });
+    expect(expectValidationBody(misspelt)).toEqual([['body', 'text']]);
+    expect(misspelt.body.detail[0].type).toBe('extra_forbidden');
+    expect(expectValidationBody(await create(alice.token, { memory: 'Likes jazz', topic: ['music'] }))).toEqual([['body', 'topic']]);
+    expect((await call(api.url, 'GET', `/memories/${id}`, { token: alice.token })).body.memory).toBe('Prefers green tea');
 
     expect((await call(api.url, 'DELETE', `/memories/${id}`, { token: alice.token })).status).toBe(204);
     expectErrorBody(await call(api.url, 'GET', `/memories/${id}`, { token: alice.token }), 404);
@@ -196,6 +202,9 @@ describe('memories', () => {
     expect(
       (await callTool(client, 'list_memories', { topic: 'tools' })).structured.data.map((m: { memory_id: string }) => m.memory_id),
     ).toEqual([id]);
+    const misspelt = await callTool(client, 'update_memory', { memory_id: id, text: 'changed?' });
+    expect(misspelt.isError).toBe(true);
+    expect(misspelt.text).toContain('text');
     expect((await callTool(client, 'list_memory_topics')).structured.topics).toEqual(expect.arrayContaining(['mcp', 'tools']));
     expect((await callTool(client, 'get_memory', { memory_id: id })).structured.memory).toBe('Via MCP');
 

@@ -4,7 +4,7 @@ import { ArrayMaxSize, IsArray, IsIn, IsString, IsUUID, MaxLength, MinLength } f
 
 import { COMPONENT_KINDS } from '@app/access';
 import { PageOf, PageQuery } from '@app/pagination';
-import { Optional, StringField } from '@app/validation';
+import { Optional, StringField, UnknownFieldsRejected } from '@app/validation';
 
 export const MEMORY_SORT_FIELDS = ['created_at', 'updated_at'] as const;
 export type MemorySortField = (typeof MEMORY_SORT_FIELDS)[number];
@@ -33,6 +33,8 @@ function Topics(): PropertyDecorator {
   );
 }
 
+/** A misspelt `topics` or `user_id` would keep the memory without them, or for the wrong user: refused instead. */
+@UnknownFieldsRejected()
 export class CreateMemoryDto {
   @StringField({ minLength: 1, maxLength: MEMORY_MAX_LENGTH, description: 'The fact to keep' }) memory!: string;
   @Topics() topics?: string[];
@@ -52,6 +54,8 @@ export class CreateMemoryDto {
   component_id?: string;
 }
 
+/** A misspelt field would answer 200 with nothing changed: refused instead. */
+@UnknownFieldsRejected()
 export class UpdateMemoryDto {
   @StringField({ optional: true, minLength: 1, maxLength: MEMORY_MAX_LENGTH, description: 'The fact, replacing the one kept' })
   memory?: string;

@@ -53,7 +53,7 @@ export class MemoryTools {
     name: 'create_memory',
     mirrors: 'POST /memories',
     description: 'Keep a fact about a user. A token’s memories belong to sa:<name>.',
-    input: z.object(dtoArguments(CreateMemoryDto)),
+    input: z.object(dtoArguments(CreateMemoryDto)).strict(),
   })
   async create(principal: Principal, args: Record<string, unknown>): Promise<MemoryDto> {
     return this.memories.create(principal, await this.args.as(CreateMemoryDto, args, 'body'));
@@ -63,7 +63,7 @@ export class MemoryTools {
     name: 'update_memory',
     mirrors: 'PATCH /memories/:memory_id',
     description: 'Change a memory’s text or topics; fields left out are untouched.',
-    input: z.object({ memory_id: memoryId, ...dtoArguments(UpdateMemoryDto) }),
+    input: z.object({ memory_id: memoryId, ...dtoArguments(UpdateMemoryDto) }).strict(),
   })
   async update(principal: Principal, args: Record<string, unknown>): Promise<MemoryDto> {
     const { memory_id, ...changes } = args;
