@@ -99,6 +99,7 @@ describe('GET /readyz', () => {
       expect(early.status, early.text).toBe(200);
       expect(early.text).toMatch(/^process_cpu_user_seconds_total /m);
       expect(early.text).not.toMatch(/^queue_jobs\{/m);
+      await call(api.url, 'GET', '/metrics');
       // A request that reaches it meanwhile is a 503 that passes, saying why, not a 500.
       const sessions = await call(api.url, 'GET', '/sessions');
       expect(sessions.status, sessions.text).toBe(503);
@@ -118,6 +119,9 @@ describe('GET /readyz', () => {
       expect(lines.filter((line) => line.includes('api not ready: database migrations are pending (run the migrate role)'))).toHaveLength(
         1,
       );
+      // So is the scrapes' (Prometheus scrapes every 15 s or so): once for two, and once when the figures are back.
+      expect(lines.filter((line) => line.includes('metrics scraped without the queue and schedule figures'))).toHaveLength(1);
+      expect(api.output()).toContain('metrics scraped with the queue and schedule figures again');
       expect(lines.filter((line) => line.includes('/readyz 503'))).toEqual([]);
     });
   });

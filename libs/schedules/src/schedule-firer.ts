@@ -4,6 +4,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Dispatcher, request } from 'undici';
 
 import { Env } from '@app/config';
+import { LastingCondition } from '@app/logging';
 import { JobContext, JobHandler, JobResult } from '@app/queue';
 import { ServiceAccountsService } from '@app/service-accounts';
 
@@ -52,8 +53,6 @@ const API_WAIT_MS = 500;
  * Kubernetes manifests give it five minutes), not the attempt's timeout (an hour by default).
  */
 const API_WAIT_MAX_MS = 5 * 60_000;
-/** While it waits, the refusal is said again this often. */
-const API_WAIT_SAID_EVERY_MS = 60_000;
 
 /**
  * Sends; while the connection is refused, sends again for up to API_WAIT_MAX_MS, within `signal` (the attempt's
@@ -65,7 +64,7 @@ const API_WAIT_SAID_EVERY_MS = 60_000;
  */
 async function whenListening<T>(send: () => Promise<T>, signal: AbortSignal, refused: () => void): Promise<T> {
   const since = Date.now();
-  let saidAt = -Infinity;
+  const refusing = new LastingCondition();
   for (;;) {
     try {
       return await send();
@@ -73,10 +72,7 @@ async function whenListening<T>(send: () => Promise<T>, signal: AbortSignal, ref
       if ((error as NodeJS.ErrnoException).code !== 'ECONNREFUSED') {
         throw error;
       }
-      if (Date.now() - saidAt >= API_WAIT_SAID_EVERY_MS) {
-        refused();
-        saidAt = Date.now();
-      }
+      refusing.met(1, refused);
       await sleep(API_WAIT_MS, signal);
       if (signal.aborted || Date.now() - since >= API_WAIT_MAX_MS) {
         // Refused to the end: said as such rather than as a timeout.

@@ -7,6 +7,7 @@ import { ExportResult, ExportResultCode, parseTraceParent } from '@opentelemetry
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
 
 import { Env } from '@app/config';
+import { LastingCondition } from '@app/logging';
 
 import { RequestSpan } from './request-span';
 import { SPAN } from './run-span';
@@ -48,35 +49,25 @@ function withoutCredentials(endpoint: string): string {
   return `${url.origin}${url.pathname}`.replace(/\/$/, '');
 }
 
-/** While export keeps failing, it is said again at most this often. */
-const EXPORT_FAILURE_REPEAT_MS = 60_000;
-
 /**
  * The exporter, with its failures said in the log: the SDK drops a batch the collector did not take without a word,
  * and an operator found out only when traces were missing. Said when export starts failing, then once a minute with
  * the spans dropped meanwhile, and once when it works again.
  */
 function reportingFailures(exporter: SpanExporter, log: Logger, endpoint: string): SpanExporter {
-  let failing: { saidAt: number; dropped: number } | null = null;
+  const failing = new LastingCondition();
   const noteResult = (result: ExportResult, spans: number) => {
     if (result.code === ExportResultCode.SUCCESS) {
-      if (failing) {
-        log.log(`exporting spans to ${endpoint} works again (${failing.dropped} span(s) dropped while it failed)`);
-        failing = null;
-      }
+      failing.ended((dropped) => log.log(`exporting spans to ${endpoint} works again (${dropped} span(s) dropped since last said)`));
       return;
     }
-    if (failing === null || Date.now() - failing.saidAt >= EXPORT_FAILURE_REPEAT_MS) {
-      const dropped = (failing?.dropped ?? 0) + spans;
-      // The error's message only: an exporter error carries the collector's whole answer.
+    // The error's message only: an exporter error carries the collector's whole answer.
+    failing.met(spans, (dropped) =>
       log.warn(
         `exporting spans to ${endpoint} failed (${result.error?.message ?? 'no reason given'}): ${dropped} span(s) dropped; ` +
           'GET /traces still has them (said again once a minute while it fails)',
-      );
-      failing = { saidAt: Date.now(), dropped: 0 };
-      return;
-    }
-    failing.dropped += spans;
+      ),
+    );
   };
   return {
     export: (spans: ReadableSpan[], done: (result: ExportResult) => void) =>

@@ -3,6 +3,7 @@ import { Registry } from 'prom-client';
 
 import { isDatabaseUnavailable, isSchemaMismatch } from '@app/database';
 import { MetricsRegistry } from '@app/health';
+import { LastingCondition } from '@app/logging';
 import { QueueMetricsService } from '@app/queue';
 import { ScheduleMetricsService } from '@app/schedules';
 
@@ -10,6 +11,8 @@ import { ScheduleMetricsService } from '@app/schedules';
 @Injectable()
 export class MetricsScrape {
   private readonly log = new Logger('Metrics');
+  /** Scrapes answered without the database's figures: every 15 s or so while it is down, said once a minute. */
+  private readonly withoutDatabase = new LastingCondition();
 
   constructor(
     private readonly queue: QueueMetricsService,
@@ -22,7 +25,10 @@ export class MetricsScrape {
     // they matter: without the database (or before its migrations) the scrape answers them alone (the others
     // absent, not stale).
     const fromDatabase = await Promise.all([this.queue.refresh(), this.schedules.refresh()]).then(
-      () => [this.queue.registry, this.schedules.registry],
+      () => {
+        this.withoutDatabase.ended(() => this.log.log('metrics scraped with the queue and schedule figures again'));
+        return [this.queue.registry, this.schedules.registry];
+      },
       (error: unknown) => {
         const why = isDatabaseUnavailable(error)
           ? 'is unavailable'
@@ -32,7 +38,12 @@ export class MetricsScrape {
         if (why === null) {
           throw error;
         }
-        this.log.warn({ err: error }, `metrics scraped without the queue and schedule figures: the database ${why}`);
+        this.withoutDatabase.met(1, (scrapes) =>
+          this.log.warn(
+            { err: error },
+            `metrics scraped without the queue and schedule figures (${scrapes} scrape(s) since last said): the database ${why}; said again once a minute while it lasts`,
+          ),
+        );
         return [];
       },
     );
