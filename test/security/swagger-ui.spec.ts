@@ -86,13 +86,25 @@ describe.skipIf(!haveChromium)('Swagger UI in a browser', () => {
     await page.waitForSelector('.dialog-ux', { hidden: true });
   }
 
-  /** "Try it out" on one operation with what the page fills in itself (path parameters aside), then "Execute". */
-  async function executeAsFilled(page: Page, method: string, path: string, params: Record<string, string> = {}) {
+  /**
+   * "Try it out" on one operation with what the page fills in itself (path parameters aside), the request body
+   * switched to `contentType` when given, then "Execute".
+   */
+  async function executeAsFilled(page: Page, method: string, path: string, params: Record<string, string> = {}, contentType?: string) {
     const operation = `.opblock-${method}:has(.opblock-summary-path[data-path="${path}"])`;
-    await page.locator(`${operation} .opblock-summary-control`).click();
-    await page.locator(`${operation} .try-out__btn`).click();
+    if (await page.$(`${operation} button.btn-clear`)) {
+      // Tried out already: the last answer is cleared, so the one read below is this execution's.
+      await page.locator(`${operation} button.btn-clear`).click();
+      await page.waitForSelector(`${operation} .live-responses-table`, { hidden: true });
+    } else {
+      await page.locator(`${operation} .opblock-summary-control`).click();
+      await page.locator(`${operation} .try-out__btn`).click();
+    }
     for (const [name, value] of Object.entries(params)) {
       await page.locator(`${operation} input[placeholder="${name}"]`).fill(value);
+    }
+    if (contentType) {
+      await page.select(`${operation} .opblock-section-request-body select`, contentType);
     }
     await page.locator(`${operation} button.execute`).click();
     const cell = await page.waitForSelector(`${operation} .live-responses-table .response .response-col_status`);
@@ -183,9 +195,16 @@ describe.skipIf(!haveChromium)('Swagger UI in a browser', () => {
     await page.goto(`${api.url}/docs`, { waitUntil: 'networkidle0' });
     await authorize(page);
 
-    // The run form leaves the optional fields blank, which a form means as not given (no made-up session or user).
+    // A run's body is JSON first: its example as it is. Switched to a form, the optional fields are blank, which a
+    // form means as not given (no made-up session or user). (Form first, switching to JSON sent the blank fields as
+    // "", which JSON refuses: an empty string is a value there.)
     const run = await executeAsFilled(page, 'post', '/agents/{agent_id}/runs', { agent_id: 'echo-agent' });
     expect(run).toMatchObject({ status: '200', body: { status: 'completed', content: 'Hello!', user_id: null } });
+    for (const form of ['application/x-www-form-urlencoded', 'multipart/form-data']) {
+      const asForm = await executeAsFilled(page, 'post', '/agents/{agent_id}/runs', {}, form);
+      expect(asForm, form).toMatchObject({ status: '200', body: { status: 'completed', content: 'Hello!', user_id: null } });
+      expect(asForm.body.run_id, form).not.toBe(run.body.run_id);
+    }
     const schedule = await executeAsFilled(page, 'post', '/schedules');
     expect(schedule).toMatchObject({
       status: '201',

@@ -84,7 +84,7 @@ function componentRunsController({ kind, resource, param }: ComponentRoute): Typ
     @ComponentParam()
     @RequireScope(run, { componentParam: param })
     @ApiOperation({ summary: `Run the ${kind}: finished run (200), text/event-stream (stream=true), or queued (202, background=true)` })
-    @ApiConsumes('application/x-www-form-urlencoded', 'multipart/form-data', 'application/json')
+    @ApiConsumes('application/json', 'application/x-www-form-urlencoded', 'multipart/form-data')
     @ApiBody({ type: StartRunDto, examples: { run: { summary: 'A run', value: { message: 'Hello!' } } } })
     @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'At most 512 characters; a repeated key returns the earlier run' })
     @ApiHeader({ name: 'traceparent', required: false, description: 'W3C trace context: the run’s trace continues the caller’s' })

@@ -2912,9 +2912,9 @@ export interface operations {
         };
         requestBody: {
             content: {
+                "application/json": components["schemas"]["StartRunDto"];
                 "application/x-www-form-urlencoded": components["schemas"]["StartRunDto"];
                 "multipart/form-data": components["schemas"]["StartRunDto"];
-                "application/json": components["schemas"]["StartRunDto"];
             };
         };
         responses: {
@@ -3545,9 +3545,9 @@ export interface operations {
         };
         requestBody: {
             content: {
+                "application/json": components["schemas"]["StartRunDto"];
                 "application/x-www-form-urlencoded": components["schemas"]["StartRunDto"];
                 "multipart/form-data": components["schemas"]["StartRunDto"];
-                "application/json": components["schemas"]["StartRunDto"];
             };
         };
         responses: {
@@ -4178,9 +4178,9 @@ export interface operations {
         };
         requestBody: {
             content: {
+                "application/json": components["schemas"]["StartRunDto"];
                 "application/x-www-form-urlencoded": components["schemas"]["StartRunDto"];
                 "multipart/form-data": components["schemas"]["StartRunDto"];
-                "application/json": components["schemas"]["StartRunDto"];
             };
         };
         responses: {
