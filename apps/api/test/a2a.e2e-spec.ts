@@ -100,6 +100,8 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
       supportedInterfaces: [
         { url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
         { url, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+        // v0.3 JSON-RPC, served at the same URL to a request without an A2A-Version header: every protocol is declared.
+        { url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
       ],
       capabilities: { streaming: true },
       securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } } },
@@ -161,6 +163,15 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
           { content: { $case: 'data', value: { answer: 42 } }, mediaType: 'application/json', filename: '', metadata: {} } as never,
         ];
         await expect(client.sendMessage(dataOnly)).rejects.toThrow(/Only text parts are accepted/);
+        // Beside a text part too: refused, not dropped from a task that would then answer without it.
+        const withData = userMessage('and a file');
+        withData.message.parts.push({
+          content: { $case: 'url', value: 'https://example.com/a.pdf' },
+          mediaType: 'application/pdf',
+          filename: 'a.pdf',
+          metadata: {},
+        } as never);
+        await expect(client.sendMessage(withData)).rejects.toThrow(/Only text parts are accepted/);
       });
 
       it('answers SubscribeToTask with UnsupportedOperation saying how to follow a task instead (not a bare 404)', async () => {
@@ -280,8 +291,13 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     const headers = { 'a2a-version': '1.0' };
     expectErrorBody(await call(api.url, 'POST', '/a2a/agents/echo-agent', { raw: wrapped, token: readOnly.token, headers }), 403);
     const malformed = await call(api.url, 'POST', '/a2a/agents/echo-agent', { raw: wrapped, token: owner.token, headers });
-    expect(malformed.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32602 } });
+    // JSON, but not one request object: JSON-RPC's Invalid Request, in both protocol versions.
+    expect(malformed.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
     expect(malformed.body.result).toBeUndefined();
+    for (const version of [headers, {}]) {
+      const batch = await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: [rpc], token: owner.token, headers: version });
+      expect(batch.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
+    }
     // A body that is not JSON is JSON-RPC's Parse error, in both protocol versions; over HTTP+JSON the standard 400.
     for (const version of [{ 'a2a-version': '1.0' }, {}] as Record<string, string>[]) {
       const unparsable = await call(api.url, 'POST', '/a2a/agents/echo-agent', {
@@ -339,14 +355,18 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     const headers = { 'a2a-version': '1.0' };
     const task = randomUUID();
     const refusals = [
-      { method: 'GET', path: 'extendedAgentCard', message: /no extended card/ },
+      // The card says capabilities.extendedAgentCard: false, for which the protocol's answer is UnsupportedOperation.
+      { method: 'GET', path: 'extendedAgentCard', message: /no extended card/, status: 'UNSUPPORTED_OPERATION' },
+      // SubscribeToTask only follows a task: a read, by POST and by GET (as the SDK's own server takes it).
+      { method: 'POST', path: `tasks/${task}:subscribe`, message: /Poll tasks\/get/, status: 'UNSUPPORTED_OPERATION' },
+      { method: 'GET', path: `tasks/${task}:subscribe`, message: /Poll tasks\/get/, status: 'UNSUPPORTED_OPERATION' },
       { method: 'GET', path: 'tasks', message: /GET \/sessions\/\{session_id\}\/runs/ },
       { method: 'GET', path: `tasks/${task}/pushNotificationConfigs`, message: /[Pp]ush [Nn]otification/ },
       { method: 'GET', path: `tasks/${task}/pushNotificationConfigs/c1`, message: /[Pp]ush [Nn]otification/ },
       { method: 'POST', path: `tasks/${task}/pushNotificationConfigs`, message: /[Pp]ush [Nn]otification/, run: true },
       { method: 'DELETE', path: `tasks/${task}/pushNotificationConfigs/c1`, message: /[Pp]ush [Nn]otification/, run: true },
     ];
-    for (const { method, path, message, run } of refusals) {
+    for (const { method, path, message, run, status } of refusals) {
       const url = `/a2a/agents/echo-agent/${path}`;
       const json = method === 'POST' ? { url: 'https://example.com/hook' } : undefined;
       const refused = await call(api.url, method, url, { token: owner.token, headers, json });
@@ -354,6 +374,9 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
       expect(refused.status, `${method} ${path}: ${refused.text}`).toBe(400);
       expect(refused.headers.get('content-type')).toContain('application/a2a+json');
       expect(refused.body.error.message, `${method} ${path}`).toMatch(message);
+      if (status) {
+        expect(refused.body.error.details[0].reason, `${method} ${path}`).toBe(status);
+      }
       expectErrorBody(await call(api.url, method, url, { headers, json }), 401);
       // The methods that would change something need agents:run, as their JSON-RPC twins do.
       const narrow = await call(api.url, method, url, { token: readOnly.token, headers, json });
@@ -364,8 +387,17 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
       }
       expectErrorBody(await call(api.url, method, url.replace('echo-agent', 'no-such-agent'), { token: owner.token, headers, json }), 404);
     }
-    // Workflows have no task methods at all.
-    expect((await call(api.url, 'GET', '/a2a/workflows/echo-workflow/tasks', { token: owner.token, headers })).status).toBe(404);
+    // JSON-RPC answers the same, under the same scopes: SubscribeToTask and the extended card are reads.
+    for (const method of ['SubscribeToTask', 'GetExtendedAgentCard']) {
+      const refused = await call(api.url, 'POST', '/a2a/agents/echo-agent', {
+        json: { jsonrpc: '2.0', id: 3, method, params: { id: task } },
+        token: readOnly.token,
+        headers,
+      });
+      expect(refused.body, method).toMatchObject({ jsonrpc: '2.0', id: 3, error: { code: -32004 } });
+    }
+    // Cancelling is a run: a read-only token is refused.
+    expectErrorBody(await call(api.url, 'POST', `/a2a/agents/echo-agent/tasks/${task}:cancel`, { token: readOnly.token, headers }), 403);
   });
 
   it('accepts requests sent as application/a2a+json, and still refuses them without agents:run', async () => {
@@ -467,8 +499,31 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     const workflow = await connect(api, 'workflows/echo-workflow', 'HTTP+JSON', owner.token);
     const task = await send(workflow, 'flow');
     expect(artifactText(task)).toBe('flow');
-    await expect(workflow.getTask({ id: task.id, tenant: '' })).rejects.toThrow();
-    expect((await call(api.url, 'GET', `/a2a/workflows/echo-workflow/tasks/${task.id}`, { token: owner.token })).status).toBe(404);
+    // A workflow has no tasks to read back: the protocol's error on both bindings (not a 404), under the same scopes.
+    await expect(workflow.getTask({ id: task.id, tenant: '' })).rejects.toThrow(/answers message\/send and message\/stream only/);
+    const headers = { 'a2a-version': '1.0' };
+    for (const [method, path] of [
+      ['GET', `tasks/${task.id}`],
+      ['POST', `tasks/${task.id}:cancel`],
+      ['GET', 'tasks'],
+      ['POST', `tasks/${task.id}:subscribe`],
+    ] as const) {
+      const refused = await call(api.url, method, `/a2a/workflows/echo-workflow/${path}`, { token: owner.token, headers });
+      expect(refused.status, `${method} ${path}: ${refused.text}`).toBe(400);
+      expect(refused.body.error.details[0].reason, `${method} ${path}`).toBe('UNSUPPORTED_OPERATION');
+    }
+    const rpcGet = await call(api.url, 'POST', '/a2a/workflows/echo-workflow', {
+      json: { jsonrpc: '2.0', id: 4, method: 'GetTask', params: { id: task.id } },
+      token: owner.token,
+      headers,
+    });
+    expect(rpcGet.body).toMatchObject({ jsonrpc: '2.0', id: 4, error: { code: -32004 } });
+    // So a send that asks to return at once waits for the workflow instead: a submitted task could never be followed.
+    const immediate = await workflow.sendMessage({
+      ...userMessage('at once'),
+      configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true, historyLength: 0 },
+    });
+    expect((immediate as Task).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
   });
 });
 

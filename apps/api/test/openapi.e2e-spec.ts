@@ -15,6 +15,8 @@ const PUBLIC_OPERATIONS = [
 const PER_TOOL_SCOPE = 'POST /mcp';
 // One A2A JSON-RPC endpoint serves several methods: its scope depends on the method, and the document names each.
 const PER_METHOD_SCOPE = /^POST \/a2a\/(agents|teams|workflows)\/\{[a-z_]+\}$/;
+/** HTTP+JSON's custom task methods: `:cancel` changes the task, `:subscribe` follows it. */
+const PER_TASK_METHOD_SCOPE = /^POST \/a2a\/(agents|teams)\/\{[a-z_]+\}\/tasks\/\{task_id\}$/;
 // /ws checks each action against the scope of its REST route; a refused credential is a frame, not an HTTP status.
 const PER_ACTION_SCOPE = 'GET /ws';
 
@@ -66,6 +68,8 @@ describe('OpenAPI document and Swagger UI', () => {
           '500',
           '503',
         ]);
+      } else if (PER_TASK_METHOD_SCOPE.test(key)) {
+        expect(operation['x-required-scope'], key).toMatch(/^[a-z]+:run \(:cancel\) or [a-z]+:read \(:subscribe\)$/);
       } else if (PER_METHOD_SCOPE.test(key)) {
         expect(operation['x-required-scope'], key).toMatch(
           /^[a-z]+:run \(SendMessage, SendStreamingMessage(, CancelTask, any other method)?\)( or [a-z]+:read \(GetTask and the other reads\))?$/,

@@ -81,6 +81,13 @@ function isRequestObject(body: unknown): body is Record<string, unknown> {
   return typeof body === 'object' && body !== null && !Array.isArray(body);
 }
 
+/** JSON-RPC's answer to a body that is JSON but not one request object (an array, a string): Invalid Request. */
+const JSON_RPC_INVALID_REQUEST = {
+  jsonrpc: '2.0',
+  id: null,
+  error: { code: -32600, message: 'Invalid Request: the body must be one JSON-RPC request object' },
+};
+
 /** JSON-RPC's answer to a body that is not JSON, as the SDK's own server gives it (with 200). */
 export const JSON_RPC_PARSE_ERROR = { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Invalid JSON payload.' } };
 
@@ -138,14 +145,15 @@ export class A2AEndpoint {
     const v03 = isVersion03(context.requestedVersion);
     const transport = v03 ? new LegacyJsonRpcTransportHandler(handler) : new JsonRpcTransportHandler(handler);
     const mapError = v03 ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : JsonRpcTransportHandler.mapToJSONRPCError;
-    const id = isRequestObject(body) ? ((body.id as string | number | null | undefined) ?? null) : null;
+    if (!isRequestObject(body)) {
+      // The SDK answers exactly what it is handed, so it is handed only what the scope was decided from.
+      writeJson(response, 200, JSON_RPC_INVALID_REQUEST);
+      return;
+    }
+    const id = (body.id as string | number | null | undefined) ?? null;
     try {
       if (!v03) {
         validateVersion(context.requestedVersion, handler.card, 'JSONRPC');
-      }
-      if (!isRequestObject(body)) {
-        // The SDK answers exactly what it is handed, so it is handed only what the scope was decided from.
-        throw new RequestMalformedError('The body must be one JSON-RPC request object');
       }
       if (v03 && String(body.method).startsWith('tasks/pushNotificationConfig/')) {
         // Never supported; answered here, as the compatibility layer reads these params before checking them.

@@ -1,4 +1,5 @@
 import { A2A_PROTOCOL_VERSION, AgentCard } from '@a2a-js/sdk';
+import { duplicateInterfacesForLegacy } from '@a2a-js/sdk/compat/v0_3';
 
 import { ComponentDto } from '@app/runs';
 
@@ -18,18 +19,18 @@ export interface CardOptions {
   credentialRequired: boolean;
 }
 
-/** A component's agent card: its A2A URL for each binding, streaming, and the bearer scheme every route takes. */
+/** A component's agent card: its A2A URL for each binding and protocol version, streaming, and the bearer scheme every route takes. */
 export function agentCard(component: ComponentDto, options: CardOptions): AgentCard {
   const url = `${options.baseUrl.replace(/\/$/, '')}${A2A_PATH}/${options.resource}/${encodeURIComponent(component.id)}`;
   return {
     name: component.name,
     description: component.description || component.name,
-    supportedInterfaces: A2A_BINDINGS.map((protocolBinding) => ({
-      url,
-      protocolBinding,
-      tenant: '',
-      protocolVersion: A2A_PROTOCOL_VERSION,
-    })),
+    // Every protocol served is declared: v1.0 over both bindings, and v0.3 over JSON-RPC (a request without an
+    // A2A-Version header), listed after them so that a v1.0 client picks v1.0.
+    supportedInterfaces: duplicateInterfacesForLegacy(
+      A2A_BINDINGS.map((protocolBinding) => ({ url, protocolBinding, tenant: '', protocolVersion: A2A_PROTOCOL_VERSION })),
+      ['JSONRPC'],
+    ),
     provider: { organization: options.provider, url: options.baseUrl },
     version: options.version,
     capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },

@@ -13,7 +13,6 @@ import {
 import {
   A2AError,
   ContentTypeNotSupportedError,
-  ExtendedAgentCardNotConfiguredError,
   PushNotificationNotSupportedError,
   RequestMalformedError,
   TaskNotCancelableError,
@@ -71,10 +70,14 @@ export class RunsRequestHandler implements A2ARequestHandler {
   }
 
   getAuthenticatedExtendedAgentCard(): Promise<AgentCard> {
-    return Promise.reject(new ExtendedAgentCardNotConfiguredError('This agent has no extended card: its public card is the whole card'));
+    // The protocol's answer when the card says `capabilities.extendedAgentCard: false`, as it does here.
+    return Promise.reject(new UnsupportedOperationError('This agent has no extended card: its public card is the whole card'));
   }
 
-  /** Waits for the finished run, or with `returnImmediately` queues it as a background run and answers the submitted task. */
+  /**
+   * Waits for the finished run, or with `returnImmediately` queues it as a background run and answers the submitted
+   * task. A workflow always waits: it has no GetTask, so a submitted workflow task could never be followed.
+   */
   async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Task> {
     const caller = principalOf(context);
     const request = runRequest(params);
@@ -82,7 +85,7 @@ export class RunsRequestHandler implements A2ARequestHandler {
     await this.refuseContinuation(params.message, caller);
     const { kind, id } = this.component;
     const task = await this.translated('SendMessage', async () => {
-      if (params.configuration?.returnImmediately) {
+      if (params.configuration?.returnImmediately && this.component.tasks) {
         return submittedTask(await this.runs.enqueue(caller, kind, id, request), request.message, this.component);
       }
       return toTask(await this.runs.run(caller, kind, id, request));
@@ -222,12 +225,16 @@ function runRequest(params: SendMessageRequest): RunRequest {
   if (!message?.messageId) {
     throw new RequestMalformedError('message.messageId is required');
   }
+  if (!message.parts?.length) {
+    throw new RequestMalformedError('message needs a text part');
+  }
+  if (message.parts.some((part) => part.content?.$case !== 'text')) {
+    // Files and data have no run to go to: a run's input is text. Refused, not dropped beside a text part.
+    throw new ContentTypeNotSupportedError('Only text parts are accepted (the card says text/plain): a run takes a text message');
+  }
   const text = messageText(message);
   if (text === '') {
-    // Files and data have no run to go to: a run's input is text.
-    throw message.parts?.length
-      ? new ContentTypeNotSupportedError('Only text parts are accepted: a run takes a text message')
-      : new RequestMalformedError('message needs a text part');
+    throw new RequestMalformedError('message needs a text part with text in it');
   }
   const refused = unstorable(text);
   if (refused) {

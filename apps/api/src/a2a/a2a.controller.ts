@@ -99,7 +99,7 @@ interface A2ARoute {
 /**
  * The A2A routes of one component kind: the agent card, JSON-RPC at the component's A2A URL,
  * and the HTTP+JSON binding beneath it. Each checks the scope of the REST route it matches: reading needs
- * `<resource>:read`, sending and cancelling `<resource>:run`; workflows have no task routes.
+ * `<resource>:read`, sending and cancelling `<resource>:run`; a workflow's task routes answer UnsupportedOperation.
  */
 function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
   const read = `${resource}:read`;
@@ -114,6 +114,14 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
    */
   const NotOffered = (scope: string) =>
     applyDecorators(ApiExcludeEndpoint(), Unschedulable(HTTP_JSON_UNSCHEDULABLE), RequireScope(scope, { componentParam: param }));
+  /**
+   * GetTask and CancelTask over HTTP+JSON: a workflow has no tasks to read back, so it answers them with the protocol's
+   * error as over JSON-RPC (not a 404), and the API docs leave them out of its routes.
+   */
+  const TaskRoute = (): MethodDecorator => (kind === 'workflow' ? ApiExcludeEndpoint() : () => undefined);
+  /** `POST .../tasks/{id}:cancel` changes the task (`:run`); `.../tasks/{id}:subscribe` only follows it (`:read`), as over JSON-RPC. */
+  const taskMethodScope: BodyScope = (params) =>
+    requiredScope({ scope: String(params.task_id).endsWith(':subscribe') ? read : run, componentParam: param }, params);
 
   @ApiTags('a2a')
   @Controller(`a2a/${resource}`)
@@ -208,28 +216,8 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
       await this.refuse('getAuthenticatedExtendedAgentCard', reply, id, caller, request);
     }
 
-    async refuse(method: RefusedMethod, reply: FastifyReply, id: string, principal: Principal, request: FastifyRequest): Promise<void> {
-      await this.serve(reply, id, principal, request, (call) => this.a2a.restRefuse(call, method, reply.raw));
-    }
-
-    /** Hijacks the reply once the component is known to exist: an unknown one is the REST 404. */
-    async serve(
-      reply: FastifyReply,
-      id: string,
-      principal: Principal,
-      request: FastifyRequest,
-      write: (call: A2ACall) => Promise<void>,
-    ): Promise<void> {
-      this.a2a.assertComponent(kind, resource, id);
-      reply.raw.setHeader('x-request-id', request.id);
-      reply.hijack();
-      await write({ kind, resource, id, principal, headers: request.headers });
-    }
-  }
-
-  /** tasks/get and tasks/cancel over HTTP+JSON: agents and teams only. */
-  class A2ATaskController extends A2AController {
     @Get(`:${param}/tasks/:task_id`)
+    @TaskRoute()
     @Unschedulable(HTTP_JSON_UNSCHEDULABLE)
     @ComponentParam()
     @RequireScope(read, { componentParam: param })
@@ -248,21 +236,27 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
       @Req() request: FastifyRequest,
       @Res() reply: FastifyReply,
     ): Promise<void> {
+      if (taskId.endsWith(':subscribe')) {
+        // SubscribeToTask by GET, as the SDK's own server takes it too: a read, refused as over JSON-RPC.
+        await this.refuse('resubscribe', reply, id, caller, request);
+        return;
+      }
       // Read raw: the binding's own parameter, parsed (and refused) as the SDK's transport does.
       const { historyLength } = request.query as { historyLength?: string };
       await this.serve(reply, id, caller, request, (call) => this.a2a.restGetTask(call, taskId, historyLength, reply.raw));
     }
 
     @Post(`:${param}/tasks/:task_id`)
+    @TaskRoute()
     @Unschedulable(HTTP_JSON_UNSCHEDULABLE)
     @ComponentParam()
     @ApiParam({
       name: 'task_id',
       description:
-        "The task id (the run id) followed by the binding's custom method: `<run id>:cancel`; `<run id>:subscribe` (SubscribeToTask) is answered UnsupportedOperation, as over JSON-RPC",
+        "The task id (the run id) followed by the binding's custom method: `<run id>:cancel`; `<run id>:subscribe` (SubscribeToTask, a read) is answered UnsupportedOperation, as over JSON-RPC",
     })
     @HttpJsonBinding(kind)
-    @RequireScope(run, { componentParam: param })
+    @ScopeFromBody(taskMethodScope, `${run} (:cancel) or ${read} (:subscribe)`)
     @ApiOperation({ summary: 'A2A HTTP+JSON CancelTask: POST .../tasks/{task_id}:cancel' })
     async cancelTask(
       @CurrentPrincipal() caller: Principal,
@@ -337,11 +331,28 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     ): Promise<void> {
       await this.refuse('deleteTaskPushNotificationConfig', reply, id, caller, request);
     }
+
+    async refuse(method: RefusedMethod, reply: FastifyReply, id: string, principal: Principal, request: FastifyRequest): Promise<void> {
+      await this.serve(reply, id, principal, request, (call) => this.a2a.restRefuse(call, method, reply.raw));
+    }
+
+    /** Hijacks the reply once the component is known to exist: an unknown one is the REST 404. */
+    async serve(
+      reply: FastifyReply,
+      id: string,
+      principal: Principal,
+      request: FastifyRequest,
+      write: (call: A2ACall) => Promise<void>,
+    ): Promise<void> {
+      this.a2a.assertComponent(kind, resource, id);
+      reply.raw.setHeader('x-request-id', request.id);
+      reply.hijack();
+      await write({ kind, resource, id, principal, headers: request.headers });
+    }
   }
 
-  const controller = kind === 'workflow' ? A2AController : A2ATaskController;
-  Object.defineProperty(controller, 'name', { value: `${kind[0].toUpperCase()}${kind.slice(1)}A2AController` });
-  return controller;
+  Object.defineProperty(A2AController, 'name', { value: `${kind[0].toUpperCase()}${kind.slice(1)}A2AController` });
+  return A2AController;
 }
 
 export const AgentA2AController = a2aController({ kind: 'agent', resource: 'agents', param: 'agent_id' });

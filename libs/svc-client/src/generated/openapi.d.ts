@@ -750,24 +750,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/a2a/agents/{agent_id}/tasks/{task_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A2A HTTP+JSON GetTask: the run as a task (task id = run id, context id = session id) */
-        get: operations["agentA2AGetTask"];
-        put?: never;
-        /** A2A HTTP+JSON CancelTask: POST .../tasks/{task_id}:cancel */
-        post: operations["agentA2ACancelTask"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/a2a/agents/{agent_id}/.well-known/agent-card.json": {
         parameters: {
             query?: never;
@@ -839,7 +821,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/a2a/teams/{team_id}/tasks/{task_id}": {
+    "/a2a/agents/{agent_id}/tasks/{task_id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -847,10 +829,10 @@ export interface paths {
             cookie?: never;
         };
         /** A2A HTTP+JSON GetTask: the run as a task (task id = run id, context id = session id) */
-        get: operations["teamA2AGetTask"];
+        get: operations["agentA2AGetTask"];
         put?: never;
         /** A2A HTTP+JSON CancelTask: POST .../tasks/{task_id}:cancel */
-        post: operations["teamA2ACancelTask"];
+        post: operations["agentA2ACancelTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -922,6 +904,24 @@ export interface paths {
         put?: never;
         /** A2A HTTP+JSON SendStreamingMessage (text/event-stream) */
         post: operations["teamA2AStream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/teams/{team_id}/tasks/{task_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A2A HTTP+JSON GetTask: the run as a task (task id = run id, context id = session id) */
+        get: operations["teamA2AGetTask"];
+        put?: never;
+        /** A2A HTTP+JSON CancelTask: POST .../tasks/{task_id}:cancel */
+        post: operations["teamA2ACancelTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8079,298 +8079,6 @@ export interface operations {
             };
         };
     };
-    agentA2AGetTask: {
-        parameters: {
-            query?: {
-                /** @description At most this many messages of the history (0: none); a value that is not an integer is a 400 */
-                historyLength?: number;
-            };
-            header: {
-                /** @description The HTTP+JSON binding is A2A v1.0: send 1.0 */
-                "A2A-Version": string;
-            };
-            path: {
-                /** @description Id of the agent */
-                agent_id: string;
-                task_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The A2A v1.0 answer: a Task or a Message */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/a2a+json": Record<string, never>;
-                };
-            };
-            /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/a2a+json": {
-                        error?: {
-                            code?: number;
-                            status?: string;
-                            message?: string;
-                        };
-                    };
-                };
-            };
-            /** @description Missing or invalid credential */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "detail": "Authorization header required"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ErrorBodyDto"];
-                };
-            };
-            /** @description Requires scope `agents:read` */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "detail": "Insufficient permissions. Required scope(s): agents:read"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ErrorBodyDto"];
-                };
-            };
-            /** @description No such component (the error body every route answers), or no such task (an A2A error) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "detail": "Agent 'no-such-agent' not found"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ErrorBodyDto"];
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "code": 404,
-                     *         "status": "NOT_FOUND",
-                     *         "message": "Run '3f2a1c9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b' not found"
-                     *       }
-                     *     }
-                     */
-                    "application/a2a+json": {
-                        error?: {
-                            code?: number;
-                            status?: string;
-                            message?: string;
-                        };
-                    };
-                };
-            };
-            /** @description Too many failed token lookups from this client address */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "detail": "Too many failed authentication attempts"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ErrorBodyDto"];
-                };
-            };
-            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "detail": "Internal server error",
-                     *       "error_type": "internal_error",
-                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ErrorBodyDto"];
-                };
-            };
-            /** @description The database is unavailable */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "detail": "Database unavailable; try again shortly"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ErrorBodyDto"];
-                };
-            };
-        };
-    };
-    agentA2ACancelTask: {
-        parameters: {
-            query?: never;
-            header: {
-                /** @description The HTTP+JSON binding is A2A v1.0: send 1.0 */
-                "A2A-Version": string;
-            };
-            path: {
-                /** @description Id of the agent */
-                agent_id: string;
-                /** @description The task id (the run id) followed by the binding's custom method: `<run id>:cancel`; `<run id>:subscribe` (SubscribeToTask) is answered UnsupportedOperation, as over JSON-RPC */
-                task_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The A2A v1.0 answer: a Task or a Message */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/a2a+json": Record<string, never>;
-                };
-            };
-            /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/a2a+json": {
-                        error?: {
-                            code?: number;
-                            status?: string;
-                            message?: string;
-                        };
-                    };
-                };
-            };
-            /** @description Missing or invalid credential */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "detail": "Authorization header required"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ErrorBodyDto"];
-                };
-            };
-            /** @description Requires scope `agents:run` */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "detail": "Insufficient permissions. Required scope(s): agents:run"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ErrorBodyDto"];
-                };
-            };
-            /** @description No such component (the error body every route answers), or no such task (an A2A error) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "detail": "Agent 'no-such-agent' not found"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ErrorBodyDto"];
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "code": 404,
-                     *         "status": "NOT_FOUND",
-                     *         "message": "Run '3f2a1c9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b' not found"
-                     *       }
-                     *     }
-                     */
-                    "application/a2a+json": {
-                        error?: {
-                            code?: number;
-                            status?: string;
-                            message?: string;
-                        };
-                    };
-                };
-            };
-            /** @description Too many failed token lookups from this client address */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "detail": "Too many failed authentication attempts"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ErrorBodyDto"];
-                };
-            };
-            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "detail": "Internal server error",
-                     *       "error_type": "internal_error",
-                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ErrorBodyDto"];
-                };
-            };
-            /** @description The database is unavailable */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "detail": "Database unavailable; try again shortly"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ErrorBodyDto"];
-                };
-            };
-        };
-    };
     agentA2ACard: {
         parameters: {
             query?: never;
@@ -8944,7 +8652,7 @@ export interface operations {
             };
         };
     };
-    teamA2AGetTask: {
+    agentA2AGetTask: {
         parameters: {
             query?: {
                 /** @description At most this many messages of the history (0: none); a value that is not an integer is a 400 */
@@ -8955,8 +8663,8 @@ export interface operations {
                 "A2A-Version": string;
             };
             path: {
-                /** @description Id of the team */
-                team_id: string;
+                /** @description Id of the agent */
+                agent_id: string;
                 task_id: string;
             };
             cookie?: never;
@@ -9001,7 +8709,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Requires scope `teams:read` */
+            /** @description Requires scope `agents:read` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9009,7 +8717,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Insufficient permissions. Required scope(s): teams:read"
+                     *       "detail": "Insufficient permissions. Required scope(s): agents:read"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -9023,7 +8731,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Team 'no-such-team' not found"
+                     *       "detail": "Agent 'no-such-agent' not found"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -9091,7 +8799,7 @@ export interface operations {
             };
         };
     };
-    teamA2ACancelTask: {
+    agentA2ACancelTask: {
         parameters: {
             query?: never;
             header: {
@@ -9099,9 +8807,9 @@ export interface operations {
                 "A2A-Version": string;
             };
             path: {
-                /** @description Id of the team */
-                team_id: string;
-                /** @description The task id (the run id) followed by the binding's custom method: `<run id>:cancel`; `<run id>:subscribe` (SubscribeToTask) is answered UnsupportedOperation, as over JSON-RPC */
+                /** @description Id of the agent */
+                agent_id: string;
+                /** @description The task id (the run id) followed by the binding's custom method: `<run id>:cancel`; `<run id>:subscribe` (SubscribeToTask, a read) is answered UnsupportedOperation, as over JSON-RPC */
                 task_id: string;
             };
             cookie?: never;
@@ -9146,7 +8854,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description Requires scope `teams:run` */
+            /** @description The credential lacks the scope of the method called */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9154,7 +8862,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Insufficient permissions. Required scope(s): teams:run"
+                     *       "detail": "Insufficient permissions. Required scope(s): agents:run"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -9168,7 +8876,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Team 'no-such-team' not found"
+                     *       "detail": "Agent 'no-such-agent' not found"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -9761,6 +9469,298 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
+    teamA2AGetTask: {
+        parameters: {
+            query?: {
+                /** @description At most this many messages of the history (0: none); a value that is not an integer is a 400 */
+                historyLength?: number;
+            };
+            header: {
+                /** @description The HTTP+JSON binding is A2A v1.0: send 1.0 */
+                "A2A-Version": string;
+            };
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The A2A v1.0 answer: a Task or a Message */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/a2a+json": Record<string, never>;
+                };
+            };
+            /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Requires scope `teams:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): teams:read"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description No such component (the error body every route answers), or no such task (an A2A error) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Team 'no-such-team' not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 404,
+                     *         "status": "NOT_FOUND",
+                     *         "message": "Run '3f2a1c9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b' not found"
+                     *       }
+                     *     }
+                     */
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
+                };
+            };
+            /** @description Too many failed token lookups from this client address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Too many failed authentication attempts"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description Unexpected failure: nothing of it reaches the client; the server's log has it under the error_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Internal server error",
+                     *       "error_type": "internal_error",
+                     *       "error_id": "0b3c0c5e-4f5a-4c53-9a43-2f4be1e4c8d1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The database is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Database unavailable; try again shortly"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+        };
+    };
+    teamA2ACancelTask: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The HTTP+JSON binding is A2A v1.0: send 1.0 */
+                "A2A-Version": string;
+            };
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+                /** @description The task id (the run id) followed by the binding's custom method: `<run id>:cancel`; `<run id>:subscribe` (SubscribeToTask, a read) is answered UnsupportedOperation, as over JSON-RPC */
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The A2A v1.0 answer: a Task or a Message */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/a2a+json": Record<string, never>;
+                };
+            };
+            /** @description An A2A error, e.g. VERSION_NOT_SUPPORTED without A2A-Version: 1.0 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authorization header required"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The credential lacks the scope of the method called */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Insufficient permissions. Required scope(s): teams:run"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description No such component (the error body every route answers), or no such task (an A2A error) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Team 'no-such-team' not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 404,
+                     *         "status": "NOT_FOUND",
+                     *         "message": "Run '3f2a1c9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b' not found"
+                     *       }
+                     *     }
+                     */
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
             /** @description Too many failed token lookups from this client address */
