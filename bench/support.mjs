@@ -1,6 +1,6 @@
 // Shared bench plumbing: a throwaway embedded PostgreSQL, migrations, and the built apps as child processes.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 
@@ -8,9 +8,13 @@ import autocannon from 'autocannon';
 
 import { freePort, startEmbeddedPostgres } from '../scripts/embedded-postgres.mjs';
 
+/**
+ * A throwaway PostgreSQL with the migrations applied (or DATABASE_URL's), and `cpuMillis()`: the CPU its server
+ * has used so far (null for DATABASE_URL's, which may not be this machine's).
+ */
 export async function startDatabase() {
   if (process.env.DATABASE_URL) {
-    return { url: process.env.DATABASE_URL, stop: async () => undefined };
+    return { url: process.env.DATABASE_URL, stop: async () => undefined, cpuMillis: () => null };
   }
   const dir = mkdtempSync(join(tmpdir(), 'platform-bench-pg-'));
   const db = await startEmbeddedPostgres({ databaseDir: dir, port: await freePort(), persistent: false });
@@ -19,13 +23,33 @@ export async function startDatabase() {
     env: { ...process.env, DATABASE_URL: url },
     stdio: 'ignore',
   });
+  const postmaster = Number(readFileSync(join(dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
   return {
     url,
     stop: async () => {
       await db.stop();
       rmSync(dir, { recursive: true, force: true });
     },
+    cpuMillis: () => serverCpuMillis(postmaster),
   };
+}
+
+/** CPU of a PostgreSQL server: its postmaster's and that of every process it forked that still runs (backends, workers). */
+function serverCpuMillis(postmaster) {
+  let total = cpuMillis(postmaster);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) {
+      continue;
+    }
+    try {
+      if (Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ')[1]) === postmaster) {
+        total += cpuMillis(Number(entry));
+      }
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
 }
 
 /** Starts a built app and waits for its health route: the api's /health, or the worker's /readyz on WORKER_HEALTH_PORT. */

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 
-import { load, machine, median, startApp, startDatabase } from './support.mjs';
+import { cpuMillis, load, machine, median, startApp, startDatabase } from './support.mjs';
 
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 9);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -39,6 +39,7 @@ async function startStack(tracesEnabled) {
   let worker = null;
   return {
     api,
+    db,
     client,
     startWorker: async () => {
       worker = await startApp('dist/apps/worker/src/main.js', env, { portVariable: 'WORKER_HEALTH_PORT', healthPath: '/readyz' });
@@ -58,12 +59,27 @@ const post = (api) => ({
   body: JSON.stringify({ message: 'hello', background: true }),
 });
 
+/** The CPU the api and its PostgreSQL have used so far, in milliseconds. */
+const stackCpu = (stack) => ({ api: cpuMillis(stack.api.child.pid), db: stack.db.cpuMillis() ?? 0 });
+
+/**
+ * POSTs/s of one round, and the CPU (api and PostgreSQL) a POST cost in it: on two shared cores the throughput moves
+ * with other tenants, while the work a POST takes moves much less, so the CPU tells a cost of a few percent better.
+ */
 async function throughput(stack) {
+  const before = stackCpu(stack);
   const result = await autocannon({ ...post(stack.api), connections: CONNECTIONS, duration: SECONDS });
   if (result.non2xx > 0 || result.errors > 0) {
     throw new Error(`${stack.api.url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
   }
-  return result.requests.average;
+  const after = stackCpu(stack);
+  const perPost = (ms) => (ms * 1000) / result.requests.total;
+  return {
+    rps: result.requests.average,
+    cpuMicros: perPost(after.api - before.api + after.db - before.db),
+    apiMicros: perPost(after.api - before.api),
+    dbMicros: perPost(after.db - before.db),
+  };
 }
 
 /** Waits until the worker has finished every queued run, so the next measurement starts from an idle queue. */
@@ -135,23 +151,30 @@ export async function benchTracing() {
     await Promise.all(Object.values(stacks).map((stack) => stack.stop()));
   }
   const throughputCells = (measured, name) => {
-    const rate = Math.round(median(measured.map((pair) => pair[name])));
+    const rate = Math.round(median(measured.map((pair) => pair[name].rps)));
     if (name === 'off') {
       return `${rate} | 1.00`;
     }
-    const ratios = measured.map((pair) => pair.on / pair.off).sort((a, b) => a - b);
+    const ratios = measured.map((pair) => pair.on.rps / pair.off.rps).sort((a, b) => a - b);
     return `${rate} | ${median(ratios).toFixed(2)} (${ratios[0].toFixed(2)}–${ratios.at(-1).toFixed(2)})`;
+  };
+  // CPU a POST on the api alone: off's over on's, pair by pair, is the throughput two saturated cores would allow.
+  const cpuCells = (name) => {
+    const of = (field) => Math.round(median(alone.map((pair) => pair[name][field])));
+    const micros = `${of('cpuMicros')} (${of('apiMicros')} + ${of('dbMicros')})`;
+    const ratios = alone.map((pair) => pair.off.cpuMicros / pair.on.cpuMicros).sort((a, b) => a - b);
+    return `${micros} | ${name === 'off' ? '1.00' : `${median(ratios).toFixed(2)} (${ratios[0].toFixed(2)}–${ratios.at(-1).toFixed(2)})`}`;
   };
   const of = (name, field) => median(samples[name].map((sample) => sample[field]));
   const row = (name, label) =>
-    `| ${label} | ${throughputCells(alone, name)} | ${throughputCells(withWorker, name)} | ${of(name, 'p50').toFixed(1)} | ${of(name, 'p95').toFixed(1)} |`;
+    `| ${label} | ${throughputCells(alone, name)} | ${cpuCells(name)} | ${throughputCells(withWorker, name)} | ${of(name, 'p50').toFixed(1)} | ${of(name, 'p95').toFixed(1)} |`;
   return [
     '## Tracing on against off (`node bench/run.mjs tracing`)',
     '',
-    `Machine: ${machine()}; load ${loadAtStart} at the start, ${load()} at the end. Background POSTs: autocannon, ${CONNECTIONS} connections, ${PAIRS} pairs of ${SECONDS} s rounds, on and off back to back (which goes first alternates), first on the api alone (workers stopped), then with the workers running them (each round from an idle queue). POSTs/s are medians; a ratio is the median of the pairs' ratios, their range in brackets. Enqueue→start: ${LATENCY_RUNS} POSTs one at a time (20 ms apart), from sending the POST to the component starting, medians of ${LATENCY_ROUNDS} alternating rounds. Each setting has its own api, worker and database; a warm-up first. No OTLP exporter.`,
+    `Machine: ${machine()}; load ${loadAtStart} at the start, ${load()} at the end. Background POSTs: autocannon, ${CONNECTIONS} connections, ${PAIRS} pairs of ${SECONDS} s rounds, on and off back to back (which goes first alternates), first on the api alone (workers stopped), then with the workers running them (each round from an idle queue). POSTs/s are medians; a ratio is the median of the pairs' ratios, their range in brackets. Enqueue→start: ${LATENCY_RUNS} POSTs one at a time (20 ms apart), from sending the POST to the component starting, medians of ${LATENCY_ROUNDS} alternating rounds. Each setting has its own api, worker and database; a warm-up first. No OTLP exporter. CPU a POST: the api's and its PostgreSQL's (every server process), on the api alone, with each part's median in brackets; its ratio is off's CPU over on's, the median of the pairs'.`,
     '',
-    '| tracing | POSTs/s, api alone | ratio | POSTs/s, worker running | ratio | enqueue→start p50 ms | p95 ms |',
-    '|---|---:|---:|---:|---:|---:|---:|',
+    '| tracing | POSTs/s, api alone | ratio | µs CPU a POST, api alone | ratio | POSTs/s, worker running | ratio | enqueue→start p50 ms | p95 ms |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
     row('off', 'off (TRACES_ENABLED=false)'),
     row('on', 'on (every run traced, stored with its run)'),
   ].join('\n');
