@@ -1,11 +1,11 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
-import { CliSandbox, cliSandbox, runCli } from '../../../test/support/cli';
+import { CliSandbox, cliSandbox, runCli, SVC_BIN } from '../../../test/support/cli';
 import { gitHttpServer } from './git-http-server';
 
 const TEMPLATES_DIR = resolve('templates');
@@ -154,6 +154,34 @@ describe('svc create', () => {
     const throughNpx = await runCli(['create', 'by-npx'], sandbox, { env: { ...offlineEnv(sandbox).env, npm_lifecycle_event: 'npx' } });
     expect(throughNpx.stdout).toContain('cd by-npx && npx svc up');
   });
+
+  // util-linux's script runs it on a pseudo-terminal, here one of no size: what a harness without a window makes.
+  it.skipIf(!existsSync('/usr/bin/script'))(
+    'ends on a terminal that reports no width, its progress as plain lines (a spinner there redrew forever)',
+    async () => {
+      const run = await new Promise<{ code: number | null; output: string }>((done, fail) => {
+        const child = spawn(
+          '/usr/bin/script',
+          ['-qefc', `stty cols 0 rows 0; exec ${process.execPath} ${SVC_BIN} create sizeless`, '/dev/null'],
+          {
+            cwd: sandbox.cwd,
+            env: (({ env }) => ({ ...env, PATH: `${env.PATH}:/usr/bin:/bin`, HOME: sandbox.home, TERM: 'xterm' }))(offlineEnv(sandbox)),
+            stdio: ['ignore', 'pipe', 'pipe'],
+          },
+        );
+        let output = '';
+        child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+        const timer = setTimeout(
+          () => (child.kill('SIGKILL'), fail(new Error(`svc create did not end:\n${output.slice(0, 2000)}`))),
+          20_000,
+        );
+        child.on('close', (code) => (clearTimeout(timer), done({ code, output })));
+      });
+      expect(run.code, run.output).toBe(0);
+      expect(run.output).toContain('Copying the platform-docker template...');
+      expect(existsSync(join(sandbox.cwd, 'sizeless', 'compose.yaml'))).toBe(true);
+    },
+  );
 
   it.each(BUNDLED)(
     "%s: components.mjs exports the hello-agent that greets, counts the session's turns, emits and checkpoints",

@@ -45,7 +45,9 @@ export class Terminal {
     this.color = createColors(!json && !noColor && Boolean(output.stdout.isTTY));
     this.interactive = !json && Boolean(output.stdin.isTTY);
     this.width = !json && output.stdout.isTTY ? output.stdout.columns || 80 : null;
-    this.spinners = !json && Boolean(output.stderr.isTTY) && process.env.TERM !== 'dumb';
+    // A spinner redraws by the terminal's width: on one that reports none (a pty made without a size, as `script`
+    // or a harness makes it) nanospinner divides by it and redraws forever, and the command never ends.
+    this.spinners = !json && Boolean(output.stderr.isTTY) && (output.stderr.columns ?? 0) > 0 && process.env.TERM !== 'dumb';
   }
 
   /** A human line on stdout (nothing in --json mode). */
