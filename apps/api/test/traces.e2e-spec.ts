@@ -282,16 +282,20 @@ describe('traces', () => {
     // Past what PostgreSQL can hold: a 422 naming the field, never a database error.
     for (const [path, field] of [
       ['/traces?started_before=100000000000000000000', 'started_before'],
-      ['/traces?page=1000000000000000000', 'page'],
-      ['/sessions?page=9007199254741', 'page'],
+      // Past the largest integer a JSON number holds exactly: meta.page could not answer it.
+      ['/traces?page=9007199254740992', 'page'],
+      ['/sessions?page=100000000000000000000', 'page'],
     ]) {
       expect(expectValidationBody(await call(api.url, 'GET', path, { token: ROOT_KEY })), path).toContainEqual(['query', field]);
     }
     // Any page short of that is valid (the spec's "1 or more"): past the end, an empty one.
-    for (const page of [1_000_001, 9_007_199_254_740]) {
+    for (const page of [1_000_001, 9_007_199_254_741, Number.MAX_SAFE_INTEGER]) {
       const deep = await call(api.url, 'GET', `/sessions?page=${page}&limit=100`, { token: ROOT_KEY });
       expect(deep.status, deep.text).toBe(200);
       expect(deep.body).toMatchObject({ data: [], meta: { page, limit: 100 } });
+      const jobs = await call(api.url, 'GET', `/queue/jobs?page=${page}&limit=1000`, { token: ROOT_KEY });
+      expect(jobs.status, jobs.text).toBe(200);
+      expect(jobs.body).toMatchObject({ data: [], meta: { page, limit: 1000 } });
     }
   });
 });

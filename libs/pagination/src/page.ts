@@ -56,10 +56,13 @@ export interface PageQueryShape {
 }
 
 /**
- * Any page is valid (an empty one past the end), up to where its offset stops being an exact integer here:
- * beyond, a 422 naming the field. Lists are at most 1,000 a page.
+ * Any page is valid (the spec's "1 or more"; an empty one past the end) up to the largest integer a JSON number
+ * holds exactly, so that `meta.page` answers the page asked for; beyond, a 422 naming the field.
  */
-export const MAX_PAGE = Math.floor(Number.MAX_SAFE_INTEGER / 1000);
+export const MAX_PAGE = Number.MAX_SAFE_INTEGER;
+
+/** Rows skipped at most: far past the end of any table, and a number PostgreSQL's OFFSET takes as it is. */
+const MAX_OFFSET = Number.MAX_SAFE_INTEGER;
 
 /**
  * Builds the list-query DTO every paginated route shares: `limit`, `page`,
@@ -100,7 +103,7 @@ export function PageQuery<SortField extends string>(options: PageQueryOptions<So
 
     toPageRequest(): PageRequest<SortField> {
       const sortBy = options.sortFields.find((field) => field === this.sort_by) ?? options.defaultSort;
-      return { page: this.page, limit: this.limit, sortBy, sortOrder: this.sort_order, offset: (this.page - 1) * this.limit };
+      return { page: this.page, limit: this.limit, sortBy, sortOrder: this.sort_order, offset: Math.min((this.page - 1) * this.limit, MAX_OFFSET) };
     }
   }
   return PageQueryDto;
