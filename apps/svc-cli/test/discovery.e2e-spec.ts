@@ -155,6 +155,22 @@ describe('svc URL discovery and the credential gates', () => {
     }
   });
 
+  it('on an instance without authentication, minting without a credential says none was sent and what to export', async () => {
+    const open = await startService({ MCP_ENABLED: 'false' });
+    try {
+      const run = await runCommand(['tokens', 'create', 'from-nobody', '--url', open.api.url, '--json'], sandbox);
+      expect(run.code).toBe(1);
+      expect(run.json()).toEqual({
+        error: expect.stringMatching(/^The service needs a credential for this, and svc sent none \(/),
+        hint: expect.stringContaining('export OS_SECURITY_KEY (the security key) or SVC_ADMIN_TOKEN'),
+      });
+      // Listing needs none there: nothing is asked for.
+      expect((await runCommand(['tokens', 'list', '--url', open.api.url, '--json'], sandbox)).code).toBe(0);
+    } finally {
+      await open.stop();
+    }
+  });
+
   it('rejects a URL that is not http(s): from --url a usage error (exit 2, stderr), from SERVICE_URL exit 1 naming it', async () => {
     // Spawned: a usage error exits the process.
     const flag = await runCli(['status', '--json', '--url', 'ftp://example.com'], sandbox);

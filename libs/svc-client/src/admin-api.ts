@@ -6,15 +6,21 @@ import { Answer, errorDetail, ServiceClient, serviceClient } from './http';
 export const UNACCEPTED_CREDENTIAL_HINT =
   'It is wrong, expired or revoked. svc sends SVC_ADMIN_TOKEN when it is set, else OS_SECURITY_KEY: check or replace the one in use.';
 
+/** svc sent none (an instance without authentication answers most calls without one, but not every call). */
+export const MISSING_CREDENTIAL_HINT =
+  'Minting and rotating need one even on an instance without authentication: export OS_SECURITY_KEY (the security key) or SVC_ADMIN_TOKEN (a token that may do this).';
+
 /**
  * An API of one service called with the operator's credential. A 401 or 403 ends the command:
  * every later call would get the same answer, so the API's own detail is what the operator sees.
  */
 export abstract class AdminApi {
   protected readonly client: ServiceClient;
+  private readonly sendsCredential: boolean;
 
   constructor(baseUrl: string, credential: string | null) {
     this.client = serviceClient(baseUrl, credential);
+    this.sendsCredential = credential !== null;
   }
 
   /** What the credential needs, said when the service refuses it. */
@@ -31,6 +37,9 @@ export abstract class AdminApi {
    */
   protected async send<T extends Answer>(call: Promise<T>): Promise<T> {
     const answer = await call;
+    if (answer.response.status === 401 && !this.sendsCredential) {
+      throw new CliError(`The service needs a credential for this, and svc sent none (${errorDetail(answer)}).`, MISSING_CREDENTIAL_HINT);
+    }
     if (answer.response.status === 401) {
       throw new CliError(`The service did not accept the admin credential (${errorDetail(answer)}).`, UNACCEPTED_CREDENTIAL_HINT);
     }
