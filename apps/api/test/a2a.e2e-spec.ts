@@ -135,6 +135,30 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
         expect(sessionRuns.body.data.map((listed: { run_id: string }) => listed.run_id)).toEqual([task.id]);
       });
 
+      it("shows the client's message under the id the client gave it, answered and read back, sync and queued", async () => {
+        for (const returnImmediately of [false, true]) {
+          const sent = userMessage(`named ${returnImmediately}`);
+          const messageId = `client-${randomUUID()}`;
+          sent.message.messageId = messageId;
+          const answered = (await client.sendMessage({
+            ...sent,
+            configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately },
+          })) as Task;
+          expect(answered.history[0]).toMatchObject({ messageId, role: Role.ROLE_USER });
+          await waitFor(
+            async () => (await client.getTask({ id: answered.id, tenant: '' })).history.length === 2,
+            30_000,
+            'the task to complete',
+          );
+          const read = await client.getTask({ id: answered.id, tenant: '' });
+          expect(read.history.map((message) => message.messageId)).toEqual([messageId, `${answered.id}-content`]);
+        }
+        // An id past what a run keeps is refused by name, not cut.
+        const long = userMessage('long id');
+        long.message.messageId = 'm'.repeat(256);
+        await expect(client.sendMessage(long)).rejects.toThrow(/messageId must be at most 255 characters/);
+      });
+
       it('continues the session named by contextId', async () => {
         const first = await send(client, 'first');
         const second = await send(client, 'second', { contextId: first.contextId });

@@ -24,9 +24,10 @@ export function messageText(message: Message): string {
   return message.parts.flatMap((part) => (part.content?.$case === 'text' ? [part.content.value] : [])).join('\n');
 }
 
-function message(run: Pick<RunDto, 'run_id' | 'session_id'>, role: Role, suffix: string, text: string): Message {
+/** One message of a task; its id is the client's for the message it sent (`messageId`), else one of the task's. */
+function message(run: Pick<RunDto, 'run_id' | 'session_id'>, role: Role, suffix: string, text: string, messageId?: string | null): Message {
   return {
-    messageId: `${run.run_id}-${suffix}`,
+    messageId: messageId || `${run.run_id}-${suffix}`,
     contextId: run.session_id,
     taskId: run.run_id,
     role,
@@ -59,9 +60,12 @@ export function taskStatus(run: RunDto): TaskStatus {
   };
 }
 
-/** A run as an A2A task: task id = run id, context id = session id; the input and the content form its history. */
-export function toTask(run: RunDto): Task {
-  const history = [message(run, Role.ROLE_USER, 'message', run.message)];
+/**
+ * A run as an A2A task: task id = run id, context id = session id; the input (under the id the client gave it, when
+ * it gave one) and the content form its history.
+ */
+export function toTask(run: RunDto, messageId: string | null | undefined): Task {
+  const history = [message(run, Role.ROLE_USER, 'message', run.message, messageId)];
   if (run.content !== null) {
     history.push(message(run, Role.ROLE_AGENT, 'content', run.content));
   }
@@ -76,26 +80,30 @@ export function toTask(run: RunDto): Task {
 }
 
 /** A background run just queued: submitted, with the input as its history (as committed, whatever a worker has done since). */
-export function submittedTask(accepted: AcceptedRunDto, input: string, component: { kind: string; id: string }): Task {
+export function submittedTask(
+  accepted: AcceptedRunDto,
+  input: { text: string; messageId: string },
+  component: { kind: string; id: string },
+): Task {
   return {
     id: accepted.run_id,
     contextId: accepted.session_id,
     status: { state: taskState(accepted.status), message: undefined, timestamp: new Date().toISOString() },
     artifacts: [],
-    history: [message(accepted, Role.ROLE_USER, 'message', input)],
+    history: [message(accepted, Role.ROLE_USER, 'message', input.text, input.messageId)],
     metadata: { component_type: component.kind, component_id: component.id, background: true },
   };
 }
 
 /** A RunStarted event's task: working, with the input as its history. */
-export function startedTask(event: RunEvent, input: string): Task {
+export function startedTask(event: RunEvent, input: { text: string; messageId: string }): Task {
   const run = { run_id: String(event.data.run_id), session_id: String(event.data.session_id) };
   return {
     id: run.run_id,
     contextId: run.session_id,
     status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() },
     artifacts: [],
-    history: [message(run, Role.ROLE_USER, 'message', input)],
+    history: [message(run, Role.ROLE_USER, 'message', input.text, input.messageId)],
     metadata: { component_type: event.data.component_type, component_id: event.data.component_id, background: false },
   };
 }

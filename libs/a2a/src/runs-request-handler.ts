@@ -86,9 +86,9 @@ export class RunsRequestHandler implements A2ARequestHandler {
     const { kind, id } = this.component;
     const task = await this.translated('SendMessage', async () => {
       if (params.configuration?.returnImmediately && this.component.tasks) {
-        return submittedTask(await this.runs.enqueue(caller, kind, id, request), request.message, this.component);
+        return submittedTask(await this.runs.enqueue(caller, kind, id, request), inputOf(request), this.component);
       }
-      return toTask(await this.runs.run(caller, kind, id, request));
+      return toTask(await this.runs.run(caller, kind, id, request), request.messageId);
     });
     return withHistory(task, historyLength);
   }
@@ -106,7 +106,7 @@ export class RunsRequestHandler implements A2ARequestHandler {
         // Only while the stream is read: an 'error' nobody listens for would throw here instead.
         (error: unknown) => events.listenerCount('error') > 0 && events.emit('error', this.toA2AError(error, 'SendStreamingMessage')),
       );
-    const task = { taskId: '', contextId: '', input: request.message, streamed: false };
+    const task = { taskId: '', contextId: '', input: inputOf(request), streamed: false };
     try {
       for await (const [event] of on(events, 'event', { close: ['end'] }) as AsyncIterableIterator<[RunEvent]>) {
         yield* streamResponses(event, task);
@@ -123,9 +123,10 @@ export class RunsRequestHandler implements A2ARequestHandler {
       throw new RequestMalformedError('id (the task id) is required');
     }
     const historyLength = validHistoryLength(params.historyLength);
-    const task = await this.translated('GetTask', async () =>
-      toTask(await this.runs.get(principalOf(context), this.component.kind, this.component.id, params.id)),
-    );
+    const task = await this.translated('GetTask', async () => {
+      const run = await this.runs.get(principalOf(context), this.component.kind, this.component.id, params.id);
+      return toTask(run, await this.runs.messageIdOf(run));
+    });
     return withHistory(task, historyLength);
   }
 
@@ -138,7 +139,8 @@ export class RunsRequestHandler implements A2ARequestHandler {
     if (before.status === 'completed' || before.status === 'failed' || before.status === 'cancelled') {
       throw new TaskNotCancelableError(`Task ${before.run_id} already ${before.status}`);
     }
-    return toTask(await this.translated('CancelTask', () => this.runs.cancel(principalOf(context), kind, id, params.id)));
+    const run = await this.translated('CancelTask', () => this.runs.cancel(principalOf(context), kind, id, params.id));
+    return toTask(run, await this.runs.messageIdOf(run));
   }
 
   listTasks(): Promise<never> {
@@ -219,11 +221,19 @@ function principalOf(context: ServerCallContext): Principal {
   return context.user.principal;
 }
 
+const MESSAGE_ID_MAX_LENGTH = 255;
+
 /** An A2A message as a run request: its text is the run's message, its context id the session to continue. */
 function runRequest(params: SendMessageRequest): RunRequest {
   const message: Message | undefined = params.message;
   if (!message?.messageId) {
     throw new RequestMalformedError('message.messageId is required');
+  }
+  // Kept with the run, so that its task's history names the message as the client did.
+  if (message.messageId.length > MESSAGE_ID_MAX_LENGTH || unstorable(message.messageId)) {
+    throw new RequestMalformedError(
+      `message.messageId must be at most ${MESSAGE_ID_MAX_LENGTH} characters, without NUL or unpaired surrogates`,
+    );
   }
   if (!message.parts?.length) {
     throw new RequestMalformedError('message needs a text part');
@@ -243,7 +253,12 @@ function runRequest(params: SendMessageRequest): RunRequest {
   if (message.contextId && !SESSION_ID.test(message.contextId)) {
     throw new RequestMalformedError('contextId must be 1-128 letters, digits, ., _, : or -');
   }
-  return { message: text, session_id: message.contextId || undefined };
+  return { message: text, session_id: message.contextId || undefined, messageId: message.messageId };
+}
+
+/** The client's message as its task's history shows it: the run's input, under the client's id. */
+function inputOf(request: RunRequest): { text: string; messageId: string } {
+  return { text: request.message, messageId: request.messageId ?? '' };
 }
 
 /** A `historyLength` as given (absent: the whole history), or RequestMalformed. */
@@ -266,7 +281,7 @@ function withHistory(task: Task, historyLength: number | undefined): Task {
 interface StreamedTask {
   taskId: string;
   contextId: string;
-  input: string;
+  input: { text: string; messageId: string };
   streamed: boolean;
 }
 

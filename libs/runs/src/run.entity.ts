@@ -67,6 +67,10 @@ export class RunEntity {
   @Column({ name: 'completed_at', type: 'timestamptz', nullable: true })
   completedAt!: Date | null;
 
+  /** The id the client gave its message, when its protocol has one (A2A's `messageId`); read by A2A alone. */
+  @Column({ name: 'message_id', type: 'varchar', length: 255, nullable: true, select: false })
+  messageId?: string | null;
+
   /** The run's trace (W3C trace id) when it was traced: its row is the trace's summary in GET /traces. */
   @Column({ name: 'trace_id', type: 'varchar', length: 32, nullable: true, select: false })
   traceId?: string | null;

@@ -54,8 +54,8 @@ const backgroundRun = (session: string) => `
   WITH session AS (${session}),
   run AS (
     INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message, idempotency_key,
-                      created_at, updated_at, trace_id, request_span)
-    SELECT $1, id, $3, $4, $5, true, 'queued', $6, $7, $8, $8, $9, $11 FROM session RETURNING id
+                      created_at, updated_at, trace_id, request_span, message_id)
+    SELECT $1, id, $3, $4, $5, true, 'queued', $6, $7, $8, $8, $9, $11, $12 FROM session RETURNING id
   ),
   job AS (${BACKGROUND_JOB.job})
   SELECT (SELECT count(*)::int FROM job) AS created, ${BACKGROUND_JOB.notified} AS notified`;
@@ -69,8 +69,8 @@ const startedRun = (session: string) => `
   WITH session AS (${session}),
   run AS (
     INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message, idempotency_key,
-                      created_at, updated_at, trace_id)
-    SELECT $1, id, $3, $4, $5, false, 'running', $6, $7, $8, $8, $9 FROM session RETURNING id
+                      created_at, updated_at, trace_id, message_id)
+    SELECT $1, id, $3, $4, $5, false, 'running', $6, $7, $8, $8, $9, $10 FROM session RETURNING id
   ),
   lease AS (INSERT INTO run_leases (run_id) SELECT id FROM run)
   SELECT count(*)::int AS created FROM run`;
@@ -175,7 +175,12 @@ export class RunRepository {
     const { rows } = await queryPrepared<{ created: number }>(
       this.dataSource,
       newSession ? BACKGROUND_RUN_NEW_SESSION : BACKGROUND_RUN_JOINED_SESSION,
-      [...newRunValues(run), JSON.stringify(payload), requestSpan === undefined ? null : JSON.stringify(requestSpan)],
+      [
+        ...newRunValues(run),
+        JSON.stringify(payload),
+        requestSpan === undefined ? null : JSON.stringify(requestSpan),
+        run.messageId ?? null,
+      ],
     );
     return rows[0].created === 1;
   }
@@ -189,7 +194,7 @@ export class RunRepository {
     const { rows } = await queryPrepared<{ created: number }>(
       this.dataSource,
       newSession ? STARTED_RUN_NEW_SESSION : STARTED_RUN_JOINED_SESSION,
-      newRunValues(run),
+      [...newRunValues(run), run.messageId ?? null],
     );
     return rows[0].created === 1;
   }
@@ -202,6 +207,12 @@ export class RunRepository {
       component?.id ?? null,
     ]);
     return rows.length === 0 ? null : toRunEntity(rows[0]);
+  }
+
+  /** The id the client gave a run's message (A2A's messageId), null when it gave none; the caller has read the run already. */
+  async messageIdOf(id: string): Promise<string | null> {
+    const row = await this.rows.findOne({ where: { id }, select: { id: true, messageId: true } });
+    return row?.messageId ?? null;
   }
 
   /** The caller's earlier run under this idempotency key (keys are unique per attributed user). */

@@ -28,6 +28,8 @@ export interface RunRequest extends StartRunDto {
   idempotencyKeyHeader?: string;
   /** The caller's trace context: the run's trace continues it. */
   traceparent?: string;
+  /** The id the client gave its message, when its protocol has one (A2A's messageId). */
+  messageId?: string;
 }
 
 interface Created {
@@ -163,6 +165,11 @@ export class RunsService {
       throw runNotFound(runId);
     }
     return toRunDto(run);
+  }
+
+  /** The id the client gave the message of a run the caller has read (A2A's messageId); null when it gave none. */
+  messageIdOf(run: RunDto): Promise<string | null> {
+    return this.runs.messageIdOf(run.run_id);
   }
 
   /** A run of the caller's, whatever its component: for callers that know only its id (the WebSocket's watch and cancel). */
@@ -356,6 +363,7 @@ function newRun(
     updatedAt: now,
     completedAt: null,
     traceId: span?.traceId ?? null,
+    messageId: request.messageId ?? null,
   });
 }
 

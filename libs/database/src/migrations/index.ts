@@ -26,6 +26,7 @@ import { TraceSummaryOnRuns1766000000001 } from './1766000000001-TraceSummaryOnR
 import { RunSpansOnRuns1766100000001 } from './1766100000001-RunSpansOnRuns';
 import { ScheduleOwnerKeyFingerprint1766200000001 } from './1766200000001-ScheduleOwnerKeyFingerprint';
 import { ScheduleOwnerRefusedSince1766300000001 } from './1766300000001-ScheduleOwnerRefusedSince';
+import { RunMessageId1766400000001 } from './1766400000001-RunMessageId';
 
 /** Every migration, in order. Listed explicitly so the build needs no file globbing. */
 export const MIGRATIONS = [
@@ -57,4 +58,5 @@ export const MIGRATIONS = [
   RunSpansOnRuns1766100000001,
   ScheduleOwnerKeyFingerprint1766200000001,
   ScheduleOwnerRefusedSince1766300000001,
+  RunMessageId1766400000001,
 ];
