@@ -36,7 +36,7 @@ function userMessage(text: string, contextId = '') {
     metadata: {},
     configuration: undefined,
     message: {
-      messageId: randomUUID(),
+      messageId: randomUUID() as string,
       contextId,
       taskId: '',
       role: Role.ROLE_USER,

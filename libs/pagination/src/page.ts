@@ -103,7 +103,13 @@ export function PageQuery<SortField extends string>(options: PageQueryOptions<So
 
     toPageRequest(): PageRequest<SortField> {
       const sortBy = options.sortFields.find((field) => field === this.sort_by) ?? options.defaultSort;
-      return { page: this.page, limit: this.limit, sortBy, sortOrder: this.sort_order, offset: Math.min((this.page - 1) * this.limit, MAX_OFFSET) };
+      return {
+        page: this.page,
+        limit: this.limit,
+        sortBy,
+        sortOrder: this.sort_order,
+        offset: Math.min((this.page - 1) * this.limit, MAX_OFFSET),
+      };
     }
   }
   return PageQueryDto;
