@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { Role, Task, TaskState } from '@a2a-js/sdk';
 import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import { isLegacyAgentCard, LegacyJsonRpcTransport, parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestDatabase } from '../../../test/support/database';
@@ -92,9 +93,14 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
   });
 
   it('serves an agent card advertising JSON-RPC and HTTP+JSON at the agent URL and the bearer scheme', async () => {
-    const response = await call(api.url, 'GET', '/a2a/agents/echo-agent/.well-known/agent-card.json', { token: owner.token });
+    const response = await call(api.url, 'GET', '/a2a/agents/echo-agent/.well-known/agent-card.json', {
+      token: owner.token,
+      headers: { 'A2A-Version': '1.0' },
+    });
     expect(response.status, response.text).toBe(200);
+    expect(response.headers.get('vary')).toBe('A2A-Version');
     const url = `${api.url}/a2a/agents/echo-agent`;
+    expect(response.body).not.toHaveProperty('url');
     expect(response.body).toMatchObject({
       name: 'Echo agent',
       supportedInterfaces: [
@@ -108,6 +114,43 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
       // A requirement naming the bearer scheme with no scopes (proto JSON leaves out the empty scope list).
       securityRequirements: [{ schemes: { bearer: {} } }],
     });
+  });
+
+  it('serves a v0.3 client, which asks without A2A-Version, the v0.3 card: its url is the JSON-RPC URL it then speaks', async () => {
+    const fetchImpl: typeof fetch = (input, init) =>
+      fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), authorization: `Bearer ${owner.token}` } });
+    const response = await fetchImpl(`${api.url}/a2a/agents/echo-agent/.well-known/agent-card.json`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('vary')).toBe('A2A-Version');
+    const card = (await response.json()) as Record<string, any>;
+    const url = `${api.url}/a2a/agents/echo-agent`;
+    expect(card).toMatchObject({
+      name: 'Echo agent',
+      url,
+      preferredTransport: 'JSONRPC',
+      protocolVersion: '0.3',
+      capabilities: { streaming: true, pushNotifications: false },
+      supportsAuthenticatedExtendedCard: false,
+      securitySchemes: { bearer: { type: 'http', scheme: 'Bearer' } },
+      security: [{ bearer: [] }],
+      skills: [{ id: 'echo-agent', name: 'Echo agent', tags: ['agent'] }],
+      // The v1.0 interfaces stay in it, for a v1.0 client that sent no header.
+      supportedInterfaces: [
+        { url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+        { url, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+        { url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+      ],
+    });
+    // The SDK's reading of a v0.3 card (what its v0.3 compatibility takes from one) finds the v0.3 JSON-RPC interface.
+    const { supportedInterfaces: _v1, ...v03Only } = card;
+    expect(isLegacyAgentCard(v03Only)).toBe(true);
+    expect(parseLegacyAgentCard(v03Only).supportedInterfaces).toMatchObject([{ url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' }]);
+
+    // The SDK's v0.3 JSON-RPC client at the card's url: message/send on the wire, the finished task back.
+    const transport = new LegacyJsonRpcTransport({ endpoint: card.url, fetchImpl });
+    const task = (await transport.sendMessage(userMessage('hello from a v0.3 client'))) as Task;
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(artifactText(task)).toContain('hello from a v0.3 client');
   });
 
   it('refuses the card without a credential (401), without agents:read (403) and for an unknown agent (404)', async () => {

@@ -25,7 +25,7 @@ import { Env, SERVICE_VERSION } from '@app/config';
 import { ErrorRenderer } from '@app/errors';
 import { ComponentKind, keepStreamAlive, RunsService } from '@app/runs';
 
-import { agentCard } from './agent-card';
+import { agentCard, legacyAgentCard } from './agent-card';
 import { PrincipalUser, RunsRequestHandler } from './runs-request-handler';
 
 export const A2A_ERROR_RENDERER = Symbol('A2AErrorRenderer');
@@ -124,9 +124,13 @@ export class A2AEndpoint {
     return typeof method === 'string' && READ_METHODS.has(method) ? 'read' : 'run';
   }
 
-  /** The card as JSON (404 for an unknown component, as REST answers). */
-  card(kind: ComponentKind, resource: string, id: string): unknown {
-    return AgentCard.toJSON(this.handler(kind, resource, id).card);
+  /**
+   * The card as JSON (404 for an unknown component, as REST answers): v1.0 when `A2A-Version` names 1.0 (or a
+   * later version), otherwise v0.3's shape, as the protocol serves a request without the header.
+   */
+  async card(kind: ComponentKind, resource: string, id: string, versionHeader: string | undefined): Promise<unknown> {
+    const card = this.handler(kind, resource, id).card;
+    return isVersion03(majorMinor(versionHeader) || '0.3') ? legacyAgentCard(card) : AgentCard.toJSON(card);
   }
 
   /** Throws the REST 404 for a component that does not exist; otherwise its (cached) handler is ready. */

@@ -1,5 +1,7 @@
 import { A2A_PROTOCOL_VERSION, AgentCard } from '@a2a-js/sdk';
 import { duplicateInterfacesForLegacy } from '@a2a-js/sdk/compat/v0_3';
+import { LegacyRestTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
+import { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 
 import { ComponentDto } from '@app/runs';
 
@@ -59,4 +61,22 @@ export function agentCard(component: ComponentDto, options: CardOptions): AgentC
     ],
     signatures: [],
   };
+}
+
+/**
+ * The card in v0.3's shape, for a client that asks without an A2A-Version header (or names 0.3): `url`,
+ * `preferredTransport` and `protocolVersion` name the v0.3 JSON-RPC interface, which is what a v0.3 client
+ * reads. The v1.0 `supportedInterfaces` stay in it, as the SDK's own server serves this card, so a v1.0 client
+ * that sent no header still finds every interface.
+ */
+export async function legacyAgentCard(card: AgentCard): Promise<unknown> {
+  // The SDK translates a card to v0.3 only behind a transport: its v0.3 HTTP+JSON one does it for the extended card.
+  const source: Pick<A2ARequestHandler, 'getAuthenticatedExtendedAgentCard'> = {
+    getAuthenticatedExtendedAgentCard: () => Promise.resolve(card),
+  };
+  const legacy = await new LegacyRestTransportHandler(source as A2ARequestHandler).getAuthenticatedExtendedAgentCard(
+    new ServerCallContext(),
+  );
+  const { supportedInterfaces } = AgentCard.toJSON(card) as { supportedInterfaces: unknown };
+  return { ...legacy, supportedInterfaces };
 }

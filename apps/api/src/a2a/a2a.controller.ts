@@ -1,4 +1,17 @@
-import { applyDecorators, Controller, Delete, Get, HttpCode, NotFoundException, Param, Post, Req, Res, Type } from '@nestjs/common';
+import {
+  applyDecorators,
+  Controller,
+  Delete,
+  Get,
+  Headers,
+  HttpCode,
+  NotFoundException,
+  Param,
+  Post,
+  Req,
+  Res,
+  Type,
+} from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiBody,
@@ -131,11 +144,23 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
     @Get(`:${param}/.well-known/agent-card.json`)
     @ComponentParam()
     @RequireScope(read, { componentParam: param })
-    @ApiOperation({ summary: `The ${kind}'s A2A agent card: JSON-RPC and HTTP+JSON interfaces at /a2a/${resource}/{id}, bearer scheme` })
-    @ApiOkResponse({ description: 'An A2A v1.0 AgentCard', schema: { type: 'object' } })
+    @ApiOperation({
+      summary: `The ${kind}'s A2A agent card: JSON-RPC and HTTP+JSON interfaces at /a2a/${resource}/{id}, bearer scheme`,
+      description:
+        'With `A2A-Version: 1.0` (the SDK’s v1.0 client sends it) the v1.0 card. Without the header, or naming 0.3, the ' +
+        'v0.3 shape a v0.3 client reads (`url`, `preferredTransport` and `protocolVersion` of the v0.3 JSON-RPC interface), ' +
+        'with the v1.0 `supportedInterfaces` in it too.',
+    })
+    @ApiHeader({ name: 'A2A-Version', required: false, description: 'The card’s protocol version: 1.0, or none for v0.3' })
+    @ApiOkResponse({ description: 'An A2A AgentCard (v1.0, or v0.3 with the v1.0 interfaces)', schema: { type: 'object' } })
     @ApiNotFoundResponse({ description: 'No such component', type: ErrorBodyDto })
-    card(@Param(param) id: string): unknown {
-      return this.a2a.card(kind, resource, id);
+    card(
+      @Param(param) id: string,
+      @Headers('a2a-version') version: string | undefined,
+      @Res({ passthrough: true }) reply: FastifyReply,
+    ): Promise<unknown> {
+      reply.header('Vary', 'A2A-Version');
+      return this.a2a.card(kind, resource, id, version);
     }
 
     @Post(`:${param}`)

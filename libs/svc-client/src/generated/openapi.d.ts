@@ -757,7 +757,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The agent's A2A agent card: JSON-RPC and HTTP+JSON interfaces at /a2a/agents/{id}, bearer scheme */
+        /**
+         * The agent's A2A agent card: JSON-RPC and HTTP+JSON interfaces at /a2a/agents/{id}, bearer scheme
+         * @description With `A2A-Version: 1.0` (the SDK’s v1.0 client sends it) the v1.0 card. Without the header, or naming 0.3, the v0.3 shape a v0.3 client reads (`url`, `preferredTransport` and `protocolVersion` of the v0.3 JSON-RPC interface), with the v1.0 `supportedInterfaces` in it too.
+         */
         get: operations["agentA2ACard"];
         put?: never;
         post?: never;
@@ -846,7 +849,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The team's A2A agent card: JSON-RPC and HTTP+JSON interfaces at /a2a/teams/{id}, bearer scheme */
+        /**
+         * The team's A2A agent card: JSON-RPC and HTTP+JSON interfaces at /a2a/teams/{id}, bearer scheme
+         * @description With `A2A-Version: 1.0` (the SDK’s v1.0 client sends it) the v1.0 card. Without the header, or naming 0.3, the v0.3 shape a v0.3 client reads (`url`, `preferredTransport` and `protocolVersion` of the v0.3 JSON-RPC interface), with the v1.0 `supportedInterfaces` in it too.
+         */
         get: operations["teamA2ACard"];
         put?: never;
         post?: never;
@@ -935,7 +941,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The workflow's A2A agent card: JSON-RPC and HTTP+JSON interfaces at /a2a/workflows/{id}, bearer scheme */
+        /**
+         * The workflow's A2A agent card: JSON-RPC and HTTP+JSON interfaces at /a2a/workflows/{id}, bearer scheme
+         * @description With `A2A-Version: 1.0` (the SDK’s v1.0 client sends it) the v1.0 card. Without the header, or naming 0.3, the v0.3 shape a v0.3 client reads (`url`, `preferredTransport` and `protocolVersion` of the v0.3 JSON-RPC interface), with the v1.0 `supportedInterfaces` in it too.
+         */
         get: operations["workflowA2ACard"];
         put?: never;
         post?: never;
@@ -8082,7 +8091,10 @@ export interface operations {
     agentA2ACard: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The card’s protocol version: 1.0, or none for v0.3 */
+                "A2A-Version"?: string;
+            };
             path: {
                 /** @description Id of the agent */
                 agent_id: string;
@@ -8091,7 +8103,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description An A2A v1.0 AgentCard */
+            /** @description An A2A AgentCard (v1.0, or v0.3 with the v1.0 interfaces) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -8947,7 +8959,10 @@ export interface operations {
     teamA2ACard: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The card’s protocol version: 1.0, or none for v0.3 */
+                "A2A-Version"?: string;
+            };
             path: {
                 /** @description Id of the team */
                 team_id: string;
@@ -8956,7 +8971,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description An A2A v1.0 AgentCard */
+            /** @description An A2A AgentCard (v1.0, or v0.3 with the v1.0 interfaces) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -9812,7 +9827,10 @@ export interface operations {
     workflowA2ACard: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The card’s protocol version: 1.0, or none for v0.3 */
+                "A2A-Version"?: string;
+            };
             path: {
                 /** @description Id of the workflow */
                 workflow_id: string;
@@ -9821,7 +9839,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description An A2A v1.0 AgentCard */
+            /** @description An A2A AgentCard (v1.0, or v0.3 with the v1.0 interfaces) */
             200: {
                 headers: {
                     [name: string]: unknown;
