@@ -34,9 +34,12 @@ export async function startDatabase() {
   };
 }
 
-/** CPU of a PostgreSQL server: its postmaster's and that of every process it forked that still runs (backends, workers). */
+/**
+ * CPU of a PostgreSQL server: its postmaster's, that of every process it forked that still runs (backends, workers),
+ * and that of those that ended (the kernel adds an ended child's to its parent's once reaped), so that it never drops.
+ */
 function serverCpuMillis(postmaster) {
-  let total = cpuMillis(postmaster);
+  let total = cpuMillis(postmaster, { endedChildren: true });
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) {
       continue;
@@ -92,9 +95,12 @@ export function median(values) {
 }
 
 /** CPU time (user + system, in milliseconds) a child process has used so far, from /proc. */
-export function cpuMillis(pid) {
+export function cpuMillis(pid, { endedChildren = false } = {}) {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
+  let ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
+  if (endedChildren) {
+    ticks += Number(fields[13]) + Number(fields[14]); // cutime, cstime: children waited for
+  }
   return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
 }
 
@@ -102,11 +108,18 @@ export function cpuMillis(pid) {
  * One autocannon round against a server started by startApp (or with its `child`): requests/s and the
  * server's CPU per request. Any non-2xx answer or error fails the bench rather than flattering it.
  */
-export async function loadRound(server, request) {
+export async function loadRound(server, request, database) {
   const before = cpuMillis(server.child.pid);
+  const databaseBefore = database?.cpuMillis() ?? null;
   const result = await autocannon(request);
   if (result.non2xx > 0 || result.errors > 0) {
     throw new Error(`${server.url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
   }
-  return { rps: result.requests.average, cpuMicros: ((cpuMillis(server.child.pid) - before) * 1000) / result.requests.total };
+  const perRequest = (millis) => (millis * 1000) / result.requests.total;
+  return {
+    rps: result.requests.average,
+    cpuMicros: perRequest(cpuMillis(server.child.pid) - before),
+    // The database's CPU a request, when it is one this bench started (every server process counted).
+    databaseMicros: databaseBefore === null ? null : perRequest(database.cpuMillis() - databaseBefore),
+  };
 }
