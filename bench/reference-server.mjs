@@ -4,10 +4,11 @@
 // does), parses the JSON body, and writes the session, the run and the job and notifies workers in one
 // statement against the service's own schema, prepared once per connection as the api's is. Started by
 // bench/background-post.mjs; prints its URL.
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 
 import Fastify from 'fastify';
 import pg from 'pg';
+import { v7 as uuidv7 } from 'uuid';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 20 });
 const verified = new Map();
@@ -47,8 +48,9 @@ app.post('/agents/:agentId/runs', async (request, reply) => {
   if (typeof message !== 'string' || message.length === 0) {
     return reply.code(422).send({ detail: 'message is required' });
   }
-  const runId = randomUUID();
-  const sessionId = randomUUID();
+  // The service's ids: time-ordered UUIDs (v7).
+  const runId = uuidv7();
+  const sessionId = uuidv7();
   await pool.query({ name: 'background_run', text: INSERT, values: [runId, sessionId, request.params.agentId, user, message] });
   return reply.code(202).send({ run_id: runId, session_id: sessionId, status: 'queued' });
 });

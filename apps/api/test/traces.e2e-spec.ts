@@ -77,10 +77,12 @@ describe('traces', () => {
 
   it('records a background run as request, queue wait, component and model call, in order, with their parents', async () => {
     provider.next({ chunks: ['Hi', ' there'], usage: { prompt_tokens: 12, completion_tokens: 3 } });
+    const posted = Date.now();
     const accepted = await call(api.url, 'POST', '/agents/assistant/runs', {
       token: alice.token,
       json: { message: 'hello', background: true },
     });
+    const answered = Date.now();
     expect(accepted.status, accepted.text).toBe(202);
     const trace = await traceOf(accepted.body.run_id, 4, alice.token);
 
@@ -93,6 +95,14 @@ describe('traces', () => {
       status: 'completed',
     });
     expect(trace.trace_id).toMatch(/^[0-9a-f]{32}$/);
+    // The run's, its new session's and its trace's ids are time-ordered (as UUIDv7 is): they begin with the
+    // request's time in milliseconds, so that each lands at the right edge of the indexes on them.
+    for (const id of [accepted.body.run_id, accepted.body.session_id, trace.trace_id]) {
+      const hex = id.replaceAll('-', '');
+      expect(hex[12], id).toBe('7');
+      expect(parseInt(hex.slice(0, 12), 16), id).toBeGreaterThanOrEqual(posted);
+      expect(parseInt(hex.slice(0, 12), 16), id).toBeLessThanOrEqual(answered);
+    }
     expect(trace.duration_ms).toBeGreaterThanOrEqual(0);
     const request = byName(trace.spans, 'run.request');
     const wait = byName(trace.spans, 'run.queue_wait');

@@ -5,4 +5,5 @@ export * from './database-errors';
 export * from './database.module';
 export * from './epoch';
 export * from './prepared';
+export * from './time-ordered-id';
 export * from './transaction';

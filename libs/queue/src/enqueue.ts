@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { timeOrderedId } from '@app/database';
 
 import { JobPayload } from './job.entity';
 import { RUN_JOB_TYPE } from './job-status';
@@ -66,7 +66,7 @@ export function enqueueWith(source: string, columns: JobColumns): { job: string;
 
 export async function enqueueJobs(db: Queryable, requests: readonly EnqueueRequest[]): Promise<string[]> {
   const columns = requests.map((request) => [
-    request.id ?? randomUUID(),
+    request.id ?? timeOrderedId(),
     request.jobType ?? RUN_JOB_TYPE,
     request.componentType,
     request.componentId,

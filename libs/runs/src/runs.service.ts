@@ -1,5 +1,3 @@
-import { randomUUID } from 'node:crypto';
-
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { isUUID } from 'class-validator';
@@ -7,7 +5,7 @@ import { DataSource } from 'typeorm';
 
 import { assertMayChange, attributedUser, DataScope, forComponent, mayUse, Principal } from '@app/access';
 import { Env } from '@app/config';
-import { isUniqueViolation, toEpoch } from '@app/database';
+import { isUniqueViolation, timeOrderedId, toEpoch } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
 import { CancellationIntents, JobPayload, JobProducer, TERMINAL_STATUSES } from '@app/queue';
 import { RequestSpan, RunTrace, Tracing } from '@app/traces';
@@ -348,8 +346,8 @@ function newRun(
 ): RunEntity {
   const now = span?.startTime ?? new Date();
   return Object.assign(new RunEntity(), {
-    id: randomUUID(),
-    sessionId: request.session_id ?? randomUUID(),
+    id: timeOrderedId(),
+    sessionId: request.session_id ?? timeOrderedId(),
     componentType: component.kind,
     componentId: component.id,
     userId,

@@ -7,6 +7,7 @@ import { ExportResult, ExportResultCode, parseTraceParent } from '@opentelemetry
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
 
 import { Env } from '@app/config';
+import { timeOrderedId } from '@app/database';
 import { LastingCondition } from '@app/logging';
 
 import { RequestSpan } from './request-span';
@@ -21,8 +22,9 @@ const EXPORT_AT_STOP_MS = 3000;
 /** Random bytes drawn 4 KiB at a time, as crypto.randomUUID draws them: one call per 512 span ids, not one each. */
 const entropy = { pool: Buffer.alloc(0), offset: 0 };
 
-/** A W3C trace (16 bytes) or span (8 bytes) id: random, as lowercase hex, never all zeros (the invalid id). */
-function randomId(size: number): string {
+/** A W3C span id (8 bytes): random, as lowercase hex, never all zeros (the invalid id). */
+function newSpanId(): string {
+  const size = 8;
   for (;;) {
     if (entropy.offset + size > entropy.pool.length) {
       entropy.pool = randomBytes(4096);
@@ -33,6 +35,11 @@ function randomId(size: number): string {
       return id;
     }
   }
+}
+
+/** A W3C trace id (16 bytes): time-ordered, as run ids are (see timeOrderedId), since stored traces are found by it. */
+function newTraceId(): string {
+  return timeOrderedId().replaceAll('-', '');
 }
 
 /** Exported spans wait at most this long (or until this many are ready) before they go out in one request. */
@@ -93,7 +100,7 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
   private tracer: Tracer | null = null;
   private shutdown: (() => Promise<void>) | null = null;
   private readonly spans: SpanSource = {
-    spanId: () => randomId(8),
+    spanId: newSpanId,
     exported: (name, place, startTime, attributes) => this.exported(name, place, startTime, attributes),
   };
 
@@ -115,6 +122,8 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
     ]);
     const sdk = new NodeSDK({
       serviceName: this.env.OTEL_SERVICE_NAME ?? this.serviceName,
+      // The ids stored spans get, so that an exported run's trace id is time-ordered too.
+      idGenerator: { generateTraceId: newTraceId, generateSpanId: newSpanId },
       spanProcessors: [
         new BatchSpanProcessor({
           exporter: reportingFailures(
@@ -157,7 +166,7 @@ export class Tracing implements OnModuleInit, BeforeApplicationShutdown {
       // As the SDK's default sampler does: a caller that does not record its trace gets none recorded here.
       return undefined;
     }
-    return new RequestSpan(caller?.traceId ?? randomId(16), randomId(8), caller?.spanId ?? null, startedAt, null);
+    return new RequestSpan(caller?.traceId ?? newTraceId(), newSpanId(), caller?.spanId ?? null, startedAt, null);
   }
 
   /**
