@@ -63,6 +63,7 @@ describe('memories', () => {
     });
     expect(typeof created.body.created_at).toBe('number');
     const id = created.body.memory_id;
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/); // time-ordered (UUIDv7), as run ids are
     expect((await call(api.url, 'GET', `/memories/${id}`, { token: alice.token })).body).toEqual(created.body);
 
     const patched = await call(api.url, 'PATCH', `/memories/${id}`, { token: alice.token, json: { memory: 'Prefers green tea' } });

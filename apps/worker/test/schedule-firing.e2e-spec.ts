@@ -124,6 +124,8 @@ describe('schedule firing (real worker, real HTTP)', () => {
     await makeDue([created.id]);
     const fire = await finishedFire(created.id);
     expect(fire).toMatchObject({ trigger: 'cron', status: 'success', status_code: 200, error: null });
+    // Time-ordered, as every row written per event is: a fire's record lands at the end of its table's index.
+    expect(fire.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/);
     expect(fire.attempts).toEqual([
       {
         attempt: 1,

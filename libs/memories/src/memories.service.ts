@@ -1,8 +1,7 @@
-import { randomUUID } from 'node:crypto';
-
 import { Injectable } from '@nestjs/common';
 
 import { assertMayChange, attributedUser, DataScope, Principal } from '@app/access';
+import { timeOrderedId } from '@app/database';
 import { Page, toPage } from '@app/pagination';
 
 import { MemoryErrorCode, MemoryException } from './memories.exception';
@@ -83,7 +82,7 @@ export class MemoriesService {
 
   private async store(fields: Pick<MemoryEntity, 'memory' | 'topics' | 'userId' | 'componentType' | 'componentId'>): Promise<MemoryDto> {
     const now = new Date();
-    const memory = Object.assign(new MemoryEntity(), { id: randomUUID(), ...fields, createdAt: now, updatedAt: now });
+    const memory = Object.assign(new MemoryEntity(), { id: timeOrderedId(), ...fields, createdAt: now, updatedAt: now });
     await this.memories.insert(memory);
     return toMemoryDto(memory);
   }

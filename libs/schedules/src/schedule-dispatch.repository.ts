@@ -2,6 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 
+import { timeOrderedId } from '@app/database';
+
 import { latestSlots, nextRunAt } from './cron';
 import { CatchupPolicy, OverlapPolicy } from './schedule.entity';
 import { SCHEDULE_FIRES_READY_CHANNEL } from './schedule-fire-store';
@@ -127,8 +129,8 @@ export class ScheduleDispatchRepository {
       }
       await manager.query(
         `INSERT INTO schedule_runs (id, schedule_id, trigger, status, due_at)
-         SELECT gen_random_uuid(), v.id, 'cron', 'queued', v.due_at FROM unnest($1::uuid[], $2::timestamptz[]) AS v(id, due_at)`,
-        [queued.map(([id]) => id), queued.map(([, slot]) => slot)],
+         SELECT v.run_id, v.id, 'cron', 'queued', v.due_at FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) AS v(run_id, id, due_at)`,
+        [queued.map(() => timeOrderedId()), queued.map(([id]) => id), queued.map(([, slot]) => slot)],
       );
       if (queued.length > 0) {
         // Delivered at commit: every worker's fire engine claims now, not at its next poll.
@@ -137,9 +139,10 @@ export class ScheduleDispatchRepository {
       if (skipped.length > 0) {
         await manager.query(
           `INSERT INTO schedule_runs (id, schedule_id, trigger, status, reason, due_at, completed_at, error)
-           SELECT gen_random_uuid(), v.id, 'cron', 'skipped', v.reason, v.due_at, now(), v.error
-           FROM unnest($1::uuid[], $2::timestamptz[], $3::varchar[], $4::text[]) AS v(id, due_at, reason, error)`,
+           SELECT v.run_id, v.id, 'cron', 'skipped', v.reason, v.due_at, now(), v.error
+           FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::varchar[], $5::text[]) AS v(run_id, id, due_at, reason, error)`,
           [
+            skipped.map(() => timeOrderedId()),
             skipped.map(([id]) => id),
             skipped.map(([, slot]) => slot),
             skipped.map(([, , reason]) => reason),

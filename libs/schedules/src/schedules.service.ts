@@ -4,7 +4,7 @@ import { Injectable } from '@nestjs/common';
 
 import { ADMIN_SCOPE, attributedUser, DataScope, mayUse, missingScopeDetail, Principal } from '@app/access';
 import { Env } from '@app/config';
-import { isUniqueViolation } from '@app/database';
+import { isUniqueViolation, timeOrderedId } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
 import { Page, toPage } from '@app/pagination';
 import { ServiceAccountsService } from '@app/service-accounts';
@@ -206,7 +206,7 @@ export class SchedulesService {
     const [reason] = admit(schedule.overlapPolicy, await this.runs.fireState(schedule.id), 1);
     const now = new Date();
     const run = Object.assign(new ScheduleRunEntity(), {
-      id: randomUUID(),
+      id: timeOrderedId(),
       scheduleId: schedule.id,
       trigger: 'manual',
       status: reason ? 'skipped' : 'queued',
