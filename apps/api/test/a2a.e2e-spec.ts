@@ -569,16 +569,26 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     // A workflow has no tasks to read back: the protocol's error on both bindings (not a 404), under the same scopes.
     await expect(workflow.getTask({ id: task.id, tenant: '' })).rejects.toThrow(/answers message\/send and message\/stream only/);
     const headers = { 'a2a-version': '1.0' };
-    for (const [method, path] of [
-      ['GET', `tasks/${task.id}`],
-      ['POST', `tasks/${task.id}:cancel`],
-      ['GET', 'tasks'],
-      ['POST', `tasks/${task.id}:subscribe`],
+    const workflowOnly = /A workflow answers message\/send and message\/stream only/;
+    for (const [method, path, message] of [
+      ['GET', `tasks/${task.id}`, workflowOnly],
+      ['POST', `tasks/${task.id}:cancel`, workflowOnly],
+      ['GET', 'tasks', /GET \/sessions\/\{session_id\}\/runs/],
+      ['POST', `tasks/${task.id}:subscribe`, workflowOnly],
+      ['GET', `tasks/${task.id}:subscribe`, workflowOnly],
     ] as const) {
       const refused = await call(api.url, method, `/a2a/workflows/echo-workflow/${path}`, { token: owner.token, headers });
       expect(refused.status, `${method} ${path}: ${refused.text}`).toBe(400);
       expect(refused.body.error.details[0].reason, `${method} ${path}`).toBe('UNSUPPORTED_OPERATION');
+      // What to do instead: never a method this workflow refuses too.
+      expect(refused.body.error.message, `${method} ${path}`).toMatch(message);
     }
+    const rpcSubscribe = await call(api.url, 'POST', '/a2a/workflows/echo-workflow', {
+      json: { jsonrpc: '2.0', id: 5, method: 'SubscribeToTask', params: { id: task.id } },
+      token: owner.token,
+      headers: { ...headers, accept: 'text/event-stream' },
+    });
+    expect(rpcSubscribe.text).toMatch(workflowOnly);
     const rpcGet = await call(api.url, 'POST', '/a2a/workflows/echo-workflow', {
       json: { jsonrpc: '2.0', id: 4, method: 'GetTask', params: { id: task.id } },
       token: owner.token,

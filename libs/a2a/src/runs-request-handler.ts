@@ -139,8 +139,10 @@ export class RunsRequestHandler implements A2ARequestHandler {
     if (before.status === 'completed' || before.status === 'failed' || before.status === 'cancelled') {
       throw new TaskNotCancelableError(`Task ${before.run_id} already ${before.status}`);
     }
-    const run = await this.translated('CancelTask', () => this.runs.cancel(principalOf(context), kind, id, params.id));
-    return toTask(run, await this.runs.messageIdOf(run));
+    return this.translated('CancelTask', async () => {
+      const run = await this.runs.cancel(principalOf(context), kind, id, params.id);
+      return toTask(run, await this.runs.messageIdOf(run));
+    });
   }
 
   listTasks(): Promise<never> {
@@ -148,9 +150,12 @@ export class RunsRequestHandler implements A2ARequestHandler {
   }
 
   resubscribe(): AsyncGenerator<StreamResponse, void, undefined> {
+    const refusal = this.component.tasks
+      ? new UnsupportedOperationError('Poll tasks/get, or follow the run with the WebSocket watch action')
+      : this.noTasks();
     return (async function* refuse(): AsyncGenerator<StreamResponse, void, undefined> {
       yield* [];
-      throw new UnsupportedOperationError('Poll tasks/get, or follow the run with the WebSocket watch action');
+      throw refusal;
     })();
   }
 
@@ -185,8 +190,13 @@ export class RunsRequestHandler implements A2ARequestHandler {
 
   private requireTasks(): void {
     if (!this.component.tasks) {
-      throw new UnsupportedOperationError(`A ${this.component.kind} answers message/send and message/stream only`);
+      throw this.noTasks();
     }
+  }
+
+  /** A workflow's task cannot be read back, so no task method is offered for it. */
+  private noTasks(): UnsupportedOperationError {
+    return new UnsupportedOperationError(`A ${this.component.kind} answers message/send and message/stream only`);
   }
 
   private async translated<T>(method: string, call: () => Promise<T>): Promise<T> {

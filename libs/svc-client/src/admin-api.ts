@@ -6,9 +6,12 @@ import { Answer, errorDetail, ServiceClient, serviceClient } from './http';
 export const UNACCEPTED_CREDENTIAL_HINT =
   'It is wrong, expired or revoked. svc sends SVC_ADMIN_TOKEN when it is set, else OS_SECURITY_KEY: check or replace the one in use.';
 
-/** svc sent none (an instance without authentication answers most calls without one, but not every call). */
+/**
+ * svc sent none: it sends no credential to an instance without authentication (see resolveAdminCredential), which
+ * answers most calls without one, but not minting or rotating. Exporting one here would change nothing.
+ */
 export const MISSING_CREDENTIAL_HINT =
-  'Minting and rotating need one even on an instance without authentication: export OS_SECURITY_KEY (the security key) or SVC_ADMIN_TOKEN (a token that may do this).';
+  'svc sends no credential to an instance without authentication (the server at that address may not be yours), and such an instance mints and rotates for none. Give the service a security key: start it with OS_SECURITY_KEY set, then export the same key here.';
 
 /**
  * An API of one service called with the operator's credential. A 401 or 403 ends the command:
@@ -38,7 +41,10 @@ export abstract class AdminApi {
   protected async send<T extends Answer>(call: Promise<T>): Promise<T> {
     const answer = await call;
     if (answer.response.status === 401 && !this.sendsCredential) {
-      throw new CliError(`The service needs a credential for this, and svc sent none (${errorDetail(answer)}).`, MISSING_CREDENTIAL_HINT);
+      throw new CliError(
+        `This service has no authentication, and this needs a credential it can verify (${errorDetail(answer)}).`,
+        MISSING_CREDENTIAL_HINT,
+      );
     }
     if (answer.response.status === 401) {
       throw new CliError(`The service did not accept the admin credential (${errorDetail(answer)}).`, UNACCEPTED_CREDENTIAL_HINT);

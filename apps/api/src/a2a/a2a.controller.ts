@@ -85,6 +85,15 @@ function HttpJsonBinding(kind: ComponentKind, { streams = false } = {}): MethodD
   );
 }
 
+/**
+ * An HTTP+JSON task path segment, `<task id>:<custom method>`: the task and the method it names (`cancel` or
+ * `subscribe`), or the whole segment as the task and no method. The route's scope and its handler both read it here.
+ */
+function taskPath(segment: string): { taskId: string; method: 'cancel' | 'subscribe' | null } {
+  const [, taskId, method] = /^(.+):(cancel|subscribe)$/.exec(segment) ?? [];
+  return taskId ? { taskId, method: method as 'cancel' | 'subscribe' } : { taskId: segment, method: null };
+}
+
 /** A v1.0 message to send over HTTP+JSON: the text is the run's input. */
 const SEND_MESSAGE_EXAMPLE = { message: { messageId: 'message-1', role: 'ROLE_USER', parts: [{ text: 'Hello!' }] } };
 
@@ -134,7 +143,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
   const TaskRoute = (): MethodDecorator => (kind === 'workflow' ? ApiExcludeEndpoint() : () => undefined);
   /** `POST .../tasks/{id}:cancel` changes the task (`:run`); `.../tasks/{id}:subscribe` only follows it (`:read`), as over JSON-RPC. */
   const taskMethodScope: BodyScope = (params) =>
-    requiredScope({ scope: String(params.task_id).endsWith(':subscribe') ? read : run, componentParam: param }, params);
+    requiredScope({ scope: taskPath(String(params.task_id)).method === 'subscribe' ? read : run, componentParam: param }, params);
 
   @ApiTags('a2a')
   @Controller(`a2a/${resource}`)
@@ -261,7 +270,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
       @Req() request: FastifyRequest,
       @Res() reply: FastifyReply,
     ): Promise<void> {
-      if (taskId.endsWith(':subscribe')) {
+      if (taskPath(taskId).method === 'subscribe') {
         // SubscribeToTask by GET, as the SDK's own server takes it too: a read, refused as over JSON-RPC.
         await this.refuse('resubscribe', reply, id, caller, request);
         return;
@@ -290,8 +299,8 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
       @Req() request: FastifyRequest,
       @Res() reply: FastifyReply,
     ): Promise<void> {
-      const [, taskId, method] = /^(.+):(cancel|subscribe)$/.exec(taskAndMethod) ?? [];
-      if (!taskId) {
+      const { taskId, method } = taskPath(taskAndMethod);
+      if (method === null) {
         throw new NotFoundException(`Cannot POST ${request.url}`);
       }
       if (method === 'subscribe') {
