@@ -101,6 +101,14 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     expect(response.headers.get('vary')).toBe('A2A-Version');
     const url = `${api.url}/a2a/agents/echo-agent`;
     expect(response.body).not.toHaveProperty('url');
+    // A version not served gets the v1.0 card too: its interfaces say which versions are.
+    for (const version of ['2.0', 'garbage']) {
+      const other = await call(api.url, 'GET', '/a2a/agents/echo-agent/.well-known/agent-card.json', {
+        token: owner.token,
+        headers: { 'A2A-Version': version },
+      });
+      expect(other.body, version).toEqual(response.body);
+    }
     expect(response.body).toMatchObject({
       name: 'Echo agent',
       supportedInterfaces: [

@@ -64,6 +64,25 @@ describe('OpenTelemetry export over OTLP/HTTP', () => {
       [request.spanId, wait.spanId, component.spanId].sort(),
     );
   });
+
+  it('starts a trace of its own, without a traceparent, under a time-ordered id as when nothing is exported', async () => {
+    const posted = Date.now();
+    const accepted = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+      token: ROOT_KEY,
+      json: { message: 'own trace', background: true },
+    });
+    expect(accepted.status, accepted.text).toBe(202);
+    const runId = accepted.body.run_id;
+    await waitFor(
+      async () => receiver.spans.some((span) => span.name === 'run.request' && span.attributes['run.id'] === runId),
+      20_000,
+      'the exported request span',
+    );
+    const { traceId } = receiver.spans.find((span) => span.name === 'run.request' && span.attributes['run.id'] === runId)!;
+    expect(traceId[12]).toBe('7');
+    expect(parseInt(traceId.slice(0, 12), 16)).toBeGreaterThanOrEqual(posted);
+    expect((await call(api.url, 'GET', `/traces?run_id=${runId}`, { token: ROOT_KEY })).body.data[0].trace_id).toBe(traceId);
+  });
 });
 
 describe('OpenTelemetry export to a collector that never answers', () => {

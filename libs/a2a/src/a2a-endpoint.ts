@@ -125,8 +125,9 @@ export class A2AEndpoint {
   }
 
   /**
-   * The card as JSON (404 for an unknown component, as REST answers): v1.0 when `A2A-Version` names 1.0 (or a
-   * later version), otherwise v0.3's shape, as the protocol serves a request without the header.
+   * The card as JSON (404 for an unknown component, as REST answers): v0.3's shape for a request without
+   * `A2A-Version` or naming 0.3 (what a v0.3 client sends), else the v1.0 card, also for a version not served:
+   * its interfaces say which versions are (JSON-RPC refuses the others, VersionNotSupported).
    */
   async card(kind: ComponentKind, resource: string, id: string, versionHeader: string | undefined): Promise<unknown> {
     const card = this.handler(kind, resource, id).card;

@@ -20,7 +20,7 @@ describe('timeOrderedId', () => {
     const times = ids.map((id) => hexOf(id).slice(0, 12));
     expect(times).toEqual([...times].sort());
     // A counter within one millisecond (the library's default) would leave the 12 bits after the version
-    // alike in ids of the same millisecond; drawn afresh, two share them once in 4,096.
+    // alike in ids of the same millisecond; drawn afresh, two share them once in 2,048 (the first of them is always 0).
     const sameMillisecond = ids.slice(1).filter((id, i) => hexOf(id).slice(0, 12) === hexOf(ids[i]).slice(0, 12));
     const alike = ids.slice(1).filter((id, i) => hexOf(id).slice(0, 16) === hexOf(ids[i]).slice(0, 16));
     expect(sameMillisecond.length).toBeGreaterThan(100);
