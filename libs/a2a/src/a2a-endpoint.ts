@@ -131,7 +131,7 @@ export class A2AEndpoint {
    */
   async card(kind: ComponentKind, resource: string, id: string, versionHeader: string | undefined): Promise<unknown> {
     const card = this.handler(kind, resource, id).card;
-    return isVersion03(majorMinor(versionHeader) || '0.3') ? legacyAgentCard(card) : AgentCard.toJSON(card);
+    return isVersion03(requestedVersion(versionHeader)) ? legacyAgentCard(card) : AgentCard.toJSON(card);
   }
 
   /** Throws the REST 404 for a component that does not exist; otherwise its (cached) handler is ready. */
@@ -274,7 +274,7 @@ function callContext(call: A2ACall): ServerCallContext {
     extensions: Extensions.parseServiceParameter(header(HTTP_EXTENSION_HEADER)),
     user: new PrincipalUser(call.principal),
     headers: call.headers,
-    requestedVersion: majorMinor(header(A2A_VERSION_HEADER)) || undefined,
+    requestedVersion: requestedVersion(header(A2A_VERSION_HEADER)),
   });
 }
 
@@ -295,6 +295,11 @@ function blockingByDefault(body: Record<string, unknown>): Record<string, unknow
 /** A version as the protocol negotiates it, Major.Minor: `1.0.0` is 1.0, as `0.3.0` is 0.3. */
 function majorMinor(version: string | undefined): string | undefined {
   return version?.trim().replace(/^(\d+\.\d+)\.\d+$/, '$1');
+}
+
+/** The version an `A2A-Version` header asks for: without one (or empty), 0.3, as the SDK takes it too. */
+function requestedVersion(header: string | undefined): string {
+  return majorMinor(header) || '0.3';
 }
 
 /** `historyLength` of the query string, as the SDK's own HTTP+JSON transport reads it. */
