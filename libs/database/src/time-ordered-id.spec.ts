@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { timeOrderedId } from './time-ordered-id';
+import { pooledRandomBytes, timeOrderedId } from './time-ordered-id';
 
 const hexOf = (id: string) => id.replaceAll('-', '');
 
@@ -26,5 +26,16 @@ describe('timeOrderedId', () => {
     expect(sameMillisecond.length).toBeGreaterThan(100);
     expect(alike.length).toBeLessThan(10);
     expect(new Set(ids).size).toBe(ids.length);
+  });
+});
+
+describe('pooledRandomBytes', () => {
+  it('hands out each byte once, and a refill of the pool leaves bytes handed out earlier as they were', () => {
+    const first = pooledRandomBytes(16);
+    const kept = Buffer.from(first);
+    // More than the pool holds, so that it is refilled at least once meanwhile.
+    const later = Array.from({ length: 600 }, () => pooledRandomBytes(16).toString('hex'));
+    expect(first.equals(kept)).toBe(true);
+    expect(new Set([kept.toString('hex'), ...later]).size).toBe(later.length + 1);
   });
 });

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
@@ -7,7 +6,7 @@ import { ExportResult, ExportResultCode, parseTraceParent } from '@opentelemetry
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
 
 import { Env } from '@app/config';
-import { timeOrderedId } from '@app/database';
+import { pooledRandomBytes, timeOrderedId } from '@app/database';
 import { LastingCondition } from '@app/logging';
 
 import { RequestSpan } from './request-span';
@@ -19,18 +18,10 @@ export const TRACING_SERVICE = 'traces:service-name';
 /** How long a stopping process waits for the OTLP collector to take the spans still batched. */
 const EXPORT_AT_STOP_MS = 3000;
 
-/** Random bytes drawn 4 KiB at a time, as crypto.randomUUID draws them: one call per 512 span ids, not one each. */
-const entropy = { pool: Buffer.alloc(0), offset: 0 };
-
 /** A W3C span id (8 bytes): random, as lowercase hex, never all zeros (the invalid id). */
 function newSpanId(): string {
-  const size = 8;
   for (;;) {
-    if (entropy.offset + size > entropy.pool.length) {
-      entropy.pool = randomBytes(4096);
-      entropy.offset = 0;
-    }
-    const id = entropy.pool.toString('hex', entropy.offset, (entropy.offset += size));
+    const id = pooledRandomBytes(8).toString('hex');
     if (!/^0+$/.test(id)) {
       return id;
     }
