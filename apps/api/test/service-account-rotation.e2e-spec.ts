@@ -133,6 +133,14 @@ describe('POST /service-accounts/{id}/rotate (security_key mode, verification ca
     expect(await status(account.token)).toBe(200);
   });
 
+  it('rejects a field the body does not take, so that a misspelt grace cannot rotate with the default hour', async () => {
+    const account = await mintAccount(api.url, ROOT_KEY);
+    const response = await rotate(account.id, ROOT_KEY, { grace: 0 });
+    expect(expectValidationBody(response)).toEqual([['body', 'grace']]);
+    expect(response.body.detail[0].type).toBe('extra_forbidden');
+    expect(await status(account.token)).toBe(200);
+  });
+
   it('answers 404 for an id that names nothing, and 409 for a revoked or expired account', async () => {
     const missing = await rotate('00000000-0000-4000-8000-000000000000', ROOT_KEY);
     expectErrorBody(missing, 404);

@@ -96,7 +96,9 @@ export class CreateServiceAccountDto {
   never_expires?: boolean;
 }
 
+/** A misspelt `grace_seconds` would otherwise rotate with the default hour of grace where the caller meant another. */
 @EmptyBodyAllowed()
+@UnknownFieldsRejected()
 export class RotateServiceAccountDto {
   @IntField({
     optional: true,
