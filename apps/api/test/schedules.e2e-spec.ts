@@ -226,7 +226,7 @@ describe('schedules api (security_key mode)', () => {
       ],
       ['cron_expr', [cronOfLength(128)], [`0${cronOfLength(128)}`]],
       ['endpoint', [`/${'e'.repeat(511)}`, '/'], [`/${'e'.repeat(512)}`]],
-      ['method', ['DELETE', 'get'], ['PROPPATCHES']],
+      ['method', ['DELETE', 'get'], ['PROPPATCHES', 'head']],
       ['description', ['d'.repeat(1024)], ['d'.repeat(1025)]],
       ['timezone', [validTimezone, 'UTC'], ['T'.repeat(65)]],
       ['timeout_seconds', [1, 86400], [0, 86401]],

@@ -50,7 +50,10 @@ export function ScheduleEndpoint({ optional }: Presence = {}): PropertyDecorator
 export function ScheduleMethod({ optional }: Presence = {}): PropertyDecorator {
   return applyDecorators(
     ...(optional ? [Optional()] : []),
-    Transform(({ value }: { value: unknown }) => (typeof value === 'string' ? value.toUpperCase() : value)),
+    // Only an allowed verb is upper-cased: a refused one is echoed in the 422 as it was sent.
+    Transform(({ value }: { value: unknown }) =>
+      typeof value === 'string' && (SCHEDULE_METHODS as readonly string[]).includes(value.toUpperCase()) ? value.toUpperCase() : value,
+    ),
     IsString(),
     MaxLength(10),
     IsIn(SCHEDULE_METHODS, { message: `method must be one of ${SCHEDULE_METHODS.join(', ')}` }),
