@@ -21,8 +21,9 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       curly: ['error', 'all'],
       'no-duplicate-imports': ['error', { includeExports: false }],
-      // Node built-ins, packages, the @app/* libs, then relative imports, each group alphabetised.
-      'simple-import-sort/imports': ['error', { groups: [['^node:'], ['^@?\\w'], ['^@app/'], ['^\\.']] }],
+      // Imports for their side effects first, in the order written (they run before the modules below load), then Node
+      // built-ins, packages, the @app/* libs and relative imports, each group alphabetised.
+      'simple-import-sort/imports': ['error', { groups: [['^\\u0000'], ['^node:'], ['^@?\\w'], ['^@app/'], ['^\\.']] }],
     },
   },
   {

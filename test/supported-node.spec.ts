@@ -140,6 +140,18 @@ describe('scripts/supported-node.mjs', () => {
       expect(binDir).toMatchObject({ stderr: running, stdout: `${join(target, 'bin')}\n` });
     }, 120_000);
 
+    it("has the service's own entry points (api, worker, migrate) say what they need and stop, before a dependency fails to load", () => {
+      for (const entry of ['dist/apps/api/src/main.js', 'dist/apps/worker/src/main.js', 'dist/libs/database/src/migrate.main.js']) {
+        const started = spawnSync(oldNode!, [resolve(entry)], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+        expect(started.status, `${entry}: ${started.stderr}`).toBe(1);
+        expect(started.stdout).toBe('');
+        expect(started.stderr).toBe(
+          `This service needs Node.js ${minimum} or later; this is Node.js ${oldVersion}. \`npm start\` fetches a supported one by itself; ` +
+            'to run this entry point on it, put its directory first on PATH: PATH="$(node scripts/supported-node.mjs --bin-dir):$PATH" npm run <script>\n',
+        );
+      }
+    });
+
     it('leaves svc to the older Node.js: the CLI runs on it as it is', async () => {
       const svc = (...args: string[]) => spawnSync(oldNode!, [resolve('bin/svc.js'), ...args], { encoding: 'utf8' });
       const help = svc('--help');

@@ -1,3 +1,5 @@
+import 'reflect-metadata';
+
 import { INestApplicationContext, ModuleMetadata, Type } from '@nestjs/common';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
@@ -8,8 +10,6 @@ import { ConfigModule, loadEnv } from '@app/config';
 import { DatabaseModule } from '@app/database';
 
 import { createTestDatabase } from './database';
-
-import 'reflect-metadata';
 
 export interface ModuleOnDatabase {
   /** The cloned database the module's DataSource is connected to. */

@@ -1,11 +1,13 @@
+// First: on a Node.js the service does not support, say so before a dependency fails to load.
+import '@app/supported-node';
+import 'reflect-metadata';
+
 import { Logger } from '@nestjs/common';
 
 import { API_VERSION, bootLine, describeBootFailure, exitOnStopSignalsWhileBooting, loadEnv, SERVICE_VERSION } from '@app/config';
 import { deploymentComponents } from '@app/runs';
 
 import { createApiApp } from './bootstrap';
-
-import 'reflect-metadata';
 
 async function main(): Promise<void> {
   const booted = exitOnStopSignalsWhileBooting('api');

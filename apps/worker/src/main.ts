@@ -1,3 +1,7 @@
+// First: on a Node.js the service does not support, say so before a dependency fails to load.
+import '@app/supported-node';
+import 'reflect-metadata';
+
 import { Worker } from 'node:worker_threads';
 
 import { Logger } from '@nestjs/common';
@@ -8,8 +12,6 @@ import { AppLogger, bootLogger } from '@app/logging';
 import { deploymentComponents } from '@app/runs';
 
 import { WorkerModule } from './worker.module';
-
-import 'reflect-metadata';
 
 /** How long past WORKER_SHUTDOWN_TIMEOUT_SECONDS a stop may take to hand back what it holds. */
 const STOP_MARGIN_SECONDS = 5;

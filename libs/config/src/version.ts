@@ -1,20 +1,28 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
-/** The root package.json's version: one source for /info, /openapi.json and `svc --version`. */
-function readVersion(): string {
+interface RootPackage {
+  name?: string;
+  version?: string;
+  engines?: { node?: string };
+}
+
+/** This checkout's (or image's) root package.json, found from here upwards; empty when none is found. */
+function readRootPackage(): RootPackage {
   for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
     const file = join(dir, 'package.json');
     if (existsSync(file)) {
-      const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'platform-service' && pkg.version) {
-        return pkg.version;
+      const pkg = JSON.parse(readFileSync(file, 'utf8')) as RootPackage;
+      if (pkg.name === 'platform-service') {
+        return pkg;
       }
     }
   }
-  return '0.0.0';
+  return {};
 }
 
-export const SERVICE_VERSION = readVersion();
+export const ROOT_PACKAGE = readRootPackage();
+/** The root package.json's version: one source for /info, /openapi.json and `svc --version`. */
+export const SERVICE_VERSION = ROOT_PACKAGE.version ?? '0.0.0';
 /** The interface version the OpenAPI document declares (spec: Versioning). */
 export const API_VERSION = '3.0.4';

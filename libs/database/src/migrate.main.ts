@@ -1,10 +1,12 @@
+// First: on a Node.js the service does not support, say so before a dependency fails to load.
+import '@app/supported-node';
+import 'reflect-metadata';
+
 import { DataSource } from 'typeorm';
 
 import { bootLine, loadEnv } from '@app/config';
 
 import { dataSourceOptions, migrate } from './data-source';
-
-import 'reflect-metadata';
 
 /**
  * `npm run migrate` (the image's migrate role): applies pending migrations and exits. It writes in the logs'

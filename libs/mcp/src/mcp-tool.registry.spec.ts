@@ -1,3 +1,5 @@
+import 'reflect-metadata';
+
 import { Controller, Get, Injectable, Module, Type } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
@@ -9,8 +11,6 @@ import { RequireScope, RouteScopes } from '@app/auth';
 
 import { McpTool, McpToolset } from './mcp-tool.decorator';
 import { McpToolRegistry } from './mcp-tool.registry';
-
-import 'reflect-metadata';
 
 @Controller('agents')
 class AgentsController {
