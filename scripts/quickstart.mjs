@@ -72,6 +72,23 @@ function commandLine(pid) {
   }
 }
 
+/** Best effort (Linux /proc): the parent of process `pid`, or null. */
+function parentOf(pid) {
+  try {
+    const parent = /^PPid:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return parent ? Number(parent[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The start command again with `assignments`, keeping a PLATFORM_DATA_DIR this start was given (a new one in `assignments` wins). */
+function startCommand(assignments) {
+  const given = process.env.PLATFORM_DATA_DIR;
+  const dataDir = given && !assignments.includes('PLATFORM_DATA_DIR=') ? ` PLATFORM_DATA_DIR=${shellWord(given)}` : '';
+  return `${assignments}${dataDir} npm start`;
+}
+
 /** Best effort (Linux /proc): the process listening on TCP `port`, or null. */
 function listenerOf(port) {
   const inodes = new Set();
@@ -153,12 +170,12 @@ async function checkPorts(ports) {
       const holder = listenerOf(port);
       if (holder?.command?.includes(join(root, 'dist', 'apps'))) {
         throw new QuickstartError(
-          `This checkout's service is already running (pid ${holder.pid} holds port ${port}): use it, or stop it with Ctrl-C in its npm start. A second copy needs its own port and data: ${variable}=${await nextFreePort(port, address)} PLATFORM_DATA_DIR=.data-2 npm start`,
+          `This checkout's service is already running (pid ${holder.pid} holds port ${port}): use it, or stop it with Ctrl-C in its npm start. A second copy needs its own port and data: ${startCommand(`${variable}=${await nextFreePort(port, address)} PLATFORM_DATA_DIR=.data-2`)}`,
         );
       }
       const by = holder ? `by pid ${holder.pid}${holder.command ? `: ${holder.command}` : ''}` : 'by another process';
       throw new QuickstartError(
-        `Port ${port} is already in use (${by}). Start on another port: ${variable}=${await nextFreePort(port, address)} npm start`,
+        `Port ${port} is already in use (${by}). Start on another port: ${startCommand(`${variable}=${await nextFreePort(port, address)}`)}`,
       );
     }
     if (problem === 'EACCES') {
@@ -174,8 +191,10 @@ async function checkPorts(ports) {
 /**
  * A PostgreSQL still running on the data directory (after a crash, or another `npm start`) would make
  * ours stop at once. A postmaster.pid whose process is gone is no obstacle: PostgreSQL replaces it.
+ * Stopping it is the fix only when no npm start serves with it: one that does is left running, and this
+ * start is told how to run a copy of its own beside it.
  */
-function checkClusterFree() {
+async function checkClusterFree(port) {
   const pidFile = join(databaseDir, 'postmaster.pid');
   let pid;
   try {
@@ -197,6 +216,12 @@ function checkClusterFree() {
   if (command && !/postgres/.test(command)) {
     throw new QuickstartError(
       `${shown(pidFile)} names pid ${pid}, now another process (${command}), so PostgreSQL will not start. No PostgreSQL holds ${shown(databaseDir)}: remove ${shown(pidFile)}, then run npm start again.`,
+    );
+  }
+  const starter = parentOf(pid);
+  if (starter !== null && commandLine(starter)?.includes(join('scripts', 'quickstart.mjs'))) {
+    throw new QuickstartError(
+      `${shown(dataDir)} holds the data of an npm start still running (pid ${starter}; its PostgreSQL is pid ${pid}). Leave it running: a second copy needs its own port and data: PORT=${await nextFreePort(port, host)} PLATFORM_DATA_DIR=.data-2 npm start. Or stop that one first (Ctrl-C in its npm start), then run npm start again.`,
     );
   }
   throw new QuickstartError(
@@ -471,7 +496,7 @@ async function main() {
   }
   await checkPorts(fixedPorts);
   if (embedded) {
-    checkClusterFree();
+    await checkClusterFree(port);
   }
 
   // Output with nowhere to go (the terminal closed; `npm start | tee log` and Ctrl-C ended tee first) must not
