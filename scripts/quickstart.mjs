@@ -224,8 +224,13 @@ async function checkClusterFree(port) {
       `${shown(dataDir)} holds the data of an npm start still running (pid ${starter}; its PostgreSQL is pid ${pid}). Leave it running: a second copy needs its own port and data: PORT=${await nextFreePort(port, host)} PLATFORM_DATA_DIR=.data-2 npm start. Or stop that one first (Ctrl-C in its npm start), then run npm start again.`,
     );
   }
+  // Where the system does not say who started it (no /proc), it may still be another npm start's.
+  const leftBy =
+    starter === null
+      ? `left running by an earlier start or used by another npm start. Stop it (Ctrl-C in that npm start, or: kill -INT ${pid})`
+      : `left running by an earlier start. Stop it (kill -INT ${pid})`;
   throw new QuickstartError(
-    `${shown(databaseDir)} is in use by PostgreSQL pid ${pid} (${command ?? 'its command line is not readable'}), left running by an earlier start or used by another npm start. Stop it (Ctrl-C in that npm start, or: kill -INT ${pid}) or wait for it to exit, then run npm start again.`,
+    `${shown(databaseDir)} is in use by PostgreSQL pid ${pid} (${command ?? 'its command line is not readable'}), ${leftBy} or wait for it to exit, then run npm start again.`,
   );
 }
 
