@@ -224,7 +224,8 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
 
     it("a token without platform:admin gets the api's 403 as exit 1 with its detail", async () => {
       const operator = await mintAccount(api.url, ROOT_KEY, { scopes: ['agents:run', 'schedules:write'], privileged: true });
-      const env = { SERVICE_URL: api.url, SVC_ADMIN_TOKEN: operator.token };
+      // The security key set too: the token, which svc sends first, is refused, and the hint says which one went.
+      const env = { SERVICE_URL: api.url, SVC_ADMIN_TOKEN: operator.token, OS_SECURITY_KEY: ROOT_KEY };
       for (const args of [
         ['jobs', 'list', '--json'],
         ['jobs', 'stats', '--json'],
@@ -238,7 +239,7 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
         expect(run.code, args.join(' ')).toBe(1);
         expect(run.json()).toEqual({
           error: 'The service refused the credential (403: Insufficient permissions. Required scope(s): platform:admin).',
-          hint: expect.stringContaining('platform:admin'),
+          hint: 'The queue routes need platform:admin: use SVC_ADMIN_TOKEN with a token that has it, or OS_SECURITY_KEY. (svc sends SVC_ADMIN_TOKEN when it is set, else OS_SECURITY_KEY.)',
         });
       }
       const text = await runCommand(['jobs', 'list'], sandbox, { env });

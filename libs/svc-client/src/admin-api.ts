@@ -2,9 +2,10 @@ import { CliError } from '@app/cli-terminal';
 
 import { Answer, errorDetail, ServiceClient, serviceClient } from './http';
 
-/** Which credential went is the first thing to check: SVC_ADMIN_TOKEN wins over a good OS_SECURITY_KEY. */
-export const UNACCEPTED_CREDENTIAL_HINT =
-  'It is wrong, expired or revoked. svc sends SVC_ADMIN_TOKEN when it is set, else OS_SECURITY_KEY: check or replace the one in use.';
+/** Which credential went is the first thing to check after a refusal: SVC_ADMIN_TOKEN wins over a good OS_SECURITY_KEY. */
+const WHICH_CREDENTIAL = 'svc sends SVC_ADMIN_TOKEN when it is set, else OS_SECURITY_KEY';
+
+export const UNACCEPTED_CREDENTIAL_HINT = `It is wrong, expired or revoked. ${WHICH_CREDENTIAL}: check or replace the one in use.`;
 
 /**
  * svc sent none: it sends no credential to an instance without authentication (see resolveAdminCredential), which
@@ -50,7 +51,7 @@ export abstract class AdminApi {
       throw new CliError(`The service did not accept the admin credential (${errorDetail(answer)}).`, UNACCEPTED_CREDENTIAL_HINT);
     }
     if (answer.response.status === 403) {
-      throw new CliError(this.refusal(answer), this.credentialHint);
+      throw new CliError(this.refusal(answer), `${this.credentialHint} (${WHICH_CREDENTIAL}.)`);
     }
     return answer;
   }
