@@ -33,8 +33,9 @@ Options:
 
 Every command accepts --json for one machine-readable JSON document on stdout.
 
-Service URL: --url, else SERVICE_URL (the environment, or ./.env as npm start
-writes it), else the first to answer of localhost ports 7777, 7778, 7779, 8000.
+Service URL: --url, else SERVICE_URL (the environment, else ./.env.production,
+else ./.env as npm start writes it), else the first to answer of localhost
+ports 7777, 7778, 7779, 8000.
 Credential (tokens, jobs, schedules, connect): SVC_ADMIN_TOKEN, else
 OS_SECURITY_KEY, else a prompt on a terminal. In a checkout started with
 npm start: OS_SECURITY_KEY=$(cat .data/os-security-key) npx svc ...`;

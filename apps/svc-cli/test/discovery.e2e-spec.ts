@@ -120,8 +120,14 @@ describe('svc URL discovery and the credential gates', () => {
     expect(run.code).toBe(1);
     expect(run.json()).toEqual({
       error: `No running service found (tried: ${deadUrl} (from SERVICE_URL in .env): connect ECONNREFUSED ${deadUrl.replace('http://', '')}).`,
-      hint: 'Check SERVICE_URL in .env, or pass --url.',
+      // npm start writes .env's URL at each start: a dead one is most often a stopped npm start.
+      hint: 'Start the service (npm start, which rewrites SERVICE_URL in .env), or check SERVICE_URL there, or pass --url.',
     });
+    // An operator's .env.production is no npm start's: only the file is named.
+    writeFileSync(join(sandbox.cwd, '.env.production'), `SERVICE_URL=${deadUrl}\n`);
+    const production = await status();
+    expect(production.code).toBe(1);
+    expect(production.json().hint).toBe('Check SERVICE_URL in .env.production, or pass --url.');
   });
 
   it('without any URL it probes localhost 7777, 7778, 7779 and 8000 in order', async (context) => {

@@ -1,3 +1,5 @@
+import { basename } from 'node:path';
+
 import { CliError, Terminal } from '@app/cli-terminal';
 
 import { CliEnv } from './cli-env';
@@ -153,7 +155,10 @@ function nextStep({ candidate }: Miss): string {
     case 'env':
       return 'Check SERVICE_URL in the environment, or pass --url.';
     case 'env-file':
-      return `Check SERVICE_URL in ${candidate.sourceFile}, or pass --url.`;
+      // npm start writes .env's SERVICE_URL at each start: one that no longer answers is most often a stopped npm start.
+      return basename(candidate.sourceFile ?? '') === '.env'
+        ? `Start the service (npm start, which rewrites SERVICE_URL in ${candidate.sourceFile}), or check SERVICE_URL there, or pass --url.`
+        : `Check SERVICE_URL in ${candidate.sourceFile}, or pass --url.`;
     default:
       return 'Start it (npm start), or pass --url or set SERVICE_URL.';
   }
