@@ -67,7 +67,9 @@ describe('configuration at boot', () => {
     expect(JSON.parse(lines.pop()!)).toMatchObject({
       level: 60,
       service: 'api',
-      msg: 'The api failed to start: password authentication failed for user "postgres" (LOG_LEVEL=debug shows the stack)',
+      msg:
+        `The api cannot start: the database DATABASE_URL names (${url.hostname}:${url.port}${url.pathname}) refused the connection: ` +
+        'password authentication failed for user "postgres". Check DATABASE_URL (host, port, user, password, database) and that PostgreSQL runs there.',
     });
     const before = lines.map((line) => JSON.parse(line) as { msg: string });
     expect(before.filter((line) => /Retrying/.test(line.msg))).toEqual([]);

@@ -42,10 +42,46 @@ export function describeBootFailure(app: string, error: unknown, defaultPortVari
   if (code === 'EADDRNOTAVAIL') {
     return `The ${app} cannot start: ${address ?? 'the HOST address'} is not an address of this machine. Set HOST to one of its addresses (127.0.0.1 for this machine only).`;
   }
+  const database = databaseConnectionProblem(error);
+  if (database) {
+    return `The ${app} cannot start: ${database}`;
+  }
   const message = error instanceof Error ? error.message : String(error);
   const debug = ['debug', 'trace'].includes(process.env.LOG_LEVEL ?? '');
   if (debug && error instanceof Error && error.stack) {
     return `The ${app} failed to start: ${message}\n${error.stack}`;
   }
   return `The ${app} failed to start: ${message} (LOG_LEVEL=debug shows the stack)`;
+}
+
+/** Failures to open a connection (not to listen): the database is where a starting process connects to. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET']);
+
+/** Where DATABASE_URL points, without its credentials: `host:port/database`. */
+function databaseLocation(): string {
+  try {
+    const url = new URL(process.env.DATABASE_URL ?? '');
+    return `${url.hostname}:${url.port || 5432}${url.pathname}`;
+  } catch {
+    return 'an address that is not a URL';
+  }
+}
+
+/**
+ * A database DATABASE_URL names that cannot be reached or refuses the login (SQLSTATE class 28) or has no such
+ * database (3D000), said as such: the driver's own words ("connect ECONNREFUSED 127.0.0.1:1", "password
+ * authentication failed") do not say which setting to fix. Null for any other error.
+ */
+export function databaseConnectionProblem(error: unknown): string | null {
+  const { code, syscall } = (error ?? {}) as { code?: unknown; syscall?: unknown };
+  if (typeof code !== 'string') {
+    return null;
+  }
+  const refused = /^28[0-9A-Z]{3}$/.test(code) || code === '3D000';
+  const unreachable = UNREACHABLE.has(code) && syscall !== 'listen';
+  if (!refused && !unreachable) {
+    return null;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return `the database DATABASE_URL names (${databaseLocation()}) ${refused ? 'refused the connection' : 'cannot be reached'}: ${message}. Check DATABASE_URL (host, port, user, password, database) and that PostgreSQL runs there.`;
 }

@@ -4,7 +4,7 @@ import 'reflect-metadata';
 
 import { DataSource } from 'typeorm';
 
-import { bootLine, loadEnv } from '@app/config';
+import { bootLine, databaseConnectionProblem, loadEnv } from '@app/config';
 
 import { dataSourceOptions, migrate } from './data-source';
 
@@ -25,6 +25,7 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   // What failed and that nothing was applied: a rollout waits on this job, and its log is all an operator has.
-  console.error(bootLine('migrate', `Migrations not applied: ${error instanceof Error ? error.message : String(error)}`));
+  const reason = databaseConnectionProblem(error) ?? (error instanceof Error ? error.message : String(error));
+  console.error(bootLine('migrate', `Migrations not applied: ${reason}`));
   process.exit(1);
 });

@@ -1,0 +1,63 @@
+import { createServer } from 'node:net';
+
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+
+import { freePort } from '../../../scripts/embedded-postgres.mjs';
+import { createTestDatabase } from '../../../test/support/database';
+import { describeBootFailure } from './boot-error';
+
+/** The error pg gives when connecting to `url` fails. */
+async function connectionError(url: string): Promise<unknown> {
+  const client = new pg.Client({ connectionString: url });
+  try {
+    await client.connect();
+  } catch (error) {
+    return error;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+  throw new Error(`connected to ${url}`);
+}
+
+describe('describeBootFailure, for the database DATABASE_URL names', () => {
+  const saved = process.env.DATABASE_URL;
+  afterEach(() => {
+    process.env.DATABASE_URL = saved;
+  });
+  const advice = 'Check DATABASE_URL (host, port, user, password, database) and that PostgreSQL runs there.';
+
+  it('names the variable, where it points (no credentials) and what to check, for a server that does not answer', async () => {
+    const url = `postgresql://postgres:secret@127.0.0.1:${await freePort()}/platform`;
+    process.env.DATABASE_URL = url;
+    const line = describeBootFailure('api', await connectionError(url));
+    expect(line).toMatch(
+      new RegExp(
+        `^The api cannot start: the database DATABASE_URL names \\(127\\.0\\.0\\.1:\\d+/platform\\) cannot be reached: connect ECONNREFUSED `,
+      ),
+    );
+    expect(line.endsWith(advice)).toBe(true);
+    expect(line).not.toContain('secret');
+  });
+
+  it('says the server refused it, for a database that does not exist there', async () => {
+    const url = new URL(await createTestDatabase());
+    url.pathname = '/no_such_database';
+    process.env.DATABASE_URL = url.toString();
+    expect(describeBootFailure('worker', await connectionError(url.toString()))).toBe(
+      `The worker cannot start: the database DATABASE_URL names (${url.hostname}:${url.port}/no_such_database) refused the connection: ` +
+        `database "no_such_database" does not exist. ${advice}`,
+    );
+  });
+
+  it('leaves other failures as they were: a port this process cannot listen on names its own variable', async () => {
+    const holder = createServer();
+    const port = await freePort();
+    await new Promise<void>((done) => holder.listen(port, '127.0.0.1', done));
+    const second = createServer();
+    const error = await new Promise((resolve) => second.once('error', resolve).listen(port, '127.0.0.1'));
+    holder.close();
+    expect(describeBootFailure('api', error)).toMatch(/^The api cannot start: port \d+ on 127\.0\.0\.1 is already in use/);
+    expect(describeBootFailure('api', new Error('boom'))).toBe('The api failed to start: boom (LOG_LEVEL=debug shows the stack)');
+  });
+});
