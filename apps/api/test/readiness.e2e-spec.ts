@@ -91,7 +91,9 @@ describe('GET /readyz', () => {
     it('is 503 until `npm run migrate` has applied every migration, then 200; the log says why, once per change', async () => {
       const before = await call(api.url, 'GET', '/readyz');
       expect(before.status).toBe(503);
-      expect(before.body).toEqual({ detail: 'Not ready: database migrations are pending (run the migrate role)' });
+      expect(before.body).toEqual({
+        detail: 'Not ready: database migrations are pending (run npm run migrate: the migrate role in the image)',
+      });
       await call(api.url, 'GET', '/readyz');
       await call(api.url, 'GET', '/readyz');
       // A scrape meanwhile answers this process's own figures, without the database's (not a 500).
@@ -116,9 +118,11 @@ describe('GET /readyz', () => {
       // The reason is in the log (a probe's body reaches no kubelet event), once for three probes, not as an error per probe.
       await expect.poll(() => api.output()).toContain('api ready again');
       const lines = api.output().split('\n');
-      expect(lines.filter((line) => line.includes('api not ready: database migrations are pending (run the migrate role)'))).toHaveLength(
-        1,
-      );
+      expect(
+        lines.filter((line) =>
+          line.includes('api not ready: database migrations are pending (run npm run migrate: the migrate role in the image)'),
+        ),
+      ).toHaveLength(1);
       // So is the scrapes' (Prometheus scrapes every 15 s or so): once for two, and once when the figures are back.
       expect(lines.filter((line) => line.includes('metrics scraped without the queue and schedule figures'))).toHaveLength(1);
       expect(api.output()).toContain('metrics scraped with the queue and schedule figures again');

@@ -14,7 +14,7 @@ export type DatabaseState = 'ok' | 'unreachable' | 'migrations_pending';
 /** The 503 detail for each way of not being ready; api and worker say the same thing. */
 export const NOT_READY_DETAIL: Record<Exclude<DatabaseState, 'ok'>, string> = {
   unreachable: 'Not ready: the database is unreachable',
-  migrations_pending: 'Not ready: database migrations are pending (run the migrate role)',
+  migrations_pending: 'Not ready: database migrations are pending (run npm run migrate: the migrate role in the image)',
 };
 
 const UNDEFINED_TABLE = '42P01';
