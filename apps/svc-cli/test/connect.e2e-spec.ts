@@ -657,6 +657,12 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
       note: expect.stringContaining('cannot reach a local service'),
     });
     expect(chatA.instructions).toHaveLength(3);
+    // Not public and token-protected: the last step says what comes first, not to paste the local URL.
+    expect(chatA.instructions[2]).toBe(
+      'Once the service is on a public HTTPS URL and it offers OAuth sign-in on /mcp, in ChatGPT: Settings -> Connectors -> ' +
+        'Add custom connector, paste its public MCP URL (https://<public host>/mcp; the one below is local), and follow the prompts ' +
+        '(custom connectors need a paid plan; enable Developer Mode for full tool access).',
+    );
     expect(chatB.client).toBe('chat-app-b');
   });
 
@@ -915,6 +921,8 @@ describe.skipIf(!HAS_OPENSSL)('svc connect on a public https URL (security_key m
     for (const result of results) {
       expect(result).toMatchObject({ status: 'manual', url: `${publicUrl}/mcp`, auto: true, instructions: expect.any(Array) });
       expect(result.note).toBeUndefined();
+      // Public, but token-protected: the app's UI cannot send the token, so that comes first; the URL shown is the one to paste.
+      expect(result.instructions[2]).toMatch(/^Once it offers OAuth sign-in on \/mcp, in .+ paste the MCP URL below, /);
     }
   });
 });

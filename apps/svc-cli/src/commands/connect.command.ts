@@ -5,6 +5,7 @@ import { Command, Option } from 'nest-commander';
 import { CliError, Interrupted, Terminal } from '@app/cli-terminal';
 import {
   CHAT_APP_CLIENTS,
+  ChatAppAccess,
   ChatAppClientId,
   chatAppSetupSteps,
   chatAppUnreachableNote,
@@ -102,6 +103,11 @@ function rank(key: string): number {
 function publicAccount(account: MintedServiceAccount | ServiceAccount): ServiceAccount {
   const { token: _token, ...rest } = account as MintedServiceAccount;
   return rest;
+}
+
+/** How a chat app, which cannot send a bearer token, gets in to this service's /mcp. */
+function chatAppAccess(descriptor: ServiceDescriptor): ChatAppAccess {
+  return oauthEnabled(descriptor) ? 'oauth' : descriptor.auth_mode === 'none' ? 'open' : 'token';
 }
 
 /** One `svc connect` run: the service, how entries are written, and the accounts minted on the way. */
@@ -268,7 +274,7 @@ class Connection {
       status: 'manual',
       error: null,
       url: this.mcpUrl,
-      instructions: chatAppSetupSteps(client, oauthEnabled(this.descriptor)),
+      instructions: chatAppSetupSteps(client, chatAppAccess(this.descriptor), reachable),
       ...(reachable ? {} : { note: chatAppUnreachableNote(client, this.mcpUrl) }),
       ...(auto ? { auto: true } : {}),
     };
