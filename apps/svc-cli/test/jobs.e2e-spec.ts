@@ -180,6 +180,22 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       } finally {
         await query(databaseUrl, `UPDATE queue_jobs SET available_at = now() WHERE status = 'queued'`);
       }
+
+      // A due job waiting minutes while nothing runs: the likeliest cause, no worker, is named.
+      const running = await query<{ id: string }>(
+        databaseUrl,
+        `UPDATE queue_jobs SET status = 'paused' WHERE status = 'running' RETURNING id`,
+      );
+      await query(databaseUrl, `UPDATE queue_jobs SET available_at = now() - interval '5 minutes' WHERE status = 'queued'`);
+      try {
+        const idle = await runCommand(['jobs', 'stats'], sandbox, { env: { ...asAdmin, NO_COLOR: '1' } });
+        expect(idle.stdout).toMatch(
+          /^Oldest queued job: 5m old, and no job is running: is a worker up\? \(npm start runs one; a deployment runs npm run start:worker\)$/m,
+        );
+      } finally {
+        await query(databaseUrl, `UPDATE queue_jobs SET available_at = now() WHERE status = 'queued'`);
+        await query(databaseUrl, `UPDATE queue_jobs SET status = 'running' WHERE id = ANY ($1::uuid[])`, [running.map((row) => row.id)]);
+      }
     });
   });
 

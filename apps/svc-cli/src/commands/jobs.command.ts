@@ -70,9 +70,13 @@ function age(seconds: number): string {
 }
 
 /** The stats' oldest-queued line: queued jobs none of which is due (retries in their backoff, deferred runs) are not "none queued". */
+/** A due job waiting this long with nothing running most often means no worker is up. */
+const NO_WORKER_HINT_SECONDS = 60;
+
 function oldestQueued(stats: QueueStats): string {
   if (stats.oldest_queued_age_seconds !== null) {
-    return `${age(stats.oldest_queued_age_seconds)} old`;
+    const idle = stats.oldest_queued_age_seconds >= NO_WORKER_HINT_SECONDS && (stats.counts.running ?? 0) === 0;
+    return `${age(stats.oldest_queued_age_seconds)} old${idle ? ', and no job is running: is a worker up? (npm start runs one; a deployment runs npm run start:worker)' : ''}`;
   }
   const queued = stats.counts.queued ?? 0;
   return queued === 0
