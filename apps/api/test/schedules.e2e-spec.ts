@@ -6,7 +6,7 @@ import { createTestDatabase, query } from '../../../test/support/database';
 import { expectErrorBody, expectValidationBody } from '../../../test/support/error-bodies';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY, uniqueName } from '../../../test/support/principals';
-import { RunningApi, startApi } from '../../../test/support/processes';
+import { RunningApi, startApi, waitFor } from '../../../test/support/processes';
 
 const NEW_YEAR_2100 = 4102444800; // 2100-01-01T00:00:00Z
 
@@ -465,9 +465,7 @@ describe('schedules api (security_key mode)', () => {
       const refused = async (token: string, path = '/config') => {
         const response = await call(api.url, 'GET', path, { token });
         expectErrorBody(response, 401);
-        expect(response.body.detail).toBe(
-          'Invalid or expired schedule credential, not issued for this call, or the schedule is disabled (or api and worker hold different INTERNAL_SERVICE_TOKEN values)',
-        );
+        expect(response.body.detail).toBe('Invalid or expired schedule credential, not issued for this call, or the schedule is disabled');
       };
       // The first credential checked makes the api generate its signing key (none is configured here).
       await refused(forged);
@@ -478,8 +476,22 @@ describe('schedules api (security_key mode)', () => {
       );
       const signed = (scheduleId: string, expiresAt: number, call = 'GET /config') =>
         `svc_sch_${scheduleId}.${expiresAt}.${createHmac('sha256', key).update(`${scheduleId}.${expiresAt}.${call}`).digest('base64url')}`;
+      // As the worker mints them: with the tag of the key that signed them.
+      const tagged = (secret: string, scheduleId: string, expiresAt: number, call = 'GET /config') =>
+        `svc_sch_${scheduleId}.${expiresAt}.${createHmac('sha256', secret).update('schedule credential key tag').digest('hex').slice(0, 8)}.` +
+        createHmac('sha256', secret).update(`${scheduleId}.${expiresAt}.${call}`).digest('base64url');
 
       expect((await call(api.url, 'GET', '/config', { token: signed(schedule.id, NEW_YEAR_2100) })).status).toBe(200);
+      expect((await call(api.url, 'GET', '/config', { token: tagged(key, schedule.id, NEW_YEAR_2100) })).status).toBe(200);
+      // A worker holding another INTERNAL_SERVICE_TOKEN: the refusal names the cause, and the api's log says it too.
+      const otherKey = await call(api.url, 'GET', '/config', {
+        token: tagged('another-internal-service-token', schedule.id, NEW_YEAR_2100),
+      });
+      expectErrorBody(otherKey, 401);
+      expect(otherKey.body.detail).toBe(
+        'Schedule credential signed with another key: the api and the worker hold different INTERNAL_SERVICE_TOKEN values (set the same on both, or on neither)',
+      );
+      await waitFor(async () => api.output().includes('credential signed with another key'), 5_000, 'the api to log the other key');
       await refused(signed(schedule.id, NEW_YEAR_2100), '/service-accounts');
       await refused(signed(schedule.id, NEW_YEAR_2100, 'GET /service-accounts'), '/service-accounts');
       await refused(signed(schedule.id, Math.floor(Date.now() / 1000) - 1));

@@ -145,7 +145,7 @@ export class Authenticator {
       return this.anonymousOr('Invalid authentication token: "Bearer" appears twice; give the credential alone after it');
     }
     if (token.startsWith(SCHEDULE_CREDENTIAL_PREFIX)) {
-      return this.fromSchedule(await this.scheduleCredentials.resolve(token, credentials.call));
+      return this.fromSchedule(token, await this.scheduleCredentials.resolve(token, credentials.call));
     }
     if (token.startsWith(TOKEN_PREFIX)) {
       return this.fromServiceAccount(await this.serviceAccounts.verify(token, credentials.clientKey));
@@ -237,11 +237,17 @@ export class Authenticator {
    * the owner holds now (a service account's current scopes). A refusal is always a 401, even on an
    * open instance, where falling back to anonymous could grant more than the owner had.
    */
-  private async fromSchedule(owner: ScheduleOwner | null): Promise<Principal> {
+  private async fromSchedule(credential: string, owner: ScheduleOwner | null): Promise<Principal> {
+    if (!owner && (await this.scheduleCredentials.signedWithAnotherKey(credential))) {
+      throw new AuthException(
+        AuthErrorCode.Unauthenticated,
+        'Schedule credential signed with another key: the api and the worker hold different INTERNAL_SERVICE_TOKEN values (set the same on both, or on neither)',
+      );
+    }
     if (!owner) {
       throw new AuthException(
         AuthErrorCode.Unauthenticated,
-        'Invalid or expired schedule credential, not issued for this call, or the schedule is disabled (or api and worker hold different INTERNAL_SERVICE_TOKEN values)',
+        'Invalid or expired schedule credential, not issued for this call, or the schedule is disabled',
       );
     }
     const principal = await this.scheduleOwnerPrincipal(owner);

@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { isUUID } from 'class-validator';
 import { DataSource, Repository } from 'typeorm';
@@ -8,6 +8,7 @@ import { DataSource, Repository } from 'typeorm';
 import { CredentialKind } from '@app/access';
 import { Env, warnIfShort } from '@app/config';
 import { queryPrepared } from '@app/database';
+import { LastingCondition } from '@app/logging';
 
 import { InternalSecretEntity } from './internal-secret.entity';
 import { securityKeyFingerprint } from './owner-key';
@@ -17,7 +18,8 @@ import { runPath, TargetType } from './schedule-target';
 
 export const SCHEDULE_CREDENTIAL_PREFIX = 'svc_sch_';
 const SECRET_NAME = 'internal_service_token';
-const CREDENTIAL = /^svc_sch_([0-9a-f-]{36})\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/;
+/** `svc_sch_<schedule id>.<expiry>.<key tag>.<HMAC>`; credentials of releases before the key tag have none. */
+const CREDENTIAL = /^svc_sch_([0-9a-f-]{36})\.(\d{1,12})\.(?:([0-9a-f]{8})\.)?([A-Za-z0-9_-]{43})$/;
 
 /** One HTTP call as the api receives it: the method and the path with its query. */
 export interface ScheduleCall {
@@ -74,15 +76,18 @@ const CALLED_SCHEDULE = {
 };
 
 /**
- * The worker's credential for one call of a fire: `svc_sch_<schedule id>.<expiry>.<HMAC>`, keyed by
+ * The worker's credential for one call of a fire: `svc_sch_<schedule id>.<expiry>.<key tag>.<HMAC>`, keyed by
  * INTERNAL_SERVICE_TOKEN (or a secret generated once and kept in the database, so every replica
  * agrees). The HMAC covers the call's method and URL, so the credential is good for that call only:
  * the schedule's own method and endpoint, or reading the run that call started. Presented anywhere
- * else it does not verify.
+ * else it does not verify. The key tag (derived from the key, saying nothing of it) tells a credential
+ * signed with another key apart: api and worker holding different INTERNAL_SERVICE_TOKEN values.
  */
 @Injectable()
 export class ScheduleCredentials {
+  private readonly log = new Logger('ScheduleCredentials');
   private secret: Promise<Buffer> | null = null;
+  private readonly otherKey = new LastingCondition();
 
   constructor(
     private readonly env: Env,
@@ -100,7 +105,25 @@ export class ScheduleCredentials {
 
   async mint(scheduleId: string, validForSeconds: number, call: ScheduleCall): Promise<string> {
     const expiresAt = Math.floor(Date.now() / 1000) + validForSeconds;
-    return `${SCHEDULE_CREDENTIAL_PREFIX}${scheduleId}.${expiresAt}.${await this.mac(scheduleId, expiresAt, call)}`;
+    return `${SCHEDULE_CREDENTIAL_PREFIX}${scheduleId}.${expiresAt}.${await this.keyTag()}.${await this.mac(scheduleId, expiresAt, call)}`;
+  }
+
+  /**
+   * Whether a credential that did not verify was signed with another key than this process's: said in the log
+   * (when it starts, then once a minute while it lasts), since every fire then fails until both hold the same.
+   */
+  async signedWithAnotherKey(credential: string): Promise<boolean> {
+    const tag = CREDENTIAL.exec(credential)?.[3];
+    if (tag === undefined || tag === (await this.keyTag())) {
+      return false;
+    }
+    this.otherKey.met(1, (fires) =>
+      this.log.warn(
+        `${fires} schedule fire(s) came with a credential signed with another key: the worker and this api hold different ` +
+          'INTERNAL_SERVICE_TOKEN values (set the same on both, or on neither); every fire fails until they agree',
+      ),
+    );
+    return true;
   }
 
   /** The owner of the enabled schedule a valid, unexpired credential names, if it was minted for exactly `call`; null otherwise. */
@@ -110,7 +133,7 @@ export class ScheduleCredentials {
       return null;
     }
     const expected = Buffer.from(await this.mac(match[1], Number(match[2]), call));
-    if (!timingSafeEqual(expected, Buffer.from(match[3]))) {
+    if (!timingSafeEqual(expected, Buffer.from(match[4]))) {
       return null;
     }
     const {
@@ -172,6 +195,14 @@ export class ScheduleCredentials {
       { id: scheduleId, enabled: true },
       { enabled: false, nextRunAt: null, disabledReason: reason, updatedAt: new Date() },
     );
+  }
+
+  /** Eight hex digits derived from the key: the same on every process holding it, and no help in guessing it. */
+  private async keyTag(): Promise<string> {
+    return createHmac('sha256', await this.key())
+      .update('schedule credential key tag')
+      .digest('hex')
+      .slice(0, 8);
   }
 
   private async mac(scheduleId: string, expiresAt: number, call: ScheduleCall): Promise<string> {
