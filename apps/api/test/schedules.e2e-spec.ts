@@ -476,20 +476,21 @@ describe('schedules api (security_key mode)', () => {
       );
       const signed = (scheduleId: string, expiresAt: number, call = 'GET /config') =>
         `svc_sch_${scheduleId}.${expiresAt}.${createHmac('sha256', key).update(`${scheduleId}.${expiresAt}.${call}`).digest('base64url')}`;
-      // As the worker mints them: with the tag of the key that signed them.
-      const tagged = (secret: string, scheduleId: string, expiresAt: number, call = 'GET /config') =>
-        `svc_sch_${scheduleId}.${expiresAt}.${createHmac('sha256', secret).update('schedule credential key tag').digest('hex').slice(0, 8)}.` +
-        createHmac('sha256', secret).update(`${scheduleId}.${expiresAt}.${call}`).digest('base64url');
+      // As the worker sends them: with the tag of the key that signed them beside the credential.
+      const tagOf = (secret: string) => createHmac('sha256', secret).update('schedule credential key tag').digest('hex').slice(0, 8);
+      const fired = (token: string, tag: string) => call(api.url, 'GET', '/config', { token, headers: { 'schedule-key-tag': tag } });
 
       expect((await call(api.url, 'GET', '/config', { token: signed(schedule.id, NEW_YEAR_2100) })).status).toBe(200);
-      expect((await call(api.url, 'GET', '/config', { token: tagged(key, schedule.id, NEW_YEAR_2100) })).status).toBe(200);
+      expect((await fired(signed(schedule.id, NEW_YEAR_2100), tagOf(key))).status).toBe(200);
       // A worker holding another INTERNAL_SERVICE_TOKEN: the refusal names the cause, and the api's log says it too.
-      const otherKey = await call(api.url, 'GET', '/config', {
-        token: tagged('another-internal-service-token', schedule.id, NEW_YEAR_2100),
-      });
+      const otherKey = await fired(forged, tagOf('another-internal-service-token'));
       expectErrorBody(otherKey, 401);
       expect(otherKey.body.detail).toBe(
         'Schedule credential signed with another key: the api and the worker hold different INTERNAL_SERVICE_TOKEN values (set the same on both, or on neither)',
+      );
+      // The same key's tag on a credential that fails for another reason gets the general refusal.
+      expect((await fired(signed(schedule.id, Math.floor(Date.now() / 1000) - 1), tagOf(key))).body.detail).toBe(
+        'Invalid or expired schedule credential, not issued for this call, or the schedule is disabled',
       );
       await waitFor(async () => api.output().includes('credential signed with another key'), 5_000, 'the api to log the other key');
       await refused(signed(schedule.id, NEW_YEAR_2100), '/service-accounts');

@@ -440,6 +440,23 @@ describe('schedule firing (real worker, real HTTP)', () => {
     expect(fire.attempts[1].run_id).toBe(runs[0].id);
   });
 
+  it('a worker holding another INTERNAL_SERVICE_TOKEN than the api: its fires fail with a 401 that names the cause', async () => {
+    await worker.stop();
+    worker = await startWorker({ ...workerEnv(), INTERNAL_SERVICE_TOKEN: 'a-key-the-api-does-not-hold-0123456789' });
+    try {
+      const created = await createSchedule({ endpoint: '/config', max_retries: 0 });
+      const fire = await firedNow(created.id);
+      expect(fire.status).toBe('failed');
+      expect(fire.error).toContain(
+        'HTTP 401: {"detail":"Schedule credential signed with another key: the api and the worker hold different INTERNAL_SERVICE_TOKEN values',
+      );
+    } finally {
+      await worker.stop();
+      worker = await startWorker(workerEnv());
+    }
+    expect(api.output()).toContain('schedule fire(s) came with a credential signed with another key');
+  }, 60_000);
+
   it('fails a fire whose worker was lost (kill -9 mid-fire) once its heartbeat is stale, and never fires it again', async () => {
     const created = await createSchedule({ endpoint: '/health', timeout_seconds: 60, max_retries: 2 });
     const row = async () =>

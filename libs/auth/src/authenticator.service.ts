@@ -6,7 +6,14 @@ import type { FastifyRequest } from 'fastify';
 import { intersectScopes, mayUseSome, Principal, SERVICE_ACCOUNT_PREFIX, serviceAccountPrincipal } from '@app/access';
 import { Env, warnIfShort } from '@app/config';
 import { assertUnreachable } from '@app/errors';
-import { OWNER_REFUSAL_GRACE_SECONDS, SCHEDULE_CREDENTIAL_PREFIX, ScheduleCall, ScheduleCredentials, ScheduleOwner } from '@app/schedules';
+import {
+  OWNER_REFUSAL_GRACE_SECONDS,
+  SCHEDULE_CREDENTIAL_PREFIX,
+  SCHEDULE_KEY_TAG_HEADER,
+  ScheduleCall,
+  ScheduleCredentials,
+  ScheduleOwner,
+} from '@app/schedules';
 import { ServiceAccountsService, ServiceAccountVerifier, TOKEN_PREFIX, Verification } from '@app/service-accounts';
 
 import { AuthErrorCode, AuthException } from './auth.exception';
@@ -17,6 +24,8 @@ import { RouteScope, UnschedulableReason } from './scopes.decorator';
 export interface Credentials {
   /** The raw Authorization header, if any. */
   authorization?: string;
+  /** The key tag a schedule's fire sends beside its credential (SCHEDULE_KEY_TAG_HEADER), if any. */
+  scheduleKeyTag?: string;
   /** The client address, which the failed-lookup limiter counts by. */
   clientKey: string;
   /** The request's method and URL: a schedule's credential is good for one call only. */
@@ -25,7 +34,13 @@ export interface Credentials {
 
 /** What a request presents to be identified: its Authorization header, its client address and its call. */
 export function credentialsOf(request: Pick<FastifyRequest, 'headers' | 'ip' | 'method' | 'url'>): Credentials {
-  return { authorization: request.headers.authorization, clientKey: request.ip, call: { method: request.method, url: request.url } };
+  const tag = request.headers[SCHEDULE_KEY_TAG_HEADER];
+  return {
+    authorization: request.headers.authorization,
+    scheduleKeyTag: typeof tag === 'string' ? tag : undefined,
+    clientKey: request.ip,
+    call: { method: request.method, url: request.url },
+  };
 }
 
 const ANONYMOUS: Principal = { kind: 'anonymous', userId: null, scopes: [], scopesEnforced: false, selfScoped: false };
@@ -145,7 +160,7 @@ export class Authenticator {
       return this.anonymousOr('Invalid authentication token: "Bearer" appears twice; give the credential alone after it');
     }
     if (token.startsWith(SCHEDULE_CREDENTIAL_PREFIX)) {
-      return this.fromSchedule(token, await this.scheduleCredentials.resolve(token, credentials.call));
+      return this.fromSchedule(credentials.scheduleKeyTag, await this.scheduleCredentials.resolve(token, credentials.call));
     }
     if (token.startsWith(TOKEN_PREFIX)) {
       return this.fromServiceAccount(await this.serviceAccounts.verify(token, credentials.clientKey));
@@ -237,8 +252,8 @@ export class Authenticator {
    * the owner holds now (a service account's current scopes). A refusal is always a 401, even on an
    * open instance, where falling back to anonymous could grant more than the owner had.
    */
-  private async fromSchedule(credential: string, owner: ScheduleOwner | null): Promise<Principal> {
-    if (!owner && (await this.scheduleCredentials.signedWithAnotherKey(credential))) {
+  private async fromSchedule(keyTag: string | undefined, owner: ScheduleOwner | null): Promise<Principal> {
+    if (!owner && (await this.scheduleCredentials.signedWithAnotherKey(keyTag))) {
       throw new AuthException(
         AuthErrorCode.Unauthenticated,
         'Schedule credential signed with another key: the api and the worker hold different INTERNAL_SERVICE_TOKEN values (set the same on both, or on neither)',

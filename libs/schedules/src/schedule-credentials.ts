@@ -18,8 +18,12 @@ import { runPath, TargetType } from './schedule-target';
 
 export const SCHEDULE_CREDENTIAL_PREFIX = 'svc_sch_';
 const SECRET_NAME = 'internal_service_token';
-/** `svc_sch_<schedule id>.<expiry>.<key tag>.<HMAC>`; credentials of releases before the key tag have none. */
-const CREDENTIAL = /^svc_sch_([0-9a-f-]{36})\.(\d{1,12})\.(?:([0-9a-f]{8})\.)?([A-Za-z0-9_-]{43})$/;
+const CREDENTIAL = /^svc_sch_([0-9a-f-]{36})\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/;
+/**
+ * The header a fire's calls carry the key tag in (see keyTag): beside the credential, whose format a release
+ * from before the tag still verifies during a rolling update.
+ */
+export const SCHEDULE_KEY_TAG_HEADER = 'schedule-key-tag';
 
 /** One HTTP call as the api receives it: the method and the path with its query. */
 export interface ScheduleCall {
@@ -76,12 +80,13 @@ const CALLED_SCHEDULE = {
 };
 
 /**
- * The worker's credential for one call of a fire: `svc_sch_<schedule id>.<expiry>.<key tag>.<HMAC>`, keyed by
+ * The worker's credential for one call of a fire: `svc_sch_<schedule id>.<expiry>.<HMAC>`, keyed by
  * INTERNAL_SERVICE_TOKEN (or a secret generated once and kept in the database, so every replica
  * agrees). The HMAC covers the call's method and URL, so the credential is good for that call only:
  * the schedule's own method and endpoint, or reading the run that call started. Presented anywhere
- * else it does not verify. The key tag (derived from the key, saying nothing of it) tells a credential
- * signed with another key apart: api and worker holding different INTERNAL_SERVICE_TOKEN values.
+ * else it does not verify. The key tag the call carries beside it (derived from the key, saying nothing
+ * of it) tells a credential signed with another key apart: api and worker holding different
+ * INTERNAL_SERVICE_TOKEN values.
  */
 @Injectable()
 export class ScheduleCredentials {
@@ -105,15 +110,14 @@ export class ScheduleCredentials {
 
   async mint(scheduleId: string, validForSeconds: number, call: ScheduleCall): Promise<string> {
     const expiresAt = Math.floor(Date.now() / 1000) + validForSeconds;
-    return `${SCHEDULE_CREDENTIAL_PREFIX}${scheduleId}.${expiresAt}.${await this.keyTag()}.${await this.mac(scheduleId, expiresAt, call)}`;
+    return `${SCHEDULE_CREDENTIAL_PREFIX}${scheduleId}.${expiresAt}.${await this.mac(scheduleId, expiresAt, call)}`;
   }
 
   /**
-   * Whether a credential that did not verify was signed with another key than this process's: said in the log
-   * (when it starts, then once a minute while it lasts), since every fire then fails until both hold the same.
+   * Whether a fire's credential that did not verify came with another key's tag (SCHEDULE_KEY_TAG_HEADER): said in
+   * the log (when it starts, then once a minute while it lasts), since every fire then fails until both hold the same.
    */
-  async signedWithAnotherKey(credential: string): Promise<boolean> {
-    const tag = CREDENTIAL.exec(credential)?.[3];
+  async signedWithAnotherKey(tag: string | undefined): Promise<boolean> {
     if (tag === undefined || tag === (await this.keyTag())) {
       return false;
     }
@@ -133,7 +137,7 @@ export class ScheduleCredentials {
       return null;
     }
     const expected = Buffer.from(await this.mac(match[1], Number(match[2]), call));
-    if (!timingSafeEqual(expected, Buffer.from(match[4]))) {
+    if (!timingSafeEqual(expected, Buffer.from(match[3]))) {
       return null;
     }
     const {
@@ -198,7 +202,7 @@ export class ScheduleCredentials {
   }
 
   /** Eight hex digits derived from the key: the same on every process holding it, and no help in guessing it. */
-  private async keyTag(): Promise<string> {
+  async keyTag(): Promise<string> {
     return createHmac('sha256', await this.key())
       .update('schedule credential key tag')
       .digest('hex')

@@ -8,7 +8,7 @@ import { LastingCondition } from '@app/logging';
 import { JobContext, JobHandler, JobResult } from '@app/queue';
 import { ServiceAccountsService } from '@app/service-accounts';
 
-import { ScheduleCredentials } from './schedule-credentials';
+import { SCHEDULE_KEY_TAG_HEADER, ScheduleCredentials } from './schedule-credentials';
 import { ScheduleDispatchRepository } from './schedule-dispatch.repository';
 import { normalizedEndpoint } from './schedule-endpoint';
 import { ScheduleFireMetrics } from './schedule-fire-metrics';
@@ -202,7 +202,7 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
   }
 
   /** The URL of a call to this service, with a credential good for exactly that call. */
-  private async signed(fire: ClaimedFire, method: string, path: string): Promise<{ url: URL; authorization: string }> {
+  private async signed(fire: ClaimedFire, method: string, path: string): Promise<{ url: URL; credentialHeaders: Record<string, string> }> {
     // Dot segments are resolved inside the path first, so no endpoint can climb above PUBLIC_URL's own path.
     const url = new URL(`${this.env.publicUrl}${normalizedEndpoint(path)}`);
     // The api sees the path below PUBLIC_URL's own (a proxy in front strips that prefix).
@@ -211,11 +211,15 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
       method,
       url: `${url.pathname.slice(prefix.length)}${url.search}`,
     });
-    return { url, authorization: `Bearer ${credential}` };
+    // The key tag beside it: an api holding another INTERNAL_SERVICE_TOKEN can then say so (see signedWithAnotherKey).
+    return {
+      url,
+      credentialHeaders: { authorization: `Bearer ${credential}`, [SCHEDULE_KEY_TAG_HEADER]: await this.credentials.keyTag() },
+    };
   }
 
   private async call(fire: ClaimedFire, key: string, signal: AbortSignal): Promise<AttemptOutcome> {
-    const { url, authorization } = await this.signed(fire, fire.method, fire.endpoint);
+    const { url, credentialHeaders } = await this.signed(fire, fire.method, fire.endpoint);
     const { body, headers } = requestBody(fire.method, fire.payload);
     // undici's request rather than fetch: the same client without fetch's streams and Request objects, about a
     // third of its CPU per call, and a busy minute makes a call per schedule. It follows no redirects: a
@@ -223,7 +227,7 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
     const send = () =>
       request(url, {
         method: fire.method as Dispatcher.HttpMethod,
-        headers: { ...headers, authorization, 'x-request-id': `schedule-run-${fire.id}`, 'idempotency-key': key },
+        headers: { ...headers, ...credentialHeaders, 'x-request-id': `schedule-run-${fire.id}`, 'idempotency-key': key },
         body,
         signal,
       });
@@ -257,7 +261,7 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
 
   /** Polls the run the endpoint started until it ends; a run that ends other than completed fails the attempt. */
   private async follow(fire: ClaimedFire, run: StartedRun, statusCode: number, body: string, signal: AbortSignal): Promise<AttemptOutcome> {
-    const { url, authorization } = await this.signed(
+    const { url, credentialHeaders } = await this.signed(
       fire,
       'GET',
       runPath({ type: fire.targetType as TargetType, id: fire.targetId! }, run.runId),
@@ -273,7 +277,7 @@ export class ScheduleFirer implements JobHandler<ClaimedFire> {
         await sleep(delay, signal);
         signal.throwIfAborted();
         delay = Math.min(delay * 1.5, FOLLOW_MAX_POLL_MS);
-        const response = await request(url, { headers: { authorization }, signal });
+        const response = await request(url, { headers: credentialHeaders, signal });
         body = await response.body.text();
         if (response.statusCode >= 400 && !isRetryableStatus(response.statusCode)) {
           return {
