@@ -40,6 +40,16 @@ describe('describeBootFailure, for the database DATABASE_URL names', () => {
     expect(line).not.toContain('secret');
   });
 
+  it('never shows a password whose unencoded slash ends the address early, and says what to encode', async () => {
+    const unreachable = await connectionError(`postgresql://127.0.0.1:${await freePort()}/platform`);
+    for (const url of ['postgresql://app:8/Jx+Secret@127.0.0.1:5432/prod', 'postgresql://app:/Secret9@db:5432/prod']) {
+      process.env.DATABASE_URL = url;
+      const line = describeBootFailure('api', unreachable);
+      expect(line).toContain('(an address whose user and password do not parse: percent-encode / ? # @ in the password) cannot be reached');
+      expect(line).not.toMatch(/Secret|Jx|:8\b/);
+    }
+  });
+
   it('says the server refused it, for a database that does not exist there', async () => {
     const url = new URL(await createTestDatabase());
     url.pathname = '/no_such_database';

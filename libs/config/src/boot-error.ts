@@ -54,13 +54,24 @@ export function describeBootFailure(app: string, error: unknown, defaultPortVari
   return `The ${app} failed to start: ${message} (LOG_LEVEL=debug shows the stack)`;
 }
 
-/** Failures to open a connection (not to listen): the database is where a starting process connects to. */
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET']);
+/**
+ * Failures to open a connection (not to listen): the database is where a starting process connects to. ENOENT:
+ * a Unix socket (`?host=/run/postgresql`) that is not there.
+ */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'ENOENT']);
 
-/** Where DATABASE_URL points, without its credentials: `host:port/database`. */
+/**
+ * Where DATABASE_URL points, without its credentials: `host:port/database`. A password holding an unencoded `/`,
+ * `?` or `#` ends the URL's authority early, so that the rest of it would read as the path: such an address is
+ * described, never shown.
+ */
 function databaseLocation(): string {
+  const raw = process.env.DATABASE_URL ?? '';
   try {
-    const url = new URL(process.env.DATABASE_URL ?? '');
+    const url = new URL(raw);
+    if (raw.includes('@') && (!url.username || `${url.pathname}${url.search}${url.hash}`.includes('@'))) {
+      return 'an address whose user and password do not parse: percent-encode / ? # @ in the password';
+    }
     return `${url.hostname}:${url.port || 5432}${url.pathname}`;
   } catch {
     return 'an address that is not a URL';
