@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -465,7 +465,9 @@ describe('schedules api (security_key mode)', () => {
       const refused = async (token: string, path = '/config') => {
         const response = await call(api.url, 'GET', path, { token });
         expectErrorBody(response, 401);
-        expect(response.body.detail).toBe('Invalid or expired schedule credential, not issued for this call, or the schedule is disabled');
+        expect(response.body.detail).toBe(
+          'Invalid or expired schedule credential, not issued for this call, or the schedule is disabled (or api and worker hold different INTERNAL_SERVICE_TOKEN values)',
+        );
       };
       // The first credential checked makes the api generate its signing key (none is configured here).
       await refused(forged);
@@ -483,7 +485,18 @@ describe('schedules api (security_key mode)', () => {
       expect((await call(api.url, 'GET', '/config', { token: signed(schedule.id, NEW_YEAR_2100) })).status).toBe(200);
       expect((await fired(signed(schedule.id, NEW_YEAR_2100), tagOf(key))).status).toBe(200);
       // A worker holding another INTERNAL_SERVICE_TOKEN: the refusal names the cause, and the api's log says it too.
-      const otherKey = await fired(forged, tagOf('another-internal-service-token'));
+      const anotherTag = tagOf('another-internal-service-token');
+      // Not for junk with a tag: an expired credential, or one naming no schedule (the tag itself is not signed).
+      for (const junk of [
+        signed(schedule.id, Math.floor(Date.now() / 1000) - 1),
+        `svc_sch_${randomUUID()}.${NEW_YEAR_2100}.${'A'.repeat(43)}`,
+      ]) {
+        expect((await fired(junk, anotherTag)).body.detail).toBe(
+          'Invalid or expired schedule credential, not issued for this call, or the schedule is disabled',
+        );
+      }
+      expect(api.output()).not.toContain('credential signed with another key');
+      const otherKey = await fired(forged, anotherTag);
       expectErrorBody(otherKey, 401);
       expect(otherKey.body.detail).toBe(
         'Schedule credential signed with another key: the api and the worker hold different INTERNAL_SERVICE_TOKEN values (set the same on both, or on neither)',

@@ -160,7 +160,7 @@ export class Authenticator {
       return this.anonymousOr('Invalid authentication token: "Bearer" appears twice; give the credential alone after it');
     }
     if (token.startsWith(SCHEDULE_CREDENTIAL_PREFIX)) {
-      return this.fromSchedule(credentials.scheduleKeyTag, await this.scheduleCredentials.resolve(token, credentials.call));
+      return this.fromSchedule(token, credentials.scheduleKeyTag, await this.scheduleCredentials.resolve(token, credentials.call));
     }
     if (token.startsWith(TOKEN_PREFIX)) {
       return this.fromServiceAccount(await this.serviceAccounts.verify(token, credentials.clientKey));
@@ -252,17 +252,18 @@ export class Authenticator {
    * the owner holds now (a service account's current scopes). A refusal is always a 401, even on an
    * open instance, where falling back to anonymous could grant more than the owner had.
    */
-  private async fromSchedule(keyTag: string | undefined, owner: ScheduleOwner | null): Promise<Principal> {
-    if (!owner && (await this.scheduleCredentials.signedWithAnotherKey(keyTag))) {
+  private async fromSchedule(credential: string, keyTag: string | undefined, owner: ScheduleOwner | null): Promise<Principal> {
+    if (!owner && (await this.scheduleCredentials.signedWithAnotherKey(credential, keyTag))) {
       throw new AuthException(
         AuthErrorCode.Unauthenticated,
         'Schedule credential signed with another key: the api and the worker hold different INTERNAL_SERVICE_TOKEN values (set the same on both, or on neither)',
       );
     }
     if (!owner) {
+      // A worker of an earlier release sends no key tag: the key may still be the cause.
       throw new AuthException(
         AuthErrorCode.Unauthenticated,
-        'Invalid or expired schedule credential, not issued for this call, or the schedule is disabled',
+        `Invalid or expired schedule credential, not issued for this call, or the schedule is disabled${keyTag === undefined ? ' (or api and worker hold different INTERNAL_SERVICE_TOKEN values)' : ''}`,
       );
     }
     const principal = await this.scheduleOwnerPrincipal(owner);

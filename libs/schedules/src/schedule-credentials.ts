@@ -114,17 +114,26 @@ export class ScheduleCredentials {
   }
 
   /**
-   * Whether a fire's credential that did not verify came with another key's tag (SCHEDULE_KEY_TAG_HEADER): said in
-   * the log (when it starts, then once a minute while it lasts), since every fire then fails until both hold the same.
+   * Whether a fire's credential that did not verify was most likely signed with another key: it came with another
+   * key's tag (SCHEDULE_KEY_TAG_HEADER), is unexpired and names an enabled schedule (the tag itself is not signed, so
+   * junk with a tag is not taken for a worker's). Said in the log when it starts, then once a minute while it lasts,
+   * since every fire then fails until api and worker hold the same key.
    */
-  async signedWithAnotherKey(tag: string | undefined): Promise<boolean> {
-    if (tag === undefined || tag === (await this.keyTag())) {
+  async signedWithAnotherKey(credential: string, tag: string | undefined): Promise<boolean> {
+    const match = CREDENTIAL.exec(credential);
+    if (tag === undefined || !match || Number(match[2]) * 1000 <= Date.now() || tag === (await this.keyTag())) {
+      return false;
+    }
+    const {
+      rows: [schedule],
+    } = await queryPrepared<CalledSchedule>(this.dataSource, CALLED_SCHEDULE, [match[1]]);
+    if (!schedule?.enabled) {
       return false;
     }
     this.otherKey.met(1, (fires) =>
       this.log.warn(
-        `${fires} schedule fire(s) came with a credential signed with another key: the worker and this api hold different ` +
-          'INTERNAL_SERVICE_TOKEN values (set the same on both, or on neither); every fire fails until they agree',
+        `${fires} schedule fire(s) came with a credential signed with another key: a worker holds another ` +
+          'INTERNAL_SERVICE_TOKEN than this api (set the same on both, or on neither); its fires fail until they agree',
       ),
     );
     return true;
