@@ -72,6 +72,15 @@ function commandLine(pid) {
   }
 }
 
+/** A data directory for a second copy: the first `.data-N` of this checkout that does not exist yet. */
+function spareDataDir() {
+  for (let n = 2; ; n += 1) {
+    if (!existsSync(join(root, `.data-${n}`))) {
+      return `.data-${n}`;
+    }
+  }
+}
+
 /** Best effort (Linux /proc): the parent of process `pid`, or null. */
 function parentOf(pid) {
   try {
@@ -170,7 +179,7 @@ async function checkPorts(ports) {
       const holder = listenerOf(port);
       if (holder?.command?.includes(join(root, 'dist', 'apps'))) {
         throw new QuickstartError(
-          `This checkout's service is already running (pid ${holder.pid} holds port ${port}): use it, or stop it with Ctrl-C in its npm start. A second copy needs its own port and data: ${startCommand(`${variable}=${await nextFreePort(port, address)} PLATFORM_DATA_DIR=.data-2`)}`,
+          `This checkout's service is already running (pid ${holder.pid} holds port ${port}): use it, or stop it with Ctrl-C in its npm start. A second copy needs its own port and data: ${startCommand(`${variable}=${await nextFreePort(port, address)} PLATFORM_DATA_DIR=${spareDataDir()}`)}`,
         );
       }
       const by = holder ? `by pid ${holder.pid}${holder.command ? `: ${holder.command}` : ''}` : 'by another process';
@@ -221,7 +230,7 @@ async function checkClusterFree(port) {
   const starter = parentOf(pid);
   if (starter !== null && commandLine(starter)?.includes(join('scripts', 'quickstart.mjs'))) {
     throw new QuickstartError(
-      `${shown(dataDir)} holds the data of an npm start still running (pid ${starter}; its PostgreSQL is pid ${pid}). Leave it running: a second copy needs its own port and data: PORT=${await nextFreePort(port, host)} PLATFORM_DATA_DIR=.data-2 npm start. Or stop that one first (Ctrl-C in its npm start), then run npm start again.`,
+      `${shown(dataDir)} holds the data of an npm start still running (pid ${starter}; its PostgreSQL is pid ${pid}). Leave it running: a second copy needs its own data (this port is free): PORT=${port} PLATFORM_DATA_DIR=${spareDataDir()} npm start. Or stop that one first (Ctrl-C in its npm start), then run npm start again.`,
     );
   }
   // Where the system does not say who started it (no /proc), it may still be another npm start's.

@@ -185,11 +185,12 @@ describe('npm start (scripts/quickstart.mjs)', () => {
     expect(await ctrlC(copy)).toBe(0);
 
     // A second start on the first's data (another port) leaves the first running, and says how to run beside it.
-    const sameData = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(await freePort()), PLATFORM_DATA_DIR: dataDir });
+    const samePort = await freePort();
+    const sameData = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(samePort), PLATFORM_DATA_DIR: dataDir });
     expect(await sameData.exited).not.toBe(0);
     expect(sameData.output().trim()).toMatch(
       new RegExp(
-        `^\\[quickstart\\] ${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} holds the data of an npm start still running \\(pid ${quickstart.child.pid}; its PostgreSQL is pid \\d+\\)\\. Leave it running: a second copy needs its own port and data: PORT=\\d+ PLATFORM_DATA_DIR=\\.data-2 npm start\\. Or stop that one first \\(Ctrl-C in its npm start\\), then run npm start again\\.$`,
+        `^\\[quickstart\\] ${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} holds the data of an npm start still running \\(pid ${quickstart.child.pid}; its PostgreSQL is pid \\d+\\)\\. Leave it running: a second copy needs its own data \\(this port is free\\): PORT=${samePort} PLATFORM_DATA_DIR=\\.data-2 npm start\\. Or stop that one first \\(Ctrl-C in its npm start\\), then run npm start again\\.$`,
       ),
     );
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
