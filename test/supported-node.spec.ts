@@ -152,6 +152,21 @@ describe('scripts/supported-node.mjs', () => {
       }
     });
 
+    it('says in an image, which has no scripts/ to fetch a Node.js with, to run on a supported one', () => {
+      const image = tempDir('supported-node-image-');
+      const config = join(image, 'dist', 'libs', 'config', 'src');
+      mkdirSync(config, { recursive: true });
+      copyFileSync('package.json', join(image, 'package.json'));
+      for (const file of ['supported-node.js', 'version.js']) {
+        copyFileSync(join('dist', 'libs', 'config', 'src', file), join(config, file));
+      }
+      const started = spawnSync(oldNode!, [join(config, 'supported-node.js')], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+      expect(started.status, started.stderr).toBe(1);
+      expect(started.stderr).toBe(
+        `This service needs Node.js ${minimum} or later; this is Node.js ${oldVersion}. Run it on Node.js 22 LTS or 24 (an image built from a node:22 base has one).\n`,
+      );
+    });
+
     it('leaves svc to the older Node.js: the CLI runs on it as it is', async () => {
       const svc = (...args: string[]) => spawnSync(oldNode!, [resolve('bin/svc.js'), ...args], { encoding: 'utf8' });
       const help = svc('--help');

@@ -121,7 +121,7 @@ describe('svc URL discovery and the credential gates', () => {
     expect(run.json()).toEqual({
       error: `No running service found (tried: ${deadUrl} (from SERVICE_URL in .env): connect ECONNREFUSED ${deadUrl.replace('http://', '')}).`,
       // npm start writes .env's URL at each start: a dead one is most often a stopped npm start.
-      hint: 'Start the service (npm start, which rewrites SERVICE_URL in .env), or check SERVICE_URL there, or pass --url.',
+      hint: 'Is the service running? Start it (npm start), or check SERVICE_URL in .env, or pass --url.',
     });
     // An operator's .env.production is no npm start's: only the file is named.
     writeFileSync(join(sandbox.cwd, '.env.production'), `SERVICE_URL=${deadUrl}\n`);

@@ -3,15 +3,20 @@ import { randomBytes } from 'node:crypto';
 import { v7 } from 'uuid';
 
 /** Random bytes drawn 4 KiB at a time, as crypto.randomUUID draws them: a call into the generator costs about 2 µs. */
+const POOL_BYTES = 4096;
 const entropy = { pool: Buffer.alloc(0), offset: 0 };
 
 /**
- * `size` random bytes, each handed out once. A refill replaces the pool rather than overwriting it, so bytes
- * handed out earlier never change under their holder.
+ * `size` random bytes (at most POOL_BYTES), each handed out once, for ids: a view into the shared pool, so not
+ * for secrets (its `.buffer` reaches the neighbouring bytes). A refill replaces the pool rather than overwriting
+ * it, so bytes handed out earlier never change under their holder.
  */
 export function pooledRandomBytes(size: number): Buffer {
+  if (size > POOL_BYTES) {
+    throw new RangeError(`pooledRandomBytes hands out at most ${POOL_BYTES} bytes at a time, not ${size}`);
+  }
   if (entropy.offset + size > entropy.pool.length) {
-    entropy.pool = randomBytes(4096);
+    entropy.pool = randomBytes(POOL_BYTES);
     entropy.offset = 0;
   }
   return entropy.pool.subarray(entropy.offset, (entropy.offset += size));

@@ -157,7 +157,7 @@ function nextStep({ candidate }: Miss): string {
     case 'env-file':
       // npm start writes .env's SERVICE_URL at each start: one that no longer answers is most often a stopped npm start.
       return basename(candidate.sourceFile ?? '') === '.env'
-        ? `Start the service (npm start, which rewrites SERVICE_URL in ${candidate.sourceFile}), or check SERVICE_URL there, or pass --url.`
+        ? `Is the service running? Start it (npm start), or check SERVICE_URL in ${candidate.sourceFile}, or pass --url.`
         : `Check SERVICE_URL in ${candidate.sourceFile}, or pass --url.`;
     default:
       return 'Start it (npm start), or pass --url or set SERVICE_URL.';

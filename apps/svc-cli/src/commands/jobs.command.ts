@@ -69,10 +69,10 @@ function age(seconds: number): string {
   return `${Math.floor(seconds / 86_400)}d`;
 }
 
-/** The stats' oldest-queued line: queued jobs none of which is due (retries in their backoff, deferred runs) are not "none queued". */
 /** A due job waiting this long with nothing running most often means no worker is up. */
 const NO_WORKER_HINT_SECONDS = 60;
 
+/** The stats' oldest-queued line: queued jobs none of which is due (retries in their backoff, deferred runs) are not "none queued". */
 function oldestQueued(stats: QueueStats): string {
   if (stats.oldest_queued_age_seconds !== null) {
     const idle = stats.oldest_queued_age_seconds >= NO_WORKER_HINT_SECONDS && (stats.counts.running ?? 0) === 0;
