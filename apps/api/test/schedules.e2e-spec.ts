@@ -490,6 +490,9 @@ describe('schedules api (security_key mode)', () => {
       for (const junk of [
         signed(schedule.id, Math.floor(Date.now() / 1000) - 1),
         `svc_sch_${randomUUID()}.${NEW_YEAR_2100}.${'A'.repeat(43)}`,
+        // No UUID: it must not reach the database's uuid column (a 500, before).
+        `svc_sch_${'-'.repeat(36)}.${NEW_YEAR_2100}.${'A'.repeat(43)}`,
+        `svc_sch_${'a'.repeat(36)}.${NEW_YEAR_2100}.${'A'.repeat(43)}`,
       ]) {
         expect((await fired(junk, anotherTag)).body.detail).toBe(
           'Invalid or expired schedule credential, not issued for this call, or the schedule is disabled',

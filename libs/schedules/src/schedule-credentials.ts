@@ -19,6 +19,18 @@ import { runPath, TargetType } from './schedule-target';
 export const SCHEDULE_CREDENTIAL_PREFIX = 'svc_sch_';
 const SECRET_NAME = 'internal_service_token';
 const CREDENTIAL = /^svc_sch_([0-9a-f-]{36})\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/;
+
+/**
+ * A credential's parts when it is well formed, names a schedule by a UUID and has not expired; null otherwise. The
+ * schedule id is only ever read back by it, so nothing else (36 dashes) reaches the database's uuid column.
+ */
+function parsedCredential(credential: string): { scheduleId: string; expiresAt: number; mac: string } | null {
+  const match = CREDENTIAL.exec(credential);
+  if (!match || !isUUID(match[1]) || Number(match[2]) * 1000 <= Date.now()) {
+    return null;
+  }
+  return { scheduleId: match[1], expiresAt: Number(match[2]), mac: match[3] };
+}
 /**
  * The header a fire's calls carry the key tag in (see keyTag): beside the credential, whose format a release
  * from before the tag still verifies during a rolling update.
@@ -120,13 +132,13 @@ export class ScheduleCredentials {
    * since every fire then fails until api and worker hold the same key.
    */
   async signedWithAnotherKey(credential: string, tag: string | undefined): Promise<boolean> {
-    const match = CREDENTIAL.exec(credential);
-    if (tag === undefined || !match || Number(match[2]) * 1000 <= Date.now() || tag === (await this.keyTag())) {
+    const parsed = parsedCredential(credential);
+    if (tag === undefined || !parsed || tag === (await this.keyTag())) {
       return false;
     }
     const {
       rows: [schedule],
-    } = await queryPrepared<CalledSchedule>(this.dataSource, CALLED_SCHEDULE, [match[1]]);
+    } = await queryPrepared<CalledSchedule>(this.dataSource, CALLED_SCHEDULE, [parsed.scheduleId]);
     if (!schedule?.enabled) {
       return false;
     }
@@ -141,22 +153,22 @@ export class ScheduleCredentials {
 
   /** The owner of the enabled schedule a valid, unexpired credential names, if it was minted for exactly `call`; null otherwise. */
   async resolve(credential: string, call: ScheduleCall): Promise<ScheduleOwner | null> {
-    const match = CREDENTIAL.exec(credential);
-    if (!match || Number(match[2]) * 1000 <= Date.now()) {
+    const parsed = parsedCredential(credential);
+    if (!parsed) {
       return null;
     }
-    const expected = Buffer.from(await this.mac(match[1], Number(match[2]), call));
-    if (!timingSafeEqual(expected, Buffer.from(match[3]))) {
+    const expected = Buffer.from(await this.mac(parsed.scheduleId, parsed.expiresAt, call));
+    if (!timingSafeEqual(expected, Buffer.from(parsed.mac))) {
       return null;
     }
     const {
       rows: [schedule],
-    } = await queryPrepared<CalledSchedule>(this.dataSource, CALLED_SCHEDULE, [match[1]]);
+    } = await queryPrepared<CalledSchedule>(this.dataSource, CALLED_SCHEDULE, [parsed.scheduleId]);
     if (!schedule?.enabled || !isCallOf(schedule, call)) {
       return null;
     }
     return {
-      scheduleId: match[1],
+      scheduleId: parsed.scheduleId,
       kind: schedule.owner_kind,
       userId: schedule.owner_id,
       scopes: schedule.owner_scopes,
