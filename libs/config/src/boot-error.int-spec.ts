@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 
 import pg from 'pg';
@@ -50,6 +51,14 @@ describe('describeBootFailure, for the database DATABASE_URL names', () => {
     }
   });
 
+  it('says a Unix socket that is not there cannot be reached', async () => {
+    const url = 'postgresql://postgres@localhost/platform?host=/nonexistent/run/postgresql';
+    process.env.DATABASE_URL = url;
+    expect(describeBootFailure('api', await connectionError(url))).toMatch(
+      /^The api cannot start: the database DATABASE_URL names \(localhost:5432\/platform\) cannot be reached: connect ENOENT /,
+    );
+  });
+
   it('says the server refused it, for a database that does not exist there', async () => {
     const url = new URL(await createTestDatabase());
     url.pathname = '/no_such_database';
@@ -69,5 +78,8 @@ describe('describeBootFailure, for the database DATABASE_URL names', () => {
     holder.close();
     expect(describeBootFailure('api', error)).toMatch(/^The api cannot start: port \d+ on 127\.0\.0\.1 is already in use/);
     expect(describeBootFailure('api', new Error('boom'))).toBe('The api failed to start: boom (LOG_LEVEL=debug shows the stack)');
+    // A file boot could not read is not the database, though its code (ENOENT) is a missing socket's too.
+    const missingFile = await readFile('/nonexistent/components.mjs').catch((error: unknown) => error);
+    expect(describeBootFailure('api', missingFile)).toMatch(/^The api failed to start: ENOENT: no such file or directory/);
   });
 });

@@ -54,11 +54,8 @@ export function describeBootFailure(app: string, error: unknown, defaultPortVari
   return `The ${app} failed to start: ${message} (LOG_LEVEL=debug shows the stack)`;
 }
 
-/**
- * Failures to open a connection (not to listen): the database is where a starting process connects to. ENOENT:
- * a Unix socket (`?host=/run/postgresql`) that is not there.
- */
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'ENOENT']);
+/** Failures to open a connection (not to listen): the database is where a starting process connects to. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET']);
 
 /**
  * Where DATABASE_URL points, without its credentials: `host:port/database`. A password holding an unencoded `/`,
@@ -89,7 +86,8 @@ export function databaseConnectionProblem(error: unknown): string | null {
     return null;
   }
   const refused = /^28[0-9A-Z]{3}$/.test(code) || code === '3D000';
-  const unreachable = UNREACHABLE.has(code) && syscall !== 'listen';
+  // ENOENT only from connect: a Unix socket (`?host=/run/postgresql`) that is not there, not a file boot could not read.
+  const unreachable = (UNREACHABLE.has(code) && syscall !== 'listen') || (code === 'ENOENT' && syscall === 'connect');
   if (!refused && !unreachable) {
     return null;
   }
