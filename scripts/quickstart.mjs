@@ -230,7 +230,7 @@ async function checkClusterFree(port) {
   const starter = parentOf(pid);
   if (starter !== null && commandLine(starter)?.includes(join('scripts', 'quickstart.mjs'))) {
     throw new QuickstartError(
-      `${shown(dataDir)} holds the data of an npm start still running (pid ${starter}; its PostgreSQL is pid ${pid}). Leave it running: a second copy needs its own data (this port is free): PORT=${port} PLATFORM_DATA_DIR=${spareDataDir()} npm start. Or stop that one first (Ctrl-C in its npm start), then run npm start again.`,
+      `${shown(dataDir)} holds the data of an npm start still running (pid ${starter}; its PostgreSQL is pid ${pid}). Leave it running: a second copy needs its own data (this port is free): ${startCommand(`PORT=${port} PLATFORM_DATA_DIR=${spareDataDir()}`)}. Or stop that one first (Ctrl-C in its npm start), then run npm start again.`,
     );
   }
   // Where the system does not say who started it (no /proc), it may still be another npm start's.
