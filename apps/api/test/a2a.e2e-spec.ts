@@ -405,6 +405,27 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     // A method the scope map does not name needs agents:run.
     const unnamed = { ...rpc, method: 'NoSuchMethod' };
     expectErrorBody(await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: unnamed, token: readOnly.token, headers }), 403);
+    // A method the version does not define is Method not found, with params or without (the SDK checks params first);
+    // a defined one without params is still Invalid params.
+    for (const [version, known] of [
+      [headers, 'GetTask'],
+      [{}, 'tasks/get'],
+    ] as const) {
+      for (const request of [
+        { jsonrpc: '2.0', id: 7, method: 'NoSuchMethod' },
+        unnamed,
+        { ...unnamed, method: version === headers ? 'tasks/get' : 'GetTask' },
+      ]) {
+        const answer = await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: request, token: owner.token, headers: version });
+        expect(answer.body, JSON.stringify(request)).toMatchObject({ jsonrpc: '2.0', id: request.id, error: { code: -32601 } });
+      }
+      const paramless = await call(api.url, 'POST', '/a2a/agents/echo-agent', {
+        json: { jsonrpc: '2.0', id: 8, method: known },
+        token: owner.token,
+        headers: version,
+      });
+      expect(paramless.body).toMatchObject({ jsonrpc: '2.0', id: 8, error: { code: -32602 } });
+    }
     // Reading a task needs agents:read only.
     const getTask = { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: randomUUID() } };
     const unknown = await call(api.url, 'POST', '/a2a/agents/echo-agent', {

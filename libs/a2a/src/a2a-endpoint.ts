@@ -15,7 +15,14 @@ import {
   Task,
 } from '@a2a-js/sdk';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
-import { A2AError, PushNotificationNotSupportedError, RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
+import {
+  A2A_ERROR_CODE,
+  A2AError,
+  PushNotificationNotSupportedError,
+  RequestMalformedError,
+  restStatusFor,
+  toRestErrorBody,
+} from '@a2a-js/sdk/errors';
 import { defaultServerCallContextBuilder, JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
 import { Inject, Injectable } from '@nestjs/common';
 
@@ -58,6 +65,38 @@ const READ_METHODS = new Set([
   'agent/getAuthenticatedExtendedCard',
 ]);
 
+/**
+ * Every JSON-RPC method each protocol version defines. The SDK checks a request's params before its method, so
+ * an unknown method sent without params was answered -32602 (Invalid params); it is -32601 (Method not found).
+ */
+const METHODS = {
+  v10: new Set([
+    'SendMessage',
+    'SendStreamingMessage',
+    'GetTask',
+    'ListTasks',
+    'CancelTask',
+    'SubscribeToTask',
+    'CreateTaskPushNotificationConfig',
+    'GetTaskPushNotificationConfig',
+    'ListTaskPushNotificationConfigs',
+    'DeleteTaskPushNotificationConfig',
+    'GetExtendedAgentCard',
+  ]),
+  v03: new Set([
+    'message/send',
+    'message/stream',
+    'tasks/get',
+    'tasks/cancel',
+    'tasks/resubscribe',
+    'tasks/pushNotificationConfig/set',
+    'tasks/pushNotificationConfig/get',
+    'tasks/pushNotificationConfig/list',
+    'tasks/pushNotificationConfig/delete',
+    'agent/getAuthenticatedExtendedCard',
+  ]),
+};
+
 /** v0.3 methods answered with an event stream. */
 const STREAMING_METHODS = new Set(['message/stream', 'tasks/resubscribe']);
 
@@ -87,6 +126,20 @@ const JSON_RPC_INVALID_REQUEST = {
   id: null,
   error: { code: -32600, message: 'Invalid Request: the body must be one JSON-RPC request object' },
 };
+
+/**
+ * A well-formed JSON-RPC request (version 2.0, an id that is a string, an integer or null, a method named) for a
+ * method this protocol version does not define. A malformed one is left to the SDK, which answers Invalid Request.
+ */
+function unknownMethod(body: Record<string, unknown>, v03: boolean): string | null {
+  const { id, method } = body;
+  const wellFormed =
+    body.jsonrpc === '2.0' &&
+    (id === undefined || id === null || typeof id === 'string' || Number.isInteger(id)) &&
+    typeof method === 'string' &&
+    method !== '';
+  return wellFormed && !(v03 ? METHODS.v03 : METHODS.v10).has(method) ? method : null;
+}
 
 /** JSON-RPC's answer to a body that is not JSON, as the SDK's own server gives it (with 200). */
 export const JSON_RPC_PARSE_ERROR = { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Invalid JSON payload.' } };
@@ -159,6 +212,15 @@ export class A2AEndpoint {
     try {
       if (!v03) {
         validateVersion(context.requestedVersion, handler.card, 'JSONRPC');
+      }
+      const unknown = unknownMethod(body, v03);
+      if (unknown !== null) {
+        writeJson(response, 200, {
+          jsonrpc: '2.0',
+          id,
+          error: { code: A2A_ERROR_CODE.METHOD_NOT_FOUND, message: `Method not found: ${unknown}` },
+        });
+        return;
       }
       if (v03 && String(body.method).startsWith('tasks/pushNotificationConfig/')) {
         // Never supported; answered here, as the compatibility layer reads these params before checking them.
