@@ -136,6 +136,18 @@ describe('svc at a real terminal (tmux)', () => {
     const screen = session.screen();
     expect(screen).not.toContain(ROOT_KEY);
     expect(screen).toMatch(/Name\s+Token\s+Scopes/);
+    session.kill();
+
+    // A wrong one typed: the hint says it was the one typed, not a variable.
+    session = TmuxSession.start(
+      [process.execPath, SVC_BIN, 'tokens', 'list'],
+      terminalEnv(sandbox.home, { SERVICE_URL: service.api.url, NO_COLOR: '1' }),
+      sandbox.cwd,
+    );
+    await session.waitForText('Admin credential for this service');
+    session.type('not-the-key', 'Enter');
+    expect(await session.exitCode()).toBe(1);
+    expect(session.screen().replace(/\s+/g, ' ')).toContain('svc sent the credential typed at the prompt');
   });
 
   it('asks before trusting a remote SERVICE_URL from a .env file: No sends nothing, Yes goes on', async () => {

@@ -255,7 +255,7 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
         expect(run.code, args.join(' ')).toBe(1);
         expect(run.json()).toEqual({
           error: 'The service refused the credential (403: Insufficient permissions. Required scope(s): platform:admin).',
-          hint: 'The queue routes need platform:admin: use SVC_ADMIN_TOKEN with a token that has it, or OS_SECURITY_KEY. (svc sends SVC_ADMIN_TOKEN when it is set, else OS_SECURITY_KEY.)',
+          hint: 'The queue routes need platform:admin: use SVC_ADMIN_TOKEN with a token that has it, or OS_SECURITY_KEY. (svc sent SVC_ADMIN_TOKEN, which goes before OS_SECURITY_KEY.)',
         });
       }
       const text = await runCommand(['jobs', 'list'], sandbox, { env });

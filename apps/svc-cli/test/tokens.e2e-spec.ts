@@ -315,8 +315,16 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     expect(rejected.code).toBe(1);
     expect(rejected.json()).toEqual({
       error: expect.stringMatching(/^The service did not accept the admin credential/),
-      hint: expect.stringContaining('svc sends SVC_ADMIN_TOKEN when it is set, else OS_SECURITY_KEY'),
+      hint: 'It is wrong, expired or revoked. svc sent SVC_ADMIN_TOKEN, which goes before OS_SECURITY_KEY: check or replace it.',
     });
+    // With the key alone, the hint names the key.
+    const wrongKey = await runCommand(['tokens', 'list', '--json'], sandbox, {
+      env: { SERVICE_URL: service.api.url, OS_SECURITY_KEY: 'wrong' },
+    });
+    expect(wrongKey.code).toBe(1);
+    expect(wrongKey.json().hint).toBe(
+      'It is wrong, expired or revoked. svc sent OS_SECURITY_KEY (SVC_ADMIN_TOKEN is unset): check or replace it.',
+    );
     const admin = await mintAccount(service.api.url, ROOT_KEY, { scopes: ['platform:admin'], privileged: true });
     const accepted = await runCommand(['tokens', 'create', uniqueName('cli'), '--json'], sandbox, {
       env: { SERVICE_URL: service.api.url, SVC_ADMIN_TOKEN: admin.token, OS_SECURITY_KEY: 'wrong' },

@@ -1,11 +1,24 @@
 import { CliError } from '@app/cli-terminal';
 
+import { AdminCredential } from './cli-env';
 import { Answer, errorDetail, ServiceClient, serviceClient } from './http';
 
 /** Which credential went is the first thing to check after a refusal: SVC_ADMIN_TOKEN wins over a good OS_SECURITY_KEY. */
-const WHICH_CREDENTIAL = 'svc sends SVC_ADMIN_TOKEN when it is set, else OS_SECURITY_KEY';
+function whichCredential(source: AdminCredential['source']): string {
+  switch (source) {
+    case 'SVC_ADMIN_TOKEN':
+      return 'svc sent SVC_ADMIN_TOKEN, which goes before OS_SECURITY_KEY';
+    case 'OS_SECURITY_KEY':
+      return 'svc sent OS_SECURITY_KEY (SVC_ADMIN_TOKEN is unset)';
+    case 'prompt':
+      return 'svc sent the credential typed at the prompt (SVC_ADMIN_TOKEN and OS_SECURITY_KEY are unset)';
+  }
+}
 
-export const UNACCEPTED_CREDENTIAL_HINT = `It is wrong, expired or revoked. ${WHICH_CREDENTIAL}: check or replace the one in use.`;
+/** A 401's hint: the credential is not accepted at all, and which one svc sent. */
+export function unacceptedCredentialHint(source: AdminCredential['source']): string {
+  return `It is wrong, expired or revoked. ${whichCredential(source)}: check or replace it.`;
+}
 
 /**
  * svc sent none: it sends no credential to an instance without authentication (see resolveAdminCredential), which
@@ -20,11 +33,11 @@ export const MISSING_CREDENTIAL_HINT =
  */
 export abstract class AdminApi {
   protected readonly client: ServiceClient;
-  private readonly sendsCredential: boolean;
-
-  constructor(baseUrl: string, credential: string | null) {
-    this.client = serviceClient(baseUrl, credential);
-    this.sendsCredential = credential !== null;
+  constructor(
+    baseUrl: string,
+    protected readonly credential: AdminCredential | null,
+  ) {
+    this.client = serviceClient(baseUrl, credential?.value ?? null);
   }
 
   /** What the credential needs, said when the service refuses it. */
@@ -41,19 +54,22 @@ export abstract class AdminApi {
    */
   protected async send<T extends Answer>(call: Promise<T>): Promise<T> {
     const answer = await call;
-    if (answer.response.status === 401 && !this.sendsCredential) {
-      throw new CliError(
-        `This service has no authentication, and this needs a credential it can verify (${errorDetail(answer)}).`,
-        MISSING_CREDENTIAL_HINT,
-      );
+    const { status } = answer.response;
+    if (status !== 401 && status !== 403) {
+      return answer;
     }
-    if (answer.response.status === 401) {
-      throw new CliError(`The service did not accept the admin credential (${errorDetail(answer)}).`, UNACCEPTED_CREDENTIAL_HINT);
+    const sent = this.credential?.source;
+    if (sent === undefined) {
+      throw status === 401
+        ? new CliError(
+            `This service has no authentication, and this needs a credential it can verify (${errorDetail(answer)}).`,
+            MISSING_CREDENTIAL_HINT,
+          )
+        : new CliError(this.refusal(answer), this.credentialHint);
     }
-    if (answer.response.status === 403) {
-      throw new CliError(this.refusal(answer), `${this.credentialHint} (${WHICH_CREDENTIAL}.)`);
-    }
-    return answer;
+    throw status === 401
+      ? new CliError(`The service did not accept the admin credential (${errorDetail(answer)}).`, unacceptedCredentialHint(sent))
+      : new CliError(this.refusal(answer), `${this.credentialHint} (${whichCredential(sent)}.)`);
   }
 
   /** The body of an answer with `status`; any other answer is a failure of `what`. */

@@ -23,3 +23,10 @@ export function readCliEnv(env: NodeJS.ProcessEnv = process.env): CliEnv {
     securityKey: nonEmpty(env.OS_SECURITY_KEY),
   };
 }
+
+/** The admin credential svc sends, and where it came from: said when the service refuses it. */
+export interface AdminCredential {
+  value: string;
+  /** The variable it was read from (SVC_ADMIN_TOKEN goes before OS_SECURITY_KEY), or the hidden prompt. */
+  source: 'SVC_ADMIN_TOKEN' | 'OS_SECURITY_KEY' | 'prompt';
+}

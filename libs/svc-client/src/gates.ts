@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 
 import { CliError, Terminal } from '@app/cli-terminal';
 
-import { CliEnv } from './cli-env';
+import { AdminCredential, CliEnv } from './cli-env';
 import { ServiceDescriptor } from './discovery';
 import { isLoopbackUrl } from './urls';
 
@@ -55,16 +55,18 @@ export async function resolveAdminCredential(
   terminal: Terminal,
   allowHttp: boolean,
   needs: string,
-): Promise<string | null> {
+): Promise<AdminCredential | null> {
   // A service that checks no credential gains nothing from one, and the server answering may not be the
   // operator's service at all (another user's process on a default port): the exported credential stays here.
   if (descriptor.auth_mode === 'none') {
     return null;
   }
-  const exported = env.adminToken ?? env.securityKey;
   refusePlaintextCredential(descriptor.url, allowHttp, 'the admin credential');
-  if (exported) {
-    return exported;
+  if (env.adminToken) {
+    return { value: env.adminToken, source: 'SVC_ADMIN_TOKEN' };
+  }
+  if (env.securityKey) {
+    return { value: env.securityKey, source: 'OS_SECURITY_KEY' };
   }
   // In a checkout started with `npm start`, the key is at hand: say where, never what it is.
   const hint = existsSync(CHECKOUT_KEY_FILE)
@@ -78,5 +80,5 @@ export async function resolveAdminCredential(
   if (!entered) {
     throw new CliError('No admin credential given.', hint);
   }
-  return entered;
+  return { value: entered, source: 'prompt' };
 }

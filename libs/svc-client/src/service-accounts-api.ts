@@ -1,6 +1,7 @@
 import { CliError } from '@app/cli-terminal';
 
 import { AdminApi } from './admin-api';
+import { AdminCredential } from './cli-env';
 import { Answer, errorDetail, Schemas } from './http';
 
 /** A service account as the CLI prints it: never the hash, and the token only when it was just minted or rotated. */
@@ -61,9 +62,9 @@ export class ServiceAccountsApi extends AdminApi {
    */
   private readonly mayNotSeeEveryAccount: boolean;
 
-  constructor(baseUrl: string, credential: string | null) {
+  constructor(baseUrl: string, credential: AdminCredential | null) {
     super(baseUrl, credential);
-    this.mayNotSeeEveryAccount = credential?.startsWith('svc_pat_') ?? false;
+    this.mayNotSeeEveryAccount = credential?.value.startsWith('svc_pat_') ?? false;
   }
 
   /**
