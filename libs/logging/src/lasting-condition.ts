@@ -8,6 +8,7 @@ export const SAID_AGAIN_EVERY_MS = 60_000;
  */
 export class LastingCondition {
   private said: { at: number; tally: number } | null = null;
+  private lastMetAt = 0;
 
   constructor(private readonly everyMs = SAID_AGAIN_EVERY_MS) {}
 
@@ -16,12 +17,23 @@ export class LastingCondition {
    * last said, when the condition starts and when a period has passed since.
    */
   met(count: number, say: (tally: number) => void): void {
+    this.lastMetAt = Date.now();
     const tally = (this.said?.tally ?? 0) + count;
     if (this.said === null || Date.now() - this.said.at >= this.everyMs) {
       say(tally);
       this.said = { at: Date.now(), tally: 0 };
     } else {
       this.said.tally = tally;
+    }
+  }
+
+  /**
+   * Over if it has not been met for a period: for a condition that comes and goes while it lasts (some callers
+   * still meet it, others no longer), where ending at every success would say it again at every failure.
+   */
+  endedIfQuiet(say: (tally: number) => void): void {
+    if (Date.now() - this.lastMetAt >= this.everyMs) {
+      this.ended(say);
     }
   }
 

@@ -129,7 +129,8 @@ export class ScheduleCredentials {
    * Whether a fire's credential that did not verify was most likely signed with another key: it came with another
    * key's tag (SCHEDULE_KEY_TAG_HEADER), is unexpired and names an enabled schedule (the tag itself is not signed, so
    * junk with a tag is not taken for a worker's). Said in the log when it starts, then once a minute while it lasts,
-   * since every fire then fails until api and worker hold the same key.
+   * since every fire then fails until api and worker hold the same key; and once when fires verify again after a
+   * minute without such a fire (with workers holding either key, fires come and go: see `resolve`).
    */
   async signedWithAnotherKey(credential: string, tag: string | undefined): Promise<boolean> {
     const parsed = parsedCredential(credential);
@@ -167,6 +168,9 @@ export class ScheduleCredentials {
     if (!schedule?.enabled || !isCallOf(schedule, call)) {
       return null;
     }
+    this.otherKey.endedIfQuiet((refused) =>
+      this.log.log(`schedule fires verify with this api's key again (${refused} signed with another key since last said)`),
+    );
     return {
       scheduleId: parsed.scheduleId,
       kind: schedule.owner_kind,
