@@ -135,6 +135,25 @@ describe('service accounts (security_key mode)', () => {
       expect((await mintAccount(api.url, ROOT_KEY, { name })).principal).toBe(`sa:${name}`);
     });
 
+    it('keeps a name the security key minted, revoked or expired, from anyone but an admin (its data stays under it)', async () => {
+      const bob = await mintAccount(api.url, ROOT_KEY, { scopes: ['service_accounts:write', 'sessions:read'], privileged: true });
+      for (const end of ['revoked', 'expired'] as const) {
+        const victim = await mintAccount(api.url, ROOT_KEY, { scopes: ['sessions:read'] });
+        if (end === 'revoked') {
+          expect((await call(api.url, 'DELETE', `/service-accounts/${victim.id}`, { token: ROOT_KEY })).status).toBe(200);
+        } else {
+          await query(databaseUrl, `UPDATE service_accounts SET expires_at = now() - interval '1 second' WHERE id = $1`, [victim.id]);
+        }
+        const taken = await call(api.url, 'POST', '/service-accounts', {
+          token: bob.token,
+          json: { name: victim.name, scopes: ['sessions:read'] },
+        });
+        expectErrorBody(taken, 409);
+        expect(taken.body.detail, end).toContain(`stays under sa:${victim.name}`);
+        expect((await mintAccount(api.url, ROOT_KEY, { name: victim.name })).principal).toBe(`sa:${victim.name}`);
+      }
+    });
+
     it('frees the name of an expired account without marking it revoked', async () => {
       const expired = await mintAccount(api.url, ROOT_KEY);
       await query(databaseUrl, `UPDATE service_accounts SET expires_at = now() - interval '1 second' WHERE id = $1`, [expired.id]);

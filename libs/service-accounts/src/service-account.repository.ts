@@ -89,7 +89,9 @@ export class ServiceAccountRepository {
 
   /** Who minted the latest account named `name` (null: the security key, or anyone on an open instance); undefined if none was. */
   async lastOwnerOfName(name: string): Promise<string | null | undefined> {
-    const latest = await this.rows.findOne({ where: { name }, order: { createdAt: 'DESC' }, select: { ownerId: true } });
+    // The id too: TypeORM makes no entity of a row whose selected columns are all null, and the security key's
+    // accounts have no owner, so their names read as never used.
+    const latest = await this.rows.findOne({ where: { name }, order: { createdAt: 'DESC' }, select: { id: true, ownerId: true } });
     return latest === null ? undefined : latest.ownerId;
   }
 
