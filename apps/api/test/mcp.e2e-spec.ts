@@ -204,6 +204,44 @@ describe('MCP on, security-key mode', () => {
     const after = await call(api.url, 'POST', '/mcp', { json: INITIALIZE_REQUEST, token: ROOT_KEY, headers: MCP_HEADERS });
     expect(after.status).toBe(200);
   });
+
+  it('answers JSON that is no JSON-RPC message with Invalid Request, and bad params with Invalid params', async () => {
+    const post = (json: unknown) => call(api.url, 'POST', '/mcp', { json, token: ROOT_KEY, headers: MCP_HEADERS });
+    for (const [json, id] of [
+      [{ id: 1, method: 'tools/list' }, 1],
+      [{ jsonrpc: '2.0', id: 2, method: 'tools/call', params: null }, 2],
+      [{ jsonrpc: '2.0', id: { a: 1 }, method: 'tools/list' }, null],
+      [[], null],
+      [[1, 2], null],
+    ] as const) {
+      const refused = await post(json);
+      expect(refused.status, JSON.stringify(json)).toBe(400);
+      expect(refused.body, JSON.stringify(json)).toEqual({
+        jsonrpc: '2.0',
+        id,
+        error: { code: -32600, message: expect.stringMatching(/^Invalid Request/) },
+      });
+    }
+    const initialize = { ...INITIALIZE_REQUEST, id: 3 };
+    for (const [json, where] of [
+      [{ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'list_agents', arguments: [1] } }, 'params.arguments'],
+      [{ jsonrpc: '2.0', id: 3, method: 'tools/call' }, 'params'],
+      [{ ...initialize, params: { ...initialize.params, protocolVersion: 5 } }, 'params.protocolVersion'],
+      [{ jsonrpc: '2.0', id: 3, method: 'tools/list', params: { cursor: 5 } }, 'params.cursor'],
+    ] as const) {
+      const refused = await post(json);
+      expect(refused.status, JSON.stringify(json)).toBe(200);
+      expect(refused.body, JSON.stringify(json)).toEqual({
+        jsonrpc: '2.0',
+        id: 3,
+        error: { code: -32602, message: expect.stringContaining(`Invalid params: ${where}: `) },
+      });
+    }
+    // A method this server does not answer stays the SDK's Method not found, and a good request is served.
+    const unknown = await post({ jsonrpc: '2.0', id: 4, method: 'prompts/get', params: { name: 5 } });
+    expect(unknown.text).toContain('-32601');
+    expect((await post(INITIALIZE_REQUEST)).status).toBe(200);
+  });
 });
 
 describe('MCP on, jwt mode', () => {

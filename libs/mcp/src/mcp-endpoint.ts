@@ -22,6 +22,7 @@ import { Authenticator, requiredScope } from '@app/auth';
 import { Env, SERVICE_VERSION } from '@app/config';
 import { ErrorRenderer, ValidationFailedException, ValidationIssue } from '@app/errors';
 
+import { refusedMessage } from './mcp-message-check';
 import { McpToolCall, McpToolFailure } from './mcp-tool.decorator';
 import { McpToolRegistry, RegisteredMcpTool } from './mcp-tool.registry';
 
@@ -52,6 +53,11 @@ export class McpEndpoint {
   ) {}
 
   async handle(principal: Principal, request: IncomingMessage, response: ServerResponse, body: unknown): Promise<void> {
+    const refused = request.method === 'POST' ? refusedMessage(body) : null;
+    if (refused) {
+      response.writeHead(refused.status, { 'content-type': 'application/json' }).end(JSON.stringify(refused.body));
+      return;
+    }
     const server = this.serverFor(principal);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     response.on('close', () => {

@@ -96,7 +96,11 @@ export class McpController {
     content: {
       'application/json': {
         schema: { oneOf: [{ $ref: '#/components/schemas/ErrorBodyDto' }, JSON_RPC_ERROR] },
-        example: { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error: Invalid JSON-RPC message' }, id: null },
+        example: {
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: -32600, message: 'Invalid Request: not a JSON-RPC 2.0 request, notification or response' },
+        },
       },
     },
   })
