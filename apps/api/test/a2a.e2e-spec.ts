@@ -405,6 +405,30 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     // A method the scope map does not name needs agents:run.
     const unnamed = { ...rpc, method: 'NoSuchMethod' };
     expectErrorBody(await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: unnamed, token: readOnly.token, headers }), 403);
+    // No request at all (no jsonrpc 2.0, no method, an id JSON-RPC does not allow, a notification: every A2A method
+    // answers) is Invalid Request, echoing only an id JSON-RPC allows; a null message part is Invalid params.
+    for (const version of [headers, {}]) {
+      for (const [json, id] of [
+        [{ id: 1, method: 'GetTask', params: { id: 'x' } }, 1],
+        [{ jsonrpc: '1.0', id: 1, method: 'GetTask', params: { id: 'x' } }, 1],
+        [{ jsonrpc: '2.0', id: 1, method: 5 }, 1],
+        [{ jsonrpc: '2.0', id: { a: 1 }, method: 'GetTask', params: { id: 'x' } }, null],
+        [{ jsonrpc: '2.0', id: 1.5, method: 'GetTask', params: { id: 'x' } }, null],
+        [{ jsonrpc: rpc.jsonrpc, method: rpc.method, params: rpc.params }, null],
+      ] as const) {
+        const answer = await call(api.url, 'POST', '/a2a/agents/echo-agent', { json, token: owner.token, headers: version });
+        expect(answer.body, JSON.stringify(json)).toEqual({
+          jsonrpc: '2.0',
+          id,
+          error: { code: -32600, message: expect.stringMatching(/^Invalid Request: /) },
+        });
+      }
+    }
+    for (const method of ['SendMessage', 'SendStreamingMessage']) {
+      const nullPart = { ...rpc, method, params: { message: { ...rpc.params.message, parts: [null] } } };
+      const answer = await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: nullPart, token: owner.token, headers });
+      expect(answer.body, method).toMatchObject({ jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'Each part must be an object' } });
+    }
     // A method the version does not define is Method not found, with params or without (the SDK checks params first);
     // a defined one without params is still Invalid params.
     for (const [version, known] of [
@@ -545,6 +569,32 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
     const message = (text: string) => ({
       message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text }] },
     });
+
+    // A schedule may call it only with a body a fire can send: a v0.3 request with an id, answered once.
+    const schedule = (payload: unknown) =>
+      call(api.url, 'POST', '/schedules', {
+        token: ROOT_KEY,
+        json: {
+          name: `a2a-${randomUUID().slice(0, 8)}`,
+          cron_expr: '0 0 1 1 *',
+          method: 'POST',
+          endpoint: '/a2a/agents/echo-agent',
+          payload,
+        },
+      });
+    for (const [payload, why] of [
+      [{ jsonrpc: '2.0', method: 'message/send', params: message('x') }, 'needs an id'],
+      [{ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: message('x') }, 'speaks A2A v0.3'],
+      [{ jsonrpc: '2.0', id: 1, method: 'message/stream', params: message('x') }, 'not a stream'],
+    ] as const) {
+      const refused = await schedule(payload);
+      expect(refused.status, JSON.stringify(payload)).toBe(422);
+      expect(refused.body.detail[0], JSON.stringify(payload)).toMatchObject({
+        type: 'unschedulable_route',
+        msg: expect.stringContaining(why),
+      });
+    }
+    expect((await schedule({ jsonrpc: '2.0', id: 1, method: 'message/send', params: message('x') })).status).toBe(201);
 
     const sent = await rpc('message/send', message('hello in v0.3'), owner.token);
     expect(sent.status, sent.text).toBe(200);

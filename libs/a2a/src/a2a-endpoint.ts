@@ -65,10 +65,7 @@ const READ_METHODS = new Set([
   'agent/getAuthenticatedExtendedCard',
 ]);
 
-/**
- * Every JSON-RPC method each protocol version defines. The SDK checks a request's params before its method, so
- * an unknown method sent without params was answered -32602 (Invalid params); it is -32601 (Method not found).
- */
+/** Every JSON-RPC method each protocol version defines. */
 const METHODS = {
   v10: new Set([
     'SendMessage',
@@ -96,6 +93,20 @@ const METHODS = {
     'agent/getAuthenticatedExtendedCard',
   ]),
 };
+
+/** The v1.0 methods that take a message. */
+const SEND_METHODS = new Set(['SendMessage', 'SendStreamingMessage']);
+
+/**
+ * The v1.0 SDK reads each of a message's parts as an object and fails on a null one with a TypeError, which it
+ * answers as an Internal error in the TypeError's words: refused here as the v0.3 layer refuses it.
+ */
+function assertPartObjects(params: unknown): void {
+  const parts = (params as { message?: { parts?: unknown } } | undefined)?.message?.parts;
+  if (Array.isArray(parts) && parts.some((part) => typeof part !== 'object' || part === null || Array.isArray(part))) {
+    throw new RequestMalformedError('Each part must be an object');
+  }
+}
 
 /** v0.3 methods answered with an event stream. */
 const STREAMING_METHODS = new Set(['message/stream', 'tasks/resubscribe']);
@@ -127,18 +138,27 @@ const JSON_RPC_INVALID_REQUEST = {
   error: { code: -32600, message: 'Invalid Request: the body must be one JSON-RPC request object' },
 };
 
+/** A request's id when it is one JSON-RPC allows (a string, an integer or null), else undefined. */
+function validId(id: unknown): string | number | null | undefined {
+  return id === null || typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)) ? id : undefined;
+}
+
 /**
- * A well-formed JSON-RPC request (version 2.0, an id that is a string, an integer or null, a method named) for a
- * method this protocol version does not define. A malformed one is left to the SDK, which answers Invalid Request.
+ * Why a request object is no A2A request, or null: JSON-RPC 2.0 with a method named, and an id, since every A2A
+ * method answers (a notification, without one, would get no answer). Checked here because the SDK's v1.0 transport
+ * answers these with Invalid params, and echoes an id JSON-RPC does not allow.
  */
-function unknownMethod(body: Record<string, unknown>, v03: boolean): string | null {
-  const { id, method } = body;
-  const wellFormed =
-    body.jsonrpc === '2.0' &&
-    (id === undefined || id === null || typeof id === 'string' || Number.isInteger(id)) &&
-    typeof method === 'string' &&
-    method !== '';
-  return wellFormed && !(v03 ? METHODS.v03 : METHODS.v10).has(method) ? method : null;
+function invalidRequest(body: Record<string, unknown>): string | null {
+  if (body.jsonrpc !== '2.0') {
+    return 'jsonrpc must be "2.0"';
+  }
+  if (typeof body.method !== 'string' || body.method === '') {
+    return 'method must name a method';
+  }
+  if (!('id' in body)) {
+    return 'an A2A request needs an id (every method answers; notifications are not served)';
+  }
+  return validId(body.id) === undefined ? 'id must be a string, an integer or null' : null;
 }
 
 /** JSON-RPC's answer to a body that is not JSON, as the SDK's own server gives it (with 200). */
@@ -168,7 +188,11 @@ export class A2AEndpoint {
     if (!method.includes('/')) {
       return "A schedule's fire speaks A2A v0.3 (it sends no A2A-Version header): name the method as v0.3 does (message/send, tasks/get, tasks/cancel), or schedule the component's run route";
     }
-    return STREAMING_METHODS.has(method) ? "A schedule's fire reads one answer, not a stream: use message/send" : null;
+    if (STREAMING_METHODS.has(method)) {
+      return "A schedule's fire reads one answer, not a stream: use message/send";
+    }
+    const invalid = invalidRequest(body as Record<string, unknown>);
+    return invalid === null ? null : `A schedule's fire sends its body as one JSON-RPC request: ${invalid}`;
   }
 
   /** The scope action a JSON-RPC request needs: `read` for a reading method, `run` for anything else. */
@@ -208,21 +232,34 @@ export class A2AEndpoint {
       writeJson(response, 200, JSON_RPC_INVALID_REQUEST);
       return;
     }
-    const id = (body.id as string | number | null | undefined) ?? null;
+    const id = validId(body.id) ?? null;
+    const invalid = invalidRequest(body);
+    if (invalid !== null) {
+      writeJson(response, 200, {
+        jsonrpc: '2.0',
+        id,
+        error: { code: A2A_ERROR_CODE.INVALID_REQUEST, message: `Invalid Request: ${invalid}` },
+      });
+      return;
+    }
+    const method = body.method as string;
     try {
       if (!v03) {
         validateVersion(context.requestedVersion, handler.card, 'JSONRPC');
       }
-      const unknown = unknownMethod(body, v03);
-      if (unknown !== null) {
+      if (!(v03 ? METHODS.v03 : METHODS.v10).has(method)) {
+        // The SDK checks params before the method: an unknown method without params would be Invalid params.
         writeJson(response, 200, {
           jsonrpc: '2.0',
           id,
-          error: { code: A2A_ERROR_CODE.METHOD_NOT_FOUND, message: `Method not found: ${unknown}` },
+          error: { code: A2A_ERROR_CODE.METHOD_NOT_FOUND, message: `Method not found: ${method}` },
         });
         return;
       }
-      if (v03 && String(body.method).startsWith('tasks/pushNotificationConfig/')) {
+      if (!v03 && SEND_METHODS.has(method)) {
+        assertPartObjects(body.params);
+      }
+      if (v03 && method.startsWith('tasks/pushNotificationConfig/')) {
         // Never supported; answered here, as the compatibility layer reads these params before checking them.
         throw new PushNotificationNotSupportedError();
       }
