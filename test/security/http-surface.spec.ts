@@ -101,6 +101,15 @@ describe('the HTTP surface', () => {
     });
     expectErrorBody(malformed, 400);
     expect(malformed.body.detail).toBe('Request body is not valid JSON');
+    // JSON with a key the parser refuses (prototype poisoning) is refused too, and not called invalid JSON.
+    for (const body of ['{"name":"x","__proto__":{"a":1}}', '{"name":"x","constructor":{"prototype":{"a":1}}}']) {
+      const poisoned = await call(keyed.url, 'POST', '/service-accounts', {
+        token: ROOT_KEY,
+        raw: { body, contentType: 'application/json' },
+      });
+      expectErrorBody(poisoned, 400);
+      expect(poisoned.body.detail, body).toContain('__proto__ or constructor.prototype key');
+    }
   });
 
   it('a rebound DNS name cannot reach an open instance', async () => {

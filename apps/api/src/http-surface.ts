@@ -8,6 +8,8 @@ import helmetHeaders, { HelmetOptions } from 'helmet';
 import { AuthMode } from '@app/auth';
 import { Env, isAllowedOrigin, isLoopbackHost, listensOnLoopbackOnly } from '@app/config';
 
+import { FORBIDDEN_JSON_KEY, FRAMEWORK_DETAILS } from './errors/render-error';
+
 /**
  * What the api's responses allow a browser to do with them. Swagger UI at /docs is the only HTML the api
  * serves: its page loads swagger-ui-bundle.js, the preset and swagger-ui-init.js from /docs itself (no
@@ -140,8 +142,31 @@ function acceptEmptyBodies(app: NestFastifyApplication, bodyLimit: number): void
       done(null, undefined);
       return;
     }
-    void parseJson(request as FastifyRequest, body.toString('utf8'), done);
+    const text = body.toString('utf8');
+    void parseJson(request as FastifyRequest, text, (error, parsed) =>
+      done(error && parsesAsJson(text) ? new ForbiddenJsonKeyError() : error, parsed),
+    );
   });
+}
+
+/** Whether a body Fastify refused is JSON after all: it held a key its prototype-poisoning check refuses. */
+function parsesAsJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** JSON with a `__proto__` or `constructor.prototype` key: refused for safety, and not called invalid JSON. */
+class ForbiddenJsonKeyError extends Error {
+  readonly statusCode = 400;
+  readonly code = FORBIDDEN_JSON_KEY;
+
+  constructor() {
+    super(FRAMEWORK_DETAILS[FORBIDDEN_JSON_KEY]);
+  }
 }
 
 /** Methods a browser may send cross-site without asking first (a form, a link): none of our routes changes anything on them. */

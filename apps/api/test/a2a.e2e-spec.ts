@@ -383,6 +383,17 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
       expect(unparsable.status, unparsable.text).toBe(200);
       expect(unparsable.body).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Invalid JSON payload.' } });
     }
+    // JSON refused for a __proto__ key is Invalid Request: it is JSON, so not a Parse error.
+    const poisoned = await call(api.url, 'POST', '/a2a/agents/echo-agent', {
+      raw: { contentType: 'application/json', body: '{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"x","__proto__":{}}}' },
+      token: owner.token,
+      headers,
+    });
+    expect(poisoned.body).toMatchObject({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32600, message: expect.stringContaining('__proto__') },
+    });
     const unparsableRest = { raw: { contentType: 'application/json', body: '{"message":' }, token: owner.token, headers };
     expectErrorBody(await call(api.url, 'POST', '/a2a/agents/echo-agent/message:send', unparsableRest), 400);
     // A NUL in the text is refused by name, as REST refuses it, not a database error.

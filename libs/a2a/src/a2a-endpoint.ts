@@ -161,8 +161,18 @@ function invalidRequest(body: Record<string, unknown>): string | null {
   return validId(body.id) === undefined ? 'id must be a string, an integer or null' : null;
 }
 
-/** JSON-RPC's answer to a body that is not JSON, as the SDK's own server gives it (with 200). */
-export const JSON_RPC_PARSE_ERROR = { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Invalid JSON payload.' } };
+/**
+ * JSON-RPC's answers to a body the api does not parse: one that is not JSON (Parse error, as the SDK's own server
+ * gives it, with 200), and JSON refused for a `__proto__` or `constructor.prototype` key (Invalid Request).
+ */
+export const JSON_RPC_BAD_JSON = {
+  unparsable: { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Invalid JSON payload.' } },
+  forbiddenKey: {
+    jsonrpc: '2.0',
+    id: null,
+    error: { code: -32600, message: 'Invalid Request: the body holds a __proto__ or constructor.prototype key, refused for safety' },
+  },
+};
 
 /**
  * Serves A2A for every component with the SDK's JSON-RPC transport and its HTTP+JSON wire format, over

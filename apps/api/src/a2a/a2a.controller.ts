@@ -26,13 +26,13 @@ import {
 } from '@nestjs/swagger';
 import { FastifyReply, FastifyRequest } from 'fastify';
 
-import { A2ACall, A2AEndpoint, JSON_RPC_PARSE_ERROR, RefusedMethod } from '@app/a2a';
+import { A2ACall, A2AEndpoint, JSON_RPC_BAD_JSON, RefusedMethod } from '@app/a2a';
 import { Principal } from '@app/access';
 import { BodyScope, CurrentPrincipal, requiredScope, RequireScope, ScopeFromBody, Unschedulable } from '@app/auth';
 import { ErrorBodyDto } from '@app/errors';
 import { ComponentKind } from '@app/runs';
 
-import { AnswersUnparsableJson } from '../errors/http-exception.filter';
+import { AnswersBadJson } from '../errors/http-exception.filter';
 
 /** The HTTP+JSON binding is A2A v1.0, which a request without an A2A-Version header is not. */
 const HTTP_JSON_UNSCHEDULABLE =
@@ -180,7 +180,7 @@ function a2aController({ kind, resource, param }: A2ARoute): Type<unknown> {
         : `${run} (SendMessage, SendStreamingMessage, CancelTask, any other method) or ${read} (GetTask and the other reads)`,
     )
     @Unschedulable(A2AEndpoint.unfitForFires)
-    @AnswersUnparsableJson(JSON_RPC_PARSE_ERROR)
+    @AnswersBadJson(JSON_RPC_BAD_JSON)
     @HttpCode(200)
     @ComponentParam()
     @ApiOperation({

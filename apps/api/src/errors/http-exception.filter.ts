@@ -2,20 +2,25 @@ import { ArgumentsHost, Catch, ExceptionFilter } from '@nestjs/common';
 import { RouteConfig } from '@nestjs/platform-fastify';
 import { FastifyReply, FastifyRequest } from 'fastify';
 
-import { isUnparsableJson, renderError } from './render-error';
+import { badJsonOf, renderError } from './render-error';
 
-/** Where a route keeps its own answer to a body that is not JSON (see AnswersUnparsableJson). */
-interface UnparsableJsonConfig {
-  unparsableJsonAnswer?: object;
+/** A route's own answers to a body that is not JSON, and to JSON refused for a forbidden key (see AnswersBadJson). */
+interface BadJsonConfig {
+  badJsonAnswers?: BadJsonAnswers;
+}
+
+export interface BadJsonAnswers {
+  unparsable: object;
+  forbiddenKey: object;
 }
 
 /**
- * A route that speaks a protocol with its own word for a body that is not JSON (JSON-RPC's -32700 Parse error)
- * answers that, with 200, instead of the standard 400 body. Fastify parses the body before the route runs, so
- * this filter is where it is answered.
+ * A route that speaks a protocol with its own words for a body it cannot take (JSON-RPC's -32700 Parse error for
+ * one that is not JSON, -32600 Invalid Request for one refused for a `__proto__` key) answers those, with 200,
+ * instead of the standard 400 body. Fastify parses the body before the route runs, so this filter answers it.
  */
-export function AnswersUnparsableJson(answer: object): MethodDecorator {
-  return RouteConfig({ unparsableJsonAnswer: answer } satisfies UnparsableJsonConfig);
+export function AnswersBadJson(answers: BadJsonAnswers): MethodDecorator {
+  return RouteConfig({ badJsonAnswers: answers } satisfies BadJsonConfig);
 }
 
 /** The global filter: every error a request raises leaves through renderError. */
@@ -25,9 +30,10 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const reply = http.getResponse<FastifyReply>();
     const request = http.getRequest<FastifyRequest>();
-    const ownAnswer = (request.routeOptions?.config as UnparsableJsonConfig | undefined)?.unparsableJsonAnswer;
-    if (ownAnswer && isUnparsableJson(exception)) {
-      void reply.status(200).send(ownAnswer);
+    const answers = (request.routeOptions?.config as BadJsonConfig | undefined)?.badJsonAnswers;
+    const badJson = answers ? badJsonOf(exception) : null;
+    if (answers && badJson) {
+      void reply.status(200).send(answers[badJson]);
       return;
     }
     const rendered = renderError(exception, request);

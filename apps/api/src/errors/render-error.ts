@@ -21,9 +21,13 @@ export interface ErrorContext {
   url: string;
 }
 
+/** The code of a JSON body refused for a `__proto__` or `constructor.prototype` key (the JSON parser's check). */
+export const FORBIDDEN_JSON_KEY = 'PLATFORM_FORBIDDEN_JSON_KEY';
+
 /** Fastify's own request errors (bad JSON, wrong content type, oversized body) in plain words. */
 export const FRAMEWORK_DETAILS: Record<string, string> = {
   FST_ERR_CTP_INVALID_JSON_BODY: 'Request body is not valid JSON',
+  [FORBIDDEN_JSON_KEY]: 'Request body holds a __proto__ or constructor.prototype key, refused for safety: rename it',
   FST_ERR_CTP_EMPTY_JSON_BODY: 'Request body is empty but Content-Type is application/json',
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'Unsupported Content-Type: send application/json',
   FST_ERR_CTP_BODY_TOO_LARGE: 'Request body is too large',
@@ -79,9 +83,12 @@ export function renderError(exception: unknown, context: ErrorContext): Rendered
 }
 
 /** A request whose body was declared JSON and is not (or is empty). */
-export function isUnparsableJson(exception: unknown): boolean {
+export function badJsonOf(exception: unknown): 'unparsable' | 'forbiddenKey' | null {
   const code = fastifyClientError(exception)?.code;
-  return code === 'FST_ERR_CTP_INVALID_JSON_BODY' || code === 'FST_ERR_CTP_EMPTY_JSON_BODY';
+  if (code === FORBIDDEN_JSON_KEY) {
+    return 'forbiddenKey';
+  }
+  return code === 'FST_ERR_CTP_INVALID_JSON_BODY' || code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'unparsable' : null;
 }
 
 /**
