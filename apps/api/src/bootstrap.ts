@@ -6,6 +6,7 @@ import multipart from '@fastify/multipart';
 import { HttpStatus, PayloadTooLargeException } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { parse as parseQuery } from 'fast-querystring';
 import { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PinoLogger } from 'nestjs-pino';
 
@@ -141,6 +142,22 @@ function closeConnectionsAsTheyIdle(fastify: FastifyInstance): void {
   });
 }
 
+/**
+ * A query string as Fastify reads it (fast-querystring), with `status[]=a&status[]=b`, how axios and qs write a list,
+ * read as `status=a&status=b`: the bracketed name was an unknown parameter, and a filtered list listed everything.
+ */
+function queryWithListBrackets(text: string): Record<string, unknown> {
+  const query = parseQuery(text) as Record<string, string | string[]>;
+  for (const key of Object.keys(query)) {
+    if (key.endsWith('[]')) {
+      const name = key.slice(0, -2);
+      query[name] = [query[name] ?? [], query[key]].flat();
+      delete query[key];
+    }
+  }
+  return query;
+}
+
 /** Builds the api (not yet listening): used by main.ts and nothing else needs to know how. */
 export async function createApiApp(env: Env, components: Component[] = []): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
@@ -148,6 +165,7 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
     // No Nest middleware, so no middie layer on every request: requests are logged by Fastify hooks
     // (logRequests). A Nest middleware added later needs @fastify/middie registered first.
     skipMiddie: true,
+    routerOptions: { querystringParser: queryWithListBrackets },
     // Keep a caller's request id when it is sane, so logs can be joined across services.
     genReqId: (request: IncomingMessage) => {
       const given = request.headers['x-request-id'];
