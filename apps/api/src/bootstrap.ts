@@ -34,7 +34,7 @@ const RUN_ROUTE = /^\/(agents|teams|workflows)\/:[a-z_]+\/runs$/;
 /**
  * A run's form fields (`message`, `stream`, ...) may come as multipart/form-data, as FastAPI-style clients
  * send them, as well as urlencoded: @fastify/multipart reads the fields, and they become the body the same DTO
- * validates. Files are not taken (413); a body that is not valid multipart is a 400; every other route
+ * validates. Files are not taken (415); a body that is not valid multipart is a 400; every other route
  * answers multipart with 415. A field left blank in a form is not given, as FastAPI reads forms, so its
  * default applies (a form that sends every field, as Swagger UI's does, may leave `session_id` empty).
  *
@@ -81,6 +81,11 @@ async function acceptForms(fastify: FastifyInstance): Promise<void> {
         throw error;
       }
       const { statusCode, code } = error as { statusCode?: number; code?: string };
+      if (code === 'FST_FILES_LIMIT') {
+        // A file part is a kind of part the route does not take, not a body too large (the limit's own 413).
+        await reply.code(HttpStatus.UNSUPPORTED_MEDIA_TYPE).send({ detail: FRAMEWORK_DETAILS.FST_FILES_LIMIT });
+        return;
+      }
       if (statusCode === HttpStatus.PAYLOAD_TOO_LARGE) {
         throw new PayloadTooLargeException(FRAMEWORK_DETAILS[code ?? ''] ?? FRAMEWORK_DETAILS.FST_ERR_CTP_BODY_TOO_LARGE);
       }

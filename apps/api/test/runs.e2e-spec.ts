@@ -185,7 +185,7 @@ describe('runs and sessions (security_key mode, demo components)', () => {
       expect(await queued.json()).toMatchObject({ status: 'queued' });
 
       const withFile = await post('/agents/echo-agent/runs', fields({ message: 'x', doc: new Blob(['data']) }));
-      expect([withFile.status, await withFile.json()]).toEqual([413, { detail: 'Files are not accepted: send the form fields only' }]);
+      expect([withFile.status, await withFile.json()]).toEqual([415, { detail: 'Files are not accepted: send the form fields only' }]);
       const malformed = await post('/agents/echo-agent/runs', 'not multipart', { 'content-type': 'multipart/form-data; boundary=x' });
       expect(malformed.status).toBe(400);
       expect(((await malformed.json()) as { detail: string }).detail).toMatch(/^Malformed multipart body/);
