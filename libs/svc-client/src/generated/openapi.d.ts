@@ -10443,11 +10443,11 @@ export interface operations {
                     /**
                      * @example {
                      *       "jsonrpc": "2.0",
+                     *       "id": null,
                      *       "error": {
-                     *         "code": -32700,
-                     *         "message": "Parse error: Invalid JSON-RPC message"
-                     *       },
-                     *       "id": null
+                     *         "code": -32600,
+                     *         "message": "Invalid Request: not a JSON-RPC 2.0 request, notification or response"
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"] | {
