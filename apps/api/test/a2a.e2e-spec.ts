@@ -79,7 +79,8 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
   beforeAll(async () => {
     const env = { DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' };
     api = await startApi(env);
-    worker = await startWorker(env);
+    // Schedule fires call this api.
+    worker = await startWorker({ ...env, PUBLIC_URL: api.url, SCHEDULE_TICK_INTERVAL_MS: '200' });
     const all = ['sessions:read', 'agents:read', 'agents:run', 'teams:read', 'teams:run', 'workflows:read', 'workflows:run'];
     owner = await mintAccount(api.url, ROOT_KEY, { scopes: all });
     other = await mintAccount(api.url, ROOT_KEY, { scopes: all });
@@ -594,7 +595,7 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
         },
       });
     for (const [payload, why] of [
-      [{ jsonrpc: '2.0', method: 'message/send', params: message('x') }, 'needs an id'],
+      [{ jsonrpc: '1.0', id: 1, method: 'message/send', params: message('x') }, 'jsonrpc must be "2.0"'],
       [{ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: message('x') }, 'speaks A2A v0.3'],
       [{ jsonrpc: '2.0', id: 1, method: 'message/stream', params: message('x') }, 'not a stream'],
     ] as const) {
@@ -606,6 +607,25 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
       });
     }
     expect((await schedule({ jsonrpc: '2.0', id: 1, method: 'message/send', params: message('x') })).status).toBe(201);
+    // A body without an id, as schedules were stored before callers were held to one, still fires and reads its
+    // answer; a caller sending the same is refused (a notification gets no answer).
+    const idless = { jsonrpc: '2.0', method: 'message/send', params: message('scheduled without an id') };
+    const stored = await schedule(idless);
+    expect(stored.status, stored.text).toBe(201);
+    const direct = await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: idless, token: owner.token });
+    expect(direct.body).toMatchObject({ id: null, error: { code: -32600 } });
+    expect((await call(api.url, 'POST', `/schedules/${stored.body.id}/trigger`, { token: ROOT_KEY })).status).toBe(202);
+    let fire: { status: string; status_code: number | null; error: string | null } | undefined;
+    await waitFor(
+      async () =>
+        ['success', 'failed'].includes(
+          (fire = (await call(api.url, 'GET', `/schedules/${stored.body.id}/runs`, { token: ROOT_KEY })).body.data[0])?.status ?? '',
+        ),
+      20_000,
+      'the fire to finish',
+    );
+    expect(fire).toMatchObject({ status: 'success', status_code: 200, error: null });
+    expect((await call(api.url, 'GET', `/schedules/${stored.body.id}`, { token: ROOT_KEY })).body).toMatchObject({ enabled: true });
 
     const sent = await rpc('message/send', message('hello in v0.3'), owner.token);
     expect(sent.status, sent.text).toBe(200);

@@ -144,11 +144,11 @@ function validId(id: unknown): string | number | null | undefined {
 }
 
 /**
- * Why a request object is no A2A request, or null: JSON-RPC 2.0 with a method named, and an id, since every A2A
- * method answers (a notification, without one, would get no answer). Checked here because the SDK's v1.0 transport
- * answers these with Invalid params, and echoes an id JSON-RPC does not allow.
+ * Why a request object is no A2A request, or null: JSON-RPC 2.0 with a method named, and an id unless `idOptional`,
+ * since every A2A method answers (a notification, without one, would get no answer). Checked here because the SDK's
+ * v1.0 transport answers these with Invalid params, and echoes an id JSON-RPC does not allow.
  */
-function invalidRequest(body: Record<string, unknown>): string | null {
+function invalidRequest(body: Record<string, unknown>, idOptional: boolean): string | null {
   if (body.jsonrpc !== '2.0') {
     return 'jsonrpc must be "2.0"';
   }
@@ -156,7 +156,7 @@ function invalidRequest(body: Record<string, unknown>): string | null {
     return 'method must name a method';
   }
   if (!('id' in body)) {
-    return 'an A2A request needs an id (every method answers; notifications are not served)';
+    return idOptional ? null : 'an A2A request needs an id (every method answers; notifications are not served)';
   }
   return validId(body.id) === undefined ? 'id must be a string, an integer or null' : null;
 }
@@ -201,7 +201,7 @@ export class A2AEndpoint {
     if (STREAMING_METHODS.has(method)) {
       return "A schedule's fire reads one answer, not a stream: use message/send";
     }
-    const invalid = invalidRequest(body as Record<string, unknown>);
+    const invalid = invalidRequest(body as Record<string, unknown>, true);
     return invalid === null ? null : `A schedule's fire sends its body as one JSON-RPC request: ${invalid}`;
   }
 
@@ -243,7 +243,10 @@ export class A2AEndpoint {
       return;
     }
     const id = validId(body.id) ?? null;
-    const invalid = invalidRequest(body);
+    // A schedule's body may lack an id: schedules stored before callers were held to one fire it so, and read the
+    // answer: it is answered as a request with a null id, as it always was.
+    const fire = call.principal.scheduleId !== undefined;
+    const invalid = invalidRequest(body, fire);
     if (invalid !== null) {
       writeJson(response, 200, {
         jsonrpc: '2.0',
@@ -277,7 +280,8 @@ export class A2AEndpoint {
       writeJson(response, 200, { jsonrpc: '2.0', id, error: mapError(error) });
       return;
     }
-    const result = await transport.handle(v03 ? blockingByDefault(body) : body, context);
+    const request = 'id' in body ? body : { ...body, id: null };
+    const result = await transport.handle(v03 ? blockingByDefault(request) : request, context);
     if (!isAsyncIterable(result)) {
       writeJson(response, 200, result);
       return;
