@@ -147,15 +147,18 @@ function closeConnectionsAsTheyIdle(fastify: FastifyInstance): void {
   });
 }
 
+/** A list parameter's name as clients write it: `status[]` (axios) or `status[0]` (qs), the name before the brackets. */
+const LIST_NAME = /^(.+)\[\d*\]$/;
+
 /**
- * A query string as Fastify reads it (fast-querystring), with `status[]=a&status[]=b`, how axios and qs write a list,
+ * A query string as Fastify reads it (fast-querystring), with `status[]=a&status[]=b` and `status[0]=a&status[1]=b`
  * read as `status=a&status=b`: the bracketed name was an unknown parameter, and a filtered list listed everything.
  */
 function queryWithListBrackets(text: string): Record<string, unknown> {
   const query = parseQuery(text) as Record<string, string | string[]>;
   for (const key of Object.keys(query)) {
-    if (key.endsWith('[]')) {
-      const name = key.slice(0, -2);
+    const name = LIST_NAME.exec(key)?.[1];
+    if (name !== undefined) {
       query[name] = [query[name] ?? [], query[key]].flat();
       delete query[key];
     }

@@ -86,10 +86,10 @@ describe('queue operations (jwt mode with the security key as root)', () => {
       const both = await call(api.url, 'GET', '/queue/jobs?status=cancelled&status=queued&limit=1000', { token: ROOT_KEY });
       expect(both.body.meta.total_count).toBe(4);
       expect(new Set(both.body.data.map((j: { status: string }) => j.status))).toEqual(new Set(['queued', 'cancelled']));
-      // A list written as axios and qs write one (status[]=...) filters the same, rather than being an unknown name.
+      // A list written as axios and qs write one (status[]=..., status[0]=...) filters the same, not as an unknown name.
       const bracketed = await call(api.url, 'GET', '/queue/jobs?status[]=cancelled', { token: ROOT_KEY });
       expect(bracketed.body.data.map((j: { id: string }) => j.id)).toEqual([cancelled]);
-      const mixed = await call(api.url, 'GET', '/queue/jobs?status%5B%5D=cancelled&status=queued&limit=1000', { token: ROOT_KEY });
+      const mixed = await call(api.url, 'GET', '/queue/jobs?status%5B0%5D=cancelled&status=queued&limit=1000', { token: ROOT_KEY });
       expect(mixed.body.meta.total_count).toBe(4);
       expect(expectValidationBody(await call(api.url, 'GET', '/queue/jobs?limit[]=5', { token: ROOT_KEY }))).toEqual([['query', 'limit']]);
       // Any allowed sort_by orders the page by that field.
