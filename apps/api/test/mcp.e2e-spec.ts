@@ -239,7 +239,8 @@ describe('MCP on, security-key mode', () => {
     }
     // A method this server does not answer stays the SDK's Method not found, and a good request is served.
     const unknown = await post({ jsonrpc: '2.0', id: 4, method: 'prompts/get', params: { name: 5 } });
-    expect(unknown.text).toContain('-32601');
+    const answered = JSON.parse(/^data: (.*)$/m.exec(unknown.text)?.[1] ?? unknown.text) as { id: number; error: { code: number } };
+    expect(answered).toMatchObject({ id: 4, error: { code: -32601 } });
     expect((await post(INITIALIZE_REQUEST)).status).toBe(200);
   });
 });
