@@ -237,6 +237,9 @@ describe('MCP on, security-key mode', () => {
         error: { code: -32602, message: expect.stringContaining(`Invalid params: ${where}: `) },
       });
     }
+    // A client that does not accept both answers hears that first (406), as the SDK orders its checks.
+    const unacceptable = await call(api.url, 'POST', '/mcp', { json: { jsonrpc: '2.0', id: 5, method: 'tools/call' }, token: ROOT_KEY });
+    expect(unacceptable.status).toBe(406);
     // A method this server does not answer stays the SDK's Method not found, and a good request is served.
     const unknown = await post({ jsonrpc: '2.0', id: 4, method: 'prompts/get', params: { name: 5 } });
     const answered = JSON.parse(/^data: (.*)$/m.exec(unknown.text)?.[1] ?? unknown.text) as { id: number; error: { code: number } };

@@ -53,7 +53,10 @@ export class McpEndpoint {
   ) {}
 
   async handle(principal: Principal, request: IncomingMessage, response: ServerResponse, body: unknown): Promise<void> {
-    const refused = request.method === 'POST' ? refusedMessage(body) : null;
+    // After the transport's first check, as the SDK orders them: a client that accepts no stream hears that first.
+    const accept = request.headers.accept ?? '';
+    const checked = request.method === 'POST' && accept.includes('application/json') && accept.includes('text/event-stream');
+    const refused = checked ? refusedMessage(body) : null;
     if (refused) {
       response.writeHead(refused.status, { 'content-type': 'application/json' }).end(JSON.stringify(refused.body));
       return;
