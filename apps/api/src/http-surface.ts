@@ -144,19 +144,23 @@ function acceptEmptyBodies(app: NestFastifyApplication, bodyLimit: number): void
     }
     const text = body.toString('utf8');
     void parseJson(request as FastifyRequest, text, (error, parsed) =>
-      done(error && parsesAsJson(text) ? new ForbiddenJsonKeyError() : error, parsed),
+      done(error && holdsForbiddenKey(text) ? new ForbiddenJsonKeyError() : error, parsed),
     );
   });
 }
 
-/** Whether a body Fastify refused is JSON after all: it held a key its prototype-poisoning check refuses. */
-function parsesAsJson(text: string): boolean {
+/** Whether a body Fastify refused is JSON after all, holding a key its prototype-poisoning check refuses. */
+function holdsForbiddenKey(text: string): boolean {
+  let found = false;
   try {
-    JSON.parse(text);
-    return true;
+    JSON.parse(text, (key, value: unknown) => {
+      found ||= key === '__proto__' || (key === 'constructor' && typeof value === 'object' && value !== null && 'prototype' in value);
+      return value;
+    });
   } catch {
     return false;
   }
+  return found;
 }
 
 /** JSON with a `__proto__` or `constructor.prototype` key: refused for safety, and not called invalid JSON. */
