@@ -26,6 +26,7 @@ import {
   confirmDiscoveredUrl,
   discoverInteractively,
   isCloudReachable,
+  isTokenOf,
   mcpUrlOf,
   McpVerification,
   MintedServiceAccount,
@@ -617,8 +618,3 @@ function committedTokenRefusal(location: string, exposure: 'tracked' | 'unignore
 
 /** `svc_pat_` and at least four characters of the token itself (the service shows seven). */
 const MIN_TOKEN_PREFIX = 12;
-
-/** Whether `token` is the account's current one: tokens begin with the account's display prefix. */
-function isTokenOf(account: { token_prefix: string }, token: string): boolean {
-  return token.startsWith(account.token_prefix);
-}
