@@ -221,7 +221,13 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     });
     expect(run.code, run.stdout + run.stderr).toBe(0);
     for (const result of run.json().results) {
-      expect(result).toMatchObject({ status: 'connected', rotated: true, verify: { ok: true } });
+      // --json says the old token keeps working for the grace: a rotation is no instant cut-off.
+      expect(result).toMatchObject({
+        status: 'connected',
+        rotated: true,
+        verify: { ok: true },
+        note: expect.stringContaining('the old token keeps working for 1h, then stops'),
+      });
       // The same account, with a new token: nothing was revoked or minted.
       expect(result.account.id).toBe(accountsBefore[result.client]);
       expect(Object.keys(result.account).sort()).toEqual(ACCOUNT_KEYS);
@@ -313,6 +319,8 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
       scopes: ['service_accounts:write', 'agents:echo-agent:run'],
       privileged: true,
     });
+    // A squat takes a name never used: one the key minted before (earlier tests) is kept from other principals.
+    await query(service.databaseUrl, `DELETE FROM service_accounts WHERE name = 'editor-c' AND revoked_at IS NOT NULL`);
     const squatted = await mintAccount(service.api.url, minter.token, { name: 'editor-c', scopes: ['agents:echo-agent:run'] });
     const run = await runCommand(['connect', '--clients', 'editor-c,code-agent-b', '--rotate', '--json'], sandbox, { env: env() });
     expect(run.code).toBe(3);
@@ -363,7 +371,11 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
       },
     );
     expect(rotated.code, rotated.stdout).toBe(0);
-    expect(rotated.json().results[0]).toMatchObject({ status: 'connected', rotated: true });
+    expect(rotated.json().results[0]).toMatchObject({
+      status: 'connected',
+      rotated: true,
+      note: expect.stringContaining('Rotation keeps its scopes and expiry'),
+    });
 
     const squatted = await mintAccount(service.api.url, admin.token, { scopes: ['agents:run'] });
     const refused = await runCommand(
@@ -524,6 +536,42 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     const unprivileged = await runCommand(['connect', '--clients', 'editor-c', '-s', 'sessions:write', '--json'], sandbox, { env: env() });
     expect(unprivileged.code).toBe(1);
     expect(unprivileged.json().error).toBe('Privileged scope(s) need --privileged: sessions:write');
+  });
+
+  it('--name gives another client a privileged shared token only with --privileged, and says when it keeps its scopes', async () => {
+    const wide = ['agents:run', 'service_accounts:write', 'config:read'];
+    const first = await runCommand(
+      ['connect', '--clients', 'editor-c', '--name', 'wide', '--privileged', '-s', wide.join(','), '--json'],
+      sandbox,
+      {
+        env: env(),
+      },
+    );
+    expect(first.code, first.stdout + first.stderr).toBe(0);
+    const narrow = await runCommand(
+      ['connect', '--clients', 'editor-c,code-agent-b', '--name', 'wide', '-s', 'agents:run', '--json'],
+      sandbox,
+      {
+        env: env(),
+      },
+    );
+    expect(narrow.code, narrow.stdout).toBe(3);
+    expect(narrow.json().results.find((result: { client: string }) => result.client === 'code-agent-b')).toMatchObject({
+      status: 'failed',
+      error: expect.stringContaining('Privileged scope(s) need --privileged: service_accounts:write'),
+    });
+    expect(storedTokens(sandbox)['code-agent-b']).toBeUndefined();
+    const deliberate = await runCommand(
+      ['connect', '--clients', 'editor-c,code-agent-b', '--name', 'wide', '--privileged', '-s', 'agents:run', '--json'],
+      sandbox,
+      { env: env() },
+    );
+    expect(deliberate.code, deliberate.stdout).toBe(0);
+    expect(deliberate.json().results.find((result: { client: string }) => result.client === 'code-agent-b')).toMatchObject({
+      status: 'connected',
+      note: expect.stringContaining("Shares 'wide' as it is (agents:run, service_accounts:write, config:read)"),
+    });
+    expect(storedTokens(sandbox)['code-agent-b']).toBe(storedTokens(sandbox)['editor-c']);
   });
 
   it('--name never adopts another account’s token from a project’s .mcp.json, however well it verifies', async () => {

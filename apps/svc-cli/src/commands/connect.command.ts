@@ -83,7 +83,8 @@ export interface ConnectResult {
 
 /** A service account and its token (after a rotation, the account as it was, to find its old token), or why a client gets none. */
 type TokenOutcome =
-  { account: MintedServiceAccount; rotated: boolean; previous?: ServiceAccount } | { status: 'skipped' | 'failed'; error: string };
+  | { account: MintedServiceAccount; rotated: boolean; previous?: ServiceAccount; note?: string }
+  | { status: 'skipped' | 'failed'; error: string };
 
 const UNAUTHENTICATED_MCP_WARNING =
   'This service accepts unauthenticated MCP requests although it enforces authentication elsewhere: anyone who can reach /mcp can use its tools. Tokens were still minted and configured; upgrade or reconfigure the service to require them on /mcp.';
@@ -202,6 +203,7 @@ class Connection {
       let account: MintedServiceAccount | null = null;
       let rotated = false;
       let previous: ServiceAccount | undefined;
+      let accountNote: string | undefined;
       if (this.minting) {
         // Before any token exists: a config that cannot take the entry must not cost the account its token.
         adapter.check(this.serverName, this.mcpUrl, Boolean(this.options.project));
@@ -216,6 +218,7 @@ class Connection {
         account = outcome.account;
         rotated = outcome.rotated;
         previous = outcome.previous;
+        accountNote = outcome.note;
       }
       const token = account?.token ?? null;
       const written = adapter.write(this.serverName, this.mcpUrl, token, Boolean(this.options.project));
@@ -233,7 +236,10 @@ class Connection {
       }
       const verify = await this.verify(adapter, token);
       const notes = [
+        accountNote,
         written.note,
+        // An OAuth entry now: nothing here holds the token it replaces, which still works until its account is revoked.
+        this.oauthMode && existing?.token && !token ? replacedTokenNote(existing.token) : null,
         alsoUpdated.length ? `The new token also replaced the old one in: ${alsoUpdated.join(', ')}.` : null,
         adapter.id === 'desktop-app-a' ? npxNote(clientContext()) : null,
       ].filter(Boolean);
@@ -346,7 +352,18 @@ class Connection {
           const account = await this.api!.findActive(this.options.name!);
           // A verifying token is not necessarily this account's: a project's checked-in .mcp.json may hold anyone's.
           if (account && isTokenOf(account, entry.token)) {
-            this.shared = { account: { ...account, token: entry.token }, rotated: false };
+            // Another client gets this token as it is: a privileged one only as deliberately as one minted.
+            requirePrivilegedFlag(account.scopes, this.options.privileged);
+            const kept = this.options.scopes || this.options.expires !== undefined;
+            this.shared = {
+              account: { ...account, token: entry.token },
+              rotated: false,
+              ...(kept
+                ? {
+                    note: `Shares '${account.name}' as it is (${account.scopes.join(', ')}): --scopes and --expires apply to a new account (revoke it, or --name another).`,
+                  }
+                : {}),
+            };
             return this.shared;
           }
         }
@@ -431,12 +448,15 @@ class Connection {
       // Revoked since the name was refused: it is free again.
       return { account: await api.mint(request), rotated: true };
     }
-    if (this.options.scopes || this.options.expires !== undefined) {
-      this.terminal.warn(`Rotation keeps the scopes and expiry of '${name}'; --scopes and --expires apply to new accounts only.`);
-    }
+    const kept =
+      this.options.scopes || this.options.expires !== undefined
+        ? ` Rotation keeps its scopes and expiry; --scopes and --expires apply to new accounts only.`
+        : '';
     const account = await api.rotate(active, DEFAULT_GRACE_SECONDS);
-    this.terminal.note(`Rotated service account '${name}': the old token keeps working for ${formatDuration(DEFAULT_GRACE_SECONDS)}.`);
-    return { account, rotated: true, previous: active };
+    // In the result too, where --json shows it: a rotation for a leaked token should not pass for an instant cut-off.
+    const note = `Rotated '${name}': the old token keeps working for ${formatDuration(DEFAULT_GRACE_SECONDS)}, then stops.${kept}`;
+    this.terminal.note(note);
+    return { account, rotated: true, previous: active, note };
   }
 }
 
@@ -616,5 +636,13 @@ function committedTokenRefusal(location: string, exposure: 'tracked' | 'unignore
     : `${location} is not ignored by git: the next commit could carry a token written there. Add ${file} to .gitignore, or pass --allow-committed to write it anyway.`;
 }
 
+/** The token an OAuth entry replaced: it still works, and its account is named by the prefix svc tokens list shows. */
+function replacedTokenNote(token: string): string {
+  return `The token the entry held still works until its account is revoked: find it by its prefix ${token.slice(0, LISTED_TOKEN_PREFIX)} in svc tokens list, and revoke it with svc tokens revoke <name> unless another client uses it.`;
+}
+
 /** `svc_pat_` and at least four characters of the token itself (the service shows seven). */
 const MIN_TOKEN_PREFIX = 12;
+
+/** `svc_pat_` and the seven characters the service lists as an account's token_prefix. */
+const LISTED_TOKEN_PREFIX = 15;
