@@ -814,9 +814,20 @@ describe('svc connect: MCP off, OAuth-protected /mcp, and unauthenticated MCP', 
       });
       expect(run.code).toBe(0);
       expect(run.json().results[0]).toMatchObject({ status: 'connected', account: { name: 'editor-c' } });
-      expect(readJson(join(sandbox.home, '.cursor', 'mcp.json')).mcpServers['platform-service'].headers.Authorization).toMatch(
-        /^Bearer svc_pat_/,
-      );
+      const pat = readJson(join(sandbox.home, '.cursor', 'mcp.json')).mcpServers['platform-service'].headers.Authorization;
+      expect(pat).toMatch(/^Bearer svc_pat_/);
+      // --rotate without --pat turns the entry into an OAuth sign-in: the token it held still works, and that is said.
+      const converted = await runCommand(['connect', '--clients', 'cursor', '--rotate', '--json'], sandbox, {
+        env: { SERVICE_URL: service.api.url, OS_SECURITY_KEY: ROOT_KEY },
+      });
+      expect(converted.json().results[0]).toMatchObject({
+        status: 'needs-login',
+        replaced_token_entry: true,
+        note: expect.stringContaining(
+          `The token the entry held still works until its account is revoked: find it by its prefix ${pat.slice(7, 22)} `,
+        ),
+      });
+      expect(readJson(join(sandbox.home, '.cursor', 'mcp.json')).mcpServers['platform-service']).toEqual({ url: `${service.api.url}/mcp` });
     });
   });
 
