@@ -406,23 +406,6 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect((await call(service.api.url, 'DELETE', `/service-accounts/${elsewhere.id}`, { token: ROOT_KEY })).status).toBe(200);
   });
 
-  it("--revoke with --server-name never takes an entry for another server for one of this service's", async () => {
-    const account = await mintAccount(service.api.url, ROOT_KEY);
-    const files = writeConfigs(sandbox, targetMcp);
-    writeFileSync(
-      files.cursor,
-      JSON.stringify({ mcpServers: { other: { url: OTHER_MCP, headers: { Authorization: `Bearer ${account.token}` } } } }),
-    );
-    const run = await runCommand(
-      ['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--server-name', 'other', '--revoke', '--json'],
-      sandbox,
-      { env: asAdmin() },
-    );
-    expect(run.code, run.stdout + run.stderr).toBe(0);
-    expect(run.json().revocations).toEqual([{ account: 'editor-c', status: 'not-found', error: null }]);
-    expect((await call(service.api.url, 'GET', '/config', { token: account.token })).status).toBe(200);
-  });
-
   it('--revoke keeps an entry whose working token belongs to an account the credential cannot see', async () => {
     const minter = await mintAccount(service.api.url, ROOT_KEY, {
       scopes: ['service_accounts:read', 'service_accounts:write'],

@@ -122,11 +122,7 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
     if (api && descriptor) {
       const revoked = new Set<string>();
       for (const client of selected.filter((id) => !isChatApp(id))) {
-        // Tokens of entries pointing at this service only: one for another server (--server-name matches any) is never
-        // sent here, nor taken for one of this service's accounts.
-        const tokens = entriesOf(adapters[client])
-          .filter((entry) => urlBelongsTo(entry.url, descriptor.url))
-          .flatMap((entry) => (entry.token ? [entry.token] : []));
+        const tokens = entriesOf(adapters[client]).flatMap((entry) => (entry.token ? [entry.token] : []));
         const holders = active.filter((account) => tokens.some((token) => isTokenOf(account, token)));
         if (holders.length === 0) {
           revocations.push({ account: options.name ?? client, status: 'not-found', error: null });
