@@ -2,7 +2,7 @@ import { CliError } from '@app/cli-terminal';
 
 import { AdminApi } from './admin-api';
 import { AdminCredential } from './cli-env';
-import { Answer, errorDetail, Schemas, serviceClient } from './http';
+import { Answer, errorDetail, Schemas } from './http';
 
 /** A service account as the CLI prints it: never the hash, and the token only when it was just minted or rotated. */
 export type ServiceAccount = Omit<Schemas['ServiceAccountDto'], 'created_by'>;
@@ -53,17 +53,12 @@ function isActive(account: ServiceAccount): boolean {
 export const SERVICE_ACCOUNTS_CREDENTIAL_HINT =
   'Use an admin credential: SVC_ADMIN_TOKEN with service_accounts scopes (or platform:admin), or OS_SECURITY_KEY.';
 
-/** The service-accounts API of one service, called with the admin credential. */
-/** Whether the service still takes `token` (anything but a 401 to a route every principal may call): a live token. */
-export async function tokenIsLive(baseUrl: string, token: string): Promise<boolean> {
-  return (await serviceClient(baseUrl, token).GET('/config')).response.status !== 401;
-}
-
 /** Whether `token` is the account's current one: tokens begin with the account's display prefix. */
 export function isTokenOf(account: { token_prefix: string }, token: string): boolean {
   return token.startsWith(account.token_prefix);
 }
 
+/** The service-accounts API of one service, called with the admin credential. */
 export class ServiceAccountsApi extends AdminApi {
   protected readonly credentialHint = SERVICE_ACCOUNTS_CREDENTIAL_HINT;
   /**

@@ -3,7 +3,6 @@ import { Command, Option } from 'nest-commander';
 import { Interrupted, Terminal } from '@app/cli-terminal';
 import {
   chatAppRemovalSteps,
-  ClientAdapter,
   clientContext,
   ClientId,
   createAdapters,
@@ -15,14 +14,12 @@ import {
   candidateGroups,
   confirmDiscoveredUrl,
   discoverInteractively,
-  isTokenOf,
   readCliEnv,
   resolveAdminCredential,
   SERVICE_ACCOUNTS_CREDENTIAL_HINT,
   ServiceAccount,
   ServiceAccountsApi,
   ServiceDescriptor,
-  tokenIsLive,
   urlBelongsTo,
 } from '@app/svc-client';
 
@@ -109,51 +106,36 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
       active = await api.listActive();
     }
 
-    const entriesOf = (adapter: ClientAdapter) =>
-      adapter
-        .entries()
-        .filter((entry) =>
-          options.serverName !== undefined ? entry.name === options.serverName : targetUrls.some((url) => urlBelongsTo(entry.url, url)),
-        );
-    // Revoked first, and only the accounts whose tokens the entries going hold (another installation's account of the
-    // same name is not this one's). An entry whose token could not be revoked stays, so a working token keeps a copy.
+    // Revoked first: an entry whose account could not be revoked stays, so its still-valid token keeps a local copy.
     const revocations: Revocation[] = [];
-    const kept = new Map<ClientId, string>();
-    if (api && descriptor) {
-      const revoked = new Set<string>();
-      for (const client of selected.filter((id) => !isChatApp(id))) {
-        const tokens = entriesOf(adapters[client]).flatMap((entry) => (entry.token ? [entry.token] : []));
-        const holders = active.filter((account) => tokens.some((token) => isTokenOf(account, token)));
-        if (holders.length === 0) {
-          revocations.push({ account: options.name ?? client, status: 'not-found', error: null });
-        }
-        for (const account of holders.filter((holder) => !revoked.has(holder.id))) {
-          revoked.add(account.id);
-          const revocation = await revoke(api, account, account.name);
-          revocations.push(revocation);
-          if (revocation.status === 'failed') {
-            kept.set(client, 'Kept: its account could not be revoked, so this entry holds a token that still works');
-          }
-        }
-        for (const token of tokens.filter((candidate) => !holders.some((account) => isTokenOf(account, candidate)))) {
-          if (await tokenIsLive(descriptor.url, token)) {
-            kept.set(client, 'Kept: it holds a token that still works, of an account this credential cannot see to revoke');
-          }
-        }
+    if (api) {
+      const names = options.name ? [options.name] : selected.filter((client) => !isChatApp(client));
+      for (const name of names) {
+        revocations.push(await revoke(api, active.find((account) => account.name === name) ?? null, name));
       }
     }
+    const unrevoked = new Set(revocations.filter((revocation) => revocation.status === 'failed').map((revocation) => revocation.account));
 
     const results: DisconnectResult[] = selected.map((client) => {
       if (isChatApp(client)) {
         return { client, status: 'manual', error: null, removed: [], location: null, instructions: chatAppRemovalSteps(client) };
       }
-      const keptWhy = kept.get(client);
-      if (keptWhy !== undefined) {
-        return { client, status: 'failed', error: keptWhy, removed: [], location: null };
+      if (unrevoked.has(options.name ?? client)) {
+        return {
+          client,
+          status: 'failed',
+          error: 'Kept: its account could not be revoked, so this entry holds a token that still works',
+          removed: [],
+          location: null,
+        };
       }
       const adapter = adapters[client];
       try {
-        const matching = entriesOf(adapter);
+        const matching = adapter
+          .entries()
+          .filter((entry) =>
+            options.serverName !== undefined ? entry.name === options.serverName : targetUrls.some((url) => urlBelongsTo(entry.url, url)),
+          );
         const removed: string[] = [];
         const locations: string[] = [];
         for (const entry of matching) {
