@@ -572,6 +572,20 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
       note: expect.stringContaining("Shares 'wide' as it is (agents:run, service_accounts:write, config:read)"),
     });
     expect(storedTokens(sandbox)['code-agent-b']).toBe(storedTokens(sandbox)['editor-c']);
+    // --rotate is no way around it: rotating a privileged account for a client needs --privileged too.
+    const privileged = await mintAccount(service.api.url, ROOT_KEY, { scopes: ['service_accounts:write', 'agents:run'], privileged: true });
+    const rotated = await runCommand(['connect', '--clients', 'desktop-app-a', '--name', privileged.name, '--rotate', '--json'], sandbox, {
+      env: env(),
+    });
+    expect(rotated.json().results[0]).toMatchObject({
+      status: 'failed',
+      error: expect.stringContaining('Privileged scope(s) need --privileged: service_accounts:write'),
+    });
+    // Not rotated: the account's token is the one it was minted with.
+    const [row] = await query<{ token_prefix: string }>(service.databaseUrl, 'SELECT token_prefix FROM service_accounts WHERE id = $1', [
+      privileged.id,
+    ]);
+    expect(row.token_prefix).toBe(privileged.token_prefix);
   });
 
   it('--name never adopts another account’s token from a project’s .mcp.json, however well it verifies', async () => {

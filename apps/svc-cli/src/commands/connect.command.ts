@@ -448,6 +448,8 @@ class Connection {
       // Revoked since the name was refused: it is free again.
       return { account: await api.mint(request), rotated: true };
     }
+    // The client gets the account's token as it is: a privileged one only as deliberately as one minted.
+    requirePrivilegedFlag(active.scopes, this.options.privileged);
     const kept =
       this.options.scopes || this.options.expires !== undefined
         ? ` Rotation keeps its scopes and expiry; --scopes and --expires apply to new accounts only.`
