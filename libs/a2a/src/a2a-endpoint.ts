@@ -243,16 +243,13 @@ export class A2AEndpoint {
       return;
     }
     const id = validId(body.id) ?? null;
+    const errorAnswer = (error: { code: number; message: string }) => ({ jsonrpc: '2.0', id, error });
     // A schedule's body may lack an id: schedules stored before callers were held to one fire it so, and read the
     // answer: it is answered as a request with a null id, as it always was.
     const fire = call.principal.scheduleId !== undefined;
     const invalid = invalidRequest(body, fire);
     if (invalid !== null) {
-      writeJson(response, 200, {
-        jsonrpc: '2.0',
-        id,
-        error: { code: A2A_ERROR_CODE.INVALID_REQUEST, message: `Invalid Request: ${invalid}` },
-      });
+      writeJson(response, 200, errorAnswer({ code: A2A_ERROR_CODE.INVALID_REQUEST, message: `Invalid Request: ${invalid}` }));
       return;
     }
     const method = body.method as string;
@@ -262,11 +259,7 @@ export class A2AEndpoint {
       }
       if (!(v03 ? METHODS.v03 : METHODS.v10).has(method)) {
         // The SDK checks params before the method: an unknown method without params would be Invalid params.
-        writeJson(response, 200, {
-          jsonrpc: '2.0',
-          id,
-          error: { code: A2A_ERROR_CODE.METHOD_NOT_FOUND, message: `Method not found: ${method}` },
-        });
+        writeJson(response, 200, errorAnswer({ code: A2A_ERROR_CODE.METHOD_NOT_FOUND, message: `Method not found: ${method}` }));
         return;
       }
       if (!v03 && SEND_METHODS.has(method)) {
@@ -277,7 +270,7 @@ export class A2AEndpoint {
         throw new PushNotificationNotSupportedError();
       }
     } catch (error) {
-      writeJson(response, 200, { jsonrpc: '2.0', id, error: mapError(error) });
+      writeJson(response, 200, errorAnswer(mapError(error)));
       return;
     }
     const request = 'id' in body ? body : { ...body, id: null };
@@ -286,7 +279,7 @@ export class A2AEndpoint {
       writeJson(response, 200, result);
       return;
     }
-    const rpcError = (error: unknown) => ({ jsonrpc: '2.0', id, error: mapError(error) });
+    const rpcError = (error: unknown) => errorAnswer(mapError(error));
     await writeStream(
       response,
       result,

@@ -31,6 +31,7 @@ function parsedCredential(credential: string): { scheduleId: string; expiresAt: 
   }
   return { scheduleId: match[1], expiresAt: Number(match[2]), mac: match[3] };
 }
+
 /**
  * The header a fire's calls carry the key tag in (see keyTag): beside the credential, whose format a release
  * from before the tag still verifies during a rolling update.
