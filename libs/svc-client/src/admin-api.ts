@@ -16,7 +16,7 @@ function whichCredential(source: AdminCredential['source']): string {
 }
 
 /** A 401's hint: the credential is not accepted at all, and which one svc sent. */
-export function unacceptedCredentialHint(source: AdminCredential['source']): string {
+function unacceptedCredentialHint(source: AdminCredential['source']): string {
   return `It is wrong, expired or revoked. ${whichCredential(source)}: check or replace it.`;
 }
 

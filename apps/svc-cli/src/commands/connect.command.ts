@@ -130,6 +130,11 @@ class Connection {
   }
 
   /** Entries carry minted tokens unless /mcp signs in with OAuth or the service has no auth at all. */
+  /** --scopes or --expires given: they shape a token minted now, never one kept, shared or rotated (which is said). */
+  private get shapesNewToken(): boolean {
+    return this.options.scopes !== undefined || this.options.expires !== undefined;
+  }
+
   get minting(): boolean {
     return !this.oauthMode && (this.descriptor.auth_mode !== 'none' || Boolean(this.options.pat));
   }
@@ -171,7 +176,7 @@ class Connection {
         if (verify.ok || (this.oauthMode && !existing.token && verify.oauth_challenge)) {
           const named = this.minting && this.api ? await this.api.findActive(this.accountName(adapter)) : null;
           const account = named && existing.token && isTokenOf(named, existing.token) ? named : null;
-          const unused = this.minting && (this.options.scopes || this.options.expires);
+          const unused = this.minting && this.shapesNewToken;
           return {
             ...base,
             status: 'already-connected',
@@ -354,7 +359,7 @@ class Connection {
           if (account && isTokenOf(account, entry.token)) {
             // Another client gets this token as it is: a privileged one only as deliberately as one minted.
             requirePrivilegedFlag(account.scopes, this.options.privileged);
-            const kept = this.options.scopes || this.options.expires !== undefined;
+            const kept = this.shapesNewToken;
             this.shared = {
               account: { ...account, token: entry.token },
               rotated: false,
@@ -450,10 +455,7 @@ class Connection {
     }
     // The client gets the account's token as it is: a privileged one only as deliberately as one minted.
     requirePrivilegedFlag(active.scopes, this.options.privileged);
-    const kept =
-      this.options.scopes || this.options.expires !== undefined
-        ? ` Rotation keeps its scopes and expiry; --scopes and --expires apply to new accounts only.`
-        : '';
+    const kept = this.shapesNewToken ? ` Rotation keeps its scopes and expiry; --scopes and --expires apply to new accounts only.` : '';
     const account = await api.rotate(active, DEFAULT_GRACE_SECONDS);
     // In the result too, where --json shows it: a rotation for a leaked token should not pass for an instant cut-off.
     const note = `Rotated '${name}': the old token keeps working for ${formatDuration(DEFAULT_GRACE_SECONDS)}, then stops.${kept}`;
