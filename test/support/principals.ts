@@ -9,6 +9,7 @@ export interface MintedAccount {
   id: string;
   name: string;
   token: string;
+  token_prefix: string;
   scopes: string[];
   [field: string]: unknown;
 }

@@ -26,6 +26,26 @@ interface Configs {
 const notValidJson = (path: string) =>
   expect.stringMatching(new RegExp(`^Refusing to modify ${path}: the existing file is not valid JSON`));
 
+/** The configs below, with the target's entries of code-agent-a, code-agent-b and editor-c holding these tokens. */
+function writeConfigsHolding(
+  sandbox: CliSandbox,
+  targetMcp: string,
+  tokens: { claude?: string; codex?: string; cursor?: string },
+): Configs {
+  const files = writeConfigs(sandbox, targetMcp);
+  const hold = (path: string, token: string | undefined) =>
+    token && writeFileSync(path, readFileSync(path, 'utf8').replaceAll('svc_pat_old', token));
+  hold(files.claude, tokens.claude);
+  hold(files.codex, tokens.codex);
+  if (tokens.cursor) {
+    writeFileSync(
+      files.cursor,
+      JSON.stringify({ mcpServers: { 'platform-service': { url: targetMcp, headers: { Authorization: `Bearer ${tokens.cursor}` } } } }),
+    );
+  }
+  return files;
+}
+
 function writeConfigs(sandbox: CliSandbox, targetMcp: string): Configs {
   const files: Configs = {
     claude: join(sandbox.home, '.claude.json'),
@@ -345,29 +365,166 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect(unknown.stderr).toContain('Unknown client: notepad. Supported: ');
   });
 
-  it('--revoke revokes the per-client accounts (or the --name one) with the admin credential', async () => {
-    writeConfigs(sandbox, targetMcp);
+  it('--revoke revokes the accounts whose tokens the removed entries hold, with the admin credential', async () => {
     const codeAgent = await mintAccount(service.api.url, ROOT_KEY, { name: 'code-agent-a' });
+    const shared = await mintAccount(service.api.url, ROOT_KEY, { name: 'shared-laptop' });
+    writeConfigsHolding(sandbox, targetMcp, { claude: codeAgent.token, codex: shared.token });
     const run = await runCommand(
       ['disconnect', '--url', service.api.url, '--clients', 'code-agent-a,editor-c', '--revoke', '--json'],
       sandbox,
       { env: asAdmin() },
     );
-    expect(run.code).toBe(0);
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    // editor-c's entry holds no token: there is no account of its to revoke.
     expect(run.json().revocations).toEqual([
       { account: 'code-agent-a', status: 'revoked', error: null },
       { account: 'editor-c', status: 'not-found', error: null },
     ]);
     expect((await call(service.api.url, 'GET', '/config', { token: codeAgent.token })).status).toBe(401);
 
-    const shared = await mintAccount(service.api.url, ROOT_KEY, { name: 'shared-laptop' });
     const named = await runCommand(
-      ['disconnect', '--url', service.api.url, '--clients', 'codex', '--revoke', '--name', 'shared-laptop', '--json'],
+      ['disconnect', '--url', service.api.url, '--clients', 'code-agent-b', '--revoke', '--name', 'shared-laptop', '--json'],
       sandbox,
       { env: asAdmin() },
     );
+    expect(named.code, named.stdout + named.stderr).toBe(0);
     expect(named.json().revocations).toEqual([{ account: 'shared-laptop', status: 'revoked', error: null }]);
     expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(401);
+  });
+
+  it("--revoke leaves another machine's account of the client's name alone, and revokes the one the entry holds", async () => {
+    const elsewhere = await mintAccount(service.api.url, ROOT_KEY, { name: 'editor-c' });
+    // Without config:read: the service will not say whose it is, so its listed prefix tells, once the token works.
+    const mine = await mintAccount(service.api.url, ROOT_KEY, { scopes: ['agents:run'] });
+    const files = writeConfigsHolding(sandbox, targetMcp, { cursor: mine.token });
+    const run = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--json'], sandbox, {
+      env: asAdmin(),
+    });
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(run.json().revocations).toEqual([{ account: mine.name, status: 'revoked', error: null }]);
+    expect(readJson(files.cursor).mcpServers['platform-service']).toBeUndefined();
+    // 401, where a working token without config:read is a 403.
+    expect((await call(service.api.url, 'GET', '/config', { token: mine.token })).status).toBe(401);
+    expect((await call(service.api.url, 'GET', '/config', { token: elsewhere.token })).status).toBe(200);
+    // The name is free again for the tests after this one.
+    expect((await call(service.api.url, 'DELETE', `/service-accounts/${elsewhere.id}`, { token: ROOT_KEY })).status).toBe(200);
+  });
+
+  it('--revoke keeps an account another client on this machine still holds: that entry goes, the token keeps working (exit 3)', async () => {
+    const shared = await mintAccount(service.api.url, ROOT_KEY, { name: 'shared-desk' });
+    const files = writeConfigsHolding(sandbox, targetMcp, { codex: shared.token, cursor: shared.token });
+    const run = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'code-agent-b', '--revoke', '--json'], sandbox, {
+      env: asAdmin(),
+    });
+    expect(run.code, run.stdout + run.stderr).toBe(3);
+    expect(run.json().revocations).toEqual([
+      {
+        account: 'shared-desk',
+        status: 'failed',
+        error: `not revoked: editor-c's entry 'platform-service' in ${files.cursor} still holds its token (disconnect that client too, or svc tokens revoke shared-desk)`,
+      },
+    ]);
+    expect(run.json().results).toEqual([expect.objectContaining({ client: 'code-agent-b', status: 'removed' })]);
+    expect(parseToml(readFileSync(files.codex, 'utf8')).mcp_servers).not.toHaveProperty('platform-service');
+    expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(200);
+
+    const both = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--json'], sandbox, {
+      env: asAdmin(),
+    });
+    expect(both.code, both.stdout + both.stderr).toBe(0);
+    expect(both.json().revocations).toEqual([{ account: 'shared-desk', status: 'revoked', error: null }]);
+    expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(401);
+  });
+
+  it("--revoke revokes nothing for a token that does not work, even one written with an account's listed prefix", async () => {
+    const victim = await mintAccount(service.api.url, ROOT_KEY);
+    const files = writeConfigs(sandbox, targetMcp);
+    // A project's .mcp.json is anyone's to write: a made-up token beginning with another account's prefix.
+    const planted = `${victim.token_prefix}${'x'.repeat(victim.token.length - victim.token_prefix.length)}`;
+    writeFileSync(
+      files.project,
+      JSON.stringify({ mcpServers: { 'team-server': { type: 'http', url: targetMcp, headers: { Authorization: `Bearer ${planted}` } } } }),
+    );
+    const run = await runCommand(
+      ['disconnect', '--url', service.api.url, '--clients', 'code-agent-a', '--revoke', '--name', victim.name, '--json'],
+      sandbox,
+      { env: asAdmin() },
+    );
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(run.json().revocations).toEqual([
+      {
+        account: victim.name,
+        status: 'not-found',
+        error: `no entry removed holds its token; svc tokens revoke ${victim.name} revokes it by name`,
+      },
+    ]);
+    expect(readJson(files.project).mcpServers).toEqual({});
+    expect((await call(service.api.url, 'GET', '/config', { token: victim.token })).status).toBe(200);
+  });
+
+  it('--revoke --name revokes only that account: an entry holding another stays unrevoked', async () => {
+    const other = await mintAccount(service.api.url, ROOT_KEY);
+    writeConfigsHolding(sandbox, targetMcp, { cursor: other.token });
+    const run = await runCommand(
+      ['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--name', 'not-this-one', '--json'],
+      sandbox,
+      { env: asAdmin() },
+    );
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(run.json().revocations).toEqual([
+      { account: 'not-this-one', status: 'not-found', error: expect.stringContaining('no entry removed holds its token') },
+    ]);
+    expect((await call(service.api.url, 'GET', '/config', { token: other.token })).status).toBe(200);
+  });
+
+  it("--revoke with --server-name never sends an entry's token to a service it is not for", async () => {
+    const account = await mintAccount(service.api.url, ROOT_KEY);
+    const files = writeConfigs(sandbox, targetMcp);
+    writeFileSync(
+      files.cursor,
+      JSON.stringify({ mcpServers: { other: { url: OTHER_MCP, headers: { Authorization: `Bearer ${account.token}` } } } }),
+    );
+    const run = await runCommand(
+      ['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--server-name', 'other', '--revoke', '--json'],
+      sandbox,
+      { env: asAdmin() },
+    );
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(run.json().revocations).toEqual([{ account: 'editor-c', status: 'not-found', error: null }]);
+    expect(readJson(files.cursor).mcpServers).toEqual({});
+    const [used] = await query<{ last_used_at: Date | null }>(
+      service.databaseUrl,
+      'SELECT last_used_at FROM service_accounts WHERE id = $1',
+      [account.id],
+    );
+    expect(used.last_used_at).toBeNull();
+  });
+
+  it('--revoke keeps an entry whose working token belongs to an account the credential cannot see (exit 1)', async () => {
+    const minter = await mintAccount(service.api.url, ROOT_KEY, {
+      scopes: ['service_accounts:read', 'service_accounts:write'],
+      privileged: true,
+    });
+    const unseen = await mintAccount(service.api.url, ROOT_KEY);
+    const files = writeConfigsHolding(sandbox, targetMcp, { cursor: unseen.token });
+    const before = readFileSync(files.cursor, 'utf8');
+    const run = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--json'], sandbox, {
+      env: { SVC_ADMIN_TOKEN: minter.token },
+    });
+    expect(run.code, run.stdout + run.stderr).toBe(1);
+    expect(run.json().revocations).toEqual([
+      { account: unseen.name, status: 'failed', error: 'this credential cannot see the account to revoke it' },
+    ]);
+    expect(run.json().results).toEqual([
+      expect.objectContaining({
+        client: 'editor-c',
+        status: 'failed',
+        error: expect.stringContaining('cannot see to revoke'),
+        removed: [],
+      }),
+    ]);
+    expect(readFileSync(files.cursor, 'utf8')).toBe(before);
+    expect((await call(service.api.url, 'GET', '/config', { token: unseen.token })).status).toBe(200);
   });
 
   it('--revoke with a credential that cannot list accounts refuses before removing anything (exit 1)', async () => {
@@ -390,11 +547,11 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
   });
 
   it('--revoke keeps the entries of an account it could not revoke (a credential that may list, not revoke)', async () => {
-    const files = writeConfigs(sandbox, targetMcp);
-    const before = readFileSync(files.cursor, 'utf8');
     const admin = ['service_accounts:read', 'service_accounts:write'];
     const minter = await mintAccount(service.api.url, ROOT_KEY, { scopes: admin, privileged: true });
     const shared = await mintAccount(service.api.url, minter.token, { scopes: ['service_accounts:read'], privileged: true });
+    const files = writeConfigsHolding(sandbox, targetMcp, { cursor: shared.token });
+    const before = readFileSync(files.cursor, 'utf8');
     await query(service.databaseUrl, `UPDATE service_accounts SET scopes = ARRAY['service_accounts:read'] WHERE id = $1`, [minter.id]);
     const run = await runCommand(
       ['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--name', shared.name, '--json'],

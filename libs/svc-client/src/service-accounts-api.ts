@@ -2,7 +2,7 @@ import { CliError } from '@app/cli-terminal';
 
 import { AdminApi } from './admin-api';
 import { AdminCredential } from './cli-env';
-import { Answer, errorDetail, Schemas } from './http';
+import { Answer, errorDetail, Schemas, serviceClient } from './http';
 
 /** A service account as the CLI prints it: never the hash, and the token only when it was just minted or rotated. */
 export type ServiceAccount = Omit<Schemas['ServiceAccountDto'], 'created_by'>;
@@ -58,6 +58,17 @@ export function isTokenOf(account: { token_prefix: string }, token: string): boo
   return token.startsWith(account.token_prefix);
 }
 
+/**
+ * Whose a token found in a client's config is, as the service proves it: the token is sent to `GET /config`.
+ * `refused`: it no longer works. `not-an-account`: it works as the security key or a user's token. `unseen`: it works,
+ * but the admin credential cannot see its account (`name` null: the service would not say whose it is).
+ */
+export type TokenHolder =
+  | { status: 'refused' }
+  | { status: 'not-an-account' }
+  | { status: 'account'; account: ServiceAccount }
+  | { status: 'unseen'; name: string | null };
+
 /** The service-accounts API of one service, called with the admin credential. */
 export class ServiceAccountsApi extends AdminApi {
   protected readonly credentialHint = SERVICE_ACCOUNTS_CREDENTIAL_HINT;
@@ -67,7 +78,10 @@ export class ServiceAccountsApi extends AdminApi {
    */
   private readonly mayNotSeeEveryAccount: boolean;
 
-  constructor(baseUrl: string, credential: AdminCredential | null) {
+  constructor(
+    private readonly baseUrl: string,
+    credential: AdminCredential | null,
+  ) {
     super(baseUrl, credential);
     this.mayNotSeeEveryAccount = credential?.value.startsWith('svc_pat_') ?? false;
   }
@@ -176,6 +190,30 @@ export class ServiceAccountsApi extends AdminApi {
   /** The accounts that are neither revoked nor expired. */
   async listActive(): Promise<ServiceAccount[]> {
     return (await this.list(true)).filter((account) => isActive(account));
+  }
+
+  /**
+   * Which of the `active` accounts holds `token`, proven by the service: its `GET /config` names the principal a
+   * token is. A token without config:read is refused there (403) but still works; it is then the account whose
+   * listed prefix it begins with, when exactly one does. A token's prefix alone proves nothing: anyone can write one.
+   */
+  async holderOf(token: string, active: ServiceAccount[]): Promise<TokenHolder> {
+    const answer = await serviceClient(this.baseUrl, token).GET('/config');
+    switch (answer.response.status) {
+      case 401:
+        return { status: 'refused' };
+      case 403: {
+        const prefixed = active.filter((account) => isTokenOf(account, token));
+        return prefixed.length === 1 ? { status: 'account', account: prefixed[0] } : { status: 'unseen', name: null };
+      }
+    }
+    const principal = this.expect(answer, 200, 'Could not ask the service whose token a client holds').principal;
+    if (!principal?.startsWith('sa:')) {
+      return { status: 'not-an-account' };
+    }
+    const name = principal.slice('sa:'.length);
+    const account = active.find((candidate) => candidate.name === name);
+    return account ? { status: 'account', account } : { status: 'unseen', name };
   }
 
   async findActive(name: string): Promise<ServiceAccount | null> {

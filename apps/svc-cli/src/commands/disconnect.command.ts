@@ -3,6 +3,7 @@ import { Command, Option } from 'nest-commander';
 import { Interrupted, Terminal } from '@app/cli-terminal';
 import {
   chatAppRemovalSteps,
+  ClientAdapter,
   clientContext,
   ClientId,
   createAdapters,
@@ -17,13 +18,13 @@ import {
   readCliEnv,
   resolveAdminCredential,
   SERVICE_ACCOUNTS_CREDENTIAL_HINT,
-  ServiceAccount,
   ServiceAccountsApi,
   ServiceDescriptor,
   urlBelongsTo,
 } from '@app/svc-client';
 
 import { connectExitCode, harvestClientUrls } from '../connections';
+import { EntryRevocations, Revocation } from '../entry-revocations';
 import { svcInvocation } from '../invocation';
 import { parseClientsOption, ServiceOptions } from '../options';
 import { parseServerNameOption, serverNameFor } from '../server-name';
@@ -46,15 +47,9 @@ interface DisconnectResult {
   instructions?: string[];
 }
 
-interface Revocation {
-  account: string;
-  status: 'revoked' | 'not-found' | 'failed';
-  error: string | null;
-}
-
 /**
  * Removes MCP entries, offline by default: without --server-name only entries pointing at the target
- * service go; entries for other servers are never touched. --revoke also revokes the matching accounts.
+ * service go; entries for other servers are never touched. --revoke also revokes the accounts their tokens are.
  */
 @Command({ name: 'disconnect', description: 'Remove MCP entries from client configs' })
 export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
@@ -90,8 +85,14 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
       terminal.note(`No running service answered; removing entries that point at ${targetUrls.join(', ')}.`);
     }
 
-    let api: ServiceAccountsApi | null = null;
-    let active: ServiceAccount[] = [];
+    let revocations: Revocation[] = [];
+    let kept = new Map<ClientId, string>();
+    const entriesOf = (adapter: ClientAdapter) =>
+      adapter
+        .entries()
+        .filter((entry) =>
+          options.serverName !== undefined ? entry.name === options.serverName : targetUrls.some((url) => urlBelongsTo(entry.url, url)),
+        );
     if (options.revoke && descriptor) {
       await confirmDiscoveredUrl(descriptor, Boolean(options.yes), terminal);
       const credential = await resolveAdminCredential(
@@ -101,41 +102,25 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
         Boolean(options.allowHttp),
         SERVICE_ACCOUNTS_CREDENTIAL_HINT,
       );
-      api = new ServiceAccountsApi(descriptor.url, credential);
+      const api = new ServiceAccountsApi(descriptor.url, credential);
       // Before any entry goes: a credential the service refuses must not leave valid tokens with no local copy.
-      active = await api.listActive();
+      const active = await api.listActive();
+      const going = new Map(selected.flatMap((client) => (isChatApp(client) ? [] : [[client, entriesOf(adapters[client])] as const])));
+      // Revoked first: an entry whose token still works and was not revoked stays, so the token keeps a local copy.
+      ({ revocations, kept } = await new EntryRevocations(api, descriptor.url, active, adapters, options.name).revoke(going));
     }
-
-    // Revoked first: an entry whose account could not be revoked stays, so its still-valid token keeps a local copy.
-    const revocations: Revocation[] = [];
-    if (api) {
-      const names = options.name ? [options.name] : selected.filter((client) => !isChatApp(client));
-      for (const name of names) {
-        revocations.push(await revoke(api, active.find((account) => account.name === name) ?? null, name));
-      }
-    }
-    const unrevoked = new Set(revocations.filter((revocation) => revocation.status === 'failed').map((revocation) => revocation.account));
 
     const results: DisconnectResult[] = selected.map((client) => {
       if (isChatApp(client)) {
         return { client, status: 'manual', error: null, removed: [], location: null, instructions: chatAppRemovalSteps(client) };
       }
-      if (unrevoked.has(options.name ?? client)) {
-        return {
-          client,
-          status: 'failed',
-          error: 'Kept: its account could not be revoked, so this entry holds a token that still works',
-          removed: [],
-          location: null,
-        };
+      const keptWhy = kept.get(client);
+      if (keptWhy !== undefined) {
+        return { client, status: 'failed', error: keptWhy, removed: [], location: null };
       }
       const adapter = adapters[client];
       try {
-        const matching = adapter
-          .entries()
-          .filter((entry) =>
-            options.serverName !== undefined ? entry.name === options.serverName : targetUrls.some((url) => urlBelongsTo(entry.url, url)),
-          );
+        const matching = entriesOf(adapter);
         const removed: string[] = [];
         const locations: string[] = [];
         for (const entry of matching) {
@@ -202,25 +187,13 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
     return parseServerNameOption(value);
   }
 
-  @Option({ flags: '--name <name>', description: 'With --revoke: the shared account name used at connect' })
+  @Option({ flags: '--name <name>', description: 'With --revoke: only this account (the shared name used at connect)' })
   parseName(value: string): string {
     return value;
   }
 
-  @Option({ flags: '--revoke', description: 'Also revoke the matching service accounts' })
+  @Option({ flags: '--revoke', description: 'Also revoke the accounts whose tokens the removed entries hold' })
   parseRevoke(): boolean {
     return true;
-  }
-}
-
-async function revoke(api: ServiceAccountsApi, account: ServiceAccount | null, name: string): Promise<Revocation> {
-  if (!account) {
-    return { account: name, status: 'not-found', error: null };
-  }
-  try {
-    await api.revoke(account);
-    return { account: name, status: 'revoked', error: null };
-  } catch (error) {
-    return { account: name, status: 'failed', error: error instanceof Error ? error.message : String(error) };
   }
 }
