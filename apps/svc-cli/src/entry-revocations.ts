@@ -107,7 +107,7 @@ export class EntryRevocations {
     const stillHeld = await this.stayingHolderOf(holder.account);
     if (stillHeld) {
       const where = `${stillHeld.client}'s entry '${stillHeld.entry.name}' in ${stillHeld.entry.location}`;
-      const error = `not revoked: ${where} still holds its token (disconnect that client too, or ${svcInvocation()} tokens revoke ${label})`;
+      const error = `${where} still holds its token: disconnect that client too, or ${svcInvocation()} tokens revoke ${label}`;
       return { revocation: { account: label, status: 'failed', error }, keepsEntries: null };
     }
     try {

@@ -421,7 +421,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       {
         account: 'shared-desk',
         status: 'failed',
-        error: `not revoked: editor-c's entry 'platform-service' in ${files.cursor} still holds its token (disconnect that client too, or svc tokens revoke shared-desk)`,
+        error: `editor-c's entry 'platform-service' in ${files.cursor} still holds its token: disconnect that client too, or svc tokens revoke shared-desk`,
       },
     ]);
     expect(run.json().results).toEqual([expect.objectContaining({ client: 'code-agent-b', status: 'removed' })]);
