@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { parse as parseToml } from 'smol-toml';
@@ -462,9 +462,9 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect((await call(service.api.url, 'GET', '/config', { token: victim.token })).status).toBe(200);
   });
 
-  it('--revoke --name revokes only that account: an entry holding another stays unrevoked', async () => {
+  it("--revoke --name revokes only that account: an entry holding another's goes, and its result says that token still works", async () => {
     const other = await mintAccount(service.api.url, ROOT_KEY);
-    writeConfigsHolding(sandbox, targetMcp, { cursor: other.token });
+    const files = writeConfigsHolding(sandbox, targetMcp, { cursor: other.token });
     const run = await runCommand(
       ['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--name', 'not-this-one', '--json'],
       sandbox,
@@ -474,7 +474,58 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect(run.json().revocations).toEqual([
       { account: 'not-this-one', status: 'not-found', error: expect.stringContaining('no entry removed holds its token') },
     ]);
+    expect(run.json().results).toEqual([
+      expect.objectContaining({
+        client: 'editor-c',
+        status: 'removed',
+        error: `Its token, account ${other.name}'s, still works (svc tokens revoke ${other.name}).`,
+      }),
+    ]);
+    expect(readJson(files.cursor).mcpServers['platform-service']).toBeUndefined();
     expect((await call(service.api.url, 'GET', '/config', { token: other.token })).status).toBe(200);
+  });
+
+  it('--revoke never sends a token no account lists (made-up, or replaced by a rotation) and revokes the one that is', async () => {
+    const rotated = await mintAccount(service.api.url, ROOT_KEY, { scopes: ['agents:run'] });
+    expect((await call(service.api.url, 'POST', `/service-accounts/${rotated.id}/rotate`, { token: ROOT_KEY, json: {} })).status).toBe(200);
+    const current = await mintAccount(service.api.url, ROOT_KEY);
+    const files = writeConfigsHolding(sandbox, targetMcp, { claude: rotated.token, cursor: current.token });
+    // More made-up tokens than the service's failed-lookup limit allows a minute: sent, they would throttle this address.
+    const madeUp = Object.fromEntries(
+      Array.from({ length: 25 }, (_, index) => [
+        `stale-${index}`,
+        { type: 'http', url: targetMcp, headers: { Authorization: `Bearer svc_pat_${String(index).padStart(43, 'Z')}` } },
+      ]),
+    );
+    writeFileSync(files.project, JSON.stringify({ mcpServers: madeUp }));
+    const run = await runCommand(
+      ['disconnect', '--url', service.api.url, '--clients', 'code-agent-a,editor-c', '--revoke', '--json'],
+      sandbox,
+      { env: asAdmin() },
+    );
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(run.json().revocations).toEqual([
+      { account: 'code-agent-a', status: 'not-found', error: null },
+      { account: current.name, status: 'revoked', error: null },
+    ]);
+    expect(readJson(files.project).mcpServers).toEqual({});
+    expect((await call(service.api.url, 'GET', '/config', { token: current.token })).status).toBe(401);
+    // The old token is in its grace: the account it was replaced in is not revoked.
+    expect((await call(service.api.url, 'GET', '/config', { token: rotated.token })).status).toBe(403);
+    expect((await call(service.api.url, 'GET', '/config', { token: 'svc_pat_never-minted' })).status).toBe(401);
+  });
+
+  it("--revoke goes on past another client's config it cannot read: that client holds no token here", async () => {
+    const account = await mintAccount(service.api.url, ROOT_KEY);
+    const files = writeConfigsHolding(sandbox, targetMcp, { cursor: account.token });
+    rmSync(files.codex);
+    mkdirSync(files.codex);
+    const run = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--json'], sandbox, {
+      env: asAdmin(),
+    });
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(run.json().revocations).toEqual([{ account: account.name, status: 'revoked', error: null }]);
+    expect((await call(service.api.url, 'GET', '/config', { token: account.token })).status).toBe(401);
   });
 
   it("--revoke with --server-name never sends an entry's token to a service it is not for", async () => {
@@ -519,7 +570,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       expect.objectContaining({
         client: 'editor-c',
         status: 'failed',
-        error: expect.stringContaining('cannot see to revoke'),
+        error: 'Kept platform-service: this credential cannot see the account to revoke it, so it holds a token that still works.',
         removed: [],
       }),
     ]);

@@ -58,16 +58,68 @@ export function isTokenOf(account: { token_prefix: string }, token: string): boo
   return token.startsWith(account.token_prefix);
 }
 
+/** How every service-account token begins; any other bearer (a user's token, the security key) is no account's. */
+const ACCOUNT_TOKEN_PREFIX = 'svc_pat_';
+
 /**
- * Whose a token found in a client's config is, as the service proves it: the token is sent to `GET /config`.
- * `refused`: it no longer works. `not-an-account`: it works as the security key or a user's token. `unseen`: it works,
- * but the admin credential cannot see its account (`name` null: the service would not say whose it is).
+ * Which account a token found in a client's config is. `none`: no account to revoke (it no longer works, is no
+ * account's current token, or is no service-account token). `unknown`: it may still work, and whose it is cannot be
+ * told (`name` when the service said it: an account the credential does not list); `why` says so.
  */
 export type TokenHolder =
-  | { status: 'refused' }
-  | { status: 'not-an-account' }
-  | { status: 'account'; account: ServiceAccount }
-  | { status: 'unseen'; name: string | null };
+  { status: 'none' } | { status: 'account'; account: ServiceAccount } | { status: 'unknown'; name: string | null; why: string };
+
+/**
+ * Which of the `active` accounts holds `token`, proven by the service at `serviceUrl`: its `GET /config` names the
+ * principal a token is. A token without config:read is refused there (403) but works; it is then the account
+ * whose listed prefix it begins with, when exactly one does. A prefix alone proves nothing: anyone can write one.
+ * `listsEveryAccount`: `active` is every active account (the security key's list), so a token that no listed
+ * prefix begins is none's current one (expired, revoked, or replaced by a rotation and in its grace at most a day)
+ * and is not sent: made-up tokens would only count as failed lookups against this address.
+ */
+export async function tokenHolder(
+  serviceUrl: string,
+  token: string,
+  active: ServiceAccount[],
+  listsEveryAccount: boolean,
+): Promise<TokenHolder> {
+  if (!token.startsWith(ACCOUNT_TOKEN_PREFIX)) {
+    return { status: 'none' };
+  }
+  const prefixed = active.filter((account) => isTokenOf(account, token));
+  if (prefixed.length === 0 && listsEveryAccount) {
+    return { status: 'none' };
+  }
+  let answer: Answer & { data?: Schemas['ConfigDto'] };
+  try {
+    answer = await serviceClient(serviceUrl, token).GET('/config');
+  } catch (error) {
+    return { status: 'unknown', name: null, why: `the service could not be asked whose token it is (${String(error)})` };
+  }
+  const { status } = answer.response;
+  if (status === 401) {
+    return { status: 'none' };
+  }
+  if (status === 403) {
+    return prefixed.length === 1
+      ? { status: 'account', account: prefixed[0] }
+      : {
+          status: 'unknown',
+          name: null,
+          why: 'its token works, and whose it is cannot be told: it lacks config:read, and this credential lists no account its prefix is',
+        };
+  }
+  if (status !== 200 || !answer.data) {
+    return { status: 'unknown', name: null, why: `the service did not say whose token it is (${status}: ${errorDetail(answer)})` };
+  }
+  const principal = answer.data.principal;
+  if (!principal?.startsWith('sa:')) {
+    return { status: 'none' };
+  }
+  const name = principal.slice('sa:'.length);
+  const account = active.find((candidate) => candidate.name === name);
+  return account ? { status: 'account', account } : { status: 'unknown', name, why: 'this credential cannot see the account to revoke it' };
+}
 
 /** The service-accounts API of one service, called with the admin credential. */
 export class ServiceAccountsApi extends AdminApi {
@@ -78,12 +130,9 @@ export class ServiceAccountsApi extends AdminApi {
    */
   private readonly mayNotSeeEveryAccount: boolean;
 
-  constructor(
-    private readonly baseUrl: string,
-    credential: AdminCredential | null,
-  ) {
+  constructor(baseUrl: string, credential: AdminCredential | null) {
     super(baseUrl, credential);
-    this.mayNotSeeEveryAccount = credential?.value.startsWith('svc_pat_') ?? false;
+    this.mayNotSeeEveryAccount = credential?.value.startsWith(ACCOUNT_TOKEN_PREFIX) ?? false;
   }
 
   /**
@@ -187,33 +236,14 @@ export class ServiceAccountsApi extends AdminApi {
     });
   }
 
+  /** Whether the lists this credential reads hold every account: the security key's do. */
+  get listsEveryAccount(): boolean {
+    return !this.mayNotSeeEveryAccount;
+  }
+
   /** The accounts that are neither revoked nor expired. */
   async listActive(): Promise<ServiceAccount[]> {
     return (await this.list(true)).filter((account) => isActive(account));
-  }
-
-  /**
-   * Which of the `active` accounts holds `token`, proven by the service: its `GET /config` names the principal a
-   * token is. A token without config:read is refused there (403) but still works; it is then the account whose
-   * listed prefix it begins with, when exactly one does. A token's prefix alone proves nothing: anyone can write one.
-   */
-  async holderOf(token: string, active: ServiceAccount[]): Promise<TokenHolder> {
-    const answer = await serviceClient(this.baseUrl, token).GET('/config');
-    switch (answer.response.status) {
-      case 401:
-        return { status: 'refused' };
-      case 403: {
-        const prefixed = active.filter((account) => isTokenOf(account, token));
-        return prefixed.length === 1 ? { status: 'account', account: prefixed[0] } : { status: 'unseen', name: null };
-      }
-    }
-    const principal = this.expect(answer, 200, 'Could not ask the service whose token a client holds').principal;
-    if (!principal?.startsWith('sa:')) {
-      return { status: 'not-an-account' };
-    }
-    const name = principal.slice('sa:'.length);
-    const account = active.find((candidate) => candidate.name === name);
-    return account ? { status: 'account', account } : { status: 'unseen', name };
   }
 
   async findActive(name: string): Promise<ServiceAccount | null> {

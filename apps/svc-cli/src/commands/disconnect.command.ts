@@ -3,13 +3,14 @@ import { Command, Option } from 'nest-commander';
 import { Interrupted, Terminal } from '@app/cli-terminal';
 import {
   chatAppRemovalSteps,
-  ClientAdapter,
   clientContext,
   ClientId,
   createAdapters,
   IN_PLACE_CLIENTS,
   isChatApp,
+  McpEntry,
   parseClientList,
+  readableEntries,
 } from '@app/client-adapters';
 import {
   candidateGroups,
@@ -24,7 +25,7 @@ import {
 } from '@app/svc-client';
 
 import { connectExitCode, harvestClientUrls } from '../connections';
-import { EntryRevocations, Revocation } from '../entry-revocations';
+import { entryKey, Revocation, revokeHeldAccounts } from '../entry-revocations';
 import { svcInvocation } from '../invocation';
 import { parseClientsOption, ServiceOptions } from '../options';
 import { parseServerNameOption, serverNameFor } from '../server-name';
@@ -86,13 +87,10 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
     }
 
     let revocations: Revocation[] = [];
-    let kept = new Map<ClientId, string>();
-    const entriesOf = (adapter: ClientAdapter) =>
-      adapter
-        .entries()
-        .filter((entry) =>
-          options.serverName !== undefined ? entry.name === options.serverName : targetUrls.some((url) => urlBelongsTo(entry.url, url)),
-        );
+    let kept = new Map<string, string>();
+    let stillWorking = new Map<string, string>();
+    const isTarget = (entry: McpEntry) =>
+      options.serverName !== undefined ? entry.name === options.serverName : targetUrls.some((url) => urlBelongsTo(entry.url, url));
     if (options.revoke && descriptor) {
       await confirmDiscoveredUrl(descriptor, Boolean(options.yes), terminal);
       const credential = await resolveAdminCredential(
@@ -105,34 +103,48 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
       const api = new ServiceAccountsApi(descriptor.url, credential);
       // Before any entry goes: a credential the service refuses must not leave valid tokens with no local copy.
       const active = await api.listActive();
-      const going = new Map(selected.flatMap((client) => (isChatApp(client) ? [] : [[client, entriesOf(adapters[client])] as const])));
+      // A client whose configs cannot be read holds none here; its result says why below.
+      const going = new Map(
+        selected.flatMap((client) => (isChatApp(client) ? [] : [[client, readableEntries(adapters[client]).filter(isTarget)] as const])),
+      );
       // Revoked first: an entry whose token still works and was not revoked stays, so the token keeps a local copy.
-      ({ revocations, kept } = await new EntryRevocations(api, descriptor.url, active, adapters, options.name).revoke(going));
+      ({ revocations, kept, stillWorking } = await revokeHeldAccounts({
+        api,
+        serviceUrl: descriptor.url,
+        active,
+        adapters,
+        accountName: options.name,
+        going,
+      }));
     }
 
     const results: DisconnectResult[] = selected.map((client) => {
       if (isChatApp(client)) {
         return { client, status: 'manual', error: null, removed: [], location: null, instructions: chatAppRemovalSteps(client) };
       }
-      const keptWhy = kept.get(client);
-      if (keptWhy !== undefined) {
-        return { client, status: 'failed', error: keptWhy, removed: [], location: null };
-      }
       const adapter = adapters[client];
       try {
-        const matching = entriesOf(adapter);
+        const matching = adapter.entries().filter(isTarget);
         const removed: string[] = [];
         const locations: string[] = [];
+        const said: string[] = [];
         for (const entry of matching) {
+          const key = entryKey(client, entry);
+          const keptWhy = kept.get(key);
+          if (keptWhy !== undefined) {
+            said.push(keptWhy);
+            continue;
+          }
           // Without --server-name, only the entry that matched by URL: a same-named one elsewhere in the file stays.
           if (adapter.remove(entry.name, entry.location, options.serverName === undefined ? entry.url : undefined)) {
             removed.push(entry.name);
             locations.push(entry.location);
+            said.push(stillWorking.get(key) ?? '');
           }
         }
         // A file that does not parse may hold an entry of this service: never "not-found", and said beside a removal.
         const unreadable = adapter.unreadable();
-        const error = unreadable.length ? unreadable.join(' ') : null;
+        const error = [...unreadable, ...said].filter(Boolean).join(' ') || null;
         if (removed.length) {
           return { client, status: 'removed', error, removed: [...new Set(removed)], location: [...new Set(locations)].join(', ') };
         }
@@ -187,12 +199,18 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
     return parseServerNameOption(value);
   }
 
-  @Option({ flags: '--name <name>', description: 'With --revoke: only this account (the shared name used at connect)' })
+  @Option({
+    flags: '--name <name>',
+    description: 'With --revoke: the shared account name used at connect (default: one account per client)',
+  })
   parseName(value: string): string {
     return value;
   }
 
-  @Option({ flags: '--revoke', description: 'Also revoke the accounts whose tokens the removed entries hold' })
+  @Option({
+    flags: '--revoke',
+    description: 'Also revoke the matching accounts: those whose tokens the removed entries hold (needs the service and admin credential)',
+  })
   parseRevoke(): boolean {
     return true;
   }
