@@ -59,7 +59,7 @@ interface HeldEntry {
 
 class EntryRevocations {
   private readonly holders = new Map<string, Promise<TokenHolder>>();
-  /** What became of each account, by id: decided once, however many entries hold it. */
+  /** What became of each account (by id) or unidentified token: decided once, however many entries hold it. */
   private readonly decided = new Map<string, Decision>();
   private readonly outcome: RevocationOutcome = { revocations: [], kept: new Map(), stillWorking: new Map() };
   private readonly goingKeys: Set<string>;
@@ -105,8 +105,12 @@ class EntryRevocations {
         this.outcome.stillWorking.set(key, `Its token, account ${holder.name}'s, still works.`);
         return false;
       }
-      this.outcome.revocations.push({ account: holder.name ?? accountName ?? client, status: 'failed', error: holder.why });
-      this.outcome.kept.set(key, `Kept ${entry.name}: ${holder.why}, so it holds a token that still works.`);
+      const { why } = holder;
+      await this.once(`token:${entry.token}`, async () => ({
+        revocation: { account: holder.name ?? accountName ?? client, status: 'failed', error: why },
+        keepsEntries: true,
+      }));
+      this.outcome.kept.set(key, `Kept ${entry.name}: ${why}, so it holds a token that still works.`);
       return true;
     }
     const { account } = holder;
@@ -115,16 +119,21 @@ class EntryRevocations {
       this.outcome.stillWorking.set(key, `Its token, account ${account.name}'s, still works (${revoke}).`);
       return false;
     }
-    let decision = this.decided.get(account.id);
-    if (!decision) {
-      decision = await this.decide(account);
-      this.decided.set(account.id, decision);
-      this.outcome.revocations.push(decision.revocation);
-    }
+    const decision = await this.once(`account:${account.id}`, () => this.decide(account));
     if (decision.keepsEntries) {
       this.outcome.kept.set(key, `Kept ${entry.name}: its account could not be revoked, so it holds a token that still works.`);
     }
     return true;
+  }
+
+  private async once(key: string, decide: () => Promise<Decision>): Promise<Decision> {
+    let decision = this.decided.get(key);
+    if (!decision) {
+      decision = await decide();
+      this.decided.set(key, decision);
+      this.outcome.revocations.push(decision.revocation);
+    }
+    return decision;
   }
 
   /** An account another entry still holds is left alone: the entries going may go, its token keeps a copy. */
