@@ -12,9 +12,9 @@ export interface Revocation {
 export interface RevocationOutcome {
   revocations: Revocation[];
   /** Entries that stay (by `entryKey`), and why: each holds a token that may still work and was not revoked. */
-  kept: Map<string, string>;
-  /** Entries that go although their token still works (another account than --name's), and what to do about it. */
-  stillWorking: Map<string, string>;
+  keep: Map<string, string>;
+  /** Entries that go with a word on their token, which may still work: not revoked, and why. */
+  tokenNotes: Map<string, string>;
 }
 
 export interface RevocationRequest {
@@ -31,7 +31,7 @@ export interface RevocationRequest {
 
 /** Names one entry of one client's configs. */
 export function entryKey(client: InPlaceClientId, entry: McpEntry): string {
-  return `${client}\0${entry.location}\0${entry.name}`;
+  return [client, entry.location, entry.name, entry.url].join('\0');
 }
 
 /**
@@ -59,9 +59,9 @@ interface HeldEntry {
 
 class EntryRevocations {
   private readonly holders = new Map<string, Promise<TokenHolder>>();
-  /** What became of each account (by id) or unidentified token: decided once, however many entries hold it. */
+  /** What became of each account: decided once, however many entries hold it. */
   private readonly decided = new Map<string, Decision>();
-  private readonly outcome: RevocationOutcome = { revocations: [], kept: new Map(), stillWorking: new Map() };
+  private readonly outcome: RevocationOutcome = { revocations: [], keep: new Map(), tokenNotes: new Map() };
   private readonly goingKeys: Set<string>;
   private staying: HeldEntry[] | undefined;
 
@@ -70,10 +70,15 @@ class EntryRevocations {
   }
 
   async run(): Promise<RevocationOutcome> {
-    const { accountName } = this.request;
+    const { accountName, serviceUrl } = this.request;
     for (const [client, entries] of this.request.going) {
       let heldAny = false;
-      for (const entry of entries.filter((candidate) => this.holdsTokenHere(candidate))) {
+      for (const entry of entries.filter(holdsToken)) {
+        if (!urlBelongsTo(entry.url, serviceUrl)) {
+          // --server-name removes that entry whatever it points at; its token is never sent here to be checked.
+          this.outcome.tokenNotes.set(entryKey(client, entry), `Its token was not revoked: the entry points at ${entry.url}.`);
+          continue;
+        }
         heldAny = (await this.settle(client, entry)) || heldAny;
       }
       if (!heldAny && accountName === undefined) {
@@ -87,11 +92,7 @@ class EntryRevocations {
     return this.outcome;
   }
 
-  private holdsTokenHere(entry: McpEntry): entry is TokenEntry {
-    return entry.token !== null && urlBelongsTo(entry.url, this.request.serviceUrl);
-  }
-
-  /** What becomes of one entry going and its token; whether it held one that may still work. */
+  /** Settles one entry going: whether its token is, or may be, an account's (one that no longer works is none's). */
   private async settle(client: InPlaceClientId, entry: TokenEntry): Promise<boolean> {
     const key = entryKey(client, entry);
     const { accountName } = this.request;
@@ -99,33 +100,30 @@ class EntryRevocations {
     if (holder.status === 'none') {
       return false;
     }
-    if (holder.status === 'unknown') {
-      // The service said whose it is, and it is not the account --name asks for: the entry goes as without --revoke.
-      if (accountName !== undefined && holder.name !== null && holder.name !== accountName) {
-        this.outcome.stillWorking.set(key, `Its token, account ${holder.name}'s, still works.`);
-        return false;
-      }
-      const { why } = holder;
-      await this.once(`token:${entry.token}`, async () => ({
-        revocation: { account: holder.name ?? accountName ?? client, status: 'failed', error: why },
-        keepsEntries: true,
-      }));
-      this.outcome.kept.set(key, `Kept ${entry.name}: ${why}, so it holds a token that still works.`);
-      return true;
-    }
-    const { account } = holder;
-    if (accountName !== undefined && account.name !== accountName) {
-      const revoke = `${svcInvocation()} tokens revoke ${account.name}`;
-      this.outcome.stillWorking.set(key, `Its token, account ${account.name}'s, still works (${revoke}).`);
+    const name = holder.status === 'account' ? holder.account.name : holder.name;
+    if (accountName !== undefined && name !== null && name !== accountName) {
+      // Not the account --name asks for: the entry goes as it would without --revoke, said.
+      const revoke = holder.status === 'account' ? ` (${svcInvocation()} tokens revoke ${name})` : '';
+      this.outcome.tokenNotes.set(key, `Its token, account ${name}'s, still works${revoke}.`);
       return false;
     }
-    const decision = await this.once(`account:${account.id}`, () => this.decide(account));
+    if (holder.status === 'unknown') {
+      // Only an account the service named gets a revocation row: a guessed name could be another account's.
+      if (name !== null) {
+        const { why } = holder;
+        await this.once(`name:${name}`, async () => ({ revocation: { account: name, status: 'failed', error: why }, keepsEntries: true }));
+      }
+      this.outcome.keep.set(key, `Kept ${entry.name}: ${holder.why}, so it holds a token that may still work.`);
+      return true;
+    }
+    const decision = await this.once(`account:${holder.account.id}`, () => this.decide(holder.account, entry.token));
     if (decision.keepsEntries) {
-      this.outcome.kept.set(key, `Kept ${entry.name}: its account could not be revoked, so it holds a token that still works.`);
+      this.outcome.keep.set(key, `Kept ${entry.name}: its account could not be revoked, so it holds a token that still works.`);
     }
     return true;
   }
 
+  /** Decides once per key, and reports the decision then. */
   private async once(key: string, decide: () => Promise<Decision>): Promise<Decision> {
     let decision = this.decided.get(key);
     if (!decision) {
@@ -137,8 +135,8 @@ class EntryRevocations {
   }
 
   /** An account another entry still holds is left alone: the entries going may go, its token keeps a copy. */
-  private async decide(account: ServiceAccount): Promise<Decision> {
-    const stillHeld = await this.stayingHolderOf(account);
+  private async decide(account: ServiceAccount, token: string): Promise<Decision> {
+    const stillHeld = await this.stayingHolderOf(account, token);
     if (stillHeld) {
       const where = `${stillHeld.client}'s entry '${stillHeld.entry.name}' in ${stillHeld.entry.location}`;
       const error = `${where} still holds its token: disconnect that client too, or ${svcInvocation()} tokens revoke ${account.name}`;
@@ -153,15 +151,22 @@ class EntryRevocations {
     }
   }
 
-  /** An entry staying in the configs svc reads (any client's, selected or not) whose token is the account's. */
-  private async stayingHolderOf(account: ServiceAccount): Promise<HeldEntry | null> {
+  /**
+   * An entry staying in the configs svc reads (any client's, selected or not) that holds the account's token: the
+   * same token whatever URL spells the service there, or one the service says is the account's.
+   */
+  private async stayingHolderOf(account: ServiceAccount, token: string): Promise<HeldEntry | null> {
     this.staying ??= IN_PLACE_CLIENTS.flatMap((client) =>
       readableEntries(this.request.adapters[client])
-        .filter((entry) => this.holdsTokenHere(entry))
+        .filter(holdsToken)
         .filter((entry) => !this.goingKeys.has(entryKey(client, entry)))
         .map((entry) => ({ client, entry })),
     );
-    for (const held of this.staying) {
+    const sameToken = this.staying.find((held) => held.entry.token === token);
+    if (sameToken) {
+      return sameToken;
+    }
+    for (const held of this.staying.filter((candidate) => urlBelongsTo(candidate.entry.url, this.request.serviceUrl))) {
       const holder = await this.holderOf(held.entry.token);
       if (holder.status === 'account' && holder.account.id === account.id) {
         return held;
@@ -180,4 +185,8 @@ class EntryRevocations {
     }
     return holder;
   }
+}
+
+function holdsToken(entry: McpEntry): entry is TokenEntry {
+  return entry.token !== null;
 }

@@ -436,32 +436,6 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(401);
   });
 
-  it("--revoke revokes nothing for a token that does not work, even one written with an account's listed prefix", async () => {
-    const victim = await mintAccount(service.api.url, ROOT_KEY);
-    const files = writeConfigs(sandbox, targetMcp);
-    // A project's .mcp.json is anyone's to write: a made-up token beginning with another account's prefix.
-    const planted = `${victim.token_prefix}${'x'.repeat(victim.token.length - victim.token_prefix.length)}`;
-    writeFileSync(
-      files.project,
-      JSON.stringify({ mcpServers: { 'team-server': { type: 'http', url: targetMcp, headers: { Authorization: `Bearer ${planted}` } } } }),
-    );
-    const run = await runCommand(
-      ['disconnect', '--url', service.api.url, '--clients', 'code-agent-a', '--revoke', '--name', victim.name, '--json'],
-      sandbox,
-      { env: asAdmin() },
-    );
-    expect(run.code, run.stdout + run.stderr).toBe(0);
-    expect(run.json().revocations).toEqual([
-      {
-        account: victim.name,
-        status: 'not-found',
-        error: `no entry removed holds its token; svc tokens revoke ${victim.name} revokes it by name`,
-      },
-    ]);
-    expect(readJson(files.project).mcpServers).toEqual({});
-    expect((await call(service.api.url, 'GET', '/config', { token: victim.token })).status).toBe(200);
-  });
-
   it("--revoke --name revokes only that account: an entry holding another's goes, and its result says that token still works", async () => {
     const other = await mintAccount(service.api.url, ROOT_KEY);
     const files = writeConfigsHolding(sandbox, targetMcp, { cursor: other.token });
@@ -570,7 +544,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       expect.objectContaining({
         client: 'editor-c',
         status: 'failed',
-        error: 'Kept platform-service: this credential cannot see the account to revoke it, so it holds a token that still works.',
+        error: 'Kept platform-service: this credential cannot see the account to revoke it, so it holds a token that may still work.',
         removed: [],
       }),
     ]);
@@ -632,5 +606,68 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     );
     expect(run.code).toBe(1);
     expect(run.json().error).toMatch(/^No running service found/);
+  });
+
+  it("--revoke leaves an account alone that another client holds under another spelling of the service's URL", async () => {
+    const shared = await mintAccount(service.api.url, ROOT_KEY);
+    const files = writeConfigsHolding(sandbox, targetMcp, { codex: shared.token });
+    const alias = targetMcp.replace('127.0.0.1', 'localhost');
+    writeFileSync(
+      files.cursor,
+      JSON.stringify({ mcpServers: { local: { url: alias, headers: { Authorization: `Bearer ${shared.token}` } } } }),
+    );
+    const run = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'code-agent-b', '--revoke', '--json'], sandbox, {
+      env: asAdmin(),
+    });
+    expect(run.code, run.stdout + run.stderr).toBe(3);
+    expect(run.json().revocations).toEqual([
+      { account: shared.name, status: 'failed', error: expect.stringMatching(/^editor-c's entry 'local' in .* still holds its token/) },
+    ]);
+    expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(200);
+
+    // --server-name removes that entry whatever it points at; a token for another spelling is not sent, and that is said.
+    const named = await runCommand(
+      ['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--server-name', 'local', '--revoke', '--json'],
+      sandbox,
+      { env: asAdmin() },
+    );
+    expect(named.code, named.stdout + named.stderr).toBe(0);
+    expect(named.json().results).toEqual([
+      expect.objectContaining({ client: 'editor-c', status: 'removed', error: `Its token was not revoked: the entry points at ${alias}.` }),
+    ]);
+  });
+
+  // Last: its failed lookups throttle this address's for a minute, as the service does.
+  it("--revoke revokes nothing for tokens that do not work, even many written with an account's listed prefix", async () => {
+    const victim = await mintAccount(service.api.url, ROOT_KEY);
+    const files = writeConfigs(sandbox, targetMcp);
+    // A project's .mcp.json is anyone's to write: made-up tokens beginning with another account's prefix, more than
+    // the service's failed-lookup limit allows a minute (the rest are answered 429, which only a dead token gets).
+    const planted = Object.fromEntries(
+      Array.from({ length: 25 }, (_, index) => {
+        const token = `${victim.token_prefix}${String(index).padStart(victim.token.length - victim.token_prefix.length, 'x')}`;
+        return [`team-${index}`, { type: 'http', url: targetMcp, headers: { Authorization: `Bearer ${token}` } }];
+      }),
+    );
+    for (const name of [[], ['--name', victim.name]]) {
+      writeFileSync(files.project, JSON.stringify({ mcpServers: planted }));
+      const run = await runCommand(
+        ['disconnect', '--url', service.api.url, '--clients', 'code-agent-a', '--revoke', ...name, '--json'],
+        sandbox,
+        { env: asAdmin() },
+      );
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      expect(run.json().revocations).toEqual([
+        name.length
+          ? {
+              account: victim.name,
+              status: 'not-found',
+              error: `no entry removed holds its token; svc tokens revoke ${victim.name} revokes it by name`,
+            }
+          : { account: 'code-agent-a', status: 'not-found', error: null },
+      ]);
+      expect(readJson(files.project).mcpServers).toEqual({});
+    }
+    expect((await call(service.api.url, 'GET', '/config', { token: victim.token })).status).toBe(200);
   });
 });

@@ -61,6 +61,9 @@ export function isTokenOf(account: { token_prefix: string }, token: string): boo
 /** How every service-account token begins; any other bearer (a user's token, the security key) is no account's. */
 const ACCOUNT_TOKEN_PREFIX = 'svc_pat_';
 
+/** The service's 429 detail for a token lookup refused after too many failed ones from the caller's address. */
+const THROTTLED_LOOKUP = 'Too many failed authentication attempts';
+
 /**
  * Which account a token found in a client's config is. `none`: no account to revoke (it no longer works, is no
  * account's current token, or is no service-account token). `unknown`: it may still work, and whose it is cannot be
@@ -97,7 +100,8 @@ export async function tokenHolder(
     return { status: 'unknown', name: null, why: `the service could not be asked whose token it is (${String(error)})` };
   }
   const { status } = answer.response;
-  if (status === 401) {
+  // The service throttles failed lookups only (a working token is never throttled): a throttled token is a dead one.
+  if (status === 401 || (status === 429 && errorDetail(answer) === THROTTLED_LOOKUP)) {
     return { status: 'none' };
   }
   if (status === 403) {
@@ -112,8 +116,8 @@ export async function tokenHolder(
   if (status !== 200 || !answer.data) {
     return { status: 'unknown', name: null, why: `the service did not say whose token it is (${status}: ${errorDetail(answer)})` };
   }
-  const principal = answer.data.principal;
-  if (!principal?.startsWith('sa:')) {
+  const principal: unknown = answer.data.principal;
+  if (typeof principal !== 'string' || !principal.startsWith('sa:')) {
     return { status: 'none' };
   }
   const name = principal.slice('sa:'.length);

@@ -87,8 +87,8 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
     }
 
     let revocations: Revocation[] = [];
-    let kept = new Map<string, string>();
-    let stillWorking = new Map<string, string>();
+    let keep = new Map<string, string>();
+    let tokenNotes = new Map<string, string>();
     const isTarget = (entry: McpEntry) =>
       options.serverName !== undefined ? entry.name === options.serverName : targetUrls.some((url) => urlBelongsTo(entry.url, url));
     if (options.revoke && descriptor) {
@@ -108,7 +108,7 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
         selected.flatMap((client) => (isChatApp(client) ? [] : [[client, readableEntries(adapters[client]).filter(isTarget)] as const])),
       );
       // Revoked first: an entry whose token still works and was not revoked stays, so the token keeps a local copy.
-      ({ revocations, kept, stillWorking } = await revokeHeldAccounts({
+      ({ revocations, keep, tokenNotes } = await revokeHeldAccounts({
         api,
         serviceUrl: descriptor.url,
         active,
@@ -130,7 +130,7 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
         const said: string[] = [];
         for (const entry of matching) {
           const key = entryKey(client, entry);
-          const keptWhy = kept.get(key);
+          const keptWhy = keep.get(key);
           if (keptWhy !== undefined) {
             said.push(keptWhy);
             continue;
@@ -139,7 +139,7 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
           if (adapter.remove(entry.name, entry.location, options.serverName === undefined ? entry.url : undefined)) {
             removed.push(entry.name);
             locations.push(entry.location);
-            said.push(stillWorking.get(key) ?? '');
+            said.push(tokenNotes.get(key) ?? '');
           }
         }
         // A file that does not parse may hold an entry of this service: never "not-found", and said beside a removal.
@@ -155,7 +155,8 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
     });
 
     let exitCode = connectExitCode(results, ['removed', 'not-found', 'manual']);
-    if (exitCode === 0 && revocations.some((revocation) => revocation.status === 'failed')) {
+    // Partial: an account not revoked, or an entry kept beside others removed.
+    if (exitCode === 0 && (keep.size > 0 || revocations.some((revocation) => revocation.status === 'failed'))) {
       exitCode = 3;
     }
     terminal.document({
