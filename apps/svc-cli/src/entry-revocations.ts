@@ -152,16 +152,16 @@ class EntryRevocations {
   }
 
   /**
-   * An entry staying in the configs svc reads (any client's, selected or not) that holds the account's token: the
-   * same token whatever URL spells the service there, or one the service says is the account's.
+   * An entry staying in the configs svc reads (any client's, selected or not, and those a client reads in other
+   * directories) that holds the account's token: the same token whatever URL spells the service there, or one the
+   * service says is the account's.
    */
   private async stayingHolderOf(account: ServiceAccount, token: string): Promise<HeldEntry | null> {
-    this.staying ??= IN_PLACE_CLIENTS.flatMap((client) =>
-      readableEntries(this.request.adapters[client])
-        .filter(holdsToken)
-        .filter((entry) => !this.goingKeys.has(entryKey(client, entry)))
-        .map((entry) => ({ client, entry })),
-    );
+    this.staying ??= IN_PLACE_CLIENTS.flatMap((client) => {
+      const adapter = this.request.adapters[client];
+      const stayingHere = readableEntries(adapter).filter((entry) => !this.goingKeys.has(entryKey(client, entry)));
+      return [...stayingHere, ...adapter.entriesElsewhere()].filter(holdsToken).map((entry) => ({ client, entry }));
+    });
     const sameToken = this.staying.find((held) => held.entry.token === token);
     if (sameToken) {
       return sameToken;

@@ -637,6 +637,35 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     ]);
   });
 
+  it("--revoke leaves an account alone that code-agent-a holds in another project's local scope", async () => {
+    const shared = await mintAccount(service.api.url, ROOT_KEY);
+    const files = writeConfigsHolding(sandbox, targetMcp, { cursor: shared.token });
+    const claude = readJson(files.claude);
+    claude.projects['/home/me/other-repo'] = {
+      mcpServers: { 'platform-service': { type: 'http', url: targetMcp, headers: { Authorization: `Bearer ${shared.token}` } } },
+    };
+    writeFileSync(files.claude, JSON.stringify(claude));
+    const run = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--json'], sandbox, {
+      env: asAdmin(),
+    });
+    expect(run.code, run.stdout + run.stderr).toBe(3);
+    expect(run.json().revocations).toEqual([
+      {
+        account: shared.name,
+        status: 'failed',
+        error: expect.stringMatching(/^code-agent-a's entry 'platform-service' in .*\.claude\.json still holds/),
+      },
+    ]);
+    expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(200);
+    // It is never edited from here: disconnecting code-agent-a leaves it, so the account stays.
+    const again = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'code-agent-a', '--revoke', '--json'], sandbox, {
+      env: asAdmin(),
+    });
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+    expect(readJson(files.claude).projects['/home/me/other-repo'].mcpServers['platform-service'].url).toBe(targetMcp);
+    expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(200);
+  });
+
   // Last: its failed lookups throttle this address's for a minute, as the service does.
   it("--revoke revokes nothing for tokens that do not work, even many written with an account's listed prefix", async () => {
     const victim = await mintAccount(service.api.url, ROOT_KEY);

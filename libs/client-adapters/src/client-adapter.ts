@@ -60,6 +60,11 @@ export interface ClientAdapter {
   entryIn(name: string, project: boolean): McpEntry | null;
   /** Every entry in every scope the client reads (a file that does not parse holds none the client could use). */
   entries(): McpEntry[];
+  /**
+   * Entries the client reads only when started elsewhere (code-agent-a's other projects' local scopes): never
+   * edited from here, but a token in one is in use.
+   */
+  entriesElsewhere(): McpEntry[];
   /** Why each of the client's config files that exists does not parse: whether it holds an entry is unknown. */
   unreadable(): string[];
   write(name: string, url: string, token: string | null, project: boolean): WriteOutcome;

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { ClientContext } from './client-adapter';
+import { readJsonObject } from './config-file';
 import { onPath } from './detect';
 import { authorizationHeader, bearerToken, JsonMcpClient } from './json-mcp-client';
 
@@ -27,5 +28,17 @@ export function codeAgentA(context: ClientContext): JsonMcpClient {
     },
     loginInstructions: (name) => [`Run: claude mcp login ${name}  (or /mcp -> Authenticate inside a session)`],
     projectTokenNote: '.mcp.json is project-scoped and often committed to version control; it now contains a token.',
+    sourcesElsewhere: () =>
+      otherProjects(userFile, context.cwd).map((project) => ({ path: userFile, keyPath: ['projects', project, 'mcpServers'] })),
   });
+}
+
+/** The other directories `~/.claude.json` keeps a local scope for (none when it cannot be read). */
+function otherProjects(userFile: string, cwd: string): string[] {
+  try {
+    const projects = readJsonObject(userFile)?.projects;
+    return projects && typeof projects === 'object' && !Array.isArray(projects) ? Object.keys(projects).filter((path) => path !== cwd) : [];
+  } catch {
+    return [];
+  }
 }

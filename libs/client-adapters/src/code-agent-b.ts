@@ -104,6 +104,11 @@ export class CodeAgentB implements ClientAdapter {
     return this.resolve(name);
   }
 
+  /** One config file, read wherever the client starts. */
+  entriesElsewhere(): McpEntry[] {
+    return [];
+  }
+
   entries(): McpEntry[] {
     const text = readTextIfExists(this.path);
     if (text === null) {

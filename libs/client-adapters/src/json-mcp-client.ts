@@ -22,6 +22,8 @@ export interface JsonClientSpec {
   loginInstructions(name: string): string[];
   /** Said when a token lands in a project-scoped file (often committed). */
   projectTokenNote?: string;
+  /** Sources the client reads only when started in another directory. */
+  sourcesElsewhere?(): JsonSource[];
 }
 
 export function bearerToken(header: unknown): string | null {
@@ -83,6 +85,10 @@ export class JsonMcpClient implements ClientAdapter {
 
   entries(): McpEntry[] {
     return this.spec.sources.flatMap((source) => this.entriesOf(source));
+  }
+
+  entriesElsewhere(): McpEntry[] {
+    return (this.spec.sourcesElsewhere?.() ?? []).flatMap((source) => this.entriesOf(source));
   }
 
   unreadable(): string[] {
