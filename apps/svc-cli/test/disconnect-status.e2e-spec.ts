@@ -118,6 +118,17 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
   let sandbox: CliSandbox;
   let targetMcp: string;
   const asAdmin = () => ({ OS_SECURITY_KEY: ROOT_KEY });
+  /** `svc disconnect --url <service> ...args --json` with the security key. */
+  const disconnectAsAdmin = (...args: string[]) =>
+    runCommand(['disconnect', '--url', service.api.url, ...args, '--json'], sandbox, { env: asAdmin() });
+  const accountRow = async (id: string) =>
+    (
+      await query<{ revoked_at: Date | null; last_used_at: Date | null }>(
+        service.databaseUrl,
+        'SELECT revoked_at, last_used_at FROM service_accounts WHERE id = $1',
+        [id],
+      )
+    )[0];
 
   beforeAll(async () => {
     // No verification cache: a test narrows an account's scopes in the database and expects the api to see it.
@@ -369,11 +380,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     const codeAgent = await mintAccount(service.api.url, ROOT_KEY, { name: 'code-agent-a' });
     const shared = await mintAccount(service.api.url, ROOT_KEY, { name: 'shared-laptop' });
     writeConfigsHolding(sandbox, targetMcp, { claude: codeAgent.token, codex: shared.token });
-    const run = await runCommand(
-      ['disconnect', '--url', service.api.url, '--clients', 'code-agent-a,editor-c', '--revoke', '--json'],
-      sandbox,
-      { env: asAdmin() },
-    );
+    const run = await disconnectAsAdmin('--clients', 'code-agent-a,editor-c', '--revoke');
     expect(run.code, run.stdout + run.stderr).toBe(0);
     // editor-c's entry holds no token: there is no account of its to revoke.
     expect(run.json().revocations).toEqual([
@@ -382,11 +389,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     ]);
     expect((await call(service.api.url, 'GET', '/config', { token: codeAgent.token })).status).toBe(401);
 
-    const named = await runCommand(
-      ['disconnect', '--url', service.api.url, '--clients', 'code-agent-b', '--revoke', '--name', 'shared-laptop', '--json'],
-      sandbox,
-      { env: asAdmin() },
-    );
+    const named = await disconnectAsAdmin('--clients', 'code-agent-b', '--revoke', '--name', 'shared-laptop');
     expect(named.code, named.stdout + named.stderr).toBe(0);
     expect(named.json().revocations).toEqual([{ account: 'shared-laptop', status: 'revoked', error: null }]);
     expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(401);
@@ -397,9 +400,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     // Without config:read: the service will not say whose it is, so its listed prefix tells, once the token works.
     const mine = await mintAccount(service.api.url, ROOT_KEY, { scopes: ['agents:run'] });
     const files = writeConfigsHolding(sandbox, targetMcp, { cursor: mine.token });
-    const run = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--json'], sandbox, {
-      env: asAdmin(),
-    });
+    const run = await disconnectAsAdmin('--clients', 'editor-c', '--revoke');
     expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(run.json().revocations).toEqual([{ account: mine.name, status: 'revoked', error: null }]);
     expect(readJson(files.cursor).mcpServers['platform-service']).toBeUndefined();
@@ -413,9 +414,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
   it('--revoke keeps an account another client on this machine still holds: that entry goes, the token keeps working (exit 3)', async () => {
     const shared = await mintAccount(service.api.url, ROOT_KEY, { name: 'shared-desk' });
     const files = writeConfigsHolding(sandbox, targetMcp, { codex: shared.token, cursor: shared.token });
-    const run = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'code-agent-b', '--revoke', '--json'], sandbox, {
-      env: asAdmin(),
-    });
+    const run = await disconnectAsAdmin('--clients', 'code-agent-b', '--revoke');
     expect(run.code, run.stdout + run.stderr).toBe(3);
     expect(run.json().revocations).toEqual([
       {
@@ -428,9 +427,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect(parseToml(readFileSync(files.codex, 'utf8')).mcp_servers).not.toHaveProperty('platform-service');
     expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(200);
 
-    const both = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--json'], sandbox, {
-      env: asAdmin(),
-    });
+    const both = await disconnectAsAdmin('--clients', 'editor-c', '--revoke');
     expect(both.code, both.stdout + both.stderr).toBe(0);
     expect(both.json().revocations).toEqual([{ account: 'shared-desk', status: 'revoked', error: null }]);
     expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(401);
@@ -439,11 +436,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
   it("--revoke --name revokes only that account: an entry holding another's goes, and its result says that token still works", async () => {
     const other = await mintAccount(service.api.url, ROOT_KEY);
     const files = writeConfigsHolding(sandbox, targetMcp, { cursor: other.token });
-    const run = await runCommand(
-      ['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--name', 'not-this-one', '--json'],
-      sandbox,
-      { env: asAdmin() },
-    );
+    const run = await disconnectAsAdmin('--clients', 'editor-c', '--revoke', '--name', 'not-this-one');
     expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(run.json().revocations).toEqual([
       { account: 'not-this-one', status: 'not-found', error: expect.stringContaining('no entry removed holds its token') },
@@ -472,11 +465,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       ]),
     );
     writeFileSync(files.project, JSON.stringify({ mcpServers: madeUp }));
-    const run = await runCommand(
-      ['disconnect', '--url', service.api.url, '--clients', 'code-agent-a,editor-c', '--revoke', '--json'],
-      sandbox,
-      { env: asAdmin() },
-    );
+    const run = await disconnectAsAdmin('--clients', 'code-agent-a,editor-c', '--revoke');
     expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(run.json().revocations).toEqual([
       { account: 'code-agent-a', status: 'not-found', error: null },
@@ -494,9 +483,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     const files = writeConfigsHolding(sandbox, targetMcp, { cursor: account.token });
     rmSync(files.codex);
     mkdirSync(files.codex);
-    const run = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--json'], sandbox, {
-      env: asAdmin(),
-    });
+    const run = await disconnectAsAdmin('--clients', 'editor-c', '--revoke');
     expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(run.json().revocations).toEqual([{ account: account.name, status: 'revoked', error: null }]);
     expect((await call(service.api.url, 'GET', '/config', { token: account.token })).status).toBe(401);
@@ -509,20 +496,11 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       files.cursor,
       JSON.stringify({ mcpServers: { other: { url: OTHER_MCP, headers: { Authorization: `Bearer ${account.token}` } } } }),
     );
-    const run = await runCommand(
-      ['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--server-name', 'other', '--revoke', '--json'],
-      sandbox,
-      { env: asAdmin() },
-    );
+    const run = await disconnectAsAdmin('--clients', 'editor-c', '--server-name', 'other', '--revoke');
     expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(run.json().revocations).toEqual([{ account: 'editor-c', status: 'not-found', error: null }]);
     expect(readJson(files.cursor).mcpServers).toEqual({});
-    const [used] = await query<{ last_used_at: Date | null }>(
-      service.databaseUrl,
-      'SELECT last_used_at FROM service_accounts WHERE id = $1',
-      [account.id],
-    );
-    expect(used.last_used_at).toBeNull();
+    expect((await accountRow(account.id)).last_used_at).toBeNull();
   });
 
   it('--revoke keeps an entry whose working token belongs to an account the credential cannot see (exit 1)', async () => {
@@ -590,12 +568,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     ]);
     expect(run.json().results).toEqual([expect.objectContaining({ client: 'editor-c', status: 'failed', removed: [] })]);
     expect(readFileSync(files.cursor, 'utf8')).toBe(before);
-    const [account] = await query<{ revoked_at: Date | null }>(
-      service.databaseUrl,
-      'SELECT revoked_at FROM service_accounts WHERE id = $1',
-      [shared.id],
-    );
-    expect(account.revoked_at).toBeNull();
+    expect((await accountRow(shared.id)).revoked_at).toBeNull();
   });
 
   it('--revoke needs the service: an unreachable one is an error (exit 1)', async () => {
@@ -616,9 +589,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       files.cursor,
       JSON.stringify({ mcpServers: { local: { url: alias, headers: { Authorization: `Bearer ${shared.token}` } } } }),
     );
-    const run = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'code-agent-b', '--revoke', '--json'], sandbox, {
-      env: asAdmin(),
-    });
+    const run = await disconnectAsAdmin('--clients', 'code-agent-b', '--revoke');
     expect(run.code, run.stdout + run.stderr).toBe(3);
     expect(run.json().revocations).toEqual([
       { account: shared.name, status: 'failed', error: expect.stringMatching(/^editor-c's entry 'local' in .* still holds its token/) },
@@ -626,11 +597,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(200);
 
     // --server-name removes that entry whatever it points at; a token for another spelling is not sent, and that is said.
-    const named = await runCommand(
-      ['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--server-name', 'local', '--revoke', '--json'],
-      sandbox,
-      { env: asAdmin() },
-    );
+    const named = await disconnectAsAdmin('--clients', 'editor-c', '--server-name', 'local', '--revoke');
     expect(named.code, named.stdout + named.stderr).toBe(0);
     expect(named.json().results).toEqual([
       expect.objectContaining({ client: 'editor-c', status: 'removed', error: `Its token was not revoked: the entry points at ${alias}.` }),
@@ -645,9 +612,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       mcpServers: { 'platform-service': { type: 'http', url: targetMcp, headers: { Authorization: `Bearer ${shared.token}` } } },
     };
     writeFileSync(files.claude, JSON.stringify(claude));
-    const run = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'editor-c', '--revoke', '--json'], sandbox, {
-      env: asAdmin(),
-    });
+    const run = await disconnectAsAdmin('--clients', 'editor-c', '--revoke');
     expect(run.code, run.stdout + run.stderr).toBe(3);
     expect(run.json().revocations).toEqual([
       {
@@ -658,9 +623,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     ]);
     expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(200);
     // It is never edited from here: disconnecting code-agent-a leaves it, so the account stays.
-    const again = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'code-agent-a', '--revoke', '--json'], sandbox, {
-      env: asAdmin(),
-    });
+    const again = await disconnectAsAdmin('--clients', 'code-agent-a', '--revoke');
     expect(again.code, again.stdout + again.stderr).toBe(0);
     expect(readJson(files.claude).projects['/home/me/other-repo'].mcpServers['platform-service'].url).toBe(targetMcp);
     expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(200);
@@ -680,11 +643,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     );
     for (const name of [[], ['--name', victim.name]]) {
       writeFileSync(files.project, JSON.stringify({ mcpServers: planted }));
-      const run = await runCommand(
-        ['disconnect', '--url', service.api.url, '--clients', 'code-agent-a', '--revoke', ...name, '--json'],
-        sandbox,
-        { env: asAdmin() },
-      );
+      const run = await disconnectAsAdmin('--clients', 'code-agent-a', '--revoke', ...name);
       expect(run.code, run.stdout + run.stderr).toBe(0);
       expect(run.json().revocations).toEqual([
         name.length
