@@ -28,12 +28,14 @@ describe('catchUp after an outage', () => {
     { cron_expr: '* * * * *', timezone: 'UTC' },
   ];
 
-  // How many of the latest slots each policy fires: once, the latest; all, catchup_limit; skip, the latest only
-  // when it is not yet a minute late. The 100 slots before those are recorded as missed.
+  // How many of the latest slots each policy fires. The latest is on time while it is not yet a minute late, and
+  // fires whatever the policy; the others were missed: once fires the latest when none is on time, all
+  // catchup_limit of them besides the on-time one, skip none. The 100 slots before those are recorded as missed.
+  const onTime = (latest: string) => (now.getTime() - Date.parse(latest) <= 60_000 ? 1 : 0);
   const policies = [
     { catchup_policy: 'once', catchup_limit: 10, fired: () => 1 },
-    { catchup_policy: 'all', catchup_limit: 7, fired: () => 7 },
-    { catchup_policy: 'skip', catchup_limit: 10, fired: (latest: string) => (now.getTime() - Date.parse(latest) <= 60_000 ? 1 : 0) },
+    { catchup_policy: 'all', catchup_limit: 7, fired: (latest: string) => 7 + onTime(latest) },
+    { catchup_policy: 'skip', catchup_limit: 10, fired: onTime },
   ] as const;
 
   it.each(cases.flatMap((schedule) => policies.map((policy) => ({ ...schedule, ...policy }))))(
@@ -46,6 +48,17 @@ describe('catchUp after an outage', () => {
       expect(iso(plan.missed)).toEqual(slots.slice(0, slots.length - firing).slice(-100));
     },
   );
+
+  it('all spends catchup_limit on missed slots: a slot on time fires besides them', () => {
+    // Every worker down from 10:00:30 to 10:03:15: 10:01 and 10:02 were missed, 10:03 is on time.
+    const back = new Date('2026-04-02T10:03:15.000Z');
+    const row = { cron_expr: '* * * * *', timezone: 'UTC', next_run_at: new Date('2026-04-02T10:01:00.000Z'), catchup_limit: 2 };
+    const at = (minute: number) => new Date(`2026-04-02T10:0${minute}:00.000Z`);
+    expect(catchUp({ ...row, catchup_policy: 'all' }, back)).toEqual({ fire: [at(1), at(2), at(3)], missed: [] });
+    expect(catchUp({ ...row, catchup_policy: 'all', catchup_limit: 1 }, back)).toEqual({ fire: [at(2), at(3)], missed: [at(1)] });
+    expect(catchUp({ ...row, catchup_policy: 'once' }, back)).toEqual({ fire: [at(3)], missed: [at(1), at(2)] });
+    expect(catchUp({ ...row, catchup_policy: 'skip' }, back)).toEqual({ fire: [at(3)], missed: [at(1), at(2)] });
+  });
 
   it('a slot that is simply due (no outage) fires alone', () => {
     const due = new Date('2026-04-02T00:00:00.000Z');

@@ -37,7 +37,7 @@ export function catchUp(
   // Only the latest slots matter (fired, or recorded as missed). Walked forward while few (the usual case: one,
   // from the slot cache); past `window` the outage was long, and the latest ones are read backwards from now
   // instead: a week of a per-minute schedule cost half a second of walking, seventy days five, per schedule.
-  const window = row.catchup_limit + MISSED_SLOTS_RECORDED;
+  const window = row.catchup_limit + MISSED_SLOTS_RECORDED + 1; // and the latest, which may be on time
   let slots: Date[] = [row.next_run_at];
   for (
     let slot = nextRunAt(row.cron_expr, row.timezone, row.next_run_at);
@@ -50,14 +50,12 @@ export function catchUp(
       break;
     }
   }
-  const isMissed = (slot: Date) => now.getTime() - slot.getTime() > MISSED_AFTER_MS;
-  const latest = slots[slots.length - 1];
-  if (slots.length === 1 && !isMissed(latest)) {
-    return { fire: [latest], missed: [] };
-  }
-  const keep = { once: 1, skip: isMissed(latest) ? 0 : 1, all: row.catchup_limit }[row.catchup_policy];
-  const fire = keep > 0 ? slots.slice(-keep) : [];
-  return { fire, missed: slots.slice(0, slots.length - fire.length).slice(-MISSED_SLOTS_RECORDED) };
+  // The latest slot is on time unless it too is a minute late; the others were missed.
+  const onTime = now.getTime() - slots[slots.length - 1].getTime() > MISSED_AFTER_MS ? [] : slots.splice(-1);
+  // `all` spends its limit on missed slots only: the on-time one fires anyway.
+  const caughtUp = { once: onTime.length ? 0 : 1, skip: 0, all: row.catchup_limit }[row.catchup_policy];
+  const firstFired = Math.max(slots.length - caughtUp, 0);
+  return { fire: [...slots.slice(firstFired), ...onTime], missed: slots.slice(0, firstFired).slice(-MISSED_SLOTS_RECORDED) };
 }
 
 /**
