@@ -28,12 +28,12 @@ describe('catchUp after an outage', () => {
     { cron_expr: '* * * * *', timezone: 'UTC' },
   ];
 
-  // How many of the latest slots each policy fires. The latest is on time while it is not yet a minute late, and
-  // fires whatever the policy; the others were missed: once fires the latest when none is on time, all
-  // catchup_limit of them besides the on-time one, skip none. The 100 slots before those are recorded as missed.
+  // How many of the latest slots each policy fires. The latest is on time while it is at most a minute late, and
+  // fires whatever the policy; the others were missed: once fires the latest of them, all catchup_limit of them,
+  // skip none. The 100 slots before those are recorded as missed.
   const onTime = (latest: string) => (now.getTime() - Date.parse(latest) <= 60_000 ? 1 : 0);
   const policies = [
-    { catchup_policy: 'once', catchup_limit: 10, fired: () => 1 },
+    { catchup_policy: 'once', catchup_limit: 10, fired: (latest: string) => 1 + onTime(latest) },
     { catchup_policy: 'all', catchup_limit: 7, fired: (latest: string) => 7 + onTime(latest) },
     { catchup_policy: 'skip', catchup_limit: 10, fired: onTime },
   ] as const;
@@ -49,14 +49,14 @@ describe('catchUp after an outage', () => {
     },
   );
 
-  it('all spends catchup_limit on missed slots: a slot on time fires besides them', () => {
+  it('once and all fire missed slots besides a slot on time; skip fires that one alone', () => {
     // Every worker down from 10:00:30 to 10:03:15: 10:01 and 10:02 were missed, 10:03 is on time.
     const back = new Date('2026-04-02T10:03:15.000Z');
     const row = { cron_expr: '* * * * *', timezone: 'UTC', next_run_at: new Date('2026-04-02T10:01:00.000Z'), catchup_limit: 2 };
     const at = (minute: number) => new Date(`2026-04-02T10:0${minute}:00.000Z`);
     expect(catchUp({ ...row, catchup_policy: 'all' }, back)).toEqual({ fire: [at(1), at(2), at(3)], missed: [] });
     expect(catchUp({ ...row, catchup_policy: 'all', catchup_limit: 1 }, back)).toEqual({ fire: [at(2), at(3)], missed: [at(1)] });
-    expect(catchUp({ ...row, catchup_policy: 'once' }, back)).toEqual({ fire: [at(3)], missed: [at(1), at(2)] });
+    expect(catchUp({ ...row, catchup_policy: 'once' }, back)).toEqual({ fire: [at(2), at(3)], missed: [at(1)] });
     expect(catchUp({ ...row, catchup_policy: 'skip' }, back)).toEqual({ fire: [at(3)], missed: [at(1), at(2)] });
   });
 

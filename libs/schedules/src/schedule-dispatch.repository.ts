@@ -50,12 +50,16 @@ export function catchUp(
       break;
     }
   }
-  // The latest slot is on time unless it too is a minute late; the others were missed.
-  const onTime = now.getTime() - slots[slots.length - 1].getTime() > MISSED_AFTER_MS ? [] : slots.splice(-1);
-  // `all` spends its limit on missed slots only: the on-time one fires anyway.
-  const caughtUp = { once: onTime.length ? 0 : 1, skip: 0, all: row.catchup_limit }[row.catchup_policy];
-  const firstFired = Math.max(slots.length - caughtUp, 0);
-  return { fire: [...slots.slice(firstFired), ...onTime], missed: slots.slice(0, firstFired).slice(-MISSED_SLOTS_RECORDED) };
+  // The latest slot is on time unless it too is more than a minute late, and fires whatever the policy; the
+  // others were missed, and the policy says how many of them (the latest) fire besides it.
+  const latestOnTime = now.getTime() - slots[slots.length - 1].getTime() <= MISSED_AFTER_MS;
+  const missedSlots = latestOnTime ? slots.slice(0, -1) : slots;
+  const caughtUp = { once: 1, skip: 0, all: row.catchup_limit }[row.catchup_policy];
+  const firstFired = Math.max(missedSlots.length - caughtUp, 0);
+  return {
+    fire: [...missedSlots.slice(firstFired), ...(latestOnTime ? slots.slice(-1) : [])],
+    missed: missedSlots.slice(0, firstFired).slice(-MISSED_SLOTS_RECORDED),
+  };
 }
 
 /**
@@ -85,8 +89,8 @@ export class ScheduleDispatchRepository {
 
   /**
    * Turns due schedules into queued fires and advances next_run_at in the same transaction,
-   * so a slot is queued exactly once across workers. The next slot is computed from now, so a
-   * schedule that missed many slots while no worker ran fires once, not once per missed slot.
+   * so a slot is queued exactly once across workers. The next slot is computed from now; the slots a schedule
+   * missed while no worker ran fire as its catch-up policy says (catchUp).
    */
   async queueDue(limit: number): Promise<number> {
     return this.db.transaction(async (manager) => {
