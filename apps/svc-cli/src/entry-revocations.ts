@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+
 import { ClientAdapter, IN_PLACE_CLIENTS, InPlaceClientId, McpEntry, readableEntries } from '@app/client-adapters';
 import { ServiceAccount, ServiceAccountsApi, TokenHolder, tokenHolder, urlBelongsTo } from '@app/svc-client';
 
@@ -77,6 +79,7 @@ class EntryRevocations {
         if (!urlBelongsTo(entry.url, serviceUrl)) {
           // --server-name removes that entry whatever it points at; its token is never sent here to be checked.
           this.outcome.tokenNotes.set(entryKey(client, entry), `Its token was not revoked: the entry points at ${entry.url}.`);
+          heldAny = true;
           continue;
         }
         heldAny = (await this.settle(client, entry)) || heldAny;
@@ -100,6 +103,10 @@ class EntryRevocations {
     if (holder.status === 'none') {
       return false;
     }
+    if (holder.status === 'unlisted') {
+      this.outcome.tokenNotes.set(key, UNLISTED_NOTE);
+      return false;
+    }
     const name = holder.status === 'account' ? holder.account.name : holder.name;
     if (accountName !== undefined && name !== null && name !== accountName) {
       // Not the account --name asks for: the entry goes as it would without --revoke, said.
@@ -113,12 +120,12 @@ class EntryRevocations {
         const { why } = holder;
         await this.once(`name:${name}`, async () => ({ revocation: { account: name, status: 'failed', error: why }, keepsEntries: true }));
       }
-      this.outcome.keep.set(key, `Kept ${entry.name}: ${holder.why}, so it holds a token that may still work.`);
+      this.outcome.keep.set(key, `Kept ${entry.name}, whose token was not revoked: ${holder.why}.`);
       return true;
     }
     const decision = await this.once(`account:${holder.account.id}`, () => this.decide(holder.account, entry.token));
     if (decision.keepsEntries) {
-      this.outcome.keep.set(key, `Kept ${entry.name}: its account could not be revoked, so it holds a token that still works.`);
+      this.outcome.keep.set(key, `Kept ${entry.name}, whose token still works: its account could not be revoked.`);
     }
     return true;
   }
@@ -136,10 +143,16 @@ class EntryRevocations {
 
   /** An account another entry still holds is left alone: the entries going may go, its token keeps a copy. */
   private async decide(account: ServiceAccount, token: string): Promise<Decision> {
+    const revokeByName = `${svcInvocation()} tokens revoke ${account.name}`;
     const stillHeld = await this.stayingHolderOf(account, token);
     if (stillHeld) {
       const where = `${stillHeld.client}'s entry '${stillHeld.entry.name}' in ${stillHeld.entry.location}`;
-      const error = `${where} still holds its token: disconnect that client too, or ${svcInvocation()} tokens revoke ${account.name}`;
+      const error = `${where} still holds its token: disconnect that client too, or ${revokeByName}`;
+      return { revocation: { account: account.name, status: 'failed', error }, keepsEntries: false };
+    }
+    const unparsed = this.unparsedHolderOf(token);
+    if (unparsed) {
+      const error = `${unparsed} does not parse, and its text holds the token, which its client may use once the file is mended: mend it and run again, or ${revokeByName}`;
       return { revocation: { account: account.name, status: 'failed', error }, keepsEntries: false };
     }
     try {
@@ -175,6 +188,22 @@ class EntryRevocations {
     return null;
   }
 
+  /** A config file of any client that does not parse but holds the token as text. */
+  private unparsedHolderOf(token: string): string | null {
+    for (const client of IN_PLACE_CLIENTS) {
+      const adapter = this.request.adapters[client];
+      if (adapter.unreadable().length === 0) {
+        continue;
+      }
+      const files = new Set([adapter.location(false), ...(adapter.projectScope ? [adapter.location(true)] : [])]);
+      const holding = [...files].find((path) => textOf(path)?.includes(token));
+      if (holding) {
+        return holding;
+      }
+    }
+    return null;
+  }
+
   /** Each distinct token is asked about once. */
   private holderOf(token: string): Promise<TokenHolder> {
     let holder = this.holders.get(token);
@@ -184,6 +213,19 @@ class EntryRevocations {
       this.holders.set(token, holder);
     }
     return holder;
+  }
+}
+
+/** Said of an entry whose token was not sent: the credential lists every account, and none lists this token. */
+const UNLISTED_NOTE =
+  "Its token is no account's current one: revoked or expired, or replaced by a rotation (then it works until the rotation's grace ends).";
+
+/** The file's text, or null when it cannot be read (a directory, no permission: its client cannot read it either). */
+function textOf(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null;
   }
 }
 

@@ -498,7 +498,11 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     );
     const run = await disconnectAsAdmin('--clients', 'editor-c', '--server-name', 'other', '--revoke');
     expect(run.code, run.stdout + run.stderr).toBe(0);
-    expect(run.json().revocations).toEqual([{ account: 'editor-c', status: 'not-found', error: null }]);
+    // No account row: the result says the token was not revoked.
+    expect(run.json().revocations).toEqual([]);
+    expect(run.json().results).toEqual([
+      expect.objectContaining({ status: 'removed', error: `Its token was not revoked: the entry points at ${OTHER_MCP}.` }),
+    ]);
     expect(readJson(files.cursor).mcpServers).toEqual({});
     expect((await accountRow(account.id)).last_used_at).toBeNull();
   });
@@ -522,7 +526,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       expect.objectContaining({
         client: 'editor-c',
         status: 'failed',
-        error: 'Kept platform-service: this credential cannot see the account to revoke it, so it holds a token that may still work.',
+        error: 'Kept platform-service, whose token was not revoked: this credential cannot see the account to revoke it.',
         removed: [],
       }),
     ]);
@@ -627,6 +631,52 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect(again.code, again.stdout + again.stderr).toBe(0);
     expect(readJson(files.claude).projects['/home/me/other-repo'].mcpServers['platform-service'].url).toBe(targetMcp);
     expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(200);
+  });
+
+  it("--revoke leaves an account alone whose token a config that does not parse holds as text, and says a rotated token's grace", async () => {
+    const shared = await mintAccount(service.api.url, ROOT_KEY);
+    const files = writeConfigsHolding(sandbox, targetMcp, { codex: shared.token, cursor: shared.token });
+    writeFileSync(files.codex, `${readFileSync(files.codex, 'utf8')}\n[broken`);
+    const run = await disconnectAsAdmin('--clients', 'editor-c', '--revoke');
+    expect(run.code, run.stdout + run.stderr).toBe(3);
+    expect(run.json().revocations).toEqual([
+      {
+        account: shared.name,
+        status: 'failed',
+        error: expect.stringMatching(new RegExp(`^${files.codex} does not parse, and its text holds the token`)),
+      },
+    ]);
+    expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(200);
+
+    // A token replaced by a rotation is no account's current one: not revoked, and its grace is said.
+    const rotated = await mintAccount(service.api.url, ROOT_KEY);
+    expect((await call(service.api.url, 'POST', `/service-accounts/${rotated.id}/rotate`, { token: ROOT_KEY, json: {} })).status).toBe(200);
+    writeConfigsHolding(sandbox, targetMcp, { cursor: rotated.token });
+    const graced = await disconnectAsAdmin('--clients', 'editor-c', '--revoke');
+    expect(graced.code, graced.stdout + graced.stderr).toBe(0);
+    expect(graced.json().results).toEqual([
+      expect.objectContaining({ status: 'removed', error: expect.stringContaining("then it works until the rotation's grace ends") }),
+    ]);
+  });
+
+  it('--revoke: a config it may not rewrite (a symbolic link) keeps that entry, the others of the client go, exit 3', async () => {
+    const account = await mintAccount(service.api.url, ROOT_KEY);
+    const files = writeConfigsHolding(sandbox, targetMcp, { claude: account.token });
+    const real = join(sandbox.home, 'dotfiles-claude.json');
+    writeFileSync(real, readFileSync(files.claude, 'utf8'));
+    rmSync(files.claude);
+    symlinkSync(real, files.claude);
+    const run = await disconnectAsAdmin('--clients', 'code-agent-a', '--revoke');
+    expect(run.code, run.stdout + run.stderr).toBe(3);
+    expect(run.json().results).toEqual([
+      expect.objectContaining({
+        client: 'code-agent-a',
+        status: 'removed',
+        removed: ['team-server'],
+        error: expect.stringContaining('symbolic link'),
+      }),
+    ]);
+    expect(readJson(files.project).mcpServers).toEqual({ other: { type: 'http', url: OTHER_MCP } });
   });
 
   // Last: its failed lookups throttle this address's for a minute, as the service does.

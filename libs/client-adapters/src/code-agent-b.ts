@@ -129,8 +129,8 @@ export class CodeAgentB implements ClientAdapter {
   }
 
   unreadable(): string[] {
-    const text = readTextIfExists(this.path);
     try {
+      const text = readTextIfExists(this.path);
       if (text !== null) {
         parseToml(this.path, text);
       }

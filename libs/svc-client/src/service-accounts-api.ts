@@ -65,12 +65,15 @@ const ACCOUNT_TOKEN_PREFIX = 'svc_pat_';
 const THROTTLED_LOOKUP = 'Too many failed authentication attempts';
 
 /**
- * Which account a token found in a client's config is. `none`: no account to revoke (it no longer works, is no
- * account's current token, or is no service-account token). `unknown`: it may still work, and whose it is cannot be
+ * Which account a token found in a client's config is. `none`: no account to revoke (it no longer works, or is no
+ * service-account token). `unlisted`: no account lists it as its current token, so it was not sent (below). `unknown`: it may still work, and whose it is cannot be
  * told (`name` when the service said it: an account the credential does not list); `why` says so.
  */
 export type TokenHolder =
-  { status: 'none' } | { status: 'account'; account: ServiceAccount } | { status: 'unknown'; name: string | null; why: string };
+  | { status: 'none' }
+  | { status: 'unlisted' }
+  | { status: 'account'; account: ServiceAccount }
+  | { status: 'unknown'; name: string | null; why: string };
 
 /**
  * Which of the `active` accounts holds `token`, proven by the service at `serviceUrl`: its `GET /config` names the
@@ -91,7 +94,7 @@ export async function tokenHolder(
   }
   const prefixed = active.filter((account) => isTokenOf(account, token));
   if (prefixed.length === 0 && listsEveryAccount) {
-    return { status: 'none' };
+    return { status: 'unlisted' };
   }
   let answer: Answer & { data?: Schemas['ConfigDto'] };
   try {

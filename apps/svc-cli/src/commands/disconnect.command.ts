@@ -107,7 +107,7 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
       const going = new Map(
         selected.flatMap((client) => (isChatApp(client) ? [] : [[client, readableEntries(adapters[client]).filter(isTarget)] as const])),
       );
-      // Revoked first: an entry whose token still works and was not revoked stays, so the token keeps a local copy.
+      // Revoked first: an entry whose token may still work and has no other copy here stays unless it was revoked.
       ({ revocations, keep, tokenNotes } = await revokeHeldAccounts({
         api,
         serviceUrl: descriptor.url,
@@ -118,6 +118,7 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
       }));
     }
 
+    let unremoved = 0;
     const results: DisconnectResult[] = selected.map((client) => {
       if (isChatApp(client)) {
         return { client, status: 'manual', error: null, removed: [], location: null, instructions: chatAppRemovalSteps(client) };
@@ -135,11 +136,17 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
             said.push(keptWhy);
             continue;
           }
-          // Without --server-name, only the entry that matched by URL: a same-named one elsewhere in the file stays.
-          if (adapter.remove(entry.name, entry.location, options.serverName === undefined ? entry.url : undefined)) {
-            removed.push(entry.name);
-            locations.push(entry.location);
-            said.push(tokenNotes.get(key) ?? '');
+          try {
+            // Without --server-name, only the entry that matched by URL: a same-named one elsewhere in the file stays.
+            if (adapter.remove(entry.name, entry.location, options.serverName === undefined ? entry.url : undefined)) {
+              removed.push(entry.name);
+              locations.push(entry.location);
+              said.push(tokenNotes.get(key) ?? '');
+            }
+          } catch (error) {
+            // One file refused (a symbolic link): the others' removals still happened and are said.
+            unremoved += 1;
+            said.push(error instanceof Error ? error.message : String(error));
           }
         }
         // A file that does not parse may hold an entry of this service: never "not-found", and said beside a removal.
@@ -155,8 +162,8 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
     });
 
     let exitCode = connectExitCode(results, ['removed', 'not-found', 'manual']);
-    // Partial: an account not revoked, or an entry kept beside others removed.
-    if (exitCode === 0 && (keep.size > 0 || revocations.some((revocation) => revocation.status === 'failed'))) {
+    // Partial: an account not revoked, or an entry kept or not removable beside others removed.
+    if (exitCode === 0 && (keep.size > 0 || unremoved > 0 || revocations.some((revocation) => revocation.status === 'failed'))) {
       exitCode = 3;
     }
     terminal.document({
