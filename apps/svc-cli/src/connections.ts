@@ -1,4 +1,4 @@
-import { ClientAdapter, readableEntries } from '@app/client-adapters';
+import { ClientAdapter } from '@app/client-adapters';
 import { Candidate, normalizeBaseUrl } from '@app/svc-client';
 
 /**
@@ -18,7 +18,7 @@ export function connectExitCode(results: { status: string }[], okStatuses: strin
 export function harvestClientUrls(adapters: ClientAdapter[]): Candidate[] {
   const byUrl = new Map<string, Set<string>>();
   for (const adapter of adapters) {
-    for (const entry of readableEntries(adapter)) {
+    for (const entry of adapter.entries()) {
       try {
         const base = normalizeBaseUrl(entry.url.replace(/\/mcp\/?$/, ''), adapter.id);
         byUrl.set(base, (byUrl.get(base) ?? new Set()).add(adapter.id));

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 
-import { ClientAdapter, IN_PLACE_CLIENTS, InPlaceClientId, McpEntry, readableEntries } from '@app/client-adapters';
+import { ClientAdapter, IN_PLACE_CLIENTS, InPlaceClientId, McpEntry } from '@app/client-adapters';
 import { ServiceAccount, ServiceAccountsApi, TokenHolder, tokenHolder, urlBelongsTo } from '@app/svc-client';
 
 import { svcInvocation } from './invocation';
@@ -66,6 +66,7 @@ class EntryRevocations {
   private readonly outcome: RevocationOutcome = { revocations: [], keep: new Map(), tokenNotes: new Map() };
   private readonly goingKeys: Set<string>;
   private staying: HeldEntry[] | undefined;
+  private unparsed: { path: string; text: string }[] | undefined;
 
   constructor(private readonly request: RevocationRequest) {
     this.goingKeys = new Set([...request.going].flatMap(([client, entries]) => entries.map((entry) => entryKey(client, entry))));
@@ -172,7 +173,7 @@ class EntryRevocations {
   private async stayingHolderOf(account: ServiceAccount, token: string): Promise<HeldEntry | null> {
     this.staying ??= IN_PLACE_CLIENTS.flatMap((client) => {
       const adapter = this.request.adapters[client];
-      const stayingHere = readableEntries(adapter).filter((entry) => !this.goingKeys.has(entryKey(client, entry)));
+      const stayingHere = adapter.entries().filter((entry) => !this.goingKeys.has(entryKey(client, entry)));
       return [...stayingHere, ...adapter.entriesElsewhere()].filter(holdsToken).map((entry) => ({ client, entry }));
     });
     const sameToken = this.staying.find((held) => held.entry.token === token);
@@ -190,18 +191,19 @@ class EntryRevocations {
 
   /** A config file of any client that does not parse but holds the token as text. */
   private unparsedHolderOf(token: string): string | null {
-    for (const client of IN_PLACE_CLIENTS) {
+    // Read once, and only when some account is about to be revoked.
+    this.unparsed ??= IN_PLACE_CLIENTS.flatMap((client) => {
       const adapter = this.request.adapters[client];
       if (adapter.unreadable().length === 0) {
-        continue;
+        return [];
       }
       const files = new Set([adapter.location(false), ...(adapter.projectScope ? [adapter.location(true)] : [])]);
-      const holding = [...files].find((path) => textOf(path)?.includes(token));
-      if (holding) {
-        return holding;
-      }
-    }
-    return null;
+      return [...files].flatMap((path) => {
+        const text = textOf(path);
+        return text === null ? [] : [{ path, text }];
+      });
+    });
+    return this.unparsed.find((file) => file.text.includes(token))?.path ?? null;
   }
 
   /** Each distinct token is asked about once. */

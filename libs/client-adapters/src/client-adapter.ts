@@ -58,7 +58,10 @@ export interface ClientAdapter {
   resolve(name: string): McpEntry | null;
   /** The entry of that name in the scope a write goes to (`location(project)`), whatever shadows it. */
   entryIn(name: string, project: boolean): McpEntry | null;
-  /** Every entry in every scope the client reads (a file that does not parse holds none the client could use). */
+  /**
+   * Every entry in every scope the client reads. Never throws: a file that cannot be read or does not parse holds
+   * none the client could use (`unreadable()` says why).
+   */
   entries(): McpEntry[];
   /**
    * Entries the client reads only when started elsewhere (code-agent-a's other projects' local scopes): never

@@ -11,7 +11,6 @@ import {
   ClientId,
   IN_PLACE_CLIENTS,
   InPlaceClientId,
-  McpEntry,
 } from './client-adapter';
 import { codeAgentA } from './code-agent-a';
 import { CodeAgentB } from './code-agent-b';
@@ -79,17 +78,4 @@ export function createAdapters(context: ClientContext): Record<InPlaceClientId, 
     'code-agent-b': new CodeAgentB(context),
     'editor-c': editorC(context),
   };
-}
-
-/**
- * The client's entries, or none when a config of its cannot be read (a directory, no permission): the client
- * cannot use an entry there either. For looking around (discovery, who else holds a token); a command that
- * edits the client's configs reads them itself and says why it cannot.
- */
-export function readableEntries(adapter: ClientAdapter): McpEntry[] {
-  try {
-    return adapter.entries();
-  } catch {
-    return [];
-  }
 }

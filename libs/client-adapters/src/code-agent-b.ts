@@ -110,15 +110,15 @@ export class CodeAgentB implements ClientAdapter {
   }
 
   entries(): McpEntry[] {
-    const text = readTextIfExists(this.path);
-    if (text === null) {
-      return [];
-    }
     let document: TomlTable;
     try {
+      const text = readTextIfExists(this.path);
+      if (text === null) {
+        return [];
+      }
       document = parse(text) as TomlTable;
     } catch {
-      return [];
+      return []; // a file that cannot be read or parsed holds no entry the client could use either
     }
     return Object.entries(servers(document)).flatMap(([name, raw]) => {
       const entry = raw as { url?: unknown; http_headers?: unknown };

@@ -10,7 +10,6 @@ import {
   isChatApp,
   McpEntry,
   parseClientList,
-  readableEntries,
 } from '@app/client-adapters';
 import {
   candidateGroups,
@@ -91,6 +90,10 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
     let tokenNotes = new Map<string, string>();
     const isTarget = (entry: McpEntry) =>
       options.serverName !== undefined ? entry.name === options.serverName : targetUrls.some((url) => urlBelongsTo(entry.url, url));
+    // Each selected client's entries for the target, read once: what --revoke looks at is what goes.
+    const going = new Map(
+      selected.flatMap((client) => (isChatApp(client) ? [] : [[client, adapters[client].entries().filter(isTarget)] as const])),
+    );
     if (options.revoke && descriptor) {
       await confirmDiscoveredUrl(descriptor, Boolean(options.yes), terminal);
       const credential = await resolveAdminCredential(
@@ -103,10 +106,6 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
       const api = new ServiceAccountsApi(descriptor.url, credential);
       // Before any entry goes: a credential the service refuses must not leave valid tokens with no local copy.
       const active = await api.listActive();
-      // A client whose configs cannot be read holds none here; its result says why below.
-      const going = new Map(
-        selected.flatMap((client) => (isChatApp(client) ? [] : [[client, readableEntries(adapters[client]).filter(isTarget)] as const])),
-      );
       // Revoked first: an entry whose token may still work and has no other copy here stays unless it was revoked.
       ({ revocations, keep, tokenNotes } = await revokeHeldAccounts({
         api,
@@ -124,41 +123,37 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
         return { client, status: 'manual', error: null, removed: [], location: null, instructions: chatAppRemovalSteps(client) };
       }
       const adapter = adapters[client];
-      try {
-        const matching = adapter.entries().filter(isTarget);
-        const removed: string[] = [];
-        const locations: string[] = [];
-        const said: string[] = [];
-        for (const entry of matching) {
-          const key = entryKey(client, entry);
-          const keptWhy = keep.get(key);
-          if (keptWhy !== undefined) {
-            said.push(keptWhy);
-            continue;
-          }
-          try {
-            // Without --server-name, only the entry that matched by URL: a same-named one elsewhere in the file stays.
-            if (adapter.remove(entry.name, entry.location, options.serverName === undefined ? entry.url : undefined)) {
-              removed.push(entry.name);
-              locations.push(entry.location);
-              said.push(tokenNotes.get(key) ?? '');
-            }
-          } catch (error) {
-            // One file refused (a symbolic link): the others' removals still happened and are said.
-            unremoved += 1;
-            said.push(error instanceof Error ? error.message : String(error));
-          }
+      const matching = going.get(client) ?? [];
+      const removed: string[] = [];
+      const locations: string[] = [];
+      const said: string[] = [];
+      for (const entry of matching) {
+        const key = entryKey(client, entry);
+        const keptWhy = keep.get(key);
+        if (keptWhy !== undefined) {
+          said.push(keptWhy);
+          continue;
         }
-        // A file that does not parse may hold an entry of this service: never "not-found", and said beside a removal.
-        const unreadable = adapter.unreadable();
-        const error = [...unreadable, ...said].filter(Boolean).join(' ') || null;
-        if (removed.length) {
-          return { client, status: 'removed', error, removed: [...new Set(removed)], location: [...new Set(locations)].join(', ') };
+        try {
+          // Without --server-name, only the entry that matched by URL: a same-named one elsewhere in the file stays.
+          if (adapter.remove(entry.name, entry.location, options.serverName === undefined ? entry.url : undefined)) {
+            removed.push(entry.name);
+            locations.push(entry.location);
+            said.push(tokenNotes.get(key) ?? '');
+          }
+        } catch (error) {
+          // One file refused (a symbolic link): the others' removals still happened and are said.
+          unremoved += 1;
+          said.push(error instanceof Error ? error.message : String(error));
         }
-        return { client, status: error ? 'failed' : 'not-found', error, removed: [], location: null };
-      } catch (error) {
-        return { client, status: 'failed', error: error instanceof Error ? error.message : String(error), removed: [], location: null };
       }
+      // A file that does not parse may hold an entry of this service: never "not-found", and said beside a removal.
+      const unreadable = adapter.unreadable();
+      const error = [...unreadable, ...said].filter(Boolean).join(' ') || null;
+      if (removed.length) {
+        return { client, status: 'removed', error, removed: [...new Set(removed)], location: [...new Set(locations)].join(', ') };
+      }
+      return { client, status: error ? 'failed' : 'not-found', error, removed: [], location: null };
     });
 
     let exitCode = connectExitCode(results, ['removed', 'not-found', 'manual']);
