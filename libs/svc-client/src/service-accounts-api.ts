@@ -66,8 +66,9 @@ const THROTTLED_LOOKUP = 'Too many failed authentication attempts';
 
 /**
  * Which account a token found in a client's config is. `none`: no account to revoke (it no longer works, or is no
- * service-account token). `unlisted`: no account lists it as its current token, so it was not sent (below). `unknown`: it may still work, and whose it is cannot be
- * told (`name` when the service said it: an account the credential does not list); `why` says so.
+ * service-account token). `unlisted`: no account lists it as its current token, so it was not sent (see
+ * tokenHolder). `unknown`: it may still work, and whose it is cannot be told (`name` when the service said it: an
+ * account the credential does not list); `why` says so.
  */
 export type TokenHolder =
   | { status: 'none' }
@@ -132,14 +133,14 @@ export async function tokenHolder(
 export class ServiceAccountsApi extends AdminApi {
   protected readonly credentialHint = SERVICE_ACCOUNTS_CREDENTIAL_HINT;
   /**
-   * A service account's token sees only the accounts it minted (the api scopes its lists to their owner)
-   * unless it holds platform:admin; the security key and admins see every account.
+   * Whether the lists this credential reads surely hold every account: the security key's do. A service account's
+   * token sees only the accounts it minted (the api scopes its lists to their owner) unless it holds platform:admin.
    */
-  private readonly mayNotSeeEveryAccount: boolean;
+  readonly listsEveryAccount: boolean;
 
   constructor(baseUrl: string, credential: AdminCredential | null) {
     super(baseUrl, credential);
-    this.mayNotSeeEveryAccount = credential?.value.startsWith(ACCOUNT_TOKEN_PREFIX) ?? false;
+    this.listsEveryAccount = !credential?.value.startsWith(ACCOUNT_TOKEN_PREFIX);
   }
 
   /**
@@ -162,7 +163,7 @@ export class ServiceAccountsApi extends AdminApi {
 
   /** No active account of that name, as far as this credential can tell. */
   notFound(name: string, hint?: string): CliError {
-    const unseen = this.mayNotSeeEveryAccount ? ' (or not visible to this credential)' : '';
+    const unseen = this.listsEveryAccount ? '' : ' (or not visible to this credential)';
     return new CliError(`No service account named '${name}' found${unseen}.`, hint);
   }
 
@@ -241,11 +242,6 @@ export class ServiceAccountsApi extends AdminApi {
         'Could not list service accounts',
       );
     });
-  }
-
-  /** Whether the lists this credential reads hold every account: the security key's do. */
-  get listsEveryAccount(): boolean {
-    return !this.mayNotSeeEveryAccount;
   }
 
   /** The accounts that are neither revoked nor expired. */

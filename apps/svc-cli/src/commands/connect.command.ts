@@ -129,12 +129,12 @@ class Connection {
     this.oauthMode = oauthEnabled(descriptor) && !options.pat;
   }
 
-  /** Entries carry minted tokens unless /mcp signs in with OAuth or the service has no auth at all. */
   /** --scopes or --expires given: they shape a token minted now, never one kept, shared or rotated (which is said). */
   private get shapesNewToken(): boolean {
     return this.options.scopes !== undefined || this.options.expires !== undefined;
   }
 
+  /** Entries carry minted tokens unless /mcp signs in with OAuth or the service has no auth at all. */
   get minting(): boolean {
     return !this.oauthMode && (this.descriptor.auth_mode !== 'none' || Boolean(this.options.pat));
   }
