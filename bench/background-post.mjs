@@ -1,6 +1,8 @@
 // The background POST against its floor: requests/s of `POST /agents/echo-agent/runs` with background=true
 // on the built api and on bench/reference-server.mjs (the same statement, nothing else), with autocannon,
-// 32 connections, a JSON body and the same svc_pat_ token, on the same database; rounds alternate.
+// 32 connections, a JSON body and the same svc_pat_ token, on the same database; rounds alternate. Two more
+// rows split the gap: the reference's work in a bare Nest app (bench/nest-floor-server.mjs), without and with
+// a ValidationPipe, so what is left between them and the api is the api's own work per request.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
@@ -49,9 +51,9 @@ async function storeHistory(url) {
   }
 }
 
-async function startReference(url) {
-  const child = spawn(process.execPath, ['bench/reference-server.mjs'], {
-    env: { PATH: process.env.PATH, DATABASE_URL: url },
+async function startFloor(script, url, env = {}) {
+  const child = spawn(process.execPath, [script], {
+    env: { PATH: process.env.PATH, DATABASE_URL: url, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const [line] = await new Promise((resolve) => createInterface({ input: child.stdout }).once('line', (text) => resolve([text])));
@@ -80,11 +82,13 @@ export async function benchBackgroundPost() {
     await storeHistory(db.url);
   }
   const api = await startApp('dist/apps/api/src/main.js', { DATABASE_URL: db.url, OS_SECURITY_KEY: KEY, DEMO_COMPONENTS: 'true' });
-  const reference = await startReference(db.url);
+  const reference = await startFloor('bench/reference-server.mjs', db.url);
+  const nest = await startFloor('bench/nest-floor-server.mjs', db.url);
+  const nestValidating = await startFloor('bench/nest-floor-server.mjs', db.url, { NEST_FLOOR_VALIDATE: 'true' });
   const baseline = BASELINE
     ? await startApp(`${BASELINE}/dist/apps/api/src/main.js`, { DATABASE_URL: db.url, OS_SECURITY_KEY: KEY, DEMO_COMPONENTS: 'true' })
     : null;
-  const servers = { api, reference, ...(baseline ? { baseline } : {}) };
+  const servers = { api, reference, nest, nestValidating, ...(baseline ? { baseline } : {}) };
   const minted = await fetch(`${api.url}/service-accounts`, {
     method: 'POST',
     headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
@@ -112,6 +116,8 @@ export async function benchBackgroundPost() {
     const micros = median(samples[name].map((sample) => sample.databaseMicros ?? NaN));
     return Number.isNaN(micros) ? 'n/a' : Math.round(micros);
   };
+  const row = (label, name) =>
+    `| ${label} | ${Math.round(rps(name))} | ${(rps(name) / rps('reference')).toFixed(2)} | ${Math.round(cpu(name))} | ${databaseCpu(name)} |`;
   return [
     `## Background POST against its floor (\`node bench/run.mjs background-post\`)`,
     '',
@@ -119,12 +125,10 @@ export async function benchBackgroundPost() {
     '',
     '| server | POSTs/s | ratio | server CPU µs/request | PostgreSQL CPU µs/request |',
     '|---|---:|---:|---:|---:|',
-    `| reference (Fastify + pg, one statement) | ${Math.round(rps('reference'))} | 1.00 | ${Math.round(cpu('reference'))} | ${databaseCpu('reference')} |`,
-    `| the api | ${Math.round(rps('api'))} | ${(rps('api') / rps('reference')).toFixed(2)} | ${Math.round(cpu('api'))} | ${databaseCpu('api')} |`,
-    ...(baseline
-      ? [
-          `| the api of ${BASELINE} | ${Math.round(rps('baseline'))} | ${(rps('baseline') / rps('reference')).toFixed(2)} | ${Math.round(cpu('baseline'))} | ${databaseCpu('baseline')} |`,
-        ]
-      : []),
+    row('reference (Fastify + pg, one statement)', 'reference'),
+    row('the same in a bare Nest app', 'nest'),
+    row('the same in a bare Nest app, with a ValidationPipe', 'nestValidating'),
+    row('the api', 'api'),
+    ...(baseline ? [row(`the api of ${BASELINE}`, 'baseline')] : []),
   ].join('\n');
 }

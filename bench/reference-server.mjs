@@ -1,42 +1,9 @@
 // The floor for the background POST: a minimal Fastify + pg server doing what the service's
-// `POST /agents/{id}/runs` with background=true must do, and nothing else. It verifies the same kind of
-// token (a svc_pat_ token looked up by its SHA-256 in service_accounts, then cached in memory as the api
-// does), parses the JSON body, and writes the session, the run and the job and notifies workers in one
-// statement against the service's own schema, prepared once per connection as the api's is. Started by
+// `POST /agents/{id}/runs` with background=true must do (bench/reference-run.mjs), and nothing else. Started by
 // bench/background-post.mjs; prints its URL.
-import { createHash } from 'node:crypto';
-
 import Fastify from 'fastify';
-import pg from 'pg';
-import { v7 as uuidv7 } from 'uuid';
 
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 20 });
-const verified = new Map();
-
-const INSERT = `
-  WITH session AS (
-    INSERT INTO sessions (id, component_type, component_id, user_id) VALUES ($2, 'agent', $3, $4) RETURNING id
-  ), run AS (
-    INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message)
-    SELECT $1, id, 'agent', $3, $4, true, 'queued', $5 FROM session RETURNING id
-  ), job AS (
-    INSERT INTO queue_jobs (id, job_type, component_type, component_id, session_id, user_id, payload, max_attempts)
-    SELECT id, 'run', 'agent', $3, $2, $4, jsonb_build_object('message', $5::text), 1 FROM run RETURNING id
-  )
-  SELECT pg_notify('queue_jobs_ready', '') FROM job`;
-
-async function principal(authorization) {
-  const token = authorization?.startsWith('Bearer ') ? authorization.slice(7) : null;
-  if (!token) {
-    return null;
-  }
-  const hash = createHash('sha256').update(token, 'utf8').digest('hex');
-  if (!verified.has(hash)) {
-    const { rows } = await pool.query('SELECT name FROM service_accounts WHERE token_hash = $1 AND revoked_at IS NULL', [hash]);
-    verified.set(hash, rows[0] ? `sa:${rows[0].name}` : null);
-  }
-  return verified.get(hash);
-}
+import { endPool, principal, storeBackgroundRun } from './reference-run.mjs';
 
 const app = Fastify();
 app.post('/agents/:agentId/runs', async (request, reply) => {
@@ -48,13 +15,9 @@ app.post('/agents/:agentId/runs', async (request, reply) => {
   if (typeof message !== 'string' || message.length === 0) {
     return reply.code(422).send({ detail: 'message is required' });
   }
-  // The service's ids: time-ordered UUIDs (v7).
-  const runId = uuidv7();
-  const sessionId = uuidv7();
-  await pool.query({ name: 'background_run', text: INSERT, values: [runId, sessionId, request.params.agentId, user, message] });
-  return reply.code(202).send({ run_id: runId, session_id: sessionId, status: 'queued' });
+  return reply.code(202).send(await storeBackgroundRun(request.params.agentId, user, message));
 });
 
 const address = await app.listen({ host: '127.0.0.1', port: 0 });
 console.log(JSON.stringify({ url: address }));
-process.on('SIGTERM', () => void app.close().then(() => pool.end()));
+process.on('SIGTERM', () => void app.close().then(endPool));
