@@ -9,19 +9,31 @@ import { freePort, startEmbeddedPostgres } from '../../scripts/embedded-postgres
 import { TEMPLATE_DATABASE } from './database';
 
 /**
+ * One temporary directory for the whole run, removed at its end: TMPDIR names it for the test files and
+ * every process they start, so the hundreds of homes, projects and configs the tests make do not pile up
+ * in the machine's /tmp run after run.
+ */
+function runTemporaryDirectory(): () => void {
+  const dir = mkdtempSync(join(tmpdir(), 'platform-tests-'));
+  process.env.TMPDIR = dir;
+  return () => rmSync(dir, { recursive: true, force: true });
+}
+
+/**
  * One PostgreSQL for the whole run (embedded unless DATABASE_URL is set), and a
  * template database with every migration applied once; each test file clones it.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const removeTemporaryDirectory = runTemporaryDirectory();
   let adminUrl = process.env.DATABASE_URL;
-  let stop = async (): Promise<void> => undefined;
+  let stop = async (): Promise<void> => removeTemporaryDirectory();
   if (!adminUrl) {
     const databaseDir = mkdtempSync(join(tmpdir(), 'platform-test-pg-'));
     const db = await startEmbeddedPostgres({ databaseDir, port: await freePort(), persistent: false });
     adminUrl = db.url();
     stop = async () => {
       await db.stop();
-      rmSync(databaseDir, { recursive: true, force: true });
+      removeTemporaryDirectory();
     };
   }
   const { Client } = await import('pg');
