@@ -117,6 +117,22 @@ describe('modelAgent (with the AI SDK test model)', () => {
     );
   });
 
+  it('never shows part of a key the cut at a few hundred characters would go through', async () => {
+    const key = 'sk-audit-SECRETKEY-7f3a9c2b1e';
+    process.env.MODEL_AGENT_SPEC_KEY = key;
+    try {
+      // The key starts 27 characters before the cut: cut first, its first 27 characters would show.
+      const model = answering(500, `${'P'.repeat(273)}${key} is not allowed`);
+      const failure = await runModelAgent(model, { ...OPTIONS, apiKeyEnv: 'MODEL_AGENT_SPEC_KEY' }, context()).catch(
+        (error: Error) => error.message,
+      );
+      expect(failure).toMatch(/^Model provider answered HTTP 500 \(http:\/\/127\.0\.0\.1:1\/v1\): P{273}\[redacted\] is not allowed$/);
+      expect(failure).not.toContain(key.slice(0, 10));
+    } finally {
+      delete process.env.MODEL_AGENT_SPEC_KEY;
+    }
+  });
+
   it('words an error the provider streams as its JSON (an object, not an Error) by its message, clipped', async () => {
     const erring = (error: unknown) =>
       new MockLanguageModelV3({

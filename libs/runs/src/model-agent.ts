@@ -240,19 +240,19 @@ function providerFailure(error: unknown, options: ModelAgentOptions, timeout: Ab
   }
   if (APICallError.isInstance(error)) {
     if (error.statusCode !== undefined) {
-      return `Model provider answered HTTP ${error.statusCode} (${options.baseURL}): ${clip(error.responseBody ?? error.message)}`;
+      return `Model provider answered HTTP ${error.statusCode} (${options.baseURL}): ${shown(error.responseBody ?? error.message, options)}`;
     }
     const cause = error.cause as { code?: string; cause?: { code?: string } } | undefined;
     return `Model provider unreachable at ${options.baseURL}: ${cause?.code ?? cause?.cause?.code ?? error.message}`;
   }
   // Clipped: a broken stream part can quote megabytes.
   if (error instanceof Error) {
-    return clip(error.message);
+    return shown(error.message, options);
   }
   // An error part of the stream is the provider's JSON: {message} or {error: {message}}.
   const reported = error as { message?: unknown; error?: { message?: unknown } } | null;
   const message = [reported?.message, reported?.error?.message].find((text) => typeof text === 'string') ?? JSON.stringify(error);
-  return `Model provider reported an error (${options.baseURL}): ${clip(String(message))}`;
+  return `Model provider reported an error (${options.baseURL}): ${shown(String(message), options)}`;
 }
 
 /** The text without the API key or what in the base URL may be one (see urlCredentials). */
@@ -273,6 +273,10 @@ function urlCredentials(url: string): string[] {
   }
 }
 
-function clip(text: string): string {
-  return clipped(text.replace(/\s+/g, ' ').trim(), MAX_PROVIDER_TEXT);
+/**
+ * What the provider said, as a run's error may show it: redacted first, then cut, since a key the cut
+ * went through would no longer match as a whole, and its first part would show.
+ */
+function shown(text: string, options: ModelAgentOptions): string {
+  return clipped(redacted(text, options).replace(/\s+/g, ' ').trim(), MAX_PROVIDER_TEXT);
 }
