@@ -21,6 +21,10 @@ writeFileSync(
       ctx.recordUsage({ model: 'm'.repeat(300), inputTokens: 12.7, outputTokens: -3 });
       return 'counted';
     } },
+    { kind: 'agent', id: 'huge-usage-agent', name: 'Huge usage', run: async (ctx) => {
+      ctx.recordUsage({ model: 'm', inputTokens: 7, outputTokens: 1e12 });
+      return 'counted';
+    } },
     { kind: 'agent', id: 'object-agent', name: 'Object', run: async () => ({ answer: 42 }) },
     { kind: 'agent', id: 'bigint-agent', name: 'BigInt', run: async () => ({ n: 10n }) },
   ];\n`,
@@ -57,6 +61,7 @@ describe('a component answering a NUL or half a surrogate pair', () => {
         'nul-agent',
         'nul-fail-agent',
         'odd-usage-agent',
+        'huge-usage-agent',
         'object-agent',
         'bigint-agent',
         ...Array.from({ length: 20 }, () => 'echo-agent'),
@@ -79,6 +84,12 @@ describe('a component answering a NUL or half a surrogate pair', () => {
       content: 'counted',
       model: 'm'.repeat(255),
       input_tokens: 13,
+      output_tokens: null,
+    });
+    // A count past what the column holds is not a count to bill by: unknown, not the column's largest number.
+    expect(runs.find((run) => run.agent === 'huge-usage-agent')).toMatchObject({
+      status: 'completed',
+      input_tokens: 7,
       output_tokens: null,
     });
     // An answer that is not text is stored as its JSON; one that has none fails its own run only.

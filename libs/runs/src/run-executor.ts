@@ -55,13 +55,16 @@ function storableContent(returned: unknown): string | null {
   return json === undefined ? null : storableText(json);
 }
 
-/** What a component reported of its model calls, as the run's columns can hold it: counts are whole and not negative, or unknown. */
+/**
+ * What a component reported of its model calls, as the run's columns can hold it: counts are whole, not negative and
+ * within the column, or unknown (a count past it is no real one, and clamped it would read as one in a usage sum).
+ */
 function storableUsage(reported: ModelUsage | null | undefined): ModelUsage | null {
   if (!reported || typeof reported !== 'object') {
     return null;
   }
   const count = (value: unknown): number | null =>
-    typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.min(Math.round(value), MAX_TOKENS) : null;
+    typeof value === 'number' && value >= 0 && Math.round(value) <= MAX_TOKENS ? Math.round(value) : null;
   return {
     model: storableText(String(reported.model ?? '').slice(0, MAX_MODEL_LENGTH)),
     inputTokens: count(reported.inputTokens),
