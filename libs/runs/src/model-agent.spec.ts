@@ -117,6 +117,23 @@ describe('modelAgent (with the AI SDK test model)', () => {
     );
   });
 
+  it('says a stream the provider had started answering broke off, not that it answered HTTP 200', async () => {
+    const model = new MockLanguageModelV3({
+      doStream: async () => {
+        throw new APICallError({
+          message: 'Failed to process successful response',
+          url: 'http://x/v1/chat/completions',
+          requestBodyValues: {},
+          statusCode: 200,
+          cause: Object.assign(new TypeError('terminated'), { cause: { code: 'UND_ERR_SOCKET' } }),
+        });
+      },
+    });
+    await expect(runModelAgent(model, OPTIONS, context())).rejects.toThrow(
+      "Model provider's answer broke off (http://127.0.0.1:1/v1): UND_ERR_SOCKET",
+    );
+  });
+
   it('never shows part of a key the cut at a few hundred characters would go through', async () => {
     const key = 'sk-audit-SECRETKEY-7f3a9c2b1e';
     process.env.MODEL_AGENT_SPEC_KEY = key;
@@ -144,7 +161,7 @@ describe('modelAgent (with the AI SDK test model)', () => {
     const huge = await runModelAgent(erring(new Error(`JSON parsing failed: ${'z'.repeat(3_000_000)}`)), OPTIONS, context()).catch(
       (error: Error) => error.message,
     );
-    expect(huge.startsWith('JSON parsing failed: zzz')).toBe(true);
+    expect(huge.startsWith("Model provider's answer could not be read (http://127.0.0.1:1/v1): JSON parsing failed: zzz")).toBe(true);
     expect(huge.length).toBeLessThan(400);
   });
 

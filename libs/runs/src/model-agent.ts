@@ -18,6 +18,9 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** A variable's name as they are written (OPENAI_API_KEY): safe to show in an error, unlike a key pasted in its place. */
 const CONVENTIONAL_ENV_NAME = /^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/;
 
+/** A call this side stopped, said as it is rather than as something the provider did. */
+class CallStopped extends Error {}
+
 export function modelAgent(options: ModelAgentOptions): Component {
   assertOptions(options);
   const provider = createOpenAICompatible({
@@ -140,7 +143,7 @@ async function callModel(
         content += part.text;
         if (content.length > MAX_ANSWER_CHARS) {
           tooLong.abort();
-          throw new Error(`The model's answer passed ${MAX_ANSWER_CHARS} characters: the call was stopped`);
+          throw new CallStopped(`The model's answer passed ${MAX_ANSWER_CHARS} characters: the call was stopped`);
         }
         context.emit(part.text);
       } else if (part.type === 'finish') {
@@ -238,16 +241,24 @@ function providerFailure(error: unknown, options: ModelAgentOptions, timeout: Ab
   if (timeout.aborted) {
     return `Model provider timed out after ${timeoutSeconds}s (${options.baseURL})`;
   }
+  if (error instanceof CallStopped) {
+    return error.message;
+  }
   if (APICallError.isInstance(error)) {
+    const cause = error.cause as { code?: string; message?: string; cause?: { code?: string } } | undefined;
+    if (error.statusCode !== undefined && error.statusCode < 300) {
+      // A stream the provider had started answering, cut (a connection reset): no error status to name.
+      return `Model provider's answer broke off (${options.baseURL}): ${cause?.code ?? cause?.cause?.code ?? shown(cause?.message ?? error.message, options)}`;
+    }
     if (error.statusCode !== undefined) {
       return `Model provider answered HTTP ${error.statusCode} (${options.baseURL}): ${shown(error.responseBody ?? error.message, options)}`;
     }
-    const cause = error.cause as { code?: string; cause?: { code?: string } } | undefined;
     return `Model provider unreachable at ${options.baseURL}: ${cause?.code ?? cause?.cause?.code ?? error.message}`;
   }
-  // Clipped: a broken stream part can quote megabytes.
+  // What the SDK could not make of the answer (a line that is not JSON, a stream ending without a finish), clipped:
+  // a broken stream part can quote megabytes.
   if (error instanceof Error) {
-    return shown(error.message, options);
+    return `Model provider's answer could not be read (${options.baseURL}): ${shown(error.message, options)}`;
   }
   // An error part of the stream is the provider's JSON: {message} or {error: {message}}.
   const reported = error as { message?: unknown; error?: { message?: unknown } } | null;
