@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, realpathSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -8,6 +9,20 @@ import { ROOT_KEY } from './principals';
 import { RunningApi, RunningProcess, startApi, startWorker } from './processes';
 
 export const SVC_BIN = resolve('bin/svc.js');
+
+/** The localhost ports svc probes when no URL is given. */
+export const DEFAULT_PORTS = [7777, 7778, 7779, 8000];
+
+/** The default ports something on this machine listens on: a test of what svc does with none answering skips then. */
+export async function defaultPortsInUse(): Promise<number[]> {
+  const accepts = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const socket = connect({ host: 'localhost', port }, () => (socket.destroy(), resolve(true)));
+      socket.on('error', () => resolve(false));
+    });
+  const listening = await Promise.all(DEFAULT_PORTS.map(accepts));
+  return DEFAULT_PORTS.filter((_, index) => listening[index]);
+}
 
 export interface CliRun {
   code: number | null;

@@ -5,7 +5,7 @@ import { parse as parseToml } from 'smol-toml';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { freePort } from '../../../scripts/embedded-postgres.mjs';
-import { CliSandbox, cliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
+import { CliSandbox, cliSandbox, defaultPortsInUse, LiveService, runCli, startService } from '../../../test/support/cli';
 import { runCommand } from '../../../test/support/cli-in-process';
 import { query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
@@ -278,6 +278,51 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       results: [{ client: 'editor-c', status: 'removed', removed: ['platform-service'] }],
     });
     expect(readJson(files.cursor).mcpServers).toEqual({ other: { url: OTHER_MCP } });
+  });
+
+  it("offline, an entry at a default port goes only if it holds a service-account token: another server's is kept, and named", async (context) => {
+    const inUse = await defaultPortsInUse();
+    context.skip(inUse.length > 0, `a default port is in use (${inUse.join(', ')})`);
+    const cursor = join(sandbox.home, '.cursor', 'mcp.json');
+    mkdirSync(join(cursor, '..'), { recursive: true });
+    // Another server on port 8000, keyed its own way; and the service's entry on 7777, as connect writes it.
+    const theirs = {
+      tools: { url: 'http://localhost:8000/mcp', headers: { 'X-API-Key': 'their-own-api-key' } },
+      'bearer-tools': { url: 'http://localhost:8000/mcp', headers: { Authorization: 'Bearer their-own-token' } },
+    };
+    const ours = { url: 'http://localhost:7777/mcp', headers: { Authorization: 'Bearer svc_pat_AbCdEfGhIjKlMnOpQrStUv' } };
+    const write = () => writeFileSync(cursor, JSON.stringify({ mcpServers: { ...theirs, 'platform-service': ours } }));
+    write();
+    const run = await runCommand(['disconnect', '--clients', 'editor-c', '--json'], sandbox);
+    expect(run.code).toBe(0);
+    expect(run.json().results).toEqual([
+      {
+        client: 'editor-c',
+        status: 'removed',
+        error: null,
+        removed: ['platform-service'],
+        location: cursor,
+        note: "Kept tools (http://localhost:8000/mcp), bearer-tools (http://localhost:8000/mcp): no service answered there and no service-account token shows they are this service's; --url http://localhost:8000 removes them.",
+      },
+    ]);
+    expect(readJson(cursor).mcpServers).toEqual(theirs);
+
+    // At a terminal: what was kept, and the removed token's listed prefix to find its account by (a later --revoke
+    // would find no entry left to read the token from).
+    write();
+    const human = await runCommand(['disconnect', '--clients', 'editor-c'], sandbox);
+    expect(human.code).toBe(0);
+    expect(human.stderr).toContain(
+      'removing entries at http://localhost:7777, http://localhost:7778, http://localhost:7779, http://localhost:8000 that hold a service-account token',
+    );
+    expect(human.stdout).toContain(
+      '    Kept tools (http://localhost:8000/mcp), bearer-tools (http://localhost:8000/mcp): no service answered there',
+    );
+    expect(human.stderr).toContain("The removed entries' tokens (svc_pat_AbCdEfG…) stay valid until their accounts are revoked");
+    expect(human.stderr).not.toContain('svc_pat_AbCdEfGh');
+    // --url names the service: what points there goes, whoever's it is.
+    expect((await runCommand(['disconnect', '--clients', 'editor-c', '--url', 'http://localhost:8000', '--json'], sandbox)).code).toBe(0);
+    expect(readJson(cursor).mcpServers).toEqual({});
   });
 
   it('refuses to write through a symlinked config; a partial result exits 3, a total failure 1', async () => {

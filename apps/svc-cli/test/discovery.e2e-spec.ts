@@ -1,28 +1,17 @@
 import { writeFileSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { freePort } from '../../../scripts/embedded-postgres.mjs';
-import { CliSandbox, cliSandbox, LiveService, runCli, startService } from '../../../test/support/cli';
+import { CliSandbox, cliSandbox, defaultPortsInUse, LiveService, runCli, startService } from '../../../test/support/cli';
 import { runCommand } from '../../../test/support/cli-in-process';
 import { query } from '../../../test/support/database';
 import { ROOT_KEY, uniqueName } from '../../../test/support/principals';
 import { remoteProxy, TcpProxy } from '../../../test/support/tcp-proxy';
 
 const DESCRIPTOR_KEYS = ['auth_mode', 'discovered_via', 'mcp', 'name', 'os_id', 'url', 'url_source', 'url_source_file', 'version'];
-
-const DEFAULT_PORTS = [7777, 7778, 7779, 8000];
-
-/** Whether anything accepts TCP connections on localhost:`port`. */
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: 'localhost', port }, () => (socket.destroy(), resolve(true)));
-    socket.on('error', () => resolve(false));
-  });
-}
 
 describe('svc URL discovery and the credential gates', () => {
   let service: LiveService;
@@ -131,9 +120,9 @@ describe('svc URL discovery and the credential gates', () => {
   });
 
   it('without any URL it probes localhost 7777, 7778, 7779 and 8000 in order', async (context) => {
-    const listening = await Promise.all(DEFAULT_PORTS.map((port) => accepts(port)));
+    const inUse = await defaultPortsInUse();
     // Something else on this machine holds a default port: the probe order cannot be observed, so say so.
-    context.skip(listening.some(Boolean), `a default port is in use (${DEFAULT_PORTS.filter((_, i) => listening[i]).join(', ')})`);
+    context.skip(inUse.length > 0, `a default port is in use (${inUse.join(', ')})`);
     const run = await runCommand(['tokens', 'list', '--json'], sandbox, { env: { OS_SECURITY_KEY: ROOT_KEY } });
     expect(run.code).toBe(1);
     expect(run.json().error).toMatch(
@@ -142,8 +131,8 @@ describe('svc URL discovery and the credential gates', () => {
   });
 
   it('a scripted run that falls back to a default port says which URL and why in its first stderr line', async (context) => {
-    const listening = await Promise.all(DEFAULT_PORTS.map((port) => accepts(port)));
-    context.skip(listening.some(Boolean), `a default port is in use (${DEFAULT_PORTS.filter((_, i) => listening[i]).join(', ')})`);
+    const inUse = await defaultPortsInUse();
+    context.skip(inUse.length > 0, `a default port is in use (${inUse.join(', ')})`);
     // Something that answers /health on the third default port.
     const fake = createServer((request, response) => {
       response.setHeader('content-type', 'application/json');

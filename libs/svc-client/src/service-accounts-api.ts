@@ -61,6 +61,16 @@ export function isTokenOf(account: { token_prefix: string }, token: string): boo
 /** How every service-account token begins; any other bearer (a user's token, the security key) is no account's. */
 const ACCOUNT_TOKEN_PREFIX = 'svc_pat_';
 
+/** Whether a bearer found in a client's config is a service-account token (of some service; which, only it can say). */
+export function isServiceAccountToken(token: string | null): boolean {
+  return token?.startsWith(ACCOUNT_TOKEN_PREFIX) ?? false;
+}
+
+/** The part of a token the service lists as its account's token_prefix: `svc_pat_` and seven characters. */
+export function listedTokenPrefix(token: string): string {
+  return token.slice(0, ACCOUNT_TOKEN_PREFIX.length + 7);
+}
+
 /** The service's 429 detail for a token lookup refused after too many failed ones from the caller's address. */
 const THROTTLED_LOOKUP = 'Too many failed authentication attempts';
 
@@ -90,7 +100,7 @@ export async function tokenHolder(
   active: ServiceAccount[],
   listsEveryAccount: boolean,
 ): Promise<TokenHolder> {
-  if (!token.startsWith(ACCOUNT_TOKEN_PREFIX)) {
+  if (!isServiceAccountToken(token)) {
     return { status: 'none' };
   }
   const prefixed = active.filter((account) => isTokenOf(account, token));

@@ -27,6 +27,7 @@ import {
   discoverInteractively,
   isCloudReachable,
   isTokenOf,
+  listedTokenPrefix,
   mcpUrlOf,
   McpVerification,
   MintedServiceAccount,
@@ -642,11 +643,8 @@ function committedTokenRefusal(location: string, exposure: 'tracked' | 'unignore
 
 /** The token an OAuth entry replaced: it still works, and its account is named by the prefix svc tokens list shows. */
 function replacedTokenNote(token: string): string {
-  return `The token the entry held still works until its account is revoked: find it by its prefix ${token.slice(0, LISTED_TOKEN_PREFIX)} in svc tokens list, and revoke it with svc tokens revoke <name> unless another client uses it.`;
+  return `The token the entry held still works until its account is revoked: find it by its prefix ${listedTokenPrefix(token)} in svc tokens list, and revoke it with svc tokens revoke <name> unless another client uses it.`;
 }
 
 /** `svc_pat_` and at least four characters of the token itself (the service shows seven). */
 const MIN_TOKEN_PREFIX = 12;
-
-/** `svc_pat_` and the seven characters the service lists as an account's token_prefix. */
-const LISTED_TOKEN_PREFIX = 15;

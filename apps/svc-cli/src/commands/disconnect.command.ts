@@ -15,6 +15,8 @@ import {
   candidateGroups,
   confirmDiscoveredUrl,
   discoverInteractively,
+  isServiceAccountToken,
+  listedTokenPrefix,
   readCliEnv,
   resolveAdminCredential,
   SERVICE_ACCOUNTS_CREDENTIAL_HINT,
@@ -45,6 +47,8 @@ interface DisconnectResult {
   removed: string[];
   location: string | null;
   instructions?: string[];
+  /** Entries at a default port kept offline: nothing shows they are this service's. */
+  note?: string;
 }
 
 /**
@@ -75,25 +79,39 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
         }
       }
     }
-    // Offline: every URL discovery would have tried is a target.
-    const targetUrls = descriptor
-      ? [descriptor.url]
-      : candidateGroups(request)
-          .flat()
-          .map((candidate) => candidate.url);
+    // Offline: every URL discovery would have tried is a target. One the operator named (--url, SERVICE_URL, an env
+    // file) is this service's; a default port may be any server's, so there only an entry holding a service-account
+    // token goes: another server's entry (its own API key with it) is never removed on a guess.
+    const candidates = descriptor ? [{ url: descriptor.url, source: 'found' }] : candidateGroups(request).flat();
+    const targetUrls = candidates.map((candidate) => candidate.url);
+    const guessedUrls = candidates.filter((candidate) => candidate.source === 'default').map((candidate) => candidate.url);
     if (!descriptor && options.serverName === undefined) {
-      terminal.note(`No running service answered; removing entries that point at ${targetUrls.join(', ')}.`);
+      const namedUrls = targetUrls.filter((url) => !guessedUrls.includes(url));
+      const named = namedUrls.length ? `entries that point at ${namedUrls.join(', ')}, and ` : '';
+      terminal.note(
+        `No running service answered; removing ${named}entries at ${guessedUrls.join(', ')} that hold a service-account token.`,
+      );
     }
 
     let revocations: Revocation[] = [];
     let keep = new Map<string, string>();
     let tokenNotes = new Map<string, string>();
-    const isTarget = (entry: McpEntry) =>
-      options.serverName !== undefined ? entry.name === options.serverName : targetUrls.some((url) => urlBelongsTo(entry.url, url));
+    const pointsAt = (entry: McpEntry) => targetUrls.find((url) => urlBelongsTo(entry.url, url));
+    const isTarget = (entry: McpEntry) => {
+      if (options.serverName !== undefined) {
+        return entry.name === options.serverName;
+      }
+      const url = pointsAt(entry);
+      return url !== undefined && (!guessedUrls.includes(url) || isServiceAccountToken(entry.token));
+    };
     // Each selected client's entries for the target, read once: what --revoke looks at is what goes.
     const going = new Map(
       selected.flatMap((client) => (isChatApp(client) ? [] : [[client, adapters[client].entries().filter(isTarget)] as const])),
     );
+    const unclaimed = (client: ClientId) =>
+      options.serverName !== undefined || isChatApp(client)
+        ? []
+        : adapters[client].entries().filter((entry) => !isTarget(entry) && pointsAt(entry) !== undefined);
     if (options.revoke && descriptor) {
       await confirmDiscoveredUrl(descriptor, Boolean(options.yes), terminal);
       const credential = await resolveAdminCredential(
@@ -118,6 +136,7 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
     }
 
     let unremoved = 0;
+    const removedTokens = new Set<string>();
     const results: DisconnectResult[] = selected.map((client) => {
       if (isChatApp(client)) {
         return { client, status: 'manual', error: null, removed: [], location: null, instructions: chatAppRemovalSteps(client) };
@@ -139,6 +158,9 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
           if (adapter.remove(entry.name, entry.location, options.serverName === undefined ? entry.url : undefined)) {
             removed.push(entry.name);
             locations.push(entry.location);
+            if (entry.token && isServiceAccountToken(entry.token)) {
+              removedTokens.add(listedTokenPrefix(entry.token));
+            }
             said.push(tokenNotes.get(key) ?? '');
           }
         } catch (error) {
@@ -150,10 +172,13 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
       // A file that does not parse may hold an entry of this service: never "not-found", and said beside a removal.
       const unreadable = adapter.unreadable();
       const error = [...unreadable, ...said].filter(Boolean).join(' ') || null;
+      const note = keptUnclaimed(unclaimed(client));
+      const noted = note ? { note } : {};
       if (removed.length) {
-        return { client, status: 'removed', error, removed: [...new Set(removed)], location: [...new Set(locations)].join(', ') };
+        const location = [...new Set(locations)].join(', ');
+        return { client, status: 'removed', error, removed: [...new Set(removed)], location, ...noted };
       }
-      return { client, status: error ? 'failed' : 'not-found', error, removed: [], location: null };
+      return { client, status: error ? 'failed' : 'not-found', error, removed: [], location: null, ...noted };
     });
 
     let exitCode = connectExitCode(results, ['removed', 'not-found', 'manual']);
@@ -169,25 +194,28 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
       revocations,
       exit_code: exitCode,
     });
-    this.report(results, revocations, Boolean(options.revoke), terminal);
+    this.report(results, revocations, options.revoke ? [] : [...removedTokens], terminal);
     return exitCode;
   }
 
-  private report(results: DisconnectResult[], revocations: Revocation[], revoked: boolean, terminal: Terminal): void {
+  /** `unrevoked`: the listed prefixes of the tokens removed entries held, their accounts left active. */
+  private report(results: DisconnectResult[], revocations: Revocation[], unrevoked: string[], terminal: Terminal): void {
     for (const result of results) {
       const removed = result.status === 'removed' ? ` ${result.removed.join(', ')} from ${result.location}` : '';
       const error = result.error ? `${removed ? ';' : ''} ${result.error}` : '';
       terminal.line(`${result.client}: ${result.status}${removed}${error}`);
-      for (const line of result.instructions ?? []) {
+      for (const line of [...(result.instructions ?? []), ...(result.note ? [result.note] : [])]) {
         terminal.line(`    ${line}`);
       }
     }
     for (const revocation of revocations) {
       terminal.line(`account ${revocation.account}: ${revocation.status}${revocation.error ? ` (${revocation.error})` : ''}`);
     }
-    if (!revoked && results.some((result) => result.status === 'removed')) {
+    // The entries are gone now, so a later --revoke finds no token: name what to look for in the list instead.
+    if (unrevoked.length) {
+      const svc = svcInvocation();
       terminal.note(
-        `Tokens of removed entries stay valid until revoked: ${svcInvocation()} tokens revoke <name>, or re-run with --revoke.`,
+        `The removed entries' tokens (${unrevoked.map((prefix) => `${prefix}…`).join(', ')}) stay valid until their accounts are revoked: find them by that prefix in ${svc} tokens list, then ${svc} tokens revoke <name>. Next time, disconnect --revoke does both.`,
       );
     }
   }
@@ -217,4 +245,15 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
   parseRevoke(): boolean {
     return true;
   }
+}
+
+/** What an offline run left at a default port, and how to remove it when it is this service's after all. */
+function keptUnclaimed(entries: McpEntry[]): string | undefined {
+  if (entries.length === 0) {
+    return undefined;
+  }
+  const names = [...new Set(entries.map((entry) => `${entry.name} (${entry.url})`))];
+  const bases = [...new Set(entries.map((entry) => new URL(entry.url).origin))].map((base) => `--url ${base}`);
+  const [it, is] = names.length === 1 ? ['it', 'it is'] : ['them', 'they are'];
+  return `Kept ${names.join(', ')}: no service answered there and no service-account token shows ${is} this service's; ${bases.join(' or ')} removes ${it}.`;
 }
