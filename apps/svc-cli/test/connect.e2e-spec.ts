@@ -312,6 +312,20 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     });
     expect(codex.status).toBe('connected');
     expect((await call(service.api.url, 'GET', '/config', { token: existing.token })).status).toBe(200);
+
+    // An entry whose token stopped working: the refusal says why the entry was being replaced.
+    const cursor = configPaths(sandbox).cursor;
+    mkdirSync(join(cursor, '..'), { recursive: true });
+    const dead = `${existing.token.slice(0, 20)}${'x'.repeat(existing.token.length - 20)}`;
+    writeFileSync(
+      cursor,
+      JSON.stringify({ mcpServers: { 'platform-service': { url: mcpUrl, headers: { Authorization: `Bearer ${dead}` } } } }),
+    );
+    const stale = await runCommand(['connect', '--clients', 'editor-c', '--json'], sandbox, { env: env() });
+    expect(stale.code).toBe(1);
+    expect(stale.json().results[0].error).toBe(
+      "The entry's token no longer works (HTTP 401: Invalid or expired service account token). A service account named 'editor-c' already exists. Re-run with --rotate to rotate its token, or --skip-existing to leave it untouched.",
+    );
   });
 
   it("--rotate will not take over an account another principal minted under a client's name: that principal could rotate it back", async () => {

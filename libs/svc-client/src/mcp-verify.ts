@@ -56,10 +56,12 @@ export async function verifyMcp(mcpUrl: string, token: string | null): Promise<M
   const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
   let statusCode = 0;
   let challenge = false;
+  let refusal: string | null = null;
   const recordingFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const response = await fetch(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(MCP_VERIFY_TIMEOUT_MS) });
     statusCode = response.status;
     challenge = response.status === 401 && namesResourceMetadata(response.headers.get('www-authenticate'));
+    refusal = response.ok ? null : `HTTP ${response.status}${detailOf(await response.clone().text())}`;
     return response;
   };
   const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), {
@@ -72,9 +74,20 @@ export async function verifyMcp(mcpUrl: string, token: string | null): Promise<M
     const { tools } = await client.listTools(undefined, { timeout: MCP_VERIFY_TIMEOUT_MS });
     return { ok: true, tools: tools.length, status_code: statusCode, error: null, oauth_challenge: false };
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    // The service's own words for a refusal read better than the SDK's wrapping of its body.
+    const message = refusal ?? (error instanceof Error ? error.message : String(error));
     return { ok: false, tools: 0, status_code: statusCode, error: message, oauth_challenge: challenge };
   } finally {
     await client.close().catch(() => undefined);
+  }
+}
+
+/** `: <detail>` of an error body in the service's shape ({detail: string}), else nothing: another server's page is not shown. */
+function detailOf(body: string): string {
+  try {
+    const detail = (JSON.parse(body) as { detail?: unknown }).detail;
+    return typeof detail === 'string' ? `: ${detail.slice(0, 200)}` : '';
+  } catch {
+    return '';
   }
 }

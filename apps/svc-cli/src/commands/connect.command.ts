@@ -169,6 +169,8 @@ class Connection {
       // otherwise the entry the client itself resolves, whichever scope holds it.
       const existing = this.options.project ? adapter.entryIn(this.serverName, true) : adapter.resolve(this.serverName);
       let replacedUrl: string | undefined;
+      // Why the entry is being replaced, when its token failed: a refusal to replace it says so.
+      let stale: string | undefined;
       if (existing && existing.url === this.mcpUrl && !this.options.rotate && (!this.minting || existing.token)) {
         if (existing.token) {
           refusePlaintextCredential(this.descriptor.url, Boolean(this.options.allowHttp), 'a stored token');
@@ -189,8 +191,9 @@ class Connection {
             ...(unused ? { note: 'Kept its token: --scopes and --expires apply to a new account (revoke it, or --name another).' } : {}),
           };
         }
+        stale = `The entry's token no longer works (${verifyFailure(verify)}).`;
         if (this.options.skipExisting) {
-          return { ...base, status: 'skipped', error: 'Existing entry no longer verifies; re-run without --skip-existing to rotate.' };
+          return { ...base, status: 'skipped', error: `${stale} Re-run without --skip-existing to rotate it.` };
         }
       } else if (existing && existing.url !== this.mcpUrl) {
         if (this.options.skipExisting) {
@@ -219,7 +222,7 @@ class Connection {
         }
         const outcome = this.options.name ? await this.sharedAccount(sharedCandidates) : await this.mintFor(this.accountName(adapter));
         if ('status' in outcome) {
-          return { ...base, status: outcome.status, error: outcome.error };
+          return { ...base, status: outcome.status, error: stale ? `${stale} ${outcome.error}` : outcome.error };
         }
         account = outcome.account;
         rotated = outcome.rotated;
@@ -267,7 +270,7 @@ class Connection {
         ...result,
         status: 'failed',
         error:
-          `MCP verification failed: ${verify.error ?? `HTTP ${verify.status_code}`}. The entry '${this.serverName}' stays in ` +
+          `MCP verification failed: ${verifyFailure(verify)}. The entry '${this.serverName}' stays in ` +
           `${written.location}; re-run once the service answers, or remove it with svc disconnect --clients ${adapter.id}.`,
       };
     } catch (error) {
@@ -344,7 +347,9 @@ class Connection {
     if (verify.ok) {
       progress.succeed(`Verified ${clientLabel(adapter.id)}: ${verify.tools} tools`);
     } else {
-      progress.fail(`${clientLabel(adapter.id)}: ${verify.oauth_challenge ? 'sign-in pending' : 'verification failed'}`);
+      progress.fail(
+        `${clientLabel(adapter.id)}: ${verify.oauth_challenge ? 'sign-in pending' : `verification failed (${verifyFailure(verify)})`}`,
+      );
     }
     return verify;
   }
@@ -644,6 +649,11 @@ function committedTokenRefusal(location: string, exposure: 'tracked' | 'unignore
 /** The token an OAuth entry replaced: it still works, and its account is named by the prefix svc tokens list shows. */
 function replacedTokenNote(token: string): string {
   return `The token the entry held still works until its account is revoked: find it by its prefix ${listedTokenPrefix(token)} in svc tokens list, and revoke it with svc tokens revoke <name> unless another client uses it.`;
+}
+
+/** Why an MCP verification failed, in a few words: the service's answer, else what stopped the request. */
+function verifyFailure(verify: McpVerification): string {
+  return verify.error ?? `HTTP ${verify.status_code}`;
 }
 
 /** `svc_pat_` and at least four characters of the token itself (the service shows seven). */

@@ -43,7 +43,7 @@ export class StatusCommand extends ServiceCommand<StatusOptions> {
     if (clients.some((client) => client.configured)) {
       // Read from the clients' files, not tried: a revoked or expired token still reads as configured here.
       terminal.note(
-        'Entries are read from the config files, not tried: svc connect verifies each over MCP and replaces a token that stopped working.',
+        'Entries are read from the config files, not tried: svc connect verifies each over MCP and gives one whose token stopped working a new token (rotating an existing account takes --rotate, or a yes at a terminal).',
       );
     }
     return 0;
