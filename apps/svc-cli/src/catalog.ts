@@ -21,7 +21,7 @@ Commands:
   jobs requeue <id>...    Requeue failed jobs: by id, or by --status failed
   jobs cancel <id>...     Cancel queued jobs: by id, or by --status queued
   schedules list          List schedules
-  schedules get <id>      Show one schedule
+  schedules get <id>      Show one schedule (<id>: its id or name)
   schedules runs <id>     A schedule's fire history
   schedules trigger <id>  Fire a schedule now
   schedules pause <id>    Pause a schedule (--reason)

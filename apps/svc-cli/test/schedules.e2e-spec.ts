@@ -79,11 +79,49 @@ describe('svc schedules against a live api and worker', () => {
     const text = await runCommand(['schedules', 'get', schedule.id], sandbox, { env: asAdmin });
     expect(text.stdout).toMatch(/^Call:\s+POST \/agents\/echo-agent\/runs$/m);
     expect(text.stdout).toMatch(/^Target:\s+agent:echo-agent$/m);
-    for (const id of [randomUUID(), 'nope']) {
-      const missing = await runCommand(['schedules', 'get', id, '--json'], sandbox, { env: asAdmin });
-      expect(missing.code).toBe(1);
-      expect(missing.json()).toEqual({ error: `No schedule '${id}' found.`, hint: 'List them with: svc schedules list' });
-    }
+    const missing = await runCommand(['schedules', 'get', randomUUID(), '--json'], sandbox, { env: asAdmin });
+    expect(missing.code).toBe(1);
+    expect(missing.json()).toEqual({
+      error: expect.stringMatching(/^No schedule '[0-9a-f-]{36}' found\.$/),
+      hint: 'List them with: svc schedules list',
+    });
+    const unnamed = await runCommand(['schedules', 'get', 'nope', '--json'], sandbox, { env: asAdmin });
+    expect(unnamed.code).toBe(1);
+    expect(unnamed.json()).toEqual({
+      error: "No schedule 'nope' found: no schedule has that id or name.",
+      hint: 'List them with: svc schedules list',
+    });
+  });
+
+  it('takes a name for the id where the credential sees one schedule of that name; several of one name are listed with their ids', async () => {
+    const name = uniqueName('by-name');
+    const mine = await createSchedule({ name });
+    const byName = await runCommand(['schedules', 'get', name, '--json'], sandbox, { env: asAdmin });
+    expect(byName.code, byName.stderr).toBe(0);
+    expect(byName.json().schedule.id).toBe(mine.id);
+    expect((await runCommand(['schedules', 'pause', name, '--json'], sandbox, { env: asAdmin })).code).toBe(0);
+    expect((await read(mine.id)).enabled).toBe(false);
+
+    // Names are unique per owner: another owner's of the same name makes the admin's lookup ambiguous, not the owner's.
+    const owner = await mintAccount(service.api.url, ROOT_KEY, { scopes: ['schedules:read', 'schedules:write'], privileged: true });
+    const theirs = await call<Schedule>(service.api.url, 'POST', '/schedules', {
+      token: owner.token,
+      json: { name, cron_expr: '0 9 * * 1', endpoint: '/health', method: 'GET' },
+    });
+    expect(theirs.status, theirs.text).toBe(201);
+    const ambiguous = await runCommand(['schedules', 'get', name, '--json'], sandbox, { env: asAdmin });
+    expect(ambiguous.code).toBe(1);
+    const mineOwner = (await call<{ user_id: string | null }>(service.api.url, 'GET', `/schedules/${mine.id}`, { token: ROOT_KEY })).body
+      .user_id;
+    expect(ambiguous.json()).toEqual({
+      error: `2 schedules are named '${name}': ${mine.id} (owner ${mineOwner ?? 'none'}), ${theirs.body.id} (owner sa:${owner.name}).`,
+      hint: 'Give the id of the one you mean.',
+    });
+    const asOwner = await runCommand(['schedules', 'get', name, '--json'], sandbox, {
+      env: { SERVICE_URL: service.api.url, SVC_ADMIN_TOKEN: owner.token },
+    });
+    expect(asOwner.code, asOwner.stderr).toBe(0);
+    expect(asOwner.json().schedule.id).toBe(theirs.body.id);
   });
 
   it('trigger prints the queued fire (202); runs shows the fire history with status, due, status code and attempts', async () => {

@@ -14,6 +14,8 @@ export type ScheduleRun = Schemas['ScheduleRunDto'];
 export const SCHEDULES_CREDENTIAL_HINT =
   'Use SVC_ADMIN_TOKEN with schedules:read (schedules:write to trigger, pause or resume; platform:admin for schedules another principal owns), or OS_SECURITY_KEY.';
 const PAGE_SIZE = 100;
+/** How a schedule id looks (a UUID); anything else is taken for a name. */
+const SCHEDULE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The schedules API (/schedules/...). */
 export class SchedulesApi extends AdminApi {
@@ -25,6 +27,25 @@ export class SchedulesApi extends AdminApi {
       const query = { limit: PAGE_SIZE, page, sort_by: 'created_at', sort_order: 'asc' } as const;
       return this.expect(await this.send(this.client.GET('/schedules', { params: { query } })), 200, 'Could not list schedules');
     });
+  }
+
+  /**
+   * The id of the schedule `reference` names: an id as it is, else the one schedule of that name this credential
+   * sees (names are unique per owner, so an admin may see several).
+   */
+  async idOf(reference: string): Promise<string> {
+    if (SCHEDULE_ID.test(reference)) {
+      return reference;
+    }
+    const named = (await this.list()).filter((schedule) => schedule.name === reference);
+    if (named.length === 1) {
+      return named[0].id;
+    }
+    if (named.length === 0) {
+      throw new CliError(`No schedule '${reference}' found: no schedule has that id or name.`, 'List them with: svc schedules list');
+    }
+    const owned = named.map((schedule) => `${schedule.id} (owner ${schedule.user_id ?? 'none'})`).join(', ');
+    throw new CliError(`${named.length} schedules are named '${reference}': ${owned}.`, 'Give the id of the one you mean.');
   }
 
   async get(id: string): Promise<Schedule> {

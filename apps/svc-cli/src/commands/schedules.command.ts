@@ -103,11 +103,11 @@ export class SchedulesListCommand extends CredentialedCommand<ServiceOptions> {
   }
 }
 
-@SubCommand({ name: 'get', arguments: '<id>', description: 'Show one schedule (GET /schedules/{id})' })
+@SubCommand({ name: 'get', arguments: '<id>', description: 'Show one schedule, by id or name (GET /schedules/{id})' })
 export class SchedulesGetCommand extends CredentialedCommand<ServiceOptions> {
-  protected async execute([id]: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
+  protected async execute([reference]: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
     const api = await schedulesApi(options, terminal);
-    const schedule = await api.get(id);
+    const schedule = await api.get(await api.idOf(reference));
     terminal.document({ schedule });
     if (!terminal.json) {
       printSchedule(schedule, terminal);
@@ -122,9 +122,9 @@ interface RunsOptions extends ServiceOptions {
 
 @SubCommand({ name: 'runs', arguments: '<id>', description: 'The fire history of a schedule, newest first (GET /schedules/{id}/runs)' })
 export class SchedulesRunsCommand extends CredentialedCommand<RunsOptions> {
-  protected async execute([id]: string[], options: RunsOptions, terminal: Terminal): Promise<number> {
+  protected async execute([reference]: string[], options: RunsOptions, terminal: Terminal): Promise<number> {
     const api = await schedulesApi(options, terminal);
-    const { runs, meta } = await api.runs(id, options.limit ?? 20);
+    const { runs, meta } = await api.runs(await api.idOf(reference), options.limit ?? 20);
     terminal.document({ runs, meta });
     if (terminal.json) {
       return 0;
@@ -166,9 +166,9 @@ export class SchedulesRunsCommand extends CredentialedCommand<RunsOptions> {
   description: 'Fire a schedule now (POST /schedules/{id}/trigger): prints the queued fire',
 })
 export class SchedulesTriggerCommand extends CredentialedCommand<ServiceOptions> {
-  protected async execute([id]: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
+  protected async execute([reference]: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
     const api = await schedulesApi(options, terminal);
-    const fire = await api.trigger(id);
+    const fire = await api.trigger(await api.idOf(reference));
     terminal.document({ run: fire });
     if (!terminal.json) {
       // The schedule's overlap policy may drop the fire at once (its previous one is still in flight).
@@ -189,9 +189,9 @@ interface PauseOptions extends ServiceOptions {
 
 @SubCommand({ name: 'pause', arguments: '<id>', description: 'Pause a schedule: it stops firing until resumed (PATCH enabled: false)' })
 export class SchedulesPauseCommand extends CredentialedCommand<PauseOptions> {
-  protected async execute([id]: string[], options: PauseOptions, terminal: Terminal): Promise<number> {
+  protected async execute([reference]: string[], options: PauseOptions, terminal: Terminal): Promise<number> {
     const api = await schedulesApi(options, terminal);
-    const schedule = await api.update(id, { enabled: false, disabled_reason: options.reason });
+    const schedule = await api.update(await api.idOf(reference), { enabled: false, disabled_reason: options.reason });
     // A service that does not take disabled_reason drops it silently: say so rather than imply it was kept.
     const warning =
       options.reason !== undefined && schedule.disabled_reason !== options.reason
@@ -215,9 +215,9 @@ export class SchedulesPauseCommand extends CredentialedCommand<PauseOptions> {
 
 @SubCommand({ name: 'resume', arguments: '<id>', description: 'Resume a paused schedule (PATCH enabled: true; clears disabled_reason)' })
 export class SchedulesResumeCommand extends CredentialedCommand<ServiceOptions> {
-  protected async execute([id]: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
+  protected async execute([reference]: string[], options: ServiceOptions, terminal: Terminal): Promise<number> {
     const api = await schedulesApi(options, terminal);
-    const schedule = await api.update(id, { enabled: true });
+    const schedule = await api.update(await api.idOf(reference), { enabled: true });
     terminal.document({ schedule });
     terminal.line(`Resumed schedule '${sanitize(schedule.name)}' (${schedule.id}); next run ${formatTime(schedule.next_run_at)}.`);
     return 0;
