@@ -275,6 +275,7 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       expect(refused.code).toBe(1);
       expect(refused.stderr).toContain(`Could not requeue ${id}: Job ${id} failed within the last 3600s`);
       expect(refused.stderr).toContain('pass --force');
+      expect(refused.stderr).not.toContain('force=true');
       expect((await job(id)).status).toBe('failed');
       // In JSON the refusal carries the CLI's flag too, beside the api's own words.
       const refusedJson = await runCommand(['jobs', 'requeue', id, '--json'], sandbox, { env: asAdmin });

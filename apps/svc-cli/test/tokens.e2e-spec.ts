@@ -69,6 +69,18 @@ describe('svc tokens against a live api and worker (security_key mode)', () => {
     expect(await query(service.databaseUrl, 'SELECT 1 FROM service_accounts WHERE name = $1', [name])).toHaveLength(0);
   });
 
+  it('a scope the service does not know is its 400, with a hint saying what a scope looks like', async () => {
+    const name = uniqueName('cli');
+    const run = await runCommand(['tokens', 'create', name, '-s', 'agent:run', '--json'], sandbox, { env: asAdmin });
+    expect(run.code).toBe(1);
+    expect(run.json()).toEqual({
+      error: `Could not create service account '${name}': Invalid scope(s): agent:run`,
+      hint: expect.stringMatching(
+        /^A scope is <resource>:<action> or <resource>:<id>:<action>, or platform:admin; resources: agents, teams, .*; actions: read, run, write, delete\.$/,
+      ),
+    });
+  });
+
   it('reports a name conflict as {error, hint} with exit 1', async () => {
     const name = uniqueName('cli');
     await mintAccount(service.api.url, ROOT_KEY, { name });

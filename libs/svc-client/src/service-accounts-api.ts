@@ -1,3 +1,4 @@
+import { ACTIONS, ADMIN_SCOPE, RESOURCES } from '@app/access';
 import { CliError } from '@app/cli-terminal';
 
 import { AdminApi } from './admin-api';
@@ -70,6 +71,9 @@ export function isServiceAccountToken(token: string | null): boolean {
 export function listedTokenPrefix(token: string): string {
   return token.slice(0, ACCOUNT_TOKEN_PREFIX.length + 7);
 }
+
+/** What a scope looks like, for a mint the service refused over one. */
+const SCOPE_SYNTAX = `A scope is <resource>:<action> or <resource>:<id>:<action>, or ${ADMIN_SCOPE}; resources: ${RESOURCES.join(', ')}; actions: ${ACTIONS.join(', ')}.`;
 
 /** The service's 429 detail for a token lookup refused after too many failed ones from the caller's address. */
 const THROTTLED_LOOKUP = 'Too many failed authentication attempts';
@@ -198,7 +202,9 @@ export class ServiceAccountsApi extends AdminApi {
     if (answer.response.status === 409) {
       throw new NameConflictError(`A service account named '${request.name}' already exists.`);
     }
-    return this.minted(this.expect(answer, 201, `Could not create service account '${request.name}'`));
+    // A 400 is a scope the service does not know, or a privileged one without the flag: the first needs the syntax.
+    const hint = answer.response.status === 400 ? SCOPE_SYNTAX : undefined;
+    return this.minted(this.expect(answer, 201, `Could not create service account '${request.name}'`, hint));
   }
 
   /** Every account, page by page (including revoked ones unless activeOnly). */

@@ -436,7 +436,11 @@ export class JobsRequeueCommand extends BulkJobsCommand<RequeueOptions> {
         const withinGrace = !options.force && outcome.error.includes('force=true');
         failed.push({ id, error: outcome.error, ...(withinGrace ? { hint: LOCK_GRACE_HINT } : {}) });
         if (!terminal.json) {
-          terminal.failure(new CliError(`Could not requeue ${id}: ${outcome.error}`));
+          // At a terminal the api's advice in its own terms goes: the note below says it in the CLI's.
+          const said = withinGrace
+            ? outcome.error.replace(/ Retry after the lock grace elapses, or pass force=true to override\.$/, '')
+            : outcome.error;
+          terminal.failure(new CliError(`Could not requeue ${id}: ${said}`));
         }
       }
     }
