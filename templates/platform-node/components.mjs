@@ -53,8 +53,9 @@ export default ({ modelAgent }) => [
   //   baseURL: 'http://127.0.0.1:11434/v1',
   // }),
   //
-  // OpenAI: set OPENAI_API_KEY in the environment of the platform (.env, see README.md).
-  // apiKeyEnv names that variable; the key itself never goes in this file.
+  // OpenAI: set OPENAI_API_KEY in this project's .env, and load that into the shell that runs the platform's
+  // npm start: set -a; . /path/to/this/project/.env; set +a (README.md). apiKeyEnv names the variable; the key
+  // itself never goes in this file.
   // modelAgent({
   //   id: 'openai-assistant',
   //   instructions: 'You are a concise, friendly assistant.',
