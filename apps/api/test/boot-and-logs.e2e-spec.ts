@@ -354,6 +354,7 @@ describe('structured logs', () => {
     });
     try {
       await call(api.url, 'GET', '/info');
+      await call(api.url, 'GET', '/config', { token: ROOT_KEY });
       await new Promise((resolve) => setTimeout(resolve, 300));
       const lines = api.output().trim().split('\n');
       expect(
@@ -361,6 +362,10 @@ describe('structured logs', () => {
         api.output(),
       ).toBe(true);
       expect(lines.every((line) => !line.startsWith('{'))).toBe(true);
+      // The caller ends the access line's text, and is not repeated among the fields after it.
+      const config = lines.find((line) => line.includes('GET /config 200'))!;
+      const caller = /GET \/config 200 \d+ ms (\S+)/.exec(config)![1];
+      expect(config.split(caller), config).toHaveLength(2);
     } finally {
       await api.stop();
     }

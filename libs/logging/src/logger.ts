@@ -54,8 +54,8 @@ function loggerOptions(settings: LogSettings, service: string): LoggerOptions {
             options: {
               colorize: process.stdout.isTTY === true,
               translateTime: 'SYS:HH:MM:ss.l',
-              // An access line says its method, URL and time in its text already.
-              ignore: 'pid,hostname,context,method,url,ms',
+              // An access line says its method, URL, time and caller in its text already (pino-pretty would add a <caller>: prefix).
+              ignore: 'pid,hostname,context,method,url,ms,caller',
               messageFormat: '{service} {msg}',
               singleLine: true,
             },
