@@ -86,7 +86,7 @@ class EntryRevocations {
         heldAny = (await this.settle(client, entry)) || heldAny;
       }
       if (!heldAny && accountName === undefined) {
-        this.outcome.revocations.push({ account: client, status: 'not-found', error: null });
+        this.outcome.revocations.push({ account: client, status: 'not-found', error: this.stillActive(client) });
       }
     }
     if (accountName !== undefined && !this.outcome.revocations.some((revocation) => revocation.account === accountName)) {
@@ -94,6 +94,16 @@ class EntryRevocations {
       this.outcome.revocations.push({ account: accountName, status: 'not-found', error: `no entry removed holds its token; ${byName}` });
     }
     return this.outcome;
+  }
+
+  /**
+   * Why an account of the client's name, which no entry going holds, is left active: it is revoked by name only
+   * (another machine may be connected as it), and a disconnect run after the entries went finds no token to go by.
+   */
+  private stillActive(name: string): string | null {
+    return this.request.active.some((account) => account.name === name)
+      ? `still active: no entry removed holds its token; ${svcInvocation()} tokens revoke ${name} revokes it by name (any client still using it stops working)`
+      : null;
   }
 
   /** Settles one entry going: whether its token is, or may be, an account's (one that no longer works is none's). */

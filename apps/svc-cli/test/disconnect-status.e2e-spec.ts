@@ -440,6 +440,28 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect((await call(service.api.url, 'GET', '/config', { token: shared.token })).status).toBe(401);
   });
 
+  it("a --revoke after a plain disconnect finds no token left: it says the client's account is still active, and how to revoke it", async () => {
+    await query(service.databaseUrl, "UPDATE service_accounts SET revoked_at = now() WHERE name = 'code-agent-b' AND revoked_at IS NULL");
+    const account = await mintAccount(service.api.url, ROOT_KEY, { name: 'code-agent-b' });
+    writeConfigsHolding(sandbox, targetMcp, { codex: account.token });
+    const plain = await runCommand(['disconnect', '--url', service.api.url, '--clients', 'code-agent-b'], sandbox);
+    expect(plain.code).toBe(0);
+    expect(plain.stderr).toContain(
+      `The removed entries' tokens (${account.token.slice(0, 15)}…) stay valid until their accounts are revoked`,
+    );
+    const later = await disconnectAsAdmin('--clients', 'code-agent-b', '--revoke');
+    expect(later.code, later.stdout + later.stderr).toBe(0);
+    expect(later.json().revocations).toEqual([
+      {
+        account: 'code-agent-b',
+        status: 'not-found',
+        error:
+          'still active: no entry removed holds its token; svc tokens revoke code-agent-b revokes it by name (any client still using it stops working)',
+      },
+    ]);
+    expect((await call(service.api.url, 'GET', '/config', { token: account.token })).status).toBe(200);
+  });
+
   it("--revoke leaves another machine's account of the client's name alone, and revokes the one the entry holds", async () => {
     const elsewhere = await mintAccount(service.api.url, ROOT_KEY, { name: 'editor-c' });
     // Without config:read: the service will not say whose it is, so its listed prefix tells, once the token works.
