@@ -199,6 +199,24 @@ describe('WebSocket /ws', () => {
     expect(started()).toBe(startedBefore);
   });
 
+  it('a run and a watch going stop sending within about a second of a revocation: auth_error, close 1008, no frame of theirs after', async () => {
+    const dave = await mintAccount(api.url, ROOT_KEY);
+    const posted = await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: dave.token, json: { message: '4', background: true } });
+    expect(posted.status, posted.text).toBe(202);
+    const socket = await connect(api.url, dave.token);
+    socket.send({ action: 'watch', run_id: posted.body.run_id });
+    socket.send({ action: 'run', component_type: 'agent', component_id: 'sleep-agent', message: '3' });
+    await waitFor(async () => socket.frames.filter((frame) => frame.event === 'RunStarted').length === 2, 15_000, 'both to start');
+    const revoked = await call(api.url, 'DELETE', `/service-accounts/${dave.id}`, { token: ROOT_KEY });
+    expect(revoked.status, revoked.text).toBeLessThan(300);
+    const revokedAt = Date.now();
+    // No frame is sent: the socket's own check closes it (the runs end 3-4 s later, past this).
+    expect((await socket.closed).code).toBe(1008);
+    expect(Date.now() - revokedAt).toBeLessThan(2_500);
+    expect(socket.frames.at(-1)).toEqual({ event: 'auth_error', detail: expect.any(String) });
+    expect(socket.frames.filter((frame) => FINAL.includes(frame.event))).toEqual([]);
+  });
+
   it('watches at most 16 runs at once on one socket: one more is a 429 frame', async () => {
     // The open instance has no worker, so its background runs stay queued and their watches go on.
     const runIds: string[] = [];

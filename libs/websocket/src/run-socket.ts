@@ -13,6 +13,12 @@ import { ClientFrame, FrameRejected, parseFrame } from './frames';
 
 export const AUTH_TIMEOUT_MS = 10_000;
 export const HEARTBEAT_MS = 30_000;
+/**
+ * How often a socket with a run or a watch going verifies its credential again: a token revoked or expired
+ * meanwhile ends its frames within about this long, not at the client's next action (a watch of a paused run
+ * may last for days).
+ */
+export const RECHECK_MS = 1_000;
 /** Bytes a socket may hold unsent before the client counts as too slow and is disconnected (close code 1013). */
 export const MAX_BUFFERED_BYTES = 1024 * 1024;
 /** How often `watch` reads a background run that a worker is running. */
@@ -41,13 +47,16 @@ export interface SocketServices {
  * One /ws connection. It authenticates once (the upgrade's Authorization header, or an `authenticate`
  * frame within 10 s), then answers each action after the scope check of its REST route, concurrently:
  * a `cancel` need not wait for a `run` on the same socket. Each action verifies the credential again, as
- * each REST request does: a token revoked or expired since the socket opened closes it.
+ * each REST request does, and so does a socket with a run or watch going, every RECHECK_MS: a token revoked or
+ * expired since the socket opened closes it.
  */
 export class RunSocket {
   private principal: Promise<Principal> | null = null;
   private authorization: string | undefined;
   private readonly inProgress = { run: 0, watch: 0 };
   private heartbeatTimer: NodeJS.Timeout | undefined;
+  private recheckTimer: NodeJS.Timeout | undefined;
+  private rechecking = false;
   private authTimer: NodeJS.Timeout | undefined;
   private alive = true;
   private closed = false;
@@ -65,6 +74,7 @@ export class RunSocket {
     this.socket.on('pong', () => (this.alive = true));
     this.socket.on('close', () => this.dispose());
     this.heartbeatTimer = setInterval(() => this.heartbeat(), HEARTBEAT_MS);
+    this.recheckTimer = setInterval(() => void this.recheck(), RECHECK_MS);
     const { authorization } = this.credentials;
     if (authorization !== undefined) {
       this.principal = this.identify(authorization);
@@ -146,6 +156,28 @@ export class RunSocket {
     return principal;
   }
 
+  /**
+   * While a run or a watch sends frames for this socket's principal, its credential is verified again (the
+   * verification cache answers most checks): one that no longer verifies closes the socket, as the next action
+   * would. Runs it started go on, as when a client leaves. A check that fails otherwise (the database away) is
+   * tried again at the next tick.
+   */
+  private async recheck(): Promise<void> {
+    if (!this.principal || this.closed || this.rechecking || this.inProgress.run + this.inProgress.watch === 0) {
+      return;
+    }
+    this.rechecking = true;
+    try {
+      await this.verify(this.authorization);
+    } catch (error) {
+      if (error instanceof AuthException) {
+        this.authFailed(this.services.errors.render(error, 'WS authenticate').detail);
+      }
+    } finally {
+      this.rechecking = false;
+    }
+  }
+
   private async act(principal: Principal, frame: Exclude<ClientFrame, { action: 'authenticate' }>): Promise<void> {
     const answer = this.answering(frame.request_id);
     switch (frame.action) {
@@ -225,6 +257,8 @@ export class RunSocket {
 
   private authFailed(detail: string): void {
     this.send({ event: 'auth_error', detail });
+    // Nothing more goes out for a principal whose credential failed: not even a run's frames in flight.
+    this.closed = true;
     this.socket.close(1008, 'Authentication failed');
   }
 
@@ -258,6 +292,7 @@ export class RunSocket {
   private dispose(): void {
     this.closed = true;
     clearInterval(this.heartbeatTimer);
+    clearInterval(this.recheckTimer);
     clearTimeout(this.authTimer);
   }
 }
