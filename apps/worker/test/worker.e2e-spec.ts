@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
@@ -64,14 +64,17 @@ describe('worker', () => {
   /** Quick runs first: a worker claims ahead only once it has seen how fast its jobs run. */
   const paceWithQuickRuns = async (): Promise<void> => {
     const quick = [await post('echo-agent', 'pace'), await post('echo-agent', 'pace'), await post('echo-agent', 'pace')];
-    await expect.poll(async () => (await Promise.all(quick.map(job))).map((row) => row.status)).toEqual(quick.map(() => 'completed'));
+    await expect
+      .poll(async () => (await Promise.all(quick.map(job))).map((row) => row.status), { timeout: 10_000 })
+      .toEqual(quick.map(() => 'completed'));
   };
   /** Runs posted one at a time, each once the worker has claimed the one before (running it, or holding it ahead). */
   const postEachClaimed = async (agent: string, message: string, count: number): Promise<string[]> => {
     const ids: string[] = [];
     for (let i = 0; i < count; i += 1) {
       ids.push(await post(agent, message));
-      await expect.poll(async () => (await job(ids[i])).locked_by).not.toBeNull();
+      // A loaded machine may take over a second to claim it: the default second of polling is not enough.
+      await expect.poll(async () => (await job(ids[i])).locked_by, { timeout: 5_000 }).not.toBeNull();
     }
     return ids;
   };
@@ -81,6 +84,15 @@ describe('worker', () => {
   beforeAll(async () => {
     databaseUrl = await createTestDatabase();
     api = await startApi(env({ OS_SECURITY_KEY: ROOT_KEY, QUEUE_POLL_INTERVAL_MS: '200' }));
+  });
+  // Every worker a test started is gone before the next test (one left by a failed test would take its jobs);
+  // those a group's beforeAll started serve the group's tests and go at the end.
+  let startedBefore = 0;
+  beforeEach(() => {
+    startedBefore = workers.length;
+  });
+  afterEach(async () => {
+    await Promise.all(workers.slice(startedBefore).map((process) => process.stop('SIGKILL')));
   });
   afterAll(async () => {
     await Promise.all(workers.map((process) => process.stop('SIGKILL')));
