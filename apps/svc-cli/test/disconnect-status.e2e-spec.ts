@@ -302,7 +302,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
         error: null,
         removed: ['platform-service'],
         location: cursor,
-        note: "Kept tools (http://localhost:8000/mcp), bearer-tools (http://localhost:8000/mcp): no service answered there and no service-account token shows they are this service's; --url http://localhost:8000 removes them.",
+        note: 'Kept tools (http://localhost:8000/mcp), bearer-tools (http://localhost:8000/mcp): nothing there answered as this service and no service-account token shows they are its; --url http://localhost:8000 removes them.',
       },
     ]);
     expect(readJson(cursor).mcpServers).toEqual(theirs);
@@ -316,12 +316,14 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
       'removing entries at http://localhost:7777, http://localhost:7778, http://localhost:7779, http://localhost:8000 that hold a service-account token',
     );
     expect(human.stdout).toContain(
-      '    Kept tools (http://localhost:8000/mcp), bearer-tools (http://localhost:8000/mcp): no service answered there',
+      '    Kept tools (http://localhost:8000/mcp), bearer-tools (http://localhost:8000/mcp): nothing there answered',
     );
     expect(human.stderr).toContain("The removed entries' tokens (svc_pat_AbCdEfG…) stay valid until their accounts are revoked");
     expect(human.stderr).not.toContain('svc_pat_AbCdEfGh');
     // --url names the service: what points there goes, whoever's it is.
-    expect((await runCommand(['disconnect', '--clients', 'editor-c', '--url', 'http://localhost:8000', '--json'], sandbox)).code).toBe(0);
+    const named = await runCommand(['disconnect', '--clients', 'editor-c', '--url', 'http://localhost:8000'], sandbox);
+    expect(named.code).toBe(0);
+    expect(named.stderr).toContain('No running service answered; removing entries that point at http://localhost:8000.\n');
     expect(readJson(cursor).mcpServers).toEqual({});
   });
 

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
 import { join } from 'node:path';
 
@@ -145,6 +145,19 @@ describe('svc URL discovery and the credential gates', () => {
       expect(run.stderr.split('\n')[0]).toBe(
         'Using http://localhost:7779 (no --url, SERVICE_URL, or SERVICE_URL in ./.env.production or ./.env; tried the default ports).',
       );
+
+      // A server that answered only the probe may be anyone's: disconnect removes there only an entry with a svc_pat_ token.
+      const cursor = join(sandbox.home, '.cursor', 'mcp.json');
+      mkdirSync(join(cursor, '..'), { recursive: true });
+      const theirs = { url: 'http://localhost:7779/mcp', headers: { 'X-API-Key': 'their-own-api-key' } };
+      const ours = { url: 'http://localhost:7779/mcp', headers: { Authorization: 'Bearer svc_pat_AbCdEfGhIjKlMnOpQrStUv' } };
+      writeFileSync(cursor, JSON.stringify({ mcpServers: { 'other-tool': theirs, 'platform-service': ours } }));
+      const disconnect = await runCommand(['disconnect', '--clients', 'editor-c', '--json'], sandbox);
+      expect(disconnect.code, disconnect.stderr).toBe(0);
+      expect(disconnect.json().results).toEqual([
+        expect.objectContaining({ status: 'removed', removed: ['platform-service'], note: expect.stringMatching(/^Kept other-tool /) }),
+      ]);
+      expect(JSON.parse(readFileSync(cursor, 'utf8')).mcpServers).toEqual({ 'other-tool': theirs });
     } finally {
       await new Promise((done) => fake.close(done));
     }

@@ -80,17 +80,22 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
       }
     }
     // Offline: every URL discovery would have tried is a target. One the operator named (--url, SERVICE_URL, an env
-    // file) is this service's; a default port may be any server's, so there only an entry holding a service-account
-    // token goes: another server's entry (its own API key with it) is never removed on a guess.
-    const candidates = descriptor ? [{ url: descriptor.url, source: 'found' }] : candidateGroups(request).flat();
+    // file) is this service's, as is one that answered as it (its /info). A default port, or a URL read from a
+    // client's config that answered only a probe, may be any server's: there only an entry holding a
+    // service-account token goes, and another server's entry (its own API key with it) is never removed on a guess.
+    const candidates = descriptor
+      ? [{ url: descriptor.url, source: descriptor.discovered_via === 'info' ? 'found' : descriptor.url_source }]
+      : candidateGroups(request).flat();
     const targetUrls = candidates.map((candidate) => candidate.url);
-    const guessedUrls = candidates.filter((candidate) => candidate.source === 'default').map((candidate) => candidate.url);
+    const isGuess = (source: string) => source === 'default' || source === 'client-config';
+    const namedUrls = candidates.filter((candidate) => !isGuess(candidate.source)).map((candidate) => candidate.url);
+    const guessedUrls = candidates
+      .filter((candidate) => isGuess(candidate.source) && !namedUrls.some((url) => urlBelongsTo(candidate.url, url)))
+      .map((candidate) => candidate.url);
     if (!descriptor && options.serverName === undefined) {
-      const namedUrls = targetUrls.filter((url) => !guessedUrls.includes(url));
-      const named = namedUrls.length ? `entries that point at ${namedUrls.join(', ')}, and ` : '';
-      terminal.note(
-        `No running service answered; removing ${named}entries at ${guessedUrls.join(', ')} that hold a service-account token.`,
-      );
+      const named = namedUrls.length ? [`entries that point at ${namedUrls.join(', ')}`] : [];
+      const guessed = guessedUrls.length ? [`entries at ${guessedUrls.join(', ')} that hold a service-account token`] : [];
+      terminal.note(`No running service answered; removing ${[...named, ...guessed].join(', and ')}.`);
     }
 
     let revocations: Revocation[] = [];
@@ -255,5 +260,5 @@ function keptUnclaimed(entries: McpEntry[]): string | undefined {
   const names = [...new Set(entries.map((entry) => `${entry.name} (${entry.url})`))];
   const bases = [...new Set(entries.map((entry) => new URL(entry.url).origin))].map((base) => `--url ${base}`);
   const [it, is] = names.length === 1 ? ['it', 'it is'] : ['them', 'they are'];
-  return `Kept ${names.join(', ')}: no service answered there and no service-account token shows ${is} this service's; ${bases.join(' or ')} removes ${it}.`;
+  return `Kept ${names.join(', ')}: nothing there answered as this service and no service-account token shows ${is} its; ${bases.join(' or ')} removes ${it}.`;
 }
