@@ -51,3 +51,45 @@ describe('verifyMcp oauth_challenge', () => {
     expect((await verifyMcp(url, null)).oauth_challenge).toBe(true);
   });
 });
+
+describe('verifyMcp error', () => {
+  let server: Server | undefined;
+  afterEach(() => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
+
+  it("is the service's words for a refused POST: its status and detail", async () => {
+    server = createServer((_request, response) => {
+      response.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer realm="platform"' });
+      response.end(JSON.stringify({ detail: 'Invalid or expired service account token' }));
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const verify = await verifyMcp(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, 'svc_pat_gone');
+    expect(verify.error).toBe('HTTP 401: Invalid or expired service account token');
+  });
+
+  it('is not the 405 a stateless server answers the optional SSE GET with, when tools/list then breaks off', async () => {
+    server = createServer((request, response) => {
+      if (request.method === 'GET') {
+        response.writeHead(405, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: 'stateless' }));
+        return;
+      }
+      let body = '';
+      request.on('data', (chunk) => (body += chunk));
+      request.on('end', () => {
+        const message = JSON.parse(body) as { id?: number; method: string };
+        if (message.method === 'initialize') {
+          const result = { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'stub', version: '1' } };
+          response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+        } else if (message.method === 'tools/list') {
+          // After the GET was refused: the connection drops mid-answer.
+          setTimeout(() => request.socket.destroy(), 200);
+        } else {
+          response.writeHead(202).end();
+        }
+      });
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const verify = await verifyMcp(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, null);
+    expect(verify.ok).toBe(false);
+    expect(verify.error).not.toMatch(/405/);
+  });
+});

@@ -61,7 +61,10 @@ export async function verifyMcp(mcpUrl: string, token: string | null): Promise<M
     const response = await fetch(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(MCP_VERIFY_TIMEOUT_MS) });
     statusCode = response.status;
     challenge = response.status === 401 && namesResourceMetadata(response.headers.get('www-authenticate'));
-    refusal = response.ok ? null : `HTTP ${response.status}${detailOf(await response.clone().text())}`;
+    // POSTs only: the GET that opens the optional SSE stream is refused by stateless servers (405), which the SDK ignores.
+    if ((init?.method ?? 'GET').toUpperCase() === 'POST') {
+      refusal = response.ok ? null : `HTTP ${response.status}${detailOf(await response.clone().text())}`;
+    }
     return response;
   };
   const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), {

@@ -191,9 +191,10 @@ class Connection {
             ...(unused ? { note: 'Kept its token: --scopes and --expires apply to a new account (revoke it, or --name another).' } : {}),
           };
         }
-        stale = `The entry's token no longer works (${verifyFailure(verify)}).`;
+        const refused = existing.token !== null && (verify.status_code === 401 || verify.status_code === 403);
+        stale = `${refused ? "The entry's token no longer works" : 'The entry no longer verifies'} (${verifyFailure(verify)}).`;
         if (this.options.skipExisting) {
-          return { ...base, status: 'skipped', error: `${stale} Re-run without --skip-existing to rotate it.` };
+          return { ...base, status: 'skipped', error: `${stale} Re-run without --skip-existing to replace it.` };
         }
       } else if (existing && existing.url !== this.mcpUrl) {
         if (this.options.skipExisting) {
