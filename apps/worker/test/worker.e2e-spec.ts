@@ -75,14 +75,29 @@ describe('worker', () => {
       .poll(async () => (await Promise.all(quick.map(job))).map((row) => row.status), { timeout: 10_000 })
       .toEqual(quick.map(() => 'completed'));
   };
-  /** Runs posted one at a time, each once the worker has claimed the one before (running it, or holding it ahead). */
-  const postEachClaimed = async (agent: string, message: string, count: number): Promise<string[]> => {
+  /**
+   * One slot, three jobs ahead, and a longer lock grace: a worker holds jobs ahead of a busy slot only within a
+   * heartbeat period (a third of the grace) of its job starting, and 1 s was too short a window on a loaded machine.
+   */
+  const HOLDS_AHEAD = { WORKER_CONCURRENCY: '1', WORKER_PREFETCH: '3', QUEUE_LOCK_GRACE_SECONDS: '15' };
+  /**
+   * Runs posted back to back, oldest first, then each claimed (the first running, the rest held ahead). Back to back,
+   * for the same window: waiting for each claim before the next post took longer than it on a loaded machine.
+   */
+  const postAllClaimed = async (agent: string, message: string, count: number): Promise<string[]> => {
     const ids: string[] = [];
     for (let i = 0; i < count; i += 1) {
       ids.push(await post(agent, message));
-      // A loaded machine may take over a second to claim it: the default second of polling is not enough.
-      await expect.poll(async () => (await job(ids[i])).locked_by, { timeout: 5_000 }).not.toBeNull();
     }
+    await expect
+      .poll(
+        async () => {
+          const rows = await Promise.all(ids.map(job));
+          return rows[0].status === 'running' && rows.every((row) => row.locked_by !== null);
+        },
+        { timeout: 5_000 },
+      )
+      .toBe(true);
     return ids;
   };
   const requeue = (id: string, params = '') => call(api.url, 'POST', `/queue/jobs/${id}/requeue${params}`, { token: ROOT_KEY });
@@ -302,9 +317,9 @@ describe('worker', () => {
   });
 
   it('SIGTERM with jobs claimed ahead (WORKER_PREFETCH): the running one goes back with its attempt given back, the reserved ones as they were', async () => {
-    const draining = await worker({ WORKER_CONCURRENCY: '1', WORKER_PREFETCH: '3', WORKER_SHUTDOWN_TIMEOUT_SECONDS: '1' });
+    const draining = await worker({ ...HOLDS_AHEAD, WORKER_SHUTDOWN_TIMEOUT_SECONDS: '1' });
     await paceWithQuickRuns();
-    const ids = await postEachClaimed('sleep-agent', '30', 3);
+    const ids = await postAllClaimed('sleep-agent', '30', 3);
     // One runs, two wait reserved in the worker's buffer (queued, locked by it, no attempt spent).
     const held = await Promise.all(ids.map(job));
     expect(held.map((row) => [row.status, row.attempt])).toEqual([
@@ -342,9 +357,9 @@ describe('worker', () => {
 
   it('kill -9 with jobs claimed ahead (WORKER_PREFETCH): the reserved jobs go back untouched and run once on another worker, spending no extra attempt', async () => {
     // The default budget of one attempt: the job that was running is failed by the sweep, the reserved ones must not be.
-    const crashing = await worker({ WORKER_CONCURRENCY: '1', WORKER_PREFETCH: '3' });
+    const crashing = await worker(HOLDS_AHEAD);
     await paceWithQuickRuns();
-    const ids = await postEachClaimed('sleep-agent', '3', 3);
+    const ids = await postAllClaimed('sleep-agent', '3', 3);
     const lockedBy = (await job(ids[0])).locked_by;
     expect((await Promise.all(ids.map(job))).map((row) => [row.status, row.attempt, row.locked_by])).toEqual([
       ['running', 1, lockedBy],
