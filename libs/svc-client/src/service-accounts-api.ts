@@ -1,4 +1,4 @@
-import { ACTIONS, ADMIN_SCOPE, RESOURCES } from '@app/access';
+import { SCOPE_SYNTAX } from '@app/access';
 import { CliError } from '@app/cli-terminal';
 
 import { AdminApi } from './admin-api';
@@ -63,7 +63,7 @@ export function isTokenOf(account: { token_prefix: string }, token: string): boo
 const ACCOUNT_TOKEN_PREFIX = 'svc_pat_';
 
 /** Whether a bearer found in a client's config is a service-account token (of some service; which, only it can say). */
-export function isServiceAccountToken(token: string | null): boolean {
+export function isServiceAccountToken(token: string | null): token is string {
   return token?.startsWith(ACCOUNT_TOKEN_PREFIX) ?? false;
 }
 
@@ -71,9 +71,6 @@ export function isServiceAccountToken(token: string | null): boolean {
 export function listedTokenPrefix(token: string): string {
   return token.slice(0, ACCOUNT_TOKEN_PREFIX.length + 7);
 }
-
-/** What a scope looks like, for a mint the service refused over one. */
-const SCOPE_SYNTAX = `A scope is <resource>:<action> or <resource>:<id>:<action>, or ${ADMIN_SCOPE}; resources: ${RESOURCES.join(', ')}; actions: ${ACTIONS.join(', ')}.`;
 
 /** The service's 429 detail for a token lookup refused after too many failed ones from the caller's address. */
 const THROTTLED_LOOKUP = 'Too many failed authentication attempts';

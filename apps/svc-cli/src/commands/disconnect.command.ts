@@ -7,6 +7,7 @@ import {
   ClientId,
   createAdapters,
   IN_PLACE_CLIENTS,
+  InPlaceClientId,
   isChatApp,
   McpEntry,
   parseClientList,
@@ -109,14 +110,19 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
       const url = pointsAt(entry);
       return url !== undefined && (!guessedUrls.includes(url) || isServiceAccountToken(entry.token));
     };
-    // Each selected client's entries for the target, read once: what --revoke looks at is what goes.
-    const going = new Map(
-      selected.flatMap((client) => (isChatApp(client) ? [] : [[client, adapters[client].entries().filter(isTarget)] as const])),
-    );
-    const unclaimed = (client: ClientId) =>
-      options.serverName !== undefined || isChatApp(client)
-        ? []
-        : adapters[client].entries().filter((entry) => !isTarget(entry) && pointsAt(entry) !== undefined);
+    // Each selected client's entries, read once: those for the target (what --revoke looks at is what goes), and
+    // those at a guessed address that nothing shows are this service's (kept, and named).
+    const going = new Map<InPlaceClientId, McpEntry[]>();
+    const unclaimed = new Map<InPlaceClientId, McpEntry[]>();
+    for (const client of selected) {
+      if (isChatApp(client)) {
+        continue;
+      }
+      const entries = adapters[client].entries();
+      going.set(client, entries.filter(isTarget));
+      const kept = options.serverName === undefined ? entries.filter((entry) => !isTarget(entry) && pointsAt(entry) !== undefined) : [];
+      unclaimed.set(client, kept);
+    }
     if (options.revoke && descriptor) {
       await confirmDiscoveredUrl(descriptor, Boolean(options.yes), terminal);
       const credential = await resolveAdminCredential(
@@ -163,7 +169,7 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
           if (adapter.remove(entry.name, entry.location, options.serverName === undefined ? entry.url : undefined)) {
             removed.push(entry.name);
             locations.push(entry.location);
-            if (entry.token && isServiceAccountToken(entry.token)) {
+            if (isServiceAccountToken(entry.token)) {
               removedTokens.add(listedTokenPrefix(entry.token));
             }
             said.push(tokenNotes.get(key) ?? '');
@@ -177,7 +183,7 @@ export class DisconnectCommand extends CredentialedCommand<DisconnectOptions> {
       // A file that does not parse may hold an entry of this service: never "not-found", and said beside a removal.
       const unreadable = adapter.unreadable();
       const error = [...unreadable, ...said].filter(Boolean).join(' ') || null;
-      const note = keptUnclaimed(unclaimed(client));
+      const note = keptUnclaimed(unclaimed.get(client) ?? []);
       const noted = note ? { note } : {};
       if (removed.length) {
         const location = [...new Set(locations)].join(', ');
