@@ -16,6 +16,8 @@ export const RESOURCES = [
   'service_accounts',
 ] as const;
 export const ACTIONS = ['read', 'run', 'write', 'delete'] as const;
+/** The scope language in a sentence, for a refusal that needs it. */
+export const SCOPE_SYNTAX = `A scope is <resource>:<action> or <resource>:<id>:<action>, or ${ADMIN_SCOPE}; resources: ${RESOURCES.join(', ')}; actions: ${ACTIONS.join(', ')}.`;
 export const DEFAULT_SCOPES = ['agents:run', 'teams:run', 'workflows:run', 'sessions:read', 'config:read'];
 
 export type Resource = (typeof RESOURCES)[number];

@@ -118,7 +118,7 @@ export class RunSocket {
       principal = await this.verify(this.authorization);
     } catch (error) {
       if (error instanceof AuthException) {
-        this.authFailed(this.services.errors.render(error, 'WS authenticate').detail);
+        this.refused(error);
       } else {
         this.fail(error, frame.action, frame.request_id); // the database is away, say: this action fails, the socket stays
       }
@@ -143,7 +143,7 @@ export class RunSocket {
       this.send({ event: 'authenticated', data: { principal: principal.userId, scopes: [...principal.scopes] } });
       return principal;
     });
-    identified.catch((error: unknown) => this.authFailed(this.services.errors.render(error, 'WS authenticate').detail));
+    identified.catch((error: unknown) => this.refused(error));
     return identified;
   }
 
@@ -171,7 +171,7 @@ export class RunSocket {
       await this.verify(this.authorization);
     } catch (error) {
       if (error instanceof AuthException) {
-        this.authFailed(this.services.errors.render(error, 'WS authenticate').detail);
+        this.refused(error);
       }
     } finally {
       this.rechecking = false;
@@ -253,6 +253,11 @@ export class RunSocket {
   private fail(error: unknown, action: string, requestId = error instanceof FrameRejected ? error.requestId : undefined): void {
     const { status, detail } = error instanceof FrameRejected ? error : this.services.errors.render(error, `WS ${action}`);
     this.answering(requestId)({ event: 'error', status, detail });
+  }
+
+  /** A credential that did not verify: the error's detail as the auth_error, and the socket closed. */
+  private refused(error: unknown): void {
+    this.authFailed(this.services.errors.render(error, 'WS authenticate').detail);
   }
 
   private authFailed(detail: string): void {
