@@ -214,6 +214,14 @@ describe('svc schedules against a live api and worker', () => {
       error: 'The service refused the credential (403: Insufficient permissions. Required scope(s): schedules:read).',
       hint: expect.stringContaining('schedules:read'),
     });
+    // A name is looked up in the list the credential may read: none without schedules:read.
+    const byName = await runCommand(['schedules', 'get', schedule.name, '--json'], sandbox, {
+      env: { SERVICE_URL: service.api.url, SVC_ADMIN_TOKEN: runner.token },
+    });
+    expect(byName.code).toBe(1);
+    expect(byName.json().error).toBe(
+      'The service refused the credential (403: Insufficient permissions. Required scope(s): schedules:read).',
+    );
     const reader = await mintAccount(service.api.url, ROOT_KEY, { scopes: ['schedules:read'] });
     const pause = await runCommand(['schedules', 'pause', schedule.id], sandbox, {
       env: { SERVICE_URL: service.api.url, SVC_ADMIN_TOKEN: reader.token },
