@@ -2,7 +2,9 @@
 // on the built api and on bench/reference-server.mjs (the same statement, nothing else), with autocannon,
 // 32 connections, a JSON body and the same svc_pat_ token, on the same database; rounds alternate. Two more
 // rows split the gap: the reference's work in a bare Nest app (bench/nest-floor-server.mjs), without and with
-// a ValidationPipe, so what is left between them and the api is the api's own work per request.
+// a ValidationPipe, so what is left between them and the api is the api's own work per request. The api groups
+// the writes of concurrent POSTs into one statement; a last row groups the reference's writes the same way, so
+// that what the grouping is worth and what the api's own work costs read apart.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
@@ -83,12 +85,13 @@ export async function benchBackgroundPost() {
   }
   const api = await startApp('dist/apps/api/src/main.js', { DATABASE_URL: db.url, OS_SECURITY_KEY: KEY, DEMO_COMPONENTS: 'true' });
   const reference = await startFloor('bench/reference-server.mjs', db.url);
+  const referenceBatched = await startFloor('bench/reference-server.mjs', db.url, { REFERENCE_BATCHED: 'true' });
   const nest = await startFloor('bench/nest-floor-server.mjs', db.url);
   const nestValidating = await startFloor('bench/nest-floor-server.mjs', db.url, { NEST_FLOOR_VALIDATE: 'true' });
   const baseline = BASELINE
     ? await startApp(`${BASELINE}/dist/apps/api/src/main.js`, { DATABASE_URL: db.url, OS_SECURITY_KEY: KEY, DEMO_COMPONENTS: 'true' })
     : null;
-  const servers = { api, reference, nest, nestValidating, ...(baseline ? { baseline } : {}) };
+  const servers = { api, reference, nest, nestValidating, referenceBatched, ...(baseline ? { baseline } : {}) };
   const minted = await fetch(`${api.url}/service-accounts`, {
     method: 'POST',
     headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
@@ -130,5 +133,6 @@ export async function benchBackgroundPost() {
     row('the same in a bare Nest app, with a ValidationPipe', 'nestValidating'),
     row('the api', 'api'),
     ...(baseline ? [row(`the api of ${BASELINE}`, 'baseline')] : []),
+    row('the reference, its writes grouped as the api groups them', 'referenceBatched'),
   ].join('\n');
 }

@@ -60,10 +60,9 @@ describe('GET /readyz', () => {
       try {
         await locker.query('BEGIN');
         await locker.query('LOCK TABLE runs IN ACCESS EXCLUSIVE MODE');
-        // More waiting requests than the pool has connections.
-        const posts = Array.from({ length: 30 }, () =>
-          call(api.url, 'POST', '/agents/echo-agent/runs', { json: { message: 'blocked', background: true } }),
-        );
+        // More waiting requests than the pool has connections (synchronous runs: each holds one while it waits,
+        // where background runs share the few their grouped writes take).
+        const posts = Array.from({ length: 30 }, () => call(api.url, 'POST', '/agents/echo-agent/runs', { json: { message: 'blocked' } }));
         // Every connection of the pool, and no more: DATABASE_POOL_SIZE bounds it.
         await waitFor(async () => (await waitingOnLock()) === 5, 5_000, 'the pool to fill');
         await new Promise((resolve) => setTimeout(resolve, 500));
@@ -71,7 +70,7 @@ describe('GET /readyz', () => {
         expect(await call(api.url, 'GET', '/readyz')).toMatchObject({ status: 200, body: { checks: { database: 'ok' } } });
         await locker.query('ROLLBACK');
         const answered = await Promise.all(posts);
-        expect(answered.every((response) => [202, 503].includes(response.status))).toBe(true);
+        expect(answered.every((response) => [200, 503].includes(response.status))).toBe(true);
       } finally {
         await locker.end();
       }

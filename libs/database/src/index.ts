@@ -7,3 +7,4 @@ export * from './epoch';
 export * from './prepared';
 export * from './time-ordered-id';
 export * from './transaction';
+export * from './write-batcher';

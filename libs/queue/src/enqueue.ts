@@ -51,7 +51,7 @@ export interface JobColumns {
 
 /**
  * For a statement that creates a job's subject (a run) and the job in one round trip: CTE bodies
- * that insert one run job per row of `source` (a CTE whose `id` becomes the job id) and then
+ * that insert one run job per row of `source` (a CTE, or a join of CTEs, whose `id` becomes the job id) and then
  * notify idle workers, delivered on commit. `job` then yields the ids inserted.
  */
 export function enqueueWith(source: string, columns: JobColumns): { job: string; notified: string } {

