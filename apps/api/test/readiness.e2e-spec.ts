@@ -47,14 +47,15 @@ describe('GET /readyz', () => {
     });
     afterAll(() => api?.stop());
 
+    const waitingOnLock = async () =>
+      (
+        await query<{ n: number }>(
+          databaseUrl,
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        )
+      )[0].n;
+
     it('stays 200: readiness asks over a connection of its own, so a busy pool does not take every replica out at once', async () => {
-      const waitingOnLock = async () =>
-        (
-          await query<{ n: number }>(
-            databaseUrl,
-            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
-          )
-        )[0].n;
       const locker = new Client({ connectionString: databaseUrl });
       await locker.connect();
       try {
@@ -71,6 +72,32 @@ describe('GET /readyz', () => {
         await locker.query('ROLLBACK');
         const answered = await Promise.all(posts);
         expect(answered.every((response) => [200, 503].includes(response.status))).toBe(true);
+      } finally {
+        await locker.end();
+      }
+    });
+    it('answers 503 to a background POST that waited 5 s behind statements stuck on a lock, as to a query that waited for a connection', async () => {
+      const post = () => call(api.url, 'POST', '/agents/echo-agent/runs', { json: { message: 'blocked', background: true } });
+      const locker = new Client({ connectionString: databaseUrl });
+      await locker.connect();
+      try {
+        await locker.query('BEGIN');
+        await locker.query('LOCK TABLE runs IN ACCESS EXCLUSIVE MODE');
+        // Background runs are written two statements at a time: these two go out and wait on the lock.
+        const stuck = [post()];
+        await waitFor(async () => (await waitingOnLock()) === 1, 5_000, 'the first statement to wait');
+        stuck.push(post());
+        await waitFor(async () => (await waitingOnLock()) === 2, 5_000, 'the second statement to wait');
+
+        const started = Date.now();
+        const waited = await Promise.all(Array.from({ length: 3 }, post));
+
+        expect(waited.map(({ status, body }) => ({ status, body }))).toEqual(
+          Array(3).fill({ status: 503, body: { detail: 'Database unavailable; try again shortly' } }),
+        );
+        expect(Date.now() - started).toBeGreaterThanOrEqual(4_900);
+        await locker.query('ROLLBACK');
+        expect((await Promise.all(stuck)).map(({ status }) => status)).toEqual([202, 202]);
       } finally {
         await locker.end();
       }

@@ -9,6 +9,9 @@ import { MIGRATIONS } from './migrations';
 /** What the pool holds when no DATABASE_POOL_SIZE is given (the migrate role, tests). */
 const DEFAULT_POOL_SIZE = 20;
 
+/** How long a query waits for a connection of the pool before it fails (the api then answers 503). */
+export const CONNECTION_WAIT_MS = 5000;
+
 export function dataSourceOptions(url: string, poolSize = DEFAULT_POOL_SIZE): DataSourceOptions {
   return {
     type: 'postgres',
@@ -18,7 +21,7 @@ export function dataSourceOptions(url: string, poolSize = DEFAULT_POOL_SIZE): Da
     synchronize: false,
     migrationsRun: false,
     // Fail fast when the database is gone instead of queueing requests forever.
-    extra: { max: poolSize, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30000, Client: ConnectionClient },
+    extra: { max: poolSize, connectionTimeoutMillis: CONNECTION_WAIT_MS, idleTimeoutMillis: 30000, Client: ConnectionClient },
   };
 }
 

@@ -21,7 +21,12 @@ const CONNECTION_ERROR_CODES = new Set([
   '08006',
 ]);
 const CONNECTION_MESSAGES =
-  /(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|the database system is (starting up|shutting down))/i;
+  /(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|the database system is (starting up|shutting down)|Cannot use a pool after calling end on the pool)/i;
+
+/** A statement that could not be sent in time because those before it are stuck (a lock, a hung database): no connection to be had, as far as its caller can tell. */
+export class DatabaseBusyError extends Error {
+  override readonly name = 'DatabaseBusyError';
+}
 
 const RELEASED_CONNECTION_ERRORS = new Set(['QueryRunnerAlreadyReleasedError', 'QueryRunnerProviderAlreadyReleasedError']);
 
@@ -31,7 +36,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     return false;
   }
   // TypeORM releases a transaction's connection when it breaks; the transaction's next statement then meets one of these.
-  if (RELEASED_CONNECTION_ERRORS.has(error.name)) {
+  if (RELEASED_CONNECTION_ERRORS.has(error.name) || error instanceof DatabaseBusyError) {
     return true;
   }
   const code = (error as { code?: string }).code ?? (error as { driverError?: { code?: string } }).driverError?.code;

@@ -299,6 +299,21 @@ describe('RunsService', () => {
       );
       expect(count).toBe(2); // bob's own run and alice's earlier one
     });
+    it("a run naming another user's session gets none, even with that user's own run in the same statement", async () => {
+      const alice = principals.jwt('alice', []);
+      const bob = principals.jwt('bob', []);
+      const bobs = await runs.enqueue(bob, 'agent', 'echo', ask());
+
+      const [intruding, owners] = await Promise.allSettled([
+        runs.enqueue(alice, 'agent', 'echo', ask({ session_id: bobs.session_id })),
+        runs.enqueue(bob, 'agent', 'echo', ask({ session_id: bobs.session_id })),
+      ]);
+
+      expect(intruding).toMatchObject({ status: 'rejected', reason: { code: RunErrorCode.SessionNotFound } });
+      expect(owners).toMatchObject({ status: 'fulfilled', value: { session_id: bobs.session_id } });
+      const users = await app.sql<{ user_id: string }>('SELECT user_id FROM runs WHERE session_id = $1', [bobs.session_id]);
+      expect(users.map(({ user_id }) => user_id)).toEqual(['bob', 'bob']);
+    });
   });
 
   describe('cancellation', () => {
