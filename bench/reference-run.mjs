@@ -50,7 +50,7 @@ const batcher =
           });
           return rows.map(() => undefined);
         },
-        { maxRows: 256, maxInFlight: 2 },
+        { maxRows: 256, maxInFlight: 2, maxWaitMs: 5000 },
       )
     : null;
 
