@@ -201,6 +201,10 @@ export class Env {
   @IsEnvInt(0, 10_000)
   WORKER_PREFETCH = 1000;
 
+  /** How far ahead a worker claims: the jobs its slots will start within this long, at the pace its jobs have run. */
+  @IsEnvInt(1, 60_000)
+  WORKER_PREFETCH_HORIZON_MS = 100;
+
   @IsEnvInt(0, 3600)
   WORKER_SHUTDOWN_TIMEOUT_SECONDS = 8;
   /**

@@ -43,6 +43,7 @@ export class QueueWorkerService extends QueueEngineHost implements OnApplication
       handlers,
       concurrency: this.env.WORKER_CONCURRENCY,
       prefetch: this.env.WORKER_PREFETCH,
+      prefetchHorizonMs: this.env.WORKER_PREFETCH_HORIZON_MS,
       pollIntervalMs: this.env.QUEUE_POLL_INTERVAL_MS,
       lockGraceSeconds: this.env.QUEUE_LOCK_GRACE_SECONDS,
       retentionSeconds: this.env.QUEUE_RETENTION_SECONDS,

@@ -20,13 +20,19 @@ export interface QueueWorkerOptions<Work extends HeldWork = ClaimedJob> {
   concurrency: number;
   /**
    * At most this many jobs claimed ahead of a free slot (like graphile-worker's local queue): fewer,
-   * larger claims. The worker holds only as many as it expects to start within PREFETCH_HORIZON_MS
+   * larger claims. The worker holds only as many as it expects to start within prefetchHorizonMs
    * at the pace its jobs have run, and hands back the surplus when they turn slower, so slow jobs are
    * not held back from idle workers. Such a job stays
    * `queued`, reserved for this worker, and spends no attempt until it starts; handed back at a
    * graceful stop, and swept back to the queue untouched after a crash.
    */
   prefetch: number;
+  /**
+   * How far ahead a worker claims: the jobs it expects to start within this long (default 100 ms). Short
+   * enough that a reserved job never waits long while another worker idles; long enough to cover many
+   * claims' round trips.
+   */
+  prefetchHorizonMs?: number;
   /**
    * Without prefetch: while anything runs, claim only once this many slots are free (default 1), so
    * a store whose claim is a transaction of several statements makes fewer, larger ones.
@@ -114,11 +120,8 @@ class Execution<Work extends HeldWork> {
   }
 }
 
-/**
- * How far ahead a worker claims: the jobs it expects to start within this long. Short enough that a
- * reserved job never waits long while another worker idles; long enough to cover many claims' round trips.
- */
-const PREFETCH_HORIZON_MS = 100;
+/** See QueueWorkerOptions.prefetchHorizonMs. */
+const DEFAULT_PREFETCH_HORIZON_MS = 100;
 
 const RETENTION_INTERVAL_MS = 10 * 60_000;
 const LISTEN_BACKOFF_MAX_MS = 30_000;
@@ -263,12 +266,13 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     }
   }
 
-  /** The jobs to hold ahead: as many as the slots start within PREFETCH_HORIZON_MS at the pace seen so far. */
+  /** The jobs to hold ahead: as many as the slots start within the prefetch horizon at the pace seen so far. */
   private prefetchNow(): number {
     if (this.options.prefetch === 0 || this.meanJobMs === null) {
       return 0;
     }
-    return Math.min(this.options.prefetch, Math.floor((this.options.concurrency * PREFETCH_HORIZON_MS) / Math.max(this.paceMs(), 0.001)));
+    const horizonMs = this.options.prefetchHorizonMs ?? DEFAULT_PREFETCH_HORIZON_MS;
+    return Math.min(this.options.prefetch, Math.floor((this.options.concurrency * horizonMs) / Math.max(this.paceMs(), 0.001)));
   }
 
   /**
