@@ -14,19 +14,8 @@ import { WriteBatcher } from '../dist/libs/database/src/write-batcher.js';
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 20 });
 const verified = new Map();
 
+/** The rows' sessions, runs and jobs, and the wake-up of idle workers: one row per POST, or a group (REFERENCE_BATCHED). */
 const INSERT = `
-  WITH session AS (
-    INSERT INTO sessions (id, component_type, component_id, user_id) VALUES ($2, 'agent', $3, $4) RETURNING id
-  ), run AS (
-    INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message)
-    SELECT $1, id, 'agent', $3, $4, true, 'queued', $5 FROM session RETURNING id
-  ), job AS (
-    INSERT INTO queue_jobs (id, job_type, component_type, component_id, session_id, user_id, payload, max_attempts)
-    SELECT id, 'run', 'agent', $3, $2, $4, jsonb_build_object('message', $5::text), 1 FROM run RETURNING id
-  )
-  SELECT pg_notify('queue_jobs_ready', '') FROM job`;
-
-const BATCHED_INSERT = `
   WITH input AS (SELECT * FROM unnest($1::uuid[], $2::varchar[], $3::varchar[], $4::varchar[], $5::text[]) AS input(id, session_id, agent, user_id, message)),
   session AS (
     INSERT INTO sessions (id, component_type, component_id, user_id) SELECT session_id, 'agent', agent, user_id FROM input RETURNING id
@@ -39,20 +28,13 @@ const BATCHED_INSERT = `
   )
   SELECT pg_notify('queue_jobs_ready', '') WHERE EXISTS (SELECT 1 FROM job)`;
 
+async function write(rows) {
+  await pool.query({ name: 'background_runs', text: INSERT, values: [0, 1, 2, 3, 4].map((column) => rows.map((row) => row[column])) });
+  return rows.map(() => undefined);
+}
+
 const batcher =
-  process.env.REFERENCE_BATCHED === 'true'
-    ? new WriteBatcher(
-        async (rows) => {
-          await pool.query({
-            name: 'background_runs',
-            text: BATCHED_INSERT,
-            values: [0, 1, 2, 3, 4].map((column) => rows.map((row) => row[column])),
-          });
-          return rows.map(() => undefined);
-        },
-        { maxRows: 256, maxInFlight: 2, maxWaitMs: 5000 },
-      )
-    : null;
+  process.env.REFERENCE_BATCHED === 'true' ? new WriteBatcher(write, { maxRows: 256, maxInFlight: 2, maxWaitMs: 5000 }) : null;
 
 /** The caller (`sa:<name>`) an Authorization header names, or null. */
 export async function principal(authorization) {
@@ -73,8 +55,8 @@ export async function storeBackgroundRun(agentId, user, message) {
   // The service's ids: time-ordered UUIDs (v7).
   const runId = uuidv7();
   const sessionId = uuidv7();
-  const values = [runId, sessionId, agentId, user, message];
-  await (batcher ? batcher.submit(values) : pool.query({ name: 'background_run', text: INSERT, values }));
+  const row = [runId, sessionId, agentId, user, message];
+  await (batcher ? batcher.submit(row) : write([row]));
   return { run_id: runId, session_id: sessionId, status: 'queued' };
 }
 
