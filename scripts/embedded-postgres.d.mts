@@ -1,5 +1,5 @@
 export const DB_USER: string;
-export function freePort(): Promise<number>;
+export function freePort(taken?: readonly number[]): Promise<number>;
 export function startEmbeddedPostgres(options: {
   databaseDir: string;
   port: number;

@@ -104,17 +104,25 @@ class Cluster extends EmbeddedPostgres {
   }
 }
 
-/** A free TCP port on loopback. */
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
+/**
+ * A free TCP port on loopback, other than those in `taken`: ports this process has chosen for servers
+ * that have not bound them yet (the kernel would hand the same one out again).
+ */
+export async function freePort(taken = []) {
+  for (;;) {
+    const port = await new Promise((resolve, reject) => {
+      const server = createServer();
+      server.unref();
+      server.on('error', reject);
+      server.listen(0, '127.0.0.1', () => {
+        const { port } = server.address();
+        server.close(() => resolve(port));
+      });
     });
-  });
+    if (!taken.includes(port)) {
+      return port;
+    }
+  }
 }
 
 /**

@@ -530,8 +530,11 @@ async function main() {
   const { key, source, file } = securityKey();
 
   let databaseUrl = process.env.DATABASE_URL;
+  // Ports this start has chosen: none is picked again for another of its servers before it binds.
+  const chosenPorts = [port];
   if (embedded) {
-    const dbPort = Number(process.env.EMBEDDED_PG_PORT ?? (await freePort()));
+    const dbPort = Number(process.env.EMBEDDED_PG_PORT ?? (await freePort(chosenPorts)));
+    chosenPorts.push(dbPort);
     ensureDataDir();
     say(`Starting embedded PostgreSQL (data in ${databaseDir}, 127.0.0.1:${dbPort}, user postgres, password in ${databasePasswordFile})`);
     state.dbStarting = startEmbeddedPostgres({
@@ -562,7 +565,7 @@ async function main() {
 
   // A port picked here can be taken by another program before the worker binds it: the worker then gets another.
   const healthPortPicked = process.env.WORKER_HEALTH_PORT === undefined;
-  let workerHealthPort = process.env.WORKER_HEALTH_PORT ?? String(await freePort());
+  let workerHealthPort = process.env.WORKER_HEALTH_PORT ?? String(await freePort(chosenPorts));
   const env = {
     ...process.env,
     DATABASE_URL: databaseUrl,
@@ -609,7 +612,7 @@ async function main() {
       if (!ready && portRetries > 0 && /already in use/.test(running.lastError ?? '')) {
         state.children.splice(state.children.indexOf(running), 1);
         const taken = workerHealthPort;
-        workerHealthPort = String(await freePort());
+        workerHealthPort = String(await freePort([...chosenPorts, Number(taken)]));
         say(`Port ${taken}, picked for the worker's health probes, was taken meanwhile: starting the worker on ${workerHealthPort}`);
         start(name, { ...envOf, WORKER_HEALTH_PORT: workerHealthPort }, portRetries - 1);
         return;
