@@ -114,7 +114,8 @@ describe('docker/entrypoint.sh roles against a real PostgreSQL', () => {
   });
 
   it('api and worker start and report ready on the migrated database', async () => {
-    const [apiPort, healthPort] = [await freePort(), await freePort()];
+    const apiPort = await freePort();
+    const healthPort = await freePort([apiPort]);
     const api = run('api', { PORT: String(apiPort) });
     const worker = run('worker', { WORKER_HEALTH_PORT: String(healthPort) });
     for (const [child, url] of [

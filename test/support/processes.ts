@@ -108,7 +108,8 @@ const PORT_TAKEN = /port \d+ on \S+ is already in use/;
 /** Starts the built api on a free loopback port and waits until /health answers (on another port if that one was taken meanwhile). */
 export async function startApi(env: Record<string, string>): Promise<RunningApi> {
   for (let attempt = 1; ; attempt += 1) {
-    const port = await freePort();
+    // Not a port the caller chose for another of the api's listeners (API_METRICS_PORT) before it is bound.
+    const port = await freePort(Object.entries(env).flatMap(([name, value]) => (name.endsWith('_PORT') ? [Number(value)] : [])));
     const api = spawnNode('dist/apps/api/src/main.js', { HOST: '127.0.0.1', PORT: String(port), ...env });
     const url = `http://127.0.0.1:${port}`;
     try {
