@@ -51,9 +51,11 @@ const JOINED_SESSION = `INSERT INTO sessions (id, component_type, component_id, 
  * Background runs in one statement, one row of input each (no two naming one session: see
  * BACKGROUND_BATCHES): their sessions (new, or an existing one of the same user, marked used; a run
  * naming another user's gets none, so no run), the runs (with their trace ids and request spans when
- * traced, stamped with their requests' starts), their jobs, and the wake-up of idle workers. Sessions
- * are taken in id order, so two statements naming the same ones wait for each other rather than
- * deadlock. Answers the ids of the runs it created. Prepared by name: each connection plans it once.
+ * traced, stamped with their requests' starts), their jobs, and the wake-up of idle workers. A row whose
+ * idempotency key its user has used already (a client's retry) is left out before anything is written,
+ * rather than failing the statement for the rows beside it. Sessions are taken in id order, so two
+ * statements naming the same ones wait for each other rather than deadlock. Answers the ids of the runs
+ * it created. Prepared by name: each connection plans it once.
  */
 const BACKGROUND_RUNS = {
   name: 'runs_background',
@@ -64,9 +66,17 @@ const BACKGROUND_RUNS = {
       AS input(id, session_id, component_type, component_id, user_id, message, idempotency_key,
                created_at, trace_id, payload, request_span, message_id)
   ),
+  fresh AS (
+    SELECT * FROM input
+     WHERE input.idempotency_key IS NULL
+        OR NOT EXISTS (SELECT FROM runs
+                        WHERE runs.idempotency_key = input.idempotency_key
+                          -- Not IS NOT DISTINCT FROM: each side of the OR is a lookup in UQ_runs_idempotency.
+                          AND (runs.user_id = input.user_id OR (runs.user_id IS NULL AND input.user_id IS NULL)))
+  ),
   session AS (
     INSERT INTO sessions (id, component_type, component_id, user_id)
-    SELECT session_id, component_type, component_id, user_id FROM input ORDER BY session_id ${ON_JOINED_SESSION}
+    SELECT session_id, component_type, component_id, user_id FROM fresh ORDER BY session_id ${ON_JOINED_SESSION}
     RETURNING id, user_id
   ),
   run AS (
@@ -74,7 +84,7 @@ const BACKGROUND_RUNS = {
                       created_at, updated_at, trace_id, request_span, message_id)
     SELECT input.id, input.session_id, input.component_type, input.component_id, input.user_id, true, 'queued', input.message,
            input.idempotency_key, input.created_at, input.created_at, input.trace_id, input.request_span, input.message_id
-    FROM input JOIN session ON session.id = input.session_id AND session.user_id IS NOT DISTINCT FROM input.user_id
+    FROM fresh AS input JOIN session ON session.id = input.session_id AND session.user_id IS NOT DISTINCT FROM input.user_id
     RETURNING id
   ),
   job AS (${BACKGROUND_JOB.job})
@@ -210,9 +220,9 @@ export class RunRepository {
    * A background run in one round trip and no entity hydration, written with the background runs of
    * other requests arriving meanwhile (see WriteBatcher): its session (new, or an existing one of the
    * same user, marked used), the run and its job, workers notified on commit. False, with nothing of it
-   * written, when the session belongs to another user. A repeated idempotency key fails with the unique
-   * violation of RUN_IDEMPOTENCY_CONSTRAINT; a run that waited too long for its statement, with
-   * DatabaseBusyError.
+   * written, when the session belongs to another user or the run's idempotency key was used before (a
+   * concurrent request with the same key may instead fail with the unique violation of
+   * RUN_IDEMPOTENCY_CONSTRAINT); a run that waited too long for its statement fails with DatabaseBusyError.
    */
   insertBackground(run: RunEntity, payload: JobPayload, requestSpan?: StoredRequestSpan): Promise<boolean> {
     return this.backgroundRuns.submit({ run, payload, requestSpan });

@@ -299,6 +299,42 @@ describe('RunsService', () => {
       );
       expect(count).toBe(2); // bob's own run and alice's earlier one
     });
+    it("a client's retry (a key used before) answers the earlier run and leaves the runs beside it in one statement", async () => {
+      const idempotency_key = key();
+      const earlier = await runs.enqueue(root, 'agent', 'echo', ask({ idempotency_key }));
+
+      const [retried, ...beside] = await Promise.all([
+        runs.enqueue(root, 'agent', 'echo', ask({ idempotency_key })),
+        ...Array.from({ length: 5 }, () => runs.enqueue(root, 'agent', 'echo', ask())),
+      ]);
+
+      expect(retried.run_id).toBe(earlier.run_id);
+      // Not written again one by one, as after a statement refused for one row's key.
+      expect(await transactionsOf(beside.map(({ run_id }) => run_id))).toBe(1);
+      const [{ count }] = await app.sql<{ count: number }>('SELECT count(*)::int AS count FROM runs WHERE idempotency_key = $1', [
+        idempotency_key,
+      ]);
+      expect(count).toBe(1);
+    });
+
+    it('two requests with one new key in the same turn are one run, whichever statement writes it', async () => {
+      const idempotency_key = key();
+      const answers = await Promise.all([
+        runs.enqueue(root, 'agent', 'echo', ask({ idempotency_key })),
+        runs.enqueue(root, 'agent', 'echo', ask({ idempotency_key })),
+        ...Array.from({ length: 3 }, () => runs.enqueue(root, 'agent', 'echo', ask())),
+      ]);
+
+      expect(answers[1].run_id).toBe(answers[0].run_id);
+      expect(new Set(answers.map(({ run_id }) => run_id)).size).toBe(4);
+      const [{ runs: written, jobs }] = await app.sql<{ runs: number; jobs: number }>(
+        `SELECT (SELECT count(*)::int FROM runs WHERE idempotency_key = $1) AS runs,
+                (SELECT count(*)::int FROM queue_jobs WHERE idempotency_key = $1) AS jobs`,
+        [idempotency_key],
+      );
+      expect({ written, jobs }).toEqual({ written: 1, jobs: 1 });
+    });
+
     it("a run naming another user's session gets none, even with that user's own run in the same statement", async () => {
       const alice = principals.jwt('alice', []);
       const bob = principals.jwt('bob', []);

@@ -244,29 +244,40 @@ export class RunsService {
       if (background) {
         // The request span ends as the job is enqueued, where its queue wait starts, and is stored with the run.
         const stored = span?.stored();
-        // One round trip: no lookup first; a repeated key meets the unique constraint and answers below.
+        // One round trip, no lookup first: a run not written repeats a key (its earlier run answers) or names another user's session.
         if (!(await this.runs.insertBackground(run, jobPayload(run, newSession, span?.traceparent, stored?.ended_at), stored))) {
-          throw new RunException(RunErrorCode.SessionNotFound, `Session '${run.sessionId}' not found`);
+          return (await this.earlierUnder(userId, key, component)) ?? this.sessionNotFound(run);
         }
         return this.createdIn(span, run);
       }
-      if (key !== null) {
-        const earlier = await this.runs.findByIdempotencyKey(userId, key);
-        if (earlier) {
-          return { run: this.sameComponent(earlier, component, key), created: false };
-        }
+      const earlier = await this.earlierUnder(userId, key, component);
+      if (earlier) {
+        return earlier;
       }
       if (!(await this.runs.insertStarted(run, newSession))) {
-        throw new RunException(RunErrorCode.SessionNotFound, `Session '${run.sessionId}' not found`);
+        this.sessionNotFound(run);
       }
     } catch (error) {
       if (key !== null && isUniqueViolation(error, RUN_IDEMPOTENCY_CONSTRAINT)) {
-        // An earlier request with the same key (or a concurrent one that won the race): answer with its run.
-        return { run: this.sameComponent((await this.runs.findByIdempotencyKey(userId, key))!, component, key), created: false };
+        // A concurrent request with the same key won the race: answer with its run.
+        return (await this.earlierUnder(userId, key, component))!;
       }
       throw error;
     }
     return this.createdIn(span, run);
+  }
+
+  /** The run an earlier request made under this idempotency key, if any, answered in place of a new one. */
+  private async earlierUnder(userId: string | null, key: string | null, component: Component): Promise<Created | null> {
+    if (key === null) {
+      return null;
+    }
+    const earlier = await this.runs.findByIdempotencyKey(userId, key);
+    return earlier && { run: this.sameComponent(earlier, component, key), created: false };
+  }
+
+  private sessionNotFound(run: RunEntity): never {
+    throw new RunException(RunErrorCode.SessionNotFound, `Session '${run.sessionId}' not found`);
   }
 
   /** A new run: its request span names it (set only once the run exists: a span naming none is stored nowhere). */
