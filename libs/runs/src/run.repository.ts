@@ -82,9 +82,9 @@ const BACKGROUND_RUNS = {
   run AS (
     INSERT INTO runs (id, session_id, component_type, component_id, user_id, background, status, message, idempotency_key,
                       created_at, updated_at, trace_id, request_span, message_id)
-    SELECT input.id, input.session_id, input.component_type, input.component_id, input.user_id, true, 'queued', input.message,
-           input.idempotency_key, input.created_at, input.created_at, input.trace_id, input.request_span, input.message_id
-    FROM fresh AS input JOIN session ON session.id = input.session_id AND session.user_id IS NOT DISTINCT FROM input.user_id
+    SELECT fresh.id, fresh.session_id, fresh.component_type, fresh.component_id, fresh.user_id, true, 'queued', fresh.message,
+           fresh.idempotency_key, fresh.created_at, fresh.created_at, fresh.trace_id, fresh.request_span, fresh.message_id
+    FROM fresh JOIN session ON session.id = fresh.session_id AND session.user_id IS NOT DISTINCT FROM fresh.user_id
     RETURNING id
   ),
   job AS (${BACKGROUND_JOB.job})
