@@ -39,6 +39,14 @@ describe('loadEnv', () => {
     expect(error!.message).toContain('QUEUE_LOCK_GRACE_SECONDS=-1');
   });
 
+  it('bounds WORKER_PREFETCH_HORIZON_MS to 1..60000 ms (default 100), naming a value outside or not a whole number', () => {
+    expect(loadEnv({}).WORKER_PREFETCH_HORIZON_MS).toBe(100);
+    expect(loadEnv({ WORKER_PREFETCH_HORIZON_MS: '60000' }).WORKER_PREFETCH_HORIZON_MS).toBe(60_000);
+    for (const bad of ['0', '60001', '1.5', 'soon']) {
+      expect(() => loadEnv({ WORKER_PREFETCH_HORIZON_MS: bad })).toThrow(/WORKER_PREFETCH_HORIZON_MS=/);
+    }
+  });
+
   it('refuses API_METRICS_PORT equal to PORT (the api listens there), among the other problems', () => {
     expect(() => loadEnv({ PORT: '9000', API_METRICS_PORT: '9000' })).toThrow(
       'API_METRICS_PORT=9000: must differ from PORT, where the api itself listens',
