@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { awayFromNow } from '../../../test/support/cron';
 import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY, uniqueName } from '../../../test/support/principals';
@@ -120,7 +121,8 @@ describe('schedule firing (real worker, real HTTP)', () => {
   }
 
   it('fires a due schedule once, records the attempt, and moves next_run_at to the next slot', async () => {
-    const created = await createSchedule({ endpoint: '/health', cron_expr: '0 0 * * *' });
+    const { minute, hour } = awayFromNow();
+    const created = await createSchedule({ endpoint: '/health', cron_expr: `${minute} ${hour} * * *` });
     await makeDue([created.id]);
     const fire = await finishedFire(created.id);
     expect(fire).toMatchObject({ trigger: 'cron', status: 'success', status_code: 200, error: null });
@@ -139,8 +141,10 @@ describe('schedule firing (real worker, real HTTP)', () => {
       },
     ]);
     const after = await schedule(created.id);
-    const nextMidnight = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate() + 1) / 1000;
-    expect(after.next_run_at).toBe(nextMidnight);
+    const today = new Date();
+    const slotToday = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate(), hour, minute);
+    const nextSlot = (slotToday > Date.now() ? slotToday : slotToday + 86_400_000) / 1000;
+    expect(after.next_run_at).toBe(nextSlot);
     await afterATick();
     expect(await fires(created.id)).toHaveLength(1);
     // One info line per fire, for an operator reading the worker's log.
@@ -155,7 +159,8 @@ describe('schedule firing (real worker, real HTTP)', () => {
   });
 
   it('fires a schedule that missed many slots while no worker ran once, not once per slot, and records the others as missed', async () => {
-    const created = await createSchedule({ endpoint: '/health', cron_expr: '0 * * * *' });
+    // Hourly at a minute the wall clock does not reach during the test, so only the catch-up fires.
+    const created = await createSchedule({ endpoint: '/health', cron_expr: `${awayFromNow().minute} * * * *` });
     await makeDue([created.id], "interval '5 hours'");
     await waitFor(async () => (await fires(created.id)).some((fire) => fire.status === 'success'), 20_000, 'the catch-up fire');
     await afterATick();

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { awayFromNow } from '../../../test/support/cron';
 import { createTestDatabase, query } from '../../../test/support/database';
 import { expectValidationBody } from '../../../test/support/error-bodies';
 import { call } from '../../../test/support/http';
@@ -108,7 +109,7 @@ describe('schedule policies: overlap and catch-up (real worker, real HTTP)', () 
   it('a long backlog of one schedule never holds back another schedule’s fire', async () => {
     // 50 missed slots of a schedule whose fires run one at a time (each a 1 s run): 50 queued fires, more
     // than a worker's claim window. Another schedule's trigger must still fire right away.
-    const minute = (new Date().getUTCMinutes() + 30) % 60;
+    const { minute } = awayFromNow();
     const backlog = await create({
       method: 'POST',
       endpoint: '/agents/sleep-agent/runs',
@@ -136,7 +137,7 @@ describe('schedule policies: overlap and catch-up (real worker, real HTTP)', () 
      * an hour away from now, so none of them is recent enough to count as on time.
      */
     async function missedFiveHours(catchup: Record<string, unknown>): Promise<Fire[]> {
-      const minute = (new Date().getUTCMinutes() + 30) % 60;
+      const { minute } = awayFromNow();
       const latest = new Date();
       latest.setUTCSeconds(0, 0);
       latest.setUTCMinutes(minute);
