@@ -31,6 +31,9 @@ export default defineConfig({
     // Tests boot real api and worker processes on two cores shared with other work: boots alone can take 10+ s.
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // A poll waits on another process (a claim, a run, an outcome): on a loaded machine that takes more than
+    // the default second. A poll that succeeds returns at once, so only a failing one takes longer.
+    expect: { poll: { timeout: 10_000 } },
     // Two cores: each e2e file boots real processes; more forks only thrash.
     pool: 'forks',
     maxWorkers: 2,
