@@ -218,6 +218,7 @@ describe('queue operations (jwt mode with the security key as root)', () => {
       await expect.poll(() => statusOf(id)).toBe('failed');
       return id;
     };
+    /** A run long enough to be cancelled while it runs however loaded the machine is (each checkpoint is a second). */
     const cancelledWhileRunning = async (seconds: string): Promise<string> => {
       const id = await post('sleep-agent', seconds);
       await expect.poll(() => statusOf(id)).toBe('running');
@@ -270,18 +271,18 @@ describe('queue operations (jwt mode with the security key as root)', () => {
     });
 
     it('cancelled with clear_cancellation=true: requeued, the recorded cancel cleared, and it runs to completion', async () => {
-      const id = await cancelledWhileRunning('2');
+      const id = await cancelledWhileRunning('5');
       const response = await requeue(id, '?clear_cancellation=true');
       expect(response.status, response.text).toBe(200);
       expect(response.body).toMatchObject({ status: 'queued', max_attempts: 2 });
       expect(await query(databaseUrl, 'SELECT 1 FROM queue_cancellation_intents WHERE run_id = $1', [id])).toEqual([]);
       await expect.poll(() => statusOf(id), { timeout: 15_000 }).toBe('completed');
       const run = await call(api.url, 'GET', `/agents/sleep-agent/runs/${id}`, { token: ROOT_KEY });
-      expect(run.body).toMatchObject({ status: 'completed', content: 'Slept 2 s', error: null });
+      expect(run.body).toMatchObject({ status: 'completed', content: 'Slept 5 s', error: null });
     });
 
     it('cancelled whose intent is no longer live: requeued and runs to completion', async () => {
-      const id = await cancelledWhileRunning('1');
+      const id = await cancelledWhileRunning('5');
       await query(databaseUrl, `UPDATE queue_cancellation_intents SET requested_at = now() - interval '2 days' WHERE run_id = $1`, [id]);
       const response = await requeue(id);
       expect(response.status, response.text).toBe(200);

@@ -14,8 +14,15 @@ describe('a worker whose every slot is taken by a slow job', () => {
   let databaseUrl: string;
   let api: RunningApi;
   const workers: RunningProcess[] = [];
-  // A 3 s lock grace: heartbeats every second.
-  const env = () => ({ DATABASE_URL: databaseUrl, DEMO_COMPONENTS: 'true', QUEUE_LOCK_GRACE_SECONDS: '3', WORKER_CONCURRENCY: '2' });
+  // Wide margins for a loaded machine: a worker holds jobs ahead while its jobs take under 4 s (two slots, a 2 s
+  // horizon), and a slot counts as slow once it has held its job for a heartbeat period (5 s of a 15 s lock grace).
+  const env = () => ({
+    DATABASE_URL: databaseUrl,
+    DEMO_COMPONENTS: 'true',
+    QUEUE_LOCK_GRACE_SECONDS: '15',
+    WORKER_PREFETCH_HORIZON_MS: '2000',
+    WORKER_CONCURRENCY: '2',
+  });
 
   beforeAll(async () => {
     databaseUrl = await createTestDatabase();
@@ -59,7 +66,7 @@ describe('a worker whose every slot is taken by a slow job', () => {
     workers.push(await startWorker(env()));
     await waitFor(
       async () => (await status(waiting)).every((s) => s === 'completed'),
-      20_000,
+      30_000,
       'the held jobs to be run by the idle worker',
     );
     expect(await status(slow)).toEqual(['running', 'running']);

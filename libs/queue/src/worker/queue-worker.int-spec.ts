@@ -32,7 +32,10 @@ describe('QueueWorker handler contract', () => {
 
   function startWorker(
     handler: JobHandler,
-    sizes: { concurrency: number; prefetch: number; lockGraceSeconds?: number } = { concurrency: 2, prefetch: 0 },
+    sizes: { concurrency: number; prefetch: number; lockGraceSeconds?: number; prefetchHorizonMs?: number } = {
+      concurrency: 2,
+      prefetch: 0,
+    },
   ): QueueWorker {
     return new QueueWorker({
       pool,
@@ -45,6 +48,8 @@ describe('QueueWorker handler contract', () => {
       handlers: new Map([[JOB_TYPE, handler]]),
       pollIntervalMs: 100,
       lockGraceSeconds: 30,
+      // A wide horizon: a worker holds ahead after quick jobs however long a loaded machine stalls one of them.
+      prefetchHorizonMs: 10_000,
       ...sizes,
       retentionSeconds: 0,
       logger: pino({ level: 'silent' }),
@@ -269,7 +274,7 @@ describe('QueueWorker handler contract', () => {
   });
 
   it('holds no job ahead while its jobs are slow: queued work stays free for other workers', async () => {
-    const worker = startWorker(takingMs(300), { concurrency: 1, prefetch: 100 });
+    const worker = startWorker(takingMs(300), { concurrency: 1, prefetch: 100, prefetchHorizonMs: 100 });
     await worker.start();
     // Two 300 ms jobs set the pace: a slot starts fewer than one job per prefetch horizon (100 ms).
     await enqueueJobs(pool, [job('e4f0d2b3-0000-4000-8000-000000000001'), job('e4f0d2b3-0000-4000-8000-000000000002')]);
@@ -330,17 +335,17 @@ describe('QueueWorker handler contract', () => {
 
   it('hands back what it holds ahead once its jobs turn slow', async () => {
     const worker = startWorker(
-      takingMs(400),
-      // A grace of 1 s: a heartbeat, and with it the trim, every 333 ms.
-      { concurrency: 1, prefetch: 10, lockGraceSeconds: 1 },
+      takingMs(2500),
+      // A grace of 1 s: a heartbeat, and with it the trim, every 333 ms. A 1 s horizon.
+      { concurrency: 1, prefetch: 10, lockGraceSeconds: 1, prefetchHorizonMs: 1000 },
     );
     await enqueuePaced(worker, 'a6b2f4d5-0000-4000-8000-00000000000', 8);
     // Claimed while its jobs looked quick: all eight, one running and seven ahead.
     await expect.poll(async () => (await rows()).filter((row) => row.locked_by !== null).length).toBe(8);
-    // After one 400 ms job the pace allows at most two ahead (100 ms of a slot's work at about 50 ms a job): the rest
-    // go back to the queue, free for any worker, long before this one could have run them.
+    // Once the slow job has held the slot past a heartbeat period, its age is the pace: at most three ahead in the
+    // horizon. The rest go back to the queue, free for any worker, long before this one could have run them.
     await expect
-      .poll(async () => (await rows()).filter((row) => row.status === 'queued' && row.locked_by === null).length, { timeout: 1500 })
+      .poll(async () => (await rows()).filter((row) => row.status === 'queued' && row.locked_by === null).length, { timeout: 5000 })
       .toBeGreaterThanOrEqual(3);
     await worker.stop(0);
   });
