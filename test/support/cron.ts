@@ -5,3 +5,10 @@
 export function awayFromNow(now = new Date()): { minute: number; hour: number } {
   return { minute: (now.getUTCMinutes() + 30) % 60, hour: (now.getUTCHours() + 12) % 24 };
 }
+
+/** Epoch seconds of the next yearly slot at this UTC month (0-based), day and hour: this year's if still ahead, else next year's. */
+export function nextYearly(month: number, day: number, hour: number, now = Date.now()): number {
+  const year = new Date(now).getUTCFullYear();
+  const thisYear = Date.UTC(year, month, day, hour);
+  return (thisYear > now ? thisYear : Date.UTC(year + 1, month, day, hour)) / 1000;
+}

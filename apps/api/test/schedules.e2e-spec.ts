@@ -2,6 +2,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { nextYearly } from '../../../test/support/cron';
 import { createTestDatabase, query } from '../../../test/support/database';
 import { expectErrorBody, expectValidationBody } from '../../../test/support/error-bodies';
 import { call } from '../../../test/support/http';
@@ -58,7 +59,7 @@ describe('schedules api (security_key mode)', () => {
         user_id: null,
         description: null,
         payload: { message: 'hi' },
-        next_run_at: Date.UTC(new Date().getUTCFullYear() + 1, 0, 1) / 1000,
+        next_run_at: nextYearly(0, 1, 0),
         managed_by: null,
         target_type: 'agent',
         target_id: 'echo-agent',
@@ -74,7 +75,7 @@ describe('schedules api (security_key mode)', () => {
 
     it('follows the timezone: midnight in Berlin is 23:00 UTC in winter', async () => {
       const schedule = await createOk({ cron_expr: '0 0 1 1 *', timezone: 'Europe/Berlin' });
-      expect(schedule.next_run_at).toBe(Date.UTC(new Date().getUTCFullYear(), 11, 31, 23) / 1000);
+      expect(schedule.next_run_at).toBe(nextYearly(11, 31, 23));
     });
 
     it('stores method upper-case, keeps managed_by, and sets no target for other endpoints', async () => {
@@ -282,15 +283,11 @@ describe('schedules api (security_key mode)', () => {
 
     it('recomputes next_run_at on cron, timezone and enabled changes only', async () => {
       const schedule = await createOk({ cron_expr: '0 0 1 1 *' });
-      const year = new Date().getUTCFullYear() + 1;
-      expect((await patch(schedule.id, { cron_expr: '0 12 1 1 *' })).body.next_run_at).toBe(Date.UTC(year, 0, 1, 12) / 1000);
-      expect((await patch(schedule.id, { timezone: 'America/New_York' })).body.next_run_at).toBe(Date.UTC(year, 0, 1, 17) / 1000);
-      expect((await patch(schedule.id, { name: uniqueName('renamed') })).body.next_run_at).toBe(Date.UTC(year, 0, 1, 17) / 1000);
+      expect((await patch(schedule.id, { cron_expr: '0 12 1 1 *' })).body.next_run_at).toBe(nextYearly(0, 1, 12));
+      expect((await patch(schedule.id, { timezone: 'America/New_York' })).body.next_run_at).toBe(nextYearly(0, 1, 17));
+      expect((await patch(schedule.id, { name: uniqueName('renamed') })).body.next_run_at).toBe(nextYearly(0, 1, 17));
       expect((await patch(schedule.id, { enabled: false })).body).toMatchObject({ enabled: false, next_run_at: null });
-      expect((await patch(schedule.id, { enabled: true })).body).toMatchObject({
-        enabled: true,
-        next_run_at: Date.UTC(year, 0, 1, 17) / 1000,
-      });
+      expect((await patch(schedule.id, { enabled: true })).body).toMatchObject({ enabled: true, next_run_at: nextYearly(0, 1, 17) });
     });
 
     it('re-derives the target when the endpoint changes', async () => {
