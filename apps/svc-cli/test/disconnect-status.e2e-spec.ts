@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
-import { freePort } from '../../../scripts/embedded-postgres.mjs';
 import { CliSandbox, cliSandbox, defaultPortsInUse, LiveService, runCli, startService } from '../../../test/support/cli';
 import { runCommand } from '../../../test/support/cli-in-process';
 import { query } from '../../../test/support/database';
@@ -267,7 +266,7 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
   });
 
   it('offline, targets every URL discovery would have tried', async () => {
-    const dead = `http://127.0.0.1:${await freePort()}`;
+    const dead = 'http://127.0.0.1:2'; // never served: connections refused
     writeFileSync(join(sandbox.cwd, '.env'), `SERVICE_URL=${dead}\n`);
     const files = writeConfigs(sandbox, `${dead}/mcp`);
     const run = await runCommand(['disconnect', '--clients', 'editor-c', '--json'], sandbox);
@@ -645,11 +644,9 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
   });
 
   it('--revoke needs the service: an unreachable one is an error (exit 1)', async () => {
-    const run = await runCommand(
-      ['disconnect', '--url', `http://127.0.0.1:${await freePort()}`, '--revoke', '--clients', 'cursor', '--json'],
-      sandbox,
-      { env: asAdmin() },
-    );
+    const run = await runCommand(['disconnect', '--url', 'http://127.0.0.1:2', '--revoke', '--clients', 'cursor', '--json'], sandbox, {
+      env: asAdmin(),
+    });
     expect(run.code).toBe(1);
     expect(run.json().error).toMatch(/^No running service found/);
   });

@@ -4,7 +4,6 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
-import { freePort } from '../../../scripts/embedded-postgres.mjs';
 import { CliSandbox, cliSandbox, defaultPortsInUse, LiveService, runCli, startService } from '../../../test/support/cli';
 import { runCommand } from '../../../test/support/cli-in-process';
 import { query } from '../../../test/support/database';
@@ -16,11 +15,11 @@ const DESCRIPTOR_KEYS = ['auth_mode', 'discovered_via', 'mcp', 'name', 'os_id', 
 describe('svc URL discovery and the credential gates', () => {
   let service: LiveService;
   let sandbox: CliSandbox;
-  let deadUrl: string;
+  // Never served: below the ports the kernel hands out, and one fetch calls (it refuses port 1).
+  const deadUrl = 'http://127.0.0.1:2';
 
   beforeAll(async () => {
     service = await startService({ OS_SECURITY_KEY: ROOT_KEY, MCP_ENABLED: 'false' });
-    deadUrl = `http://127.0.0.1:${await freePort()}`;
   });
   afterAll(() => service?.stop());
   beforeEach(() => {
