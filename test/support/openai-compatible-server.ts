@@ -73,12 +73,12 @@ export class OpenAiCompatibleServer {
     this.requests.push({ authorization: request.headers.authorization, body });
     const script = this.scripts.shift() ?? { chunks: ['Hello!'] };
     if (script.status && script.slowErrorBytes) {
-      // A long error body, written 64 KiB every 20 ms: a client reading it whole waits for all of it.
+      // A long error body, written 64 KiB every 50 ms: a client reading it whole waits for all of it.
       response.writeHead(script.status, { 'content-type': 'application/json' });
       response.write(`{"error":{"message":"`);
       for (let written = 0; written < script.slowErrorBytes && !response.destroyed; written += 65_536) {
         response.write('x'.repeat(65_536));
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await new Promise((resolve) => setTimeout(resolve, 50));
       }
       response.end(`"}}`);
       return;
