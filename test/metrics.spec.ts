@@ -3,9 +3,9 @@ import { readFileSync } from 'node:fs';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { freePort } from '../scripts/embedded-postgres.mjs';
 import { createTestDatabase } from './support/database';
 import { call } from './support/http';
+import { testPort } from './support/ports';
 import { ROOT_KEY } from './support/principals';
 import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from './support/processes';
 
@@ -38,14 +38,14 @@ describe.skipIf(!havePromtool)('/metrics of the api and the worker', () => {
 
   beforeAll(async () => {
     const databaseUrl = await createTestDatabase();
-    apiMetricsPort = String(await freePort());
+    apiMetricsPort = String(await testPort());
     api = await startApi({
       DATABASE_URL: databaseUrl,
       OS_SECURITY_KEY: ROOT_KEY,
       DEMO_COMPONENTS: 'true',
       API_METRICS_PORT: apiMetricsPort,
     });
-    workerMetrics = `http://127.0.0.1:${await freePort()}/metrics`;
+    workerMetrics = `http://127.0.0.1:${await testPort()}/metrics`;
     worker = await startWorker({
       DATABASE_URL: databaseUrl,
       OS_SECURITY_KEY: ROOT_KEY,

@@ -6,8 +6,9 @@ import { join, resolve } from 'node:path';
 
 import { afterEach, describe, expect, it } from 'vitest';
 
-import { freePort, startEmbeddedPostgres } from '../scripts/embedded-postgres.mjs';
+import { startEmbeddedPostgres } from '../scripts/embedded-postgres.mjs';
 import { cliSandbox, runCli } from './support/cli';
+import { testPort } from './support/ports';
 import { RunningProcess, spawnNode, waitFor } from './support/processes';
 
 const QUICKSTART = resolve('scripts/quickstart.mjs');
@@ -92,7 +93,7 @@ function warningsIn(output: string): string[] {
 /** A quickstart on its own port and data directory, ready, with every process it started (PostgreSQL's postmaster too). */
 async function readyQuickstart(): Promise<{ quickstart: RunningProcess; processes: number[] }> {
   const dataDir = tempDir('quickstart-');
-  const quickstart = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(await freePort()), PLATFORM_DATA_DIR: dataDir });
+  const quickstart = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(await testPort()), PLATFORM_DATA_DIR: dataDir });
   await untilReady(quickstart);
   const postmaster = Number(readFileSync(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
   return { quickstart, processes: [...descendants(quickstart.child.pid!), postmaster] };
@@ -121,7 +122,7 @@ describe('npm start (scripts/quickstart.mjs)', () => {
     const cwd = tempDir('quickstart-cwd-');
     // The user's own lines in .env survive.
     writeFileSync(join(cwd, '.env'), '# mine\nOTHER=kept\n');
-    const port = await freePort();
+    const port = await testPort();
     const quickstart = startQuickstart(cwd, { PORT: String(port), PLATFORM_DATA_DIR: dataDir });
     const url = `http://127.0.0.1:${port}`;
     await untilReady(quickstart);
@@ -175,7 +176,7 @@ describe('npm start (scripts/quickstart.mjs)', () => {
     );
 
     // A second copy in the same directory leaves .env naming the first, which still runs (and whose key the shell has).
-    const secondPort = await freePort();
+    const secondPort = await testPort();
     const copy = startQuickstart(cwd, { PORT: String(secondPort), PLATFORM_DATA_DIR: tempDir('quickstart-') });
     await untilReady(copy);
     expect(readFileSync(join(cwd, '.env'), 'utf8')).toBe(envText);
@@ -185,7 +186,7 @@ describe('npm start (scripts/quickstart.mjs)', () => {
     expect(await ctrlC(copy)).toBe(0);
 
     // A second start on the first's data (another port) leaves the first running, and says how to run beside it.
-    const samePort = await freePort();
+    const samePort = await testPort();
     const sameData = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(samePort), PLATFORM_DATA_DIR: dataDir });
     expect(await sameData.exited).not.toBe(0);
     expect(sameData.output().trim()).toMatch(
@@ -208,7 +209,7 @@ describe('npm start (scripts/quickstart.mjs)', () => {
     afterEach(() => new Promise<void>((done) => (holder ? holder.close(() => done()) : done())));
 
     it('says so in one line with the fix before anything else, and exits non-zero without a stack trace', async () => {
-      const port = await freePort();
+      const port = await testPort();
       holder = createServer();
       await new Promise<void>((done) => holder!.listen(port, '127.0.0.1', done));
       const dataDir = tempDir('quickstart-');
@@ -235,12 +236,12 @@ describe('npm start (scripts/quickstart.mjs)', () => {
     // A PostgreSQL left running on the data directory, as after a crash of an earlier start.
     const db = await startEmbeddedPostgres({
       databaseDir: join(dataDir, 'postgres'),
-      port: await freePort(),
+      port: await testPort(),
       passwordFile: join(dataDir, 'postgres-password'),
     });
     try {
       const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
-      const refused = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(await freePort()), PLATFORM_DATA_DIR: dataDir });
+      const refused = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(await testPort()), PLATFORM_DATA_DIR: dataDir });
       expect(await refused.exited).not.toBe(0);
       const output = refused.output();
       expect(output.trim().split('\n'), output).toHaveLength(1);
@@ -254,7 +255,7 @@ describe('npm start (scripts/quickstart.mjs)', () => {
       process.kill(pid, 'SIGKILL');
       await waitFor(async () => !alive(pid), 10_000, 'the killed PostgreSQL to exit');
       expect(readFileSync(pidFile, 'utf8').split('\n')[0]).toBe(String(pid));
-      const started = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(await freePort()), PLATFORM_DATA_DIR: dataDir });
+      const started = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(await testPort()), PLATFORM_DATA_DIR: dataDir });
       await untilReady(started);
       expect(await ctrlC(started)).toBe(0);
     } finally {
@@ -287,7 +288,7 @@ describe('npm start (scripts/quickstart.mjs)', () => {
     const cwd = tempDir('quickstart-cwd-');
     // A SERVICE_URL the user set is left alone, and the quickstart says so.
     writeFileSync(join(cwd, '.env'), 'SERVICE_URL=http://127.0.0.1:1\n');
-    const quickstart = startQuickstart(cwd, { PORT: String(await freePort()), PLATFORM_DATA_DIR: tempDir('quickstart-') });
+    const quickstart = startQuickstart(cwd, { PORT: String(await testPort()), PLATFORM_DATA_DIR: tempDir('quickstart-') });
     await untilReady(quickstart);
     expect(readFileSync(join(cwd, '.env'), 'utf8')).toBe('SERVICE_URL=http://127.0.0.1:1\n');
     expect(quickstart.output()).toContain('.env sets SERVICE_URL=http://127.0.0.1:1 (not written by npm start), left as is');
@@ -308,7 +309,7 @@ describe('npm start (scripts/quickstart.mjs)', () => {
     const cwd = tempDir('quickstart-cwd-');
     // What an earlier start wrote, naming an instance that is gone: this start takes SERVICE_URL over.
     writeFileSync(join(cwd, '.env'), `${ENV_MARKER}\nSERVICE_URL=http://127.0.0.1:1\n`);
-    const port = await freePort();
+    const port = await testPort();
     const quickstart = startQuickstart(cwd, { PORT: String(port), PLATFORM_DATA_DIR: dataDir });
     await untilReady(quickstart);
     expect(readFileSync(join(cwd, '.env'), 'utf8')).toBe(`${ENV_MARKER}\nSERVICE_URL=http://127.0.0.1:${port}\n`);

@@ -5,10 +5,10 @@ import ignore from '@balena/dockerignore';
 import { validate } from 'dockerfile-utils';
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { freePort } from '../../scripts/embedded-postgres.mjs';
 import { createEmptyDatabase } from '../support/database';
 import { dockerStages, entrypointCommands, packageScripts, Role, ROLE_SCRIPTS } from '../support/deploy-files';
 import { call } from '../support/http';
+import { testPort } from '../support/ports';
 import { RunningProcess, spawnProcess, waitFor } from '../support/processes';
 
 const dockerfile = readFileSync('docker/Dockerfile', 'utf8');
@@ -114,8 +114,8 @@ describe('docker/entrypoint.sh roles against a real PostgreSQL', () => {
   });
 
   it('api and worker start and report ready on the migrated database', async () => {
-    const apiPort = await freePort();
-    const healthPort = await freePort([apiPort]);
+    const apiPort = await testPort();
+    const healthPort = await testPort();
     const api = run('api', { PORT: String(apiPort) });
     const worker = run('worker', { WORKER_HEALTH_PORT: String(healthPort) });
     for (const [child, url] of [

@@ -4,7 +4,7 @@ import { createServer, Server, Socket } from 'node:net';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { freePort } from '../../scripts/embedded-postgres.mjs';
+import { testPort } from '../support/ports';
 import { spawnProcess, waitFor } from '../support/processes';
 
 /**
@@ -53,8 +53,8 @@ describe.skipIf(!canUnshare)('a stop signal while the app boots, as PID 1', () =
     it(`the ${app} exits at once with 128 + the signal's number, rather than ignoring SIGTERM until SIGKILL`, async () => {
       const booting = spawnProcess('unshare', ['--pid', '--fork', '--kill-child', process.execPath, script], {
         DATABASE_URL: databaseUrl,
-        PORT: String(await freePort()),
-        WORKER_HEALTH_PORT: String(await freePort()),
+        PORT: String(await testPort()),
+        WORKER_HEALTH_PORT: String(await testPort()),
       });
       const connectionsBefore = sockets.length;
       try {

@@ -5,9 +5,10 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { freePort, startEmbeddedPostgres } from '../../scripts/embedded-postgres.mjs';
+import { startEmbeddedPostgres } from '../../scripts/embedded-postgres.mjs';
 import { query } from '../support/database';
 import { call } from '../support/http';
+import { testPort } from '../support/ports';
 import { ROOT_KEY } from '../support/principals';
 import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../support/processes';
 
@@ -38,7 +39,7 @@ describe('PostgreSQL postmaster killed with SIGKILL under load', () => {
   let worker: RunningProcess;
 
   beforeAll(async () => {
-    options.port = await freePort();
+    options.port = await testPort();
     cluster = await startEmbeddedPostgres(options);
     url = cluster.url();
     execFileSync(process.execPath, ['dist/libs/database/src/migrate.main.js'], { env: { ...process.env, DATABASE_URL: url } });

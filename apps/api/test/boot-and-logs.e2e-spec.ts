@@ -7,9 +7,9 @@ import { join } from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
-import { freePort } from '../../../scripts/embedded-postgres.mjs';
 import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
+import { testPort } from '../../../test/support/ports';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
 import { bootFailureOf, spawnNode, startApi, waitFor } from '../../../test/support/processes';
 import { TcpProxy } from '../../../test/support/tcp-proxy';
@@ -79,7 +79,7 @@ describe('configuration at boot', () => {
 
   it('a database that does not answer yet is retried, each retry one JSON line written as it happens', async () => {
     const api = spawnNode('dist/apps/api/src/main.js', {
-      DATABASE_URL: `postgresql://postgres:secret@127.0.0.1:${await freePort()}/platform`,
+      DATABASE_URL: `postgresql://postgres:secret@127.0.0.1:${await testPort()}/platform`,
       LOG_FORMAT: 'json',
     });
     try {
@@ -110,14 +110,14 @@ describe('configuration at boot', () => {
 describe('a port already in use', () => {
   // The api opens two ports: the one it serves on (PORT) and, when set, the metrics one (API_METRICS_PORT).
   it.each(['PORT', 'API_METRICS_PORT'])('is one line naming the port and its variable (%s), without a stack trace', async (variable) => {
-    const port = await freePort();
+    const port = await testPort();
     const holder = createServer();
     await new Promise<void>((done) => holder.listen(port, '127.0.0.1', done));
     try {
       const api = spawnNode('dist/apps/api/src/main.js', {
         DATABASE_URL: await createTestDatabase(),
         HOST: '127.0.0.1',
-        PORT: String(variable === 'PORT' ? port : await freePort()),
+        PORT: String(variable === 'PORT' ? port : await testPort()),
         ...(variable === 'API_METRICS_PORT' ? { API_METRICS_PORT: String(port) } : {}),
       });
       expect(await api.exited).toBe(1);
@@ -374,7 +374,7 @@ describe('structured logs', () => {
 
 describe.skipIf(!haveTmux)('logs on a terminal (tmux)', () => {
   it('are pretty and coloured by default, one line per request, without the route-mapping lines', async () => {
-    const port = await freePort();
+    const port = await testPort();
     const url = `http://127.0.0.1:${port}`;
     const env = {
       PATH: process.env.PATH ?? '',

@@ -2,9 +2,9 @@ import { spawn } from 'node:child_process';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { freePort } from '../../../scripts/embedded-postgres.mjs';
 import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
+import { testPort } from '../../../test/support/ports';
 import { ROOT_KEY } from '../../../test/support/principals';
 import { RunningApi, RunningProcess, startApi, startProxiedWorker, startWorker, waitFor } from '../../../test/support/processes';
 import { TcpProxy } from '../../../test/support/tcp-proxy';
@@ -52,7 +52,7 @@ describe('a worker whose output nobody reads', () => {
   it('still ends by its deadline when told to stop, though its last log lines cannot be written', async () => {
     const databaseUrl = await createTestDatabase();
     const api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
-    const healthPort = await freePort();
+    const healthPort = await testPort();
     // Its stdout is a pipe this test never reads: once the pipe's buffer is full, no line gets out.
     const worker = spawn(process.execPath, ['dist/apps/worker/src/main.js'], {
       env: {

@@ -4,8 +4,8 @@ import { createServer } from 'node:net';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 
-import { freePort } from '../../../scripts/embedded-postgres.mjs';
 import { createTestDatabase } from '../../../test/support/database';
+import { testPort } from '../../../test/support/ports';
 import { describeBootFailure } from './boot-error';
 
 /** The error pg gives when connecting to `url` fails. */
@@ -29,7 +29,7 @@ describe('describeBootFailure, for the database DATABASE_URL names', () => {
   const advice = 'Check DATABASE_URL (host, port, user, password, database) and that PostgreSQL runs there.';
 
   it('names the variable, where it points (no credentials) and what to check, for a server that does not answer', async () => {
-    const url = `postgresql://postgres:secret@127.0.0.1:${await freePort()}/platform`;
+    const url = `postgresql://postgres:secret@127.0.0.1:${await testPort()}/platform`;
     process.env.DATABASE_URL = url;
     const line = describeBootFailure('api', await connectionError(url));
     expect(line).toMatch(
@@ -42,7 +42,7 @@ describe('describeBootFailure, for the database DATABASE_URL names', () => {
   });
 
   it('never shows a password whose unencoded slash ends the address early, and says what to encode', async () => {
-    const unreachable = await connectionError(`postgresql://127.0.0.1:${await freePort()}/platform`);
+    const unreachable = await connectionError(`postgresql://127.0.0.1:${await testPort()}/platform`);
     for (const url of ['postgresql://app:8/Jx+Secret@127.0.0.1:5432/prod', 'postgresql://app:/Secret9@db:5432/prod']) {
       process.env.DATABASE_URL = url;
       const line = describeBootFailure('api', unreachable);
@@ -71,7 +71,7 @@ describe('describeBootFailure, for the database DATABASE_URL names', () => {
 
   it('leaves other failures as they were: a port this process cannot listen on names its own variable', async () => {
     const holder = createServer();
-    const port = await freePort();
+    const port = await testPort();
     await new Promise<void>((done) => holder.listen(port, '127.0.0.1', done));
     const second = createServer();
     const error = await new Promise((resolve) => second.once('error', resolve).listen(port, '127.0.0.1'));
