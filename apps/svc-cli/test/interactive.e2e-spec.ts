@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cliSandbox, LiveService, startService, SVC_BIN } from '../../../test/support/cli';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY } from '../../../test/support/principals';
+import { waitFor } from '../../../test/support/processes';
 import { remoteProxy } from '../../../test/support/tcp-proxy';
 import { TmuxSession } from '../../../test/support/tmux';
 
@@ -199,9 +200,11 @@ describe('svc at a real terminal (tmux)', () => {
           .screen()
           .split('\n')
           .find((line) => line.includes('❯')) ?? '';
+      // Each move is seen redrawn before the next is decided: pressing on over a slow redraw wraps past the choice.
       for (let moves = 0; !activeLine().includes(chosen.api.url) && moves < 6; moves++) {
+        const before = activeLine();
         session.type('', 'Down');
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        await waitFor(async () => activeLine() !== before, 5_000, 'the selection to move');
       }
       expect(activeLine()).toContain(chosen.api.url);
       session.type('', 'Enter');

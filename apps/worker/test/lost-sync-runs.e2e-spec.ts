@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createTestDatabase } from '../../../test/support/database';
+import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { ROOT_KEY } from '../../../test/support/principals';
 import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../../../test/support/processes';
@@ -79,9 +79,11 @@ describe('runs of a live api across a database outage longer than the lock grace
   let worker: RunningProcess;
   let proxy: TcpProxy;
   let proxyPort: number;
+  let databaseUrl: string;
 
   beforeAll(async () => {
-    const direct = new URL(await createTestDatabase());
+    databaseUrl = await createTestDatabase();
+    const direct = new URL(databaseUrl);
     proxy = new TcpProxy(direct.hostname, Number(direct.port));
     proxyPort = await proxy.listen();
     const viaProxy = new URL(direct);
@@ -97,7 +99,12 @@ describe('runs of a live api across a database outage longer than the lock grace
 
   it('keeps such a run running, and it completes: never failed as lost', async () => {
     const answer = call(api.url, 'POST', '/agents/sleep-agent/runs', { token: ROOT_KEY, json: { message: '10' } });
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // Cut once the run is under way (a fixed delay could fall before its row and lease were written).
+    await waitFor(
+      async () => (await query(databaseUrl, `SELECT 1 FROM runs WHERE message = '10' AND status = 'running'`)).length > 0,
+      10_000,
+      'the run to start',
+    );
     await proxy.cut();
     // Five seconds without a database: more than the grace (3 s), so the lease is stale when it comes back.
     await new Promise((resolve) => setTimeout(resolve, 5000));
