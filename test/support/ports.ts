@@ -3,11 +3,13 @@ import { createServer } from 'node:net';
 
 import { freePort } from '../../scripts/embedded-postgres.mjs';
 
-/** Where the ports this process hands out start: a block of its own per vitest fork, below the kernel's range. */
-const BLOCK = 1500;
+/** A block of ports per vitest fork (the main process is fork 0), all below the kernel's range. */
 const FIRST = 20_000;
-const forkIndex = Number(process.env.VITEST_POOL_ID ?? 0) % 8;
-let next = FIRST + forkIndex * BLOCK + Math.floor(Math.random() * BLOCK);
+const BLOCK = 1500;
+const FORKS = 8;
+const blockStart = FIRST + (Number(process.env.VITEST_POOL_ID ?? 0) % FORKS) * BLOCK;
+/** Where this process starts in its block: random, so a fork's next test file does not begin where its last one did. */
+let offset = Math.floor(Math.random() * BLOCK);
 
 /** The first port the kernel picks for bind(0) and outgoing connections (32768 on Linux by default). */
 function ephemeralStart(): number {
@@ -17,6 +19,9 @@ function ephemeralStart(): number {
     return 0;
   }
 }
+
+/** Whether the kernel's range leaves every fork's block below it; read once. */
+const blocksFit = ephemeralStart() >= FIRST + FORKS * BLOCK;
 
 const canListen = (port: number) =>
   new Promise<boolean>((resolve) => {
@@ -32,13 +37,8 @@ const canListen = (port: number) =>
  * handed out twice by this process. Where the kernel's range leaves no room, the kernel picks.
  */
 export async function testPort(): Promise<number> {
-  if (ephemeralStart() < FIRST + 8 * BLOCK) {
-    return freePort();
-  }
-  const blockStart = FIRST + forkIndex * BLOCK;
-  for (let tried = 0; tried < BLOCK; tried += 1) {
-    const port = blockStart + ((next - blockStart) % BLOCK);
-    next = port + 1;
+  for (let tried = 0; blocksFit && tried < BLOCK; tried += 1) {
+    const port = blockStart + (offset++ % BLOCK);
     if (await canListen(port)) {
       return port;
     }
