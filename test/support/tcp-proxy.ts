@@ -30,7 +30,7 @@ export class TcpProxy {
    */
   async listen(port?: number, host = '127.0.0.1'): Promise<number> {
     port ??= await testPort();
-    this.server = createServer((client) => {
+    const server = createServer((client) => {
       client.on('data', (chunk: Buffer) => (this.sent += chunk.toString('latin1')));
       if (this.stalled) {
         this.track(client);
@@ -42,8 +42,14 @@ export class TcpProxy {
       this.track(upstream);
       client.pipe(upstream).pipe(client);
     });
-    await new Promise<void>((resolve, reject) => this.server!.once('error', reject).listen(port, host, resolve));
-    return (this.server.address() as { port: number }).port;
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject).listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    return (server.address() as { port: number }).port;
   }
 
   /**
