@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { awayFromNow } from '../../../test/support/cron';
+import { awayFromNow, nextDaily } from '../../../test/support/cron';
 import { createTestDatabase, query } from '../../../test/support/database';
 import { call } from '../../../test/support/http';
 import { mintAccount, ROOT_KEY, uniqueName } from '../../../test/support/principals';
@@ -141,10 +141,7 @@ describe('schedule firing (real worker, real HTTP)', () => {
       },
     ]);
     const after = await schedule(created.id);
-    const today = new Date();
-    const slotToday = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate(), hour, minute);
-    const nextSlot = (slotToday > Date.now() ? slotToday : slotToday + 86_400_000) / 1000;
-    expect(after.next_run_at).toBe(nextSlot);
+    expect(after.next_run_at).toBe(nextDaily(hour, minute));
     await afterATick();
     expect(await fires(created.id)).toHaveLength(1);
     // One info line per fire, for an operator reading the worker's log.
