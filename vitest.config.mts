@@ -25,8 +25,8 @@ export default defineConfig({
       'test/**/*.spec.ts',
     ],
     globalSetup: ['test/support/global-setup.ts'],
-    // Kills what a test file's processes left running, after the file's own cleanup.
-    setupFiles: ['test/support/leftover-processes.ts'],
+    // Prints a failed test's process logs; kills what a test file's processes left running, after its own cleanup.
+    setupFiles: ['test/support/process-hooks.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
     // Tests boot real api and worker processes on two cores shared with other work: boots alone can take 10+ s.
     testTimeout: 60_000,

@@ -21,9 +21,27 @@ export interface SpawnOptions {
 
 /**
  * Every child a test spawned that has not exited yet. A boot can outlast its hook's timeout, and then
- * nothing holds the child to stop it: test/support/leftover-processes.ts kills these after each file.
+ * nothing holds the child to stop it: test/support/process-hooks.ts kills these after each file.
  */
 const live = new Map<ChildProcess, { detached: boolean }>();
+
+/** Every child this test file spawned, with when it lived: a failed test prints what those it overlapped said. */
+const spawned: { name: string; process: RunningProcess; began: number; ended: number | null }[] = [];
+
+/** The last lines of every process alive at some point since `since` (epoch ms), for a failed test's report. */
+export function outputsSince(since: number, lines = 40): string[] {
+  return spawned
+    .filter(({ ended }) => ended === null || ended >= since)
+    .map(({ name, process, began }) => {
+      const tail = process
+        .output()
+        .trimEnd()
+        .split('\n')
+        .slice(-lines)
+        .map((line) => line.slice(0, 1_000));
+      return `── ${name} (pid ${process.child.pid}, started ${new Date(began).toISOString()}), last ${tail.length} lines:\n${tail.join('\n')}`;
+    });
+}
 
 export function killLeftoverProcesses(): void {
   for (const [child, { detached }] of live) {
@@ -58,7 +76,7 @@ export function spawnProcess(command: string, args: string[], env: Record<string
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return {
+  const running: RunningProcess = {
     child,
     output: () => output,
     exited,
@@ -69,6 +87,10 @@ export function spawnProcess(command: string, args: string[], env: Record<string
       return exited;
     },
   };
+  const entry = { name: [command, ...args].join(' '), process: running, began: Date.now(), ended: null as number | null };
+  spawned.push(entry);
+  void exited.then(() => (entry.ended = Date.now()));
+  return running;
 }
 
 /** The message of the line a failed boot ends with: a fatal JSON line's `msg` (off a terminal), else the output itself. */

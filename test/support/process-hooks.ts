@@ -1,0 +1,18 @@
+import { afterAll, beforeEach } from 'vitest';
+
+import { killLeftoverProcesses, outputsSince } from './processes';
+
+// A failed test shows what the api, worker and CLI processes it overlapped last said: when a run in CI fails
+// once, their logs are the only account of why.
+beforeEach(({ onTestFailed }) => {
+  const began = Date.now();
+  onTestFailed(() => {
+    for (const output of outputsSince(began)) {
+      console.error(output);
+    }
+  });
+});
+
+// After each test file's own afterAll hooks: whatever api, worker or CLI process is still running was
+// lost by its test (a boot that outlasted the hook timeout, a test that failed before its cleanup).
+afterAll(() => killLeftoverProcesses());
