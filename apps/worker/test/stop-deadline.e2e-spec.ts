@@ -102,7 +102,8 @@ describe('a worker told to stop while its database is briefly away', () => {
     const api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
     const { worker, proxy, proxyPort } = await startProxiedWorker(databaseUrl, {
       DEMO_COMPONENTS: 'true',
-      WORKER_SHUTDOWN_TIMEOUT_SECONDS: '6',
+      // The database is back 3 s into the drain: 7 s left for its writes on a loaded machine.
+      WORKER_SHUTDOWN_TIMEOUT_SECONDS: '10',
       QUEUE_POLL_INTERVAL_MS: '300',
     });
     try {
