@@ -75,7 +75,16 @@ export function spawnProcess(command: string, args: string[], env: Record<string
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // Its last lines can still be in the pipes when it exits: wait for them to close, unless a grandchild holds them open.
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      const timer = setTimeout(() => resolve(code), 2_000);
+      child.once('close', () => {
+        clearTimeout(timer);
+        resolve(code);
+      });
+    }),
+  );
   const running: RunningProcess = {
     child,
     output: () => output,

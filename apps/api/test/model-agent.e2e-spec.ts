@@ -208,7 +208,7 @@ describe('modelAgent against an OpenAI-compatible server on loopback', () => {
     // A run executed by the api fails in the api's log too, not only as its request's 200. The line comes
     // through the api's stdout, a pipe that may deliver it after the answer arrived.
     await expect.poll(() => api.output(), { timeout: 5_000 }).toContain(`"run_id":"${response.body.run_id}"`);
-    expect(api.output()).toMatch(/"msg":"run failed: agent keyless"/);
+    await expect.poll(() => api.output()).toMatch(/"msg":"run failed: agent keyless"/);
     // And it was said at boot, in both processes, before any run.
     for (const process of [api, worker]) {
       const warning = process

@@ -65,7 +65,8 @@ describe('runs whose api stopped mid-run', () => {
       error: expect.stringMatching(/^Lost: the api running it stopped/),
       completed_at: expect.any(Number),
     });
-    expect(worker.output()).toContain('run(s) failed as lost');
+    // Said once the update is written: the line may reach the test after the row does.
+    await expect.poll(() => worker.output()).toContain('run(s) failed as lost');
   });
 });
 

@@ -456,7 +456,7 @@ describe('schedule firing (real worker, real HTTP)', () => {
       await worker.stop();
       worker = await startWorker(workerEnv());
     }
-    expect(api.output()).toContain('schedule fire(s) came with a credential signed with another key');
+    await expect.poll(() => api.output()).toContain('schedule fire(s) came with a credential signed with another key');
   }, 60_000);
 
   it('fails a fire whose worker was lost (kill -9 mid-fire) once its heartbeat is stale, and never fires it again', async () => {
