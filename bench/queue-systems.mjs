@@ -201,7 +201,7 @@ const platformQueue = (name, prefetch) => ({
       store: new JobStore(pool, `bench:${process.pid}:${randomUUID().slice(0, 6)}`, 86400),
       handlers: new Map([[NOOP, { handle: async (job) => (onJob(job.payload), { outcome: 'completed' }) }]]),
       concurrency,
-      prefetch,
+      prefetch: { jobs: prefetch, horizonMs: defaults.WORKER_PREFETCH_HORIZON_MS },
       pollIntervalMs: 1000,
       lockGraceSeconds: 60,
       retentionSeconds: 0,
@@ -216,7 +216,8 @@ const platformQueue = (name, prefetch) => ({
 });
 
 const { Env } = require('../dist/libs/config/src/env.js');
-const defaultPrefetch = new Env().WORKER_PREFETCH;
+const defaults = new Env();
+const defaultPrefetch = defaults.WORKER_PREFETCH;
 
 // BENCH_QUEUE_PREFETCH=0,100,500 adds our queue at those prefetch sizes (a tuning run).
 const tuning = (process.env.BENCH_QUEUE_PREFETCH ?? '')

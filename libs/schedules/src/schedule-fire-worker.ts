@@ -45,7 +45,7 @@ export class ScheduleFireWorker extends QueueEngineHost<ClaimedFire> implements 
       store: (pool) => new ScheduleFireStore(pool, this.workerId),
       handlers: new Map([[SCHEDULE_FIRE_JOB_TYPE, this.firer]]),
       concurrency: this.env.SCHEDULE_CONCURRENCY,
-      prefetch: 0,
+      prefetch: null,
       // A fire's claim is a transaction of several statements (the overlap policy): refill a quarter at a time.
       claimAtLeast: Math.ceil(this.env.SCHEDULE_CONCURRENCY / 4),
       pollIntervalMs: this.env.SCHEDULE_TICK_INTERVAL_MS,

@@ -47,10 +47,10 @@ describe('QueueWorker handler contract', () => {
       store: new JobStore(pool, 'contract-test-worker', 3600),
       handlers: new Map([[JOB_TYPE, handler]]),
       pollIntervalMs: 100,
-      lockGraceSeconds: 30,
-      // A wide horizon: a worker holds ahead after quick jobs however long a loaded machine stalls one of them.
-      prefetchHorizonMs: 10_000,
-      ...sizes,
+      lockGraceSeconds: sizes.lockGraceSeconds ?? 30,
+      concurrency: sizes.concurrency,
+      // A wide horizon by default: a worker holds ahead after quick jobs however long a loaded machine stalls one of them.
+      prefetch: { jobs: sizes.prefetch, horizonMs: sizes.prefetchHorizonMs ?? 10_000 },
       retentionSeconds: 0,
       logger: pino({ level: 'silent' }),
       metrics: new QueueWorkerMetrics(new Registry()),

@@ -19,20 +19,21 @@ export interface QueueWorkerOptions<Work extends HeldWork = ClaimedJob> {
   handlers: ReadonlyMap<string, JobHandler<Work>>;
   concurrency: number;
   /**
-   * At most this many jobs claimed ahead of a free slot (like graphile-worker's local queue): fewer,
-   * larger claims. The worker holds only as many as it expects to start within prefetchHorizonMs
-   * at the pace its jobs have run, and hands back the surplus when they turn slower, so slow jobs are
-   * not held back from idle workers. Such a job stays
-   * `queued`, reserved for this worker, and spends no attempt until it starts; handed back at a
-   * graceful stop, and swept back to the queue untouched after a crash.
+   * Jobs claimed ahead of a free slot (like graphile-worker's local queue): fewer, larger claims; null
+   * (or 0 jobs) claims only for free slots. Such a job stays `queued`, reserved for this worker, and
+   * spends no attempt until it starts; handed back at a graceful stop, and swept back to the queue
+   * untouched after a crash.
    */
-  prefetch: number;
-  /**
-   * How far ahead a worker claims: the jobs it expects to start within this long (default 100 ms). Short
-   * enough that a reserved job never waits long while another worker idles; long enough to cover many
-   * claims' round trips.
-   */
-  prefetchHorizonMs?: number;
+  prefetch: {
+    /** At most this many held ahead. */
+    jobs: number;
+    /**
+     * How far ahead: only the jobs the slots are expected to start within this long, at the pace jobs
+     * have run here. Short enough that a reserved job never waits long while another worker idles (the
+     * surplus is handed back when jobs turn slower); long enough to cover many claims' round trips.
+     */
+    horizonMs: number;
+  } | null;
   /**
    * Without prefetch: while anything runs, claim only once this many slots are free (default 1), so
    * a store whose claim is a transaction of several statements makes fewer, larger ones.
@@ -120,9 +121,6 @@ class Execution<Work extends HeldWork> {
   }
 }
 
-/** See QueueWorkerOptions.prefetchHorizonMs. */
-const DEFAULT_PREFETCH_HORIZON_MS = 100;
-
 const RETENTION_INTERVAL_MS = 10 * 60_000;
 const LISTEN_BACKOFF_MAX_MS = 30_000;
 /** How often the store's bookkeeping runs (the queue folds its count deltas: at 10,000 jobs/s a second leaves a few thousand rows to sum). */
@@ -201,7 +199,7 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
     }
     this.loop = this.claimLoop();
     this.log.info(
-      { concurrency: this.options.concurrency, prefetch: this.options.prefetch, job_types: [...this.options.handlers.keys()] },
+      { concurrency: this.options.concurrency, prefetch: this.options.prefetch?.jobs ?? 0, job_types: [...this.options.handlers.keys()] },
       'queue worker started',
     );
   }
@@ -268,11 +266,11 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
 
   /** The jobs to hold ahead: as many as the slots start within the prefetch horizon at the pace seen so far. */
   private prefetchNow(): number {
-    if (this.options.prefetch === 0 || this.meanJobMs === null) {
+    const { prefetch } = this.options;
+    if (!prefetch || prefetch.jobs === 0 || this.meanJobMs === null) {
       return 0;
     }
-    const horizonMs = this.options.prefetchHorizonMs ?? DEFAULT_PREFETCH_HORIZON_MS;
-    return Math.min(this.options.prefetch, Math.floor((this.options.concurrency * horizonMs) / Math.max(this.paceMs(), 0.001)));
+    return Math.min(prefetch.jobs, Math.floor((this.options.concurrency * prefetch.horizonMs) / Math.max(this.paceMs(), 0.001)));
   }
 
   /**
