@@ -37,22 +37,29 @@ export async function startDatabase() {
 /**
  * CPU of a PostgreSQL server: its postmaster's, that of every process it forked that still runs (backends, workers),
  * and that of those that ended (the kernel adds an ended child's to its parent's once reaped), so that it never drops.
+ * A child reaped between reading the postmaster and reading its children would be missed (or, the other way round,
+ * counted twice): the reading is taken again until the postmaster's count of ended children held still across it.
  */
 function serverCpuMillis(postmaster) {
-  let total = cpuMillis(postmaster, { endedChildren: true });
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) {
-      continue;
-    }
-    try {
-      if (Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ')[1]) === postmaster) {
-        total += cpuMillis(Number(entry));
+  for (;;) {
+    const reaped = endedChildrenMillis(postmaster);
+    let total = cpuMillis(postmaster, { endedChildren: true });
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) {
+        continue;
       }
-    } catch {
-      // gone meanwhile
+      try {
+        if (Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ')[1]) === postmaster) {
+          total += cpuMillis(Number(entry));
+        }
+      } catch {
+        // gone meanwhile: reaped, so the check below takes the reading again
+      }
+    }
+    if (endedChildrenMillis(postmaster) === reaped) {
+      return total;
     }
   }
-  return total;
 }
 
 /** Starts a built app and waits for its health route: the api's /health, or the worker's /readyz on WORKER_HEALTH_PORT. */
@@ -94,15 +101,24 @@ export function median(values) {
   return sorted[Math.floor(sorted.length / 2)];
 }
 
+/** The fields of /proc/<pid>/stat after the command's name: utime and stime are at 11 and 12, cutime and cstime at 13 and 14. */
+const statFields = (pid) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ').map(Number);
+
+/** Clock ticks to milliseconds: USER_HZ is 100 on Linux. */
+const ticksToMillis = (ticks) => (ticks * 1000) / 100;
+
 /** CPU time (user + system, in milliseconds) a child process has used so far, from /proc. */
 export function cpuMillis(pid, { endedChildren = false } = {}) {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  let ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
-  if (endedChildren) {
-    ticks += Number(fields[13]) + Number(fields[14]); // cutime, cstime: children waited for
-  }
-  return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
+  const fields = statFields(pid);
+  return ticksToMillis(fields[11] + fields[12]) + (endedChildren ? endedChildrenMillisOf(fields) : 0);
 }
+
+/** CPU time of a process's children that ended and were waited for (cutime + cstime). */
+function endedChildrenMillis(pid) {
+  return endedChildrenMillisOf(statFields(pid));
+}
+
+const endedChildrenMillisOf = (fields) => ticksToMillis(fields[13] + fields[14]);
 
 /**
  * One autocannon round against a server started by startApp (or with its `child`): requests/s and the
