@@ -38,10 +38,11 @@ export async function startDatabase() {
  * CPU of a PostgreSQL server: its postmaster's, that of every process it forked that still runs (backends, workers),
  * and that of those that ended (the kernel adds an ended child's to its parent's once reaped), so that it never drops.
  * A child reaped between reading the postmaster and reading its children would be missed (or, the other way round,
- * counted twice): the reading is taken again until the postmaster's count of ended children held still across it.
+ * counted twice): the reading is taken again (a few times at most) until the postmaster's count of ended children
+ * held still across it.
  */
 function serverCpuMillis(postmaster) {
-  for (;;) {
+  for (let attempt = 1; ; attempt += 1) {
     const reaped = endedChildrenMillis(postmaster);
     let total = cpuMillis(postmaster, { endedChildren: true });
     for (const entry of readdirSync('/proc')) {
@@ -53,10 +54,10 @@ function serverCpuMillis(postmaster) {
           total += cpuMillis(Number(entry));
         }
       } catch {
-        // gone meanwhile: reaped, so the check below takes the reading again
+        // Gone meanwhile: if it was one of the server's, the check below sees it reaped.
       }
     }
-    if (endedChildrenMillis(postmaster) === reaped) {
+    if (endedChildrenMillis(postmaster) === reaped || attempt === 5) {
       return total;
     }
   }

@@ -33,13 +33,12 @@ export function outputsSince(since: number, lines = 40): string[] {
   return spawned
     .filter(({ ended }) => ended === null || ended >= since)
     .map(({ name, process, began }) => {
-      const tail = process
-        .output()
-        .trimEnd()
-        .split('\n')
-        .slice(-lines)
-        .map((line) => line.slice(0, 1_000));
-      return `── ${name} (pid ${process.child.pid}, started ${new Date(began).toISOString()}), last ${tail.length} lines:\n${tail.join('\n')}`;
+      const output = process.output().trimEnd();
+      const tail = output === '' ? [] : output.split('\n').slice(-lines);
+      const heading = `── ${name} (pid ${process.child.pid ?? 'none: it did not start'}, spawned ${new Date(began).toISOString()})`;
+      return tail.length === 0
+        ? `${heading}: printed nothing`
+        : `${heading}, last ${tail.length} lines:\n${tail.map((line) => line.slice(0, 1_000)).join('\n')}`;
     });
 }
 
@@ -76,15 +75,17 @@ export function spawnProcess(command: string, args: string[], env: Record<string
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   // Its last lines can still be in the pipes when it exits: wait for them to close, unless a grandchild holds them open.
-  const exited = new Promise<number | null>((resolve) =>
+  const exited = new Promise<number | null>((resolve) => {
     child.once('exit', (code) => {
       const timer = setTimeout(() => resolve(code), 2_000);
       child.once('close', () => {
         clearTimeout(timer);
         resolve(code);
       });
-    }),
-  );
+    });
+    // A command that could not start emits no 'exit'.
+    child.once('error', () => child.pid === undefined && resolve(null));
+  });
   const running: RunningProcess = {
     child,
     output: () => output,

@@ -258,7 +258,7 @@ describe('worker', () => {
       // Instead of a fixed wait: the second worker claims and finishes a new job, so it has been claiming since the sweep.
       const probe = await post('echo-agent', 'probe');
       await expect.poll(async () => (await job(probe)).status).toBe('completed');
-      expect(second.output()).toMatch(new RegExp(`"job_id":"${probe}","job_type":"run","attempt"`));
+      await expect.poll(() => second.output()).toMatch(new RegExp(`"job_id":"${probe}","job_type":"run","attempt"`));
       expect(await job(id)).toMatchObject({ status: 'failed', attempt: 1 });
       expect(second.output()).not.toMatch(new RegExp(`"job_id":"${id}","job_type":"run","attempt"`));
       expect((await requeue(id, '?force=true')).status).toBe(200);

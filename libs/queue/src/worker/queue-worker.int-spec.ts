@@ -32,7 +32,7 @@ describe('QueueWorker handler contract', () => {
 
   function startWorker(
     handler: JobHandler,
-    sizes: { concurrency: number; prefetch: number; lockGraceSeconds?: number; prefetchHorizonMs?: number } = {
+    sizes: { concurrency: number; prefetch: number; lockGraceSeconds?: number; horizonMs?: number } = {
       concurrency: 2,
       prefetch: 0,
     },
@@ -50,7 +50,7 @@ describe('QueueWorker handler contract', () => {
       lockGraceSeconds: sizes.lockGraceSeconds ?? 30,
       concurrency: sizes.concurrency,
       // A wide horizon by default: a worker holds ahead after quick jobs however long a loaded machine stalls one of them.
-      prefetch: { jobs: sizes.prefetch, horizonMs: sizes.prefetchHorizonMs ?? 10_000 },
+      prefetch: { jobs: sizes.prefetch, horizonMs: sizes.horizonMs ?? 10_000 },
       retentionSeconds: 0,
       logger: pino({ level: 'silent' }),
       metrics: new QueueWorkerMetrics(new Registry()),
@@ -274,7 +274,7 @@ describe('QueueWorker handler contract', () => {
   });
 
   it('holds no job ahead while its jobs are slow: queued work stays free for other workers', async () => {
-    const worker = startWorker(takingMs(300), { concurrency: 1, prefetch: 100, prefetchHorizonMs: 100 });
+    const worker = startWorker(takingMs(300), { concurrency: 1, prefetch: 100, horizonMs: 100 });
     await worker.start();
     // Two 300 ms jobs set the pace: a slot starts fewer than one job per prefetch horizon (100 ms).
     await enqueueJobs(pool, [job('e4f0d2b3-0000-4000-8000-000000000001'), job('e4f0d2b3-0000-4000-8000-000000000002')]);
@@ -337,7 +337,7 @@ describe('QueueWorker handler contract', () => {
     const worker = startWorker(
       takingMs(2500),
       // A grace of 1 s: a heartbeat, and with it the trim, every 333 ms. A 1 s horizon.
-      { concurrency: 1, prefetch: 10, lockGraceSeconds: 1, prefetchHorizonMs: 1000 },
+      { concurrency: 1, prefetch: 10, lockGraceSeconds: 1, horizonMs: 1000 },
     );
     await enqueuePaced(worker, 'a6b2f4d5-0000-4000-8000-00000000000', 8);
     // Claimed while its jobs looked quick: all eight, one running and seven ahead.
