@@ -119,8 +119,45 @@ describe('a worker told to stop while its database is briefly away', () => {
 
       expect(await worker.exited).toBe(0);
       expect((await read()).body).toMatchObject({ status: 'completed', content: 'Slept 2 s' });
-      expect(worker.output()).not.toContain('recording outcomes failed');
+      expect(worker.output()).not.toMatch(/recording outcomes failed|job outcome\(s\) given up/);
     } finally {
+      await worker.stop('SIGKILL');
+      await proxy.cut();
+      await api.stop();
+    }
+  }, 90_000);
+});
+
+describe('a worker told to stop while its database stays away past the drain', () => {
+  it('gives the outcome up at its deadline, says so, and the run is failed as lost by another worker, not left running', async () => {
+    const databaseUrl = await createTestDatabase();
+    const api = await startApi({ DATABASE_URL: databaseUrl, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' });
+    const grace = { QUEUE_LOCK_GRACE_SECONDS: '2' };
+    const { worker, proxy } = await startProxiedWorker(databaseUrl, {
+      DEMO_COMPONENTS: 'true',
+      WORKER_SHUTDOWN_TIMEOUT_SECONDS: '5',
+      QUEUE_POLL_INTERVAL_MS: '300',
+      ...grace,
+    });
+    let other: RunningProcess | undefined;
+    try {
+      const run = await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: ROOT_KEY, json: { message: '1', background: true } });
+      const read = () => call(api.url, 'GET', `/agents/sleep-agent/runs/${run.body.run_id}`, { token: ROOT_KEY });
+      await expect.poll(async () => (await read()).body.status, { timeout: 15_000 }).toBe('running');
+
+      // The run finishes its 1 s inside the 5 s drain, but its outcome can never be written.
+      await proxy.cut();
+      worker.child.kill('SIGTERM');
+      // The stop itself went as designed (exit 0); the outcome's loss is the error line's to tell.
+      expect(await worker.exited).toBe(0);
+      expect(worker.output()).toContain("database still unreachable at the drain's deadline: 1 job outcome(s) given up");
+
+      // Another worker's sweep settles it once the lock's grace has passed: failed as lost, not left running.
+      other = await startWorker({ DATABASE_URL: databaseUrl, DEMO_COMPONENTS: 'true', DB_MIGRATE: 'false', ...grace });
+      await expect.poll(async () => (await read()).body.status, { timeout: 20_000 }).toBe('failed');
+      expect((await read()).body.error).toMatch(/lost the job: no heartbeat/);
+    } finally {
+      await other?.stop('SIGKILL');
       await worker.stop('SIGKILL');
       await proxy.cut();
       await api.stop();

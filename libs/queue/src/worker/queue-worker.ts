@@ -515,11 +515,18 @@ export class QueueWorker<Work extends HeldWork = ClaimedJob> {
         } catch (error) {
           if (await this.waitForDatabase(error, batch.length, 'job outcomes')) {
             this.outcomes.unshift(...batch);
-          } else {
+            continue;
+          }
+          const failure = { err: error, jobs: batch.length, job_ids: batch.slice(0, 100).map((attempt) => attempt.id) };
+          if (isDatabaseUnavailable(error)) {
+            // Only a stopping worker stops waiting for the database: its drain's deadline has passed.
             this.log.error(
-              { err: error, jobs: batch.length, job_ids: batch.slice(0, 100).map((attempt) => attempt.id) },
-              'recording outcomes failed; the sweeper will settle these jobs',
+              failure,
+              `database still unreachable at the drain's deadline: ${batch.length} job outcome(s) given up. Their locks lapse ` +
+                `after QUEUE_LOCK_GRACE_SECONDS, then another worker's sweep retries or fails those jobs`,
             );
+          } else {
+            this.log.error(failure, 'recording outcomes failed; the sweeper will settle these jobs');
           }
         }
       }
