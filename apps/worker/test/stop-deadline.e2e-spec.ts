@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { createTestDatabase, query } from '../../../test/support/database';
-import { call } from '../../../test/support/http';
+import { ApiResponse, call } from '../../../test/support/http';
 import { testPort } from '../../../test/support/ports';
 import { ROOT_KEY } from '../../../test/support/principals';
 import { RunningApi, RunningProcess, startApi, startProxiedWorker, startWorker, waitFor } from '../../../test/support/processes';
@@ -96,6 +96,17 @@ describe('a worker whose output nobody reads', () => {
   }, 150_000);
 });
 
+/** Posts a background sleep-agent run of `seconds`, waits until a worker runs it, and returns how to read it. */
+async function sleepRunning(api: RunningApi, seconds: number): Promise<() => Promise<ApiResponse>> {
+  const run = await call(api.url, 'POST', '/agents/sleep-agent/runs', {
+    token: ROOT_KEY,
+    json: { message: String(seconds), background: true },
+  });
+  const read = () => call(api.url, 'GET', `/agents/sleep-agent/runs/${run.body.run_id}`, { token: ROOT_KEY });
+  await expect.poll(async () => (await read()).body.status, { timeout: 15_000 }).toBe('running');
+  return read;
+}
+
 describe('a worker told to stop while its database is briefly away', () => {
   it('keeps the outcome of a run that finished meanwhile, and writes it once the database is back, within its drain', async () => {
     const databaseUrl = await createTestDatabase();
@@ -107,9 +118,7 @@ describe('a worker told to stop while its database is briefly away', () => {
       QUEUE_POLL_INTERVAL_MS: '300',
     });
     try {
-      const run = await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: ROOT_KEY, json: { message: '2', background: true } });
-      const read = () => call(api.url, 'GET', `/agents/sleep-agent/runs/${run.body.run_id}`, { token: ROOT_KEY });
-      await expect.poll(async () => (await read()).body.status, { timeout: 15_000 }).toBe('running');
+      const read = await sleepRunning(api, 2);
 
       // The database goes away, the worker is told to stop, the run finishes its 2 s, and the database comes back.
       await proxy.cut();
@@ -141,9 +150,7 @@ describe('a worker told to stop while its database stays away past the drain', (
     });
     let other: RunningProcess | undefined;
     try {
-      const run = await call(api.url, 'POST', '/agents/sleep-agent/runs', { token: ROOT_KEY, json: { message: '1', background: true } });
-      const read = () => call(api.url, 'GET', `/agents/sleep-agent/runs/${run.body.run_id}`, { token: ROOT_KEY });
-      await expect.poll(async () => (await read()).body.status, { timeout: 15_000 }).toBe('running');
+      const read = await sleepRunning(api, 1);
 
       // The run finishes its 1 s inside the 5 s drain, but its outcome can never be written.
       await proxy.cut();
