@@ -43,21 +43,23 @@ export async function startDatabase() {
  */
 function serverCpuMillis(postmaster) {
   for (let attempt = 1; ; attempt += 1) {
-    const reaped = endedChildrenMillis(postmaster);
-    let total = cpuMillis(postmaster, { endedChildren: true });
+    const own = statFields(postmaster);
+    let total = ticksToMillis(own[11] + own[12] + own[13] + own[14]);
     for (const entry of readdirSync('/proc')) {
       if (!/^\d+$/.test(entry)) {
         continue;
       }
       try {
-        if (Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ')[1]) === postmaster) {
-          total += cpuMillis(Number(entry));
+        const fields = statFields(entry);
+        if (fields[1] === postmaster) {
+          total += ticksToMillis(fields[11] + fields[12]);
         }
       } catch {
         // Gone meanwhile: if it was one of the server's, the check below sees it reaped.
       }
     }
-    if (endedChildrenMillis(postmaster) === reaped || attempt === 5) {
+    const after = statFields(postmaster);
+    if ((after[13] === own[13] && after[14] === own[14]) || attempt === 5) {
       return total;
     }
   }
@@ -102,24 +104,17 @@ export function median(values) {
   return sorted[Math.floor(sorted.length / 2)];
 }
 
-/** The fields of /proc/<pid>/stat after the command's name: utime and stime are at 11 and 12, cutime and cstime at 13 and 14. */
+/** The fields of /proc/<pid>/stat after the command's name: ppid at 1, utime and stime at 11 and 12, cutime and cstime (children waited for) at 13 and 14. */
 const statFields = (pid) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ').map(Number);
 
 /** Clock ticks to milliseconds: USER_HZ is 100 on Linux. */
 const ticksToMillis = (ticks) => (ticks * 1000) / 100;
 
 /** CPU time (user + system, in milliseconds) a child process has used so far, from /proc. */
-export function cpuMillis(pid, { endedChildren = false } = {}) {
+export function cpuMillis(pid) {
   const fields = statFields(pid);
-  return ticksToMillis(fields[11] + fields[12]) + (endedChildren ? endedChildrenMillisOf(fields) : 0);
+  return ticksToMillis(fields[11] + fields[12]);
 }
-
-/** CPU time of a process's children that ended and were waited for (cutime + cstime). */
-function endedChildrenMillis(pid) {
-  return endedChildrenMillisOf(statFields(pid));
-}
-
-const endedChildrenMillisOf = (fields) => ticksToMillis(fields[13] + fields[14]);
 
 /**
  * One autocannon round against a server started by startApp (or with its `child`): requests/s and the
