@@ -20,13 +20,11 @@ export interface SpawnOptions {
 }
 
 /**
- * Every child a test spawned that has not exited yet. A boot can outlast its hook's timeout, and then
- * nothing holds the child to stop it: test/support/process-hooks.ts kills these after each file.
+ * Every child this test file spawned, with when it lived. A failed test prints what those it overlapped said;
+ * and a boot can outlast its hook's timeout, leaving nothing to stop its child: test/support/process-hooks.ts
+ * kills those still running after each file.
  */
-const live = new Map<ChildProcess, { detached: boolean }>();
-
-/** Every child this test file spawned, with when it lived: a failed test prints what those it overlapped said. */
-const spawned: { name: string; process: RunningProcess; began: number; ended: number | null }[] = [];
+const spawned: { name: string; process: RunningProcess; detached: boolean; began: number; ended: number | null }[] = [];
 
 /** The last lines of every process alive at some point since `since` (epoch ms), for a failed test's report. */
 export function outputsSince(since: number, lines = 40): string[] {
@@ -43,15 +41,18 @@ export function outputsSince(since: number, lines = 40): string[] {
 }
 
 export function killLeftoverProcesses(): void {
-  for (const [child, { detached }] of live) {
+  for (const { process: running, detached } of spawned) {
+    const { child } = running;
+    if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) {
+      continue;
+    }
     try {
       // A detached child leads its own process group: the group goes with it.
-      process.kill(detached ? -child.pid! : child.pid!, 'SIGKILL');
+      process.kill(detached ? -child.pid : child.pid, 'SIGKILL');
     } catch {
       // Gone meanwhile.
     }
   }
-  live.clear();
 }
 
 /** Spawns a built entry point (`dist/...`) with a clean, explicit environment. */
@@ -67,10 +68,6 @@ export function spawnProcess(command: string, args: string[], env: Record<string
     cwd: options.cwd,
     detached: options.detached,
   });
-  if (child.pid !== undefined) {
-    live.set(child, { detached: options.detached === true });
-    child.once('exit', () => live.delete(child));
-  }
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -97,7 +94,13 @@ export function spawnProcess(command: string, args: string[], env: Record<string
       return exited;
     },
   };
-  const entry = { name: [command, ...args].join(' '), process: running, began: Date.now(), ended: null as number | null };
+  const entry = {
+    name: [command, ...args].join(' '),
+    process: running,
+    detached: options.detached === true,
+    began: Date.now(),
+    ended: null as number | null,
+  };
   spawned.push(entry);
   void exited.then(() => (entry.ended = Date.now()));
   return running;
