@@ -1,8 +1,8 @@
 /** Option parsers shared by the commands (commander hands each value to its @Option method). */
 
-import { SERVICE_ACCOUNT_NAME } from '@app/access';
 import { CliError } from '@app/cli-terminal';
 import { parseClientList } from '@app/client-adapters';
+import { SERVICE_ACCOUNT_NAME } from '@app/principal';
 
 /** A repeatable option: every occurrence is kept, in order. */
 export function collect<T extends string>(value: T, previous: T[] | undefined): T[] {

@@ -1,5 +1,5 @@
-import { isPrivilegedScope } from '@app/access';
 import { CliError } from '@app/cli-terminal';
+import { isPrivilegedScope } from '@app/scopes';
 
 import { DURATION_UNITS, parseDuration } from './durations';
 import { InvalidOptionValue } from './options';

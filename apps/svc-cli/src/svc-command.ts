@@ -1,8 +1,8 @@
 import { Inject } from '@nestjs/common';
 import { CommandRunner, Option } from 'nest-commander';
 
-import { DEFAULT_SCOPES } from '@app/access';
 import { CliError, Output, Terminal } from '@app/cli-terminal';
+import { DEFAULT_SCOPES } from '@app/scopes';
 import { normalizeBaseUrl } from '@app/svc-client';
 
 import { collectScopes, InvalidOptionValue, JsonOptions, MintOptions, ServiceOptions } from './options';

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 import { describe, expect, it } from 'vitest';
@@ -56,6 +57,24 @@ describe('svc entry points', () => {
   it('--version prints the package version', async () => {
     const run = await runCli(['--version'], sandbox);
     expect(run).toMatchObject({ code: 0, stdout: `${pkg.version}\n`, stderr: '' });
+  });
+
+  it("the command tree loads only the client side of the shared libraries, not the api's OpenAPI layer or configuration", () => {
+    // @app/errors' DTOs load @nestjs/swagger, and @app/config's index the service's env validation: a quarter of
+    // every command's start-up, for nothing the CLI uses.
+    const listLoaded = `require('reflect-metadata');
+      require('./dist/apps/svc-cli/src/cli.module.js');
+      console.log(Object.keys(require.cache).filter((f) => f.includes('/dist/libs/')).map((f) => f.split('/dist/libs/')[1]).join('\\n'));`;
+    const loaded = execFileSync(process.execPath, ['-e', listLoaded], { encoding: 'utf8' }).trim().split('\n');
+    expect(new Set(loaded.map((file) => file.split('/')[0]))).toEqual(
+      new Set(['access', 'cli-project', 'cli-terminal', 'client-adapters', 'config', 'svc-client']),
+    );
+    expect(loaded.filter((file) => /^(access|config)\//.test(file)).sort()).toEqual([
+      'access/src/principal.js',
+      'access/src/scope.js',
+      'config/src/loopback.js',
+      'config/src/version.js',
+    ]);
   });
 
   it('svc and svcctl are the same app', () => {

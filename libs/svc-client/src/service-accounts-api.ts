@@ -1,5 +1,5 @@
-import { SCOPE_SYNTAX } from '@app/access';
 import { CliError } from '@app/cli-terminal';
+import { SCOPE_SYNTAX } from '@app/scopes';
 
 import { AdminApi } from './admin-api';
 import { AdminCredential } from './cli-env';
