@@ -27,6 +27,12 @@ import { mountDocs } from './openapi';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 const BODY_LIMIT_BYTES = 1024 * 1024;
+/**
+ * Fastify's default (100 characters) is shorter than the ids the api hands out and accepts (session and
+ * component ids go to 128), and a longer id can name nothing, which its route answers with 404. Only a
+ * parameter longer than this is refused before routing (414).
+ */
+const MAX_PATH_PARAM_LENGTH = 1024;
 
 /** The routes that start runs: the only ones that take form fields as multipart too. */
 const RUN_ROUTE = /^\/(agents|teams|workflows)\/:[a-z_]+\/runs$/;
@@ -173,7 +179,7 @@ export async function createApiApp(env: Env, components: Component[] = []): Prom
     // No Nest middleware, so no middie layer on every request: requests are logged by Fastify hooks
     // (logRequests). A Nest middleware added later needs @fastify/middie registered first.
     skipMiddie: true,
-    routerOptions: { querystringParser: queryWithListBrackets },
+    routerOptions: { querystringParser: queryWithListBrackets, maxParamLength: MAX_PATH_PARAM_LENGTH },
     // Keep a caller's request id when it is sane, so logs can be joined across services.
     genReqId: (request: IncomingMessage) => {
       const given = request.headers['x-request-id'];

@@ -477,6 +477,21 @@ describe('runs and sessions (security_key mode, demo components)', () => {
       });
     });
 
+    it('serves a session whose id has the longest length a run accepts (128) on every session route', async () => {
+      const sessionId = `long-${'s'.repeat(123)}`;
+      const run = await call(api.url, 'POST', '/agents/echo-agent/runs', {
+        token: alice.token,
+        ...form({ message: 'hi', session_id: sessionId }),
+      });
+      expect(run.status).toBe(200);
+      expect((await call(api.url, 'GET', `/sessions/${sessionId}`, { token: alice.token })).body).toMatchObject({ session_id: sessionId });
+      expect((await call(api.url, 'GET', `/sessions/${sessionId}/runs`, { token: alice.token })).body.meta).toMatchObject({
+        total_count: 1,
+      });
+      expect((await call(api.url, 'DELETE', `/sessions/${sessionId}`, { token: ROOT_KEY })).status).toBe(204);
+      expectErrorBody(await call(api.url, 'GET', `/sessions/${sessionId}x`, { token: alice.token }), 404);
+    });
+
     it('deletes a session with its runs and jobs under sessions:delete, only its owner’s, and never with a run going', async () => {
       const scopes = ['agents:run', 'sessions:read', 'sessions:delete'];
       const mint = () => mintAccount(api.url, ROOT_KEY, { scopes, privileged: true });

@@ -61,6 +61,12 @@ describe('malformed input on every service-account route', () => {
       const number = await postJson({ name: uniqueName(), scopes: [42] });
       expect(expectValidationBody(number)).toEqual([['body', 'scopes', 0]]);
       expect(number.body.detail[0].msg).toBe('each scope must be a scope string or a {scope, effect} object');
+      // An array is an object to `typeof`, not a grant: nested lists are refused, never read as grants.
+      for (const scopes of [[[]], [['agents:run']], ['agents:run', []]]) {
+        const nested = await postJson({ name: uniqueName(), scopes });
+        expect(expectValidationBody(nested), JSON.stringify(scopes)).toEqual([['body', 'scopes', scopes.length - 1]]);
+        expect(nested.body.detail[0].msg).toBe('each scope must be a scope string or a {scope, effect} object');
+      }
       expect(expectValidationBody(await postJson({ name: uniqueName(), scopes: [{ scope: 'agents:run', effect: 'deny' }] }))).toEqual([
         ['body', 'scopes', 0, 'effect'],
       ]);
@@ -126,12 +132,12 @@ describe('malformed input on every service-account route', () => {
   });
 
   describe('DELETE /service-accounts/{id}', () => {
-    it('answers 414 with the standard body to an over-long path id', async () => {
-      expectErrorBody(await call(api.url, 'DELETE', `/service-accounts/${'x'.repeat(500)}`, { token: ROOT_KEY }), 414);
+    it('answers 414 with the standard body to a path id past any sane length', async () => {
+      expectErrorBody(await call(api.url, 'DELETE', `/service-accounts/${'x'.repeat(1025)}`, { token: ROOT_KEY }), 414);
     });
 
     // The spec: an id that does not exist is a 404, and an id that cannot name anything does not exist.
-    it.each(['not-a-uuid', '123', 'x'.repeat(90), '%00', "1'%20OR%20'1'='1", '00000000-0000-4000-8000-000000000000%00'])(
+    it.each(['not-a-uuid', '123', 'x'.repeat(90), 'x'.repeat(500), '%00', "1'%20OR%20'1'='1", '00000000-0000-4000-8000-000000000000%00'])(
       'answers 404 to the path id %s',
       async (id) => {
         expectErrorBody(await call(api.url, 'DELETE', `/service-accounts/${id}`, { token: ROOT_KEY }), 404);

@@ -33,9 +33,12 @@ function toScopeGrants({ value }: { value: unknown }): unknown {
   return value.map((grant: unknown) =>
     typeof grant === 'string'
       ? plainToInstance(ScopeGrantDto, { scope: grant })
-      : isObject(grant)
-        ? plainToInstance(ScopeGrantDto, grant)
-        : grant,
+      : Array.isArray(grant)
+        ? // ValidateNested would walk into a nested list and find nothing wrong with an empty one; null it refuses.
+          null
+        : isObject(grant)
+          ? plainToInstance(ScopeGrantDto, grant)
+          : grant,
   );
 }
 
