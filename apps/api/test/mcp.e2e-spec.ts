@@ -237,6 +237,16 @@ describe('MCP on, security-key mode', () => {
         error: { code: -32602, message: expect.stringContaining(`Invalid params: ${where}: `) },
       });
     }
+    // No body at all, with or without a content type, is answered at once: the SDK alone would wait for one.
+    for (const raw of [{ body: '', contentType: 'application/json' }, undefined]) {
+      const empty = await call(api.url, 'POST', '/mcp', { raw, token: ROOT_KEY, headers: MCP_HEADERS });
+      expect(empty.status, JSON.stringify(raw)).toBe(400);
+      expect(empty.body, JSON.stringify(raw)).toEqual({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32700, message: expect.stringMatching(/^Parse error: the request has no body/) },
+      });
+    }
     // A client that does not accept both answers hears that first (406), as the SDK orders its checks.
     const unacceptable = await call(api.url, 'POST', '/mcp', { json: { jsonrpc: '2.0', id: 5, method: 'tools/call' }, token: ROOT_KEY });
     expect(unacceptable.status).toBe(406);

@@ -29,13 +29,22 @@ function idOf(message: unknown): string | number | null {
  * Internal error whose message is the schema's whole issue list.
  */
 export function refusedMessage(body: unknown): McpRefusal | null {
+  // No body at all: handed on, the SDK would wait for a request stream the server has already read.
+  if (body === undefined) {
+    return refusal(400, null, ErrorCode.ParseError, 'Parse error: the request has no body; send one JSON-RPC 2.0 message as JSON');
+  }
   const messages = Array.isArray(body) ? body : [body];
   if (messages.length === 0) {
     return refusal(400, null, ErrorCode.InvalidRequest, 'Invalid Request: an empty batch');
   }
-  const invalid = messages.find((message) => !JSONRPCMessageSchema.safeParse(message).success);
-  if (invalid !== undefined) {
-    return refusal(400, idOf(invalid), ErrorCode.InvalidRequest, 'Invalid Request: not a JSON-RPC 2.0 request, notification or response');
+  const invalid = messages.findIndex((message) => !JSONRPCMessageSchema.safeParse(message).success);
+  if (invalid !== -1) {
+    return refusal(
+      400,
+      idOf(messages[invalid]),
+      ErrorCode.InvalidRequest,
+      'Invalid Request: not a JSON-RPC 2.0 request, notification or response',
+    );
   }
   const { id, method, params } = (Array.isArray(body) ? {} : body) as { id?: string | number; method?: string; params?: unknown };
   const schema = method !== undefined && ANSWERED.has(method) ? REQUEST_SCHEMAS.get(method) : undefined;
