@@ -414,6 +414,39 @@ describe('A2A: agents, teams and workflows over the official SDK client', () => 
       id: 1,
       error: { code: -32602, message: expect.stringContaining('surrogate') },
     });
+    // Text and message ids of another JSON type are refused, not run as "123" or "[object Object]" (both bindings).
+    for (const [parts, messageId, detail] of [
+      [[{ text: { a: 1 } }], 'm4', "A text part's text must be a string"],
+      [[{ text: 'ok' }, { text: 123 }], 'm5', "A text part's text must be a string"],
+      [[{ text: 'ok' }], 6, 'message.messageId must be a string'],
+    ] as const) {
+      const message = { messageId, role: 'ROLE_USER', parts };
+      const refusedRpc = await call(api.url, 'POST', '/a2a/agents/echo-agent', {
+        json: { ...rpc, params: { message } },
+        token: owner.token,
+        headers,
+      });
+      expect(refusedRpc.body, JSON.stringify(parts)).toMatchObject({ jsonrpc: '2.0', id: 1, error: { code: -32602, message: detail } });
+      const refusedRest = await call(api.url, 'POST', '/a2a/agents/echo-agent/message:send', {
+        json: { message },
+        token: owner.token,
+        headers,
+      });
+      expect(refusedRest.status, JSON.stringify(parts)).toBe(400);
+      expect(JSON.stringify(refusedRest.body), JSON.stringify(parts)).toContain(detail);
+    }
+    const v03Object = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'message/send',
+      params: { message: { kind: 'message', messageId: 'm7', role: 'user', parts: [{ kind: 'text', text: { a: 1 } }] } },
+    };
+    const refusedV03 = await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: v03Object, token: owner.token });
+    expect(refusedV03.body).toMatchObject({
+      jsonrpc: '2.0',
+      id: 1,
+      error: { code: -32602, message: "A text part's text must be a string" },
+    });
     // A method the scope map does not name needs agents:run.
     const unnamed = { ...rpc, method: 'NoSuchMethod' };
     expectErrorBody(await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: unnamed, token: readOnly.token, headers }), 403);

@@ -94,17 +94,29 @@ const METHODS = {
   ]),
 };
 
-/** The v1.0 methods that take a message. */
-const SEND_METHODS = new Set(['SendMessage', 'SendStreamingMessage']);
+/** The methods that take a message, v1.0's and v0.3's. */
+const SEND_METHODS = new Set(['SendMessage', 'SendStreamingMessage', 'message/send', 'message/stream']);
 
 /**
- * The v1.0 SDK reads each of a message's parts as an object and fails on a null one with a TypeError, which it
- * answers as an Internal error in the TypeError's words: refused here as the v0.3 layer refuses it.
+ * What the SDKs read of a message without checking its JSON types, checked here. The v1.0 SDK fails on a null
+ * part with a TypeError, which it answers as an Internal error in the TypeError's words (the v0.3 layer refuses
+ * it); and both turn a text or message id of another type into a string, so `{"text": {"a": 1}}` would run as
+ * "[object Object]".
  */
-function assertPartObjects(params: unknown): void {
-  const parts = (params as { message?: { parts?: unknown } } | undefined)?.message?.parts;
-  if (Array.isArray(parts) && parts.some((part) => typeof part !== 'object' || part === null || Array.isArray(part))) {
+function assertMessageTypes(params: unknown): void {
+  const message = (params as { message?: { parts?: unknown; messageId?: unknown } } | undefined)?.message;
+  if (message?.messageId !== undefined && typeof message.messageId !== 'string') {
+    throw new RequestMalformedError('message.messageId must be a string');
+  }
+  const parts = message?.parts;
+  if (!Array.isArray(parts)) {
+    return;
+  }
+  if (parts.some((part) => typeof part !== 'object' || part === null || Array.isArray(part))) {
     throw new RequestMalformedError('Each part must be an object');
+  }
+  if (parts.some((part: { text?: unknown }) => part.text !== undefined && typeof part.text !== 'string')) {
+    throw new RequestMalformedError("A text part's text must be a string");
   }
 }
 
@@ -262,8 +274,8 @@ export class A2AEndpoint {
         writeJson(response, 200, errorAnswer({ code: A2A_ERROR_CODE.METHOD_NOT_FOUND, message: `Method not found: ${method}` }));
         return;
       }
-      if (!v03 && SEND_METHODS.has(method)) {
-        assertPartObjects(body.params);
+      if (SEND_METHODS.has(method)) {
+        assertMessageTypes(body.params);
       }
       if (v03 && method.startsWith('tasks/pushNotificationConfig/')) {
         // Never supported; answered here, as the compatibility layer reads these params before checking them.
@@ -291,6 +303,7 @@ export class A2AEndpoint {
   /** HTTP+JSON `POST .../message:send` and `.../message:stream`. */
   async restSend(call: A2ACall, body: unknown, stream: boolean, response: ServerResponse): Promise<void> {
     await this.rest(call, response, async (handler, context) => {
+      assertMessageTypes(body);
       const params = SendMessageRequest.fromJSON(body ?? {});
       if (!stream) {
         return SendMessageResponse.toJSON({ payload: { $case: 'task', value: await handler.sendMessage(params, context) } });
