@@ -351,7 +351,7 @@ describe('svc create', () => {
   });
 
   it('requires a one-segment name of letters, digits, - and _ (a usage error: exit 2, stderr, no JSON)', async () => {
-    for (const name of ['../escape', 'a/b', 'dot.name', 'sp ace']) {
+    for (const name of ['../escape', 'a/b', 'dot.name', 'sp ace', 'a'.repeat(101)]) {
       const run = await runCli(['create', name, '--json'], sandbox);
       expect(run.code).toBe(2);
       expect(run.stdout).toBe('');
@@ -594,6 +594,14 @@ describe('svc up, down, restart', () => {
     });
     const named = await runCli(['down', '-f', 'nope.yml', '--json'], sandbox);
     expect(named.json().error).toBe(`Compose file not found: ${join(sandbox.cwd, 'nope.yml')}`);
+    for (const file of ['', '.', sandbox.home]) {
+      const directory = await runCli(['up', '-f', file, '--dry-run', '--json'], sandbox);
+      expect(directory.code, file).toBe(1);
+      expect(directory.json(), file).toEqual({
+        error: `Not a compose file: ${resolve(sandbox.cwd, file)} is a directory`,
+        hint: 'Pass --file <compose file>, e.g. --file compose.yaml.',
+      });
+    }
     writeFileSync(join(sandbox.cwd, 'compose.yaml'), '');
     const noDocker = await runCli(['up', '--json'], sandbox, { env: { PATH: join(sandbox.home, 'empty') } });
     expect(noDocker.code).toBe(1);

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
 import { CliError } from '@app/cli-terminal';
@@ -15,6 +15,10 @@ export function findComposeFile(cwd: string, explicit?: string): string {
     const path = resolve(cwd, explicit);
     if (!existsSync(path)) {
       throw new CliError(`Compose file not found: ${path}`);
+    }
+    // `-f ""` resolves to the working directory itself; compose would fail on any directory only after svc said ok.
+    if (!statSync(path).isFile()) {
+      throw new CliError(`Not a compose file: ${path} is a directory`, 'Pass --file <compose file>, e.g. --file compose.yaml.');
     }
     return path;
   }

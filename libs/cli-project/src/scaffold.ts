@@ -8,14 +8,15 @@ import { runProcess } from './run-process';
 import { BundledTemplate, bundledTemplateDirectory, copyTemplate } from './templates';
 
 export const CLONE_TIMEOUT_MS = 300_000;
-export const PROJECT_NAME = /^[A-Za-z0-9_-]+$/;
+/** At most 100 characters: a directory name, and the compose project's, far below a file system's limit. */
+export const PROJECT_NAME = /^[A-Za-z0-9_-]{1,100}$/;
 
 /** Where a new project comes from: a template bundled with svc (copied, offline), or a git repository (cloned). */
 export type ProjectSource = { template: BundledTemplate } | { repository: string };
 
 export function projectNameProblem(name: string, cwd: string): string | null {
   if (!PROJECT_NAME.test(name)) {
-    return `Invalid project name '${name}': use one path segment of letters, digits, '-' and '_'.`;
+    return `Invalid project name '${name}': use one path segment of at most 100 letters, digits, '-' and '_'.`;
   }
   if (existsSync(join(cwd, name))) {
     return `${join(cwd, name)} already exists.`;
