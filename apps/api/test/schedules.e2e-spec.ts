@@ -454,6 +454,9 @@ describe('schedules api (security_key mode)', () => {
 
     it('attributes a security-key schedule to the user_id it names', async () => {
       expect((await createOk({ user_id: 'alice' })).user_id).toBe('alice');
+      // An empty one names nobody: refused, not stored as an owner no caller can be.
+      const empty = await create({ name: 'x', cron_expr: '0 * * * *', endpoint: '/health', user_id: '' });
+      expect(expectValidationBody(empty)).toEqual([['body', 'user_id']]);
     });
 
     it('accepts a validly signed schedule credential for its own call, and never a forged or expired one, one for another call, or one for a disabled schedule', async () => {

@@ -67,6 +67,7 @@ export class CreateScheduleDto extends SchedulePolicyFields {
   @StringField({
     optional: true,
     nullable: true,
+    minLength: 1,
     maxLength: 255,
     description: 'Owner to attribute the schedule to; only for callers without an identity of their own (security key, open instance)',
   })
