@@ -150,6 +150,7 @@ describe('memories', () => {
   it('answers bad input with the 422 body', async () => {
     expect(expectValidationBody(await create(alice.token, { memory: '' }))).toContainEqual(['body', 'memory']);
     expect(expectValidationBody(await create(alice.token, { memory: 'x', topics: 'not-a-list' }))).toContainEqual(['body', 'topics']);
+    expect(expectValidationBody(await create(ROOT_KEY, { memory: 'x', user_id: '' }))).toEqual([['body', 'user_id']]);
     expect(expectValidationBody(await create(alice.token, { memory: 'x', component_type: 'robot' }))).toContainEqual([
       'body',
       'component_type',

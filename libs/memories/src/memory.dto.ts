@@ -41,6 +41,7 @@ export class CreateMemoryDto {
   @StringField({
     optional: true,
     nullable: true,
+    minLength: 1,
     maxLength: 255,
     description:
       'Whose memory: honoured only for the security key, anonymous callers on an open instance and a platform:admin JWT; a service account’s memories are its own (sa:<name>), whatever this says',
