@@ -594,11 +594,11 @@ describe('svc up, down, restart', () => {
     });
     const named = await runCli(['down', '-f', 'nope.yml', '--json'], sandbox);
     expect(named.json().error).toBe(`Compose file not found: ${join(sandbox.cwd, 'nope.yml')}`);
-    for (const file of ['', '.', sandbox.home]) {
+    for (const file of ['', '.', sandbox.home, '/dev/null']) {
       const directory = await runCli(['up', '-f', file, '--dry-run', '--json'], sandbox);
       expect(directory.code, file).toBe(1);
       expect(directory.json(), file).toEqual({
-        error: `Not a compose file: ${resolve(sandbox.cwd, file)} is a directory`,
+        error: `Not a compose file: ${resolve(sandbox.cwd, file)} is not a file`,
         hint: 'Pass --file <compose file>, e.g. --file compose.yaml.',
       });
     }

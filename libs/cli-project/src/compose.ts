@@ -16,9 +16,9 @@ export function findComposeFile(cwd: string, explicit?: string): string {
     if (!existsSync(path)) {
       throw new CliError(`Compose file not found: ${path}`);
     }
-    // `-f ""` resolves to the working directory itself; compose would fail on any directory only after svc said ok.
+    // `-f ""` resolves to the working directory itself; compose would fail on it only after svc said ok.
     if (!statSync(path).isFile()) {
-      throw new CliError(`Not a compose file: ${path} is a directory`, 'Pass --file <compose file>, e.g. --file compose.yaml.');
+      throw new CliError(`Not a compose file: ${path} is not a file`, 'Pass --file <compose file>, e.g. --file compose.yaml.');
     }
     return path;
   }
