@@ -4,7 +4,7 @@ import { ArrayMaxSize, IsArray, IsIn, IsString, IsUUID, MaxLength, MinLength } f
 
 import { COMPONENT_KINDS } from '@app/access';
 import { PageOf, PageQuery } from '@app/pagination';
-import { Optional, StringField, UnknownFieldsRejected } from '@app/validation';
+import { Optional, StringField, UnknownFieldsRejected, UserIdField } from '@app/validation';
 
 export const MEMORY_SORT_FIELDS = ['created_at', 'updated_at'] as const;
 export type MemorySortField = (typeof MEMORY_SORT_FIELDS)[number];
@@ -38,11 +38,8 @@ function Topics(): PropertyDecorator {
 export class CreateMemoryDto {
   @StringField({ minLength: 1, maxLength: MEMORY_MAX_LENGTH, description: 'The fact to keep' }) memory!: string;
   @Topics() topics?: string[];
-  @StringField({
-    optional: true,
+  @UserIdField({
     nullable: true,
-    minLength: 1,
-    maxLength: 255,
     description:
       'Whose memory: honoured only for the security key, anonymous callers on an open instance and a platform:admin JWT; a service account’s memories are its own (sa:<name>), whatever this says',
   })

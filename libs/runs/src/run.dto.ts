@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsUUID } from 'class-validator';
 
-import { BoolField, StringField } from '@app/validation';
+import { BoolField, StringField, UserIdField } from '@app/validation';
 
 import { COMPONENT_KINDS } from './component';
 import { RUN_STATUSES } from './run-status';
@@ -33,10 +33,7 @@ export class StartRunDto {
   })
   session_id?: string;
 
-  @StringField({
-    optional: true,
-    minLength: 1,
-    maxLength: 255,
+  @UserIdField({
     description: 'User the run is for; ignored for callers with an identity of their own (service accounts, isolated JWT users)',
     example: '',
   })

@@ -2,7 +2,7 @@ import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsString, IsUUID } from 'class-validator';
 
 import { PageOf, PageQuery } from '@app/pagination';
-import { BoolField, IntField, NoDefaults, Optional, StringField, UnknownFieldsRejected } from '@app/validation';
+import { BoolField, IntField, NoDefaults, Optional, StringField, UnknownFieldsRejected, UserIdField } from '@app/validation';
 
 import { CATCHUP_POLICIES, CatchupPolicy, JsonObject, OVERLAP_POLICIES, OverlapPolicy } from './schedule.entity';
 import {
@@ -64,11 +64,8 @@ export class CreateScheduleDto extends SchedulePolicyFields {
   @BoolField({ optional: true, default: true, description: 'false creates it paused' }) enabled?: boolean;
   @ManagedBy() managed_by?: string | null;
 
-  @StringField({
-    optional: true,
+  @UserIdField({
     nullable: true,
-    minLength: 1,
-    maxLength: 255,
     description: 'Owner to attribute the schedule to; only for callers without an identity of their own (security key, open instance)',
   })
   user_id?: string | null;

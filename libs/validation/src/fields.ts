@@ -93,6 +93,14 @@ export function StringField(options: StringFieldOptions = {}): PropertyDecorator
   );
 }
 
+/**
+ * Whom a created run, schedule or memory is for (`user_id`): 1-255 characters, as the user columns hold. Whether
+ * it is honoured is the attribution rule's to say (attributedUser), not the field's.
+ */
+export function UserIdField(options: Pick<FieldOptions, 'description' | 'nullable' | 'example'>): PropertyDecorator {
+  return StringField({ optional: true, minLength: 1, maxLength: 255, ...options });
+}
+
 export function BoolField(options: FieldOptions & { fromString?: boolean } = {}): PropertyDecorator {
   return applyDecorators(...optionality(options), ...(options.fromString ? [queryBoolean] : []), IsBoolean(), documented(Boolean, options));
 }
