@@ -13,11 +13,12 @@ export const RESTART_PAUSE_MS = 2_000;
 export function findComposeFile(cwd: string, explicit?: string): string {
   if (explicit !== undefined) {
     const path = resolve(cwd, explicit);
-    if (!existsSync(path)) {
+    const found = statSync(path, { throwIfNoEntry: false });
+    if (!found) {
       throw new CliError(`Compose file not found: ${path}`);
     }
     // `-f ""` resolves to the working directory itself; compose would fail on it only after svc said ok.
-    if (!statSync(path).isFile()) {
+    if (!found.isFile()) {
       throw new CliError(`Not a compose file: ${path} is not a file`, 'Pass --file <compose file>, e.g. --file compose.yaml.');
     }
     return path;
