@@ -1,7 +1,8 @@
 // Queue bench: our queue against graphile-worker and pg-boss on the same PostgreSQL, doing the same no-op work.
 // Throughput: JOBS jobs enqueued in bulk, then drained by one and by two worker processes (concurrency 10 each).
 // Latency: 200 single jobs 20 ms apart into an idle worker; enqueue-to-start p50/p95/p99.
-// Every system is measured in every round, in rotating order; the table reports medians of the rounds.
+// Every system is measured in every round, back to back case by case, in turning order; the table reports medians
+// of the rounds, and each ratio as the median of the rounds' own ratios.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
@@ -144,17 +145,22 @@ export async function benchQueue() {
       await system.install(database.url);
     }
     for (let round = 0; round < ROUNDS; round++) {
-      const order = entries.map((_, i) => entries[(i + round) % entries.length]);
-      for (const system of order) {
-        const result = results[system.key];
-        result.one.push(await throughput(system, database.url, db, 1));
-        result.two.push(await throughput(system, database.url, db, 2));
+      // Each case runs every system back to back, the order turning with the round and the case (ABBA), so
+      // that a ratio compares measurements seconds apart: this shared machine drifts more over a round.
+      const rotated = (shift) => entries.map((_, i) => entries[(i + shift) % entries.length]);
+      for (const [field, workerCount, shift] of [['one', 1, round], ['two', 2, round + 1]]) {
+        for (const system of rotated(shift)) {
+          results[system.key][field].push(await throughput(system, database.url, db, workerCount));
+        }
+      }
+      for (const system of rotated(round)) {
         const { p50, p95, p99 } = await latency(system, database.url);
+        const result = results[system.key];
         result.p50.push(p50);
         result.p95.push(p95);
         result.p99.push(p99);
-        console.error(`round ${round + 1}: ${system.name} done`);
       }
+      console.error(`round ${round + 1}: queues done`);
       if (E2E_RUNS > 0) {
         const { runs, accepts } = await endToEnd(database.url, db);
         e2e.runs.push(runs);
@@ -171,19 +177,25 @@ export async function benchQueue() {
 
 function report(entries, results, e2e, loadAtStart) {
   const baseline = results[entries.find((system) => system.name === 'graphile-worker').key];
+  // A round's ratio divides two measurements taken back to back; the median of the rounds' ratios, their range in brackets.
+  const ratio = (r, field) => {
+    if (r === baseline) {
+      return '1.00';
+    }
+    const ratios = r[field].map((rate, round) => rate / baseline[field][round]).sort((a, b) => a - b);
+    return ratios.length === 1 ? ratios[0].toFixed(2) : `${median(ratios).toFixed(2)} (${ratios[0].toFixed(2)}–${ratios.at(-1).toFixed(2)})`;
+  };
   const rows = entries.map((system) => {
     const r = results[system.key];
-    const one = median(r.one);
-    const two = median(r.two);
     const p50 = median(r.p50);
-    return `| ${system.name} | ${Math.round(one)} | ${Math.round(two)} | ${(one / median(baseline.one)).toFixed(2)} | ${(two / median(baseline.two)).toFixed(2)} | ${p50} | ${median(r.p95)} | ${median(r.p99)} | ${(p50 / median(baseline.p50)).toFixed(2)} |`;
+    return `| ${system.name} | ${Math.round(median(r.one))} | ${Math.round(median(r.two))} | ${ratio(r, 'one')} | ${ratio(r, 'two')} | ${p50} | ${median(r.p95)} | ${median(r.p99)} | ${(p50 / median(baseline.p50)).toFixed(2)} |`;
   });
   return [
     `## Queue (\`node bench/run.mjs queue\`)`,
     '',
     `Machine: ${machine()}; load average (1/5/15 min) ${loadAtStart} at the start, ${load()} at the end.`,
     '',
-    `${JOBS} no-op jobs enqueued in bulk, then drained by 1 and by 2 worker processes at concurrency ${CONCURRENCY}; latency: ${LATENCY_JOBS} single jobs ${LATENCY_GAP_MS} ms apart into an idle worker (enqueue to handler start). Medians of ${ROUNDS} rounds, systems alternating. Ratios are against graphile-worker in the same run.`,
+    `${JOBS} no-op jobs enqueued in bulk, then drained by 1 and by 2 worker processes at concurrency ${CONCURRENCY}; latency: ${LATENCY_JOBS} single jobs ${LATENCY_GAP_MS} ms apart into an idle worker (enqueue to handler start). Medians of ${ROUNDS} rounds. In each round every system drains the same jobs back to back, one case at a time, the order turning; a ratio (against graphile-worker) is the median of the rounds' ratios, their range in brackets.`,
     '',
     '| queue | 1 worker jobs/s | 2 workers jobs/s | 1 worker ratio | 2 workers ratio | p50 ms | p95 ms | p99 ms | p50 ratio |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
