@@ -18,6 +18,7 @@ import { build as buildCheckout, isStale } from './build.cjs';
 import { freePort, startEmbeddedPostgres } from './embedded-postgres.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const STOP_WHEN_ORPHANED = join(root, 'scripts/stop-when-orphaned.cjs');
 const dataDir = resolve(process.env.PLATFORM_DATA_DIR ?? join(root, '.data'));
 // .data/ is traversable (0711) so the unprivileged postgres user can reach its cluster;
 // the key file and the database password file are owner-only.
@@ -322,8 +323,13 @@ function errorIn(line, fromStderr) {
  */
 function runChild(name, script, env, { detached }) {
   // detached: a process group of its own, so a terminal's Ctrl-C reaches only the quickstart,
-  // which stops the children in order.
-  const child = spawn(process.execPath, [script], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached });
+  // which stops the children in order. The preload stops a child the quickstart could not (killed with -9).
+  const child = spawn(process.execPath, ['--require', STOP_WHEN_ORPHANED, script], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached,
+  });
   const running = { name, child, lastError: null };
   for (const [stream, target, fromStderr] of [
     [child.stdout, process.stdout, false],

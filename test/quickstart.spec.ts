@@ -284,6 +284,31 @@ describe('npm start (scripts/quickstart.mjs)', () => {
     await waitFor(async () => processes.every((pid) => !alive(pid)), 15_000, 'every child and PostgreSQL to exit');
   }, 150_000);
 
+  it('killed with -9, it leaves no api or worker behind: they stop by themselves, and the next start names the PostgreSQL left', async () => {
+    const dataDir = tempDir('quickstart-');
+    const port = await testPort();
+    const quickstart = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(port), PLATFORM_DATA_DIR: dataDir });
+    await untilReady(quickstart);
+    const apps = [childRunning(quickstart, 'api'), childRunning(quickstart, 'worker')];
+    const postmaster = Number(readFileSync(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    try {
+      // Only the quickstart: nothing of it runs to stop its children.
+      process.kill(quickstart.child.pid!, 'SIGKILL');
+      await quickstart.exited;
+      await waitFor(async () => apps.every((pid) => !alive(pid)), 20_000, 'the orphaned api and worker to stop');
+      expect(alive(postmaster)).toBe(true);
+
+      const again = startQuickstart(tempDir('quickstart-cwd-'), { PORT: String(port), PLATFORM_DATA_DIR: dataDir });
+      expect(await again.exited).not.toBe(0);
+      expect(again.output()).toContain(`is in use by PostgreSQL pid ${postmaster} (`);
+      expect(again.output()).toContain(`kill -INT ${postmaster}`);
+    } finally {
+      apps.filter(alive).forEach((pid) => process.kill(pid, 'SIGKILL'));
+      process.kill(postmaster, 'SIGINT');
+      await waitFor(async () => !alive(postmaster), 15_000, 'the PostgreSQL left behind to stop');
+    }
+  }, 150_000);
+
   it('when the worker dies mid-run, one line names it and how it ended, and everything stops', async () => {
     const cwd = tempDir('quickstart-cwd-');
     // A SERVICE_URL the user set is left alone, and the quickstart says so.
