@@ -256,13 +256,20 @@ describe('structured logs', () => {
   ])(
     'logs JSON with one access line per request and no Authorization value when %s; Nest’s start-up chatter only at debug',
     async (_, format) => {
-      const api = await startApi({ DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, LOG_LEVEL: 'info', ...format });
+      const env = { DATABASE_URL: await createTestDatabase(), OS_SECURITY_KEY: ROOT_KEY, LOG_LEVEL: 'info', MCP_ENABLED: 'true' };
+      const api = await startApi({ ...env, ...format });
       try {
         await call(api.url, 'GET', '/config', { token: ROOT_KEY, headers: { 'x-request-id': 'one-line-please' } });
         await call(api.url, 'GET', '/info', { headers: { 'x-request-id': 'second-request' } });
         await call(api.url, 'GET', '/health', { headers: { 'x-request-id': 'a-probe' } });
         const account = await mintAccount(api.url, ROOT_KEY);
         await call(api.url, 'GET', '/config', { token: account.token, headers: { 'x-request-id': 'as-a-token' } });
+        // /mcp authenticates in its route, not through the scope guard: its line names the caller too.
+        await call(api.url, 'POST', '/mcp', {
+          token: account.token,
+          headers: { 'x-request-id': 'over-mcp', accept: 'application/json, text/event-stream' },
+          json: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+        });
         await new Promise((resolve) => setTimeout(resolve, 200));
         expect(api.output()).not.toContain(ROOT_KEY);
         expect(api.output()).not.toContain(account.token);
@@ -286,6 +293,14 @@ describe('structured logs', () => {
         // Who called: the authenticated principal (never its credential).
         expect(entries.filter((entry) => entry.request_id === 'as-a-token')).toMatchObject([
           { url: '/config', status: 200, caller: `sa:${account.name}`, msg: expect.stringMatching(new RegExp(` sa:${account.name}$`)) },
+        ]);
+        expect(entries.filter((entry) => entry.request_id === 'over-mcp')).toMatchObject([
+          {
+            url: '/mcp',
+            status: 200,
+            caller: `sa:${account.name}`,
+            msg: expect.stringMatching(new RegExp(`^POST /mcp 200 \\d+ ms sa:${account.name}$`)),
+          },
         ]);
         expect(entries.filter((entry) => entry.request_id === 'second-request')).toMatchObject([{ url: '/info', status: 200 }]);
         // Probes poll every few seconds: their access lines are debug, below this LOG_LEVEL.

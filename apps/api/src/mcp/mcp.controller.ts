@@ -16,7 +16,7 @@ import {
 } from '@nestjs/swagger';
 import { FastifyReply, FastifyRequest } from 'fastify';
 
-import { Authenticator, credentialsOf, Public, Unschedulable } from '@app/auth';
+import { AuthenticatedRequest, Authenticator, credentialsOf, Public, Unschedulable } from '@app/auth';
 import { Env, isAllowedOrigin } from '@app/config';
 import { ErrorBodyDto, RequestErrorCode, RequestException } from '@app/errors';
 import { McpEndpoint } from '@app/mcp';
@@ -110,6 +110,8 @@ export class McpController {
       throw new RequestException(RequestErrorCode.Forbidden, 'Origin not allowed');
     }
     const principal = await this.authenticator.identifyForMcp(credentialsOf(request));
+    // For the access line, as the scope guard records it on the other routes.
+    (request as AuthenticatedRequest).principal = principal;
     reply.raw.setHeader('x-request-id', request.id);
     // The SDK transport writes the response itself (JSON or an SSE stream).
     reply.hijack();
