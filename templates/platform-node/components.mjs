@@ -7,7 +7,8 @@
 // It is run with POST /<kind>s/<id>/runs (POST /agents/hello-agent/runs). run(ctx) resolves to the
 // run's content (a string), or throws to fail the run. ctx has:
 //   runId, sessionId, userId, message  this run, its session, its caller and what it was asked
-//   history                            earlier turns of the session: [{ role: 'user' | 'assistant', content }]
+//   history                            the session's earlier turns (a message and its answer each), as
+//                                      messages: [{ role: 'user' | 'assistant', content }], oldest first
 //   signal                             an AbortSignal, aborted when the run is cancelled: pass it to fetch()
 //   checkpoint()                       async; throws once the run is cancelled: await it between steps
 //   emit(delta)                        streams a piece of content to a caller that asked for stream=true
@@ -29,7 +30,8 @@ const helloAgent = {
     ctx.emit(greeting);
     // A cancelled run stops here instead of doing the rest of the work.
     await ctx.checkpoint();
-    const turns = ctx.history.length;
+    // A turn is a message and its answer: count the messages.
+    const turns = ctx.history.filter((entry) => entry.role === 'user').length;
     const rest =
       turns === 0 ? ' This is the start of the session.' : ` This session has ${turns} earlier ${turns === 1 ? 'turn' : 'turns'}.`;
     ctx.emit(rest);

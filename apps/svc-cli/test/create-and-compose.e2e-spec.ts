@@ -223,8 +223,18 @@ describe('svc create', () => {
           { role: 'assistant', content: first },
         ]),
       );
-      expect(later).toBe('Hello, Ada! This session has 2 earlier turns.');
+      // A turn is a message and its answer.
+      expect(later).toBe('Hello, Ada! This session has 1 earlier turn.');
       expect(emitted.join('')).toBe(later);
+      const third = await hello.run(
+        context([
+          { role: 'user', content: 'Ada' },
+          { role: 'assistant', content: first },
+          { role: 'user', content: 'Ada' },
+          { role: 'assistant', content: later },
+        ]),
+      );
+      expect(third).toBe('Hello, Ada! This session has 2 earlier turns.');
       // A cancelled run stops at the checkpoint.
       await expect(hello.run({ ...context([]), checkpoint: async () => Promise.reject(new Error('cancelled')) })).rejects.toThrow(
         'cancelled',

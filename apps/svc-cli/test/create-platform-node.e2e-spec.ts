@@ -66,8 +66,8 @@ describe('a platform-node project on the real api and worker', () => {
       30_000,
       'the worker to finish the background run',
     );
-    // The worker loaded the same module: the run finished there, with the first run as two earlier turns.
-    expect(run).toMatchObject({ status: 'completed', background: true, content: 'Hello, Grace! This session has 2 earlier turns.' });
+    // The worker loaded the same module: the run finished there, with the first run (its message and answer) as one earlier turn.
+    expect(run).toMatchObject({ status: 'completed', background: true, content: 'Hello, Grace! This session has 1 earlier turn.' });
     expect(worker.output()).not.toMatch(/COMPONENTS_MODULE .*: /);
   });
 });

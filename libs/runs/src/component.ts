@@ -4,7 +4,7 @@ import type { ComponentKind } from '../../access/src/component-kind';
 
 export { COMPONENT_KINDS, type ComponentKind } from '../../access/src/component-kind';
 
-/** One earlier turn of the session: the user's message or the component's answer. */
+/** One message of the session's earlier turns (a turn is the user's message and the component's answer). */
 export interface Turn {
   readonly role: 'user' | 'assistant';
   readonly content: string;
