@@ -93,9 +93,9 @@ describe('docker/compose.yaml', () => {
     ]);
   });
 
-  it('serves the api on 7777 on every container interface, published on the host loopback, with MCP on', () => {
+  it('serves the api on 7777 on every container interface, published on the host loopback, with MCP on unless .env turns it off', () => {
     expect(services.api.ports).toEqual(['127.0.0.1:7777:7777']);
-    expect(services.api.environment).toMatchObject({ HOST: '0.0.0.0', PORT: '7777', MCP_ENABLED: 'true' });
+    expect(services.api.environment).toMatchObject({ HOST: '0.0.0.0', PORT: '7777', MCP_ENABLED: '${MCP_ENABLED:-true}' });
   });
 
   it('gives the worker time to drain its jobs before SIGKILL', () => {
