@@ -25,6 +25,11 @@ export interface ExecutionOptions {
   checkpoint?: () => Promise<void>;
   /** Aborted when the job is lost or its worker stops past its deadline (a queue job's); read only when the component reads ctx.signal. */
   signal?: () => AbortSignal;
+  /**
+   * Aborted when a run executed in the api must end now (the api stopping): ctx.signal aborts and the next
+   * checkpoint cancels the run, with the reason given, without asking the database (it may be why the api stops).
+   */
+  stop?: AbortSignal;
   /** The run's trace, which its component span joins (Tracing.runTrace); none records no spans. */
   trace?: RunTrace;
 }
@@ -116,7 +121,7 @@ export class RunExecutor {
     span: RecordedSpan,
   ): Promise<RunOutcome> {
     const history = run.continuesSession ? await this.runs.history(run.sessionId, run.id) : [];
-    const stop = new Stop(options.checkpoint ?? (() => this.checkpoint(run.id)), options.signal);
+    const stop = new Stop(options.checkpoint ?? (() => this.checkpoint(run.id)), options.signal, options.stop);
     let usage: ModelUsage | null = null;
     let memories: RunMemories | null = null;
     const forRun = (): RunMemories => ({
@@ -204,6 +209,7 @@ class Stop {
   constructor(
     private readonly check: () => Promise<void>,
     private readonly outer: (() => AbortSignal) | undefined,
+    private readonly stopNow: AbortSignal | undefined,
   ) {}
 
   get stopped(): boolean {
@@ -221,12 +227,21 @@ class Stop {
         this.abort(new JobStopped(String(outer.reason)));
       }
       outer?.addEventListener('abort', () => this.abort(new JobStopped(String(outer.reason))), { once: true });
+      this.stopNow?.addEventListener('abort', () => this.abort(this.stoppedNow()), { once: true });
+      if (this.stopNow?.aborted) {
+        this.abort(this.stoppedNow());
+      }
       this.schedule();
     }
     return this.controller.signal;
   }
 
   async checkpoint(): Promise<void> {
+    if (this.stopNow?.aborted) {
+      const stopped = this.stoppedNow();
+      this.abort(stopped);
+      throw stopped;
+    }
     try {
       await this.check();
     } catch (error) {
@@ -258,6 +273,10 @@ class Stop {
         .finally(() => this.schedule());
     }, CANCEL_POLL_MS);
     this.timer.unref();
+  }
+
+  private stoppedNow(): RunCancelled {
+    return new RunCancelled(String(this.stopNow!.reason));
   }
 
   private abort(error: Error): void {

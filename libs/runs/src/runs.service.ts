@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { isUUID } from 'class-validator';
@@ -5,7 +7,7 @@ import { DataSource } from 'typeorm';
 
 import { assertMayChange, attributedUser, DataScope, forComponent, mayUse, Principal } from '@app/access';
 import { Env } from '@app/config';
-import { isUniqueViolation, timeOrderedId, toEpoch } from '@app/database';
+import { isDatabaseUnavailable, isUniqueViolation, timeOrderedId, toEpoch } from '@app/database';
 import { ValidationFailedException } from '@app/errors';
 import { CancellationIntents, JobPayload, JobProducer, TERMINAL_STATUSES } from '@app/queue';
 import { RequestSpan, RunTrace, Tracing } from '@app/traces';
@@ -29,6 +31,9 @@ export interface RunRequest extends StartRunDto {
   /** The id the client gave its message, when its protocol has one (A2A's messageId). */
   messageId?: string;
 }
+
+/** How often a run executed here asks again to store its outcome while the database is away (see finished). */
+const OUTCOME_RETRY_MS = 1000;
 
 interface Created {
   run: RunEntity;
@@ -74,8 +79,8 @@ export class RunsService {
       if (!created) {
         return this.get(caller, kind, componentId, run.id);
       }
-      return this.leases.holding(run.id, async () =>
-        this.finished(run, await this.executor.execute(component, toInput(run, request), { trace: this.traceOf(span) }), span),
+      return this.leases.holding(run.id, async (stop) =>
+        this.finished(run, await this.executor.execute(component, toInput(run, request), { trace: this.traceOf(span), stop }), span, stop),
       );
     });
   }
@@ -115,12 +120,13 @@ export class RunsService {
       send(finalEvent(await this.get(caller, kind, componentId, run.id)));
       return;
     }
-    const finished = await this.leases.holding(run.id, async () => {
+    const finished = await this.leases.holding(run.id, async (stop) => {
       const outcome = await this.executor.execute(component, toInput(run, request), {
         onDelta: (content) => send({ event: 'RunContent', data: { run_id: run.id, content } }),
         trace: this.traceOf(span),
+        stop,
       });
-      return this.finished(run, outcome, span);
+      return this.finished(run, outcome, span, stop);
     });
     send(finalEvent(finished));
   }
@@ -286,10 +292,27 @@ export class RunsService {
     return { run, created: true };
   }
 
-  /** Records the outcome of a run executed here, with its request span, and answers the run as stored, without reading it back. */
-  private async finished(run: RunEntity, outcome: RunOutcome, span: RequestSpan | undefined): Promise<RunDto> {
+  /**
+   * Records the outcome of a run executed here, with its request span, and answers the run as stored, without reading
+   * it back. The work is done and its caller waits for it, so a database that is away is asked again, every second
+   * for up to the lock grace (the run's lease renewed meanwhile, as a worker keeps a job's outcome), unless the api
+   * stops (`stop`): failing the call would leave the run to be swept as lost and its caller to run it again.
+   */
+  private async finished(run: RunEntity, outcome: RunOutcome, span: RequestSpan | undefined, stop: AbortSignal): Promise<RunDto> {
     span?.describe({ ...run, status: outcome.status });
-    const stored = await this.runs.finish(run, outcome, span?.stored());
+    const giveUpAt = Date.now() + this.env.QUEUE_LOCK_GRACE_SECONDS * 1000;
+    let stored: RunEntity | null;
+    for (;;) {
+      try {
+        stored = await this.runs.finish(run, outcome, span?.stored());
+        break;
+      } catch (error) {
+        if (!isDatabaseUnavailable(error) || stop.aborted || Date.now() >= giveUpAt) {
+          throw error;
+        }
+        await sleep(OUTCOME_RETRY_MS, undefined, { signal: stop }).catch(() => undefined);
+      }
+    }
     if (!stored) {
       throw runNotFound(run.id);
     }

@@ -14,7 +14,7 @@ import { DataSource } from 'typeorm';
 import { Env } from '@app/config';
 import { queryPrepared } from '@app/database';
 import { DatabaseHealth } from '@app/health';
-import { CancellationIntents, heartbeatPeriodMs } from '@app/queue';
+import { heartbeatPeriodMs } from '@app/queue';
 
 const RENEW = {
   name: 'runs_renew_leases',
@@ -43,6 +43,9 @@ const LOST = 'Lost: the api running it stopped before the run ended (it had not 
 /** How long runs cancelled at a stop get to reach their next checkpoint and answer. */
 const CANCELLED_AT_STOP_MS = 3000;
 
+/** The error a run cancelled at a stop ends with: the same as a cancel asked for. */
+const CANCELLED_AT_STOP = 'Run was cancelled';
+
 /**
  * A run the api executes itself (not background) has no queue job to be swept when that api crashes or
  * stops mid-run. So it has a lease (run_leases, written with the run and removed with its outcome, in
@@ -52,13 +55,13 @@ const CANCELLED_AT_STOP_MS = 3000;
 @Injectable()
 export class SyncRunLeases implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger(SyncRunLeases.name);
-  private readonly held = new Set<string>();
+  /** The runs this process executes, each with what cancels it at a stop. */
+  private readonly held = new Map<string, AbortController>();
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly env: Env,
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly intents: CancellationIntents,
   ) {}
 
   /**
@@ -70,11 +73,12 @@ export class SyncRunLeases implements OnApplicationBootstrap, BeforeApplicationS
     this.timer = setInterval(() => void this.renew(), heartbeatPeriodMs(this.env.QUEUE_LOCK_GRACE_SECONDS)).unref();
   }
 
-  /** Runs `work` on the run while renewing its lease. */
-  async holding<T>(runId: string, work: () => Promise<T>): Promise<T> {
-    this.held.add(runId);
+  /** Runs `work` on the run while renewing its lease; `stop` aborts when the api stops with the run still held. */
+  async holding<T>(runId: string, work: (stop: AbortSignal) => Promise<T>): Promise<T> {
+    const stop = new AbortController();
+    this.held.set(runId, stop);
     try {
-      return await work();
+      return await work(stop.signal);
     } finally {
       this.held.delete(runId);
     }
@@ -89,14 +93,10 @@ export class SyncRunLeases implements OnApplicationBootstrap, BeforeApplicationS
     if (await this.settled(this.env.API_SHUTDOWN_TIMEOUT_SECONDS * 1000)) {
       return;
     }
-    const runs = [...this.held];
+    const runs = [...this.held.values()];
     this.logger.warn({ runs: runs.length }, `stopping: cancelling ${runs.length} run(s) still running after API_SHUTDOWN_TIMEOUT_SECONDS`);
-    try {
-      await this.intents.record(this.dataSource.manager, runs, null);
-    } catch (error) {
-      this.logger.warn({ err: error }, 'Cancelling the running runs failed: they end with the process');
-      return;
-    }
+    // In this process, not through the database: it may be away, even the reason for the stop.
+    runs.forEach((stop) => stop.abort(CANCELLED_AT_STOP));
     await this.settled(CANCELLED_AT_STOP_MS);
   }
 
@@ -119,7 +119,7 @@ export class SyncRunLeases implements OnApplicationBootstrap, BeforeApplicationS
     if (this.held.size === 0) {
       return;
     }
-    await queryPrepared(this.dataSource, RENEW, [[...this.held]]).catch((error: unknown) =>
+    await queryPrepared(this.dataSource, RENEW, [[...this.held.keys()]]).catch((error: unknown) =>
       this.logger.warn({ err: error, runs: this.held.size }, 'Renewing the leases of running runs failed'),
     );
   }

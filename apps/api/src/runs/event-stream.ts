@@ -1,9 +1,9 @@
-import { Logger } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
 
+import { INTERNAL_ERROR_BODY } from '@app/errors';
 import { keepStreamAlive, RunEvent } from '@app/runs';
 
-const logger = new Logger('EventStream');
+import { renderError } from '../errors/render-error';
 
 function frame(event: RunEvent): string {
   return `event: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`;
@@ -36,8 +36,9 @@ export async function sendEventStream(reply: FastifyReply, produce: (send: (even
     if (!started) {
       throw error;
     }
-    logger.error({ err: error }, 'run stream failed');
-    reply.raw.write(frame({ event: 'RunError', data: { error: 'Internal server error' } }));
+    // The error body's words, as a response not yet started would have had them (a database outage is not an internal error).
+    const { detail } = renderError(error, { method: reply.request.method, url: reply.request.url }).body;
+    reply.raw.write(frame({ event: 'RunError', data: { error: typeof detail === 'string' ? detail : INTERNAL_ERROR_BODY.detail } }));
   } finally {
     stopKeepalive();
   }

@@ -1,0 +1,119 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { startEmbeddedPostgres } from '../../scripts/embedded-postgres.mjs';
+import { query } from '../support/database';
+import { call } from '../support/http';
+import { testPort } from '../support/ports';
+import { ROOT_KEY } from '../support/principals';
+import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../support/processes';
+
+type Cluster = Awaited<ReturnType<typeof startEmbeddedPostgres>>;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Runs the api executes itself (synchronous, stream=true) while PostgreSQL goes away: a cluster of this file's own,
+ * killed with SIGKILL and started again, so the rest of the suite keeps its database.
+ */
+describe('runs the api executes itself, through a database outage', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'platform-api-runs-pg-'));
+  const options = { databaseDir: join(dir, 'data'), passwordFile: join(dir, 'password'), port: 0 };
+  let cluster: Cluster;
+  let url: string;
+  const started: RunningProcess[] = [];
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    options.port = await testPort();
+    cluster = await startEmbeddedPostgres(options);
+    url = cluster.url();
+    execFileSync(process.execPath, ['dist/libs/database/src/migrate.main.js'], { env: { ...process.env, DATABASE_URL: url } });
+    // The worker sweeps runs whose api stopped renewing them: it must not take an outage for that.
+    env = { DATABASE_URL: url, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true', QUEUE_LOCK_GRACE_SECONDS: '10' };
+    started.push(await startWorker(env));
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(started.map((process) => process.stop('SIGKILL')));
+    await cluster?.stop().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Kills the postmaster and waits until it and its backends are gone. */
+  async function crashDatabase(): Promise<void> {
+    const postmaster = cluster.pid()!;
+    process.kill(postmaster, 'SIGKILL');
+    await waitFor(async () => !alive(postmaster), 10_000, 'the postmaster to die');
+  }
+
+  function startRuns(api: RunningApi, seconds: number) {
+    const sync = call(api.url, 'POST', '/agents/sleep-agent/runs', { token: ROOT_KEY, json: { message: String(seconds) } });
+    const streamed = fetch(`${api.url}/agents/sleep-agent/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ROOT_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: String(seconds), stream: true }),
+    }).then((response) => response.text());
+    return { sync, streamed };
+  }
+
+  const running = () => query<{ id: string }>(url, `SELECT id FROM runs WHERE status = 'running'`);
+
+  it('stores the outcome of a run that ended while the database was away once it is back, and answers its caller with it', async () => {
+    const api = await startApi(env);
+    started.push(api);
+    const { sync, streamed } = startRuns(api, 3);
+    await waitFor(async () => (await running()).length === 2, 15_000, 'both runs to be running');
+
+    await crashDatabase();
+    // The runs end (3 s) while the database is still away.
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    cluster = await startEmbeddedPostgres(options);
+
+    const answered = await sync;
+    expect(answered.status, answered.text).toBe(200);
+    expect(answered.body).toMatchObject({ status: 'completed', content: 'Slept 3 s' });
+    const events = await streamed;
+    expect(events).toMatch(/event: RunCompleted\ndata: \{[^\n]*"content":"Slept 3 s"/);
+    expect(events).not.toMatch(/event: RunError/);
+    const stored = await query<{ status: string; content: string }>(url, `SELECT status, content FROM runs ORDER BY created_at`);
+    expect(stored).toEqual([
+      { status: 'completed', content: 'Slept 3 s' },
+      { status: 'completed', content: 'Slept 3 s' },
+    ]);
+    expect(await query(url, 'SELECT run_id FROM run_leases')).toEqual([]);
+    await api.stop();
+  }, 90_000);
+
+  it('told to stop while the database is away, cancels its runs in-process after API_SHUTDOWN_TIMEOUT_SECONDS and exits in time', async () => {
+    const api = await startApi({ ...env, API_SHUTDOWN_TIMEOUT_SECONDS: '2', LOG_LEVEL: 'info' });
+    started.push(api);
+    const { sync, streamed } = startRuns(api, 60);
+    await waitFor(async () => (await running()).length >= 2, 15_000, 'both runs to be running');
+
+    await crashDatabase();
+    const stopping = Date.now();
+    api.child.kill('SIGTERM');
+    expect(await api.exited).toBe(0);
+    // 2 s to finish, then the cancel, without the database: inside docker's 10 s stop.
+    expect(Date.now() - stopping).toBeLessThan(10_000);
+    expect(api.output()).toContain('cancelling 2 run(s) still running after API_SHUTDOWN_TIMEOUT_SECONDS');
+
+    // The outcome (cancelled) could not be stored: the callers are told the database is away, in the error body's words.
+    const answered = await sync;
+    expect(answered.status, answered.text).toBe(503);
+    expect(answered.body).toEqual({ detail: 'Database unavailable; try again shortly' });
+    expect(await streamed).toMatch(/event: RunError\ndata: \{"error":"Database unavailable; try again shortly"\}/);
+  }, 90_000);
+});
