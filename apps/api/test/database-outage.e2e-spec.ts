@@ -15,7 +15,12 @@ describe('database unreachable', () => {
     const url = new URL(await createTestDatabase());
     proxy = new TcpProxy(url.hostname, Number(url.port));
     url.port = String(await proxy.listen());
-    api = await startApi({ DATABASE_URL: url.toString(), OS_SECURITY_KEY: ROOT_KEY, SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '0' });
+    api = await startApi({
+      DATABASE_URL: url.toString(),
+      OS_SECURITY_KEY: ROOT_KEY,
+      SERVICE_ACCOUNT_CACHE_TTL_SECONDS: '0',
+      DEMO_COMPONENTS: 'true',
+    });
     account = await mintAccount(api.url, ROOT_KEY);
     await proxy.cut();
   });
@@ -36,6 +41,36 @@ describe('database unreachable', () => {
       const response = await call(api.url, method, path, { token: ROOT_KEY, json });
       expect(response.status, `${method} ${path}`).toBe(503);
       expect(response.body).toEqual({ detail: 'Database unavailable; try again shortly' });
+    }
+  });
+
+  it('answers A2A with a refusal a client retries: an internal error saying so over JSON-RPC, 503 UNAVAILABLE over HTTP+JSON', async () => {
+    const message = { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'hello' }] };
+    const headers = { 'a2a-version': '1.0' };
+    const rpc = { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message } };
+    const overRpc = await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: rpc, token: ROOT_KEY, headers });
+    expect(overRpc.body).toMatchObject({ jsonrpc: '2.0', id: 1, error: { code: -32603, message: 'Database unavailable; try again shortly' } });
+    expect(JSON.stringify(overRpc.body)).toContain('"reason":"UNAVAILABLE"');
+    const v03 = { jsonrpc: '2.0', id: 2, method: 'message/send', params: { message: { ...message, kind: 'message', role: 'user' } } };
+    const overV03 = await call(api.url, 'POST', '/a2a/agents/echo-agent', {
+      json: { ...v03, params: { message: { ...v03.params.message, parts: [{ kind: 'text', text: 'hello' }] } } },
+      token: ROOT_KEY,
+    });
+    expect(overV03.body).toMatchObject({
+      jsonrpc: '2.0',
+      id: 2,
+      error: { code: -32603, message: 'Database unavailable; try again shortly' },
+    });
+    for (const path of ['/a2a/agents/echo-agent/message:send', '/a2a/agents/echo-agent/tasks/00000000-0000-4000-8000-000000000000']) {
+      const overRest = path.endsWith(':send')
+        ? await call(api.url, 'POST', path, { json: { message }, token: ROOT_KEY, headers })
+        : await call(api.url, 'GET', path, { token: ROOT_KEY, headers });
+      expect(overRest.status, path).toBe(503);
+      expect(overRest.body.error, path).toMatchObject({
+        code: 503,
+        status: 'UNAVAILABLE',
+        message: 'Database unavailable; try again shortly',
+      });
     }
   });
 

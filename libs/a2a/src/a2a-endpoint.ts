@@ -312,7 +312,7 @@ export class A2AEndpoint {
       await writeStream(
         response,
         mapAsync(events, (event) => StreamResponse.toJSON(event)),
-        (error) => formatSSEErrorEvent(toRestErrorBody(error, restStatusFor(error))),
+        (error) => formatSSEErrorEvent(restErrorBody(error, restStatusFor(error))),
         (error) => writeRestError(response, error),
       );
       return undefined;
@@ -449,7 +449,13 @@ function writeJson(response: ServerResponse, status: number, body: unknown, cont
 
 function writeRestError(response: ServerResponse, error: unknown): void {
   const status = restStatusFor(error);
-  writeJson(response, status, toRestErrorBody(error, status), A2A_CONTENT_TYPE);
+  writeJson(response, status, restErrorBody(error, status), A2A_CONTENT_TYPE);
+}
+
+/** The SDK's HTTP+JSON error body, with the status name of a 503 (UNAVAILABLE), which the SDK does not know. */
+function restErrorBody(error: unknown, status: number): ReturnType<typeof toRestErrorBody> {
+  const body = toRestErrorBody(error, status);
+  return status === 503 ? { error: { ...body.error, status: 'UNAVAILABLE' } } : body;
 }
 
 /**

@@ -217,10 +217,21 @@ export class RunsRequestHandler implements A2ARequestHandler {
     }
     const { status, detail } = this.errors.render(error, `A2A ${method} ${this.component.kind} ${this.component.id}`);
     if (status >= 500) {
-      return status === 503 ? new UnsupportedOperationError(detail) : new A2AError(detail);
+      return status === 503 ? new UnavailableError(detail) : new A2AError(detail);
     }
     return new RequestMalformedError(detail);
   }
+}
+
+/**
+ * A refusal that passes (the database away), with the REST wording: JSON-RPC's internal error, HTTP+JSON's 503
+ * UNAVAILABLE, so that a client tries again. UnsupportedOperation (a 400) had told it never to.
+ */
+class UnavailableError extends A2AError {
+  override reason = 'UNAVAILABLE';
+  /** How the SDK's HTTP+JSON binding (restStatusFor) reads the status a REST error carries. */
+  readonly transport = 'rest';
+  readonly statusCode = 503;
 }
 
 function principalOf(context: ServerCallContext): Principal {
