@@ -148,7 +148,10 @@ export async function benchQueue() {
       // Each case runs every system back to back, the order turning with the round and the case (ABBA), so
       // that a ratio compares measurements seconds apart: this shared machine drifts more over a round.
       const rotated = (shift) => entries.map((_, i) => entries[(i + shift) % entries.length]);
-      for (const [field, workerCount, shift] of [['one', 1, round], ['two', 2, round + 1]]) {
+      for (const [field, workerCount, shift] of [
+        ['one', 1, round],
+        ['two', 2, round + 1],
+      ]) {
         for (const system of rotated(shift)) {
           results[system.key][field].push(await throughput(system, database.url, db, workerCount));
         }
@@ -183,7 +186,9 @@ function report(entries, results, e2e, loadAtStart) {
       return '1.00';
     }
     const ratios = r[field].map((rate, round) => rate / baseline[field][round]).sort((a, b) => a - b);
-    return ratios.length === 1 ? ratios[0].toFixed(2) : `${median(ratios).toFixed(2)} (${ratios[0].toFixed(2)}–${ratios.at(-1).toFixed(2)})`;
+    return ratios.length === 1
+      ? ratios[0].toFixed(2)
+      : `${median(ratios).toFixed(2)} (${ratios[0].toFixed(2)}–${ratios.at(-1).toFixed(2)})`;
   };
   const rows = entries.map((system) => {
     const r = results[system.key];

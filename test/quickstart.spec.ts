@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres } from '../scripts/embedded-postgres.mjs';
 import { cliSandbox, runCli } from './support/cli';
 import { testPort } from './support/ports';
-import { RunningProcess, spawnNode, waitFor } from './support/processes';
+import { alive, RunningProcess, spawnNode, waitFor } from './support/processes';
 
 const QUICKSTART = resolve('scripts/quickstart.mjs');
 const READY_LINE = 'Press Ctrl-C to stop.';
@@ -21,15 +21,6 @@ function descendants(pid: number): number[] {
     .map((line) => line.trim().split(/\s+/).map(Number));
   const children = table.filter(([, parent]) => parent === pid).map(([child]) => child);
   return children.flatMap((child) => [child, ...descendants(child)]);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** The pid of the quickstart's child running dist/apps/<app>. */

@@ -1,45 +1,21 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { startEmbeddedPostgres } from '../../scripts/embedded-postgres.mjs';
 import { query } from '../support/database';
 import { call } from '../support/http';
-import { testPort } from '../support/ports';
+import { OwnPostgres } from '../support/own-postgres';
 import { ROOT_KEY } from '../support/principals';
 import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../support/processes';
 
-type Cluster = Awaited<ReturnType<typeof startEmbeddedPostgres>>;
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Runs the api executes itself (synchronous, stream=true) while PostgreSQL goes away: a cluster of this file's own,
- * killed with SIGKILL and started again, so the rest of the suite keeps its database.
- */
+/** Runs the api executes itself (synchronous, stream=true) while PostgreSQL goes away: killed with SIGKILL, started again. */
 describe('runs the api executes itself, through a database outage', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'platform-api-runs-pg-'));
-  const options = { databaseDir: join(dir, 'data'), passwordFile: join(dir, 'password'), port: 0 };
-  let cluster: Cluster;
+  const database = new OwnPostgres();
   let url: string;
   const started: RunningProcess[] = [];
   let env: Record<string, string>;
 
   beforeAll(async () => {
-    options.port = await testPort();
-    cluster = await startEmbeddedPostgres(options);
-    url = cluster.url();
-    execFileSync(process.execPath, ['dist/libs/database/src/migrate.main.js'], { env: { ...process.env, DATABASE_URL: url } });
+    await database.start();
+    url = database.url;
     // The worker sweeps runs whose api stopped renewing them: it must not take an outage for that.
     env = { DATABASE_URL: url, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true', QUEUE_LOCK_GRACE_SECONDS: '10' };
     started.push(await startWorker(env));
@@ -47,16 +23,8 @@ describe('runs the api executes itself, through a database outage', () => {
 
   afterAll(async () => {
     await Promise.all(started.map((process) => process.stop('SIGKILL')));
-    await cluster?.stop().catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
+    await database.remove();
   });
-
-  /** Kills the postmaster and waits until it and its backends are gone. */
-  async function crashDatabase(): Promise<void> {
-    const postmaster = cluster.pid()!;
-    process.kill(postmaster, 'SIGKILL');
-    await waitFor(async () => !alive(postmaster), 10_000, 'the postmaster to die');
-  }
 
   function startRuns(api: RunningApi, seconds: number) {
     const sync = call(api.url, 'POST', '/agents/sleep-agent/runs', { token: ROOT_KEY, json: { message: String(seconds) } });
@@ -76,10 +44,10 @@ describe('runs the api executes itself, through a database outage', () => {
     const { sync, streamed } = startRuns(api, 3);
     await waitFor(async () => (await running()).length === 2, 15_000, 'both runs to be running');
 
-    await crashDatabase();
+    await database.crash();
     // The runs end (3 s) while the database is still away.
     await new Promise((resolve) => setTimeout(resolve, 4000));
-    cluster = await startEmbeddedPostgres(options);
+    await database.start();
 
     const answered = await sync;
     expect(answered.status, answered.text).toBe(200);
@@ -102,7 +70,7 @@ describe('runs the api executes itself, through a database outage', () => {
     const { sync, streamed } = startRuns(api, 60);
     await waitFor(async () => (await running()).length >= 2, 15_000, 'both runs to be running');
 
-    await crashDatabase();
+    await database.crash();
     const stopping = Date.now();
     api.child.kill('SIGTERM');
     expect(await api.exited).toBe(0);

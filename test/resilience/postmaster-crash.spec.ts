@@ -1,29 +1,12 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { startEmbeddedPostgres } from '../../scripts/embedded-postgres.mjs';
 import { query } from '../support/database';
 import { call } from '../support/http';
-import { testPort } from '../support/ports';
+import { OwnPostgres } from '../support/own-postgres';
 import { ROOT_KEY } from '../support/principals';
 import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../support/processes';
 
-type Cluster = Awaited<ReturnType<typeof startEmbeddedPostgres>>;
-
 const FINAL = ['completed', 'failed', 'cancelled'];
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * A database crash, not a clean restart: the postmaster is killed with SIGKILL while runs are being
@@ -31,18 +14,14 @@ function alive(pid: number): boolean {
  * suite keeps its database.
  */
 describe('PostgreSQL postmaster killed with SIGKILL under load', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'platform-crash-pg-'));
-  const options = { databaseDir: join(dir, 'data'), passwordFile: join(dir, 'password'), port: 0 };
-  let cluster: Cluster;
+  const database = new OwnPostgres();
   let url: string;
   let api: RunningApi;
   let worker: RunningProcess;
 
   beforeAll(async () => {
-    options.port = await testPort();
-    cluster = await startEmbeddedPostgres(options);
-    url = cluster.url();
-    execFileSync(process.execPath, ['dist/libs/database/src/migrate.main.js'], { env: { ...process.env, DATABASE_URL: url } });
+    await database.start();
+    url = database.url;
     const env = { DATABASE_URL: url, OS_SECURITY_KEY: ROOT_KEY, DEMO_COMPONENTS: 'true' };
     api = await startApi(env);
     worker = await startWorker({
@@ -55,8 +34,7 @@ describe('PostgreSQL postmaster killed with SIGKILL under load', () => {
 
   afterAll(async () => {
     await Promise.all([api?.stop('SIGKILL'), worker?.stop('SIGKILL')]);
-    await cluster?.stop().catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
+    await database.remove();
   });
 
   it('keeps the worker alive, answers 503 (never 500) while the database is down, and brings every accepted run to a final state', async () => {
@@ -87,13 +65,10 @@ describe('PostgreSQL postmaster killed with SIGKILL under load', () => {
 
     await waitFor(async () => accepted.length >= 100 || unexpected.length > 0, 30_000, '100 accepted runs before the crash');
     expect(unexpected.slice(0, 5)).toEqual([]);
-    const postmaster = cluster.pid()!;
-    process.kill(postmaster, 'SIGKILL');
-    // Its backends notice the postmaster is gone and exit; only then can a new one start on the data directory.
-    await waitFor(async () => !alive(postmaster), 10_000, 'the postmaster to die');
+    await database.crash();
     await new Promise((resolve) => setTimeout(resolve, 2000));
     const acceptedDuringOutage = accepted.length;
-    cluster = await startEmbeddedPostgres(options);
+    await database.start();
     await waitFor(async () => accepted.length >= acceptedDuringOutage + 100, 60_000, '100 more accepted runs after recovery');
     posting = false;
     await Promise.all(posters);

@@ -126,6 +126,16 @@ export interface RunningApi extends RunningProcess {
   url: string;
 }
 
+/** Whether a process of this machine still runs (or is a zombie not yet reaped). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {

@@ -49,7 +49,11 @@ describe('database unreachable', () => {
     const headers = { 'a2a-version': '1.0' };
     const rpc = { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message } };
     const overRpc = await call(api.url, 'POST', '/a2a/agents/echo-agent', { json: rpc, token: ROOT_KEY, headers });
-    expect(overRpc.body).toMatchObject({ jsonrpc: '2.0', id: 1, error: { code: -32603, message: 'Database unavailable; try again shortly' } });
+    expect(overRpc.body).toMatchObject({
+      jsonrpc: '2.0',
+      id: 1,
+      error: { code: -32603, message: 'Database unavailable; try again shortly' },
+    });
     expect(JSON.stringify(overRpc.body)).toContain('"reason":"UNAVAILABLE"');
     const v03 = { jsonrpc: '2.0', id: 2, method: 'message/send', params: { message: { ...message, kind: 'message', role: 'user' } } };
     const overV03 = await call(api.url, 'POST', '/a2a/agents/echo-agent', {
