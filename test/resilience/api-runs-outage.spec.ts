@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { query } from '../support/database';
+import { createTestDatabase, query } from '../support/database';
 import { call } from '../support/http';
 import { OwnPostgres } from '../support/own-postgres';
 import { ROOT_KEY } from '../support/principals';
 import { RunningApi, RunningProcess, startApi, startWorker, waitFor } from '../support/processes';
+import { TcpProxy } from '../support/tcp-proxy';
 
 /** Runs the api executes itself (synchronous, stream=true) while PostgreSQL goes away: killed with SIGKILL, started again. */
 describe('runs the api executes itself, through a database outage', () => {
@@ -83,5 +84,24 @@ describe('runs the api executes itself, through a database outage', () => {
     expect(answered.status, answered.text).toBe(503);
     expect(answered.body).toEqual({ detail: 'Database unavailable; try again shortly' });
     expect(await streamed).toMatch(/event: RunError\ndata: \{"error":"Database unavailable; try again shortly"\}/);
+  }, 90_000);
+
+  it('told to stop while the database hangs (no answer, no error), still cancels its runs and exits in time', async () => {
+    const target = new URL(await createTestDatabase());
+    const proxy = new TcpProxy(target.hostname, Number(target.port));
+    target.port = String(await proxy.listen());
+    const api = await startApi({ ...env, DATABASE_URL: target.toString(), API_SHUTDOWN_TIMEOUT_SECONDS: '2' });
+    started.push(api);
+    const { sync } = startRuns(api, 60);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+
+    // A checkpoint now waits for a connection that never answers: the stop must not wait with it.
+    proxy.stall(true);
+    const stopping = Date.now();
+    api.child.kill('SIGTERM');
+    expect(await api.exited).toBe(0);
+    // 2 s, then the cancel at once; the outcome's write waits for a connection at most the pool's 5 s. (It waited for the 60 s run.)
+    expect(Date.now() - stopping).toBeLessThan(20_000);
+    expect((await sync).status).toBe(503);
   }, 90_000);
 });

@@ -46,6 +46,28 @@ describe('RunExecutor: the run’s signal', () => {
     expect(outcome).toMatchObject({ status: 'cancelled', error: 'Run was cancelled' });
   });
 
+  it('is aborted when the api stops, and a checkpoint waiting on a database that hangs is cut short: the run ends cancelled', async () => {
+    const stop = new AbortController();
+    const checkpoints: Component = {
+      kind: 'agent',
+      id: 'checkpoints',
+      name: 'Checkpoints',
+      run: async (ctx) => {
+        await ctx.checkpoint();
+        return 'done';
+      },
+    };
+    setTimeout(() => stop.abort(new RunCancelled()), 100);
+    const hanging = () => new Promise<void>(() => undefined);
+    const outcome = await executor.execute(checkpoints, input, { checkpoint: hanging, stop: stop.signal });
+    expect(outcome).toMatchObject({ status: 'cancelled', error: 'Run was cancelled' });
+    // Stopped before the run starts: its first checkpoint cancels it, without asking.
+    const asked: string[] = [];
+    const after = await executor.execute(checkpoints, input, { checkpoint: async () => void asked.push('asked'), stop: stop.signal });
+    expect(after).toMatchObject({ status: 'cancelled', error: 'Run was cancelled' });
+    expect(asked).toEqual([]);
+  });
+
   it('is aborted when the job is lost', async () => {
     const lost = new AbortController();
     setTimeout(() => lost.abort('lock lost'), 100);

@@ -197,8 +197,8 @@ export class RunExecutor {
 /**
  * One run's cancellation: the checkpoint a component calls, and the AbortSignal it may hold. The
  * signal (and the check that notices a cancellation between checkpoints) exists only once read.
- * Only a cancellation (or a lost job) aborts it: a check that fails (the database is briefly away)
- * is not a cancellation, and the next check tries again.
+ * Only a cancellation, a lost job or the api stopping aborts it: a check that fails (the database is
+ * briefly away) is not a cancellation, and the next check tries again.
  */
 class Stop {
   private controller: AbortController | null = null;
@@ -237,13 +237,8 @@ class Stop {
   }
 
   async checkpoint(): Promise<void> {
-    if (this.stopNow?.aborted) {
-      const stopped = this.stoppedNow();
-      this.abort(stopped);
-      throw stopped;
-    }
     try {
-      await this.check();
+      await this.checkUnlessStopped();
     } catch (error) {
       if (error instanceof RunCancelled || error instanceof JobStopped) {
         this.abort(error);
@@ -276,7 +271,29 @@ class Stop {
   }
 
   private stoppedNow(): RunCancelled {
-    return new RunCancelled(String(this.stopNow!.reason));
+    const reason: unknown = this.stopNow!.reason;
+    return reason instanceof RunCancelled ? reason : new RunCancelled(String(reason));
+  }
+
+  /** The check, cut short when the api stops (before or during it): a database that hangs must not hold a stopping api. */
+  private async checkUnlessStopped(): Promise<void> {
+    const stopNow = this.stopNow;
+    if (!stopNow) {
+      return this.check();
+    }
+    if (stopNow.aborted) {
+      throw this.stoppedNow();
+    }
+    let onAbort = (): void => undefined;
+    const stopped = new Promise<never>((_, reject) => {
+      onAbort = () => reject(this.stoppedNow());
+      stopNow.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      await Promise.race([this.check(), stopped]);
+    } finally {
+      stopNow.removeEventListener('abort', onAbort);
+    }
   }
 
   private abort(error: Error): void {

@@ -16,6 +16,8 @@ import { queryPrepared } from '@app/database';
 import { DatabaseHealth } from '@app/health';
 import { heartbeatPeriodMs } from '@app/queue';
 
+import { RunCancelled } from './component';
+
 const RENEW = {
   name: 'runs_renew_leases',
   text: `UPDATE run_leases SET renewed_at = now() WHERE run_id = ANY ($1::uuid[])`,
@@ -43,9 +45,6 @@ const LOST = 'Lost: the api running it stopped before the run ended (it had not 
 /** How long runs cancelled at a stop get to reach their next checkpoint and answer. */
 const CANCELLED_AT_STOP_MS = 3000;
 
-/** The error a run cancelled at a stop ends with: the same as a cancel asked for. */
-const CANCELLED_AT_STOP = 'Run was cancelled';
-
 /**
  * A run the api executes itself (not background) has no queue job to be swept when that api crashes or
  * stops mid-run. So it has a lease (run_leases, written with the run and removed with its outcome, in
@@ -58,6 +57,8 @@ export class SyncRunLeases implements OnApplicationBootstrap, BeforeApplicationS
   /** The runs this process executes, each with what cancels it at a stop. */
   private readonly held = new Map<string, AbortController>();
   private timer: NodeJS.Timeout | null = null;
+  /** Set once this api cancels its runs at a stop: a run begun later is cancelled at its first checkpoint. */
+  private cancelling = false;
 
   constructor(
     private readonly env: Env,
@@ -76,6 +77,9 @@ export class SyncRunLeases implements OnApplicationBootstrap, BeforeApplicationS
   /** Runs `work` on the run while renewing its lease; `stop` aborts when the api stops with the run still held. */
   async holding<T>(runId: string, work: (stop: AbortSignal) => Promise<T>): Promise<T> {
     const stop = new AbortController();
+    if (this.cancelling) {
+      stop.abort(new RunCancelled());
+    }
     this.held.set(runId, stop);
     try {
       return await work(stop.signal);
@@ -95,8 +99,10 @@ export class SyncRunLeases implements OnApplicationBootstrap, BeforeApplicationS
     }
     const runs = [...this.held.values()];
     this.logger.warn({ runs: runs.length }, `stopping: cancelling ${runs.length} run(s) still running after API_SHUTDOWN_TIMEOUT_SECONDS`);
-    // In this process, not through the database: it may be away, even the reason for the stop.
-    runs.forEach((stop) => stop.abort(CANCELLED_AT_STOP));
+    // In this process, not through the database: it may be away, even the reason for the stop. Cancelled as a
+    // cancel asked for is (`Run was cancelled`).
+    this.cancelling = true;
+    runs.forEach((stop) => stop.abort(new RunCancelled()));
     await this.settled(CANCELLED_AT_STOP_MS);
   }
 
