@@ -33,7 +33,7 @@ import { ErrorRenderer } from '@app/errors';
 import { ComponentKind, keepStreamAlive, RunsService } from '@app/runs';
 
 import { agentCard, legacyAgentCard } from './agent-card';
-import { PrincipalUser, RunsRequestHandler } from './runs-request-handler';
+import { PrincipalUser, RunsRequestHandler, UnavailableError } from './runs-request-handler';
 
 export const A2A_ERROR_RENDERER = Symbol('A2AErrorRenderer');
 
@@ -312,7 +312,7 @@ export class A2AEndpoint {
       await writeStream(
         response,
         mapAsync(events, (event) => StreamResponse.toJSON(event)),
-        (error) => formatSSEErrorEvent(restErrorBody(error, restStatusFor(error))),
+        (error) => formatSSEErrorEvent(restErrorBody(error, restStatus(error))),
         (error) => writeRestError(response, error),
       );
       return undefined;
@@ -448,8 +448,13 @@ function writeJson(response: ServerResponse, status: number, body: unknown, cont
 }
 
 function writeRestError(response: ServerResponse, error: unknown): void {
-  const status = restStatusFor(error);
+  const status = restStatus(error);
   writeJson(response, status, restErrorBody(error, status), A2A_CONTENT_TYPE);
+}
+
+/** The SDK's HTTP status for an error, and 503 for ours that says to try again (the SDK has no such error). */
+function restStatus(error: unknown): number {
+  return error instanceof UnavailableError ? 503 : restStatusFor(error);
 }
 
 /** The SDK's HTTP+JSON error body, with the status name of a 503 (UNAVAILABLE), which the SDK does not know. */

@@ -224,15 +224,11 @@ export class RunsRequestHandler implements A2ARequestHandler {
 }
 
 /**
- * A refusal that passes (the database away), with the REST wording: JSON-RPC's internal error, HTTP+JSON's 503
- * UNAVAILABLE, so that a client tries again. UnsupportedOperation (a 400) had told it never to.
+ * A refusal that passes (the database away), with the REST wording: JSON-RPC's internal error (the protocol has
+ * no "unavailable"), and over HTTP+JSON a 503 UNAVAILABLE (see the endpoint's restStatus), so that a client tries
+ * again. UnsupportedOperation (a 400) had told it never to.
  */
-class UnavailableError extends A2AError {
-  override reason = 'UNAVAILABLE';
-  /** How the SDK's HTTP+JSON binding (restStatusFor) reads the status a REST error carries. */
-  readonly transport = 'rest';
-  readonly statusCode = 503;
-}
+export class UnavailableError extends A2AError {}
 
 function principalOf(context: ServerCallContext): Principal {
   if (!(context.user instanceof PrincipalUser)) {

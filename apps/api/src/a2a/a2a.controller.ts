@@ -22,6 +22,7 @@ import {
   ApiOperation,
   ApiParam,
   ApiQuery,
+  ApiServiceUnavailableResponse,
   ApiTags,
 } from '@nestjs/swagger';
 import { FastifyReply, FastifyRequest } from 'fastify';
@@ -33,6 +34,7 @@ import { ErrorBodyDto } from '@app/errors';
 import { ComponentKind } from '@app/runs';
 
 import { AnswersBadJson } from '../errors/http-exception.filter';
+import { DATABASE_UNAVAILABLE_DETAIL } from '../errors/render-error';
 
 /** The HTTP+JSON binding is A2A v1.0, which a request without an A2A-Version header is not. */
 const HTTP_JSON_UNSCHEDULABLE =
@@ -80,6 +82,14 @@ function HttpJsonBinding(kind: ComponentKind, { streams = false } = {}): MethodD
           schema: A2A_ERROR,
           example: { error: { code: 404, status: 'NOT_FOUND', message: `Run '${runId}' not found` } },
         },
+      },
+    }),
+    ApiServiceUnavailableResponse({
+      description:
+        'The database is unavailable, try again: the error body every route answers (a credential that cannot be checked), or an A2A error',
+      content: {
+        'application/json': { schema: { $ref: '#/components/schemas/ErrorBodyDto' }, example: { detail: DATABASE_UNAVAILABLE_DETAIL } },
+        [A2A_JSON]: { schema: A2A_ERROR, example: { error: { code: 503, status: 'UNAVAILABLE', message: DATABASE_UNAVAILABLE_DETAIL } } },
       },
     }),
   );

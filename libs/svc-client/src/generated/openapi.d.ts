@@ -8487,7 +8487,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, try again: the error body every route answers (a credential that cannot be checked), or an A2A error */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8499,6 +8499,22 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 503,
+                     *         "status": "UNAVAILABLE",
+                     *         "message": "Database unavailable; try again shortly"
+                     *       }
+                     *     }
+                     */
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
         };
@@ -8648,7 +8664,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, try again: the error body every route answers (a credential that cannot be checked), or an A2A error */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8660,6 +8676,22 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 503,
+                     *         "status": "UNAVAILABLE",
+                     *         "message": "Database unavailable; try again shortly"
+                     *       }
+                     *     }
+                     */
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
         };
@@ -8795,7 +8827,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, try again: the error body every route answers (a credential that cannot be checked), or an A2A error */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8807,6 +8839,22 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 503,
+                     *         "status": "UNAVAILABLE",
+                     *         "message": "Database unavailable; try again shortly"
+                     *       }
+                     *     }
+                     */
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
         };
@@ -8940,7 +8988,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, try again: the error body every route answers (a credential that cannot be checked), or an A2A error */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8952,6 +9000,22 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 503,
+                     *         "status": "UNAVAILABLE",
+                     *         "message": "Database unavailable; try again shortly"
+                     *       }
+                     *     }
+                     */
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
         };
@@ -9355,7 +9419,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, try again: the error body every route answers (a credential that cannot be checked), or an A2A error */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9367,6 +9431,22 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 503,
+                     *         "status": "UNAVAILABLE",
+                     *         "message": "Database unavailable; try again shortly"
+                     *       }
+                     *     }
+                     */
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
         };
@@ -9516,7 +9596,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, try again: the error body every route answers (a credential that cannot be checked), or an A2A error */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9528,6 +9608,22 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 503,
+                     *         "status": "UNAVAILABLE",
+                     *         "message": "Database unavailable; try again shortly"
+                     *       }
+                     *     }
+                     */
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
         };
@@ -9663,7 +9759,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, try again: the error body every route answers (a credential that cannot be checked), or an A2A error */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9675,6 +9771,22 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 503,
+                     *         "status": "UNAVAILABLE",
+                     *         "message": "Database unavailable; try again shortly"
+                     *       }
+                     *     }
+                     */
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
         };
@@ -9808,7 +9920,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, try again: the error body every route answers (a credential that cannot be checked), or an A2A error */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9820,6 +9932,22 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 503,
+                     *         "status": "UNAVAILABLE",
+                     *         "message": "Database unavailable; try again shortly"
+                     *       }
+                     *     }
+                     */
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
         };
@@ -10223,7 +10351,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, try again: the error body every route answers (a credential that cannot be checked), or an A2A error */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10235,6 +10363,22 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 503,
+                     *         "status": "UNAVAILABLE",
+                     *         "message": "Database unavailable; try again shortly"
+                     *       }
+                     *     }
+                     */
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
         };
@@ -10384,7 +10528,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, try again: the error body every route answers (a credential that cannot be checked), or an A2A error */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10396,6 +10540,22 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 503,
+                     *         "status": "UNAVAILABLE",
+                     *         "message": "Database unavailable; try again shortly"
+                     *       }
+                     *     }
+                     */
+                    "application/a2a+json": {
+                        error?: {
+                            code?: number;
+                            status?: string;
+                            message?: string;
+                        };
+                    };
                 };
             };
         };
