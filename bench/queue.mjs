@@ -145,8 +145,8 @@ export async function benchQueue() {
       await system.install(database.url);
     }
     for (let round = 0; round < ROUNDS; round++) {
-      // Each case runs every system back to back, the order turning with the round and the case (ABBA), so
-      // that a ratio compares measurements seconds apart: this shared machine drifts more over a round.
+      // Each case runs every system back to back, the order turning with the round and the case (with two
+      // systems, ABBA), so that a ratio compares measurements seconds apart: this shared machine drifts more over a round.
       const rotated = (shift) => entries.map((_, i) => entries[(i + shift) % entries.length]);
       for (const [field, workerCount, shift] of [
         ['one', 1, round],
@@ -200,7 +200,7 @@ function report(entries, results, e2e, loadAtStart) {
     '',
     `Machine: ${machine()}; load average (1/5/15 min) ${loadAtStart} at the start, ${load()} at the end.`,
     '',
-    `${JOBS} no-op jobs enqueued in bulk, then drained by 1 and by 2 worker processes at concurrency ${CONCURRENCY}; latency: ${LATENCY_JOBS} single jobs ${LATENCY_GAP_MS} ms apart into an idle worker (enqueue to handler start). Medians of ${ROUNDS} rounds. In each round every system drains the same jobs back to back, one case at a time, the order turning; a ratio (against graphile-worker) is the median of the rounds' ratios, their range in brackets.`,
+    `${JOBS} no-op jobs enqueued in bulk, then drained by 1 and by 2 worker processes at concurrency ${CONCURRENCY}; latency: ${LATENCY_JOBS} single jobs ${LATENCY_GAP_MS} ms apart into an idle worker (enqueue to handler start). Medians of ${ROUNDS} rounds. In each round every system drains the same jobs back to back, one case at a time, the order turning; a throughput ratio (against graphile-worker) is the median of the rounds' ratios, their range in brackets; the p50 ratio is of the medians.`,
     '',
     '| queue | 1 worker jobs/s | 2 workers jobs/s | 1 worker ratio | 2 workers ratio | p50 ms | p95 ms | p99 ms | p50 ratio |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|',

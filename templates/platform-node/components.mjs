@@ -30,7 +30,7 @@ const helloAgent = {
     ctx.emit(greeting);
     // A cancelled run stops here instead of doing the rest of the work.
     await ctx.checkpoint();
-    // A turn is a message and its answer: count the messages.
+    // A turn is a message and its answer: count the caller's messages.
     const turns = ctx.history.filter((entry) => entry.role === 'user').length;
     const rest =
       turns === 0 ? ' This is the start of the session.' : ` This session has ${turns} earlier ${turns === 1 ? 'turn' : 'turns'}.`;
