@@ -59,11 +59,14 @@ describe('RunExecutor: the run’s signal', () => {
     };
     setTimeout(() => stop.abort(new RunCancelled()), 100);
     const hanging = () => new Promise<void>(() => undefined);
-    const outcome = await executor.execute(checkpoints, input, { checkpoint: hanging, stop: stop.signal });
+    const outcome = await executor.execute(checkpoints, input, { checkpoint: hanging, signal: () => stop.signal });
     expect(outcome).toMatchObject({ status: 'cancelled', error: 'Run was cancelled' });
     // Stopped before the run starts: its first checkpoint cancels it, without asking.
     const asked: string[] = [];
-    const after = await executor.execute(checkpoints, input, { checkpoint: async () => void asked.push('asked'), stop: stop.signal });
+    const after = await executor.execute(checkpoints, input, {
+      checkpoint: async () => void asked.push('asked'),
+      signal: () => stop.signal,
+    });
     expect(after).toMatchObject({ status: 'cancelled', error: 'Run was cancelled' });
     expect(asked).toEqual([]);
   });

@@ -23,13 +23,12 @@ export interface ExecutionOptions {
   onDelta?: (delta: string) => void;
   /** The cancellation point to use instead of the intent check (a queue job's, which also knows when the worker lost the job). */
   checkpoint?: () => Promise<void>;
-  /** Aborted when the job is lost or its worker stops past its deadline (a queue job's); read only when the component reads ctx.signal. */
-  signal?: () => AbortSignal;
   /**
-   * Aborted when a run executed in the api must end now (the api stopping): ctx.signal aborts and the next
-   * checkpoint cancels the run, with the reason given, without asking the database (it may be why the api stops).
+   * Aborted when the run must end now: a queue job lost, or its worker stopping past its deadline, or the api stopping
+   * with a run it executes. ctx.signal aborts with it, and a checkpoint cancels the run at once, even one waiting on
+   * the database (which may be why it stops). Its reason is the run's error: a string, or the RunCancelled to end with.
    */
-  stop?: AbortSignal;
+  signal?: () => AbortSignal;
   /** The run's trace, which its component span joins (Tracing.runTrace); none records no spans. */
   trace?: RunTrace;
 }
@@ -121,7 +120,7 @@ export class RunExecutor {
     span: RecordedSpan,
   ): Promise<RunOutcome> {
     const history = run.continuesSession ? await this.runs.history(run.sessionId, run.id) : [];
-    const stop = new Stop(options.checkpoint ?? (() => this.checkpoint(run.id)), options.signal, options.stop);
+    const stop = new Stop(options.checkpoint ?? (() => this.checkpoint(run.id)), options.signal);
     let usage: ModelUsage | null = null;
     let memories: RunMemories | null = null;
     const forRun = (): RunMemories => ({
@@ -209,7 +208,6 @@ class Stop {
   constructor(
     private readonly check: () => Promise<void>,
     private readonly outer: (() => AbortSignal) | undefined,
-    private readonly stopNow: AbortSignal | undefined,
   ) {}
 
   get stopped(): boolean {
@@ -224,13 +222,9 @@ class Stop {
       }
       const outer = this.outer?.();
       if (outer?.aborted) {
-        this.abort(new JobStopped(String(outer.reason)));
+        this.abort(stoppedBy(outer));
       }
-      outer?.addEventListener('abort', () => this.abort(new JobStopped(String(outer.reason))), { once: true });
-      this.stopNow?.addEventListener('abort', () => this.abort(this.stoppedNow()), { once: true });
-      if (this.stopNow?.aborted) {
-        this.abort(this.stoppedNow());
-      }
+      outer?.addEventListener('abort', () => this.abort(stoppedBy(outer)), { once: true });
       this.schedule();
     }
     return this.controller.signal;
@@ -270,29 +264,24 @@ class Stop {
     this.timer.unref();
   }
 
-  private stoppedNow(): RunCancelled {
-    const reason: unknown = this.stopNow!.reason;
-    return reason instanceof RunCancelled ? reason : new RunCancelled(String(reason));
-  }
-
-  /** The check, cut short when the api stops (before or during it): a database that hangs must not hold a stopping api. */
+  /** The check, cut short when the run must end (before or during it): a database that hangs must not hold a stop. */
   private async checkUnlessStopped(): Promise<void> {
-    const stopNow = this.stopNow;
-    if (!stopNow) {
+    const outer = this.outer?.();
+    if (!outer) {
       return this.check();
     }
-    if (stopNow.aborted) {
-      throw this.stoppedNow();
+    if (outer.aborted) {
+      throw stoppedBy(outer);
     }
     let onAbort = (): void => undefined;
     const stopped = new Promise<never>((_, reject) => {
-      onAbort = () => reject(this.stoppedNow());
-      stopNow.addEventListener('abort', onAbort, { once: true });
+      onAbort = () => reject(stoppedBy(outer));
+      outer.addEventListener('abort', onAbort, { once: true });
     });
     try {
       await Promise.race([this.check(), stopped]);
     } finally {
-      stopNow.removeEventListener('abort', onAbort);
+      outer.removeEventListener('abort', onAbort);
     }
   }
 
@@ -301,4 +290,9 @@ class Stop {
     this.dispose();
     this.controller?.abort(error);
   }
+}
+
+/** Why a run must end, from the signal that says so: a job's reason (a string), or the RunCancelled the api stops it with. */
+function stoppedBy(signal: AbortSignal): Error {
+  return signal.reason instanceof RunCancelled ? signal.reason : new JobStopped(String(signal.reason));
 }

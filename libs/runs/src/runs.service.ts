@@ -80,7 +80,12 @@ export class RunsService {
         return this.get(caller, kind, componentId, run.id);
       }
       return this.leases.holding(run.id, async (stop) =>
-        this.finished(run, await this.executor.execute(component, toInput(run, request), { trace: this.traceOf(span), stop }), span, stop),
+        this.finished(
+          run,
+          await this.executor.execute(component, toInput(run, request), { trace: this.traceOf(span), signal: () => stop }),
+          span,
+          stop,
+        ),
       );
     });
   }
@@ -124,7 +129,7 @@ export class RunsService {
       const outcome = await this.executor.execute(component, toInput(run, request), {
         onDelta: (content) => send({ event: 'RunContent', data: { run_id: run.id, content } }),
         trace: this.traceOf(span),
-        stop,
+        signal: () => stop,
       });
       return this.finished(run, outcome, span, stop);
     });
