@@ -18,7 +18,7 @@ import { build as buildCheckout, isStale } from './build.cjs';
 import { freePort, startEmbeddedPostgres } from './embedded-postgres.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const STOP_WHEN_ORPHANED = join(root, 'scripts/stop-when-orphaned.cjs');
+const CHILD_PRELOAD = join(root, 'scripts/quickstart-child.cjs');
 const dataDir = resolve(process.env.PLATFORM_DATA_DIR ?? join(root, '.data'));
 // .data/ is traversable (0711) so the unprivileged postgres user can reach its cluster;
 // the key file and the database password file are owner-only.
@@ -97,6 +97,11 @@ function startCommand(assignments) {
   const given = process.env.PLATFORM_DATA_DIR;
   const dataDir = given && !assignments.includes('PLATFORM_DATA_DIR=') ? ` PLATFORM_DATA_DIR=${shellWord(given)}` : '';
   return `${assignments}${dataDir} npm start`;
+}
+
+/** Whether a process (as listenerOf names it) runs this checkout's service, its api or its worker. */
+function ofThisCheckout(holder) {
+  return holder?.command?.includes(join(root, 'dist', 'apps')) === true;
 }
 
 /** Best effort (Linux /proc): the process listening on TCP `port`, or null. */
@@ -178,7 +183,7 @@ async function checkPorts(ports) {
     }
     if (problem === 'EADDRINUSE') {
       const holder = listenerOf(port);
-      if (holder?.command?.includes(join(root, 'dist', 'apps'))) {
+      if (ofThisCheckout(holder)) {
         throw new QuickstartError(
           `This checkout's service is already running (pid ${holder.pid} holds port ${port}): use it, or stop it with Ctrl-C in its npm start. A second copy needs its own port and data: ${startCommand(`${variable}=${await nextFreePort(port, address)} PLATFORM_DATA_DIR=${spareDataDir()}`)}`,
         );
@@ -318,19 +323,25 @@ function errorIn(line, fromStderr) {
 }
 
 /**
- * A child whose output passes through to ours, remembering the last error it reported, and an
- * `ended` promise of how it exited.
+ * A child whose output passes through to ours, remembering the last error it reported, the ports it
+ * listens on (`ports`, as its preload says), and an `ended` promise of how it exited.
  */
 function runChild(name, script, env, { detached }) {
   // detached: a process group of its own, so a terminal's Ctrl-C reaches only the quickstart,
-  // which stops the children in order. The preload stops a child the quickstart could not (killed with -9).
-  const child = spawn(process.execPath, ['--require', STOP_WHEN_ORPHANED, script], {
+  // which stops the children in order. The preload stops a child the quickstart could not (killed with -9), and
+  // says over the IPC channel which ports the child listens on.
+  const child = spawn(process.execPath, ['--require', CHILD_PRELOAD, script], {
     cwd: root,
     env,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     detached,
   });
-  const running = { name, child, lastError: null };
+  const running = { name, child, lastError: null, ports: new Set() };
+  child.on('message', (message) => {
+    if (Number.isInteger(message?.listening)) {
+      running.ports.add(message.listening);
+    }
+  });
   for (const [stream, target, fromStderr] of [
     [child.stdout, process.stdout, false],
     [child.stderr, process.stderr, true],
@@ -354,17 +365,6 @@ function runChild(name, script, env, { detached }) {
     child.on('exit', (code, signal) => done({ code, signal }));
   });
   return running;
-}
-
-/** Whether `url` is a copy of this service, running: its /info says so (another server's /health may answer 200 too). */
-async function isThisService(url) {
-  try {
-    const response = await fetch(`${url}/info`, { signal: AbortSignal.timeout(2_000) });
-    const info = response.ok ? await response.json() : null;
-    return typeof info?.os_id === 'string' && typeof info?.auth_mode === 'string' && typeof info?.a2a === 'object';
-  } catch {
-    return false;
-  }
 }
 
 /** 200 from GET url within a short timeout. */
@@ -433,8 +433,9 @@ async function recordServiceUrl(url) {
       return;
     }
     // A second copy does not take svc (and the first copy's key) away from the first while it runs; any other
-    // server now on that port does not keep it (svc would send it this checkout's key).
-    if (await isThisService(current)) {
+    // server now on that port does not keep it (svc would send it this checkout's key), however like this service it
+    // answers. Where the system does not say who listens, .env names this copy.
+    if (URL.canParse(current) && ofThisCheckout(listenerOf(Number(new URL(current).port)))) {
       say(`.env's SERVICE_URL=${current} is another copy, still running: left as is; svc reaches this one with --url ${url}`);
       return;
     }
@@ -634,8 +635,15 @@ async function main() {
   start('worker', workerEnv, healthPortPicked ? 2 : 0);
 
   const workerUrl = () => `http://${shownHost}:${workerHealthPort}`;
+  // Readiness is asked of a port once our own child holds it: whatever answers there then is that child.
+  const listens = (name, onPort) => state.children.some((child) => child.name === name && child.ports.has(Number(onPort)));
+  const isReady = async () =>
+    listens('api', port) &&
+    listens('worker', workerHealthPort) &&
+    (await answers200(`${url}/readyz`)) &&
+    (await answers200(`${workerUrl()}/readyz`));
   const deadline = Date.now() + READY_TIMEOUT_MS;
-  while (!state.stopping && !((await answers200(`${url}/readyz`)) && (await answers200(`${workerUrl()}/readyz`)))) {
+  while (!state.stopping && !(await isReady())) {
     if (Date.now() > deadline) {
       return shutdown(
         1,

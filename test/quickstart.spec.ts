@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, Server as HttpServer } from 'node:http';
 import { createServer, Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -218,6 +219,49 @@ describe('npm start (scripts/quickstart.mjs)', () => {
       expect(output).not.toContain('API:');
       expect(output).not.toContain('Press Ctrl-C');
     }, 60_000);
+  });
+
+  describe("a server that answers as this service does but is not this checkout's", () => {
+    const impostors: HttpServer[] = [];
+    afterEach(async () => {
+      await Promise.all(impostors.splice(0).map((server) => new Promise((done) => server.close(done))));
+    });
+
+    /** On `port`: ready, and /info shaped as the service's. svc would send it this checkout's key. */
+    async function impostor(port: number): Promise<void> {
+      const server = createHttpServer((request, response) => {
+        response.setHeader('content-type', 'application/json');
+        response.end(request.url === '/info' ? JSON.stringify({ os_id: 'platform-service', auth_mode: 'security_key', a2a: {} }) : '{}');
+      });
+      impostors.push(server);
+      await new Promise<void>((done) => server.listen(port, '127.0.0.1', done));
+    }
+
+    it('does not keep .env naming it, however like a copy of this service it answers', async () => {
+      const cwd = tempDir('quickstart-cwd-');
+      const elsewhere = await testPort();
+      await impostor(elsewhere);
+      writeFileSync(join(cwd, '.env'), `${ENV_MARKER}\nSERVICE_URL=http://127.0.0.1:${elsewhere}\n`);
+      const port = await testPort();
+      const quickstart = startQuickstart(cwd, { PORT: String(port), PLATFORM_DATA_DIR: tempDir('quickstart-') });
+      await untilReady(quickstart);
+      expect(readFileSync(join(cwd, '.env'), 'utf8')).toBe(`${ENV_MARKER}\nSERVICE_URL=http://127.0.0.1:${port}\n`);
+      expect(quickstart.output()).not.toContain('another copy');
+      expect(await ctrlC(quickstart)).toBe(0);
+    }, 150_000);
+
+    it("taking the api's port after the check: the start fails and .env never names that server", async () => {
+      const cwd = tempDir('quickstart-cwd-');
+      const port = await testPort();
+      const quickstart = startQuickstart(cwd, { PORT: String(port), PLATFORM_DATA_DIR: tempDir('quickstart-') });
+      // The port was free when checked; PostgreSQL starts after the check, and the api listens after it.
+      await waitFor(async () => quickstart.output().includes('Starting embedded PostgreSQL'), 60_000, 'the port check to pass');
+      await impostor(port);
+      expect(await quickstart.exited).not.toBe(0);
+      expect(quickstart.output()).toMatch(/The api failed to start/);
+      expect(quickstart.output()).not.toContain('Press Ctrl-C');
+      expect(existsSync(join(cwd, '.env'))).toBe(false);
+    }, 150_000);
   });
 
   it('refuses a data directory held by a PostgreSQL still running, naming its pid and what to do; a stale postmaster.pid does not block', async () => {
