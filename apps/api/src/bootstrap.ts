@@ -44,9 +44,10 @@ const RUN_ROUTE = /^\/(agents|teams|workflows)\/:[a-z_]+\/runs$/;
  * answers multipart with 415. A field left blank in a form is not given, as FastAPI reads forms, so its
  * default applies (a form that sends every field, as Swagger UI's does, may leave `session_id` empty).
  *
- * And on every route (each takes urlencoded forms, as Nest registers them): JSON sent without its Content-Type
- * arrives as a form whose one field is named by the JSON text, and every field the route wanted is "missing".
- * It is answered as what it is (415, saying what to send), in the same hook: no extra one on every request.
+ * Nest parses urlencoded forms on every route, but only the run routes take them; any other route answers a form
+ * with fields as it documents, 415 (an empty one is no body at all). JSON sent without its Content-Type arrives
+ * as a form whose one field is named by the JSON text, and every field the route wanted is "missing": it is
+ * answered as what it is (415, saying what to send). Both in the same hook: no extra one on every request.
  */
 async function acceptForms(fastify: FastifyInstance): Promise<void> {
   await fastify.register(multipart, { limits: { files: 0, fields: 32, parts: 32, fieldSize: BODY_LIMIT_BYTES } });
@@ -56,10 +57,13 @@ async function acceptForms(fastify: FastifyInstance): Promise<void> {
       if (!urlencoded || !isFields(request.body)) {
         return;
       }
-      if (Object.keys(request.body).some((name) => /^\s*[{[]/.test(name))) {
+      const fields = Object.keys(request.body);
+      if (fields.some((name) => /^\s*[{[]/.test(name))) {
         await reply.code(415).send({ detail: JSON_SENT_AS_FORM });
       } else if (RUN_ROUTE.test(request.routeOptions.url ?? '')) {
         request.body = withoutBlanks(request.body);
+      } else if (fields.length > 0) {
+        await reply.code(415).send({ detail: FRAMEWORK_DETAILS.FST_ERR_CTP_INVALID_MEDIA_TYPE });
       }
       return;
     }

@@ -82,7 +82,8 @@ const errorBody = (): Response => ({ content: { 'application/json': { schema: { 
 /**
  * The answers that come from the rules every route shares rather than from the route itself, stated where
  * they apply: a route taking a credential can answer 429 (too many failed token lookups) and 503 (the
- * database unreachable); one taking a JSON body, 400 for a body that is not JSON and 415 for another media type. And 422 only where there is
+ * database unreachable); one taking a body, 413 for one over the limit; one taking a JSON body, 400 for a body that is
+ * not JSON and 415 for another media type. And 422 only where there is
  * something to validate, a body or a query: a malformed path id is a 404 (see the validation pipe). Any
  * route can fail unexpectedly: 500, with the error_id its log line carries.
  */
@@ -94,6 +95,9 @@ function withAnswersEveryRouteGives(document: OpenAPIObject): OpenAPIObject {
     if (operation['x-required-scope'] !== undefined && !responses['101']) {
       responses['429'] ??= errorBody();
       responses['503'] ??= errorBody();
+    }
+    if (operation.requestBody) {
+      responses['413'] ??= errorBody();
     }
     if (operation.requestBody?.content?.['application/json']) {
       responses['400'] ??= errorBody();
@@ -125,6 +129,7 @@ const ERRORS: Record<string, { description: string; detail: (operation: Operatio
   },
   '404': { description: 'Not found, or not visible to the caller', detail: () => 'Not found' },
   '409': { description: 'Conflicts with the current state', detail: () => 'Conflicts with the current state' },
+  '413': { description: 'The body is over the 1 MiB the api takes', detail: () => FRAMEWORK_DETAILS.FST_ERR_CTP_BODY_TOO_LARGE },
   '415': { description: 'The body is not of a media type the route takes', detail: () => FRAMEWORK_DETAILS.FST_ERR_CTP_INVALID_MEDIA_TYPE },
   '429': { description: 'Too many failed token lookups from this client address', detail: () => 'Too many failed authentication attempts' },
   '500': {
@@ -135,8 +140,8 @@ const ERRORS: Record<string, { description: string; detail: (operation: Operatio
   '503': { description: 'The database is unavailable', detail: () => DATABASE_UNAVAILABLE_DETAIL },
 };
 
-/** Statuses whose detail is set whatever the route's description says: it names the credential or its scope, or the media type. */
-const SET_DETAIL = new Set(['401', '403', '415', '429']);
+/** Statuses whose detail is set whatever the route's description says: it names the credential or its scope, the size or the media type. */
+const SET_DETAIL = new Set(['401', '403', '413', '415', '429']);
 
 /**
  * Every error response shows a body the api sends with that status (`{"detail": ...}`; `error_id` only on

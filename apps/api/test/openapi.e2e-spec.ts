@@ -63,6 +63,7 @@ describe('OpenAPI document and Swagger UI', () => {
           '401',
           '403',
           '406',
+          '413',
           '415',
           '429',
           '500',
@@ -108,7 +109,7 @@ describe('OpenAPI document and Swagger UI', () => {
     expect(document.paths['/service-accounts'].post.security).toEqual([{ bearer: [] }]);
   });
 
-  it("documents a JSON body's 415, /metrics errors as JSON, every time as Unix seconds, and operation ids a deep link takes", () => {
+  it("documents a body's 413 and a JSON body's 415, /metrics errors as JSON, every time as Unix seconds, and operation ids a deep link takes", () => {
     for (const [path, methods] of Object.entries<any>(document.paths)) {
       for (const [method, operation] of Object.entries<any>(methods)) {
         const key = `${method.toUpperCase()} ${path}`;
@@ -118,6 +119,9 @@ describe('OpenAPI document and Swagger UI', () => {
           expect(operation.responses['415']?.content?.['application/json']?.example, key).toEqual({
             detail: 'Unsupported Content-Type: send application/json',
           });
+        }
+        if (operation.requestBody) {
+          expect(operation.responses['413']?.content?.['application/json']?.example, key).toEqual({ detail: 'Request body is too large' });
         }
       }
     }

@@ -199,6 +199,24 @@ describe('runs and sessions (security_key mode, demo components)', () => {
       expect(missing.status).toBe(422);
       const elsewhere = await post('/memories', fields({ memory: 'x' }));
       expect([elsewhere.status, await elsewhere.json()]).toEqual([415, { detail: 'Unsupported Content-Type: send application/json' }]);
+      // Urlencoded too: only the run routes take forms, as the API document says; nothing is made from one.
+      const urlencoded = { 'content-type': 'application/x-www-form-urlencoded' };
+      for (const [path, body] of [
+        ['/memories', 'memory=x'],
+        ['/service-accounts', 'name=from-a-form&scopes=agents:run'],
+        ['/schedules', 'name=from-a-form&cron=0+*+*+*+*&endpoint=/agents/echo-agent/runs'],
+      ]) {
+        const form = await fetch(`${api.url}${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${ROOT_KEY}`, ...urlencoded },
+          body,
+        });
+        expect([form.status, await form.json()], path).toEqual([415, { detail: 'Unsupported Content-Type: send application/json' }]);
+      }
+      const accounts = await call<{ data: { name: string }[] }>(api.url, 'GET', '/service-accounts?limit=100', {
+        token: ROOT_KEY,
+      });
+      expect(accounts.body.data.map((account) => account.name)).not.toContain('from-a-form');
     });
 
     it('accepts JSON too, and runs teams and workflows the same way', async () => {

@@ -2330,6 +2330,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The body is not of a media type the route takes */
             415: {
                 headers: {
@@ -2613,6 +2627,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "The account is revoked or expired"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -3026,6 +3054,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Idempotency key already used for another component"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -3664,6 +3706,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The body is not of a media type the route takes */
             415: {
                 headers: {
@@ -4292,6 +4348,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Idempotency key already used for another component"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -5293,6 +5363,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The body is not of a media type the route takes */
             415: {
                 headers: {
@@ -5667,6 +5751,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6406,6 +6504,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The body is not of a media type the route takes */
             415: {
                 headers: {
@@ -6550,6 +6662,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Insufficient permissions. Required scope(s): platform:admin"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -7226,6 +7352,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The body is not of a media type the route takes */
             415: {
                 headers: {
@@ -7622,6 +7762,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Renamed onto another schedule of the owner, or resuming a schedule the service disabled because of its owner without taking its call over"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -8282,6 +8436,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The body is not of a media type the route takes */
             415: {
                 headers: {
@@ -8441,6 +8609,20 @@ export interface operations {
                             message?: string;
                         };
                     };
+                };
+            };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description The body is not of a media type the route takes */
@@ -8618,6 +8800,20 @@ export interface operations {
                             message?: string;
                         };
                     };
+                };
+            };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description The body is not of a media type the route takes */
@@ -9214,6 +9410,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The body is not of a media type the route takes */
             415: {
                 headers: {
@@ -9373,6 +9583,20 @@ export interface operations {
                             message?: string;
                         };
                     };
+                };
+            };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description The body is not of a media type the route takes */
@@ -9550,6 +9774,20 @@ export interface operations {
                             message?: string;
                         };
                     };
+                };
+            };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description The body is not of a media type the route takes */
@@ -10146,6 +10384,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description The body is not of a media type the route takes */
             415: {
                 headers: {
@@ -10305,6 +10557,20 @@ export interface operations {
                             message?: string;
                         };
                     };
+                };
+            };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description The body is not of a media type the route takes */
@@ -10482,6 +10748,20 @@ export interface operations {
                             message?: string;
                         };
                     };
+                };
+            };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description The body is not of a media type the route takes */
@@ -10664,6 +10944,20 @@ export interface operations {
                         };
                         id?: string | number | null;
                     };
+                };
+            };
+            /** @description The body is over the 1 MiB the api takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description The body is not sent as application/json */
