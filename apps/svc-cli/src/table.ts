@@ -24,6 +24,31 @@ export type Paint = (text: string, column: number, row: string[]) => string;
 
 /** The narrowest a column is cut to: its header, and at least enough to tell values apart. */
 const MIN_COLUMN = 8;
+/** A column this narrow (a status, a count, a code) is never cut: a cut one says nothing. */
+const WHOLE_UP_TO = 12;
+
+/** A time as formatTime and formatSeconds write it. */
+const TIME = /^\d{4}-(\d\d-\d\d \d\d:\d\d)(:\d\d)? UTC$/;
+/** What a time keeps where its column is cut: month, day, hours and minutes (`11-29 19:48`), not `2026-11…`. */
+const SHORT_TIME = 11;
+
+/** A cell in `width` characters: a time by its short form, other text cut with `…`. */
+function fitCell(text: string, width: number): string {
+  if (text.length <= width) {
+    return text;
+  }
+  const short = TIME.exec(text)?.[1] ?? text;
+  return short.length <= width ? short : `${short.slice(0, width - 1)}…`;
+}
+
+/** How narrow a column may be cut: never below its header, nor a time below its short form, nor a narrow column at all. */
+function minimumWidth(title: string, cells: string[], natural: number): number {
+  if (natural <= WHOLE_UP_TO) {
+    return natural;
+  }
+  const floor = cells.some((text) => TIME.test(text)) ? SHORT_TIME : MIN_COLUMN;
+  return Math.min(natural, Math.max(title.length, floor));
+}
 
 /**
  * Column widths that fit `width` with their two-space gaps: the widest column loses a character at a time
@@ -56,7 +81,8 @@ export interface TableOptions {
 
 /**
  * Aligned columns and a bold header. On a terminal narrower than the table, the widest cells are cut with `…`
- * (never the first column, nor the `whole` ones) so that no row wraps; piped output keeps them whole.
+ * (never the first column, nor the `whole` ones, nor a narrow one; a time drops its year and zone first) so that
+ * no row wraps where they can fit; piped output keeps them whole.
  * Cells are printed as given: sanitize service text first.
  */
 export function printTable(header: string[], rows: string[][], terminal: Terminal, { paint, whole = [] }: TableOptions = {}): void {
@@ -66,7 +92,13 @@ export function printTable(header: string[], rows: string[][], terminal: Termina
     ? fitWidths(
         natural,
         header.map((title, column) =>
-          uncut.has(column) ? natural[column] : Math.min(natural[column], Math.max(title.length, MIN_COLUMN)),
+          uncut.has(column)
+            ? natural[column]
+            : minimumWidth(
+                title,
+                rows.map((row) => row[column]),
+                natural[column],
+              ),
         ),
         terminal.width,
       )
@@ -75,7 +107,7 @@ export function printTable(header: string[], rows: string[][], terminal: Termina
     const last = cells.length - 1;
     return cells
       .map((full, column) => {
-        const text = full.length > widths[column] ? `${full.slice(0, widths[column] - 1)}…` : full;
+        const text = fitCell(full, widths[column]);
         const padded = column === last ? text : text.padEnd(widths[column]);
         return painter ? painter(padded, column, cells) : padded;
       })

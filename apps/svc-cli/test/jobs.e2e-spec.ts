@@ -459,12 +459,17 @@ describe('svc jobs against a live api (jobs made by a real worker)', () => {
       expect(running.indexOf('agent:sleep-agent')).toBe(header.indexOf('Component'));
       session.kill();
 
-      // On 80 columns too, where the error, component and time columns are cut: the id stays whole, as `svc jobs get` takes it.
+      // On 80 columns too, where the error and component columns are cut: the id stays whole, as `svc jobs get` takes it;
+      // a status stays whole, and a time keeps its month, day and minute rather than its year.
       session = TmuxSession.start(argv, { ...env, NO_COLOR: '1' }, terminalSandbox.cwd, 80);
       expect(await session.exitCode()).toBe(0);
       expect(session.screen(true)).toContain(ids.running[0]);
       expect(session.screen()).toContain('…');
       expect(session.screen(true)).not.toContain('\u001b[');
+      const narrow = session.screen().split('\n');
+      const narrowRow = narrow.find((line) => line.startsWith(ids.running[0]))!;
+      expect(narrowRow).toMatch(/ running .* \d\d-\d\d \d\d:\d\d( |$)/);
+      expect(session.screen()).not.toMatch(/\d{4}-\d\d…|compl…|runni…|faile…/);
     });
 
     it('shows the count first; No changes nothing, Yes requeues', async () => {
