@@ -23,7 +23,7 @@ import { ApiModule } from './api.module';
 import { FRAMEWORK_DETAILS } from './errors/render-error';
 import { addSecurityHeaders, registerHttpSurface } from './http-surface';
 import { recordRequestDurations } from './metrics/http-metrics';
-import { mountDocs } from './openapi';
+import { mountDocs, TAKES_BODY } from './openapi';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -44,8 +44,8 @@ const RUN_ROUTE = /^\/(agents|teams|workflows)\/:[a-z_]+\/runs$/;
  * answers multipart with 415. A field left blank in a form is not given, as FastAPI reads forms, so its
  * default applies (a form that sends every field, as Swagger UI's does, may leave `session_id` empty).
  *
- * Nest parses urlencoded forms on every route, but only the run routes take them; any other route answers a form
- * with fields as it documents, 415 (an empty one is no body at all). JSON sent without its Content-Type arrives
+ * Nest parses urlencoded forms on every route, but only the run routes take them; any other POST, PUT or PATCH route
+ * answers a form with fields as it documents, 415 (an empty one is no body at all). JSON sent without its Content-Type arrives
  * as a form whose one field is named by the JSON text, and every field the route wanted is "missing": it is
  * answered as what it is (415, saying what to send). Both in the same hook: no extra one on every request.
  */
@@ -62,7 +62,7 @@ async function acceptForms(fastify: FastifyInstance): Promise<void> {
         await reply.code(415).send({ detail: JSON_SENT_AS_FORM });
       } else if (RUN_ROUTE.test(request.routeOptions.url ?? '')) {
         request.body = withoutBlanks(request.body);
-      } else if (fields.length > 0) {
+      } else if (fields.length > 0 && TAKES_BODY.has(request.method) && request.routeOptions.url) {
         await reply.code(415).send({ detail: FRAMEWORK_DETAILS.FST_ERR_CTP_INVALID_MEDIA_TYPE });
       }
       return;

@@ -77,18 +77,21 @@ type Operation = {
   'x-required-scope'?: string;
 };
 
+/** The methods whose routes may be sent a body: each answers one of a media type it does not take with 415. */
+export const TAKES_BODY = new Set(['POST', 'PUT', 'PATCH']);
+
 const errorBody = (): Response => ({ content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBodyDto' } } } });
 
 /**
  * The answers that come from the rules every route shares rather than from the route itself, stated where
  * they apply: a route taking a credential can answer 429 (too many failed token lookups) and 503 (the
  * database unreachable); one taking a body, 413 for one over the limit; one taking a JSON body, 400 for a body that is
- * not JSON and 415 for another media type. And 422 only where there is
+ * not JSON; a POST, PUT or PATCH, 415 for a media type it does not take (a form, on a route that takes none). And 422 only where there is
  * something to validate, a body or a query: a malformed path id is a 404 (see the validation pipe). Any
  * route can fail unexpectedly: 500, with the error_id its log line carries.
  */
 function withAnswersEveryRouteGives(document: OpenAPIObject): OpenAPIObject {
-  for (const operation of operationsOf(document)) {
+  for (const [method, operation] of operationsWithMethods(document)) {
     const responses = operation.responses!;
     responses['500'] ??= errorBody();
     // A WebSocket (101) judges its credential after the upgrade, in frames.
@@ -101,6 +104,9 @@ function withAnswersEveryRouteGives(document: OpenAPIObject): OpenAPIObject {
     }
     if (operation.requestBody?.content?.['application/json']) {
       responses['400'] ??= errorBody();
+    }
+    // A form is refused wherever the route takes no form, a route with no body at all included.
+    if (TAKES_BODY.has(method.toUpperCase()) && !responses['101']) {
       responses['415'] ??= errorBody();
     }
     if (!operation.requestBody && !operation.parameters?.some((parameter) => parameter.in === 'query')) {
@@ -110,8 +116,14 @@ function withAnswersEveryRouteGives(document: OpenAPIObject): OpenAPIObject {
   return document;
 }
 
+function operationsWithMethods(document: OpenAPIObject): [method: string, operation: Operation][] {
+  return Object.values(document.paths).flatMap((item) =>
+    Object.entries(item as Record<string, Operation>).filter(([, operation]) => operation?.responses),
+  );
+}
+
 function operationsOf(document: OpenAPIObject): Operation[] {
-  return Object.values(document.paths).flatMap((item) => Object.values(item as Record<string, Operation>).filter((op) => op?.responses));
+  return operationsWithMethods(document).map(([, operation]) => operation);
 }
 
 /** Each error status in general: a route's own description says what it means there. */

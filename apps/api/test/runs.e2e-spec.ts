@@ -213,6 +213,13 @@ describe('runs and sessions (security_key mode, demo components)', () => {
         });
         expect([form.status, await form.json()], path).toEqual([415, { detail: 'Unsupported Content-Type: send application/json' }]);
       }
+      // A route that does not exist is still a 404, form or not.
+      const nowhere = await fetch(`${api.url}/nowhere`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ROOT_KEY}`, ...urlencoded },
+        body: 'a=1',
+      });
+      expect(nowhere.status).toBe(404);
       const accounts = await call<{ data: { name: string }[] }>(api.url, 'GET', '/service-accounts?limit=100', {
         token: ROOT_KEY,
       });

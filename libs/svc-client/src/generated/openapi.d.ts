@@ -3332,6 +3332,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description Too many failed token lookups from this client address */
             429: {
                 headers: {
@@ -3979,6 +3993,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description Too many failed token lookups from this client address */
             429: {
                 headers: {
@@ -4621,6 +4649,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "Not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -6969,6 +7011,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description Validation error */
             422: {
                 headers: {
@@ -7941,6 +7997,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "detail": "The schedule is disabled"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBodyDto"];
@@ -9154,6 +9224,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
+                };
+            };
             /** @description Too many failed token lookups from this client address */
             429: {
                 headers: {
@@ -10126,6 +10210,20 @@ export interface operations {
                             message?: string;
                         };
                     };
+                };
+            };
+            /** @description The body is not of a media type the route takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Unsupported Content-Type: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBodyDto"];
                 };
             };
             /** @description Too many failed token lookups from this client address */
