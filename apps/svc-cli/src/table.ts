@@ -32,13 +32,14 @@ const TIME = /^\d{4}-(\d\d-\d\d \d\d:\d\d)(:\d\d)? UTC$/;
 /** What a time keeps where its column is cut: month, day, hours and minutes (`11-29 19:48`), not `2026-11…`. */
 const SHORT_TIME = 11;
 
-/** A cell in `width` characters: a time by its short form, other text cut with `…`. */
+/** A cell in `width` characters: a time by its short form (its seconds kept where they fit), other text cut with `…`. */
 function fitCell(text: string, width: number): string {
   if (text.length <= width) {
     return text;
   }
-  const short = TIME.exec(text)?.[1] ?? text;
-  return short.length <= width ? short : `${short.slice(0, width - 1)}…`;
+  const time = TIME.exec(text);
+  const short = time ? [`${time[1]}${time[2] ?? ''}`, time[1]].find((form) => form.length <= width) : undefined;
+  return short ?? `${text.slice(0, width - 1)}…`;
 }
 
 /** How narrow a column may be cut: never below its header, nor a time below its short form, nor a narrow column at all. */
