@@ -435,7 +435,7 @@ async function recordServiceUrl(url) {
     // A second copy does not take svc (and the first copy's key) away from the first while it runs; any other
     // server now on that port does not keep it (svc would send it this checkout's key), however like this service it
     // answers. Where the system does not say who listens, .env names this copy.
-    if (URL.canParse(current) && ofThisCheckout(listenerOf(Number(new URL(current).port)))) {
+    if (ofThisCheckout(listenerOf(Number(URL.parse(current)?.port)))) {
       say(`.env's SERVICE_URL=${current} is another copy, still running: left as is; svc reaches this one with --url ${url}`);
       return;
     }

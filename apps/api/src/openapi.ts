@@ -106,7 +106,7 @@ function withAnswersEveryRouteGives(document: OpenAPIObject): OpenAPIObject {
       responses['400'] ??= errorBody();
     }
     // A form is refused wherever the route takes no form, a route with no body at all included.
-    if (TAKES_BODY.has(method.toUpperCase()) && !responses['101']) {
+    if (TAKES_BODY.has(method.toUpperCase())) {
       responses['415'] ??= errorBody();
     }
     if (!operation.requestBody && !operation.parameters?.some((parameter) => parameter.in === 'query')) {
