@@ -213,6 +213,13 @@ describe('runs and sessions (security_key mode, demo components)', () => {
         });
         expect([form.status, await form.json()], path).toEqual([415, { detail: 'Unsupported Content-Type: send application/json' }]);
       }
+      // An action that takes no body refuses a form with fields too, but an empty form is no body: the action answers.
+      const action = `/queue/jobs/${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}/requeue`;
+      const requeue = (body: string) =>
+        fetch(`${api.url}${action}`, { method: 'POST', headers: { authorization: `Bearer ${ROOT_KEY}`, ...urlencoded }, body });
+      const withFields = await requeue('force=true');
+      expect([withFields.status, await withFields.json()]).toEqual([415, { detail: 'Unsupported Content-Type: send application/json' }]);
+      expect((await requeue('')).status).toBe(404);
       // A route that does not exist is still a 404, form or not.
       const nowhere = await fetch(`${api.url}/nowhere`, {
         method: 'POST',
