@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 
 import { BeforeApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
-import { Pool } from 'pg';
+import { ClientBase, Pool } from 'pg';
 
 import { Env } from '@app/config';
 import { ConnectionClient } from '@app/database';
@@ -12,6 +12,21 @@ import { ClaimedJob, HeldWork } from './job-handler';
 import { QueueWorker, QueueWorkerOptions } from './queue-worker';
 import { listeningGauge } from './queue-worker-metrics';
 import { WorkStore } from './work-store';
+
+/**
+ * What an engine's pool sets on each connection before its first use. Every statement an engine runs finds
+ * its rows through an index, and the claim is a prepared statement whose plan is kept: one made while
+ * `queue_jobs` looked empty (a new deployment) could read the whole table to find the rows it had locked,
+ * and would go on doing so once the table held a million jobs. With table scans ruled out, a plan is made
+ * of index and row-id reads whatever the statistics said when it was made (a table no index serves is
+ * still scanned). A SET rather than a startup option, which poolers such as PgBouncer refuse; the pool awaits
+ * it (its typings say the hook returns nothing) and drops a connection where it fails.
+ */
+export const ENGINE_POOL = {
+  onConnect: async (client: ClientBase): Promise<void> => {
+    await client.query('SET enable_seqscan = off');
+  },
+};
 
 /** The dedicated connection a queue engine LISTENs on. */
 export async function connectListener(connectionString: string): Promise<ConnectionClient> {
@@ -80,7 +95,7 @@ export abstract class QueueEngineHost<Work extends HeldWork = ClaimedJob> implem
 
   private async launch({ connections, store, ...options }: EngineOptions<Work>): Promise<void> {
     const connectionString = this.env.databaseUrl;
-    this.pool = new Pool({ connectionString, max: connections, Client: ConnectionClient });
+    this.pool = new Pool({ ...ENGINE_POOL, connectionString, max: connections, Client: ConnectionClient });
     const workStore = store(this.pool);
     const listening = listeningGauge(this.registry).labels({ channel: workStore.readyChannel });
     listening.set(0);
