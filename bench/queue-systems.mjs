@@ -154,7 +154,7 @@ const pgBoss = {
 const require = createRequire(import.meta.url);
 const { QueueWorker } = require('../dist/libs/queue/src/worker/queue-worker.js');
 const { JobStore } = require('../dist/libs/queue/src/worker/job-store.js');
-const { ENGINE_POOL } = require('../dist/libs/queue/src/worker/queue-engine-host.js');
+const { enginePool } = require('../dist/libs/queue/src/worker/queue-engine-host.js');
 const { enqueueJobs } = require('../dist/libs/queue/src/enqueue.js');
 
 /** A no-op job in our schema: every required column set, nothing else. */
@@ -191,7 +191,7 @@ const platformQueue = (name, prefetch) => ({
     return rows[0].pending;
   },
   async work(url, concurrency, onJob) {
-    const pool = new pg.Pool({ ...ENGINE_POOL, connectionString: url, max: concurrency + 2 });
+    const pool = enginePool(url, concurrency + 2, JobStore.setUpConnection);
     const worker = new QueueWorker({
       pool,
       connectListener: async () => {

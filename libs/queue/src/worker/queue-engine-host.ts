@@ -13,20 +13,12 @@ import { QueueWorker, QueueWorkerOptions } from './queue-worker';
 import { listeningGauge } from './queue-worker-metrics';
 import { WorkStore } from './work-store';
 
-/**
- * What an engine's pool sets on each connection before its first use. Every statement an engine runs finds
- * its rows through an index, and the claim is a prepared statement whose plan is kept: one made while
- * `queue_jobs` looked empty (a new deployment) could read the whole table to find the rows it had locked,
- * and would go on doing so once the table held a million jobs. With table scans ruled out, a plan is made
- * of index and row-id reads whatever the statistics said when it was made (a table no index serves is
- * still scanned). A SET rather than a startup option, which poolers such as PgBouncer refuse; the pool awaits
- * it (its typings say the hook returns nothing) and drops a connection where it fails.
- */
-export const ENGINE_POOL = {
-  onConnect: async (client: ClientBase): Promise<void> => {
-    await client.query('SET enable_seqscan = off');
-  },
-};
+/** An engine's own pool of `max` connections, each set up by `setUp` (when given) before its first query. */
+export function enginePool(connectionString: string, max: number, setUp?: (client: ClientBase) => Promise<void>): Pool {
+  // pg-pool awaits onConnect, and drops a connection where it fails; its typings say it returns nothing.
+  // eslint-disable-next-line @typescript-eslint/no-misused-promises
+  return new Pool({ connectionString, max, Client: ConnectionClient, onConnect: setUp });
+}
 
 /** The dedicated connection a queue engine LISTENs on. */
 export async function connectListener(connectionString: string): Promise<ConnectionClient> {
@@ -43,6 +35,8 @@ export function newWorkerId(maxHostChars = 80): string {
 export type EngineOptions<Work extends HeldWork> = Omit<QueueWorkerOptions<Work>, 'pool' | 'store' | 'connectListener' | 'onListening'> & {
   /** Size of the engine's own pool. */
   connections: number;
+  /** Run on each of the pool's connections before its first query (what the store's statements rely on). */
+  setUpConnection?: (client: ClientBase) => Promise<void>;
   store: (pool: Pool) => WorkStore<Work>;
 };
 
@@ -93,9 +87,9 @@ export abstract class QueueEngineHost<Work extends HeldWork = ClaimedJob> implem
       });
   }
 
-  private async launch({ connections, store, ...options }: EngineOptions<Work>): Promise<void> {
+  private async launch({ connections, setUpConnection, store, ...options }: EngineOptions<Work>): Promise<void> {
     const connectionString = this.env.databaseUrl;
-    this.pool = new Pool({ ...ENGINE_POOL, connectionString, max: connections, Client: ConnectionClient });
+    this.pool = enginePool(connectionString, connections, setUpConnection);
     const workStore = store(this.pool);
     const listening = listeningGauge(this.registry).labels({ channel: workStore.readyChannel });
     listening.set(0);

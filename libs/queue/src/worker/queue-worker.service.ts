@@ -39,6 +39,7 @@ export class QueueWorkerService extends QueueEngineHost implements OnApplication
     }
     await this.startEngine({
       connections: this.env.WORKER_CONCURRENCY + 2,
+      setUpConnection: JobStore.setUpConnection,
       store: (pool) => new JobStore(pool, newWorkerId(), this.env.QUEUE_CANCEL_INTENT_TTL_SECONDS),
       handlers,
       concurrency: this.env.WORKER_CONCURRENCY,
