@@ -56,12 +56,18 @@ export const FIRE_STATUS: Record<JobOutcome, Exclude<ScheduleRunStatus, 'queued'
  * Each schedule's oldest queued fire comes from one sorted pass over the queued fires: a check per fire
  * for an older one was planned, right after a tick queued a burst (statistics not yet updated), as a
  * read of every queued fire, and a claim among 1,000 fires due together took 100-250 ms.
+ * Each candidate's schedule is looked up by primary key while the claim walks the queued fires in
+ * (due_at, id) order and stops at the limit. Joined to schedules directly, the claim was planned as a
+ * hash join reading every schedule whenever fires were queued (11 ms a claim at 20,500 schedules, against
+ * 1.8 ms). OFFSET 0 keeps the planner from flattening the LATERAL subquery back into that join, so it can
+ * only be the inner side of a nested loop; it is still an inner join (a fire without its schedule is none).
  */
 const CANDIDATES = `
   WITH heads AS (
     SELECT DISTINCT ON (schedule_id) id FROM schedule_runs WHERE status = 'queued' ORDER BY schedule_id, due_at, id
   ), candidates AS (
-    SELECT r.id, r.schedule_id, s.overlap_policy, r.due_at FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
+    SELECT r.id, r.schedule_id, s.overlap_policy, r.due_at
+    FROM schedule_runs r CROSS JOIN LATERAL (SELECT overlap_policy FROM schedules WHERE id = r.schedule_id OFFSET 0) s
     WHERE r.status = 'queued'
       AND (s.overlap_policy = 'allow' OR (r.id IN (SELECT id FROM heads) AND NOT ${fireInFlight('r.schedule_id')}))
     ORDER BY r.due_at, r.id LIMIT $1 FOR UPDATE OF r SKIP LOCKED
