@@ -5,6 +5,7 @@ import { createTestDatabase, query } from '../../../../test/support/database';
 import { enqueueJobs } from '../enqueue';
 import { JOB_STATUSES } from '../job-status';
 import { JobStore } from './job-store';
+import { enginePool } from './queue-engine-host';
 
 const JOB_TYPE = 'count-test';
 
@@ -20,7 +21,8 @@ describe('queue job counts', () => {
 
   beforeAll(async () => {
     url = await createTestDatabase();
-    pool = new Pool({ connectionString: url, max: 4 });
+    // Connections set up as the worker app's job engine sets up its own.
+    pool = enginePool(url, 4, JobStore.setUpConnection);
   });
   afterAll(() => pool.end());
 

@@ -10,6 +10,7 @@ import { enqueueJobs } from '../enqueue';
 import { JobPayload } from '../job.entity';
 import { JobContext, JobHandler } from './job-handler';
 import { JobStore } from './job-store';
+import { enginePool } from './queue-engine-host';
 import { QueueWorker } from './queue-worker';
 import { QueueWorkerMetrics } from './queue-worker-metrics';
 
@@ -23,7 +24,8 @@ describe('QueueWorker handler contract', () => {
 
   beforeEach(async () => {
     url = await createTestDatabase();
-    pool = new Pool({ connectionString: url, max: 4 });
+    // Connections set up as the worker app's job engine sets up its own.
+    pool = enginePool(url, 4, JobStore.setUpConnection);
   });
 
   afterEach(async () => {
