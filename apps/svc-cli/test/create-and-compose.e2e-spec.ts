@@ -464,7 +464,10 @@ describe('svc up, down, restart', () => {
   let fakePath: string;
   let argvLog: string;
 
-  /** A `docker` first on PATH that records each argv (and its working directory) and exits with $FAKE_DOCKER_EXIT. */
+  /**
+   * A `docker` first on PATH with the Compose plugin: it answers `compose version` (svc asks first), and records every
+   * other argv (and its working directory) and exits with $FAKE_DOCKER_EXIT.
+   */
   beforeEach(() => {
     sandbox = cliSandbox();
     const bin = join(sandbox.home, 'bin');
@@ -472,7 +475,8 @@ describe('svc up, down, restart', () => {
     argvLog = join(sandbox.home, 'docker-argv');
     writeFileSync(
       join(bin, 'docker'),
-      `#!/bin/sh\necho "$(pwd)|$(date +%s%N)|$*" >> "${argvLog}"\necho "compose says hi" >&2\nexit "\${FAKE_DOCKER_EXIT:-0}"\n`,
+      `#!/bin/sh\nif [ "$*" = "compose version" ]; then echo "Docker Compose version v2.30.3"; exit 0; fi\n` +
+        `echo "$(pwd)|$(date +%s%N)|$*" >> "${argvLog}"\necho "compose says hi" >&2\nexit "\${FAKE_DOCKER_EXIT:-0}"\n`,
     );
     chmodSync(join(bin, 'docker'), 0o755);
     fakePath = `${bin}:${process.env.PATH}`;
@@ -593,6 +597,26 @@ describe('svc up, down, restart', () => {
       error: expect.stringMatching(/Compose plugin is not/),
       hint: expect.stringMatching(/apt-get install docker-compose-plugin/),
     });
+  });
+
+  it('on a terminal, a docker without the Compose plugin prints the hint alone, without docker’s usage text', async () => {
+    writeFileSync(join(sandbox.cwd, 'compose.yaml'), '');
+    const bin = join(sandbox.home, 'plain-docker');
+    mkdirSync(bin);
+    const runs = join(sandbox.home, 'plain-docker-runs');
+    // Without the plugin, `docker compose -f …` fails with docker's flag error and its whole usage text.
+    writeFileSync(
+      join(bin, 'docker'),
+      `#!/bin/sh\nif [ "$2" = version ]; then echo "docker: 'compose' is not a docker command." >&2; exit 1; fi\n` +
+        `echo "$*" >> "${runs}"\necho "unknown shorthand flag: 'f' in -f" >&2\necho "Usage:  docker [OPTIONS] COMMAND" >&2\nexit 125\n`,
+    );
+    chmodSync(join(bin, 'docker'), 0o755);
+    const run = await runCli(['up'], sandbox, { env: { PATH: `${bin}:${process.env.PATH}` } });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/Compose plugin is not/);
+    expect(run.stderr).toMatch(/apt-get install docker-compose-plugin/);
+    expect(`${run.stdout}${run.stderr}`).not.toMatch(/Usage:|unknown shorthand flag/);
+    expect(existsSync(runs)).toBe(false);
   });
 
   it('missing compose files and a missing docker are errors, not crashes', async () => {

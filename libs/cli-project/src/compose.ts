@@ -47,8 +47,18 @@ export function composeCommand(composeFile: string, action: ComposeAction, optio
   return ['docker', 'compose', '-f', composeFile, ...args];
 }
 
-/** Runs compose from the compose file's directory; a non-zero exit is an error naming the code. */
+/**
+ * Runs compose from the compose file's directory; a non-zero exit is an error naming the code. Whether docker has
+ * its Compose plugin is asked first: without it docker reads `compose -f` as its own flags and prints its whole
+ * usage text before failing, which would bury the one line that says what to install.
+ */
 export async function runCompose(command: string[], composeFile: string, capture: boolean): Promise<void> {
+  if (await composePluginMissing()) {
+    throw new CliError(
+      'Docker is installed, but its Compose plugin is not (`docker compose` is not a docker command).',
+      'Install the plugin: on Debian or Ubuntu `sudo apt-get install docker-compose-plugin`; Docker Desktop includes it. Then re-run.',
+    );
+  }
   const [program, ...args] = command;
   const outcome = await runProcess(program, args, {
     cwd: dirname(composeFile),
@@ -57,18 +67,11 @@ export async function runCompose(command: string[], composeFile: string, capture
     missing: 'docker is required: install Docker (with the compose plugin) and re-run.',
   });
   if (outcome.code !== 0) {
-    if (await composePluginMissing()) {
-      // Without the plugin docker reads `compose -f` as its own flags: "unknown shorthand flag: 'f' in -f".
-      throw new CliError(
-        'Docker is installed, but its Compose plugin is not (`docker compose` is not a docker command).',
-        'Install the plugin: on Debian or Ubuntu `sudo apt-get install docker-compose-plugin`; Docker Desktop includes it. Then re-run.',
-      );
-    }
     throw new CliError(`docker compose exited with code ${outcome.code}${outcome.stderr ? `: ${outcome.stderr}` : ''}`);
   }
 }
 
-/** Asked only after a failed run, so a working setup pays nothing. */
+/** `docker compose version` fails and says compose is no docker command; false when docker itself is missing (said by the run). */
 async function composePluginMissing(): Promise<boolean> {
   const probe = await runProcess('docker', ['compose', 'version'], {
     timeoutMs: 10_000,
