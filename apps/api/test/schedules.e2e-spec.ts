@@ -208,6 +208,12 @@ describe('schedules api (security_key mode)', () => {
       expect(expectValidationBody(await call(api.url, 'GET', '/schedules?target_type=robot', { token: ROOT_KEY }))).toEqual([
         ['query', 'target_type'],
       ]);
+      // Only the boolean words are booleans: a name every object has is not one.
+      for (const word of ['constructor', '__proto__', 'maybe']) {
+        expect(expectValidationBody(await call(api.url, 'GET', `/schedules?enabled=${word}`, { token: ROOT_KEY })), word).toEqual([
+          ['query', 'enabled'],
+        ]);
+      }
     });
   });
 

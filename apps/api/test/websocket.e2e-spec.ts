@@ -120,6 +120,8 @@ describe('WebSocket /ws', () => {
     socket.send({ action: 'run', component_type: 'agent', component_id: 'echo-agent', message: 'quick', request_id: 'quick' });
     socket.send({ action: 'run', component_type: 'agent', component_id: 'nope', message: 'x', request_id: 'missing' });
     socket.send({ action: 'watch', run_id: 'not-a-uuid', request_id: 'bad-watch' });
+    // A name every object has is no component type.
+    socket.send({ action: 'run', component_type: 'constructor', component_id: 'echo-agent', message: 'x', request_id: 'bad-type' });
     socket.send({ action: 'run', component_type: 'agent', component_id: 'echo-agent', message: 'x', request_id: 7 });
     const slow = await socket.next((frame) => frame.request_id === 'slow' && frame.event === 'RunCompleted', 15_000);
     const quick = await socket.next((frame) => frame.request_id === 'quick' && frame.event === 'RunCompleted');
@@ -137,6 +139,11 @@ describe('WebSocket /ws', () => {
       event: 'error',
       status: 422,
       detail: 'run_id must be a UUID',
+    });
+    expect(await socket.next((frame) => frame.request_id === 'bad-type')).toMatchObject({
+      event: 'error',
+      status: 422,
+      detail: "'component_type' must be agent, team or workflow",
     });
     // A request_id that is not a string is refused (without one to echo).
     expect(await socket.next((frame) => frame.event === 'error' && frame.status === 422 && frame.request_id === undefined)).toMatchObject({

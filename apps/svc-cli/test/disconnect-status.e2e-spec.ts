@@ -420,6 +420,10 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
     expect(unknown.code).toBe(2);
     expect(unknown.stdout).toBe('');
     expect(unknown.stderr).toContain('Unknown client: notepad. Supported: ');
+    // A name every object has is no client either.
+    const inherited = await runCli(['disconnect', '--clients', 'constructor', '--json'], sandbox);
+    expect(inherited.code).toBe(2);
+    expect(inherited.stderr).toContain('Unknown client: constructor. Supported: ');
   });
 
   it('--revoke revokes the accounts whose tokens the removed entries hold, with the admin credential', async () => {

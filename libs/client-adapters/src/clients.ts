@@ -52,7 +52,9 @@ export function parseClientList(value: string): ClientId[] {
     .split(',')
     .map((item) => item.trim().toLowerCase())
     .filter(Boolean)) {
-    const client = (ALL_CLIENTS as readonly string[]).includes(raw) ? (raw as ClientId) : CLIENT_ALIASES[raw];
+    // The table's own aliases only: `constructor` is no client.
+    const alias = Object.hasOwn(CLIENT_ALIASES, raw) ? CLIENT_ALIASES[raw] : undefined;
+    const client = (ALL_CLIENTS as readonly string[]).includes(raw) ? (raw as ClientId) : alias;
     if (!client) {
       throw new CliError(`Unknown client: ${raw}`, `Supported: ${describeClients()}.`);
     }

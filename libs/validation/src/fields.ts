@@ -38,20 +38,21 @@ const queryNumber = Transform(({ value }: { value: unknown }) =>
   typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value,
 );
 
-const BOOLEAN_WORDS: Record<string, boolean> = {
-  true: true,
-  '1': true,
-  yes: true,
-  on: true,
-  false: false,
-  '0': false,
-  no: false,
-  off: false,
-};
+/** A Map, not an object: `?enabled=constructor` must not find an Object property. */
+const BOOLEAN_WORDS = new Map<string, boolean>([
+  ['true', true],
+  ['1', true],
+  ['yes', true],
+  ['on', true],
+  ['false', false],
+  ['0', false],
+  ['no', false],
+  ['off', false],
+]);
 
 /** Query strings arrive as text: map the usual words to booleans, leave anything else for validation to reject. */
 const queryBoolean = Transform(({ value }: { value: unknown }) =>
-  typeof value === 'string' && value.toLowerCase() in BOOLEAN_WORDS ? BOOLEAN_WORDS[value.toLowerCase()] : value,
+  typeof value === 'string' ? (BOOLEAN_WORDS.get(value.toLowerCase()) ?? value) : value,
 );
 
 /** The last second PostgreSQL's timestamps and ISO dates share (9999-12-31T23:59:59Z): a time filter past it is a 422, not a database error. */

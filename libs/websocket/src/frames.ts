@@ -31,12 +31,8 @@ export class FrameRejected extends Error {
   }
 }
 
-const KIND_NAMES: Record<string, ComponentKind> = Object.fromEntries(
-  COMPONENT_KINDS.flatMap((kind) => [
-    [kind, kind],
-    [`${kind}s`, kind],
-  ]),
-);
+/** A Map, not an object: a frame's `constructor` or `__proto__` must not find an Object property. */
+const KIND_NAMES = new Map<string, ComponentKind>(COMPONENT_KINDS.flatMap((kind) => [[kind, kind] as const, [`${kind}s`, kind] as const]));
 
 function text(frame: Record<string, unknown>, field: string, optional = false): string | undefined {
   const value = frame[field];
@@ -94,7 +90,7 @@ function actionOf(fields: Record<string, unknown>): ClientFrame {
     case 'authenticate':
       return { action: 'authenticate', token: text(fields, 'token')! };
     case 'run': {
-      const kind = KIND_NAMES[String(fields.component_type)];
+      const kind = KIND_NAMES.get(String(fields.component_type));
       if (!kind) {
         throw new FrameRejected(422, "'component_type' must be agent, team or workflow");
       }
