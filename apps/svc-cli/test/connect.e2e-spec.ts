@@ -191,6 +191,32 @@ describe('svc connect against a live api with MCP (security_key mode)', () => {
     expect(storedTokens(sandbox)).toEqual(before);
   });
 
+  it('localhost and 127.0.0.1 on one port are one service: connect, status and disconnect agree across the two spellings', async () => {
+    // npm start writes http://127.0.0.1:<port>; the CLI's default candidates (a project without SERVICE_URL) say localhost.
+    expect(service.api.url).toMatch(/^http:\/\/127\.0\.0\.1:/);
+    const other = { SERVICE_URL: service.api.url.replace('127.0.0.1', 'localhost'), OS_SECURITY_KEY: ROOT_KEY };
+    expect((await runCommand(['connect', '--clients', 'code-agent-a,editor-c', '--json'], sandbox, { env: env() })).code).toBe(0);
+    const before = storedTokens(sandbox);
+    const accounts = await activeAccounts(service.databaseUrl);
+    const again = await runCommand(['connect', '--clients', 'code-agent-a,editor-c', '--json'], sandbox, { env: other });
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+    expect(again.json().results.map((result: { status: string }) => result.status)).toEqual(['already-connected', 'already-connected']);
+    expect(storedTokens(sandbox)).toEqual(before);
+    expect(await activeAccounts(service.databaseUrl)).toEqual(accounts);
+    const status = await runCommand(['status', '--json'], sandbox, { env: other });
+    expect(
+      status
+        .json()
+        .clients.filter((client: { configured: boolean }) => client.configured)
+        .map((client: { client: string }) => client.client),
+    ).toEqual(['code-agent-a', 'editor-c']);
+    const removed = await runCommand(['disconnect', '--clients', 'code-agent-a,editor-c', '--json'], sandbox, { env: other });
+    expect(removed.json().results.map((result: { status: string }) => result.status)).toEqual(['removed', 'removed']);
+    const files = configPaths(sandbox);
+    expect(readJson(files.claude).mcpServers ?? {}).not.toHaveProperty('platform-service');
+    expect(readJson(files.cursor).mcpServers ?? {}).not.toHaveProperty('platform-service');
+  });
+
   it('--project skips the clients without a project-scoped config rather than writing a token to the user file', async () => {
     const files = configPaths(sandbox);
     mkdirSync(join(sandbox.home, '.codex'), { recursive: true });

@@ -658,7 +658,8 @@ describe('svc disconnect and status (offline entry removal, other entries untouc
   it("--revoke leaves an account alone that another client holds under another spelling of the service's URL", async () => {
     const shared = await mintAccount(service.api.url, ROOT_KEY);
     const files = writeConfigsHolding(sandbox, targetMcp, { codex: shared.token });
-    const alias = targetMcp.replace('127.0.0.1', 'localhost');
+    // A name that may reach this service or another one (localhost would be this service: see urlBelongsTo).
+    const alias = targetMcp.replace('127.0.0.1', 'host.docker.internal');
     writeFileSync(
       files.cursor,
       JSON.stringify({ mcpServers: { local: { url: alias, headers: { Authorization: `Bearer ${shared.token}` } } } }),

@@ -5,7 +5,7 @@ import { CliError, Terminal } from '@app/cli-terminal';
 import { CliEnv } from './cli-env';
 import { serviceUrlFromEnvFiles } from './env-file';
 import { probeRequest } from './http';
-import { isLoopbackUrl, normalizeBaseUrl } from './urls';
+import { normalizeBaseUrl, sameUrl } from './urls';
 
 export type UrlSource = 'flag' | 'env' | 'env-file' | 'client-config' | 'default';
 export type AuthMode = 'none' | 'security_key' | 'jwt' | 'unknown';
@@ -191,17 +191,6 @@ export async function discoverOne(request: DiscoveryRequest): Promise<ServiceDes
   throw nothingFound(misses);
 }
 
-/** Two loopback URLs (by isLoopbackUrl, e.g. localhost, 127.0.0.1, [::1]) on the same port and path are one service. */
-function sameService(a: string, b: string): boolean {
-  if (a === b) {
-    return true;
-  }
-  const [left, right] = [new URL(a), new URL(b)];
-  return (
-    isLoopbackUrl(a) && isLoopbackUrl(b) && left.port === right.port && left.pathname === right.pathname && left.protocol === right.protocol
-  );
-}
-
 /**
  * Interactive connect/disconnect: every candidate (env file, localhost defaults, URLs in existing client
  * configs) is probed; when several answer the operator picks one. Explicit URLs are used as they are.
@@ -218,7 +207,7 @@ export async function discoverInteractively(
   }
   const candidates: Candidate[] = [];
   for (const candidate of [...groups.flat(), ...fromClientConfigs]) {
-    if (!candidates.some((known) => sameService(known.url, candidate.url))) {
+    if (!candidates.some((known) => sameUrl(known.url, candidate.url))) {
       candidates.push(candidate);
     }
   }

@@ -31,7 +31,32 @@ export function isLoopbackUrl(url: string): boolean {
   return isLoopbackHost(new URL(url).hostname);
 }
 
-/** Same origin, and the entry's path at or under the target's base path. */
+/**
+ * Same scheme, host and port, where two loopback hosts (isLoopbackHost: localhost, 127.0.0.1, [::1]…) on one port
+ * are one service: `npm start` writes http://127.0.0.1:7777, the CLI's default candidates and many a hand-written
+ * URL say localhost.
+ */
+function sameOrigin(a: URL, b: URL): boolean {
+  if (a.protocol !== b.protocol) {
+    return false;
+  }
+  return a.host === b.host || (a.port === b.port && isLoopbackHost(a.hostname) && isLoopbackHost(b.hostname));
+}
+
+/** The same URL, however this machine's name is spelt in it (see sameOrigin). */
+export function sameUrl(a: string, b: string): boolean {
+  if (a === b) {
+    return true;
+  }
+  try {
+    const [left, right] = [new URL(a), new URL(b)];
+    return sameOrigin(left, right) && left.pathname === right.pathname && left.search === right.search;
+  } catch {
+    return false;
+  }
+}
+
+/** The same origin (see sameOrigin), and the entry's path at or under the target's base path. */
 export function urlBelongsTo(entryUrl: string, baseUrl: string): boolean {
   let entry: URL;
   let base: URL;
@@ -41,9 +66,8 @@ export function urlBelongsTo(entryUrl: string, baseUrl: string): boolean {
   } catch {
     return false;
   }
-  const sameOrigin = entry.protocol === base.protocol && entry.host.toLowerCase() === base.host.toLowerCase();
   const basePath = base.pathname.replace(/\/+$/, '');
-  return sameOrigin && (basePath === '' || entry.pathname === basePath || entry.pathname.startsWith(`${basePath}/`));
+  return sameOrigin(entry, base) && (basePath === '' || entry.pathname === basePath || entry.pathname.startsWith(`${basePath}/`));
 }
 
 /** Whether a cloud-hosted chat app could reach this URL: https on a public name or address. */

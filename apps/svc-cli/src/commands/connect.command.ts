@@ -38,6 +38,7 @@ import {
   readCliEnv,
   refusePlaintextCredential,
   resolveAdminCredential,
+  sameUrl,
   SERVICE_ACCOUNTS_CREDENTIAL_HINT,
   ServiceAccount,
   ServiceAccountsApi,
@@ -171,7 +172,7 @@ class Connection {
       let replacedUrl: string | undefined;
       // Why the entry is being replaced, when its token failed: a refusal to replace it says so.
       let stale: string | undefined;
-      if (existing && existing.url === this.mcpUrl && !this.options.rotate && (!this.minting || existing.token)) {
+      if (existing && sameUrl(existing.url, this.mcpUrl) && !this.options.rotate && (!this.minting || existing.token)) {
         if (existing.token) {
           refusePlaintextCredential(this.descriptor.url, Boolean(this.options.allowHttp), 'a stored token');
         }
@@ -196,7 +197,7 @@ class Connection {
         if (this.options.skipExisting) {
           return { ...base, status: 'skipped', error: `${stale} Re-run without --skip-existing to replace it.` };
         }
-      } else if (existing && existing.url !== this.mcpUrl) {
+      } else if (existing && !sameUrl(existing.url, this.mcpUrl)) {
         if (this.options.skipExisting) {
           return { ...base, status: 'skipped', error: `Existing entry points at ${existing.url}; left untouched.` };
         }
@@ -317,7 +318,7 @@ class Connection {
       .entries()
       .filter(
         (entry) =>
-          entry.url === this.mcpUrl &&
+          sameUrl(entry.url, this.mcpUrl) &&
           entry.token &&
           entry.token !== token &&
           previous.token_prefix.length >= MIN_TOKEN_PREFIX &&
@@ -360,7 +361,7 @@ class Connection {
     if (!this.shared) {
       for (const adapter of candidates) {
         const entry = adapter.resolve(this.serverName);
-        if (!this.options.rotate && entry?.token && entry.url === this.mcpUrl && (await verifyMcp(this.mcpUrl, entry.token)).ok) {
+        if (!this.options.rotate && entry?.token && sameUrl(entry.url, this.mcpUrl) && (await verifyMcp(this.mcpUrl, entry.token)).ok) {
           const account = await this.api!.findActive(this.options.name!);
           // A verifying token is not necessarily this account's: a project's checked-in .mcp.json may hold anyone's.
           if (account && isTokenOf(account, entry.token)) {
