@@ -21,6 +21,37 @@ const LEGACY_PASSWORD = 'postgres';
 const LISTEN_ADDRESS = '127.0.0.1';
 
 /**
+ * The only variables initdb and the server get from this process's environment. They run as another user (the
+ * `postgres` user every embedded cluster on the machine shares), which can read its processes' environment from
+ * /proc, as can the cluster's superuser (COPY ... FROM PROGRAM): the secrets exported to `npm start`
+ * (OS_SECURITY_KEY, JWT_SECRET, INTERNAL_SERVICE_TOKEN, a model provider's key) must not come along.
+ */
+const POSTGRES_ENVIRONMENT = /^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ|TMPDIR)$/;
+
+/** This process's environment less anything PostgreSQL does not need (see POSTGRES_ENVIRONMENT). */
+function postgresEnvironment() {
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => POSTGRES_ENVIRONMENT.test(name)));
+}
+
+/**
+ * The package's initialise() runs initdb with this process's whole environment: for its duration, the environment
+ * is cut down to what PostgreSQL needs, then restored.
+ */
+async function withPostgresEnvironment(action) {
+  const saved = { ...process.env };
+  for (const name of Object.keys(process.env)) {
+    if (!POSTGRES_ENVIRONMENT.test(name)) {
+      delete process.env[name];
+    }
+  }
+  try {
+    return await action();
+  } finally {
+    Object.assign(process.env, saved);
+  }
+}
+
+/**
  * The whole pg_hba.conf of an embedded cluster, written at every start (before the server reads
  * it): initdb's `--auth=password` rules of older clusters sent the password in clear text, and a
  * `trust` rule would make the password meaningless.
@@ -56,7 +87,7 @@ class Cluster extends EmbeddedPostgres {
         ...ids,
         detached: this.detached,
         // C: the readiness line below is matched in English.
-        env: { ...process.env, LC_MESSAGES: 'C' },
+        env: { ...postgresEnvironment(), LC_MESSAGES: 'C' },
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       this.process = child;
@@ -306,7 +337,7 @@ export async function startEmbeddedPostgres({
     { detached, onExit },
   );
   if (!initialised) {
-    await withPrivateTmpdir(dirname(databaseDir), () => cluster.initialise());
+    await withPrivateTmpdir(dirname(databaseDir), () => withPostgresEnvironment(() => cluster.initialise()));
   }
   // Before the server reads it. As root this keeps the file's owner (postgres) and mode.
   writeFileSync(join(databaseDir, 'pg_hba.conf'), PG_HBA);
