@@ -70,14 +70,42 @@ const PROBES = new Set(['/health', '/readyz', '/metrics']);
 
 /** Query parameters that carry a credential in common client conventions (RFC 6750's access_token, signed URLs). */
 const CREDENTIAL_PARAMETER =
-  /([?&](?:access_token|refresh_token|id_token|token|api_key|apikey|key|password|secret|client_secret|code|signature|sig)=)[^&#]*/gi;
+  /^(?:access_token|refresh_token|id_token|token|api_key|apikey|key|password|secret|client_secret|code|signature|sig)$/i;
+
+/** Values that are credentials by their shape, under any parameter name: this service's tokens, and JWTs. */
+const CREDENTIAL_VALUE = /svc_pat_|svc_sch_|eyJ[\w-]*\.eyJ/;
+
+/** A query's name or value as the api reads it ('+' a space, percent-escapes decoded), or as sent when it does not decode. */
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text.replaceAll('+', ' '));
+  } catch {
+    return text;
+  }
+}
 
 /**
  * A request URL as logs may keep it. The api takes no credential in a query string, but a client that appends
- * one (`?access_token=`) must not find it in the access log: such values are replaced, the rest is kept.
+ * one (`?access_token=`) must not find it in the access log: a parameter named as a credential (percent-escaped
+ * or not), or any value shaped as one (`?auth=svc_pat_...`), is replaced, the rest is kept.
  */
 export function loggableUrl(url: string): string {
-  return url.includes('?') ? url.replace(CREDENTIAL_PARAMETER, '$1[redacted]') : url;
+  const query = url.indexOf('?');
+  if (query < 0) {
+    return url;
+  }
+  const parameters = url
+    .slice(query + 1)
+    .split('&')
+    .map((parameter) => {
+      const equals = parameter.indexOf('=');
+      const name = equals < 0 ? parameter : parameter.slice(0, equals);
+      if (CREDENTIAL_VALUE.test(decoded(parameter))) {
+        return equals < 0 || CREDENTIAL_VALUE.test(decoded(name)) ? '[redacted]' : `${name}=[redacted]`;
+      }
+      return equals >= 0 && CREDENTIAL_PARAMETER.test(decoded(name)) ? `${name}=[redacted]` : parameter;
+    });
+  return `${url.slice(0, query)}?${parameters.join('&')}`;
 }
 
 /** The key every line of a request carries its id under. */
