@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, Server } from 'node:http';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 import { parse as parseToml } from 'smol-toml';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -882,6 +882,26 @@ describe('svc connect: MCP off, OAuth-protected /mcp, and unauthenticated MCP', 
         ),
       });
       expect(readJson(join(sandbox.home, '.cursor', 'mcp.json')).mcpServers['platform-service']).toEqual({ url: `${service.api.url}/mcp` });
+    });
+
+    it('an entry holding the security key, replaced by an OAuth sign-in, is said without quoting any of the key', async () => {
+      const config = join(sandbox.home, '.cursor', 'mcp.json');
+      mkdirSync(dirname(config), { recursive: true });
+      writeFileSync(
+        config,
+        JSON.stringify({
+          mcpServers: { 'platform-service': { url: `${service.api.url}/mcp`, headers: { Authorization: `Bearer ${ROOT_KEY}` } } },
+        }),
+        { mode: 0o600 },
+      );
+      const run = await runCommand(['connect', '--clients', 'cursor', '--rotate'], sandbox, {
+        env: { SERVICE_URL: service.api.url, OS_SECURITY_KEY: ROOT_KEY },
+      });
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      expect(run.stdout).toContain('needs-login');
+      expect(run.stdout).toContain('not a service-account token');
+      expect(`${run.stdout}${run.stderr}`).not.toContain(ROOT_KEY.slice(0, 8));
+      expect(readJson(config).mcpServers['platform-service']).toEqual({ url: `${service.api.url}/mcp` });
     });
   });
 

@@ -26,6 +26,7 @@ import {
   confirmDiscoveredUrl,
   discoverInteractively,
   isCloudReachable,
+  isServiceAccountToken,
   isTokenOf,
   listedTokenPrefix,
   mcpUrlOf,
@@ -650,6 +651,10 @@ function committedTokenRefusal(location: string, exposure: 'tracked' | 'unignore
 
 /** The token an OAuth entry replaced: it still works, and its account is named by the prefix svc tokens list shows. */
 function replacedTokenNote(token: string): string {
+  if (!isServiceAccountToken(token)) {
+    // The security key, a user's JWT: no account lists it, and any part of it shown is a part of a secret given away.
+    return 'The credential the entry held (not a service-account token) was removed from it; it still works wherever else it is used.';
+  }
   return `The token the entry held still works until its account is revoked: find it by its prefix ${listedTokenPrefix(token)} in svc tokens list, and revoke it with svc tokens revoke <name> unless another client uses it.`;
 }
 
