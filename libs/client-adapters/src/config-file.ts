@@ -30,6 +30,14 @@ export function readTextIfExists(path: string): string | null {
   }
 }
 
+/**
+ * What JSON.parse says of a file, less its quote of the text around an unexpected token (`Unexpected token 's',
+ * "{"a": svc_pat_SE"... is not valid JSON`): a client's config holds tokens. Its other messages give a position only.
+ */
+function jsonFault(error: Error): string {
+  return error.message.replace(/, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s, '');
+}
+
 /** The file's JSON object, or null when the file does not exist. Anything else is refused. */
 export function readJsonObject(path: string): Record<string, unknown> | null {
   const text = readTextIfExists(path);
@@ -41,7 +49,7 @@ export function readJsonObject(path: string): Record<string, unknown> | null {
     parsed = JSON.parse(text);
   } catch (error) {
     throw new CliError(
-      `Refusing to modify ${path}: the existing file is not valid JSON (${(error as Error).message}).`,
+      `Refusing to modify ${path}: the existing file is not valid JSON (${jsonFault(error as Error)}).`,
       'Fix or move the file, then re-run.',
     );
   }
