@@ -100,10 +100,13 @@ export function loggableUrl(url: string): string {
     .map((parameter) => {
       const equals = parameter.indexOf('=');
       const name = equals < 0 ? parameter : parameter.slice(0, equals);
-      if (CREDENTIAL_VALUE.test(decoded(parameter))) {
-        return equals < 0 || CREDENTIAL_VALUE.test(decoded(name)) ? '[redacted]' : `${name}=[redacted]`;
+      const readName = decoded(name);
+      if (CREDENTIAL_VALUE.test(readName)) {
+        // A token sent as a bare parameter (`?svc_pat_...`).
+        return '[redacted]';
       }
-      return equals >= 0 && CREDENTIAL_PARAMETER.test(decoded(name)) ? `${name}=[redacted]` : parameter;
+      const secret = equals >= 0 && (CREDENTIAL_PARAMETER.test(readName) || CREDENTIAL_VALUE.test(decoded(parameter.slice(equals + 1))));
+      return secret ? `${name}=[redacted]` : parameter;
     });
   return `${url.slice(0, query)}?${parameters.join('&')}`;
 }
